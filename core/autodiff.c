@@ -1,0 +1,194 @@
+/* autodiff.c: dg_grad, reverse mode over the graph, one case per op. */
+#include "autodiff.h"
+
+#include <stdlib.h>
+
+/* Builds an internal backward op: same shape as `like`, inputs as given. */
+static dg_node *backward_op(dg_graph *g, dg_op op, const dg_node *like, int n_in, dg_node **in) {
+    for (int i = 0; i < n_in; i++)
+        if (!in[i]) return NULL;
+    dg_node *n = dg__node_new(g, op, like->shape, n_in, in);
+    return n;
+}
+
+static dg_node *bw2(dg_graph *g, dg_op op, dg_node *dy, dg_node *x) {
+    dg_node *in[2] = {dy, x};
+    return backward_op(g, op, x, 2, in);
+}
+
+/* Sums dy [broadcast shape] back to the operand shape t ("reverse broadcast"). */
+static dg_node *reduce_to(dg_graph *g, dg_node *dy, dg_shape t) {
+    if (!dy || dg_shape_eq(dy->shape, t)) return dy;
+    int nd = dy->shape.ndim, off = nd - t.ndim;
+    uint32_t axes = 0;
+    for (int i = 0; i < nd; i++) {
+        int64_t td = i >= off ? t.d[i - off] : 1;
+        if (dy->shape.d[i] != td) axes |= 1u << i;
+    }
+    dg_node *s = axes ? dg_sum(g, dy, axes, true) : dy;
+    return dg_reshape(g, s, t);
+}
+
+static void accumulate(dg_graph *g, dg_node **grad, const dg_node *x, dg_node *contrib) {
+    if (!contrib) return;
+    grad[x->id] = grad[x->id] ? dg_add(g, grad[x->id], contrib) : contrib;
+}
+
+static dg_status fail_no_grad(dg_graph *g, const dg_node *y) {
+    dg__graph_fail(g, DG_ERR_UNSUPPORTED, "dg_grad: op %s (node '%s') has no gradient",
+                   dg_op_name(y->op), y->name);
+    return DG_ERR_UNSUPPORTED;
+}
+
+/* Adds the gradient contributions of y (whose gradient is dy) to its inputs
+ * that need one. */
+static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *needs, dg_node **grad) {
+    dg_node *a = y->in[0], *b = y->n_in > 1 ? y->in[1] : NULL;
+    bool na = a && needs[a->id], nb = b && needs[b->id];
+    float s = y->p.f[0];
+    switch (y->op) {
+    case DG_OP_LEAF: break;
+    case DG_OP_ADD:
+        if (na) accumulate(g, grad, a, reduce_to(g, dy, a->shape));
+        if (nb) accumulate(g, grad, b, reduce_to(g, dy, b->shape));
+        break;
+    case DG_OP_SUB:
+        if (na) accumulate(g, grad, a, reduce_to(g, dy, a->shape));
+        if (nb) accumulate(g, grad, b, reduce_to(g, dg_neg(g, dy), b->shape));
+        break;
+    case DG_OP_MUL:
+        if (na) accumulate(g, grad, a, reduce_to(g, dg_mul(g, dy, b), a->shape));
+        if (nb) accumulate(g, grad, b, reduce_to(g, dg_mul(g, dy, a), b->shape));
+        break;
+    case DG_OP_DIV: /* y = a / b: da = dy / b, db = -dy * y / b */
+        if (na) accumulate(g, grad, a, reduce_to(g, dg_div(g, dy, b), a->shape));
+        if (nb) accumulate(g, grad, b, reduce_to(g, dg_neg(g, dg_mul(g, dy, dg_div(g, y, b))), b->shape));
+        break;
+    case DG_OP_NEG:        if (na) accumulate(g, grad, a, dg_neg(g, dy)); break;
+    case DG_OP_ADD_SCALAR: if (na) accumulate(g, grad, a, dy); break;
+    case DG_OP_MUL_SCALAR: if (na) accumulate(g, grad, a, dg_mul_scalar(g, dy, s)); break;
+    case DG_OP_POW_SCALAR: /* d(a^s) = s a^(s-1) */
+        if (na) accumulate(g, grad, a, dg_mul(g, dy, dg_mul_scalar(g, dg_pow_scalar(g, a, s - 1.0f), s)));
+        break;
+    case DG_OP_EXP:  if (na) accumulate(g, grad, a, dg_mul(g, dy, y)); break;
+    case DG_OP_LOG:  if (na) accumulate(g, grad, a, dg_div(g, dy, a)); break;
+    case DG_OP_SQRT: if (na) accumulate(g, grad, a, dg_mul_scalar(g, dg_div(g, dy, y), 0.5f)); break;
+    case DG_OP_ABS:  if (na) accumulate(g, grad, a, bw2(g, DG_OP_ABS_BACKWARD, dy, a)); break;
+    case DG_OP_RELU: if (na) accumulate(g, grad, a, bw2(g, DG_OP_RELU_BACKWARD, dy, a)); break;
+    case DG_OP_LEAKY_RELU:
+        if (na) {
+            dg_node *d = bw2(g, DG_OP_LEAKY_RELU_BACKWARD, dy, a);
+            if (d) d->p.f[0] = s;
+            accumulate(g, grad, a, d);
+        }
+        break;
+    case DG_OP_SIGMOID: if (na) accumulate(g, grad, a, bw2(g, DG_OP_SIGMOID_BACKWARD, dy, y)); break;
+    case DG_OP_TANH:    if (na) accumulate(g, grad, a, bw2(g, DG_OP_TANH_BACKWARD, dy, y)); break;
+    case DG_OP_GELU:    if (na) accumulate(g, grad, a, bw2(g, DG_OP_GELU_BACKWARD, dy, a)); break;
+    case DG_OP_MATMUL: {
+        /* C = op(A) op(B); each case is the product rule with the transposes
+         * folded into the flags, so no transposed copy is materialised. */
+        bool ta = y->p.trans_a, tb = y->p.trans_b;
+        if (na) accumulate(g, grad, a,
+                           !ta ? dg_matmul(g, dy, b, false, !tb)      /* dA = dC op(B)^T            */
+                               : dg_matmul(g, b, dy, tb, true));      /* dA = (dC op(B)^T)^T        */
+        if (nb) accumulate(g, grad, b,
+                           !tb ? dg_matmul(g, a, dy, !ta, false)      /* dB = op(A)^T dC            */
+                               : dg_matmul(g, dy, a, true, ta));      /* dB = (op(A)^T dC)^T        */
+        break;
+    }
+    case DG_OP_PERMUTE:
+        if (na) {
+            int inv[DG_MAX_DIMS];
+            for (int i = 0; i < y->shape.ndim; i++) inv[y->p.perm[i]] = i;
+            accumulate(g, grad, a, dg_permute(g, dy, inv));
+        }
+        break;
+    case DG_OP_RESHAPE: if (na) accumulate(g, grad, a, dg_reshape(g, dy, a->shape)); break;
+    case DG_OP_SUM:
+    case DG_OP_MEAN:
+        if (na) {
+            dg_shape kept = a->shape; /* the output shape with keepdims */
+            for (int i = 0; i < kept.ndim; i++)
+                if (y->p.axes >> i & 1u) kept.d[i] = 1;
+            dg_node *d = dg_broadcast_to(g, dg_reshape(g, dy, kept), a->shape);
+            if (y->op == DG_OP_MEAN)
+                d = dg_mul_scalar(g, d, (float)((double)dg_node_numel(y) / (double)dg_node_numel(a)));
+            accumulate(g, grad, a, d);
+        }
+        break;
+    case DG_OP_BROADCAST_TO: if (na) accumulate(g, grad, a, reduce_to(g, dy, a->shape)); break;
+    case DG_OP_SOFTMAX:     if (na) accumulate(g, grad, a, bw2(g, DG_OP_SOFTMAX_BACKWARD, dy, y)); break;
+    case DG_OP_LOG_SOFTMAX: if (na) accumulate(g, grad, a, bw2(g, DG_OP_LOG_SOFTMAX_BACKWARD, dy, y)); break;
+    case DG_OP_SOFTMAX_CE:
+        if (na) {
+            dg_node *in[3] = {dy, a, b};
+            accumulate(g, grad, a, backward_op(g, DG_OP_SOFTMAX_CE_BACKWARD, a, 3, in));
+        }
+        break;
+    case DG_OP_RELU_BACKWARD:
+    case DG_OP_LEAKY_RELU_BACKWARD:
+    case DG_OP_ABS_BACKWARD:
+    case DG_OP_SIGMOID_BACKWARD:
+    case DG_OP_TANH_BACKWARD:
+    case DG_OP_GELU_BACKWARD:
+    case DG_OP_SOFTMAX_BACKWARD:
+    case DG_OP_LOG_SOFTMAX_BACKWARD:
+    case DG_OP_SOFTMAX_CE_BACKWARD:
+    case DG_OP_SGD_UPDATE:
+    case DG_OP_MOMENTUM_UPDATE:
+    case DG_OP_ADAM_STEP:
+    case DG_OP_ADAM_UPDATE:
+    case DG_OP_COUNT:
+        return fail_no_grad(g, y);
+    }
+    return dg_graph_status(g);
+}
+
+dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads) {
+    if (!g || !loss || (n > 0 && (!wrt || !grads)))
+        return dg__fail(DG_ERR_INVALID, "dg_grad: NULL argument");
+    if (dg_graph_status(g) != DG_OK) return dg_graph_status(g);
+    if (dg_node_numel(loss) != 1 || loss->dtype != DG_F32) {
+        char b[96];
+        dg__graph_fail(g, DG_ERR_SHAPE, "dg_grad: loss '%s' must be one float32 element, has shape %s",
+                       loss->name, dg_shape_str(loss->shape, b, sizeof b));
+        return DG_ERR_SHAPE;
+    }
+    int top = loss->id + 1;
+    bool *needs = calloc((size_t)top, sizeof *needs);
+    dg_node **grad = calloc((size_t)top, sizeof *grad);
+    dg_status st = DG_OK;
+    if (!needs || !grad) {
+        st = dg__fail(DG_ERR_OOM, "dg_grad: out of memory");
+        goto done;
+    }
+    /* needs[x]: x depends on some wrt node, so a gradient must flow into it */
+    for (int i = 0; i < n; i++) {
+        if (!wrt[i] || wrt[i]->id >= top) continue;
+        if (wrt[i]->dtype != DG_F32) {
+            st = dg__fail(DG_ERR_INVALID, "dg_grad: cannot differentiate with respect to int32 '%s'", wrt[i]->name);
+            goto done;
+        }
+        needs[wrt[i]->id] = true;
+    }
+    for (int id = 0; id < top; id++) {
+        dg_node *x = dg_graph_node(g, id);
+        for (int j = 0; j < x->n_in && !needs[id]; j++) needs[id] = needs[x->in[j]->id];
+    }
+    grad[loss->id] = dg_const(g, "dloss", loss->shape, 1.0f);
+    for (int id = top - 1; id >= 0 && st == DG_OK; id--) {
+        dg_node *y = dg_graph_node(g, id);
+        if (grad[id] && needs[id] && y->op != DG_OP_LEAF) st = backprop(g, y, grad[id], needs, grad);
+    }
+    if (st == DG_OK) st = dg_graph_status(g);
+    for (int i = 0; i < n && st == DG_OK; i++) {
+        dg_node *d = wrt[i] && wrt[i]->id < top ? grad[wrt[i]->id] : NULL;
+        grads[i] = d ? d : dg_const(g, "zero_grad", wrt[i]->shape, 0.0f);
+        if (!grads[i]) st = dg_graph_status(g);
+    }
+done:
+    free(needs);
+    free(grad);
+    return st;
+}

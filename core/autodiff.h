@@ -1,0 +1,42 @@
+/* autodiff.h: symbolic reverse mode and optimizer updates as graph nodes. */
+#ifndef DG_AUTODIFF_H
+#define DG_AUTODIFF_H
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Appends to g the nodes computing d(loss)/d(wrt[i]) and stores them in
+ * grads[i]. `loss` must be a float32 tensor of one element. Contributions of
+ * a node used several times are summed; gradients of broadcast operands are
+ * summed back to the operand's shape. A wrt node that does not influence the
+ * loss gets a constant zero gradient. */
+dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads);
+
+typedef enum dg_optim_kind { DG_OPTIM_SGD, DG_OPTIM_MOMENTUM, DG_OPTIM_ADAM } dg_optim_kind;
+
+typedef struct dg_optim {
+    dg_optim_kind kind;
+    float lr;
+    float momentum;            /* MOMENTUM: v = momentum v + g            */
+    float beta1, beta2, eps;   /* ADAM                                    */
+} dg_optim;
+
+/* Defaults: lr as given; momentum 0.9; Adam 0.9, 0.999, 1e-8. */
+dg_optim dg_optim_default(dg_optim_kind kind, float lr);
+/* "sgd" | "momentum" | "adam" -> kind; DG_ERR_INVALID otherwise. */
+dg_status dg_optim_parse(const char *name, dg_optim_kind *kind);
+const char *dg_optim_name(dg_optim_kind kind);
+
+/* Appends one update node per parameter (plus the optimizer's state leaves,
+ * zero-initialised). Each update writes its parameter in place; running a
+ * plan whose outputs are `updates` performs one optimizer step. */
+dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
+                         dg_node *const *grads, int n, dg_node **updates);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,355 @@
+/* graph.c: graph storage, leaves and the forward builders with their shape
+ * rules. */
+#include "graph.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dg_graph {
+    dg_node **nodes;
+    int       n, cap;
+    dg_status status;
+};
+
+dg_graph *dg_graph_new(void) {
+    return calloc(1, sizeof(dg_graph));
+}
+
+void dg_graph_free(dg_graph *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n; i++) free(g->nodes[i]);
+    free(g->nodes);
+    free(g);
+}
+
+dg_status dg_graph_status(const dg_graph *g) { return g ? g->status : DG_ERR_INVALID; }
+int dg_graph_size(const dg_graph *g) { return g->n; }
+dg_node *dg_graph_node(const dg_graph *g, int id) {
+    return id >= 0 && id < g->n ? g->nodes[id] : NULL;
+}
+
+dg_node *dg__graph_fail(dg_graph *g, dg_status s, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (g && g->status == DG_OK) { /* keep the first error: later ones follow from it */
+        g->status = s;
+        dg__fail(s, "%s", msg);
+    }
+    return NULL;
+}
+
+/* ---- shapes ---- */
+
+int64_t dg_shape_numel(dg_shape s) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) n *= s.d[i];
+    return n;
+}
+
+bool dg_shape_eq(dg_shape a, dg_shape b) {
+    if (a.ndim != b.ndim) return false;
+    for (int i = 0; i < a.ndim; i++)
+        if (a.d[i] != b.d[i]) return false;
+    return true;
+}
+
+const char *dg_shape_str(dg_shape s, char *buf, size_t n) {
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < s.ndim && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, i ? ",%lld" : "%lld", (long long)s.d[i]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+int64_t dg_node_numel(const dg_node *n) { return dg_shape_numel(n->shape); }
+size_t dg_node_bytes(const dg_node *n) { return (size_t)dg_node_numel(n) * 4u; }
+
+static bool shape_valid(dg_shape s) {
+    if (s.ndim < 1 || s.ndim > DG_MAX_DIMS) return false;
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) {
+        if (s.d[i] < 1 || s.d[i] > ((int64_t)1 << 40) / n) return false;
+        n *= s.d[i];
+    }
+    return true;
+}
+
+/* ---- node creation ---- */
+
+dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *const *in) {
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 64;
+        dg_node **nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes) return dg__graph_fail(g, DG_ERR_OOM, "graph: out of memory adding a node");
+        g->nodes = nodes;
+        g->cap = cap;
+    }
+    dg_node *n = calloc(1, sizeof *n);
+    if (!n) return dg__graph_fail(g, DG_ERR_OOM, "graph: out of memory adding a node");
+    n->id = g->n;
+    n->op = op;
+    n->dtype = DG_F32;
+    n->shape = s;
+    n->n_in = n_in;
+    for (int i = 0; i < n_in; i++) n->in[i] = in[i];
+    snprintf(n->name, sizeof n->name, "%s_%d", dg_op_name(op), n->id);
+    g->nodes[g->n++] = n;
+    return n;
+}
+
+/* Validates the common preconditions of a builder: graph healthy, inputs
+ * non-NULL and of this graph, float32 where required. */
+static bool check_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in) {
+    if (!g || g->status != DG_OK) return false;
+    for (int i = 0; i < n_in; i++) {
+        if (!in[i]) {
+            dg__graph_fail(g, DG_ERR_INVALID, "%s: input %d is NULL", op, i);
+            return false;
+        }
+        if (in[i]->id >= g->n || g->nodes[in[i]->id] != in[i]) {
+            dg__graph_fail(g, DG_ERR_INVALID, "%s: input %d belongs to another graph", op, i);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool check_f32(dg_graph *g, const char *op, const dg_node *a) {
+    if (a->dtype == DG_F32) return true;
+    dg__graph_fail(g, DG_ERR_INVALID, "%s: input '%s' must be float32", op, a->name);
+    return false;
+}
+
+/* ---- leaves ---- */
+
+static dg_node *leaf(dg_graph *g, const char *name, dg_shape s, dg_leaf_kind kind,
+                     dg_dtype dt, dg_init init) {
+    if (!g || g->status != DG_OK) return NULL;
+    if (!shape_valid(s)) {
+        char b[96];
+        return dg__graph_fail(g, DG_ERR_SHAPE, "leaf '%s': invalid shape %s (1 to %d dims, each >= 1)",
+                              name ? name : "?", dg_shape_str(s, b, sizeof b), DG_MAX_DIMS);
+    }
+    dg_node *n = dg__node_new(g, DG_OP_LEAF, s, 0, NULL);
+    if (!n) return NULL;
+    n->leaf = kind;
+    n->dtype = dt;
+    n->init = init;
+    if (name) snprintf(n->name, sizeof n->name, "%s", name);
+    return n;
+}
+
+dg_node *dg_input(dg_graph *g, const char *name, dg_shape s) {
+    return leaf(g, name, s, DG_LEAF_INPUT, DG_F32, (dg_init){DG_INIT_FILL, 0, 0, 0});
+}
+dg_node *dg_input_i32(dg_graph *g, const char *name, dg_shape s) {
+    return leaf(g, name, s, DG_LEAF_INPUT, DG_I32, (dg_init){DG_INIT_FILL, 0, 0, 0});
+}
+dg_node *dg_param(dg_graph *g, const char *name, dg_shape s, dg_init init) {
+    return leaf(g, name, s, DG_LEAF_PARAM, DG_F32, init);
+}
+dg_node *dg_state(dg_graph *g, const char *name, dg_shape s, dg_init init) {
+    return leaf(g, name, s, DG_LEAF_STATE, DG_F32, init);
+}
+dg_node *dg_const(dg_graph *g, const char *name, dg_shape s, float value) {
+    return leaf(g, name, s, DG_LEAF_CONST, DG_F32, (dg_init){DG_INIT_FILL, value, 0, 0});
+}
+
+/* ---- elementwise ---- */
+
+/* numpy broadcasting: align from the right; sizes must match or be 1. */
+static bool broadcast_shape(dg_shape a, dg_shape b, dg_shape *out) {
+    int nd = a.ndim > b.ndim ? a.ndim : b.ndim;
+    out->ndim = nd;
+    for (int i = 0; i < nd; i++) {
+        int ia = a.ndim - nd + i, ib = b.ndim - nd + i;
+        int64_t da = ia >= 0 ? a.d[ia] : 1, db = ib >= 0 ? b.d[ib] : 1;
+        if (da != db && da != 1 && db != 1) return false;
+        out->d[i] = da > db ? da : db;
+    }
+    return true;
+}
+
+static dg_node *binary(dg_graph *g, dg_op op, dg_node *a, dg_node *b) {
+    dg_node *in[2] = {a, b};
+    const char *name = dg_op_name(op);
+    if (!check_inputs(g, name, 2, in) || !check_f32(g, name, a) || !check_f32(g, name, b))
+        return NULL;
+    dg_shape s;
+    if (!broadcast_shape(a->shape, b->shape, &s)) {
+        char sa[96], sb[96];
+        return dg__graph_fail(g, DG_ERR_SHAPE, "%s: cannot broadcast %s with %s", name,
+                              dg_shape_str(a->shape, sa, sizeof sa),
+                              dg_shape_str(b->shape, sb, sizeof sb));
+    }
+    return dg__node_new(g, op, s, 2, in);
+}
+
+dg_node *dg_add(dg_graph *g, dg_node *a, dg_node *b) { return binary(g, DG_OP_ADD, a, b); }
+dg_node *dg_sub(dg_graph *g, dg_node *a, dg_node *b) { return binary(g, DG_OP_SUB, a, b); }
+dg_node *dg_mul(dg_graph *g, dg_node *a, dg_node *b) { return binary(g, DG_OP_MUL, a, b); }
+dg_node *dg_div(dg_graph *g, dg_node *a, dg_node *b) { return binary(g, DG_OP_DIV, a, b); }
+
+static dg_node *unary(dg_graph *g, dg_op op, dg_node *a, float scalar) {
+    const char *name = dg_op_name(op);
+    if (!check_inputs(g, name, 1, &a) || !check_f32(g, name, a)) return NULL;
+    dg_node *n = dg__node_new(g, op, a->shape, 1, &a);
+    if (n) n->p.f[0] = scalar;
+    return n;
+}
+
+dg_node *dg_neg(dg_graph *g, dg_node *a) { return unary(g, DG_OP_NEG, a, 0); }
+dg_node *dg_add_scalar(dg_graph *g, dg_node *a, float s) { return unary(g, DG_OP_ADD_SCALAR, a, s); }
+dg_node *dg_mul_scalar(dg_graph *g, dg_node *a, float s) { return unary(g, DG_OP_MUL_SCALAR, a, s); }
+dg_node *dg_pow_scalar(dg_graph *g, dg_node *a, float s) { return unary(g, DG_OP_POW_SCALAR, a, s); }
+dg_node *dg_exp(dg_graph *g, dg_node *a) { return unary(g, DG_OP_EXP, a, 0); }
+dg_node *dg_log(dg_graph *g, dg_node *a) { return unary(g, DG_OP_LOG, a, 0); }
+dg_node *dg_sqrt(dg_graph *g, dg_node *a) { return unary(g, DG_OP_SQRT, a, 0); }
+dg_node *dg_abs(dg_graph *g, dg_node *a) { return unary(g, DG_OP_ABS, a, 0); }
+dg_node *dg_relu(dg_graph *g, dg_node *a) { return unary(g, DG_OP_RELU, a, 0); }
+dg_node *dg_leaky_relu(dg_graph *g, dg_node *a, float slope) { return unary(g, DG_OP_LEAKY_RELU, a, slope); }
+dg_node *dg_sigmoid(dg_graph *g, dg_node *a) { return unary(g, DG_OP_SIGMOID, a, 0); }
+dg_node *dg_tanh(dg_graph *g, dg_node *a) { return unary(g, DG_OP_TANH, a, 0); }
+dg_node *dg_gelu(dg_graph *g, dg_node *a) { return unary(g, DG_OP_GELU, a, 0); }
+
+/* ---- matmul ---- */
+
+dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b) {
+    dg_node *in[2] = {a, b};
+    if (!check_inputs(g, "matmul", 2, in) || !check_f32(g, "matmul", a) || !check_f32(g, "matmul", b))
+        return NULL;
+    char sa[96], sb[96];
+    dg_shape as = a->shape, bs = b->shape;
+    /* [B,m,k] x [k,n]: one larger 2-D product, no batching needed */
+    if (as.ndim == 3 && bs.ndim == 2 && !trans_a) {
+        dg_node *a2 = dg_reshape(g, a, DG_SHAPE(as.d[0] * as.d[1], as.d[2]));
+        dg_node *c2 = dg_matmul(g, a2, b, false, trans_b);
+        return c2 ? dg_reshape(g, c2, DG_SHAPE(as.d[0], as.d[1], c2->shape.d[1])) : NULL;
+    }
+    bool batched = as.ndim == 3 && bs.ndim == 3 && as.d[0] == bs.d[0];
+    if (!(as.ndim == 2 && bs.ndim == 2) && !batched)
+        return dg__graph_fail(g, DG_ERR_SHAPE,
+                              "matmul: operands %s and %s must both be 2-D, both 3-D with the same batch, "
+                              "or 3-D x 2-D", dg_shape_str(as, sa, sizeof sa), dg_shape_str(bs, sb, sizeof sb));
+    int r = as.ndim - 2;
+    int64_t m = trans_a ? as.d[r + 1] : as.d[r], ka = trans_a ? as.d[r] : as.d[r + 1];
+    int64_t kb = trans_b ? bs.d[r + 1] : bs.d[r], n = trans_b ? bs.d[r] : bs.d[r + 1];
+    if (ka != kb)
+        return dg__graph_fail(g, DG_ERR_SHAPE, "matmul: inner dimensions differ: %s%s x %s%s (%lld vs %lld)",
+                              dg_shape_str(as, sa, sizeof sa), trans_a ? "^T" : "",
+                              dg_shape_str(bs, sb, sizeof sb), trans_b ? "^T" : "",
+                              (long long)ka, (long long)kb);
+    dg_shape s = batched ? DG_SHAPE(as.d[0], m, n) : DG_SHAPE(m, n);
+    dg_node *c = dg__node_new(g, DG_OP_MATMUL, s, 2, in);
+    if (c) { c->p.trans_a = trans_a; c->p.trans_b = trans_b; }
+    return c;
+}
+
+/* ---- layout ---- */
+
+dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm) {
+    if (!check_inputs(g, "permute", 1, &a)) return NULL;
+    if (!perm) return dg__graph_fail(g, DG_ERR_INVALID, "permute: perm is NULL");
+    int nd = a->shape.ndim;
+    unsigned seen = 0;
+    dg_shape s = {.ndim = nd};
+    for (int i = 0; i < nd; i++) {
+        if (perm[i] < 0 || perm[i] >= nd || (seen >> perm[i] & 1u)) {
+            char sa[96];
+            return dg__graph_fail(g, DG_ERR_SHAPE, "permute: perm is not a permutation of the %d axes of %s",
+                                  nd, dg_shape_str(a->shape, sa, sizeof sa));
+        }
+        seen |= 1u << perm[i];
+        s.d[i] = a->shape.d[perm[i]];
+    }
+    dg_node *n = dg__node_new(g, DG_OP_PERMUTE, s, 1, &a);
+    if (n) memcpy(n->p.perm, perm, (size_t)nd * sizeof *perm);
+    return n;
+}
+
+dg_node *dg_transpose(dg_graph *g, dg_node *a) {
+    if (!check_inputs(g, "transpose", 1, &a)) return NULL;
+    int nd = a->shape.ndim, perm[DG_MAX_DIMS] = {0, 1, 2, 3};
+    if (nd < 2) return dg__graph_fail(g, DG_ERR_SHAPE, "transpose: needs at least 2 axes, input has 1");
+    perm[nd - 2] = nd - 1;
+    perm[nd - 1] = nd - 2;
+    return dg_permute(g, a, perm);
+}
+
+dg_node *dg_reshape(dg_graph *g, dg_node *a, dg_shape s) {
+    if (!check_inputs(g, "reshape", 1, &a)) return NULL;
+    char sa[96], sb[96];
+    if (!shape_valid(s) || dg_shape_numel(s) != dg_node_numel(a))
+        return dg__graph_fail(g, DG_ERR_SHAPE, "reshape: cannot reshape %s into %s",
+                              dg_shape_str(a->shape, sa, sizeof sa), dg_shape_str(s, sb, sizeof sb));
+    dg_node *n = dg__node_new(g, DG_OP_RESHAPE, s, 1, &a);
+    if (n) {
+        n->dtype = a->dtype;
+        n->view_of = a;
+    }
+    return n;
+}
+
+/* ---- reductions and broadcast ---- */
+
+static dg_node *reduce(dg_graph *g, dg_op op, dg_node *a, uint32_t axes, bool keepdims) {
+    const char *name = dg_op_name(op);
+    if (!check_inputs(g, name, 1, &a) || !check_f32(g, name, a)) return NULL;
+    int nd = a->shape.ndim;
+    axes &= (1u << nd) - 1u;
+    if (axes == 0)
+        return dg__graph_fail(g, DG_ERR_SHAPE, "%s: no axis of the %d-D input selected", name, nd);
+    dg_shape s = {0};
+    for (int i = 0; i < nd; i++) {
+        bool red = axes >> i & 1u;
+        if (keepdims) s.d[s.ndim++] = red ? 1 : a->shape.d[i];
+        else if (!red) s.d[s.ndim++] = a->shape.d[i];
+    }
+    if (s.ndim == 0) s = DG_SHAPE(1); /* everything reduced: a 1-element tensor */
+    dg_node *n = dg__node_new(g, op, s, 1, &a);
+    if (n) { n->p.axes = axes; n->p.keepdims = keepdims; }
+    return n;
+}
+
+dg_node *dg_sum(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims) {
+    return reduce(g, DG_OP_SUM, a, axes, keepdims);
+}
+dg_node *dg_mean(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims) {
+    return reduce(g, DG_OP_MEAN, a, axes, keepdims);
+}
+
+dg_node *dg_broadcast_to(dg_graph *g, dg_node *a, dg_shape s) {
+    if (!check_inputs(g, "broadcast_to", 1, &a) || !check_f32(g, "broadcast_to", a)) return NULL;
+    dg_shape out;
+    char sa[96], sb[96];
+    if (!shape_valid(s) || s.ndim < a->shape.ndim || !broadcast_shape(a->shape, s, &out) ||
+        !dg_shape_eq(out, s))
+        return dg__graph_fail(g, DG_ERR_SHAPE, "broadcast_to: cannot broadcast %s to %s",
+                              dg_shape_str(a->shape, sa, sizeof sa), dg_shape_str(s, sb, sizeof sb));
+    return dg__node_new(g, DG_OP_BROADCAST_TO, s, 1, &a);
+}
+
+/* ---- softmax family ---- */
+
+dg_node *dg_softmax(dg_graph *g, dg_node *a) { return unary(g, DG_OP_SOFTMAX, a, 0); }
+dg_node *dg_log_softmax(dg_graph *g, dg_node *a) { return unary(g, DG_OP_LOG_SOFTMAX, a, 0); }
+
+dg_node *dg_softmax_cross_entropy(dg_graph *g, dg_node *logits, dg_node *labels) {
+    dg_node *in[2] = {logits, labels};
+    if (!check_inputs(g, "softmax_cross_entropy", 2, in) || !check_f32(g, "softmax_cross_entropy", logits))
+        return NULL;
+    char sa[96], sb[96];
+    int64_t classes = logits->shape.d[logits->shape.ndim - 1];
+    int64_t rows = dg_node_numel(logits) / classes;
+    if (labels->dtype != DG_I32 || dg_node_numel(labels) != rows)
+        return dg__graph_fail(g, DG_ERR_SHAPE,
+                              "softmax_cross_entropy: labels %s must be int32 with one label per row of logits %s "
+                              "(%lld rows)", dg_shape_str(labels->shape, sb, sizeof sb),
+                              dg_shape_str(logits->shape, sa, sizeof sa), (long long)rows);
+    return dg__node_new(g, DG_OP_SOFTMAX_CE, DG_SHAPE(1), 2, in);
+}

@@ -1,0 +1,157 @@
+/* graph.h: tensors as graph nodes, and the builders that create them.
+ *
+ * A dg_graph is a static computation graph. Nodes are created in
+ * topological order (a builder only takes existing nodes), so creation order
+ * is a valid execution order. Every builder infers the output shape; given
+ * incompatible shapes it returns NULL and puts the graph in an error state
+ * (dg_graph_status) whose message names the op and the shapes. Builders
+ * given a NULL input also return NULL, so a chain of builders can be written
+ * without checks and the first error is the one reported.
+ *
+ * Tensors are row-major, 1 to 4 dimensions, float32 (labels: int32). */
+#ifndef DG_GRAPH_H
+#define DG_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DG_MAX_DIMS   4
+#define DG_MAX_INPUTS 5
+#define DG_ALL_AXES   0xFu   /* reduction mask selecting every axis */
+
+typedef enum dg_dtype { DG_F32, DG_I32 } dg_dtype;
+
+typedef struct dg_shape {
+    int     ndim;              /* 1..DG_MAX_DIMS */
+    int64_t d[DG_MAX_DIMS];
+} dg_shape;
+
+#define DG__NARGS(...) DG__NARGS_(__VA_ARGS__, 4, 3, 2, 1, 0)
+#define DG__NARGS_(a, b, c, d, n, ...) n
+/* DG_SHAPE(128, 784) -> a dg_shape of two dimensions */
+#define DG_SHAPE(...) ((dg_shape){.ndim = DG__NARGS(__VA_ARGS__), .d = {__VA_ARGS__}})
+
+typedef enum dg_leaf_kind {
+    DG_LEAF_NONE,    /* not a leaf: computed by an op                        */
+    DG_LEAF_INPUT,   /* fed by the caller before each run (dg_plan_set)      */
+    DG_LEAF_PARAM,   /* trainable, persistent, initialised from `init`       */
+    DG_LEAF_STATE,   /* optimizer state, persistent, initialised from `init` */
+    DG_LEAF_CONST,   /* persistent, initialised from `init`, never written   */
+} dg_leaf_kind;
+
+typedef enum dg_init_kind { DG_INIT_FILL, DG_INIT_UNIFORM, DG_INIT_NORMAL } dg_init_kind;
+
+/* How a persistent leaf is initialised: FILL with a; UNIFORM in [a, b);
+ * NORMAL with mean a, standard deviation b. The same seed gives the same
+ * values on every backend (they are drawn on the host, then uploaded). */
+typedef struct dg_init {
+    dg_init_kind kind;
+    float        a, b;
+    uint64_t     seed;
+} dg_init;
+
+/* Op attributes; which fields an op reads is documented in ops.h. */
+typedef struct dg_params {
+    float    f[4];             /* scalars; optimizers: lr, beta1/mu, beta2, eps */
+    uint32_t axes;             /* reductions: bit i selects axis i              */
+    bool     keepdims;
+    bool     trans_a, trans_b; /* matmul                                        */
+    int      perm[DG_MAX_DIMS];/* permute: output axis i is input axis perm[i]  */
+} dg_params;
+
+typedef struct dg_node {
+    int              id;       /* index in the graph, = creation order */
+    dg_op            op;
+    dg_dtype         dtype;
+    dg_leaf_kind     leaf;
+    dg_shape         shape;
+    int              n_in;
+    struct dg_node  *in[DG_MAX_INPUTS];
+    dg_params        p;
+    dg_init          init;     /* persistent leaves only               */
+    struct dg_node  *view_of;  /* non-NULL: the output is this node's storage
+                                  (reshape views, in-place updates)   */
+    char             name[32];
+} dg_node;
+
+typedef struct dg_graph dg_graph;
+
+dg_graph *dg_graph_new(void);              /* NULL when out of memory */
+void      dg_graph_free(dg_graph *g);
+dg_status dg_graph_status(const dg_graph *g);
+int       dg_graph_size(const dg_graph *g);
+dg_node  *dg_graph_node(const dg_graph *g, int id);
+
+/* shape helpers */
+int64_t     dg_shape_numel(dg_shape s);
+bool        dg_shape_eq(dg_shape a, dg_shape b);
+const char *dg_shape_str(dg_shape s, char *buf, size_t n);   /* "[2,3,4]" */
+int64_t     dg_node_numel(const dg_node *n);
+size_t      dg_node_bytes(const dg_node *n);
+
+/* leaves */
+dg_node *dg_input(dg_graph *g, const char *name, dg_shape s);
+dg_node *dg_input_i32(dg_graph *g, const char *name, dg_shape s);
+dg_node *dg_param(dg_graph *g, const char *name, dg_shape s, dg_init init);
+dg_node *dg_state(dg_graph *g, const char *name, dg_shape s, dg_init init);
+dg_node *dg_const(dg_graph *g, const char *name, dg_shape s, float value);
+
+/* elementwise, numpy-style broadcasting for binary ops */
+dg_node *dg_add(dg_graph *g, dg_node *a, dg_node *b);
+dg_node *dg_sub(dg_graph *g, dg_node *a, dg_node *b);
+dg_node *dg_mul(dg_graph *g, dg_node *a, dg_node *b);
+dg_node *dg_div(dg_graph *g, dg_node *a, dg_node *b);
+dg_node *dg_neg(dg_graph *g, dg_node *a);
+dg_node *dg_add_scalar(dg_graph *g, dg_node *a, float s);
+dg_node *dg_mul_scalar(dg_graph *g, dg_node *a, float s);
+dg_node *dg_pow_scalar(dg_graph *g, dg_node *a, float s);
+dg_node *dg_exp(dg_graph *g, dg_node *a);
+dg_node *dg_log(dg_graph *g, dg_node *a);
+dg_node *dg_sqrt(dg_graph *g, dg_node *a);
+dg_node *dg_abs(dg_graph *g, dg_node *a);
+dg_node *dg_relu(dg_graph *g, dg_node *a);
+dg_node *dg_leaky_relu(dg_graph *g, dg_node *a, float slope);
+dg_node *dg_sigmoid(dg_graph *g, dg_node *a);
+dg_node *dg_tanh(dg_graph *g, dg_node *a);
+dg_node *dg_gelu(dg_graph *g, dg_node *a);
+
+/* matmul: a [m,k] (or [k,m] if trans_a), b [k,n] (or [n,k] if trans_b) -> [m,n].
+ * Batched: a [B,m,k] with b [B,k,n]; a [B,m,k] with a 2-D b is folded into
+ * one [B*m,k]x[k,n] product. */
+dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b);
+dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm);
+dg_node *dg_transpose(dg_graph *g, dg_node *a);       /* swaps the last two axes */
+dg_node *dg_reshape(dg_graph *g, dg_node *a, dg_shape s);
+
+dg_node *dg_sum(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims);
+dg_node *dg_mean(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims);
+dg_node *dg_broadcast_to(dg_graph *g, dg_node *a, dg_shape s);
+
+dg_node *dg_softmax(dg_graph *g, dg_node *a);
+dg_node *dg_log_softmax(dg_graph *g, dg_node *a);
+/* logits [r, c] (any rank: rows = all but the last axis), labels int32 with
+ * r elements in [0, c); returns the mean over rows of -log softmax[label],
+ * computed through log-sum-exp, shape [1]. */
+dg_node *dg_softmax_cross_entropy(dg_graph *g, dg_node *logits, dg_node *labels);
+
+/* Internal: create a node of `op` after the caller has validated shapes. */
+dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *const *in);
+/* Internal: put g in an error state with a message; returns NULL. */
+dg_node *dg__graph_fail(dg_graph *g, dg_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,70 @@
+/* ops.h: the op enum and its static facts (name, arity, role).
+ *
+ * Adding an op: add the enum value here, its row in dg__op_info (ops.c; a
+ * static_assert makes a forgotten row a build error), a builder in graph.c,
+ * its gradient in autodiff.c, a kernel in each backend and a row in the test
+ * op table. Core switches over dg_op have no default: -Werror=switch finds
+ * every place a new op must be handled. */
+#ifndef DG_OPS_H
+#define DG_OPS_H
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dg_op {
+    DG_OP_LEAF,              /* input, parameter, optimizer state or constant */
+    /* forward ops (differentiable) */
+    DG_OP_ADD, DG_OP_SUB, DG_OP_MUL, DG_OP_DIV,   /* numpy broadcasting       */
+    DG_OP_NEG,
+    DG_OP_ADD_SCALAR, DG_OP_MUL_SCALAR, DG_OP_POW_SCALAR, /* p.f[0] = scalar  */
+    DG_OP_EXP, DG_OP_LOG, DG_OP_SQRT, DG_OP_ABS,
+    DG_OP_RELU, DG_OP_LEAKY_RELU,                 /* p.f[0] = negative slope  */
+    DG_OP_SIGMOID, DG_OP_TANH, DG_OP_GELU,        /* gelu: tanh approximation */
+    DG_OP_MATMUL,            /* [m,k]x[k,n] or [b,m,k]x[b,k,n]; p.trans_a/b   */
+    DG_OP_PERMUTE,           /* p.perm                                        */
+    DG_OP_RESHAPE,           /* a view: shares its input's storage            */
+    DG_OP_SUM, DG_OP_MEAN,   /* over p.axes (bit mask), p.keepdims            */
+    DG_OP_BROADCAST_TO,
+    DG_OP_SOFTMAX, DG_OP_LOG_SOFTMAX,             /* over the last axis       */
+    DG_OP_SOFTMAX_CE,        /* (logits [r,c], labels i32 [r]) -> mean loss [1] */
+    /* backward ops: emitted by dg_grad where composing would waste work */
+    DG_OP_RELU_BACKWARD,       /* (dy, x) -> dy * (x > 0)                     */
+    DG_OP_LEAKY_RELU_BACKWARD, /* (dy, x) -> dy * (x > 0 ? 1 : slope)         */
+    DG_OP_ABS_BACKWARD,        /* (dy, x) -> dy * sign(x)                     */
+    DG_OP_SIGMOID_BACKWARD,    /* (dy, y) -> dy * y * (1 - y)                 */
+    DG_OP_TANH_BACKWARD,       /* (dy, y) -> dy * (1 - y^2)                   */
+    DG_OP_GELU_BACKWARD,       /* (dy, x) -> dy * gelu'(x)                    */
+    DG_OP_SOFTMAX_BACKWARD,    /* (dy, y) -> y * (dy - sum(dy * y))           */
+    DG_OP_LOG_SOFTMAX_BACKWARD,/* (dy, y) -> dy - exp(y) * sum(dy)            */
+    DG_OP_SOFTMAX_CE_BACKWARD, /* (dloss [1], logits, labels) -> (softmax - onehot) * dloss / r */
+    /* optimizer updates: write into their first input (a parameter) */
+    DG_OP_SGD_UPDATE,          /* (w, dw): w -= lr dw                         */
+    DG_OP_MOMENTUM_UPDATE,     /* (w, dw, v): v = mu v + dw; w -= lr v        */
+    DG_OP_ADAM_STEP,           /* (t [1]): t += 1                             */
+    DG_OP_ADAM_UPDATE,         /* (w, dw, m, v, t): Adam with bias correction */
+    DG_OP_COUNT
+} dg_op;
+
+typedef enum dg_op_role {
+    DG_ROLE_LEAF,
+    DG_ROLE_FORWARD,   /* a user-facing, differentiable op  */
+    DG_ROLE_BACKWARD,  /* only emitted by dg_grad            */
+    DG_ROLE_UPDATE,    /* optimizer step, writes in place    */
+} dg_op_role;
+
+typedef struct dg_op_info {
+    const char *name;  /* "add", "matmul", ...                              */
+    int         n_in;  /* number of inputs                                  */
+    dg_op_role  role;
+} dg_op_info;
+
+const dg_op_info *dg_op_info_get(dg_op op);
+const char *dg_op_name(dg_op op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,80 @@
+/* optim.c: optimizer updates as graph nodes, so a training step (forward,
+ * backward, update) is one graph that one plan runs, or one CUDA graph. */
+#include "autodiff.h"
+
+#include <string.h>
+
+dg_optim dg_optim_default(dg_optim_kind kind, float lr) {
+    return (dg_optim){.kind = kind, .lr = lr, .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+}
+
+dg_status dg_optim_parse(const char *name, dg_optim_kind *kind) {
+    static const char *names[] = {"sgd", "momentum", "adam"};
+    for (int i = 0; i < 3; i++)
+        if (name && strcmp(name, names[i]) == 0) { *kind = (dg_optim_kind)i; return DG_OK; }
+    return dg__fail(DG_ERR_INVALID, "unknown optimizer '%s' (expected sgd, momentum or adam)", name ? name : "");
+}
+
+const char *dg_optim_name(dg_optim_kind kind) {
+    switch (kind) {
+    case DG_OPTIM_SGD:      return "sgd";
+    case DG_OPTIM_MOMENTUM: return "momentum";
+    case DG_OPTIM_ADAM:     return "adam";
+    }
+    return "?";
+}
+
+/* An update node writes its first input (the parameter) in place. */
+static dg_node *update(dg_graph *g, dg_op op, dg_node *w, int n_in, dg_node **in, const dg_optim *o) {
+    for (int i = 0; i < n_in; i++)
+        if (!in[i]) return NULL;
+    dg_node *u = dg__node_new(g, op, w->shape, n_in, in);
+    if (!u) return NULL;
+    u->view_of = w;
+    u->p.f[0] = o->lr;
+    u->p.f[1] = o->kind == DG_OPTIM_ADAM ? o->beta1 : o->momentum;
+    u->p.f[2] = o->beta2;
+    u->p.f[3] = o->eps;
+    return u;
+}
+
+dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
+                         dg_node *const *grads, int n, dg_node **updates) {
+    if (!g || !o || (n > 0 && (!params || !grads || !updates)))
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: NULL argument");
+    if (dg_graph_status(g) != DG_OK) return dg_graph_status(g);
+    const dg_init zero = {DG_INIT_FILL, 0, 0, 0};
+    dg_node *step = NULL;
+    if (o->kind == DG_OPTIM_ADAM && n > 0) {
+        /* one step counter for all parameters, incremented before the updates */
+        dg_node *t = dg_state(g, "adam_t", DG_SHAPE(1), zero);
+        step = update(g, DG_OP_ADAM_STEP, t, 1, &t, o);
+    }
+    for (int i = 0; i < n; i++) {
+        dg_node *w = params[i], *dw = grads[i];
+        if (!w || !dw || w->leaf != DG_LEAF_PARAM || !dg_shape_eq(w->shape, dw->shape)) {
+            dg__graph_fail(g, DG_ERR_INVALID, "dg_optim_apply: parameter %d must be a param leaf with a "
+                           "gradient of its shape", i);
+            return dg_graph_status(g);
+        }
+        switch (o->kind) {
+        case DG_OPTIM_SGD: {
+            dg_node *in[2] = {w, dw};
+            updates[i] = update(g, DG_OP_SGD_UPDATE, w, 2, in, o);
+            break;
+        }
+        case DG_OPTIM_MOMENTUM: {
+            dg_node *in[3] = {w, dw, dg_state(g, "velocity", w->shape, zero)};
+            updates[i] = update(g, DG_OP_MOMENTUM_UPDATE, w, 3, in, o);
+            break;
+        }
+        case DG_OPTIM_ADAM: {
+            dg_node *in[5] = {w, dw, dg_state(g, "adam_m", w->shape, zero),
+                              dg_state(g, "adam_v", w->shape, zero), step};
+            updates[i] = update(g, DG_OP_ADAM_UPDATE, w, 5, in, o);
+            break;
+        }
+        }
+    }
+    return dg_graph_status(g);
+}

@@ -1,0 +1,291 @@
+/* plan.c: liveness, first-fit arena placement, leaf storage and the run loop. */
+#include "plan.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+#define DG_ALIGN 256u /* cuBLAS and vector loads like aligned buffers */
+
+struct dg_plan {
+    dg_graph       *g;
+    dg_backend     *be;
+    int             graph_size;   /* nodes that existed when the plan was made */
+    void          **data;         /* [graph_size] storage of each node, or NULL */
+    bool           *owned_leaf;   /* [graph_size] leaf storage owned by this plan */
+    dg_step        *steps;
+    int             n_steps;
+    dg_plan_buffer *bufs;
+    int             n_bufs;
+    void           *persist, *arena;
+    dg_plan_stats   stats;
+    void           *cache;        /* backend's per-plan state (CUDA graph) */
+};
+
+static size_t align_up(size_t x) { return (x + DG_ALIGN - 1) & ~(size_t)(DG_ALIGN - 1); }
+
+static const dg_node *storage_root(const dg_node *n) {
+    while (n->view_of) n = n->view_of;
+    return n;
+}
+
+void dg_init_fill(dg_init init, float *host, int64_t n) {
+    dg_rng r = dg_rng_new(init.seed);
+    for (int64_t i = 0; i < n; i++) {
+        switch (init.kind) {
+        case DG_INIT_FILL:    host[i] = init.a; break;
+        case DG_INIT_UNIFORM: host[i] = (float)(init.a + (init.b - init.a) * dg_rng_uniform(&r)); break;
+        case DG_INIT_NORMAL:  host[i] = (float)(init.a + init.b * dg_rng_normal(&r)); break;
+        }
+    }
+}
+
+dg_status dg_plan_reset(dg_plan *p) {
+    size_t max_bytes = 0;
+    for (int id = 0; id < p->graph_size; id++)
+        if (p->owned_leaf[id]) {
+            size_t b = dg_node_bytes(dg_graph_node(p->g, id));
+            if (b > max_bytes) max_bytes = b;
+        }
+    if (max_bytes == 0) return DG_OK;
+    float *host = malloc(max_bytes);
+    if (!host) return dg__fail(DG_ERR_OOM, "plan: out of host memory (%zu bytes) initialising leaves", max_bytes);
+    dg_status st = DG_OK;
+    for (int id = 0; id < p->graph_size && st == DG_OK; id++) {
+        if (!p->owned_leaf[id]) continue;
+        const dg_node *n = dg_graph_node(p->g, id);
+        /* inputs start as zeros so a forgotten dg_plan_set reads defined data */
+        dg_init init = n->leaf == DG_LEAF_INPUT ? (dg_init){DG_INIT_FILL, 0, 0, 0} : n->init;
+        dg_init_fill(init, host, dg_node_numel(n));
+        st = dg_backend_upload(p->be, p->data[id], host, dg_node_bytes(n));
+    }
+    free(host);
+    return st;
+}
+
+/* First fit: the lowest offset where `bytes` fits between the live buffers
+ * (kept sorted by offset in live[0..n_live)). */
+static size_t first_fit(const dg_plan_buffer *const *live, int n_live, size_t bytes) {
+    size_t at = 0;
+    for (int i = 0; i < n_live; i++) {
+        if (live[i]->offset >= at + bytes) break;
+        size_t end = align_up(live[i]->offset + live[i]->bytes);
+        if (end > at) at = end;
+    }
+    return at;
+}
+
+/* Places bufs in the arena. bufs are in step order (by node id). */
+static size_t place_buffers(dg_plan_buffer *bufs, int n, bool reuse) {
+    size_t peak = 0, next = 0;
+    const dg_plan_buffer **live = malloc((size_t)(n ? n : 1) * sizeof *live);
+    if (!live) return SIZE_MAX;
+    int n_live = 0;
+    for (int i = 0; i < n; i++) {
+        dg_plan_buffer *b = &bufs[i];
+        if (!reuse) {
+            b->offset = next;
+            next = align_up(next + b->bytes);
+        } else {
+            int k = 0; /* drop buffers whose last reader ran before this step */
+            for (int j = 0; j < n_live; j++)
+                if (live[j]->last >= b->first) live[k++] = live[j];
+            n_live = k;
+            b->offset = first_fit(live, n_live, b->bytes);
+            int pos = n_live++;
+            while (pos > 0 && live[pos - 1]->offset > b->offset) { live[pos] = live[pos - 1]; pos--; }
+            live[pos] = b;
+        }
+        if (b->offset + b->bytes > peak) peak = b->offset + b->bytes;
+    }
+    free(live);
+    return peak;
+}
+
+static dg_status plan_fail(dg_plan *p, dg_status st) {
+    dg_plan_free(p);
+    return st;
+}
+
+dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const *outputs, int n_out,
+                      const dg_plan_opts *opts) {
+    *out = NULL;
+    if (!g || !be || !outputs || n_out < 1) return dg__fail(DG_ERR_INVALID, "dg_plan_new: NULL argument or no outputs");
+    if (dg_graph_status(g) != DG_OK)
+        return dg__fail(dg_graph_status(g), "dg_plan_new: the graph is in an error state: %s", dg_last_error());
+    const dg_plan_opts o = opts ? *opts : (dg_plan_opts){0};
+    if (o.share_leaves && (o.share_leaves->g != g || o.share_leaves->be != be))
+        return dg__fail(DG_ERR_INVALID, "dg_plan_new: share_leaves must be a plan of the same graph and backend");
+
+    dg_plan *p = calloc(1, sizeof *p);
+    if (!p) return dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory");
+    p->g = g;
+    p->be = be;
+    int n = p->graph_size = dg_graph_size(g);
+    p->data = calloc((size_t)n, sizeof *p->data);
+    p->owned_leaf = calloc((size_t)n, sizeof *p->owned_leaf);
+    bool *needed = calloc((size_t)n, sizeof *needed);
+    int *last = malloc((size_t)n * sizeof *last);
+    p->steps = calloc((size_t)n, sizeof *p->steps);
+    p->bufs = calloc((size_t)n, sizeof *p->bufs);
+    dg_status st = DG_OK;
+    if (!p->data || !p->owned_leaf || !needed || !last || !p->steps || !p->bufs) {
+        st = dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory for %d nodes", n);
+        goto done;
+    }
+
+    /* needed: everything the outputs depend on (inputs have smaller ids) */
+    for (int i = 0; i < n_out; i++) {
+        if (!outputs[i] || dg_graph_node(g, outputs[i]->id) != outputs[i]) {
+            st = dg__fail(DG_ERR_INVALID, "dg_plan_new: output %d is not a node of this graph", i);
+            goto done;
+        }
+        needed[outputs[i]->id] = true;
+    }
+    for (int id = n - 1; id >= 0; id--) {
+        const dg_node *x = dg_graph_node(g, id);
+        for (int j = 0; j < x->n_in && needed[id]; j++) needed[x->in[j]->id] = true;
+    }
+
+    /* liveness: last step reading each storage root */
+    for (int id = 0; id < n; id++) last[id] = id;
+    for (int id = 0; id < n; id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        if (!needed[id]) continue;
+        for (int j = 0; j < x->n_in; j++) {
+            int r = storage_root(x->in[j])->id;
+            if (last[r] < id) last[r] = id;
+        }
+        int r = storage_root(x)->id;
+        if (last[r] < id) last[r] = id;
+    }
+    for (int i = 0; i < n_out; i++) last[storage_root(outputs[i])->id] = INT32_MAX;
+
+    /* persistent leaves: shared or in one region of our own */
+    size_t persist = 0;
+    for (int id = 0; id < n; id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        if (!needed[id] || x->op != DG_OP_LEAF) continue;
+        if (o.share_leaves && id < o.share_leaves->graph_size && o.share_leaves->data[id]) continue;
+        p->owned_leaf[id] = true;
+        persist = align_up(persist + dg_node_bytes(x));
+    }
+    /* arena buffers: computed storage roots, in step order */
+    for (int id = 0; id < n; id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        if (!needed[id] || x->op == DG_OP_LEAF || x->view_of) continue;
+        p->bufs[p->n_bufs++] = (dg_plan_buffer){id, 0, dg_node_bytes(x), id, last[id]};
+    }
+    size_t arena = place_buffers(p->bufs, p->n_bufs, !o.no_reuse);
+    size_t flat = 0;
+    for (int i = 0; i < p->n_bufs; i++) flat = align_up(flat + p->bufs[i].bytes);
+    if (arena == SIZE_MAX) { st = dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory"); goto done; }
+    p->stats = (dg_plan_stats){persist, arena, flat, 0, p->n_bufs};
+
+    if (persist && (st = dg_backend_alloc(be, persist, &p->persist)) != DG_OK) goto done;
+    if (arena && (st = dg_backend_alloc(be, arena, &p->arena)) != DG_OK) goto done;
+
+    /* storage of every needed node */
+    size_t off = 0;
+    for (int id = 0; id < n; id++) {
+        if (!p->owned_leaf[id]) continue;
+        p->data[id] = (char *)p->persist + off;
+        off = align_up(off + dg_node_bytes(dg_graph_node(g, id)));
+    }
+    for (int i = 0; i < p->n_bufs; i++) p->data[p->bufs[i].node_id] = (char *)p->arena + p->bufs[i].offset;
+    for (int id = 0; id < n; id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        if (!needed[id]) continue;
+        if (x->op == DG_OP_LEAF && !p->owned_leaf[id]) p->data[id] = o.share_leaves->data[id];
+        if (x->view_of) p->data[id] = p->data[storage_root(x)->id];
+    }
+
+    /* steps: every computed node but pure views */
+    for (int id = 0; id < n; id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        if (!needed[id] || x->op == DG_OP_LEAF || x->op == DG_OP_RESHAPE) continue;
+        if (!dg_backend_supports(be, x->op)) {
+            st = dg__fail(DG_ERR_UNSUPPORTED, "%s backend: op %s (node '%s') is not supported",
+                          dg_backend_name(be), dg_op_name(x->op), x->name);
+            goto done;
+        }
+        dg_step *s = &p->steps[p->n_steps++];
+        s->node = x;
+        s->out = p->data[id];
+        for (int j = 0; j < x->n_in; j++) s->in[j] = p->data[x->in[j]->id];
+    }
+    p->stats.n_steps = p->n_steps;
+    st = dg_plan_reset(p);
+
+done:
+    free(needed);
+    free(last);
+    if (st != DG_OK) return plan_fail(p, st);
+    *out = p;
+    return DG_OK;
+}
+
+void dg_plan_free(dg_plan *p) {
+    if (!p) return;
+    if (p->cache && p->be->iface->cache_free) p->be->iface->cache_free(p->be, p->cache);
+    dg_backend_release(p->be, p->arena);
+    dg_backend_release(p->be, p->persist);
+    free(p->data);
+    free(p->owned_leaf);
+    free(p->steps);
+    free(p->bufs);
+    free(p);
+}
+
+dg_status dg_plan_run(dg_plan *p) {
+    if (!p) return dg__fail(DG_ERR_INVALID, "dg_plan_run: NULL plan");
+    if (p->be->iface->run_steps) return p->be->iface->run_steps(p->be, p->steps, p->n_steps, &p->cache);
+    for (int i = 0; i < p->n_steps; i++) {
+        dg_status st = p->be->iface->compute(p->be, &p->steps[i]);
+        if (st != DG_OK) return st;
+    }
+    return DG_OK;
+}
+
+static dg_status check_node(const dg_plan *p, const dg_node *n, size_t bytes, const char *what) {
+    if (!p || !n) return dg__fail(DG_ERR_INVALID, "%s: NULL argument", what);
+    if (!dg_plan_has(p, n))
+        return dg__fail(DG_ERR_INVALID, "%s: node '%s' is not part of this plan", what, n->name);
+    if (bytes != dg_node_bytes(n))
+        return dg__fail(DG_ERR_INVALID, "%s: node '%s' holds %zu bytes, %zu given", what, n->name,
+                        dg_node_bytes(n), bytes);
+    return DG_OK;
+}
+
+dg_status dg_plan_set(dg_plan *p, const dg_node *n, const void *host, size_t bytes) {
+    dg_status st = check_node(p, n, bytes, "dg_plan_set");
+    if (st != DG_OK) return st;
+    if (n->op != DG_OP_LEAF) return dg__fail(DG_ERR_INVALID, "dg_plan_set: node '%s' is not a leaf", n->name);
+    return dg_backend_upload(p->be, p->data[n->id], host, bytes);
+}
+
+dg_status dg_plan_get(dg_plan *p, const dg_node *n, void *host, size_t bytes) {
+    dg_status st = check_node(p, n, bytes, "dg_plan_get");
+    return st != DG_OK ? st : dg_backend_download(p->be, host, p->data[n->id], bytes);
+}
+
+bool dg_plan_has(const dg_plan *p, const dg_node *n) {
+    return p && n && n->id < p->graph_size && dg_graph_node(p->g, n->id) == n && p->data[n->id];
+}
+
+dg_plan_stats dg_plan_stats_get(const dg_plan *p) { return p->stats; }
+
+const dg_plan_buffer *dg_plan_buffers(const dg_plan *p, int *n) {
+    *n = p->n_bufs;
+    return p->bufs;
+}
+
+const dg_step *dg_plan_steps(const dg_plan *p, int *n) {
+    *n = p->n_steps;
+    return p->steps;
+}
+
+dg_backend *dg_plan_backend(const dg_plan *p) { return p->be; }

@@ -1,0 +1,68 @@
+/* plan.h: memory plan and executor.
+ *
+ * dg_plan_new fixes, once, where every tensor the outputs need lives:
+ * persistent leaves (inputs, parameters, optimizer state, constants) in one
+ * region, and every computed tensor at an offset of one arena, reusing the
+ * bytes of tensors that are dead (first fit by liveness). dg_plan_run then
+ * walks the steps and allocates nothing. */
+#ifndef DG_PLAN_H
+#define DG_PLAN_H
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dg_plan dg_plan;
+
+typedef struct dg_plan_opts {
+    bool           no_reuse;       /* every computed tensor gets its own bytes */
+    const dg_plan *share_leaves;   /* use this plan's leaf storage (same graph,
+                                      same backend): e.g. an evaluation plan
+                                      that sees the training plan's weights   */
+} dg_plan_opts;
+
+typedef struct dg_plan_stats {
+    size_t persistent_bytes;  /* leaves owned by this plan                    */
+    size_t arena_bytes;       /* peak of computed tensors, as planned         */
+    size_t no_reuse_bytes;    /* the same tensors without any reuse           */
+    int    n_steps;           /* kernels run per dg_plan_run                  */
+    int    n_buffers;         /* computed tensors placed in the arena         */
+} dg_plan_stats;
+
+/* One arena buffer, for inspection (tests): node `node_id` occupies
+ * [offset, offset + bytes) from step index `first` to `last` inclusive
+ * (indices are node ids; last = INT32_MAX for outputs). */
+typedef struct dg_plan_buffer {
+    int    node_id;
+    size_t offset, bytes;
+    int    first, last;
+} dg_plan_buffer;
+
+dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const *outputs, int n_out,
+                      const dg_plan_opts *opts);
+void      dg_plan_free(dg_plan *p);
+dg_status dg_plan_run(dg_plan *p);
+/* Copies host data into a leaf (bytes must equal the leaf's size). */
+dg_status dg_plan_set(dg_plan *p, const dg_node *n, const void *host, size_t bytes);
+/* Copies a tensor to the host. Leaves and outputs hold their values after a
+ * run; other tensors may have been overwritten by later ones. */
+dg_status dg_plan_get(dg_plan *p, const dg_node *n, void *host, size_t bytes);
+/* Re-initialises every persistent leaf owned by the plan from its init spec. */
+dg_status dg_plan_reset(dg_plan *p);
+
+/* Whether the plan holds storage for n (n is needed by its outputs). */
+bool                  dg_plan_has(const dg_plan *p, const dg_node *n);
+dg_plan_stats         dg_plan_stats_get(const dg_plan *p);
+const dg_plan_buffer *dg_plan_buffers(const dg_plan *p, int *n);
+const dg_step        *dg_plan_steps(const dg_plan *p, int *n);
+dg_backend           *dg_plan_backend(const dg_plan *p);
+/* Fills `host` (n floats) with init's values: the same seed gives the same
+ * numbers everywhere. */
+void dg_init_fill(dg_init init, float *host, int64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,43 @@
+/* cpu_backend.h: the OpenMP + OpenBLAS backend, and its GEMM kernels, which
+ * the bench also calls directly. */
+#ifndef DG_CPU_BACKEND_H
+#define DG_CPU_BACKEND_H
+
+#include <stdbool.h>
+
+#include "../core/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dg_cpu_gemm {
+    DG_CPU_GEMM_OPENBLAS,  /* cblas_sgemm, OpenBLAS's OpenMP build            */
+    DG_CPU_GEMM_OWN,       /* the blocked, vectorisable OpenMP kernel below   */
+    DG_CPU_GEMM_NAIVE,     /* triple loop: a reference, small sizes only      */
+} dg_cpu_gemm;
+
+/* threads <= 0: OpenMP's default (OMP_NUM_THREADS or the core count). The
+ * count is applied to both OpenMP and OpenBLAS. */
+dg_status dg_cpu_backend_new(dg_backend **out, int threads);
+int       dg_cpu_threads(const dg_backend *be);
+void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
+/* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */
+const char *dg_cpu_blas_info(char *buf, size_t n);
+
+/* Row-major C[m,n] = op(A) op(B), op = transpose when the flag is set;
+ * lda/ldb/ldc are row strides. `pack` is per-thread scratch, see
+ * dg_cpu_gemm_own_pack_floats. */
+void dg_cpu_sgemm_openblas(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                           const float *B, int ldb, float *C, int ldc);
+void dg_cpu_sgemm_naive(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                        const float *B, int ldb, float *C, int ldc);
+void dg_cpu_sgemm_own(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                      const float *B, int ldb, float *C, int ldc, float *pack);
+/* floats of packing scratch that dg_cpu_sgemm_own needs for `threads` threads */
+size_t dg_cpu_gemm_own_pack_floats(int threads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

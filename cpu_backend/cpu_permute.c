@@ -1,0 +1,21 @@
+/* cpu_permute.c: out[i0,i1,i2,i3] = in[...] along permuted strides; writes
+ * are contiguous, reads strided. */
+#include <stdint.h>
+
+#include "../core/layout.h"
+#include "cpu_kernels.h"
+
+void dg__cpu_permute(const dg_step *s) {
+    const dg_node *nd = s->node;
+    const float *x = s->in[0];
+    float *y = s->out;
+    dg_dims4 o = dg_dims4_of(nd->shape);
+    dg_dims4 st = dg_permute_strides(nd->in[0]->shape, nd->p.perm);
+    int64_t rows = o.d[0] * o.d[1] * o.d[2], w = o.d[3];
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i2 = r % o.d[2], i1 = r / o.d[2] % o.d[1], i0 = r / (o.d[2] * o.d[1]);
+        const float *px = x + i0 * st.d[0] + i1 * st.d[1] + i2 * st.d[2];
+        for (int64_t j = 0; j < w; j++) y[r * w + j] = px[j * st.d[3]];
+    }
+}

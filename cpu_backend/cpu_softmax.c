@@ -1,0 +1,89 @@
+/* cpu_softmax.c: row-wise softmax, log-softmax, softmax cross-entropy and
+ * their backward ops. A row is the last axis; every row is reduced with the
+ * max subtracted first (log-sum-exp), so large logits cannot overflow. */
+#include <math.h>
+#include <stdint.h>
+
+#include "cpu_kernels.h"
+
+static int64_t row_len(const dg_node *n) { return n->shape.d[n->shape.ndim - 1]; }
+
+/* log(sum_j exp(x[j])) computed stably */
+static double logsumexp(const float *x, int64_t c) {
+    float mx = x[0];
+    for (int64_t j = 1; j < c; j++) mx = x[j] > mx ? x[j] : mx;
+    double sum = 0.0;
+    for (int64_t j = 0; j < c; j++) sum += exp((double)(x[j] - mx));
+    return (double)mx + log(sum);
+}
+
+void dg__cpu_softmax(const dg_step *s) {
+    const dg_node *nd = s->node;
+    const float *x = s->in[0];
+    float *y = s->out;
+    int64_t c = row_len(nd), rows = dg_node_numel(nd) / c;
+    bool log_out = nd->op == DG_OP_LOG_SOFTMAX;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * c;
+        float *yr = y + r * c;
+        double lse = logsumexp(xr, c);
+        for (int64_t j = 0; j < c; j++)
+            yr[j] = log_out ? (float)(xr[j] - lse) : (float)exp(xr[j] - lse);
+    }
+}
+
+/* softmax:     dx = y * (dy - sum(dy * y))
+ * log_softmax: dx = dy - exp(y) * sum(dy)        (y is the forward output) */
+void dg__cpu_softmax_backward(const dg_step *s) {
+    const dg_node *nd = s->node;
+    const float *dy = s->in[0], *y = s->in[1];
+    float *dx = s->out;
+    int64_t c = row_len(nd), rows = dg_node_numel(nd) / c;
+    bool log_out = nd->op == DG_OP_LOG_SOFTMAX_BACKWARD;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *dyr = dy + r * c, *yr = y + r * c;
+        float *dxr = dx + r * c;
+        double dot = 0.0;
+        for (int64_t j = 0; j < c; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
+        for (int64_t j = 0; j < c; j++)
+            dxr[j] = log_out ? (float)(dyr[j] - exp(yr[j]) * dot) : (float)(yr[j] * (dyr[j] - dot));
+    }
+}
+
+/* loss = mean_r (logsumexp(x_r) - x_r[label_r]); a label outside [0, c)
+ * makes the loss NaN rather than reading out of bounds. */
+void dg__cpu_softmax_ce(const dg_step *s) {
+    const dg_node *nd = s->node, *logits = nd->in[0];
+    const float *x = s->in[0];
+    const int32_t *label = s->in[1];
+    int64_t c = row_len(logits), rows = dg_node_numel(logits) / c;
+    double total = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+    for (int64_t r = 0; r < rows; r++) {
+        int32_t l = label[r];
+        total += (l >= 0 && l < c) ? logsumexp(x + r * c, c) - x[r * c + l] : NAN;
+    }
+    *(float *)s->out = (float)(total / (double)rows);
+}
+
+/* dx = (softmax(x) - onehot(label)) * dloss / rows */
+void dg__cpu_softmax_ce_backward(const dg_step *s) {
+    const dg_node *nd = s->node;
+    const float *dloss = s->in[0], *x = s->in[1];
+    const int32_t *label = s->in[2];
+    float *dx = s->out;
+    int64_t c = row_len(nd), rows = dg_node_numel(nd) / c;
+    double g = (double)dloss[0] / (double)rows;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * c;
+        float *dxr = dx + r * c;
+        double lse = logsumexp(xr, c);
+        int32_t l = label[r];
+        for (int64_t j = 0; j < c; j++)
+            dxr[j] = (float)((exp(xr[j] - lse) - (j == l ? 1.0 : 0.0)) * g);
+        if (l < 0 || l >= c) dxr[0] = NAN;
+    }
+}

@@ -1,0 +1,56 @@
+/* harness.h: runs an op case on a backend or on the float64 reference, and
+ * compares results. Shared by the Criterion suites and the bench's ops
+ * sweep. */
+#ifndef DG_TEST_HARNESS_H
+#define DG_TEST_HARNESS_H
+
+#include "core/autodiff.h"
+#include "core/plan.h"
+#include "op_table.h"
+
+/* The case's graph: inputs -> out; loss = sum(out * w) with random w; the
+ * gradients of loss with respect to every float input. */
+typedef struct case_graph {
+    const op_case *c;
+    dg_graph      *g;
+    dg_node       *in[OP_CASE_MAX_IN], *out, *w, *loss;
+    dg_node       *grad[OP_CASE_MAX_IN];   /* NULL for label inputs      */
+    float         *in_val[OP_CASE_MAX_IN]; /* host values (labels: i32) */
+    float         *w_val;
+    uint64_t       seed;
+} case_graph;
+
+/* Results of one run: forward output and each input's gradient. */
+typedef struct case_result {
+    int64_t n_out, n_grad[OP_CASE_MAX_IN];
+    float  *out, *grad[OP_CASE_MAX_IN];
+} case_result;
+
+typedef struct case_ref {
+    double *out, *grad[OP_CASE_MAX_IN];
+} case_ref;
+
+/* worst disagreement of a float32 result against a reference */
+typedef struct cmp_stats {
+    double  max_rel;     /* max |x - ref| / max |ref|          */
+    double  nmse;        /* sum (x - ref)^2 / sum ref^2         */
+    int64_t worst;       /* index of the largest |x - ref|     */
+    double  got, want;   /* values at `worst`                  */
+} cmp_stats;
+
+dg_status case_graph_new(case_graph *cg, const op_case *c, uint64_t seed);
+void      case_graph_free(case_graph *cg);
+/* Builds a plan on be, uploads the inputs, runs once, downloads. */
+dg_status case_run(case_graph *cg, dg_backend *be, case_result *r);
+void      case_result_free(case_result *r);
+/* Same graph in float64 (forward and the symbolic gradient graph). */
+dg_status case_ref_run(const case_graph *cg, case_ref *r);
+void      case_ref_free(case_ref *r);
+/* Central finite differences of the reference loss w.r.t. input i. */
+double   *case_finite_diff(const case_graph *cg, int i);
+
+cmp_stats cmp_f32(const float *x, const double *ref, int64_t n);
+cmp_stats cmp_f64(const double *x, const double *ref, int64_t n);
+cmp_stats cmp_f32_f32(const float *x, const float *ref, int64_t n);
+
+#endif

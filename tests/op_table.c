@@ -1,0 +1,126 @@
+#include "op_table.h"
+
+#include <stddef.h>
+
+#define S DG_SHAPE
+#define TOL 2e-6
+
+/* an MLP loss: softmax_ce(relu(x W1 + b1) W2 + b2, labels) */
+static dg_node *build_mlp(dg_graph *g, dg_node *const *in, const op_case *c) {
+    (void)c;
+    /* in: x [5,6], W1 [6,4] ... packed as three inputs: x, W [6,4], labels */
+    dg_node *h = dg_relu(g, dg_matmul(g, in[0], in[1], false, false));
+    dg_node *logits = dg_matmul(g, h, dg_transpose(g, in[1]), false, false); /* [5,6] */
+    return dg_softmax_cross_entropy(g, logits, in[2]);
+}
+
+/* a broadcasted expression: (x * b - exp(c)) / (c*c + 1) */
+static dg_node *build_bcast_expr(dg_graph *g, dg_node *const *in, const op_case *c) {
+    (void)c;
+    dg_node *num = dg_sub(g, dg_mul(g, in[0], in[1]), dg_exp(g, in[2]));
+    return dg_div(g, num, dg_add_scalar(g, dg_mul(g, in[2], in[2]), 1.0f));
+}
+
+/* one node used by several consumers: y = tanh(x); y * y + sigmoid(y) + y */
+static dg_node *build_used_twice(dg_graph *g, dg_node *const *in, const op_case *c) {
+    (void)c;
+    dg_node *y = dg_tanh(g, in[0]);
+    return dg_add(g, dg_add(g, dg_mul(g, y, y), dg_sigmoid(g, y)), y);
+}
+
+/* attention-like: softmax(q k^T / sqrt(d)) v, batched */
+static dg_node *build_attention(dg_graph *g, dg_node *const *in, const op_case *c) {
+    (void)c;
+    dg_node *s = dg_mul_scalar(g, dg_matmul(g, in[0], in[1], false, true), 0.5f);
+    return dg_matmul(g, dg_softmax(g, s), in[2], false, false);
+}
+
+const op_case dg_op_cases[] = {
+    {"add",            DG_OP_ADD, 2, {S(3, 5), S(3, 5)}, .tol = TOL},
+    {"add_bcast_row",  DG_OP_ADD, 2, {S(4, 3, 5), S(5)}, .tol = TOL},
+    {"add_bcast_both", DG_OP_ADD, 2, {S(2, 3, 1), S(1, 5)}, .tol = TOL},
+    {"sub_bcast_col",  DG_OP_SUB, 2, {S(3, 5), S(3, 1)}, .tol = TOL},
+    {"mul",            DG_OP_MUL, 2, {S(7, 3), S(7, 3)}, .tol = TOL},
+    {"mul_bcast_4d",   DG_OP_MUL, 2, {S(2, 1, 3, 5), S(3, 3, 1)}, .tol = TOL},
+    {"div",            DG_OP_DIV, 2, {S(3, 5), S(3, 5)}, {DOM_ANY, DOM_POS}, .tol = TOL},
+    {"div_bcast",      DG_OP_DIV, 2, {S(3, 5), S(5)}, {DOM_ANY, DOM_POS}, .tol = TOL},
+    {"neg",            DG_OP_NEG, 1, {S(7)}, .tol = TOL},
+    {"add_scalar",     DG_OP_ADD_SCALAR, 1, {S(3, 5)}, .scalar = 1.5f, .tol = TOL},
+    {"mul_scalar",     DG_OP_MUL_SCALAR, 1, {S(3, 5)}, .scalar = -0.75f, .tol = TOL},
+    {"pow_scalar",     DG_OP_POW_SCALAR, 1, {S(3, 5)}, {DOM_POS}, .scalar = 1.7f, .tol = TOL},
+    {"pow_scalar_int", DG_OP_POW_SCALAR, 1, {S(2, 7)}, {DOM_POS}, .scalar = 3.0f, .tol = TOL},
+    {"exp",            DG_OP_EXP, 1, {S(3, 5)}, .tol = TOL},
+    {"log",            DG_OP_LOG, 1, {S(3, 5)}, {DOM_POS}, .tol = TOL},
+    {"sqrt",           DG_OP_SQRT, 1, {S(3, 5)}, {DOM_POS}, .tol = TOL},
+    {"abs",            DG_OP_ABS, 1, {S(3, 5)}, {DOM_AWAY0}, .tol = TOL},
+    {"relu",           DG_OP_RELU, 1, {S(3, 7)}, {DOM_AWAY0}, .tol = TOL},
+    {"leaky_relu",     DG_OP_LEAKY_RELU, 1, {S(3, 7)}, {DOM_AWAY0}, .scalar = 0.1f, .tol = TOL},
+    {"sigmoid",        DG_OP_SIGMOID, 1, {S(3, 5)}, .tol = TOL},
+    {"tanh",           DG_OP_TANH, 1, {S(3, 5)}, .tol = TOL},
+    {"gelu",           DG_OP_GELU, 1, {S(3, 5)}, .tol = TOL},
+    {"matmul",         DG_OP_MATMUL, 2, {S(5, 7), S(7, 3)}, .tol = TOL},
+    {"matmul_ta",      DG_OP_MATMUL, 2, {S(7, 5), S(7, 3)}, .ta = true, .tol = TOL},
+    {"matmul_tb",      DG_OP_MATMUL, 2, {S(5, 7), S(3, 7)}, .tb = true, .tol = TOL},
+    {"matmul_ta_tb",   DG_OP_MATMUL, 2, {S(7, 5), S(3, 7)}, .ta = true, .tb = true, .tol = TOL},
+    {"matmul_odd",     DG_OP_MATMUL, 2, {S(17, 33), S(33, 9)}, .tol = TOL},
+    {"bmm",            DG_OP_MATMUL, 2, {S(2, 3, 4), S(2, 4, 5)}, .tol = TOL},
+    {"bmm_tb",         DG_OP_MATMUL, 2, {S(3, 3, 4), S(3, 5, 4)}, .tb = true, .tol = TOL},
+    {"bmm_ta",         DG_OP_MATMUL, 2, {S(2, 4, 3), S(2, 4, 5)}, .ta = true, .tol = TOL},
+    {"matmul_3d_2d",   DG_OP_MATMUL, 2, {S(2, 3, 4), S(4, 5)}, .tol = TOL},
+    {"transpose",      DG_OP_PERMUTE, 1, {S(3, 5)}, .perm = {1, 0}, .tol = TOL},
+    {"permute_3d",     DG_OP_PERMUTE, 1, {S(2, 3, 4)}, .perm = {2, 0, 1}, .tol = TOL},
+    {"permute_4d",     DG_OP_PERMUTE, 1, {S(2, 3, 1, 5)}, .perm = {3, 1, 0, 2}, .tol = TOL},
+    {"reshape",        DG_OP_RESHAPE, 1, {S(3, 4)}, .target = S(2, 6), .tol = TOL},
+    {"sum_axis1",      DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = 2, .tol = TOL},
+    {"sum_all",        DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = DG_ALL_AXES, .tol = TOL},
+    {"sum_axes02_keep",DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = 5, .keepdims = true, .tol = TOL},
+    {"sum_last",       DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = 4, .keepdims = true, .tol = TOL},
+    {"sum_rows",       DG_OP_SUM, 1, {S(6, 5)}, .axes = 1, .tol = TOL},
+    {"mean_axis0",     DG_OP_MEAN, 1, {S(6, 5)}, .axes = 1, .tol = TOL},
+    {"mean_all",       DG_OP_MEAN, 1, {S(2, 3, 5)}, .axes = DG_ALL_AXES, .keepdims = true, .tol = TOL},
+    {"broadcast_to",   DG_OP_BROADCAST_TO, 1, {S(3, 1)}, .target = S(2, 3, 5), .tol = TOL},
+    {"softmax",        DG_OP_SOFTMAX, 1, {S(4, 7)}, .tol = TOL},
+    {"log_softmax",    DG_OP_LOG_SOFTMAX, 1, {S(2, 3, 6)}, .tol = TOL},
+    {"softmax_ce",     DG_OP_SOFTMAX_CE, 2, {S(5, 7), S(5)}, {DOM_ANY, DOM_LABELS}, .tol = TOL},
+    {"softmax_ce_3d",  DG_OP_SOFTMAX_CE, 2, {S(2, 3, 4), S(2, 3)}, {DOM_ANY, DOM_LABELS}, .tol = TOL},
+    {"mlp_loss",       DG_OP_SOFTMAX_CE, 3, {S(5, 6), S(6, 4), S(5)}, {DOM_ANY, DOM_ANY, DOM_LABELS},
+                       .build = build_mlp, .tol = TOL},
+    {"bcast_expr",     DG_OP_DIV, 3, {S(2, 3, 5), S(5), S(3, 1)}, .build = build_bcast_expr, .tol = TOL},
+    {"used_twice",     DG_OP_TANH, 1, {S(4, 5)}, .build = build_used_twice, .tol = TOL},
+    {"attention",      DG_OP_SOFTMAX, 3, {S(2, 3, 4), S(2, 5, 4), S(2, 5, 3)}, .build = build_attention, .tol = TOL},
+};
+const int dg_n_op_cases = (int)(sizeof dg_op_cases / sizeof dg_op_cases[0]);
+
+dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
+    if (c->build) return c->build(g, in, c);
+    dg_node *a = in[0], *b = c->n_in > 1 ? in[1] : NULL;
+    switch (c->op) {
+    case DG_OP_ADD:          return dg_add(g, a, b);
+    case DG_OP_SUB:          return dg_sub(g, a, b);
+    case DG_OP_MUL:          return dg_mul(g, a, b);
+    case DG_OP_DIV:          return dg_div(g, a, b);
+    case DG_OP_NEG:          return dg_neg(g, a);
+    case DG_OP_ADD_SCALAR:   return dg_add_scalar(g, a, c->scalar);
+    case DG_OP_MUL_SCALAR:   return dg_mul_scalar(g, a, c->scalar);
+    case DG_OP_POW_SCALAR:   return dg_pow_scalar(g, a, c->scalar);
+    case DG_OP_EXP:          return dg_exp(g, a);
+    case DG_OP_LOG:          return dg_log(g, a);
+    case DG_OP_SQRT:         return dg_sqrt(g, a);
+    case DG_OP_ABS:          return dg_abs(g, a);
+    case DG_OP_RELU:         return dg_relu(g, a);
+    case DG_OP_LEAKY_RELU:   return dg_leaky_relu(g, a, c->scalar);
+    case DG_OP_SIGMOID:      return dg_sigmoid(g, a);
+    case DG_OP_TANH:         return dg_tanh(g, a);
+    case DG_OP_GELU:         return dg_gelu(g, a);
+    case DG_OP_MATMUL:       return dg_matmul(g, a, b, c->ta, c->tb);
+    case DG_OP_PERMUTE:      return dg_permute(g, a, c->perm);
+    case DG_OP_RESHAPE:      return dg_reshape(g, a, c->target);
+    case DG_OP_SUM:          return dg_sum(g, a, c->axes, c->keepdims);
+    case DG_OP_MEAN:         return dg_mean(g, a, c->axes, c->keepdims);
+    case DG_OP_BROADCAST_TO: return dg_broadcast_to(g, a, c->target);
+    case DG_OP_SOFTMAX:      return dg_softmax(g, a);
+    case DG_OP_LOG_SOFTMAX:  return dg_log_softmax(g, a);
+    case DG_OP_SOFTMAX_CE:   return dg_softmax_cross_entropy(g, a, b);
+    default:                 return NULL; /* no forward builder: not a table op */
+    }
+}

@@ -1,0 +1,16 @@
+/* ref.h: a deliberately naive float64 interpreter of duograd graphs, the
+ * reference that every backend is checked against. It shares no kernel code
+ * with the backends: its index arithmetic is written independently, from
+ * the definitions. */
+#ifndef DG_TEST_REF_H
+#define DG_TEST_REF_H
+
+#include "core/graph.h"
+
+/* Evaluates nodes [0, upto) of g in float64. vals has one slot per node;
+ * leaves must be filled by the caller (numel doubles; int32 labels as
+ * doubles), every other slot is allocated here. Free with ref_free. */
+dg_status ref_eval(const dg_graph *g, int upto, double **vals);
+void ref_free(double **vals, int n);
+
+#endif
