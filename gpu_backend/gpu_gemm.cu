@@ -1,0 +1,115 @@
+/* gpu_gemm.cu: row-major C = op(A) op(B) three ways.
+ *
+ * cuBLAS is column-major: a row-major matrix is its transpose seen
+ * column-major, so row-major C[m,n] = op(A) op(B) is computed as the
+ * column-major C^T[n,m] = op(B)^T op(A)^T, i.e. the operands swap places
+ * and keep their own transpose flags and leading dimensions.
+ *
+ * naive: one thread per element of C, k-loop from global memory.
+ * tiled: a 128x128 tile of C per block of 256 threads, 8x8 outputs per thread
+ * in registers; each k-step of 8 stages an A tile (transposed, so a thread
+ * reads its 8 rows contiguously) and a B tile in shared memory. */
+#include "gpu_common.cuh"
+
+#define TM 128
+#define TN 128
+#define TK 8
+
+/* op(X)(r, c) for a row-major X with row stride ld */
+__device__ __forceinline__ float at(const float *X, bool t, int ld, int r, int c) {
+    return t ? X[(long long)c * ld + r] : X[(long long)r * ld + c];
+}
+
+__global__ void k_gemm_naive(bool ta, bool tb, int m, int n, int k, const float *__restrict__ A, int lda,
+                             const float *__restrict__ B, int ldb, float *__restrict__ C, int ldc) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= m || col >= n) return;
+    float acc = 0.0f;
+    for (int p = 0; p < k; p++) acc += at(A, ta, lda, row, p) * at(B, tb, ldb, p, col);
+    C[(long long)row * ldc + col] = acc;
+}
+
+__global__ void __launch_bounds__(256) k_gemm_tiled(bool ta, bool tb, int m, int n, int k, const float *__restrict__ A,
+                                                    int lda, const float *__restrict__ B, int ldb,
+                                                    float *__restrict__ C, int ldc) {
+    __shared__ float As[TK][TM]; /* As[p][r] = op(A)(row0 + r, p0 + p) */
+    __shared__ float Bs[TK][TN]; /* Bs[p][c] = op(B)(p0 + p, col0 + c) */
+    int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    int row0 = blockIdx.y * TM, col0 = blockIdx.x * TN;
+    float acc[8][8] = {{0.0f}};
+    /* loader roles: A: row tid/2, k 4*(tid%2)..+3; B: k tid/32, col 4*(tid%32)..+3 */
+    int ar = tid >> 1, ak = (tid & 1) * 4, bk = tid >> 5, bc = (tid & 31) * 4;
+    for (int p0 = 0; p0 < k; p0 += TK) {
+        for (int q = 0; q < 4; q++) {
+            int r = row0 + ar, pa = p0 + ak + q;
+            As[ak + q][ar] = (r < m && pa < k) ? at(A, ta, lda, r, pa) : 0.0f;
+            int cc = col0 + bc + q, pb = p0 + bk;
+            Bs[bk][bc + q] = (cc < n && pb < k) ? at(B, tb, ldb, pb, cc) : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int p = 0; p < TK; p++) {
+            float a[8], b[8];
+            float4 a0 = *(const float4 *)&As[p][ty * 8], a1 = *(const float4 *)&As[p][ty * 8 + 4];
+            float4 b0 = *(const float4 *)&Bs[p][tx * 8], b1 = *(const float4 *)&Bs[p][tx * 8 + 4];
+            a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w; a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
+            b[0] = b0.x; b[1] = b0.y; b[2] = b0.z; b[3] = b0.w; b[4] = b1.x; b[5] = b1.y; b[6] = b1.z; b[7] = b1.w;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int r = row0 + ty * 8 + i;
+        if (r >= m) continue;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int cc = col0 + tx * 8 + j;
+            if (cc < n) C[(long long)r * ldc + cc] = acc[i][j];
+        }
+    }
+}
+
+dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
+                        int lda, const float *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
+                        long long sc) {
+    if (impl == DG_GPU_GEMM_CUBLAS) {
+        const float one = 1.0f, zero = 0.0f;
+        cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+        if (batch == 1)
+            DG_CUBLAS_CHECK(cublasSgemm(c->cublas, opb, opa, n, m, k, &one, B, ldb, A, lda, &zero, C, ldc));
+        else
+            DG_CUBLAS_CHECK(cublasSgemmStridedBatched(c->cublas, opb, opa, n, m, k, &one, B, ldb, sb, A, lda, sa,
+                                                      &zero, C, ldc, sc, batch));
+        return DG_OK;
+    }
+    for (int i = 0; i < batch; i++) {
+        const float *Ai = A + i * sa, *Bi = B + i * sb;
+        float *Ci = C + i * sc;
+        if (impl == DG_GPU_GEMM_NAIVE) {
+            dim3 block(16, 16), grid((n + 15) / 16, (m + 15) / 16);
+            k_gemm_naive<<<grid, block, 0, c->stream>>>(ta, tb, m, n, k, Ai, lda, Bi, ldb, Ci, ldc);
+        } else {
+            dim3 grid((n + TN - 1) / TN, (m + TM - 1) / TM);
+            k_gemm_tiled<<<grid, 256, 0, c->stream>>>(ta, tb, m, n, k, Ai, lda, Bi, ldb, Ci, ldc);
+        }
+        DG_CUDA_CHECK_LAUNCH();
+    }
+    return DG_OK;
+}
+
+/* [b,]m,n from the output, k from op(A); row strides from the stored shapes */
+dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s) {
+    const dg_node *nd = s->node, *a = nd->in[0], *b = nd->in[1];
+    int r = nd->shape.ndim - 2;
+    int batch = r ? (int)nd->shape.d[0] : 1;
+    int m = (int)nd->shape.d[r], n = (int)nd->shape.d[r + 1];
+    bool ta = nd->p.trans_a, tb = nd->p.trans_b;
+    int k = (int)(ta ? a->shape.d[r] : a->shape.d[r + 1]);
+    return dg__gpu_sgemm(c, c->gemm, ta, tb, m, n, k, (const float *)s->in[0], (int)a->shape.d[r + 1],
+                         (const float *)s->in[1], (int)b->shape.d[r + 1], (float *)s->out, n, batch,
+                         (long long)m * k, (long long)k * n, (long long)m * n);
+}
