@@ -5,8 +5,10 @@
  * thread packs its A tile into MR-row panels and its B tile into NR-column
  * panels, both contiguous along k, and a register-blocked MR x NR micro
  * kernel accumulates. Packing also absorbs the transposes. The micro kernel
- * is compiled for AVX-512, AVX2+FMA and baseline x86-64, chosen at load time,
- * so the binary runs on any x86-64 machine and still uses its vector units. */
+ * is compiled for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 + FMA) and baseline
+ * x86-64, chosen at load time by the CPU's features (a clone named after a
+ * CPU model, arch=skylake-avx512, is only picked on that very model), so the
+ * binary runs on any x86-64 machine and still uses its vector units. */
 #include <cblas.h>
 #include <omp.h>
 #include <string.h>
@@ -61,16 +63,30 @@ static void pack_b(bool tb, const float *B, int ldb, int j0, int nc, int p0, int
             }
 }
 
-/* acc[MR][NR] = sum_p pa[p][:] (outer) pb[p][:], then C (+)= acc inside bounds */
-__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+/* acc[MR][NR] = sum_p pa[p][:] (outer) pb[p][:], then C (+)= acc inside
+ * bounds. One row of the tile is one 16-float vector (a zmm register with
+ * AVX-512, two ymm with AVX2), so the MR x NR accumulators stay in registers
+ * and each k step is MR broadcasts and MR vector FMAs (this file is built
+ * with -ffp-contract=fast so a*b+c becomes an FMA). */
+typedef float v16 __attribute__((vector_size(NR * sizeof(float))));
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 static void micro_kernel(int kc, const float *restrict pa, const float *restrict pb, float *C, int ldc,
                          int mr, int nr, bool accumulate) {
-    float acc[MR][NR] = {{0}};
-    for (int p = 0; p < kc; p++)
-        for (int r = 0; r < MR; r++)
-            for (int c = 0; c < NR; c++) acc[r][c] += pa[p * MR + r] * pb[p * NR + c];
+    v16 acc[MR];
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) acc[r] = (v16){0};
+    for (int p = 0; p < kc; p++) {
+        v16 b;
+        memcpy(&b, pb + (size_t)p * NR, sizeof b);
+#pragma GCC unroll 6
+        for (int r = 0; r < MR; r++) acc[r] += pa[p * MR + r] * b;
+    }
+    float out[MR][NR];
+    memcpy(out, acc, sizeof out);
     for (int r = 0; r < mr; r++)
-        for (int c = 0; c < nr; c++) C[(size_t)r * ldc + c] = accumulate ? C[(size_t)r * ldc + c] + acc[r][c] : acc[r][c];
+        for (int c = 0; c < nr; c++)
+            C[(size_t)r * ldc + c] = accumulate ? C[(size_t)r * ldc + c] + out[r][c] : out[r][c];
 }
 
 void dg_cpu_sgemm_own(bool ta, bool tb, int m, int n, int k, const float *A, int lda,

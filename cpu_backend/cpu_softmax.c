@@ -12,8 +12,8 @@ static int64_t row_len(const dg_node *n) { return n->shape.d[n->shape.ndim - 1];
 static double logsumexp(const float *x, int64_t c) {
     float mx = x[0];
     for (int64_t j = 1; j < c; j++) mx = x[j] > mx ? x[j] : mx;
-    double sum = 0.0;
-    for (int64_t j = 0; j < c; j++) sum += exp((double)(x[j] - mx));
+    double sum = 0.0; /* expf per element (vectorisable), the sum in double */
+    for (int64_t j = 0; j < c; j++) sum += expf(x[j] - mx);
     return (double)mx + log(sum);
 }
 
@@ -27,9 +27,11 @@ void dg__cpu_softmax(const dg_step *s) {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         float *yr = y + r * c;
-        double lse = logsumexp(xr, c);
-        for (int64_t j = 0; j < c; j++)
-            yr[j] = log_out ? (float)(xr[j] - lse) : (float)exp(xr[j] - lse);
+        float lse = (float)logsumexp(xr, c);
+        if (log_out)
+            for (int64_t j = 0; j < c; j++) yr[j] = xr[j] - lse;
+        else
+            for (int64_t j = 0; j < c; j++) yr[j] = expf(xr[j] - lse);
     }
 }
 
@@ -48,7 +50,7 @@ void dg__cpu_softmax_backward(const dg_step *s) {
         double dot = 0.0;
         for (int64_t j = 0; j < c; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
         for (int64_t j = 0; j < c; j++)
-            dxr[j] = log_out ? (float)(dyr[j] - exp(yr[j]) * dot) : (float)(yr[j] * (dyr[j] - dot));
+            dxr[j] = log_out ? dyr[j] - expf(yr[j]) * (float)dot : yr[j] * (dyr[j] - (float)dot);
     }
 }
 
@@ -80,10 +82,10 @@ void dg__cpu_softmax_ce_backward(const dg_step *s) {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         float *dxr = dx + r * c;
-        double lse = logsumexp(xr, c);
+        float lse = (float)logsumexp(xr, c), gf = (float)g;
         int32_t l = label[r];
-        for (int64_t j = 0; j < c; j++)
-            dxr[j] = (float)((exp(xr[j] - lse) - (j == l ? 1.0 : 0.0)) * g);
+        for (int64_t j = 0; j < c; j++) dxr[j] = expf(xr[j] - lse) * gf;
+        if (l >= 0 && l < c) dxr[l] -= gf;
         if (l < 0 || l >= c) dxr[0] = NAN;
     }
 }

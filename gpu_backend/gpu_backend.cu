@@ -288,3 +288,8 @@ dg_status dg_gpu_event_elapsed(dg_backend *be, float *ms) {
     DG_CUDA_CHECK(cudaEventElapsedTime(ms, c->ev[0], c->ev[1]));
     return DG_OK;
 }
+
+dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes) {
+    DG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, gpu_of(be)->stream));
+    return DG_OK;
+}

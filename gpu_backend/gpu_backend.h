@@ -39,6 +39,9 @@ const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n);
 dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool ta, bool tb, int m, int n, int k,
                        const float *A, const float *B, float *C);
 
+/* Device-to-device copy on the backend's stream (the bandwidth ceiling). */
+dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes);
+
 /* Device timing with CUDA events on the backend's stream. */
 dg_status dg_gpu_event_record(dg_backend *be, int which);   /* which: 0 start, 1 stop */
 dg_status dg_gpu_event_elapsed(dg_backend *be, float *ms);  /* syncs on stop          */

@@ -1,0 +1,43 @@
+/* csv.h: the long-format result file. One row per measurement, written and
+ * flushed as soon as it is measured, so an interrupted sweep keeps every
+ * finished row; metadata as '#' lines first (gnuplot skips them). */
+#ifndef DG_BENCH_CSV_H
+#define DG_BENCH_CSV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "timing.h"
+
+#define BENCH_CSV_HEADER                                                                                   \
+    "sweep,case,impl,backend,dtype,m,n,k,batch,threads,transfer,tf32,warmup,reps,median_ms,min_ms,max_ms," \
+    "cv_pct,gflops,gbps,max_rel_err,status"
+
+typedef struct bench_row {
+    const char *sweep, *name, *impl, *backend;
+    int64_t     m, n, k, batch;
+    int         threads;
+    bool        transfer, tf32;
+    int         warmup;
+    bench_stats st;
+    double      flops, bytes;    /* work per run: gives GFLOP/s and GB/s   */
+    double      max_rel_err;     /* against the reference; NaN if none     */
+    const char *status;          /* ok | wrong | unsupported | oom | error | skipped */
+} bench_row;
+
+FILE *bench_csv_open(const char *dir, const char *sweep, const char *meta);
+void  bench_csv_write(FILE *f, const bench_row *r);
+
+/* reading back (plot, compare) */
+typedef struct csv_rec {
+    char   sweep[32], name[48], impl[32], backend[8], status[16];
+    long long m, n, k, batch;
+    int    threads, transfer, tf32, reps;
+    double median_ms, min_ms, max_ms, cv_pct, gflops, gbps, max_rel_err;
+} csv_rec;
+
+/* Reads every data row of path; *n rows; NULL with a message on failure. */
+csv_rec *bench_csv_read(const char *path, int *n);
+
+#endif

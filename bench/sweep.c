@@ -1,0 +1,47 @@
+#include "sweep.h"
+
+#include <string.h>
+
+volatile sig_atomic_t bench_interrupted = 0;
+
+const sweep_def bench_sweeps[] = {
+    {"ceiling", "each device's measured peak: large sgemm and streaming copy", sweep_ceilings},
+    {"gemm", "sgemm: square 32..8192 and non-square shapes; cpu-naive, cpu-omp, cpu-openblas, gpu-naive, "
+             "gpu-tiled, gpu-cublas, gpu-cublas-tf32; GPU with and without transfers", sweep_gemm},
+    {"ops", "elementwise, broadcasting, reductions, softmax, softmax cross-entropy, transpose; forward and "
+            "backward; 1K..64M elements; GB/s", sweep_ops},
+    {"mlp", "one MLP training step (forward, backward, Adam update) over batch sizes and widths; GPU with "
+            "and without CUDA-graph replay", sweep_mlp},
+};
+const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof bench_sweeps[0]);
+
+const char *bench_status_word(dg_status st) {
+    switch (st) {
+    case DG_OK:              return "ok";
+    case DG_ERR_UNSUPPORTED: return "unsupported";
+    case DG_ERR_OOM:         return "oom";
+    default:                 return "error";
+    }
+}
+
+void bench_emit(bench_ctx *ctx, const bench_row *r) {
+    bench_csv_write(ctx->csv, r);
+    ctx->rows++;
+    bool bad = strcmp(r->status, "ok") != 0 && strcmp(r->status, "skipped") != 0;
+    ctx->failed += bad;
+    if (bad)
+        fprintf(stderr, "bench: %s %s %s %lldx%lldx%lld: %s\n", r->sweep, r->name, r->impl, (long long)r->m,
+                (long long)r->n, (long long)r->k, r->status);
+    if (ctx->progress)
+        fprintf(stderr, "\r\033[K%s: %d rows  %-14s %-18s %lld %s", r->sweep, ctx->rows, r->name, r->impl,
+                (long long)r->m, r->status);
+}
+
+int bench_sizes(const bench_ctx *ctx, const long long *defaults, int n, const long long **out) {
+    if (ctx->n_sizes > 0) {
+        *out = ctx->sizes;
+        return ctx->n_sizes;
+    }
+    *out = defaults;
+    return n;
+}

@@ -1,0 +1,57 @@
+/* sweep.h: what every sweep shares: the run's settings, the open backends,
+ * the CSV being written, progress and interruption. */
+#ifndef DG_BENCH_SWEEP_H
+#define DG_BENCH_SWEEP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "csv.h"
+#include "timing.h"
+
+#define BENCH_MAX_SIZES 64
+
+typedef struct bench_ctx {
+    const char  *out_dir;
+    dg_backend  *cpu, *gpu;          /* NULL: not asked for or not available */
+    int          threads;
+    long long    sizes[BENCH_MAX_SIZES];
+    int          n_sizes;            /* 0: each sweep's defaults             */
+    bench_timing timing;
+    bool         quick;
+    bool         extended;           /* --sweep all: the largest sizes too   */
+    double       cpu_cap_s;          /* skip CPU runs predicted to take longer */
+    bool         progress;           /* stderr is a terminal                 */
+    char         meta[4096];
+    FILE        *csv;                /* the sweep's file, while it runs      */
+    int          rows, failed;
+} bench_ctx;
+
+typedef dg_status (*sweep_run_fn)(bench_ctx *ctx);
+
+typedef struct sweep_def {
+    const char  *name;
+    const char  *what;
+    sweep_run_fn run;
+} sweep_def;
+
+extern const sweep_def bench_sweeps[];
+extern const int       bench_n_sweeps;
+extern volatile sig_atomic_t bench_interrupted;
+
+/* writes a row to the CSV, counts failures, shows progress */
+void bench_emit(bench_ctx *ctx, const bench_row *r);
+/* the sizes to run: the user's, or `defaults` (n entries) */
+int  bench_sizes(const bench_ctx *ctx, const long long *defaults, int n, const long long **out);
+/* status name for a failed dg_status */
+const char *bench_status_word(dg_status st);
+
+dg_status sweep_gemm(bench_ctx *ctx);
+/* one ceiling row: square sgemm of `size` by `impl` */
+void      bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl);
+dg_status sweep_ops(bench_ctx *ctx);
+dg_status sweep_mlp(bench_ctx *ctx);
+dg_status sweep_ceilings(bench_ctx *ctx);
+
+#endif

@@ -1,0 +1,114 @@
+/* sweep_mlp.c: one training step (forward, backward, Adam update) of an MLP
+ * as one plan, over batch sizes and widths. GPU rows with CUDA-graph replay
+ * (impl gpu-graph) and without (gpu). Check: the first step's loss against
+ * the float64 reference evaluation of the same graph. Data is uploaded once
+ * (transfer = 0): the step itself is timed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "ref.h"
+#include "sweep.h"
+#include "train_util.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
+
+static const long long default_batches[] = {32, 128, 512, 2048, 8192};
+static const long long quick_batches[] = {32, 256, 2048};
+static const char *widths_list[] = {"784-256-100-10", "784-1024-1024-10"};
+
+static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
+
+/* float64 loss of the step graph for the given inputs (the updates do not
+ * change the loss of the same run) */
+static double ref_loss(const train_graph *t, const float *x, const int32_t *y) {
+    int n = t->loss->id + 1;
+    double **v = calloc((size_t)n, sizeof *v);
+    double loss = NAN;
+    bool ok = v != NULL;
+    for (int id = 0; id < n && ok; id++) {
+        const dg_node *nd = dg_graph_node(t->g, id);
+        if (nd->op != DG_OP_LEAF) continue;
+        int64_t cnt = dg_node_numel(nd);
+        float *tmp = malloc((size_t)cnt * sizeof *tmp);
+        ok = tmp && (v[id] = malloc((size_t)cnt * sizeof(double)));
+        if (ok) {
+            if (nd == t->x) memcpy(tmp, x, (size_t)cnt * 4);
+            else if (nd != t->y) dg_init_fill(nd->init, tmp, cnt);
+            for (int64_t j = 0; j < cnt; j++) v[id][j] = nd == t->y ? (double)y[j] : tmp[j];
+        }
+        free(tmp);
+    }
+    if (ok && ref_eval(t->g, n, v) == DG_OK) loss = v[t->loss->id][0];
+    if (v) ref_free(v, n);
+    free(v);
+    return loss;
+}
+
+static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, const char *wspec, const int *w, int nw,
+                    int batch) {
+    bench_row row = {.sweep = "mlp", .name = wspec, .impl = impl, .backend = be == ctx->cpu ? "cpu" : "gpu",
+                     .m = batch, .n = w[1], .k = w[0], .batch = batch, .threads = ctx->threads,
+                     .warmup = ctx->timing.warmup, .max_rel_err = NAN};
+    double macs = 0;
+    for (int i = 0; i + 1 < nw; i++) macs += (double)w[i] * w[i + 1];
+    row.flops = 6.0 * batch * macs; /* forward 2, backward 4 flops per weight and row */
+    dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+    train_graph t = {0};
+    dg_plan *p = NULL;
+    float *x = malloc((size_t)batch * w[0] * 4);
+    int32_t *y = malloc((size_t)batch * 4);
+    dg_status st = x && y ? train_graph_new(&t, w, nw, batch, &o, 1) : DG_ERR_OOM;
+    if (st == DG_OK) {
+        dg_rng r = dg_rng_new((uint64_t)batch);
+        for (long long i = 0; i < (long long)batch * w[0]; i++) x[i] = (float)dg_rng_uniform(&r);
+        for (int i = 0; i < batch; i++) y[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)w[nw - 1]);
+        st = dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL);
+    }
+    if (st == DG_OK) st = dg_plan_set(p, t.x, x, dg_node_bytes(t.x));
+    if (st == DG_OK) st = dg_plan_set(p, t.y, y, dg_node_bytes(t.y));
+    float loss = NAN;
+    if (st == DG_OK) st = dg_plan_run(p);
+    if (st == DG_OK) st = dg_plan_get(p, t.loss, &loss, sizeof loss);
+    if (st == DG_OK) {
+        double want = ref_loss(&t, x, y);
+        row.max_rel_err = fabs(loss - want) / fmax(fabs(want), 1e-30);
+        row.status = row.max_rel_err <= 1e-4 ? "ok" : "wrong";
+        if (!strcmp(row.status, "ok"))
+            st = bench_time(be, be == ctx->gpu, run_plan, p, &ctx->timing, &row.st);
+    }
+    if (st != DG_OK) {
+        row.status = bench_status_word(st);
+        fprintf(stderr, "bench: mlp %s batch %d %s: %s\n", wspec, batch, impl, dg_last_error());
+    }
+    bench_emit(ctx, &row);
+    dg_plan_free(p);
+    train_graph_free(&t);
+    free(x);
+    free(y);
+}
+
+dg_status sweep_mlp(bench_ctx *ctx) {
+    const long long *sizes;
+    int n_default = (int)(sizeof default_batches / sizeof *default_batches) - !ctx->extended; /* 8192: all */
+    int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches, ctx->quick ? 3 : n_default, &sizes);
+    for (int wi = 0; wi < (ctx->quick ? 1 : 2); wi++) {
+        int w[DG_MLP_MAX_LAYERS + 1], nw;
+        dg_mlp_parse_widths(widths_list[wi], w, &nw);
+        for (int i = 0; i < n && !bench_interrupted; i++) {
+            int batch = (int)sizes[i];
+            if (ctx->cpu) run_one(ctx, ctx->cpu, "cpu", widths_list[wi], w, nw, batch);
+#ifdef DG_HAVE_CUDA
+            if (ctx->gpu) {
+                dg_gpu_set_cuda_graphs(ctx->gpu, false);
+                run_one(ctx, ctx->gpu, "gpu", widths_list[wi], w, nw, batch);
+                dg_gpu_set_cuda_graphs(ctx->gpu, true);
+                run_one(ctx, ctx->gpu, "gpu-graph", widths_list[wi], w, nw, batch);
+            }
+#endif
+        }
+    }
+    return DG_OK;
+}

@@ -1,0 +1,36 @@
+/* timing.h: warm-up, repeat to a minimum time and count, robust statistics.
+ * Device work is timed with CUDA events (device time, no launch gaps
+ * between reps counted); host work and transfer-inclusive regions with
+ * CLOCK_MONOTONIC around a synchronised region. */
+#ifndef DG_BENCH_TIMING_H
+#define DG_BENCH_TIMING_H
+
+#include <stdbool.h>
+
+#include "core/backend.h"
+
+typedef struct bench_timing {
+    int    warmup;       /* untimed runs first                     */
+    int    min_reps;     /* at least this many timed runs          */
+    int    max_reps;     /* at most                                 */
+    double min_time_s;   /* and at least this much timed time       */
+} bench_timing;
+
+typedef struct bench_stats {
+    double median_ms, min_ms, max_ms, cv_pct;
+    int    reps;
+} bench_stats;
+
+typedef dg_status (*bench_fn)(void *arg);
+
+/* be: the backend whose work fn queues (NULL: host-only work).
+ * device_clock: time with CUDA events on be's stream (GPU backend only);
+ * otherwise host clock with be synchronised before and after each run. */
+dg_status bench_time(dg_backend *be, bool device_clock, bench_fn fn, void *arg, const bench_timing *t,
+                     bench_stats *out);
+
+/* median / min / max / coefficient of variation of v[0..n) (sorts v) */
+bench_stats bench_stats_of(double *v, int n);
+double      bench_now_s(void);
+
+#endif

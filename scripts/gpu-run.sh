@@ -1,0 +1,37 @@
+#!/bin/sh
+# Runs on the GPU machine over a packed .gpu/ folder (docs/GPU.md): the GPU
+# test suite, the same suite under compute-sanitizer memcheck, the other
+# suites, then `bench --sweep $DG_SWEEP`. Everything lands in one tarball,
+# $OUT/gpu-results.tgz (the device returns few files); a short summary is
+# printed last.
+set -u
+work=$(mktemp -d)
+out="$work/results"
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+bin=.gpu/bin
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$out/gpu-smi.txt" 2>&1
+summary=""
+
+$bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
+summary="$summary\ntest_gpu: exit $? :: $(grep Synthesis "$out/test_gpu.log")"
+for t in test_ops test_plan test_train test_gemm test_shapes; do
+    $bin/$t --jobs 4 > "$out/$t.log" 2>&1
+    summary="$summary\n$t: exit $? :: $(grep Synthesis "$out/$t.log")"
+done
+
+if [ "${DG_SANITIZER:-1}" = 1 ]; then
+    # API errors off: one test provokes cudaErrorMemoryAllocation on purpose;
+    # every memory access is still checked.
+    compute-sanitizer --tool memcheck --report-api-errors no --target-processes all --error-exitcode 3 \
+        $bin/test_gpu --jobs 1 > "$out/test_gpu-memcheck.log" 2>&1
+    summary="$summary\nmemcheck: exit $? :: $(grep -E 'ERROR SUMMARY' "$out/test_gpu-memcheck.log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$out/test_gpu-memcheck.log")"
+fi
+
+if [ -n "${DG_SWEEP:-}" ]; then
+    $bin/bench --sweep "$DG_SWEEP" --out "$out/bench" > "$out/bench.log" 2>&1
+    summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok$' "$out"/bench/*.csv | tr '\n' ' ')"
+    summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
+fi
+tar -C "$work" -czf "${OUT:-.}/gpu-results.tgz" results
+printf "%b\n" "$summary"
