@@ -40,6 +40,7 @@ typedef struct ops_graph {
     dg_node  *in[2], *out, *w, *loss, *dx[2]; /* dx[i]: gradient of float input i */
     int       n_dx;
     float    *val[3];   /* in[0], in[1] (labels as int32), w */
+    double   *ref[3];   /* float64 out, dx[0], dx[1]: computed once, for every backend */
 } ops_graph;
 
 static dg_node *build(const ops_case *c, dg_graph *g, dg_node **in, long long N) {
@@ -93,39 +94,51 @@ static dg_status ops_graph_new(ops_graph *og, const ops_case *c, long long N) {
 
 static void ops_graph_free(ops_graph *og) {
     for (int i = 0; i < 3; i++) free(og->val[i]);
+    for (int i = 0; i < 3; i++) free(og->ref[i]);
     dg_graph_free(og->g);
 }
 
-/* float64 reference of out and every dx, compared with the backend's */
-static double check(const ops_graph *og, float *const *res) {
+/* the float64 reference of out and every dx, evaluated once per case */
+static dg_status ops_ref(ops_graph *og) {
+    if (og->ref[0]) return DG_OK;
     int n = dg_graph_size(og->g);
     double **v = calloc((size_t)n, sizeof *v);
-    double err = INFINITY;
-    if (!v) return err;
+    if (!v) return DG_ERR_OOM;
     dg_node *leaf[3] = {og->in[0], og->in[1], og->w};
-    bool ok = true;
-    for (int id = 0; id < n && ok; id++) {
+    dg_status st = DG_OK;
+    for (int id = 0; id < n && st == DG_OK; id++) {
         const dg_node *x = dg_graph_node(og->g, id);
         if (x->op != DG_OP_LEAF) continue;
         int64_t cnt = dg_node_numel(x);
-        ok = (v[id] = malloc((size_t)cnt * sizeof(double))) != NULL;
-        for (int i = 0; i < 3 && ok; i++)
+        if (!(v[id] = malloc((size_t)cnt * sizeof(double)))) { st = DG_ERR_OOM; break; }
+        for (int i = 0; i < 3; i++)
             if (leaf[i] == x)
                 for (int64_t j = 0; j < cnt; j++)
                     v[id][j] = x->dtype == DG_I32 ? ((int32_t *)og->val[i])[j] : og->val[i][j];
         if (x->leaf == DG_LEAF_CONST)
             for (int64_t j = 0; j < cnt; j++) v[id][j] = x->init.a;
     }
-    if (ok && ref_eval(og->g, n, v) == DG_OK) {
-        dg_node *outs[3] = {og->out, og->dx[0], og->dx[1]};
-        err = 0;
-        for (int i = 0; i < 1 + og->n_dx; i++) {
-            cmp_stats a = cmp_f32(res[i], v[outs[i]->id], dg_node_numel(outs[i]));
-            err = a.max_rel > err ? a.max_rel : err;
-        }
+    if (st == DG_OK) st = ref_eval(og->g, n, v);
+    dg_node *outs[3] = {og->out, og->dx[0], og->dx[1]};
+    for (int i = 0; i < 1 + og->n_dx && st == DG_OK; i++) { /* keep these, free the rest */
+        size_t bytes = (size_t)dg_node_numel(outs[i]) * sizeof(double);
+        og->ref[i] = malloc(bytes); /* a copy: two gradients can be one node (add: dx = dy = db) */
+        if (og->ref[i]) memcpy(og->ref[i], v[outs[i]->id], bytes);
+        else st = DG_ERR_OOM;
     }
     ref_free(v, n);
     free(v);
+    if (st != DG_OK) dg__fail(st, "float64 reference of the case failed");
+    return st;
+}
+
+static double check(const ops_graph *og, float *const *res) {
+    dg_node *outs[3] = {og->out, og->dx[0], og->dx[1]};
+    double err = 0;
+    for (int i = 0; i < 1 + og->n_dx; i++) {
+        cmp_stats a = cmp_f32(res[i], og->ref[i], dg_node_numel(outs[i]));
+        err = a.max_rel > err ? a.max_rel : err;
+    }
     return err;
 }
 
@@ -142,6 +155,7 @@ static double node_bytes(const dg_node *n) {
 }
 
 static void run_backend(bench_ctx *ctx, dg_backend *be, const ops_case *c, ops_graph *og, long long N) {
+    /* og->ref holds the float64 reference */
     bool gpu = be == ctx->gpu;
     bench_row row = {.sweep = "ops", .name = c->name, .backend = gpu ? "gpu" : "cpu", .m = N, .n = 1, .k = 1,
                      .batch = 1, .threads = ctx->threads, .warmup = ctx->timing.warmup, .max_rel_err = NAN};
@@ -204,6 +218,7 @@ dg_status sweep_ops(bench_ctx *ctx) {
         for (size_t c = 0; c < sizeof cases / sizeof *cases && !bench_interrupted; c++) {
             ops_graph og;
             dg_status st = ops_graph_new(&og, &cases[c], N);
+            if (st == DG_OK) st = ops_ref(&og);
             if (st != DG_OK) {
                 fprintf(stderr, "bench: ops %s %lld: %s\n", cases[c].name, N, dg_last_error());
                 ops_graph_free(&og);

@@ -29,7 +29,9 @@ if [ "${DG_SANITIZER:-1}" = 1 ]; then
 fi
 
 if [ -n "${DG_SWEEP:-}" ]; then
-    $bin/bench --sweep "$DG_SWEEP" --out "$out/bench" > "$out/bench.log" 2>&1
+    # SIGINT at the time limit: bench keeps every finished row and says so
+    timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" \
+        --out "$out/bench" > "$out/bench.log" 2>&1
     summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok$' "$out"/bench/*.csv | tr '\n' ' ')"
     summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
 fi

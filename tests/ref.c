@@ -1,3 +1,5 @@
+/* OpenMP only over independent outputs; every sum stays in one thread, in
+ * order, so the reference is deterministic. */
 #include "ref.h"
 
 #include <math.h>
@@ -66,6 +68,7 @@ static void matmul(const dg_node *n, const double *A, const double *B, double *C
     int64_t batch = r ? n->shape.d[0] : 1, M = n->shape.d[r], N = n->shape.d[r + 1];
     int64_t K = n->p.trans_a ? a->shape.d[r] : a->shape.d[r + 1];
     int64_t ac = a->shape.d[r + 1], bc = b->shape.d[r + 1];
+#pragma omp parallel for collapse(2)
     for (int64_t t = 0; t < batch; t++)
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
@@ -96,6 +99,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     switch (n->op) {
     case DG_OP_LEAF: break;
     case DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV:
+#pragma omp parallel for private(idx)
         for (int64_t i = 0; i < numel; i++) {
             unravel(i, s, idx);
             double x = a[bcast_src(idx, s, n->in[0]->shape)], z = b[bcast_src(idx, s, n->in[1]->shape)];
@@ -105,14 +109,17 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
     case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
+#pragma omp parallel for
         for (int64_t i = 0; i < numel; i++) y[i] = unary(n->op, a[i], c);
         break;
     case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
     case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
+#pragma omp parallel for
         for (int64_t i = 0; i < numel; i++) y[i] = unary_backward(n->op, a[i], b[i], c);
         break;
     case DG_OP_MATMUL: matmul(n, a, b, y); break;
     case DG_OP_PERMUTE:
+#pragma omp parallel for private(idx)
         for (int64_t i = 0; i < numel; i++) {
             int64_t src[DG_MAX_DIMS];
             unravel(i, s, idx);
@@ -138,6 +145,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         break;
     }
     case DG_OP_BROADCAST_TO:
+#pragma omp parallel for private(idx)
         for (int64_t i = 0; i < numel; i++) {
             unravel(i, s, idx);
             y[i] = a[bcast_src(idx, s, n->in[0]->shape)];
@@ -145,6 +153,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         break;
     case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: {
         int64_t C = s.d[s.ndim - 1];
+#pragma omp parallel for
         for (int64_t r = 0; r < numel / C; r++) {
             double lse = row_lse(a + r * C, C);
             for (int64_t j = 0; j < C; j++)
@@ -154,6 +163,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     }
     case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD: {
         int64_t C = s.d[s.ndim - 1];
+#pragma omp parallel for
         for (int64_t r = 0; r < numel / C; r++) {
             const double *dy = a + r * C, *yy = b + r * C;
             double dot = 0;
@@ -174,6 +184,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     case DG_OP_SOFTMAX_CE_BACKWARD: {
         const double *x = b, *lab = vals[n->in[2]->id];
         int64_t C = s.d[s.ndim - 1], R = numel / C;
+#pragma omp parallel for
         for (int64_t r = 0; r < R; r++) {
             double lse = row_lse(x + r * C, C);
             for (int64_t j = 0; j < C; j++)
