@@ -1,6 +1,7 @@
 #include "env.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,9 +54,9 @@ void bench_env_meta(char *buf, size_t n, int threads, dg_backend *gpu) {
     if (!gpu && strcmp(gpuinfo, "none") == 0) snprintf(gpuinfo, sizeof gpuinfo, "none (no CUDA device answered)");
     snprintf(buf, n,
              "# duograd bench %s\n# git commit: %s\n# date: %s\n# cpu: %s\n# cores: %ld\n# threads: %d\n"
-             "# openblas: %s\n# gpu: %s\n# tf32: per row (column tf32)\n# build: %s\n"
+             "# openblas: %s (OPENBLAS_CORETYPE=%s)\n# gpu: %s\n# tf32: per row (column tf32)\n# build: %s\n"
              "# timing: median of repeated runs after warm-up; GPU rows without transfers use CUDA events, "
              "rows with transfer=1 and CPU rows use CLOCK_MONOTONIC around a synchronised region\n",
              DG_VERSION, DG_GIT_COMMIT, date, bench_cpu_model(cpu, sizeof cpu), sysconf(_SC_NPROCESSORS_ONLN),
-             threads, dg_cpu_blas_info(blas, sizeof blas), gpuinfo, DG_BUILD_FLAGS);
+             threads, dg_cpu_blas_info(blas, sizeof blas), getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset", gpuinfo, DG_BUILD_FLAGS);
 }

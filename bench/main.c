@@ -10,23 +10,28 @@
 
 #include "backends.h"
 #include "compare.h"
+#include "core/data.h"
 #include "cpu_backend/cpu_backend.h"
 #include "env.h"
 #include "list_ops.h"
 #include "plot.h"
 #include "sweep.h"
+#include "train.h"
 
 #define DEFAULT_SWEEPS "ceiling,gemm,ops,mlp"
+#define ALL_SWEEPS DEFAULT_SWEEPS ",train"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: bench [options]            run sweeps, write CSV, charts and summary.md\n"
             "       bench plot DIR             redraw charts and summary.md from DIR's CSV files\n"
             "       bench compare DIR_A DIR_B  ratio of medians B/A per matching row\n"
+            "       bench train [options]      train on Fashion-MNIST (bench train --help)\n"
             "\n"
             "options:\n"
             "  --sweep LIST      comma-separated sweeps (default: " DEFAULT_SWEEPS "); 'all' runs\n"
-            "                    them with their largest sizes too (gemm 8192, ops 64M, mlp batch 8192)\n"
+            "                    them with their largest sizes too (gemm 8192, ops 64M, mlp batch 8192),\n"
+            "                    and the train sweep\n"
             "  --backends LIST   cpu,gpu (default both; a missing GPU is reported once)\n"
             "  --sizes LIST      sizes instead of each sweep's defaults: 64,128,... or A:B (doubling)\n"
             "  --threads N       CPU threads for OpenMP and OpenBLAS (default: all cores)\n"
@@ -36,6 +41,7 @@ static void usage(FILE *f) {
             "  --cpu-cap S       skip CPU runs predicted to take longer than S seconds (default 3)\n"
             "  --quick           smaller sizes, for a fast look\n"
             "  --out DIR         result folder (default reports/latest)\n"
+            "  --data DIR        Fashion-MNIST folder for the train sweep (default " DG_FASHION_MNIST_DIR ")\n"
             "  --list            sweeps and what they measure\n"
             "  --list-ops        op coverage: forward/backward support per backend\n"
             "  -h, --help        this help\n"
@@ -119,6 +125,7 @@ int main(int argc, char **argv) {
         if (argc != 3) return bad_usage("plot takes one folder: bench plot DIR%s", "");
         return bench_plot(argv[2], stdout);
     }
+    if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train_main(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "compare")) {
         if (argc != 4) return bad_usage("compare takes two folders: bench compare DIR_A DIR_B%s", "");
         return bench_compare(argv[2], argv[3], stdout);
@@ -129,6 +136,7 @@ int main(int argc, char **argv) {
         {"reps", required_argument, NULL, 'r'},    {"warmup", required_argument, NULL, 'w'},
         {"min-time", required_argument, NULL, 'm'}, {"cpu-cap", required_argument, NULL, 'c'},
         {"quick", no_argument, NULL, 'q'},         {"out", required_argument, NULL, 'o'},
+        {"data", required_argument, NULL, 'd'},
         {"list", no_argument, NULL, 'l'},          {"list-ops", no_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
@@ -154,6 +162,7 @@ int main(int argc, char **argv) {
         case 'c': if (!parse_double(optarg, 0.001, 86400, &ctx.cpu_cap_s)) return bad_usage("bad --cpu-cap '%s'", optarg); break;
         case 'q': ctx.quick = true; break;
         case 'o': ctx.out_dir = optarg; break;
+        case 'd': ctx.data_dir = optarg; break;
         case 'l':
             for (int i = 0; i < bench_n_sweeps; i++) printf("%-8s %s\n", bench_sweeps[i].name, bench_sweeps[i].what);
             return 0;
@@ -170,7 +179,7 @@ int main(int argc, char **argv) {
     int n_todo = 0;
     char list[256];
     ctx.extended = !strcmp(sweep_list, "all");
-    snprintf(list, sizeof list, "%s", ctx.extended ? DEFAULT_SWEEPS : sweep_list);
+    snprintf(list, sizeof list, "%s", ctx.extended ? ALL_SWEEPS : sweep_list);
     for (char *p = list, *tok; (tok = strsep(&p, ",")) != NULL;) {
         const sweep_def *s = find_sweep(tok);
         if (!s) return bad_usage("unknown sweep '%s' (bench --list shows them)", tok);

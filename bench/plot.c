@@ -87,6 +87,7 @@ static void crossover_str(const series *sp, char *buf, size_t n) {
 typedef struct chart {
     const char *file, *title, *xlabel, *ylabel;
     bool        logy;
+    bool        linx;      /* epochs, seconds: a linear x axis */
     series      s[12];
     int         n;
     double      hline[4];
@@ -116,8 +117,8 @@ static int draw(const char *dir, const chart *c) {
     FILE *g = fopen(gp, "w");
     if (!g) { fprintf(stderr, "bench plot: cannot write %s: %s\n", gp, strerror(errno)); return 1; }
     fprintf(g, "set datafile missing NaN\nset title '%s'\nset xlabel '%s'\nset ylabel '%s'\n"
-               "set logscale x 2\nset grid\nset key outside right\nset format x '%%.0s%%c'\n",
-            c->title, c->xlabel, c->ylabel);
+               "set grid\nset key outside right\n", c->title, c->xlabel, c->ylabel);
+    if (!c->linx) fprintf(g, "set logscale x 2\nset format x '%%.0s%%c'\n");
     if (c->logy) fprintf(g, "set logscale y 10\n");
     if (isfinite(c->vline))
         fprintf(g, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'red'\n"
@@ -156,12 +157,48 @@ static const char *fmt_num(double v, const char *fmt, char *buf, size_t n) {
     return buf;
 }
 
+/* a train-MODEL-BACKEND.csv written by bench train: loss, accuracy, time
+ * per epoch; n = 0 when the file is absent */
+typedef struct curve { int n; double epoch[MAX_PTS], loss[MAX_PTS], acc[MAX_PTS], total_s[MAX_PTS]; } curve;
+
+static curve load_curve(const char *dir, const char *model, const char *backend) {
+    curve c = {0};
+    char path[1200], line[512];
+    snprintf(path, sizeof path, "%s/train-%s-%s.csv", dir, model, backend);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f) && c.n < MAX_PTS) {
+        int ep;
+        char m[32], b[32], o[32], d[32];
+        int batch;
+        double lr, seed, loss, acc, es, ts;
+        if (line[0] == '#' || sscanf(line, "%d,%31[^,],%31[^,],%31[^,],%31[^,],%d,%lf,%lf,%lf,%lf,%lf,%lf", &ep, m, b, o,
+                                     d, &batch, &lr, &seed, &loss, &acc, &es, &ts) != 12)
+            continue;
+        c.epoch[c.n] = ep; c.loss[c.n] = loss; c.acc[c.n] = 100 * acc; c.total_s[c.n++] = ts;
+    }
+    if (f) fclose(f);
+    return c;
+}
+
+static series curve_series(const curve *c, const double *x, const double *y, const char *title) {
+    series s = {.n = c->n};
+    snprintf(s.title, sizeof s.title, "%s", title);
+    for (int i = 0; i < c->n; i++) { s.x[i] = x[i]; s.y[i] = y[i]; }
+    return s;
+}
+
 static bool have_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
 
 int bench_plot(const char *dir, FILE *out) {
     table ceil = load(dir, "ceiling"), gemm = load(dir, "gemm"), ops = load(dir, "ops"), mlp = load(dir, "mlp");
-    if (!ceil.n && !gemm.n && !ops.n && !mlp.n) {
-        fprintf(stderr, "bench plot: no bench CSV files (ceiling, gemm, ops, mlp) in %s\n", dir);
+    table trn = load(dir, "train");
+    curve cur[2][2]; /* [logreg, mlp][cpu, gpu] */
+    const char *models[2] = {"logreg", "mlp"}, *bks[2] = {"cpu", "gpu"};
+    int n_curves = 0;
+    for (int m = 0; m < 2; m++)
+        for (int b = 0; b < 2; b++) n_curves += (cur[m][b] = load_curve(dir, models[m], bks[b])).n > 0;
+    if (!ceil.n && !gemm.n && !ops.n && !mlp.n && !trn.n && !n_curves) {
+        fprintf(stderr, "bench plot: no bench CSV files (ceiling, gemm, ops, mlp, train, train-*) in %s\n", dir);
         return 1;
     }
     bool gp = have_gnuplot();
@@ -275,6 +312,56 @@ int bench_plot(const char *dir, FILE *out) {
         }
         fprintf(sum, "\n");
     }
+    if (trn.n) {
+        fprintf(sum, "## Fashion-MNIST epoch time (Adam, data resident on the backend), crossover in batch size\n\n"
+                     "| model | GPU vs CPU crossover | CPU epoch s at 128 | GPU epoch s at 128 |\n|---|---|---|---|\n");
+        chart t = {"train_epoch_time", "Fashion-MNIST: time of one training epoch", "batch", "epoch ms", true,
+                   .vline = NAN};
+        for (int m = 0; m < 2; m++) {
+            char tc[48], tg[48], c0[96];
+            snprintf(tc, sizeof tc, "%s cpu", models[m]);
+            snprintf(tg, sizeof tg, "%s gpu", models[m]);
+            series c = pick(&trn, models[m], "cpu", 0, 0, tc), g = pick(&trn, models[m], "gpu", 0, 0, tg);
+            add(&t, c);
+            add(&t, g);
+            series sp = speedup(&c, &g, "");
+            crossover_str(&sp, c0, sizeof c0);
+            double c128 = NAN, g128 = NAN;
+            for (int i = 0; i < c.n; i++) if (c.x[i] == 128) c128 = c.y[i] / 1e3;
+            for (int i = 0; i < g.n; i++) if (g.x[i] == 128) g128 = g.y[i] / 1e3;
+            fprintf(sum, "| %s | %s | %s | %s |\n", models[m], c0, fmt_num(c128, "%.3f", b1, 32), fmt_num(g128, "%.3f", b2, 32));
+        }
+        fprintf(sum, "\n");
+        if (gp) bad |= draw(dir, &t);
+    }
+    if (n_curves) {
+        fprintf(sum, "## Fashion-MNIST training (bench train)\n\n| model | backend | epochs | final test accuracy | "
+                     "training s |\n|---|---|---|---|---|\n");
+        for (int m = 0; m < 2; m++) {
+            char file[64], title[96];
+            snprintf(file, sizeof file, "train_%s_loss", models[m]);
+            snprintf(title, sizeof title, "%s: training loss per epoch", models[m]);
+            chart l = {file, title, "epoch", "loss", false, true, .vline = NAN};
+            char f2[64], t2[96], f3[64], t3[96];
+            snprintf(f2, sizeof f2, "train_%s_acc", models[m]);
+            snprintf(t2, sizeof t2, "%s: test accuracy per epoch", models[m]);
+            chart a = {f2, t2, "epoch", "test accuracy %", false, true, .vline = NAN};
+            snprintf(f3, sizeof f3, "train_%s_acc_time", models[m]);
+            snprintf(t3, sizeof t3, "%s: test accuracy against training time", models[m]);
+            chart at = {f3, t3, "training seconds", "test accuracy %", false, true, .vline = NAN};
+            for (int b = 0; b < 2; b++) {
+                const curve *c = &cur[m][b];
+                if (!c->n) continue;
+                add(&l, curve_series(c, c->epoch, c->loss, bks[b]));
+                add(&a, curve_series(c, c->epoch, c->acc, bks[b]));
+                add(&at, curve_series(c, c->total_s, c->acc, bks[b]));
+                fprintf(sum, "| %s | %s | %d | %.2f%% | %.2f |\n", models[m], bks[b], c->n, c->acc[c->n - 1],
+                        c->total_s[c->n - 1]);
+            }
+            if (gp) bad |= draw(dir, &l) | draw(dir, &a) | draw(dir, &at);
+        }
+        fprintf(sum, "\n");
+    }
     if (!gp)
         fprintf(sum, "Charts were not drawn: gnuplot is not installed (`apt-get install gnuplot-nox`, then "
                      "`bench plot %s`).\n", dir);
@@ -287,6 +374,6 @@ int bench_plot(const char *dir, FILE *out) {
         while (s && fgets(line, sizeof line, s)) fputs(line, out);
         if (s) fclose(s);
     }
-    free(ceil.r); free(gemm.r); free(ops.r); free(mlp.r);
+    free(ceil.r); free(gemm.r); free(ops.r); free(mlp.r); free(trn.r);
     return bad ? 1 : 0;
 }

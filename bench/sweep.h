@@ -14,6 +14,7 @@
 
 typedef struct bench_ctx {
     const char  *out_dir;
+    const char  *data_dir;           /* Fashion-MNIST folder, NULL: the default */
     dg_backend  *cpu, *gpu;          /* NULL: not asked for or not available */
     int          threads;
     long long    sizes[BENCH_MAX_SIZES];
@@ -53,5 +54,6 @@ void      bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl);
 dg_status sweep_ops(bench_ctx *ctx);
 dg_status sweep_mlp(bench_ctx *ctx);
 dg_status sweep_ceilings(bench_ctx *ctx);
+dg_status sweep_train(bench_ctx *ctx);
 
 #endif

@@ -35,3 +35,10 @@ dg_status dg_backend_sync(dg_backend *be) {
 bool dg_backend_supports(const dg_backend *be, dg_op op) { return be->iface->supports(be, op); }
 
 size_t dg_backend_n_allocs(const dg_backend *be) { return be->n_allocs; }
+
+dg_status dg_backend_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
+                                 size_t row_bytes) {
+    if (!be->iface->gather_rows)
+        return dg__fail(DG_ERR_UNSUPPORTED, "%s backend cannot gather rows", dg_backend_name(be));
+    return be->iface->gather_rows(be, dst, src, idx, n, row_bytes);
+}

@@ -38,6 +38,10 @@ typedef struct dg_backend_i {
      * such as a captured CUDA graph. NULL: the core calls compute in order. */
     dg_status   (*run_steps)(dg_backend *be, const dg_step *steps, int n, void **cache);
     void        (*cache_free)(dg_backend *be, void *cache);
+    /* dst row i = src row idx[i], i < n; rows of row_bytes; idx lives in
+     * backend memory (assembles a shuffled batch from a resident data set) */
+    dg_status   (*gather_rows)(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
+                               size_t row_bytes);
 } dg_backend_i;
 
 struct dg_backend {
@@ -58,6 +62,8 @@ dg_status   dg_backend_upload(dg_backend *be, void *dst, const void *src, size_t
 dg_status   dg_backend_download(dg_backend *be, void *dst, const void *src, size_t bytes);
 dg_status   dg_backend_sync(dg_backend *be);
 bool        dg_backend_supports(const dg_backend *be, dg_op op);
+dg_status   dg_backend_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
+                                   size_t row_bytes);
 size_t      dg_backend_n_allocs(const dg_backend *be);
 
 #ifdef __cplusplus

@@ -276,6 +276,8 @@ bool dg_plan_has(const dg_plan *p, const dg_node *n) {
     return p && n && n->id < p->graph_size && dg_graph_node(p->g, n->id) == n && p->data[n->id];
 }
 
+void *dg_plan_data(const dg_plan *p, const dg_node *n) { return dg_plan_has(p, n) ? p->data[n->id] : NULL; }
+
 dg_plan_stats dg_plan_stats_get(const dg_plan *p) { return p->stats; }
 
 const dg_plan_buffer *dg_plan_buffers(const dg_plan *p, int *n) {

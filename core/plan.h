@@ -49,6 +49,9 @@ dg_status dg_plan_set(dg_plan *p, const dg_node *n, const void *host, size_t byt
 /* Copies a tensor to the host. Leaves and outputs hold their values after a
  * run; other tensors may have been overwritten by later ones. */
 dg_status dg_plan_get(dg_plan *p, const dg_node *n, void *host, size_t bytes);
+/* The backend storage of n (device memory on a GPU): for copies into a
+ * leaf without the host, e.g. dg_backend_gather_rows. NULL if not planned. */
+void     *dg_plan_data(const dg_plan *p, const dg_node *n);
 /* Re-initialises every persistent leaf owned by the plan from its init spec. */
 dg_status dg_plan_reset(dg_plan *p);
 

@@ -97,6 +97,15 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     return DG_OK;
 }
 
+static dg_status cpu_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
+                                 size_t row_bytes) {
+    (void)be;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++)
+        memcpy((char *)dst + (size_t)i * row_bytes, (const char *)src + (size_t)idx[i] * row_bytes, row_bytes);
+    return DG_OK;
+}
+
 static const dg_backend_i cpu_iface = {
     /* .name       = */ cpu_name,
     /* .free       = */ cpu_free,
@@ -109,6 +118,7 @@ static const dg_backend_i cpu_iface = {
     /* .compute    = */ cpu_compute,
     /* .run_steps  = */ NULL,
     /* .cache_free = */ NULL,
+    /* .gather_rows= */ cpu_gather_rows,
 };
 
 dg_status dg_cpu_backend_new(dg_backend **out, int threads) {

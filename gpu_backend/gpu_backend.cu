@@ -8,6 +8,7 @@
 
 #define STAGING_BYTES ((size_t)16 << 20)
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
+#define SCRATCH_FLOATS ((size_t)4 << 20) /* 16 MiB of reduction partials */
 
 dg_status dg__cuda_fail(cudaError_t e, const char *expr, const char *file, int line) {
     dg_status st = e == cudaErrorMemoryAllocation ? DG_ERR_OOM
@@ -32,6 +33,7 @@ static void gpu_free(dg_backend *be) {
         if (c->stream) cudaStreamSynchronize(c->stream);
         if (c->cublas) cublasDestroy(c->cublas);
         cudaFree(c->cublas_ws);
+        cudaFree(c->scratch);
         cudaFreeHost(c->staging);
         for (int i = 0; i < 2; i++)
             if (c->ev[i]) cudaEventDestroy(c->ev[i]);
@@ -187,6 +189,25 @@ static dg_status gpu_run_steps(dg_backend *be, const dg_step *steps, int n, void
     return DG_OK;
 }
 
+/* dst row i = src row idx[i]; 4-byte words, a grid-stride loop */
+__global__ void k_gather_rows(unsigned *dst, const unsigned *src, const int *idx, long long n, long long words) {
+    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n * words;
+         t += (long long)gridDim.x * blockDim.x) {
+        long long i = t / words, w = t % words;
+        dst[t] = src[(long long)idx[i] * words + w];
+    }
+}
+
+static dg_status gpu_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
+                                 size_t row_bytes) {
+    if (row_bytes % 4) return dg__fail(DG_ERR_INVALID, "gpu: gather_rows needs rows of whole 4-byte words");
+    long long words = (long long)(row_bytes / 4);
+    k_gather_rows<<<grid_for((long long)n * words, 256), 256, 0, gpu_of(be)->stream>>>(
+        (unsigned *)dst, (const unsigned *)src, idx, n, words);
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
+
 static const dg_backend_i gpu_iface = {
     /* .name       = */ gpu_name,
     /* .free       = */ gpu_free,
@@ -199,6 +220,7 @@ static const dg_backend_i gpu_iface = {
     /* .compute    = */ gpu_compute,
     /* .run_steps  = */ gpu_run_steps,
     /* .cache_free = */ gpu_cache_free,
+    /* .gather_rows= */ gpu_gather_rows,
 };
 
 static dg_status gpu_init(gpu_ctx *c) {
@@ -211,6 +233,8 @@ static dg_status gpu_init(gpu_ctx *c) {
     DG_CUDA_CHECK(cudaMalloc(&c->cublas_ws, c->cublas_ws_bytes));
     DG_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, c->cublas_ws_bytes));
     DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, c->opts.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    c->scratch_floats = SCRATCH_FLOATS;
+    DG_CUDA_CHECK(cudaMalloc(&c->scratch, c->scratch_floats * sizeof(float)));
     c->staging_bytes = STAGING_BYTES;
     DG_CUDA_CHECK(cudaMallocHost((void **)&c->staging, c->staging_bytes));
     for (int i = 0; i < 2; i++) DG_CUDA_CHECK(cudaEventCreate(&c->ev[i]));

@@ -16,6 +16,8 @@ struct gpu_ctx {
     void          *cublas_ws;      /* fixed workspace: cuBLAS is graph-capture safe */
     size_t         cublas_ws_bytes;
     float         *staging;        /* pinned host buffer for uploads/downloads */
+    float         *scratch;        /* device partial sums of two-pass reductions,  */
+    size_t         scratch_floats; /* allocated once: runs stay allocation-free     */
     size_t         staging_bytes;
     cudaEvent_t    ev[2];
     dg_gpu_opts    opts;

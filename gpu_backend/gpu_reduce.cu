@@ -1,61 +1,98 @@
 /* gpu_reduce.cu: sum and mean over axes. Deterministic (no atomics): the
  * same input gives bit-identical output on every run, so a replayed CUDA
- * graph can be compared exactly with plain runs.
- *   suffix axes (row sums): a warp per row, or a block per row when rows
- *     are long;
- *   prefix axes (column sums, e.g. a bias gradient): a thread per column
- *     walking the rows, coalesced across the warp;
+ * graph can be compared exactly with plain runs. Work that one block per
+ * output cannot spread over the GPU is done in two passes through the
+ * backend's fixed scratch buffer: partial sums, then a fixed-order sum of
+ * the partials.
+ *   suffix axes (row sums), many rows: a warp per row, float4 loads;
+ *   suffix axes, few long rows: (row, chunk) partials, then per-row sums;
+ *   prefix axes (column sums, e.g. a bias gradient): (column strip, row
+ *     slice) partials, then per-column sums;
  *   any other mask: a thread per output element. */
 #include "../core/layout.h"
 #include "gpu_common.cuh"
+
+#define STRIP 32    /* columns per block in column sums: one warp wide     */
+#define SLICE_ROWS 8 /* warps per block in column sums                      */
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
+/* sum of x[lo, hi) by one warp, float4 where the start is aligned */
+__device__ __forceinline__ float warp_range_sum(const float *__restrict__ x, long long lo, long long hi, int lane) {
+    float acc = 0.0f;
+    long long a = lo;
+    while (a < hi && ((uintptr_t)(x + a) & 15)) { /* align to 16 bytes */
+        if (lane == 0) acc += x[a];
+        a++;
+    }
+    long long n4 = (hi - a) / 4;
+    const float4 *x4 = (const float4 *)(x + a);
+    for (long long j = lane; j < n4; j += 32) {
+        float4 v = x4[j];
+        acc += (v.x + v.y) + (v.z + v.w);
+    }
+    for (long long j = a + 4 * n4 + lane; j < hi; j += 32) acc += x[j];
+    return warp_sum(acc);
+}
+
+/* y[r] = scale * sum of row r: a warp per row */
 __global__ void k_rows_warp(const float *__restrict__ x, float *__restrict__ y, long long rows, long long w,
                             float scale) {
     long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
     long long warps = (long long)gridDim.x * blockDim.x / 32;
     int lane = threadIdx.x & 31;
     for (long long r = warp; r < rows; r += warps) {
-        float acc = 0.0f;
-        for (long long j = lane; j < w; j += 32) acc += x[r * w + j];
-        acc = warp_sum(acc);
+        float acc = warp_range_sum(x, r * w, (r + 1) * w, lane);
         if (lane == 0) y[r] = acc * scale;
     }
 }
 
-__global__ void k_rows_block(const float *__restrict__ x, float *__restrict__ y, long long rows, long long w,
-                             float scale) {
-    __shared__ float part[32];
-    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        const float *xr = x + r * w;
-        float acc = 0.0f;
-        long long w4 = (((uintptr_t)xr & 15) == 0) ? w / 4 : 0; /* float4 when the row is aligned */
-        for (long long j = threadIdx.x; j < w4; j += blockDim.x) {
-            float4 v = ((const float4 *)xr)[j];
-            acc += (v.x + v.y) + (v.z + v.w);
-        }
-        for (long long j = 4 * w4 + threadIdx.x; j < w; j += blockDim.x) acc += xr[j];
-        acc = warp_sum(acc);
-        if ((threadIdx.x & 31) == 0) part[threadIdx.x / 32] = acc;
-        __syncthreads();
-        if (threadIdx.x < 32) {
-            float v = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0f;
-            v = warp_sum(v);
-            if (threadIdx.x == 0) y[r] = v * scale;
-        }
-        __syncthreads();
+/* part[r * chunks + c] = sum of chunk c of row r: a warp per (row, chunk) */
+__global__ void k_rows_partial(const float *__restrict__ x, float *__restrict__ part, long long rows, long long w,
+                               long long chunks) {
+    long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
+    long long warps = (long long)gridDim.x * blockDim.x / 32;
+    int lane = threadIdx.x & 31;
+    long long len = (w + chunks - 1) / chunks;
+    for (long long t = warp; t < rows * chunks; t += warps) {
+        long long r = t / chunks, c = t % chunks;
+        long long lo = r * w + c * len, hi = r * w + (c + 1 < chunks ? (c + 1) * len : w);
+        float acc = lo < hi ? warp_range_sum(x, lo, hi, lane) : 0.0f;
+        if (lane == 0) part[t] = acc;
     }
 }
 
-__global__ void k_cols(const float *__restrict__ x, float *__restrict__ y, long long rows, long long w, float scale) {
-    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < w; j += (long long)gridDim.x * blockDim.x) {
-        float acc = 0.0f;
-        for (long long r = 0; r < rows; r++) acc += x[r * w + j];
-        y[j] = acc * scale;
+/* part[s * w + j] = sum over rows of slice s of column j: blocks of
+ * STRIP columns x SLICE_ROWS warps; each warp reads STRIP consecutive floats
+ * of a row (coalesced), the warps of the block are combined in order. */
+__global__ void k_cols_partial(const float *__restrict__ x, float *__restrict__ part, long long rows, long long w,
+                               long long slices) {
+    __shared__ float acc_s[SLICE_ROWS][STRIP];
+    long long j = blockIdx.x * (long long)STRIP + threadIdx.x;
+    long long len = (rows + slices - 1) / slices, s = blockIdx.y;
+    long long r0 = s * len, r1 = r0 + len < rows ? r0 + len : rows;
+    float acc = 0.0f;
+    if (j < w)
+        for (long long r = r0 + threadIdx.y; r < r1; r += SLICE_ROWS) acc += x[r * w + j];
+    acc_s[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < w) {
+        float t = 0.0f;
+        for (int k = 0; k < SLICE_ROWS; k++) t += acc_s[k][threadIdx.x];
+        part[s * w + j] = t;
+    }
+}
+
+/* y[j] = scale * sum_s part[s * w + j], in order of s */
+__global__ void k_sum_partials(const float *__restrict__ part, float *__restrict__ y, long long n, long long parts,
+                               long long stride_part, long long stride_out, float scale) {
+    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n; j += (long long)gridDim.x * blockDim.x) {
+        float t = 0.0f;
+        for (long long s = 0; s < parts; s++) t += part[s * stride_part + j * stride_out];
+        y[j] = t * scale;
     }
 }
 
@@ -76,6 +113,39 @@ __global__ void k_general(const float *__restrict__ x, float *__restrict__ y, lo
     }
 }
 
+static long long clampll(long long v, long long lo, long long hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* y[rows] = row sums of x[rows, w] */
+static dg_status sum_rows(gpu_ctx *c, const float *x, float *y, long long rows, long long w, float scale) {
+    long long want_warps = 8LL * c->prop.multiProcessorCount * 32; /* enough warps to cover the GPU */
+    long long chunks = clampll(want_warps / rows, 1, w / 1024 + 1);
+    while (chunks > 1 && rows * chunks > (long long)c->scratch_floats) chunks /= 2;
+    if (chunks == 1) {
+        k_rows_warp<<<grid_for(rows * 32, 256), 256, 0, c->stream>>>(x, y, rows, w, scale);
+        DG_CUDA_CHECK_LAUNCH();
+        return DG_OK;
+    }
+    k_rows_partial<<<grid_for(rows * chunks * 32, 256), 256, 0, c->stream>>>(x, c->scratch, rows, w, chunks);
+    DG_CUDA_CHECK_LAUNCH();
+    k_sum_partials<<<grid_for(rows, 256), 256, 0, c->stream>>>(c->scratch, y, rows, chunks, 1, chunks, scale);
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
+
+/* y[w] = column sums of x[rows, w]; false when the partials do not fit the
+ * scratch buffer (the caller falls back to the general kernel) */
+static bool sum_cols(gpu_ctx *c, const float *x, float *y, long long rows, long long w, float scale) {
+    long long strips = (w + STRIP - 1) / STRIP;
+    long long slices = clampll(4LL * c->prop.multiProcessorCount / strips, 1, (rows + 63) / 64);
+    while (slices > 1 && slices * w > (long long)c->scratch_floats) slices /= 2;
+    bool direct = slices == 1 && scale == 1.0f; /* partials are the result */
+    if (!direct && slices * w > (long long)c->scratch_floats) return false;
+    dim3 block(STRIP, SLICE_ROWS), grid((unsigned)strips, (unsigned)slices);
+    k_cols_partial<<<grid, block, 0, c->stream>>>(x, direct ? y : c->scratch, rows, w, slices);
+    if (!direct) k_sum_partials<<<grid_for(w, 256), 256, 0, c->stream>>>(c->scratch, y, w, slices, w, 1, scale);
+    return true;
+}
+
 dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node, *in = nd->in[0];
     const float *x = (const float *)s->in[0];
@@ -92,19 +162,16 @@ dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
         if (red[i]) { seen_red = true; if (seen_keep) prefix = false; }
         else        { seen_keep = true; if (seen_red) suffix = false; }
     }
-    if (suffix && n_red >= 1024)
-        k_rows_block<<<grid_for(n_out, 1), 1024, 0, c->stream>>>(x, y, n_out, n_red, scale);
-    else if (suffix)
-        k_rows_warp<<<grid_for(n_out * 32, 256), 256, 0, c->stream>>>(x, y, n_out, n_red, scale);
-    else if (prefix)
-        k_cols<<<grid_for(n_out, 256), 256, 0, c->stream>>>(x, y, n_red, n_out, scale);
-    else {
-        red4 p;
-        long long stride = 1;
-        for (int i = 3; i >= 0; i--) { p.st[i] = stride; stride *= d.d[i]; }
-        for (int i = 0; i < 4; i++) { p.os[i] = red[i] ? 1 : d.d[i]; p.rs[i] = red[i] ? d.d[i] : 1; }
-        k_general<<<grid_for(n_out, 256), 256, 0, c->stream>>>(x, y, n_out, n_red, p, scale);
+    if (suffix) return sum_rows(c, x, y, n_out, n_red, scale);
+    if (prefix && sum_cols(c, x, y, n_red, n_out, scale)) {
+        DG_CUDA_CHECK_LAUNCH();
+        return DG_OK;
     }
+    red4 p;
+    long long stride = 1;
+    for (int i = 3; i >= 0; i--) { p.st[i] = stride; stride *= d.d[i]; }
+    for (int i = 0; i < 4; i++) { p.os[i] = red[i] ? 1 : d.d[i]; p.rs[i] = red[i] ? d.d[i] : 1; }
+    k_general<<<grid_for(n_out, 256), 256, 0, c->stream>>>(x, y, n_out, n_red, p, scale);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }

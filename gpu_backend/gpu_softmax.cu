@@ -1,8 +1,9 @@
 /* gpu_softmax.cu: row-wise softmax, log-softmax, softmax cross-entropy and
  * their backward ops. A warp owns a row: one pass keeps a running max and a
  * rescaled running sum (online softmax), a second pass writes. Softmax
- * cross-entropy's mean over rows runs in one block in a fixed order, so the
- * loss is deterministic without atomics. */
+ * cross-entropy writes one loss per row into the backend's scratch buffer,
+ * then one block sums them in a fixed order: deterministic without atomics,
+ * and every row's work spread over the whole GPU. */
 #include "gpu_common.cuh"
 
 #define WARPS_PER_BLOCK 8
@@ -59,24 +60,30 @@ __global__ void k_softmax_backward(const float *__restrict__ dy, const float *__
     }
 }
 
-/* one block: warp w handles rows w, w + 32, ...; partial sums combined in a
- * fixed order. Labels outside [0, c) give NaN. */
-__global__ void k_softmax_ce(const float *__restrict__ x, const int *__restrict__ label, float *__restrict__ loss,
-                             long long rows, long long c) {
-    __shared__ float part[32];
-    int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    float acc = 0.0f;
-    for (long long r = warp; r < rows; r += nwarps) {
+/* row_loss[r] = logsumexp(x_r) - x_r[label_r]; a label outside [0, c)
+ * gives NaN. A warp per row. */
+__global__ void k_softmax_ce_rows(const float *__restrict__ x, const int *__restrict__ label,
+                                  float *__restrict__ row_loss, long long rows, long long c) {
+    FOR_EACH_ROW(rows) {
         float lse = row_lse(x + r * c, c, lane);
         int l = label[r];
-        if (lane == 0) acc += (l >= 0 && l < c) ? lse - x[r * c + l] : NAN;
+        if (lane == 0) row_loss[r] = (l >= 0 && l < c) ? lse - x[r * c + l] : NAN;
     }
+}
+
+/* loss[0] = mean of v[0..n): one block, a fixed summation order */
+__global__ void k_mean_fixed(const float *__restrict__ v, float *__restrict__ loss, long long n) {
+    __shared__ float part[32];
+    float acc = 0.0f;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) acc += v[i];
+    acc = warp_sum(acc);
+    int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
     if (lane == 0) part[warp] = acc;
     __syncthreads();
     if (warp == 0) {
-        float v = lane < nwarps ? part[lane] : 0.0f;
-        v = warp_sum(v);
-        if (lane == 0) loss[0] = v / (float)rows;
+        float t = lane < nwarps ? part[lane] : 0.0f;
+        t = warp_sum(t);
+        if (lane == 0) loss[0] = t / (float)n;
     }
 }
 
@@ -117,7 +124,13 @@ dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s) {
 dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s) {
     const dg_node *logits = s->node->in[0];
     long long cols = last_dim(logits), rows = dg_node_numel(logits) / cols;
-    k_softmax_ce<<<1, 1024, 0, c->stream>>>((const float *)s->in[0], (const int *)s->in[1], (float *)s->out, rows, cols);
+    if (rows > (long long)c->scratch_floats)
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: softmax_cross_entropy over %lld rows exceeds the %zu-row scratch",
+                        rows, c->scratch_floats);
+    k_softmax_ce_rows<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(
+        (const float *)s->in[0], (const int *)s->in[1], c->scratch, rows, cols);
+    DG_CUDA_CHECK_LAUNCH();
+    k_mean_fixed<<<1, 1024, 0, c->stream>>>(c->scratch, (float *)s->out, rows);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }

@@ -10,6 +10,9 @@ out="$work/results"
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bin=.gpu/bin
+# Debian's OpenBLAS 0.3.21 does not know every recent Xeon and falls back to
+# SSE3 kernels ("Prescott"); name the AVX-512 kernels where the CPU has them
+if grep -q avx512f /proc/cpuinfo && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE=SkylakeX; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$out/gpu-smi.txt" 2>&1
 summary=""
 
@@ -30,10 +33,22 @@ fi
 
 if [ -n "${DG_SWEEP:-}" ]; then
     # SIGINT at the time limit: bench keeps every finished row and says so
-    timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" \
+    timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
         --out "$out/bench" > "$out/bench.log" 2>&1
     summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok$' "$out"/bench/*.csv | tr '\n' ' ')"
     summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
+fi
+if [ "${DG_TRAIN:-0}" = 1 ]; then
+    for model in logreg mlp; do
+        for be in cpu gpu; do
+            $bin/bench train --model "$model" --backend "$be" --epochs 10 --data .gpu/data --out "$out/bench" \
+                > "$out/train-$model-$be.log" 2>&1
+            summary="$summary\ntrain $model $be: exit $? :: $(tail -1 "$out/train-$model-$be.log")"
+        done
+    done
+    $bin/bench train --model mlp --backend gpu --epochs 3 --copy-batches --data .gpu/data --out "$out/bench" \
+        > "$out/train-mlp-gpu-copy.log" 2>&1
+    summary="$summary\ntrain mlp gpu copy-batches: exit $? :: $(tail -1 "$out/train-mlp-gpu-copy.log")"
 fi
 tar -C "$work" -czf "${OUT:-.}/gpu-results.tgz" results
 printf "%b\n" "$summary"

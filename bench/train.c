@@ -1,0 +1,144 @@
+/* train.c: `bench train`: logistic regression or an MLP on Fashion-MNIST,
+ * on the CPU or the GPU, from the same seed (same initial weights, same
+ * batches); per-epoch loss, test accuracy and time to stdout and CSV. */
+#include "train.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "backends.h"
+#include "core/trainer.h"
+#include "env.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: bench train [options]\n"
+            "\n"
+            "  --model M         logreg | mlp (default mlp)\n"
+            "  --widths W        MLP layer widths (default 784-256-100-10)\n"
+            "  --backend B       cpu | gpu (default cpu)\n"
+            "  --epochs N        (default 10)\n"
+            "  --batch B         (default 128)\n"
+            "  --optimizer O     sgd | momentum | adam (default adam)\n"
+            "  --lr X            (default: adam 1e-3, momentum 0.01, sgd 0.1)\n"
+            "  --seed S          initial weights and shuffling (default 1)\n"
+            "  --copy-batches    upload each batch from the host instead of gathering it from the data set\n"
+            "                    uploaded once to the backend\n"
+            "  --subset N        train on the first N examples only\n"
+            "  --threads N       CPU threads\n"
+            "  --data DIR        Fashion-MNIST folder (default " DG_FASHION_MNIST_DIR ")\n"
+            "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy].csv\n"
+            "\n"
+            "The training loss of an epoch is the mean of every step's loss; epoch time is wall time of the\n"
+            "training steps with the backend synchronised (evaluation excluded); TF32 is off.\n");
+}
+
+static int bad(const char *what, const char *arg) {
+    fprintf(stderr, "bench train: bad %s '%s' (see bench train --help)\n", what, arg);
+    return 2;
+}
+
+typedef struct epoch_out { FILE *csv; const char *model, *backend, *opt, *mode; int batch; double lr; unsigned long long seed; } epoch_out;
+
+static void on_epoch(const dg_epoch_stats *s, void *arg) {
+    epoch_out *e = arg;
+    printf("epoch %2d  loss %.4f  test acc %.2f%%  epoch %.2f s  total %.2f s\n", s->epoch, s->train_loss,
+           100 * s->test_acc, s->epoch_s, s->total_s);
+    fflush(stdout);
+    fprintf(e->csv, "%d,%s,%s,%s,%s,%d,%g,%llu,%.6f,%.6f,%.6f,%.6f\n", s->epoch, e->model, e->backend, e->opt,
+            e->mode, e->batch, e->lr, e->seed, s->train_loss, s->test_acc, s->epoch_s, s->total_s);
+    fflush(e->csv);
+}
+
+int bench_train_main(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'M'}, {"widths", required_argument, NULL, 'W'},
+        {"backend", required_argument, NULL, 'b'}, {"epochs", required_argument, NULL, 'e'},
+        {"batch", required_argument, NULL, 'B'}, {"optimizer", required_argument, NULL, 'O'},
+        {"lr", required_argument, NULL, 'l'}, {"seed", required_argument, NULL, 's'},
+        {"copy-batches", no_argument, NULL, 'c'}, {"subset", required_argument, NULL, 'S'},
+        {"threads", required_argument, NULL, 't'}, {"data", required_argument, NULL, 'd'},
+        {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    const char *model = "mlp", *widths = "784-256-100-10", *backend = "cpu", *data = NULL, *out = "reports/latest";
+    dg_train_opts o = {.epochs = 10, .batch = 128, .seed = 1, .loss_every = 1};
+    dg_optim_kind kind = DG_OPTIM_ADAM;
+    double lr = NAN;
+    int threads = 0, c;
+    char *end;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'M': if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg")) return bad("--model", optarg); model = optarg; break;
+        case 'W': widths = optarg; break;
+        case 'b': if (strcmp(optarg, "cpu") && strcmp(optarg, "gpu")) return bad("--backend", optarg); backend = optarg; break;
+        case 'e': o.epochs = (int)strtol(optarg, &end, 10); if (*end || o.epochs < 1 || o.epochs > 10000) return bad("--epochs", optarg); break;
+        case 'B': o.batch = (int)strtol(optarg, &end, 10); if (*end || o.batch < 1 || o.batch > 60000) return bad("--batch", optarg); break;
+        case 'O': if (dg_optim_parse(optarg, &kind) != DG_OK) return bad("--optimizer", optarg); break;
+        case 'l': lr = strtod(optarg, &end); if (*end || !(lr > 0 && lr < 100)) return bad("--lr", optarg); break;
+        case 's': o.seed = strtoull(optarg, &end, 10); if (*end) return bad("--seed", optarg); break;
+        case 'c': o.copy_batches = true; break;
+        case 'S': o.subset = (int)strtol(optarg, &end, 10); if (*end || o.subset < 1) return bad("--subset", optarg); break;
+        case 't': threads = (int)strtol(optarg, &end, 10); if (*end || threads < 1 || threads > 1024) return bad("--threads", optarg); break;
+        case 'd': data = optarg; break;
+        case 'o': out = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: fprintf(stderr, "bench train: unknown or incomplete option '%s'\n", argv[optind - 1]); usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) return bad("argument", argv[optind]);
+    if (!strcmp(model, "logreg")) {
+        o.widths[0] = 784; o.widths[1] = 10; o.n_widths = 2;
+    } else if (dg_mlp_parse_widths(widths, o.widths, &o.n_widths) != DG_OK) {
+        fprintf(stderr, "bench train: %s\n", dg_last_error());
+        return 2;
+    }
+    if (isnan(lr)) lr = kind == DG_OPTIM_ADAM ? 1e-3 : kind == DG_OPTIM_MOMENTUM ? 0.01 : 0.1;
+    o.optim = dg_optim_default(kind, (float)lr);
+
+    dg_dataset train, test;
+    if (dg_dataset_load(data, "train", &train) != DG_OK || dg_dataset_load(data, "t10k", &test) != DG_OK) {
+        fprintf(stderr, "bench train: %s\n", dg_last_error());
+        return 1;
+    }
+    dg_backend *be;
+    if (bench_backend_open(backend, threads, &be) != DG_OK) {
+        fprintf(stderr, "bench train: %s backend: %s\n", backend, dg_last_error());
+        dg_dataset_free(&train);
+        dg_dataset_free(&test);
+        return 1;
+    }
+    mkdir(out, 0755);
+    char path[1024], meta[4096];
+    snprintf(path, sizeof path, "%s/train-%s-%s%s.csv", out, model, backend, o.copy_batches ? "-copy" : "");
+    FILE *csv = fopen(path, "w");
+    if (!csv) {
+        fprintf(stderr, "bench train: cannot write %s: %s\n", path, strerror(errno));
+        dg_backend_free(be);
+        dg_dataset_free(&train);
+        dg_dataset_free(&test);
+        return 1;
+    }
+    bench_env_meta(meta, sizeof meta, threads, !strcmp(backend, "gpu") ? be : NULL);
+    fprintf(csv, "%sepoch,model,backend,optimizer,data,batch,lr,seed,train_loss,test_acc,epoch_s,total_s\n", meta);
+    epoch_out eo = {csv, model, backend, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
+                    (unsigned long long)o.seed};
+    printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g, seed %llu, data %s\n", model, widths, backend,
+           o.epochs, o.batch, dg_optim_name(kind), lr, (unsigned long long)o.seed, eo.mode);
+    dg_epoch_stats last;
+    dg_status st = dg_train(be, &o, &train, &test, on_epoch, &eo, &last);
+    fclose(csv);
+    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    else printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s\n", 100 * last.test_acc,
+                last.epoch, last.total_s, path);
+    dg_backend_free(be);
+    dg_dataset_free(&train);
+    dg_dataset_free(&test);
+    return st == DG_OK ? 0 : 1;
+}

@@ -1,0 +1,5 @@
+#ifndef DG_BENCH_TRAIN_H
+#define DG_BENCH_TRAIN_H
+/* `bench train ...`: trains on Fashion-MNIST and writes per-epoch CSV. */
+int bench_train_main(int argc, char **argv);
+#endif

@@ -1,0 +1,155 @@
+#include "trainer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plan.h"
+#include "rng.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct trainer {
+    dg_graph *g;
+    dg_mlp    mlp;
+    dg_node  *x, *y, *loss, *xt, *logits_t;
+    dg_node  *outs[1 + 2 * DG_MLP_MAX_LAYERS];
+    int       n_outs;
+    dg_plan  *step, *eval;
+    void     *dev_x, *dev_y, *dev_perm;    /* resident data set (not copy_batches) */
+    float    *host_x;                      /* batch / eval buffers on the host     */
+    int32_t  *host_y, *perm;
+    float    *logits;
+} trainer;
+
+static dg_status build(trainer *t, dg_backend *be, const dg_train_opts *o, int dim, int eval_batch) {
+    t->g = dg_graph_new();
+    if (!t->g) return dg__fail(DG_ERR_OOM, "train: out of memory");
+    dg_graph *g = t->g;
+    dg_status st = dg_mlp_new(g, &t->mlp, o->widths, o->n_widths, o->seed);
+    if (st != DG_OK) return st;
+    t->x = dg_input(g, "x", DG_SHAPE(o->batch, dim));
+    t->y = dg_input_i32(g, "y", DG_SHAPE(o->batch));
+    t->loss = dg_softmax_cross_entropy(g, dg_mlp_forward(g, &t->mlp, t->x), t->y);
+    t->xt = dg_input(g, "x_eval", DG_SHAPE(eval_batch, dim));
+    t->logits_t = dg_mlp_forward(g, &t->mlp, t->xt); /* same parameters */
+    if (!t->loss || !t->logits_t) return dg_graph_status(g);
+    dg_node *params[2 * DG_MLP_MAX_LAYERS], *grads[2 * DG_MLP_MAX_LAYERS];
+    int n = dg_mlp_params(&t->mlp, params);
+    if ((st = dg_grad(g, t->loss, params, n, grads)) != DG_OK) return st;
+    t->outs[0] = t->loss;
+    if ((st = dg_optim_apply(g, &o->optim, params, grads, n, t->outs + 1)) != DG_OK) return st;
+    t->n_outs = 1 + n;
+    if ((st = dg_plan_new(&t->step, g, be, t->outs, t->n_outs, NULL)) != DG_OK) return st;
+    return dg_plan_new(&t->eval, g, be, &t->logits_t, 1, &(dg_plan_opts){.share_leaves = t->step});
+}
+
+static void trainer_free(trainer *t, dg_backend *be) {
+    dg_plan_free(t->eval);
+    dg_plan_free(t->step);
+    dg_graph_free(t->g);
+    dg_backend_release(be, t->dev_x);
+    dg_backend_release(be, t->dev_y);
+    dg_backend_release(be, t->dev_perm);
+    free(t->host_x);
+    free(t->host_y);
+    free(t->perm);
+    free(t->logits);
+}
+
+/* accuracy over the test set in batches of eb */
+static dg_status evaluate(trainer *t, const dg_dataset *test, int eb, int classes, double *acc) {
+    int dim = test->rows * test->cols, hit = 0, done = 0;
+    dg_status st = DG_OK;
+    for (int b = 0; b + eb <= test->n && st == DG_OK; b += eb) {
+        st = dg_plan_set(t->eval, t->xt, test->x + (size_t)b * dim, (size_t)eb * dim * sizeof(float));
+        if (st == DG_OK) st = dg_plan_run(t->eval);
+        if (st == DG_OK) st = dg_plan_get(t->eval, t->logits_t, t->logits, (size_t)eb * classes * sizeof(float));
+        for (int i = 0; i < eb && st == DG_OK; i++) {
+            const float *l = t->logits + (size_t)i * classes;
+            int best = 0;
+            for (int k = 1; k < classes; k++) best = l[k] > l[best] ? k : best;
+            hit += best == test->y[b + i];
+        }
+        done += eb;
+    }
+    *acc = done ? (double)hit / done : NAN;
+    return st;
+}
+
+dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *train, const dg_dataset *test,
+                   dg_epoch_fn cb, void *arg, dg_epoch_stats *last) {
+    int dim = train->rows * train->cols, n = o->subset > 0 && o->subset < train->n ? o->subset : train->n;
+    int classes = o->widths[o->n_widths - 1];
+    if (o->widths[0] != dim || classes != train->classes || o->batch < 1 || o->batch > n || o->epochs < 1)
+        return dg__fail(DG_ERR_INVALID, "train: widths %d..%d, batch %d, epochs %d do not fit a data set of %d "
+                        "examples of %d features and %d classes", o->widths[0], classes, o->batch, o->epochs, n, dim,
+                        train->classes);
+    int eb = test->n % 1000 == 0 ? 1000 : test->n; /* evaluation batch: divides the test set */
+    trainer t = {0};
+    dg_status st = build(&t, be, o, dim, eb);
+    t.host_x = malloc((size_t)o->batch * dim * sizeof(float));
+    t.host_y = malloc((size_t)o->batch * sizeof(int32_t));
+    t.perm = malloc((size_t)n * sizeof(int32_t));
+    t.logits = malloc((size_t)eb * classes * sizeof(float));
+    if (st == DG_OK && (!t.host_x || !t.host_y || !t.perm || !t.logits)) st = dg__fail(DG_ERR_OOM, "train: out of memory");
+    if (st == DG_OK && !o->copy_batches) { /* the data set goes to the backend once */
+        st = dg_backend_alloc(be, (size_t)n * dim * sizeof(float), &t.dev_x);
+        if (st == DG_OK) st = dg_backend_alloc(be, (size_t)n * sizeof(int32_t), &t.dev_y);
+        if (st == DG_OK) st = dg_backend_alloc(be, (size_t)n * sizeof(int32_t), &t.dev_perm);
+        if (st == DG_OK) st = dg_backend_upload(be, t.dev_x, train->x, (size_t)n * dim * sizeof(float));
+        if (st == DG_OK) st = dg_backend_upload(be, t.dev_y, train->y, (size_t)n * sizeof(int32_t));
+    }
+    for (int i = 0; i < n && t.perm; i++) t.perm[i] = i;
+    dg_rng rng = dg_rng_new(o->seed ^ 0x5eedu);
+    dg_epoch_stats s = {0};
+    int steps = n / o->batch, every = o->loss_every > 0 ? o->loss_every : 1;
+    for (int e = 1; e <= o->epochs && st == DG_OK; e++) {
+        for (int i = n - 1; i > 0; i--) { /* Fisher-Yates, seeded: the same order on every backend */
+            int j = (int)(dg_rng_u64(&rng) % (uint64_t)(i + 1));
+            int32_t tmp = t.perm[i]; t.perm[i] = t.perm[j]; t.perm[j] = tmp;
+        }
+        double t0 = now_s(), loss_sum = 0;
+        int loss_n = 0;
+        if (!o->copy_batches) st = dg_backend_upload(be, t.dev_perm, t.perm, (size_t)n * sizeof(int32_t));
+        for (int b = 0; b < steps && st == DG_OK; b++) {
+            const int32_t *idx = t.perm + (size_t)b * o->batch;
+            if (o->copy_batches) {
+                for (int i = 0; i < o->batch; i++) {
+                    memcpy(t.host_x + (size_t)i * dim, train->x + (size_t)idx[i] * dim, (size_t)dim * sizeof(float));
+                    t.host_y[i] = train->y[idx[i]];
+                }
+                st = dg_plan_set(t.step, t.x, t.host_x, (size_t)o->batch * dim * sizeof(float));
+                if (st == DG_OK) st = dg_plan_set(t.step, t.y, t.host_y, (size_t)o->batch * sizeof(int32_t));
+            } else {
+                const int32_t *didx = (const int32_t *)t.dev_perm + (size_t)b * o->batch;
+                st = dg_backend_gather_rows(be, dg_plan_data(t.step, t.x), t.dev_x, didx, o->batch,
+                                            (size_t)dim * sizeof(float));
+                if (st == DG_OK)
+                    st = dg_backend_gather_rows(be, dg_plan_data(t.step, t.y), t.dev_y, didx, o->batch, sizeof(int32_t));
+            }
+            if (st == DG_OK) st = dg_plan_run(t.step);
+            if (st == DG_OK && (b % every == 0 || b == steps - 1)) {
+                float l;
+                st = dg_plan_get(t.step, t.loss, &l, sizeof l);
+                loss_sum += l;
+                loss_n++;
+            }
+        }
+        if (st == DG_OK) st = dg_backend_sync(be);
+        s.epoch = e;
+        s.epoch_s = now_s() - t0;
+        s.total_s += s.epoch_s;
+        s.train_loss = loss_n ? loss_sum / loss_n : NAN;
+        if (st == DG_OK) st = evaluate(&t, test, eb, classes, &s.test_acc);
+        if (st == DG_OK && cb) cb(&s, arg);
+    }
+    if (last) *last = s;
+    trainer_free(&t, be);
+    return st;
+}

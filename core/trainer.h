@@ -1,0 +1,47 @@
+/* trainer.h: the training loop over a data set: one training-step plan and
+ * one evaluation plan that share the parameters, seeded shuffling, the
+ * data set resident on the backend (batches gathered there) or copied
+ * batch by batch from the host. */
+#ifndef DG_TRAINER_H
+#define DG_TRAINER_H
+
+#include "autodiff.h"
+#include "backend.h"
+#include "data.h"
+#include "nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dg_train_opts {
+    int      widths[DG_MLP_MAX_LAYERS + 1]; /* {784, 10}: logistic regression */
+    int      n_widths;
+    dg_optim optim;
+    int      epochs, batch;
+    uint64_t seed;           /* initial weights and shuffling                   */
+    bool     copy_batches;   /* upload every batch from the host instead of
+                                gathering it from the resident data set         */
+    int      loss_every;     /* read the loss every k steps (each read syncs)   */
+    int      subset;         /* > 0: only the first `subset` training examples  */
+} dg_train_opts;
+
+typedef struct dg_epoch_stats {
+    int    epoch;            /* 1-based                                         */
+    double train_loss;       /* mean of the losses read during the epoch        */
+    double test_acc;         /* fraction of the test set classified right       */
+    double epoch_s;          /* training time of the epoch (wall, synchronised) */
+    double total_s;          /* sum of epoch_s so far                           */
+} dg_epoch_stats;
+
+typedef void (*dg_epoch_fn)(const dg_epoch_stats *s, void *arg);
+
+/* Trains; calls cb (may be NULL) after every epoch; *last gets the final
+ * epoch's figures. */
+dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *train, const dg_dataset *test,
+                   dg_epoch_fn cb, void *arg, dg_epoch_stats *last);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

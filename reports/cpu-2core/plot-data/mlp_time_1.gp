@@ -1,0 +1,10 @@
+set datafile missing NaN
+set title 'MLP 784-1024-1024-10 training step time (Adam)'
+set xlabel 'batch'
+set ylabel 'median ms'
+set grid
+set key outside right
+set logscale x 2
+set format x '%.0s%c'
+set logscale y 10
+plot 'reports/cpu-2core/plot-data/mlp_time_1-0.dat' using 1:2 with linespoints lw 2 title 'cpu'

@@ -1,0 +1,146 @@
+/* test_data.c: the IDX reader on small files the tests write (plain and
+ * gzip), one per malformation, and on the installed Fashion-MNIST. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "core/data.h"
+#include "test_util.h"
+
+static char dir[256];
+
+static void make_dir(void) {
+    snprintf(dir, sizeof dir, "/tmp/dg-idx-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+/* writes bytes to dir/name, gzip-compressed when gz */
+static void put(const char *name, const void *bytes, size_t n, bool gz) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (gz) {
+        gzFile f = gzopen(path, "wb");
+        cr_assert_not_null(f);
+        cr_assert_eq(gzwrite(f, bytes, (unsigned)n), (int)n);
+        gzclose(f);
+    } else {
+        FILE *f = fopen(path, "wb");
+        cr_assert_not_null(f);
+        cr_assert_eq(fwrite(bytes, 1, n, f), n);
+        fclose(f);
+    }
+}
+
+/* IDX header for ubyte data with the given dims, then `body` bytes 0,1,2... */
+static size_t idx_bytes(uint8_t *buf, int ndim, const uint32_t *dims, size_t body, uint8_t type) {
+    size_t n = 0;
+    buf[n++] = 0; buf[n++] = 0; buf[n++] = type; buf[n++] = (uint8_t)ndim;
+    for (int i = 0; i < ndim; i++) {
+        buf[n++] = (uint8_t)(dims[i] >> 24); buf[n++] = (uint8_t)(dims[i] >> 16);
+        buf[n++] = (uint8_t)(dims[i] >> 8); buf[n++] = (uint8_t)dims[i];
+    }
+    for (size_t i = 0; i < body; i++) buf[n++] = (uint8_t)(i % 7);
+    return n;
+}
+
+static void expect_io(const char *name, const char *needle) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    dg_idx idx;
+    cr_assert_eq(dg_idx_read(path, &idx), DG_ERR_IO, "%s should fail", name);
+    cr_assert_null(idx.data);
+    cr_assert(strstr(dg_last_error(), needle), "message '%s' lacks '%s'", dg_last_error(), needle);
+    cr_assert(strstr(dg_last_error(), name), "message '%s' does not name the file", dg_last_error());
+}
+
+Test(data, valid_plain_and_gzip) {
+    make_dir();
+    uint8_t buf[128];
+    uint32_t dims[3] = {3, 2, 2};
+    size_t n = idx_bytes(buf, 3, dims, 12, 0x08);
+    put("a.idx", buf, n, false);
+    put("a.idx.gz", buf, n, true);
+    for (int gz = 0; gz < 2; gz++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, gz ? "a.idx.gz" : "a.idx");
+        dg_idx idx;
+        ASSERT_OK(dg_idx_read(path, &idx));
+        cr_assert_eq(idx.ndim, 3);
+        cr_assert_eq(idx.count, 12);
+        cr_assert(idx.dims[0] == 3 && idx.dims[1] == 2 && idx.dims[2] == 2);
+        cr_assert(idx.data[0] == 0 && idx.data[8] == 1 && idx.data[11] == 4);
+        dg_idx_free(&idx);
+    }
+}
+
+Test(data, malformed_files) {
+    make_dir();
+    uint8_t buf[128];
+    uint32_t d3[3] = {3, 2, 2}, big[3] = {0xFFFFFFFFu, 0xFFFFFFFFu, 16};
+    size_t n;
+    put("short.idx", buf, (size_t)(idx_bytes(buf, 3, d3, 0, 0x08) - 14), false); /* 2 bytes */
+    expect_io("short.idx", "truncated header");
+    n = idx_bytes(buf, 3, d3, 12, 0x08);
+    buf[1] = 0x08;
+    put("magic.idx", buf, n, false);
+    expect_io("magic.idx", "wrong magic");
+    n = idx_bytes(buf, 3, d3, 12, 0x0D);
+    put("type.idx", buf, n, true);
+    expect_io("type.idx", "unsupported element type");
+    n = idx_bytes(buf, 3, big, 0, 0x08);
+    put("overflow.idx", buf, n, false);
+    expect_io("overflow.idx", "overflow");
+    n = idx_bytes(buf, 3, d3, 11, 0x08);
+    put("body.idx.gz", buf, n, true);
+    expect_io("body.idx.gz", "truncated body");
+    n = idx_bytes(buf, 3, d3, 13, 0x08);
+    put("trailing.idx", buf, n, false);
+    expect_io("trailing.idx", "trailing bytes");
+    n = idx_bytes(buf, 3, d3, 0, 0x08);
+    put("dims.idx", buf, n - 4, false); /* header cut inside the dimension sizes */
+    expect_io("dims.idx", "truncated header");
+}
+
+Test(data, split_checks) {
+    make_dir();
+    uint8_t buf[128];
+    uint32_t d3[3] = {3, 2, 2}, d1[1] = {4}, d1ok[1] = {3};
+    size_t n = idx_bytes(buf, 3, d3, 12, 0x08);
+    put("train-images-idx3-ubyte.gz", buf, n, true);
+    n = idx_bytes(buf, 1, d1, 4, 0x08);
+    put("train-labels-idx1-ubyte.gz", buf, n, true);
+    dg_dataset ds;
+    cr_assert_eq(dg_dataset_load(dir, "train", &ds), DG_ERR_IO);
+    cr_assert(strstr(dg_last_error(), "3 images but"), "%s", dg_last_error());
+    n = idx_bytes(buf, 1, d1ok, 3, 0x08);
+    buf[n - 1] = 10; /* a label out of range */
+    put("train-labels-idx1-ubyte.gz", buf, n, true);
+    cr_assert_eq(dg_dataset_load(dir, "train", &ds), DG_ERR_IO);
+    cr_assert(strstr(dg_last_error(), "out of range"), "%s", dg_last_error());
+    buf[n - 1] = 9;
+    put("train-labels-idx1-ubyte.gz", buf, n, true);
+    ASSERT_OK(dg_dataset_load(dir, "train", &ds));
+    cr_assert(ds.n == 3 && ds.rows == 2 && ds.cols == 2 && ds.y[2] == 9);
+    cr_assert_float_eq(ds.x[8], 1.0f / 255.0f, 1e-7f);
+    dg_dataset_free(&ds);
+}
+
+Test(data, missing_data_set_names_the_package) {
+    dg_dataset ds;
+    cr_assert_eq(dg_dataset_load("/nonexistent/fashion", "train", &ds), DG_ERR_IO);
+    cr_assert(strstr(dg_last_error(), "dataset-fashion-mnist"), "%s", dg_last_error());
+}
+
+Test(data, installed_fashion_mnist) {
+    if (access(DG_FASHION_MNIST_DIR, R_OK) != 0) cr_skip_test("%s not installed", DG_FASHION_MNIST_DIR);
+    dg_dataset tr, te;
+    ASSERT_OK(dg_dataset_load(NULL, "train", &tr));
+    ASSERT_OK(dg_dataset_load(NULL, "t10k", &te));
+    cr_assert(tr.n == 60000 && te.n == 10000 && tr.rows == 28 && tr.cols == 28);
+    int count[10] = {0};
+    for (int i = 0; i < te.n; i++) count[te.y[i]]++;
+    for (int k = 0; k < 10; k++) cr_assert_eq(count[k], 1000, "class %d: %d test images", k, count[k]);
+    dg_dataset_free(&tr);
+    dg_dataset_free(&te);
+}

@@ -1,0 +1,29 @@
+/* test_fashion.c: the MLP trains on real Fashion-MNIST on the CPU, one short
+ * epoch on a subset, and clearly beats chance (10%) on the whole test set.
+ * The threshold is this test's own (5x chance), not a tuned figure. */
+#include <unistd.h>
+
+#include "core/trainer.h"
+#include "cpu_backend/cpu_backend.h"
+#include "test_util.h"
+
+Test(fashion, mlp_one_short_epoch_beats_chance) {
+    if (access(DG_FASHION_MNIST_DIR, R_OK) != 0)
+        cr_skip_test("%s not installed (apt-get install dataset-fashion-mnist)", DG_FASHION_MNIST_DIR);
+    dg_dataset train, test;
+    ASSERT_OK(dg_dataset_load(NULL, "train", &train));
+    ASSERT_OK(dg_dataset_load(NULL, "t10k", &test));
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    dg_train_opts o = {.widths = {784, 128, 10}, .n_widths = 3, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
+                       .epochs = 1, .batch = 64, .seed = test_seed(), .loss_every = 1, .subset = 6000};
+    dg_epoch_stats s;
+    ASSERT_OK(dg_train(be, &o, &train, &test, NULL, NULL, &s));
+    cr_log_info("1 epoch on 6000 examples: loss %.4f, test accuracy %.2f%% (%.2f s)", s.train_loss,
+                100 * s.test_acc, s.epoch_s);
+    cr_assert_gt(s.test_acc, 0.5, "test accuracy %.3f is not clearly above chance (seed %llu)", s.test_acc,
+                 (unsigned long long)o.seed);
+    dg_backend_free(be);
+    dg_dataset_free(&train);
+    dg_dataset_free(&test);
+}
