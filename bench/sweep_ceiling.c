@@ -73,7 +73,7 @@ static void copy_row(bench_ctx *ctx, bool gpu, size_t bytes) {
 
 dg_status sweep_ceilings(bench_ctx *ctx) {
     if (ctx->cpu) {
-        bench_gemm_ceiling(ctx, ctx->quick ? 1024 : 2048, "cpu-openblas");
+        bench_gemm_ceiling(ctx, ctx->quick ? 1024 : 4096, "cpu-openblas");
         copy_row(ctx, false, (size_t)(ctx->quick ? 64 : 256) << 20);
     }
     if (ctx->gpu) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/rng.h"
-#include "ref.h"
+#include "check.h"
 #include "sweep.h"
 #include "train_util.h"
 #ifdef DG_HAVE_CUDA
@@ -21,33 +21,6 @@ static const char *widths_list[] = {"784-256-100-10", "784-1024-1024-10"};
 
 static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
 
-/* float64 loss of the step graph for the given inputs (the updates do not
- * change the loss of the same run) */
-static double ref_loss(const train_graph *t, const float *x, const int32_t *y) {
-    int n = t->loss->id + 1;
-    double **v = calloc((size_t)n, sizeof *v);
-    double loss = NAN;
-    bool ok = v != NULL;
-    for (int id = 0; id < n && ok; id++) {
-        const dg_node *nd = dg_graph_node(t->g, id);
-        if (nd->op != DG_OP_LEAF) continue;
-        int64_t cnt = dg_node_numel(nd);
-        float *tmp = malloc((size_t)cnt * sizeof *tmp);
-        ok = tmp && (v[id] = malloc((size_t)cnt * sizeof(double)));
-        if (ok) {
-            if (nd == t->x) memcpy(tmp, x, (size_t)cnt * 4);
-            else if (nd != t->y) dg_init_fill(nd->init, tmp, cnt);
-            for (int64_t j = 0; j < cnt; j++) v[id][j] = nd == t->y ? (double)y[j] : tmp[j];
-        }
-        free(tmp);
-    }
-    if (ok && ref_eval(t->g, n, v) == DG_OK) loss = v[t->loss->id][0];
-    if (v) ref_free(v, n);
-    free(v);
-    return loss;
-}
-
-/* *want: the float64 loss, computed on the first call for this shape */
 static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, const char *wspec, const int *w, int nw,
                     int batch, double *want) {
     bench_row row = {.sweep = "mlp", .name = wspec, .impl = impl, .backend = be == ctx->cpu ? "cpu" : "gpu",
@@ -74,7 +47,7 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, const char
     if (st == DG_OK) st = dg_plan_run(p);
     if (st == DG_OK) st = dg_plan_get(p, t.loss, &loss, sizeof loss);
     if (st == DG_OK) {
-        if (isnan(*want)) *want = ref_loss(&t, x, y);
+        if (isnan(*want)) *want = bench_ref_loss(&t, x, y);
         row.max_rel_err = fabs(loss - *want) / fmax(fabs(*want), 1e-30);
         row.status = row.max_rel_err <= 1e-4 ? "ok" : "wrong";
         if (!strcmp(row.status, "ok"))

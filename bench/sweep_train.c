@@ -2,13 +2,16 @@
  * Fashion-MNIST, on every backend, over batch sizes 32..4096. Two epochs
  * are trained from the same seed; the second epoch's time is the figure
  * (the first pays one-time costs such as CUDA-graph capture), so reps = 1.
- * Check: the test accuracy after the two epochs must reach 70% (chance is
- * 10%); otherwise the row is 'wrong'. The data set is resident on the
- * backend; batches are gathered there. */
+ * Check: before timing, one training step of the same model on the first
+ * batch of the data set is run on the backend and its loss compared with
+ * the float64 reference (max_rel_err); the test accuracy after the two
+ * epochs is printed. The data set is resident on the backend; batches are
+ * gathered there. */
 #include <math.h>
 #include <string.h>
 
 #include "core/trainer.h"
+#include "check.h"
 #include "sweep.h"
 
 static const long long default_batches[] = {32, 64, 128, 256, 512, 1024, 2048, 4096};
@@ -27,10 +30,19 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const char *model, const dg_
         dg_mlp_parse_widths("784-256-100-10", o.widths, &o.n_widths);
     }
     dg_epoch_stats s;
-    dg_status st = dg_train(be, &o, train, test, NULL, NULL, &s);
+    dg_status st = bench_check_first_step(be, o.widths, o.n_widths, batch, train->x, train->y, &row.max_rel_err);
+    if (st == DG_OK && row.max_rel_err > 1e-4) {
+        row.status = "wrong";
+        bench_emit(ctx, &row);
+        return;
+    }
+    if (st == DG_OK) st = dg_train(be, &o, train, test, NULL, NULL, &s);
     if (st == DG_OK) {
         row.st = (bench_stats){1e3 * s.epoch_s, 1e3 * s.epoch_s, 1e3 * s.epoch_s, 0, 1};
-        row.status = s.test_acc >= 0.70 ? "ok" : "wrong";
+        row.status = "ok";
+        if (ctx->progress) fprintf(stderr, "\n");
+        fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", model, batch,
+                row.backend, 100 * s.test_acc);
         /* examples per second would be the natural rate; GB/s column holds the
          * bytes of images read per second */
         row.bytes = (double)(train->n / batch * batch) * train->rows * train->cols * 4.0;

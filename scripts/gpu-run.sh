@@ -10,6 +10,8 @@ out="$work/results"
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bin=.gpu/bin
+# the OpenMP OpenBLAS travels xz-compressed (the tree that travels is capped)
+[ -f .gpu/lib/libopenblas.so.0.xz ] && xz -dkf .gpu/lib/libopenblas.so.0.xz
 # Debian's OpenBLAS 0.3.21 does not know every recent Xeon and falls back to
 # SSE3 kernels ("Prescott"); name the AVX-512 kernels where the CPU has them
 if grep -q avx512f /proc/cpuinfo && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE=SkylakeX; fi

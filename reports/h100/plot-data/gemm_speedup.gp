@@ -2,9 +2,9 @@ set datafile missing NaN
 set title 'sgemm speedup, GPU over CPU (>1: GPU faster)'
 set xlabel 'n'
 set ylabel 'speedup'
-set logscale x 2
 set grid
 set key outside right
+set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
 set arrow from 256, graph 0 to 256, graph 1 nohead dt 2 lc rgb 'red'

@@ -2,9 +2,9 @@ set datafile missing NaN
 set title 'sgemm time, square n x n x n'
 set xlabel 'n'
 set ylabel 'median ms'
-set logscale x 2
 set grid
 set key outside right
+set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
 plot 'reports/h100/plot-data/gemm_time-0.dat' using 1:2 with linespoints lw 2 title 'cpu-naive', \

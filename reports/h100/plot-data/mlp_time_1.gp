@@ -2,9 +2,9 @@ set datafile missing NaN
 set title 'MLP 784-1024-1024-10 training step time (Adam)'
 set xlabel 'batch'
 set ylabel 'median ms'
-set logscale x 2
 set grid
 set key outside right
+set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
 set arrow from 32, graph 0 to 32, graph 1 nohead dt 2 lc rgb 'red'

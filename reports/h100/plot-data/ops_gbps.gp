@@ -2,9 +2,9 @@ set datafile missing NaN
 set title 'forward ops: bandwidth against measured copy ceilings'
 set xlabel 'elements'
 set ylabel 'GB/s'
-set logscale x 2
 set grid
 set key outside right
+set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
 plot 'reports/h100/plot-data/ops_gbps-0.dat' using 1:2 with linespoints lw 2 title 'gpu add', \
@@ -15,5 +15,5 @@ plot 'reports/h100/plot-data/ops_gbps-0.dat' using 1:2 with linespoints lw 2 tit
      'reports/h100/plot-data/ops_gbps-5.dat' using 1:2 with linespoints lw 2 title 'cpu sum_rows', \
      'reports/h100/plot-data/ops_gbps-6.dat' using 1:2 with linespoints lw 2 title 'gpu softmax', \
      'reports/h100/plot-data/ops_gbps-7.dat' using 1:2 with linespoints lw 2 title 'cpu softmax', \
-     107.054 with lines dt 3 lw 2 title 'CPU copy ceiling', \
-     3001.36 with lines dt 3 lw 2 title 'GPU copy ceiling'
+     125.328 with lines dt 3 lw 2 title 'CPU copy ceiling', \
+     2997.81 with lines dt 3 lw 2 title 'GPU copy ceiling'

@@ -2,9 +2,9 @@ set datafile missing NaN
 set title 'forward ops: speedup, GPU over CPU (>1: GPU faster)'
 set xlabel 'elements'
 set ylabel 'speedup'
-set logscale x 2
 set grid
 set key outside right
+set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
 plot 'reports/h100/plot-data/ops_speedup-0.dat' using 1:2 with linespoints lw 2 title 'add', \

@@ -1,0 +1,56 @@
+/* check.c: float64 references shared by the training-step sweeps. */
+#include "check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+
+/* float64 loss of the step graph for the given inputs (the updates do not
+ * change the loss of the same run) */
+double bench_ref_loss(const train_graph *t, const float *x, const int32_t *y) {
+    int n = t->loss->id + 1;
+    double **v = calloc((size_t)n, sizeof *v);
+    double loss = NAN;
+    bool ok = v != NULL;
+    for (int id = 0; id < n && ok; id++) {
+        const dg_node *nd = dg_graph_node(t->g, id);
+        if (nd->op != DG_OP_LEAF) continue;
+        int64_t cnt = dg_node_numel(nd);
+        float *tmp = malloc((size_t)cnt * sizeof *tmp);
+        ok = tmp && (v[id] = malloc((size_t)cnt * sizeof(double)));
+        if (ok) {
+            if (nd == t->x) memcpy(tmp, x, (size_t)cnt * 4);
+            else if (nd != t->y) dg_init_fill(nd->init, tmp, cnt);
+            for (int64_t j = 0; j < cnt; j++) v[id][j] = nd == t->y ? (double)y[j] : tmp[j];
+        }
+        free(tmp);
+    }
+    if (ok && ref_eval(t->g, n, v) == DG_OK) loss = v[t->loss->id][0];
+    if (v) ref_free(v, n);
+    free(v);
+    return loss;
+}
+
+/* *want: the float64 loss, computed on the first call for this shape */
+dg_status bench_check_first_step(dg_backend *be, const int *widths, int nw, int batch, const float *x,
+                                 const int32_t *y, double *rel_err) {
+    dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+    train_graph t = {0};
+    dg_plan *p = NULL;
+    float loss = NAN;
+    dg_status st = train_graph_new(&t, widths, nw, batch, &o, 1);
+    if (st == DG_OK) st = dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL);
+    if (st == DG_OK) st = dg_plan_set(p, t.x, x, dg_node_bytes(t.x));
+    if (st == DG_OK) st = dg_plan_set(p, t.y, y, dg_node_bytes(t.y));
+    if (st == DG_OK) st = dg_plan_run(p);
+    if (st == DG_OK) st = dg_plan_get(p, t.loss, &loss, sizeof loss);
+    if (st == DG_OK) {
+        double want = bench_ref_loss(&t, x, y);
+        *rel_err = fabs(loss - want) / fmax(fabs(want), 1e-30);
+    }
+    dg_plan_free(p);
+    train_graph_free(&t);
+    return st;
+}
