@@ -8,7 +8,7 @@
 
 #include "csv.h"
 
-static const char *sweeps[] = {"ceiling", "gemm", "ops", "mlp"};
+static const char *sweeps[] = {"ceiling", "gemm", "ops", "mlp", "autodiff", "train"};
 
 static bool same_case(const csv_rec *a, const csv_rec *b) {
     return !strcmp(a->sweep, b->sweep) && !strcmp(a->name, b->name) && !strcmp(a->impl, b->impl) &&
@@ -26,7 +26,7 @@ int bench_compare(const char *dir_a, const char *dir_b, FILE *out) {
                 "| sweep | case | impl | m | n | k | transfer | A ms | B ms | ratio | |\n"
                 "|---|---|---|---|---|---|---|---|---|---|---|\n", dir_b, dir_a);
     int matched = 0, files = 0;
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < (int)(sizeof sweeps / sizeof *sweeps); s++) {
         int na = 0, nb = 0;
         char pa[1100], pb[1100];
         snprintf(pa, sizeof pa, "%s/%s.csv", dir_a, sweeps[s]);

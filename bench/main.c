@@ -19,7 +19,7 @@
 #include "train.h"
 
 #define DEFAULT_SWEEPS "ceiling,gemm,ops,mlp"
-#define ALL_SWEEPS DEFAULT_SWEEPS ",train"
+#define ALL_SWEEPS DEFAULT_SWEEPS ",autodiff,train"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -31,7 +31,7 @@ static void usage(FILE *f) {
             "options:\n"
             "  --sweep LIST      comma-separated sweeps (default: " DEFAULT_SWEEPS "); 'all' runs\n"
             "                    them with their largest sizes too (gemm 8192, ops 64M, mlp batch 8192),\n"
-            "                    and the train sweep\n"
+            "                    and the autodiff and train sweeps\n"
             "  --backends LIST   cpu,gpu (default both; a missing GPU is reported once)\n"
             "  --sizes LIST      sizes instead of each sweep's defaults: 64,128,... or A:B (doubling)\n"
             "  --threads N       CPU threads for OpenMP and OpenBLAS (default: all cores)\n"

@@ -191,13 +191,13 @@ static bool have_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>
 
 int bench_plot(const char *dir, FILE *out) {
     table ceil = load(dir, "ceiling"), gemm = load(dir, "gemm"), ops = load(dir, "ops"), mlp = load(dir, "mlp");
-    table trn = load(dir, "train");
+    table trn = load(dir, "train"), ad = load(dir, "autodiff");
     curve cur[2][2]; /* [logreg, mlp][cpu, gpu] */
     const char *models[2] = {"logreg", "mlp"}, *bks[2] = {"cpu", "gpu"};
     int n_curves = 0;
     for (int m = 0; m < 2; m++)
         for (int b = 0; b < 2; b++) n_curves += (cur[m][b] = load_curve(dir, models[m], bks[b])).n > 0;
-    if (!ceil.n && !gemm.n && !ops.n && !mlp.n && !trn.n && !n_curves) {
+    if (!ceil.n && !gemm.n && !ops.n && !mlp.n && !trn.n && !ad.n && !n_curves) {
         fprintf(stderr, "bench plot: no bench CSV files (ceiling, gemm, ops, mlp, train, train-*) in %s\n", dir);
         return 1;
     }
@@ -312,6 +312,39 @@ int bench_plot(const char *dir, FILE *out) {
         }
         fprintf(sum, "\n");
     }
+    if (ad.n) {
+        fprintf(sum, "## Autodiff: hand-written step vs dg_grad graph (MLP 784-256-100-10, Adam), median ms\n\n"
+                     "| backend | batch | manual | graph | graph / manual | graph + CUDA graph |\n|---|---|---|---|---|---|\n");
+        chart t = {"autodiff_time", "MLP training step: hand-written vs autodiff graph", "batch", "median ms", true,
+                   .vline = NAN};
+        const char *bk[2] = {"cpu", "gpu"};
+        for (int b = 0; b < 2; b++) {
+            char t1[48], t2[48], t3[48];
+            snprintf(t1, sizeof t1, "%s manual", bk[b]);
+            snprintf(t2, sizeof t2, "%s graph", bk[b]);
+            snprintf(t3, sizeof t3, "%s graph + CUDA graph", bk[b]);
+            series m = {.n = 0}, gr = {.n = 0}, gc = {.n = 0};
+            table sub = {NULL, 0};
+            csv_rec *rows = malloc((size_t)ad.n * sizeof *rows);
+            for (int i = 0; rows && i < ad.n; i++)
+                if (!strcmp(ad.r[i].backend, bk[b])) rows[sub.n++] = ad.r[i];
+            sub.r = rows;
+            m = pick(&sub, NULL, "manual", 0, 0, t1);
+            gr = pick(&sub, NULL, "graph", 0, 0, t2);
+            gc = pick(&sub, NULL, "graph-cuda", 0, 0, t3);
+            add(&t, m); add(&t, gr); add(&t, gc);
+            for (int i = 0; i < m.n; i++) {
+                double g1 = NAN, g2 = NAN;
+                for (int j = 0; j < gr.n; j++) if (gr.x[j] == m.x[i]) g1 = gr.y[j];
+                for (int j = 0; j < gc.n; j++) if (gc.x[j] == m.x[i]) g2 = gc.y[j];
+                fprintf(sum, "| %s | %.0f | %.4f | %s | %s | %s |\n", bk[b], m.x[i], m.y[i], fmt_num(g1, "%.4f", b1, 32),
+                        fmt_num(g1 / m.y[i], "%.3f", b2, 32), fmt_num(g2, "%.4f", b3, 32));
+            }
+            free(rows);
+        }
+        fprintf(sum, "\n");
+        if (gp) bad |= draw(dir, &t);
+    }
     if (trn.n) {
         fprintf(sum, "## Fashion-MNIST epoch time (Adam, data resident on the backend), crossover in batch size\n\n"
                      "| model | GPU vs CPU crossover | CPU epoch s at 128 | GPU epoch s at 128 |\n|---|---|---|---|\n");
@@ -374,6 +407,6 @@ int bench_plot(const char *dir, FILE *out) {
         while (s && fgets(line, sizeof line, s)) fputs(line, out);
         if (s) fclose(s);
     }
-    free(ceil.r); free(gemm.r); free(ops.r); free(mlp.r); free(trn.r);
+    free(ceil.r); free(gemm.r); free(ops.r); free(mlp.r); free(trn.r); free(ad.r);
     return bad ? 1 : 0;
 }

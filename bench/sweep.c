@@ -12,6 +12,8 @@ const sweep_def bench_sweeps[] = {
             "backward; 1K..64M elements; GB/s", sweep_ops},
     {"mlp", "one MLP training step (forward, backward, Adam update) over batch sizes and widths; GPU with "
             "and without CUDA-graph replay", sweep_mlp},
+    {"autodiff", "the MLP training step written by hand against the kernels vs the dg_grad graph (and its "
+                 "CUDA-graph replay)", sweep_autodiff},
     {"train", "Fashion-MNIST epoch time of logreg and the default MLP over batch sizes 32..4096 (needs "
               "dataset-fashion-mnist)", sweep_train},
 };

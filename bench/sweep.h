@@ -55,5 +55,6 @@ dg_status sweep_ops(bench_ctx *ctx);
 dg_status sweep_mlp(bench_ctx *ctx);
 dg_status sweep_ceilings(bench_ctx *ctx);
 dg_status sweep_train(bench_ctx *ctx);
+dg_status sweep_autodiff(bench_ctx *ctx);
 
 #endif

@@ -106,6 +106,52 @@ __global__ void k_binary_bcast(const float *__restrict__ a, const float *__restr
         y[i] = binary_f<OP>(a[strided(i, o, sa)], b[strided(i, o, sb)]);
 }
 
+/* Rows of the last axis: the three outer indices (and so each operand's row
+ * start) are computed once per row instead of once per element, the inner
+ * strides are 0 (broadcast) or 1. A block per row; for rows of >= 128. */
+template <int OP>
+__global__ void k_binary_rows(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ y,
+                              long long rows, dg_dims4 o, dg_dims4 sa, dg_dims4 sb) {
+    long long w = o.d[3];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        long long i2 = r % o.d[2], i1 = r / o.d[2] % o.d[1], i0 = r / (o.d[2] * o.d[1]);
+        const float *pa = a + i0 * sa.d[0] + i1 * sa.d[1] + i2 * sa.d[2];
+        const float *pb = b + i0 * sb.d[0] + i1 * sb.d[1] + i2 * sb.d[2];
+        for (long long j = threadIdx.x; j < w; j += blockDim.x)
+            y[r * w + j] = binary_f<OP>(pa[j * sa.d[3]], pb[j * sb.d[3]]);
+    }
+}
+
+__global__ void k_gather_rows(const float *__restrict__ x, float *__restrict__ y, long long rows, dg_dims4 o,
+                              dg_dims4 st) {
+    long long w = o.d[3];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        long long i2 = r % o.d[2], i1 = r / o.d[2] % o.d[1], i0 = r / (o.d[2] * o.d[1]);
+        const float *px = x + i0 * st.d[0] + i1 * st.d[1] + i2 * st.d[2];
+        for (long long j = threadIdx.x; j < w; j += blockDim.x) y[r * w + j] = px[j * st.d[3]];
+    }
+}
+
+/* y[b, j, i] = x[b, i, j] for x [batch, R, C]: 32x32 tiles through shared
+ * memory (padded against bank conflicts), so reads and writes are both
+ * coalesced. */
+__global__ void k_transpose(const float *__restrict__ x, float *__restrict__ y, long long R, long long C) {
+    __shared__ float tile[32][33];
+    long long b = blockIdx.z;
+    const float *xb = x + b * R * C;
+    float *yb = y + b * R * C;
+    long long c0 = blockIdx.x * 32LL, r0 = blockIdx.y * 32LL;
+    for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+        long long r = r0 + k, c = c0 + threadIdx.x;
+        if (r < R && c < C) tile[k][threadIdx.x] = xb[r * C + c];
+    }
+    __syncthreads();
+    for (int k = threadIdx.y; k < 32; k += blockDim.y) {
+        long long c = c0 + k, r = r0 + threadIdx.x; /* output row c, column r */
+        if (r < R && c < C) yb[c * R + r] = tile[threadIdx.x][k];
+    }
+}
+
 /* y[i] = x[offset of i under strides st]: broadcast_to and permute */
 __global__ void k_gather(const float *__restrict__ x, float *__restrict__ y, long long n, dg_dims4 o, dg_dims4 st) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
@@ -154,10 +200,12 @@ dg_status dg__gpu_binary(gpu_ctx *c, const dg_step *s) {
     dg_dims4 sa = dg_bcast_strides(nd->in[0]->shape, nd->shape), sb = dg_bcast_strides(nd->in[1]->shape, nd->shape);
     unsigned grid = grid_for(n, BLOCK);
     switch (nd->op) {
-#define BIN(OP)                                                                            \
-    case OP:                                                                               \
-        if (same) LAUNCH(k_binary_same<OP>, n)(a, b, y, n);                                \
-        else k_binary_bcast<OP><<<grid, BLOCK, 0, c->stream>>>(a, b, y, n, o, sa, sb);     \
+#define BIN(OP)                                                                                      \
+    case OP:                                                                                         \
+        if (same) LAUNCH(k_binary_same<OP>, n)(a, b, y, n);                                          \
+        else if (o.d[3] >= 128)                                                                      \
+            k_binary_rows<OP><<<grid_for(n / o.d[3], 1), BLOCK, 0, c->stream>>>(a, b, y, n / o.d[3], o, sa, sb); \
+        else k_binary_bcast<OP><<<grid, BLOCK, 0, c->stream>>>(a, b, y, n, o, sa, sb);               \
         break;
     BIN(DG_OP_ADD) BIN(DG_OP_SUB) BIN(DG_OP_MUL) BIN(DG_OP_DIV)
 #undef BIN
@@ -167,24 +215,38 @@ dg_status dg__gpu_binary(gpu_ctx *c, const dg_step *s) {
     return DG_OK;
 }
 
-dg_status dg__gpu_broadcast_to(gpu_ctx *c, const dg_step *s) {
-    const dg_node *nd = s->node;
-    long long n = dg_node_numel(nd);
-    k_gather<<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>((const float *)s->in[0], (float *)s->out, n,
-                                                          dg_dims4_of(nd->shape),
-                                                          dg_bcast_strides(nd->in[0]->shape, nd->shape));
+/* y = x read through strides st: a block per row when rows are long */
+static dg_status gather(gpu_ctx *c, const float *x, float *y, dg_dims4 o, dg_dims4 st) {
+    long long n = o.d[0] * o.d[1] * o.d[2] * o.d[3];
+    if (o.d[3] >= 128) k_gather_rows<<<grid_for(n / o.d[3], 1), BLOCK, 0, c->stream>>>(x, y, n / o.d[3], o, st);
+    else k_gather<<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>(x, y, n, o, st);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }
 
+dg_status dg__gpu_broadcast_to(gpu_ctx *c, const dg_step *s) {
+    const dg_node *nd = s->node;
+    return gather(c, (const float *)s->in[0], (float *)s->out, dg_dims4_of(nd->shape),
+                  dg_bcast_strides(nd->in[0]->shape, nd->shape));
+}
+
 dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node;
-    long long n = dg_node_numel(nd);
-    k_gather<<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>((const float *)s->in[0], (float *)s->out, n,
-                                                          dg_dims4_of(nd->shape),
-                                                          dg_permute_strides(nd->in[0]->shape, nd->p.perm));
-    DG_CUDA_CHECK_LAUNCH();
-    return DG_OK;
+    int k = nd->shape.ndim;
+    bool swap_last2 = k >= 2 && nd->p.perm[k - 2] == k - 1 && nd->p.perm[k - 1] == k - 2;
+    for (int i = 0; i + 2 < k; i++) swap_last2 = swap_last2 && nd->p.perm[i] == i;
+    if (swap_last2) { /* a (batched) matrix transpose: tiled */
+        dg_dims4 in = dg_dims4_of(nd->in[0]->shape);
+        long long R = in.d[2], C = in.d[3], batch = in.d[0] * in.d[1];
+        if (batch <= 65535 && (R + 31) / 32 <= 65535) {
+            dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32), (unsigned)batch), block(32, 8);
+            k_transpose<<<grid, block, 0, c->stream>>>((const float *)s->in[0], (float *)s->out, R, C);
+            DG_CUDA_CHECK_LAUNCH();
+            return DG_OK;
+        }
+    }
+    return gather(c, (const float *)s->in[0], (float *)s->out, dg_dims4_of(nd->shape),
+                  dg_permute_strides(nd->in[0]->shape, nd->p.perm));
 }
 
 /* ---- optimizer updates (in place on w) ---- */

@@ -1,0 +1,196 @@
+/* sweep_autodiff.c: the cost or gain of automatic differentiation. The same
+ * MLP training step (784-256-100-10, Adam) two ways on each backend:
+ *   manual: written by hand as a framework without autodiff would: every
+ *     tensor its own allocation, the forward kernels, then the backward
+ *     kernels (softmax-CE backward, dW = a^T dz, db = column sum, dx = dz W^T,
+ *     ReLU backward) and the Adam updates called explicitly, one by one;
+ *   graph: dg_grad's gradient graph through the memory plan (GPU: also with
+ *     CUDA-graph replay, impl graph-cuda).
+ * Node descriptors come from the builders (for their shapes); nothing else of
+ * the core is used by the manual step. Check: each version's first-step loss
+ * against the float64 reference of the step. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/rng.h"
+#include "sweep.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
+
+static const long long default_batches[] = {32, 128, 512, 2048};
+static const long long quick_batches[] = {32, 512};
+#define WIDTHS "784-256-100-10"
+
+typedef struct manual {
+    dg_backend *be;
+    dg_graph   *g;          /* node descriptors only */
+    dg_node    *x, *y, *loss;
+    void      **buf;        /* [graph size] one allocation per tensor */
+    dg_step    *steps;
+    int         n_steps;
+} manual;
+
+/* appends the explicit backward pass of the MLP and the Adam updates */
+static dg_status build_manual(manual *mm, const int *w, int nw, int batch) {
+    dg_graph *g = mm->g = dg_graph_new();
+    if (!g) return DG_ERR_OOM;
+    dg_mlp mlp;
+    dg_status st = dg_mlp_new(g, &mlp, w, nw, 1); /* same initial weights as the graph version */
+    if (st != DG_OK) return st;
+    int L = mlp.n_layers;
+    dg_node *a[DG_MLP_MAX_LAYERS + 1], *z[DG_MLP_MAX_LAYERS];
+    a[0] = mm->x = dg_input(g, "x", DG_SHAPE(batch, w[0]));
+    mm->y = dg_input_i32(g, "y", DG_SHAPE(batch));
+    for (int i = 0; i < L; i++) { /* forward */
+        z[i] = dg_add(g, dg_matmul(g, a[i], mlp.w[i], false, false), mlp.b[i]);
+        a[i + 1] = i + 1 < L ? dg_relu(g, z[i]) : z[i];
+    }
+    mm->loss = dg_softmax_cross_entropy(g, z[L - 1], mm->y);
+    if (!mm->loss) return dg_graph_status(g);
+    dg_node *in3[3] = {dg_const(g, "dloss", DG_SHAPE(1), 1.0f), z[L - 1], mm->y};
+    dg_node *dz = dg__node_new(g, DG_OP_SOFTMAX_CE_BACKWARD, z[L - 1]->shape, 3, in3);
+    dg_node *params[2 * DG_MLP_MAX_LAYERS], *grads[2 * DG_MLP_MAX_LAYERS], *upd[2 * DG_MLP_MAX_LAYERS];
+    for (int i = L - 1; i >= 0 && dz; i--) { /* backward, by hand */
+        params[2 * i] = mlp.w[i];
+        params[2 * i + 1] = mlp.b[i];
+        grads[2 * i] = dg_matmul(g, a[i], dz, true, false);   /* dW = a^T dz   */
+        grads[2 * i + 1] = dg_sum(g, dz, 1u, false);           /* db = sum_rows dz */
+        if (i > 0) {
+            dg_node *in2[2] = {dg_matmul(g, dz, mlp.w[i], false, true), z[i - 1]}; /* da = dz W^T */
+            dz = in2[0] ? dg__node_new(g, DG_OP_RELU_BACKWARD, z[i - 1]->shape, 2, in2) : NULL;
+        }
+    }
+    if (dg_graph_status(g) != DG_OK) return dg_graph_status(g);
+    dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+    if ((st = dg_optim_apply(g, &o, params, grads, 2 * L, upd)) != DG_OK) return st;
+
+    int n = dg_graph_size(g);
+    mm->buf = calloc((size_t)n, sizeof *mm->buf);
+    mm->steps = calloc((size_t)n, sizeof *mm->steps);
+    float *host = malloc(dg_node_bytes(mlp.w[0]) > (size_t)batch * w[0] * 4 ? dg_node_bytes(mlp.w[0])
+                                                                          : (size_t)batch * w[0] * 4);
+    if (!mm->buf || !mm->steps || !host) { free(host); return dg__fail(DG_ERR_OOM, "autodiff: out of memory"); }
+    for (int id = 0; id < n && st == DG_OK; id++) { /* one allocation per tensor; updates write their param */
+        dg_node *nd = dg_graph_node(g, id);
+        if (nd->view_of) { mm->buf[id] = mm->buf[nd->view_of->id]; continue; }
+        st = dg_backend_alloc(mm->be, dg_node_bytes(nd), &mm->buf[id]);
+        if (st == DG_OK && nd->op == DG_OP_LEAF && nd->leaf != DG_LEAF_INPUT) {
+            dg_init_fill(nd->init, host, dg_node_numel(nd));
+            st = dg_backend_upload(mm->be, mm->buf[id], host, dg_node_bytes(nd));
+        }
+    }
+    free(host);
+    for (int id = 0; id < n && st == DG_OK; id++) { /* the calls, in the order written above */
+        dg_node *nd = dg_graph_node(g, id);
+        if (nd->op == DG_OP_LEAF || nd->op == DG_OP_RESHAPE) continue;
+        dg_step *s = &mm->steps[mm->n_steps++];
+        s->node = nd;
+        s->out = mm->buf[id];
+        for (int j = 0; j < nd->n_in; j++) s->in[j] = mm->buf[nd->in[j]->id];
+    }
+    return st;
+}
+
+static void manual_free(manual *mm) {
+    for (int id = 0; mm->buf && id < dg_graph_size(mm->g); id++)
+        if (!dg_graph_node(mm->g, id)->view_of) dg_backend_release(mm->be, mm->buf[id]);
+    free(mm->buf);
+    free(mm->steps);
+    dg_graph_free(mm->g);
+}
+
+static dg_status manual_run(void *arg) {
+    manual *mm = arg;
+    for (int i = 0; i < mm->n_steps; i++) {
+        dg_status st = mm->be->iface->compute(mm->be, &mm->steps[i]);
+        if (st != DG_OK) return st;
+    }
+    return DG_OK;
+}
+
+static dg_status plan_run(void *arg) { return dg_plan_run(arg); }
+
+static void emit(bench_ctx *ctx, dg_backend *be, const char *impl, int batch, double flops, double err,
+                 dg_status st, const bench_stats *stats) {
+    bench_row row = {.sweep = "autodiff", .name = WIDTHS, .impl = impl, .backend = be == ctx->cpu ? "cpu" : "gpu",
+                     .m = batch, .n = 256, .k = 784, .batch = batch, .threads = ctx->threads,
+                     .warmup = ctx->timing.warmup, .flops = flops, .max_rel_err = err, .st = *stats};
+    row.status = st != DG_OK ? bench_status_word(st) : err <= 1e-4 ? "ok" : "wrong";
+    if (st != DG_OK) fprintf(stderr, "bench: autodiff %s batch %d: %s\n", impl, batch, dg_last_error());
+    bench_emit(ctx, &row);
+}
+
+static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *x, const int32_t *y) {
+    int w[DG_MLP_MAX_LAYERS + 1], nw;
+    dg_mlp_parse_widths(WIDTHS, w, &nw);
+    double flops = 6.0 * batch * (784.0 * 256 + 256.0 * 100 + 100.0 * 10);
+    bench_stats none = {NAN, NAN, NAN, NAN, 0};
+    /* manual */
+    manual mm = {.be = be};
+    bench_stats s = none;
+    double err = NAN;
+    float loss = NAN;
+    dg_status st = build_manual(&mm, w, nw, batch);
+    if (st == DG_OK) st = dg_backend_upload(be, mm.buf[mm.x->id], x, dg_node_bytes(mm.x));
+    if (st == DG_OK) st = dg_backend_upload(be, mm.buf[mm.y->id], y, dg_node_bytes(mm.y));
+    if (st == DG_OK) st = manual_run(&mm);
+    if (st == DG_OK) st = dg_backend_download(be, &loss, mm.buf[mm.loss->id], sizeof loss);
+    if (st == DG_OK) {
+        train_graph t = {0};
+        dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+        if ((st = train_graph_new(&t, w, nw, batch, &o, 1)) == DG_OK) {
+            double want = bench_ref_loss(&t, x, y);
+            err = fabs(loss - want) / fmax(fabs(want), 1e-30);
+        }
+        train_graph_free(&t);
+    }
+    if (st == DG_OK && err <= 1e-4) st = bench_time(be, be == ctx->gpu, manual_run, &mm, &ctx->timing, &s);
+    emit(ctx, be, "manual", batch, flops, err, st, &s);
+    manual_free(&mm);
+    /* graph: dg_grad + plan (+ CUDA graph) */
+    for (int cuda = 0; cuda < (be == ctx->gpu ? 2 : 1); cuda++) {
+#ifdef DG_HAVE_CUDA
+        if (be == ctx->gpu) dg_gpu_set_cuda_graphs(be, cuda);
+#endif
+        train_graph t = {0};
+        dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+        dg_plan *p = NULL;
+        s = none;
+        err = NAN;
+        st = bench_check_first_step(be, w, nw, batch, x, y, &err);
+        if (st == DG_OK) st = train_graph_new(&t, w, nw, batch, &o, 1);
+        if (st == DG_OK) st = dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL);
+        if (st == DG_OK) st = dg_plan_set(p, t.x, x, dg_node_bytes(t.x));
+        if (st == DG_OK) st = dg_plan_set(p, t.y, y, dg_node_bytes(t.y));
+        if (st == DG_OK && err <= 1e-4) st = bench_time(be, be == ctx->gpu, plan_run, p, &ctx->timing, &s);
+        emit(ctx, be, cuda ? "graph-cuda" : "graph", batch, flops, err, st, &s);
+        dg_plan_free(p);
+        train_graph_free(&t);
+    }
+#ifdef DG_HAVE_CUDA
+    if (be == ctx->gpu) dg_gpu_set_cuda_graphs(be, true);
+#endif
+}
+
+dg_status sweep_autodiff(bench_ctx *ctx) {
+    const long long *sizes;
+    int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches,
+                        ctx->quick ? 2 : (int)(sizeof default_batches / sizeof *default_batches), &sizes);
+    for (int i = 0; i < n && !bench_interrupted; i++) {
+        int batch = (int)sizes[i];
+        float *x = malloc((size_t)batch * 784 * sizeof(float));
+        int32_t *y = malloc((size_t)batch * sizeof(int32_t));
+        if (!x || !y) { free(x); free(y); return dg__fail(DG_ERR_OOM, "autodiff: out of memory"); }
+        dg_rng r = dg_rng_new((uint64_t)batch + 99);
+        for (long long j = 0; j < (long long)batch * 784; j++) x[j] = (float)dg_rng_uniform(&r);
+        for (int j = 0; j < batch; j++) y[j] = (int32_t)(dg_rng_u64(&r) % 10);
+        if (ctx->cpu) run_backend(ctx, ctx->cpu, batch, x, y);
+        if (ctx->gpu) run_backend(ctx, ctx->gpu, batch, x, y);
+        free(x);
+        free(y);
+    }
+    return DG_OK;
+}
