@@ -1,0 +1,162 @@
+/* test_bench.c: the bench CLI (good and bad input), its statistics, the CSV
+ * writer and reader, and `bench plot` on the committed H100 results. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "csv.h"
+#include "test_util.h"
+#include "timing.h"
+
+/* runs a shell command, returns its exit code; output into *out (if given) */
+static int sh(const char *cmd, char *out, size_t n) {
+    char full[2048];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    cr_assert_not_null(p);
+    size_t got = 0;
+    char buf[4096];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, p)) > 0)
+        if (out && got + 1 < n) {
+            size_t k = r < n - 1 - got ? r : n - 1 - got;
+            memcpy(out + got, buf, k);
+            got += k;
+        }
+    if (out) out[got] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect_usage_error(const char *args, const char *needle) {
+    char cmd[512], out[8192];
+    snprintf(cmd, sizeof cmd, "%s %s", DG_BENCH_PATH, args);
+    int rc = sh(cmd, out, sizeof out);
+    cr_assert_eq(rc, 2, "bench %s: exit %d, want 2; output: %s", args, rc, out);
+    cr_assert(strstr(out, needle), "bench %s: output lacks '%s': %s", args, needle, out);
+}
+
+Test(bench_cli, bad_input_is_a_usage_error) {
+    expect_usage_error("--no-such-flag", "unknown");
+    expect_usage_error("--sizes 64,abc", "bad --sizes");
+    expect_usage_error("--sizes 0", "bad --sizes");
+    expect_usage_error("--sizes 4096:64", "bad --sizes");
+    expect_usage_error("--threads -3", "bad --threads");
+    expect_usage_error("--reps 0", "bad --reps");
+    expect_usage_error("--sweep gemm,nope", "unknown sweep 'nope'");
+    expect_usage_error("--backends cpu,tpu", "unknown backend 'tpu'");
+    expect_usage_error("extra", "unexpected argument");
+    expect_usage_error("plot", "plot takes one folder");
+    expect_usage_error("compare onlyone", "compare takes two folders");
+    expect_usage_error("train --model cnn", "bad --model");
+    expect_usage_error("train --batch 0", "bad --batch");
+}
+
+Test(bench_cli, help_and_lists) {
+    char cmd[512], out[16384];
+    snprintf(cmd, sizeof cmd, "%s --help", DG_BENCH_PATH);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0);
+    cr_assert(strstr(out, "--sweep") && strstr(out, "--min-time") && strstr(out, "bench plot DIR"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s --list", DG_BENCH_PATH);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0);
+    cr_assert(strstr(out, "gemm") && strstr(out, "autodiff") && strstr(out, "train"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s --list-ops", DG_BENCH_PATH);
+    int rc = sh(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "an op lacks support: %s", out);
+    cr_assert(strstr(out, "softmax_cross_entropy") && strstr(out, "26 forward ops"), "%s", out);
+}
+
+Test(bench_cli, missing_inputs_fail_cleanly) {
+    char cmd[512], out[8192];
+    snprintf(cmd, sizeof cmd, "%s plot /nonexistent/dir", DG_BENCH_PATH);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "no bench CSV files"), "%s", out);
+    snprintf(cmd, sizeof cmd, "%s train --data /nonexistent/fashion", DG_BENCH_PATH);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "dataset-fashion-mnist"), "%s", out);
+}
+
+Test(bench_cli, a_small_sweep_writes_checked_rows) {
+    char dir[] = "/tmp/dg-bench-XXXXXX", cmd[512], out[16384];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "%s --sweep gemm --sizes 32,48 --backends cpu --reps 2 --min-time 0 --out %s",
+             DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 6, "3 CPU implementations x 2 sizes, got %d rows", n);
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(r[i].status, "ok");
+        cr_assert(r[i].max_rel_err < 1e-4 && r[i].median_ms > 0 && r[i].reps >= 2);
+        cr_assert(fabs(r[i].gflops - 2.0 * r[i].m * r[i].n * r[i].k / (r[i].median_ms * 1e6)) < 1e-3 * r[i].gflops);
+    }
+    free(r);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    cr_assert_eq(access(path, R_OK), 0, "no summary.md");
+}
+
+Test(bench_stats, median_min_max_cv) {
+    double odd[5] = {5, 1, 4, 2, 3};
+    bench_stats s = bench_stats_of(odd, 5);
+    cr_assert(s.median_ms == 3 && s.min_ms == 1 && s.max_ms == 5 && s.reps == 5);
+    cr_assert_float_eq(s.cv_pct, 100.0 * sqrt(2.5) / 3.0, 1e-9);
+    double even[4] = {4, 1, 3, 2};
+    s = bench_stats_of(even, 4);
+    cr_assert(s.median_ms == 2.5 && s.min_ms == 1 && s.max_ms == 4);
+    double one[1] = {7};
+    s = bench_stats_of(one, 1);
+    cr_assert(s.median_ms == 7 && s.cv_pct == 0);
+    s = bench_stats_of(one, 0);
+    cr_assert(isnan(s.median_ms));
+}
+
+Test(bench_csv, write_then_read_back_and_reject_malformed) {
+    char dir[] = "/tmp/dg-csv-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    FILE *f = bench_csv_open(dir, "unit", "# meta: yes\n");
+    cr_assert_not_null(f);
+    bench_row ok = {.sweep = "unit", .name = "sq", .impl = "cpu-x", .backend = "cpu", .m = 8, .n = 9, .k = 10,
+                    .batch = 1, .threads = 2, .warmup = 1, .st = {2.0, 1.0, 3.0, 10.0, 5}, .flops = 4e6,
+                    .bytes = 2e6, .max_rel_err = 1e-7, .status = "ok"};
+    bench_row bad = ok;
+    bad.status = "oom";
+    bad.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
+    bench_csv_write(f, &ok);
+    bench_csv_write(f, &bad);
+    fclose(f);
+    char path[256];
+    snprintf(path, sizeof path, "%s/unit.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 2);
+    cr_assert(r[0].median_ms == 2.0 && r[0].gflops == 2.0 && r[0].gbps == 1.0 && r[0].m == 8 && r[0].k == 10);
+    cr_assert_str_eq(r[1].status, "oom");
+    cr_assert(isnan(r[1].median_ms) && isnan(r[1].gflops) && r[1].reps == 0);
+    free(r);
+    f = fopen(path, "a");
+    fprintf(f, "unit,sq,cpu-x,cpu,f32,1,2\n"); /* a truncated row */
+    fclose(f);
+    cr_assert_null(bench_csv_read(path, &n));
+    cr_assert(strstr(dg_last_error(), "fields"), "%s", dg_last_error());
+}
+
+Test(bench_plot, redraws_the_committed_h100_results) {
+    char dir[] = "/tmp/dg-plot-XXXXXX", cmd[1024], out[16384];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "cp %s/reports/h100/*.csv %s/ && %s plot %s", DG_SOURCE_DIR, dir, DG_BENCH_PATH, dir);
+    int rc = sh(cmd, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "| kernels only | 128 |"), "the committed gemm crossover changed: %s", out);
+    cr_assert(strstr(out, "| mlp | gpu | 10 | 88.54% |"), "%s", out);
+    if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/gemm_speedup.png", dir);
+        cr_assert_eq(access(path, R_OK), 0, "no chart drawn");
+    }
+}
