@@ -1,5 +1,5 @@
 /* cpu_elementwise.c: unary ops, broadcasting binary ops, their backward
- * ops and broadcast_to. One OpenMP loop per op; the op switch sits outside
+ * ops. One OpenMP loop per op; the op switch sits outside
  * the loop so each loop body is simple enough to vectorise. */
 #include <math.h>
 #include <stdint.h>
@@ -99,20 +99,5 @@ void dg__cpu_binary(const dg_step *s) {
         const float *pb = b + i0 * sb.d[0] + i1 * sb.d[1] + i2 * sb.d[2];
         float *py = y + r * w;
         for (int64_t j = 0; j < w; j++) py[j] = apply_binary(op, pa[j * sa.d[3]], pb[j * sb.d[3]]);
-    }
-}
-
-void dg__cpu_broadcast_to(const dg_step *s) {
-    const dg_node *nd = s->node;
-    const float *a = s->in[0];
-    float *y = s->out;
-    dg_dims4 o = dg_dims4_of(nd->shape);
-    dg_dims4 sa = dg_bcast_strides(nd->in[0]->shape, nd->shape);
-    int64_t rows = o.d[0] * o.d[1] * o.d[2], w = o.d[3];
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t i2 = r % o.d[2], i1 = r / o.d[2] % o.d[1], i0 = r / (o.d[2] * o.d[1]);
-        const float *pa = a + i0 * sa.d[0] + i1 * sa.d[1] + i2 * sa.d[2];
-        for (int64_t j = 0; j < w; j++) y[r * w + j] = pa[j * sa.d[3]];
     }
 }

@@ -20,6 +20,21 @@ __device__ __forceinline__ float at(const float *X, bool t, int ld, int r, int c
     return t ? X[(long long)c * ld + r] : X[(long long)r * ld + c];
 }
 
+/* acc (8x8 of this thread) += the staged TK-slice: rows ty*8.., cols tx*8.. */
+__device__ __forceinline__ void tile_fma(const float (*As)[TM], const float (*Bs)[TN], float (*acc)[8], int tx, int ty) {
+#pragma unroll
+    for (int p = 0; p < TK; p++) {
+        float4 a0 = *(const float4 *)&As[p][ty * 8], a1 = *(const float4 *)&As[p][ty * 8 + 4];
+        float4 b0 = *(const float4 *)&Bs[p][tx * 8], b1 = *(const float4 *)&Bs[p][tx * 8 + 4];
+        float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+}
+
 __global__ void k_gemm_naive(bool ta, bool tb, int m, int n, int k, const float *__restrict__ A, int lda,
                              const float *__restrict__ B, int ldb, float *__restrict__ C, int ldc) {
     int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
@@ -47,18 +62,7 @@ __global__ void __launch_bounds__(256) k_gemm_tiled(bool ta, bool tb, int m, int
             Bs[bk][bc + q] = (cc < n && pb < k) ? at(B, tb, ldb, pb, cc) : 0.0f;
         }
         __syncthreads();
-#pragma unroll
-        for (int p = 0; p < TK; p++) {
-            float a[8], b[8];
-            float4 a0 = *(const float4 *)&As[p][ty * 8], a1 = *(const float4 *)&As[p][ty * 8 + 4];
-            float4 b0 = *(const float4 *)&Bs[p][tx * 8], b1 = *(const float4 *)&Bs[p][tx * 8 + 4];
-            a[0] = a0.x; a[1] = a0.y; a[2] = a0.z; a[3] = a0.w; a[4] = a1.x; a[5] = a1.y; a[6] = a1.z; a[7] = a1.w;
-            b[0] = b0.x; b[1] = b0.y; b[2] = b0.z; b[3] = b0.w; b[4] = b1.x; b[5] = b1.y; b[6] = b1.z; b[7] = b1.w;
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
+        tile_fma(As, Bs, acc, tx, ty);
         __syncthreads();
     }
 #pragma unroll
@@ -97,17 +101,7 @@ __global__ void __launch_bounds__(256) k_gemm_tiled_vec(int m, int n, int k, con
             a_next = *(const float4 *)(a_src + p0 + TK);
             b_next = *(const float4 *)(b_src + (long long)(p0 + TK) * ldb);
         }
-#pragma unroll
-        for (int p = 0; p < TK; p++) {
-            float4 a0 = *(const float4 *)&As[p][ty * 8], a1 = *(const float4 *)&As[p][ty * 8 + 4];
-            float4 b0 = *(const float4 *)&Bs[p][tx * 8], b1 = *(const float4 *)&Bs[p][tx * 8 + 4];
-            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-        }
+        tile_fma(As, Bs, acc, tx, ty);
         __syncthreads();
     }
 #pragma unroll

@@ -181,3 +181,13 @@ static cmp_stats cmp_generic(const float *xf, const double *xd, const double *re
 cmp_stats cmp_f32(const float *x, const double *ref, int64_t n) { return cmp_generic(x, NULL, ref, NULL, n); }
 cmp_stats cmp_f64(const double *x, const double *ref, int64_t n) { return cmp_generic(NULL, x, ref, NULL, n); }
 cmp_stats cmp_f32_f32(const float *x, const float *ref, int64_t n) { return cmp_generic(x, NULL, NULL, ref, n); }
+
+void ref_sgemm(bool ta, bool tb, int m, int n, int k, const float *A, const float *B, double *C) {
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0;
+            for (int p = 0; p < k; p++)
+                acc += (double)(ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
+            C[i * n + j] = acc;
+        }
+}

@@ -49,6 +49,9 @@ void      case_ref_free(case_ref *r);
 /* Central finite differences of the reference loss w.r.t. input i. */
 double   *case_finite_diff(const case_graph *cg, int i);
 
+/* C[m,n] = op(A) op(B) in float64, row-major, packed (lda = ta ? m : k ...) */
+void ref_sgemm(bool ta, bool tb, int m, int n, int k, const float *A, const float *B, double *C);
+
 cmp_stats cmp_f32(const float *x, const double *ref, int64_t n);
 cmp_stats cmp_f64(const double *x, const double *ref, int64_t n);
 cmp_stats cmp_f32_f32(const float *x, const float *ref, int64_t n);

@@ -7,16 +7,6 @@
 #include "cpu_backend/cpu_backend.h"
 #include "test_util.h"
 
-static void ref_gemm(bool ta, bool tb, int m, int n, int k, const float *A, const float *B, double *C) {
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            double acc = 0;
-            for (int p = 0; p < k; p++)
-                acc += (double)(ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
-            C[i * n + j] = acc;
-        }
-}
-
 Test(gemm, own_naive_openblas_match_float64) {
     const int sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {97, 33, 17}, {6, 16, 300}, {101, 259, 257}, {200, 13, 513}};
     uint64_t seed = test_seed();
@@ -31,7 +21,7 @@ Test(gemm, own_naive_openblas_match_float64) {
             double *R = malloc(sizeof(double) * m * n);
             for (int i = 0; i < m * k; i++) A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
             for (int i = 0; i < k * n; i++) B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
-            ref_gemm(ta, tb, m, n, k, A, B, R);
+            ref_sgemm(ta, tb, m, n, k, A, B, R);
             int lda = ta ? m : k, ldb = tb ? k : n;
             for (int impl = 0; impl < 3; impl++) {
                 for (int i = 0; i < m * n; i++) C[i] = NAN; /* every element must be written */

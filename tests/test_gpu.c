@@ -84,13 +84,7 @@ Test(gpu, sgemm_implementations) {
             double *R = malloc(sizeof(double) * m * n);
             for (int i = 0; i < m * k; i++) A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
             for (int i = 0; i < k * n; i++) B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
-            for (int i = 0; i < m; i++)
-                for (int j = 0; j < n; j++) {
-                    double acc = 0;
-                    for (int p = 0; p < k; p++)
-                        acc += (double)(ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
-                    R[i * n + j] = acc;
-                }
+            ref_sgemm(ta, tb, m, n, k, A, B, R);
             void *dA, *dB, *dC;
             ASSERT_OK(dg_backend_alloc(gpu, ba, &dA));
             ASSERT_OK(dg_backend_alloc(gpu, bb, &dB));
