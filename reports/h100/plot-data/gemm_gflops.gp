@@ -14,6 +14,6 @@ plot 'reports/h100/plot-data/gemm_gflops-0.dat' using 1:2 with linespoints lw 2 
      'reports/h100/plot-data/gemm_gflops-4.dat' using 1:2 with linespoints lw 2 title 'gpu-tiled', \
      'reports/h100/plot-data/gemm_gflops-5.dat' using 1:2 with linespoints lw 2 title 'gpu-cublas', \
      'reports/h100/plot-data/gemm_gflops-6.dat' using 1:2 with linespoints lw 2 title 'gpu-cublas-tf32', \
-     1378.56 with lines dt 3 lw 2 title 'CPU ceiling (OpenBLAS)', \
-     51562.1 with lines dt 3 lw 2 title 'GPU ceiling (cuBLAS fp32)', \
-     411349 with lines dt 3 lw 2 title 'GPU ceiling (cuBLAS TF32)'
+     1318.03 with lines dt 3 lw 2 title 'CPU ceiling (OpenBLAS)', \
+     51644.5 with lines dt 3 lw 2 title 'GPU ceiling (cuBLAS fp32)', \
+     401324 with lines dt 3 lw 2 title 'GPU ceiling (cuBLAS TF32)'
