@@ -30,6 +30,12 @@ static int sh(const char *cmd, char *out, size_t n) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static void remove_dir(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 static void expect_usage_error(const char *args, const char *needle) {
     char cmd[512], out[8192];
     snprintf(cmd, sizeof cmd, "%s %s", DG_BENCH_PATH, args);
@@ -98,6 +104,7 @@ Test(bench_cli, a_small_sweep_writes_checked_rows) {
     free(r);
     snprintf(path, sizeof path, "%s/summary.md", dir);
     cr_assert_eq(access(path, R_OK), 0, "no summary.md");
+    remove_dir(dir);
 }
 
 Test(bench_stats, median_min_max_cv) {
@@ -144,6 +151,7 @@ Test(bench_csv, write_then_read_back_and_reject_malformed) {
     fclose(f);
     cr_assert_null(bench_csv_read(path, &n));
     cr_assert(strstr(dg_last_error(), "fields"), "%s", dg_last_error());
+    remove_dir(dir);
 }
 
 Test(bench_plot, redraws_the_committed_h100_results) {
@@ -162,4 +170,5 @@ Test(bench_plot, redraws_the_committed_h100_results) {
         snprintf(path, sizeof path, "%s/gemm_speedup.png", dir);
         cr_assert_eq(access(path, R_OK), 0, "no chart drawn");
     }
+    remove_dir(dir);
 }

@@ -10,9 +10,17 @@
 
 static char dir[256];
 
+static void remove_dir(void) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) cr_log_warn("could not remove %s", dir);
+}
+
+/* a fresh folder for this test's files, removed when the test process ends */
 static void make_dir(void) {
     snprintf(dir, sizeof dir, "/tmp/dg-idx-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
+    atexit(remove_dir);
 }
 
 /* writes bytes to dir/name, gzip-compressed when gz */
