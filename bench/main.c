@@ -175,15 +175,15 @@ int main(int argc, char **argv) {
     if (optind < argc) return bad_usage("unexpected argument '%s'", argv[optind]);
 
     /* validate the sweeps before doing anything */
-    const sweep_def *todo[16];
-    int n_todo = 0;
+    const sweep_def *chosen[16];
+    int n_chosen = 0;
     char list[256];
     ctx.extended = !strcmp(sweep_list, "all");
     snprintf(list, sizeof list, "%s", ctx.extended ? ALL_SWEEPS : sweep_list);
     for (char *p = list, *tok; (tok = strsep(&p, ",")) != NULL;) {
         const sweep_def *s = find_sweep(tok);
         if (!s) return bad_usage("unknown sweep '%s' (bench --list shows them)", tok);
-        if (n_todo < 16) todo[n_todo++] = s;
+        if (n_chosen < 16) chosen[n_chosen++] = s;
     }
     bool want_cpu = false, want_gpu = false;
     char bl[64];
@@ -213,8 +213,8 @@ int main(int argc, char **argv) {
     signal(SIGINT, on_sigint);
 
     int rc = 0;
-    for (int i = 0; i < n_todo && !bench_interrupted; i++) {
-        ctx.csv = bench_csv_open(ctx.out_dir, todo[i]->name, ctx.meta);
+    for (int i = 0; i < n_chosen && !bench_interrupted; i++) {
+        ctx.csv = bench_csv_open(ctx.out_dir, chosen[i]->name, ctx.meta);
         if (!ctx.csv) {
             fprintf(stderr, "bench: %s\n", dg_last_error());
             rc = 1;
@@ -222,13 +222,13 @@ int main(int argc, char **argv) {
         }
         ctx.rows = ctx.failed = 0;
         double t0 = bench_now_s();
-        dg_status st = todo[i]->run(&ctx);
+        dg_status st = chosen[i]->run(&ctx);
         fclose(ctx.csv);
         if (ctx.progress) fprintf(stderr, "\r\033[K");
-        fprintf(stderr, "bench: %s: %d rows (%d failed) in %.1f s -> %s/%s.csv\n", todo[i]->name, ctx.rows,
-                ctx.failed, bench_now_s() - t0, ctx.out_dir, todo[i]->name);
+        fprintf(stderr, "bench: %s: %d rows (%d failed) in %.1f s -> %s/%s.csv\n", chosen[i]->name, ctx.rows,
+                ctx.failed, bench_now_s() - t0, ctx.out_dir, chosen[i]->name);
         if (st != DG_OK) {
-            fprintf(stderr, "bench: %s: %s\n", todo[i]->name, dg_last_error());
+            fprintf(stderr, "bench: %s: %s\n", chosen[i]->name, dg_last_error());
             rc = 1;
         }
         if (ctx.failed) rc = 1;

@@ -1,10 +1,13 @@
 /* cpu_gemm.c: row-major sgemm three ways, C[m,n] = op(A)[m,k] op(B)[k,n].
  *
- * own: the classic blocked scheme (packing, as in BLIS/GotoBLAS): tiles of
- * C of MC x NC are shared out among OpenMP threads; for each KC slice the
- * thread packs its A tile into MR-row panels and its B tile into NR-column
- * panels, both contiguous along k, and a register-blocked MR x NR micro
- * kernel accumulates. Packing also absorbs the transposes. The micro kernel
+ * own: the GotoBLAS/BLIS loop order. For each NC-column panel of C and each
+ * KC slice of k, the threads pack the KC x NC panel of B once, together,
+ * into a shared buffer (NR-column micro-panels, contiguous along k; it
+ * stays in L3); then the MC-row blocks of C are shared out, each thread
+ * packing its MC x KC block of A (MR-row micro-panels) and sweeping the B
+ * micro-panels (outer, so one stays in L1) and the A micro-panels (inner)
+ * with a register-blocked MR x NR micro kernel. Packing also absorbs the
+ * transposes. The micro kernel
  * is compiled for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 + FMA) and baseline
  * x86-64, chosen at load time by the CPU's features (a clone named after a
  * CPU model, arch=skylake-avx512, is only picked on that very model), so the
@@ -17,12 +20,13 @@
 
 #define MR 6
 #define NR 16
-#define MC 96   /* multiple of MR */
-#define NC 256  /* multiple of NR */
+#define MC 96   /* multiple of MR; an A block, 96 KB, stays in L2          */
+#define NC 2048 /* multiple of NR; the shared B panel, 2 MB, stays in L3    */
 #define KC 256
 
+/* the shared B panel, then one A block per thread */
 size_t dg_cpu_gemm_own_pack_floats(int threads) {
-    return (size_t)(threads > 0 ? threads : 1) * (MC * KC + KC * NC);
+    return (size_t)KC * NC + (size_t)(threads > 0 ? threads : 1) * MC * KC;
 }
 
 void dg_cpu_sgemm_openblas(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
@@ -91,27 +95,35 @@ static void micro_kernel(int kc, const float *restrict pa, const float *restrict
 
 void dg_cpu_sgemm_own(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
                       const float *B, int ldb, float *C, int ldc, float *pack) {
-    int tiles_m = (m + MC - 1) / MC, tiles_n = (n + NC - 1) / NC;
     if (k == 0) { /* no products: C is zero */
         for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof *C);
         return;
     }
-#pragma omp parallel for collapse(2) schedule(dynamic)
-    for (int ti = 0; ti < tiles_m; ti++)
-        for (int tj = 0; tj < tiles_n; tj++) {
-            float *pa = pack + (size_t)omp_get_thread_num() * (MC * KC + KC * NC), *pb = pa + MC * KC;
-            int i0 = ti * MC, j0 = tj * NC;
-            int mc = m - i0 < MC ? m - i0 : MC, nc = n - j0 < NC ? n - j0 : NC;
+    float *pb = pack; /* [KC * NC], shared */
+#pragma omp parallel
+    {
+        float *pa = pack + (size_t)KC * NC + (size_t)omp_get_thread_num() * MC * KC;
+        for (int j0 = 0; j0 < n; j0 += NC) {
+            int nc = n - j0 < NC ? n - j0 : NC;
             for (int p0 = 0; p0 < k; p0 += KC) {
                 int kc = k - p0 < KC ? k - p0 : KC;
-                pack_a(ta, A, lda, i0, mc, p0, kc, m, pa);
-                pack_b(tb, B, ldb, j0, nc, p0, kc, n, pb);
-                for (int ip = 0; ip < mc; ip += MR)
-                    for (int jp = 0; jp < nc; jp += NR) {
-                        int mr = mc - ip < MR ? mc - ip : MR, nr = nc - jp < NR ? nc - jp : NR;
-                        micro_kernel(kc, pa + (size_t)(ip / MR) * kc * MR, pb + (size_t)(jp / NR) * kc * NR,
-                                     C + (size_t)(i0 + ip) * ldc + j0 + jp, ldc, mr, nr, p0 > 0);
-                    }
+#pragma omp for schedule(static)
+                for (int jp = 0; jp < nc; jp += NR) /* one NR micro-panel each */
+                    pack_b(tb, B, ldb, j0 + jp, nc - jp < NR ? nc - jp : NR, p0, kc, n, pb + (size_t)(jp / NR) * kc * NR);
+                /* implicit barrier: the panel is complete */
+#pragma omp for schedule(dynamic)
+                for (int i0 = 0; i0 < m; i0 += MC) {
+                    int mc = m - i0 < MC ? m - i0 : MC;
+                    pack_a(ta, A, lda, i0, mc, p0, kc, m, pa);
+                    for (int jp = 0; jp < nc; jp += NR)
+                        for (int ip = 0; ip < mc; ip += MR) {
+                            int mr = mc - ip < MR ? mc - ip : MR, nr = nc - jp < NR ? nc - jp : NR;
+                            micro_kernel(kc, pa + (size_t)(ip / MR) * kc * MR, pb + (size_t)(jp / NR) * kc * NR,
+                                         C + (size_t)(i0 + ip) * ldc + j0 + jp, ldc, mr, nr, p0 > 0);
+                        }
+                }
+                /* implicit barrier: nobody still reads the panel when it is repacked */
             }
         }
+    }
 }
