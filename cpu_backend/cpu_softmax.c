@@ -2,9 +2,12 @@
  * their backward ops. A row is the last axis; every row is reduced with the
  * max subtracted first (log-sum-exp), so large logits cannot overflow. */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 
 #include "cpu_kernels.h"
+
+#define MAX_THREADS 1024
 
 static int64_t row_len(const dg_node *n) { return n->shape.d[n->shape.ndim - 1]; }
 
@@ -61,12 +64,23 @@ void dg__cpu_softmax_ce(const dg_step *s) {
     const float *x = s->in[0];
     const int32_t *label = s->in[1];
     int64_t c = row_len(logits), rows = dg_node_numel(logits) / c;
-    double total = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : total)
-    for (int64_t r = 0; r < rows; r++) {
-        int32_t l = label[r];
-        total += (l >= 0 && l < c) ? logsumexp(x + r * c, c) - x[r * c + l] : NAN;
+    /* per-thread partial sums over a static partition, added in thread
+     * order: the same loss on every run (an OpenMP reduction clause may
+     * combine partials in any order) */
+    double part[MAX_THREADS] = {0};
+    int nt = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
+#pragma omp parallel num_threads(nt)
+    {
+        double acc = 0.0;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            int32_t l = label[r];
+            acc += (l >= 0 && l < c) ? logsumexp(x + r * c, c) - x[r * c + l] : NAN;
+        }
+        part[omp_get_thread_num()] = acc;
     }
+    double total = 0.0;
+    for (int t = 0; t < nt; t++) total += part[t];
     *(float *)s->out = (float)(total / (double)rows);
 }
 

@@ -27,3 +27,27 @@ Test(fashion, mlp_one_short_epoch_beats_chance) {
     dg_dataset_free(&train);
     dg_dataset_free(&test);
 }
+
+/* Copying each batch from the host and gathering it from the resident data
+ * set must feed the same batches: the same loss and accuracy, bit for bit. */
+Test(fashion, copy_batches_equals_resident) {
+    if (access(DG_FASHION_MNIST_DIR, R_OK) != 0)
+        cr_skip_test("%s not installed (apt-get install dataset-fashion-mnist)", DG_FASHION_MNIST_DIR);
+    dg_dataset train, test;
+    ASSERT_OK(dg_dataset_load(NULL, "train", &train));
+    ASSERT_OK(dg_dataset_load(NULL, "t10k", &test));
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    dg_train_opts o = {.widths = {784, 32, 10}, .n_widths = 3, .optim = dg_optim_default(DG_OPTIM_SGD, 0.1f),
+                       .epochs = 2, .batch = 50, .seed = test_seed(), .loss_every = 1, .subset = 2000};
+    dg_epoch_stats resident, copied;
+    ASSERT_OK(dg_train(be, &o, &train, &test, NULL, NULL, &resident));
+    o.copy_batches = true;
+    ASSERT_OK(dg_train(be, &o, &train, &test, NULL, NULL, &copied));
+    cr_assert(resident.train_loss == copied.train_loss && resident.test_acc == copied.test_acc,
+              "resident: loss %.9g acc %.6f; copied: loss %.9g acc %.6f", resident.train_loss, resident.test_acc,
+              copied.train_loss, copied.test_acc);
+    dg_backend_free(be);
+    dg_dataset_free(&train);
+    dg_dataset_free(&test);
+}

@@ -10,4 +10,4 @@ set logscale y 10
 plot 'reports/cpu-2core/plot-data/gemm_gflops-0.dat' using 1:2 with linespoints lw 2 title 'cpu-naive', \
      'reports/cpu-2core/plot-data/gemm_gflops-1.dat' using 1:2 with linespoints lw 2 title 'cpu-omp', \
      'reports/cpu-2core/plot-data/gemm_gflops-2.dat' using 1:2 with linespoints lw 2 title 'cpu-openblas', \
-     381.329 with lines dt 3 lw 2 title 'CPU ceiling (OpenBLAS)'
+     406.134 with lines dt 3 lw 2 title 'CPU ceiling (OpenBLAS)'
