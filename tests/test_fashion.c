@@ -7,14 +7,19 @@
 #include "cpu_backend/cpu_backend.h"
 #include "test_util.h"
 
-Test(fashion, mlp_one_short_epoch_beats_chance) {
+/* the installed data set and a CPU backend; skips where the package is absent */
+static void setup_or_skip(dg_dataset *train, dg_dataset *test, dg_backend **be) {
     if (access(DG_FASHION_MNIST_DIR, R_OK) != 0)
         cr_skip_test("%s not installed (apt-get install dataset-fashion-mnist)", DG_FASHION_MNIST_DIR);
+    ASSERT_OK(dg_dataset_load(NULL, "train", train));
+    ASSERT_OK(dg_dataset_load(NULL, "t10k", test));
+    ASSERT_OK(dg_cpu_backend_new(be, 0));
+}
+
+Test(fashion, mlp_one_short_epoch_beats_chance) {
     dg_dataset train, test;
-    ASSERT_OK(dg_dataset_load(NULL, "train", &train));
-    ASSERT_OK(dg_dataset_load(NULL, "t10k", &test));
     dg_backend *be;
-    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    setup_or_skip(&train, &test, &be);
     dg_train_opts o = {.widths = {784, 128, 10}, .n_widths = 3, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
                        .epochs = 1, .batch = 64, .seed = test_seed(), .loss_every = 1, .subset = 6000};
     dg_epoch_stats s;
@@ -31,13 +36,9 @@ Test(fashion, mlp_one_short_epoch_beats_chance) {
 /* Copying each batch from the host and gathering it from the resident data
  * set must feed the same batches: the same loss and accuracy, bit for bit. */
 Test(fashion, copy_batches_equals_resident) {
-    if (access(DG_FASHION_MNIST_DIR, R_OK) != 0)
-        cr_skip_test("%s not installed (apt-get install dataset-fashion-mnist)", DG_FASHION_MNIST_DIR);
     dg_dataset train, test;
-    ASSERT_OK(dg_dataset_load(NULL, "train", &train));
-    ASSERT_OK(dg_dataset_load(NULL, "t10k", &test));
     dg_backend *be;
-    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    setup_or_skip(&train, &test, &be);
     dg_train_opts o = {.widths = {784, 32, 10}, .n_widths = 3, .optim = dg_optim_default(DG_OPTIM_SGD, 0.1f),
                        .epochs = 2, .batch = 50, .seed = test_seed(), .loss_every = 1, .subset = 2000};
     dg_epoch_stats resident, copied;
