@@ -20,7 +20,8 @@ typedef struct dg_plan_opts {
     bool           no_reuse;       /* every computed tensor gets its own bytes */
     const dg_plan *share_leaves;   /* use this plan's leaf storage (same graph,
                                       same backend): e.g. an evaluation plan
-                                      that sees the training plan's weights   */
+                                      that sees the training plan's weights;
+                                      it must outlive the new plan            */
 } dg_plan_opts;
 
 typedef struct dg_plan_stats {
