@@ -43,7 +43,8 @@ void dg_init_fill(dg_init init, float *host, int64_t n) {
     }
 }
 
-dg_status dg_plan_reset(dg_plan *p) {
+/* (Re)initialises every persistent leaf the plan owns from its init spec. */
+static dg_status init_leaves(dg_plan *p) {
     size_t max_bytes = 0;
     for (int id = 0; id < p->graph_size; id++)
         if (p->owned_leaf[id]) {
@@ -218,7 +219,7 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         for (int j = 0; j < x->n_in; j++) s->in[j] = p->data[x->in[j]->id];
     }
     p->stats.n_steps = p->n_steps;
-    st = dg_plan_reset(p);
+    st = init_leaves(p);
 
 done:
     free(needed);
@@ -289,5 +290,3 @@ const dg_step *dg_plan_steps(const dg_plan *p, int *n) {
     *n = p->n_steps;
     return p->steps;
 }
-
-dg_backend *dg_plan_backend(const dg_plan *p) { return p->be; }

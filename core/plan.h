@@ -53,15 +53,12 @@ dg_status dg_plan_get(dg_plan *p, const dg_node *n, void *host, size_t bytes);
 /* The backend storage of n (device memory on a GPU): for copies into a
  * leaf without the host, e.g. dg_backend_gather_rows. NULL if not planned. */
 void     *dg_plan_data(const dg_plan *p, const dg_node *n);
-/* Re-initialises every persistent leaf owned by the plan from its init spec. */
-dg_status dg_plan_reset(dg_plan *p);
 
 /* Whether the plan holds storage for n (n is needed by its outputs). */
 bool                  dg_plan_has(const dg_plan *p, const dg_node *n);
 dg_plan_stats         dg_plan_stats_get(const dg_plan *p);
 const dg_plan_buffer *dg_plan_buffers(const dg_plan *p, int *n);
 const dg_step        *dg_plan_steps(const dg_plan *p, int *n);
-dg_backend           *dg_plan_backend(const dg_plan *p);
 /* Fills `host` (n floats) with init's values: the same seed gives the same
  * numbers everywhere. */
 void dg_init_fill(dg_init init, float *host, int64_t n);

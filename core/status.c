@@ -7,8 +7,6 @@ static _Thread_local char last_error[1024];
 
 const char *dg_last_error(void) { return last_error; }
 
-void dg__clear_error(void) { last_error[0] = '\0'; }
-
 dg_status dg__fail(dg_status s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

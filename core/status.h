@@ -37,8 +37,6 @@ dg_status dg__fail(dg_status s, const char *fmt, ...)
 #endif
     ;
 
-void dg__clear_error(void);
-
 #ifdef __cplusplus
 }
 #endif

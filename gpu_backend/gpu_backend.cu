@@ -279,7 +279,6 @@ dg_status dg_gpu_set_tf32(dg_backend *be, bool on) {
     return DG_OK;
 }
 
-bool dg_gpu_tf32(const dg_backend *be) { return gpu_of(be)->opts.tf32; }
 void dg_gpu_set_cuda_graphs(dg_backend *be, bool on) { gpu_of(be)->opts.cuda_graphs = on; }
 void dg_gpu_set_gemm(dg_backend *be, dg_gpu_gemm impl) { gpu_of(be)->gemm = impl; }
 

@@ -28,7 +28,6 @@ typedef struct dg_gpu_opts {
 /* opts NULL: defaults. No device: DG_ERR_NO_DEVICE, "no CUDA device: ...". */
 dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts);
 dg_status dg_gpu_set_tf32(dg_backend *be, bool on);
-bool      dg_gpu_tf32(const dg_backend *be);
 void      dg_gpu_set_cuda_graphs(dg_backend *be, bool on);
 void      dg_gpu_set_gemm(dg_backend *be, dg_gpu_gemm impl);
 /* "NVIDIA H100 80GB HBM3, 132 SMs, cc 9.0, driver 13.0, runtime 13.0, cuBLAS 130100" */
