@@ -34,23 +34,27 @@ double bench_ref_loss(const train_graph *t, const float *x, const int32_t *y) {
 }
 
 /* *want: the float64 loss, computed on the first call for this shape */
-dg_status bench_check_first_step(dg_backend *be, const int *widths, int nw, int batch, const float *x,
-                                 const int32_t *y, double *rel_err) {
+dg_status bench_step_new(bench_step *s, dg_backend *be, const int *w, int nw, int batch, const float *x,
+                         const int32_t *y, double *want, double *rel_err) {
     dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
-    train_graph t = {0};
-    dg_plan *p = NULL;
     float loss = NAN;
-    dg_status st = train_graph_new(&t, widths, nw, batch, &o, 1);
-    if (st == DG_OK) st = dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL);
-    if (st == DG_OK) st = dg_plan_set(p, t.x, x, dg_node_bytes(t.x));
-    if (st == DG_OK) st = dg_plan_set(p, t.y, y, dg_node_bytes(t.y));
-    if (st == DG_OK) st = dg_plan_run(p);
-    if (st == DG_OK) st = dg_plan_get(p, t.loss, &loss, sizeof loss);
+    *s = (bench_step){0};
+    *rel_err = NAN;
+    dg_status st = train_graph_new(&s->t, w, nw, batch, &o, 1);
+    if (st == DG_OK) st = dg_plan_new(&s->p, s->t.g, be, s->t.outputs, s->t.n_outputs, NULL);
+    if (st == DG_OK) st = dg_plan_set(s->p, s->t.x, x, dg_node_bytes(s->t.x));
+    if (st == DG_OK) st = dg_plan_set(s->p, s->t.y, y, dg_node_bytes(s->t.y));
+    if (st == DG_OK) st = dg_plan_run(s->p);
+    if (st == DG_OK) st = dg_plan_get(s->p, s->t.loss, &loss, sizeof loss);
     if (st == DG_OK) {
-        double want = bench_ref_loss(&t, x, y);
-        *rel_err = fabs(loss - want) / fmax(fabs(want), 1e-30);
+        if (isnan(*want)) *want = bench_ref_loss(&s->t, x, y);
+        *rel_err = fabs(loss - *want) / fmax(fabs(*want), 1e-30);
     }
-    dg_plan_free(p);
-    train_graph_free(&t);
     return st;
+}
+
+void bench_step_free(bench_step *s) {
+    dg_plan_free(s->p);
+    train_graph_free(&s->t);
+    *s = (bench_step){0};
 }

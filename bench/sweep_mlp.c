@@ -29,37 +29,26 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, const char
     double macs = 0;
     for (int i = 0; i + 1 < nw; i++) macs += (double)w[i] * w[i + 1];
     row.flops = 6.0 * batch * macs; /* forward 2, backward 4 flops per weight and row */
-    dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
-    train_graph t = {0};
-    dg_plan *p = NULL;
     float *x = malloc((size_t)batch * w[0] * 4);
     int32_t *y = malloc((size_t)batch * 4);
-    dg_status st = x && y ? train_graph_new(&t, w, nw, batch, &o, 1) : DG_ERR_OOM;
+    bench_step bs = {0};
+    dg_status st = x && y ? DG_OK : dg__fail(DG_ERR_OOM, "mlp: out of host memory");
     if (st == DG_OK) {
         dg_rng r = dg_rng_new((uint64_t)batch);
         for (long long i = 0; i < (long long)batch * w[0]; i++) x[i] = (float)dg_rng_uniform(&r);
         for (int i = 0; i < batch; i++) y[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)w[nw - 1]);
-        st = dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL);
+        st = bench_step_new(&bs, be, w, nw, batch, x, y, want, &row.max_rel_err);
     }
-    if (st == DG_OK) st = dg_plan_set(p, t.x, x, dg_node_bytes(t.x));
-    if (st == DG_OK) st = dg_plan_set(p, t.y, y, dg_node_bytes(t.y));
-    float loss = NAN;
-    if (st == DG_OK) st = dg_plan_run(p);
-    if (st == DG_OK) st = dg_plan_get(p, t.loss, &loss, sizeof loss);
     if (st == DG_OK) {
-        if (isnan(*want)) *want = bench_ref_loss(&t, x, y);
-        row.max_rel_err = fabs(loss - *want) / fmax(fabs(*want), 1e-30);
         row.status = row.max_rel_err <= 1e-4 ? "ok" : "wrong";
-        if (!strcmp(row.status, "ok"))
-            st = bench_time(be, be == ctx->gpu, run_plan, p, &ctx->timing, &row.st);
+        if (!strcmp(row.status, "ok")) st = bench_time(be, be == ctx->gpu, run_plan, bs.p, &ctx->timing, &row.st);
     }
     if (st != DG_OK) {
         row.status = bench_status_word(st);
         fprintf(stderr, "bench: mlp %s batch %d %s: %s\n", wspec, batch, impl, dg_last_error());
     }
     bench_emit(ctx, &row);
-    dg_plan_free(p);
-    train_graph_free(&t);
+    bench_step_free(&bs);
     free(x);
     free(y);
 }
