@@ -38,3 +38,40 @@ Test(gemm, own_naive_openblas_match_float64) {
         }
     free(pack);
 }
+
+/* The backend's matmul can run on each implementation: every matmul row of
+ * the op table (transposes, batches, odd sizes), forward and gradients,
+ * against the float64 reference with each. */
+Test(gemm, backend_matmul_with_each_implementation) {
+    uint64_t seed = test_seed();
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    const dg_cpu_gemm impls[] = {DG_CPU_GEMM_OWN, DG_CPU_GEMM_NAIVE, DG_CPU_GEMM_OPENBLAS};
+    int rows = 0;
+    for (int i = 0; i < dg_n_op_cases; i++) {
+        const op_case *c = &dg_op_cases[i];
+        if (c->op != DG_OP_MATMUL || c->build) continue;
+        rows++;
+        case_graph cg;
+        case_ref ref;
+        ASSERT_OK(case_graph_new(&cg, c, seed));
+        ASSERT_OK(case_ref_run(&cg, &ref));
+        for (int k = 0; k < 3; k++) {
+            dg_cpu_set_gemm(be, impls[k]);
+            case_result r;
+            ASSERT_OK(case_run(&cg, be, &r));
+            char what[64];
+            snprintf(what, sizeof what, "cpu gemm impl %d forward", (int)impls[k]);
+            ASSERT_CLOSE(cmp_f32(r.out, ref.out, r.n_out), c->tol, what, c->name, seed);
+            for (int j = 0; j < c->n_in; j++) {
+                snprintf(what, sizeof what, "cpu gemm impl %d grad %d", (int)impls[k], j);
+                ASSERT_CLOSE(cmp_f32(r.grad[j], ref.grad[j], r.n_grad[j]), c->tol, what, c->name, seed);
+            }
+            case_result_free(&r);
+        }
+        case_ref_free(&ref);
+        case_graph_free(&cg);
+    }
+    cr_assert_geq(rows, 8, "only %d matmul rows in the op table", rows);
+    dg_backend_free(be);
+}

@@ -109,6 +109,41 @@ Test(gpu, sgemm_implementations) {
     dg_backend_free(gpu);
 }
 
+/* the backend's matmul on its own kernels: every matmul row of the op table,
+ * forward and gradients, against the float64 reference */
+Test(gpu, backend_matmul_with_own_kernels) {
+    dg_backend *gpu = open_gpu_or_skip(NULL);
+    uint64_t seed = test_seed();
+    const dg_gpu_gemm impls[] = {DG_GPU_GEMM_TILED, DG_GPU_GEMM_NAIVE};
+    int rows = 0;
+    for (int i = 0; i < dg_n_op_cases; i++) {
+        const op_case *c = &dg_op_cases[i];
+        if (c->op != DG_OP_MATMUL || c->build) continue;
+        rows++;
+        case_graph cg;
+        case_ref ref;
+        ASSERT_OK(case_graph_new(&cg, c, seed));
+        ASSERT_OK(case_ref_run(&cg, &ref));
+        for (int k = 0; k < 2; k++) {
+            dg_gpu_set_gemm(gpu, impls[k]);
+            case_result r;
+            ASSERT_OK(case_run(&cg, gpu, &r));
+            char what[64];
+            snprintf(what, sizeof what, "gpu gemm impl %d forward", (int)impls[k]);
+            ASSERT_CLOSE(cmp_f32(r.out, ref.out, r.n_out), c->tol, what, c->name, seed);
+            for (int j = 0; j < c->n_in; j++) {
+                snprintf(what, sizeof what, "gpu gemm impl %d grad %d", (int)impls[k], j);
+                ASSERT_CLOSE(cmp_f32(r.grad[j], ref.grad[j], r.n_grad[j]), c->tol, what, c->name, seed);
+            }
+            case_result_free(&r);
+        }
+        case_ref_free(&ref);
+        case_graph_free(&cg);
+    }
+    cr_assert_geq(rows, 8, "only %d matmul rows in the op table", rows);
+    dg_backend_free(gpu);
+}
+
 static const int widths[] = {64, 48, 32, 10};
 enum { BATCH = 96 };
 
