@@ -14,9 +14,8 @@
 #ifndef DG_VERSION
 #define DG_VERSION "unknown"
 #endif
-#ifndef DG_GIT_COMMIT
-#define DG_GIT_COMMIT "unknown"
-#endif
+/* written at build time by scripts/build_info.cmake */
+extern const char *const dg_build_commit;
 #ifndef DG_BUILD_FLAGS
 #define DG_BUILD_FLAGS "unknown"
 #endif
@@ -57,6 +56,6 @@ void bench_env_meta(char *buf, size_t n, int threads, dg_backend *gpu) {
              "# openblas: %s (OPENBLAS_CORETYPE=%s)\n# gpu: %s\n# tf32: per row (column tf32)\n# build: %s\n"
              "# timing: median of repeated runs after warm-up; GPU rows without transfers use CUDA events, "
              "rows with transfer=1 and CPU rows use CLOCK_MONOTONIC around a synchronised region\n",
-             DG_VERSION, DG_GIT_COMMIT, date, bench_cpu_model(cpu, sizeof cpu), sysconf(_SC_NPROCESSORS_ONLN),
+             DG_VERSION, dg_build_commit, date, bench_cpu_model(cpu, sizeof cpu), sysconf(_SC_NPROCESSORS_ONLN),
              threads, dg_cpu_blas_info(blas, sizeof blas), getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset", gpuinfo, DG_BUILD_FLAGS);
 }

@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "attrs.h"
+
 /* Builds an internal backward op: same shape as `like`, inputs as given. */
 static dg_node *backward_op(dg_graph *g, dg_op op, const dg_node *like, int n_in, dg_node **in) {
     for (int i = 0; i < n_in; i++)
@@ -45,7 +47,7 @@ static dg_status fail_no_grad(dg_graph *g, const dg_node *y) {
 static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *needs, dg_node **grad) {
     dg_node *a = y->in[0], *b = y->n_in > 1 ? y->in[1] : NULL;
     bool na = a && needs[a->id], nb = b && needs[b->id];
-    float s = y->p.f[0];
+    float s = dg_attr_scalar_or0(y);
     switch (y->op) {
     case DG_OP_LEAF: break;
     case DG_OP_ADD:
@@ -78,7 +80,7 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_LEAKY_RELU:
         if (na) {
             dg_node *d = bw2(g, DG_OP_LEAKY_RELU_BACKWARD, dy, a);
-            if (d) d->p.f[0] = s;
+            if (d) dg__attr_scalar_set(d, (dg_attr_scalar){s});
             accumulate(g, grad, a, d);
         }
         break;
@@ -88,7 +90,8 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_MATMUL: {
         /* C = op(A) op(B); each case is the product rule with the transposes
          * folded into the flags, so no transposed copy is materialised. */
-        bool ta = y->p.trans_a, tb = y->p.trans_b;
+        dg_attr_matmul mm = dg_attr_matmul_of(y);
+        bool ta = mm.trans_a, tb = mm.trans_b;
         if (na) accumulate(g, grad, a,
                            !ta ? dg_matmul(g, dy, b, false, !tb)      /* dA = dC op(B)^T            */
                                : dg_matmul(g, b, dy, tb, true));      /* dA = (dC op(B)^T)^T        */
@@ -100,7 +103,8 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_PERMUTE:
         if (na) {
             int inv[DG_MAX_DIMS];
-            for (int i = 0; i < y->shape.ndim; i++) inv[y->p.perm[i]] = i;
+            dg_attr_permute pa = dg_attr_permute_of(y);
+            for (int i = 0; i < y->shape.ndim; i++) inv[pa.perm[i]] = i;
             accumulate(g, grad, a, dg_permute(g, dy, inv));
         }
         break;
@@ -109,8 +113,9 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_MEAN:
         if (na) {
             dg_shape kept = a->shape; /* the output shape with keepdims */
+            uint32_t axes = dg_attr_reduce_of(y).axes;
             for (int i = 0; i < kept.ndim; i++)
-                if (y->p.axes >> i & 1u) kept.d[i] = 1;
+                if (axes >> i & 1u) kept.d[i] = 1;
             dg_node *d = dg_broadcast_to(g, dg_reshape(g, dy, kept), a->shape);
             if (y->op == DG_OP_MEAN)
                 d = dg_mul_scalar(g, d, (float)((double)dg_node_numel(y) / (double)dg_node_numel(a)));
@@ -121,11 +126,15 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_SOFTMAX:     if (na) accumulate(g, grad, a, bw2(g, DG_OP_SOFTMAX_BACKWARD, dy, y)); break;
     case DG_OP_LOG_SOFTMAX: if (na) accumulate(g, grad, a, bw2(g, DG_OP_LOG_SOFTMAX_BACKWARD, dy, y)); break;
     case DG_OP_SOFTMAX_CE:
-        if (na) {
-            dg_node *in[3] = {dy, a, b};
-            accumulate(g, grad, a, backward_op(g, DG_OP_SOFTMAX_CE_BACKWARD, a, 3, in));
+        if (na) { /* reads the forward's saved row log-sum-exp */
+            dg_node *in[4] = {dy, a, b, y->side[0]};
+            accumulate(g, grad, a, backward_op(g, DG_OP_SOFTMAX_CE_BACKWARD, a, 4, in));
         }
         break;
+    case DG_OP_SIDE_OUTPUT: /* saved for a backward op, not part of the function */
+        dg__graph_fail(g, DG_ERR_UNSUPPORTED, "dg_grad: the loss depends on side output '%s', which has no "
+                       "gradient", y->name);
+        return DG_ERR_UNSUPPORTED;
     case DG_OP_RELU_BACKWARD:
     case DG_OP_LEAKY_RELU_BACKWARD:
     case DG_OP_ABS_BACKWARD:

@@ -1,4 +1,25 @@
-#include "backend.h"
+/* backend.c: the core's wrappers around the backend interface, and timing
+ * events (a backend's own, or the monotonic clock). */
+#include "backend_impl.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+dg_backend *dg__backend_new(const dg_backend_i *iface, void *ctx) {
+    if (!iface || iface->version != DG_BACKEND_IFACE_VERSION) {
+        dg__fail(DG_ERR_INVALID, "backend interface version %d, the core knows %d", iface ? iface->version : -1,
+                 DG_BACKEND_IFACE_VERSION);
+        return NULL;
+    }
+    dg_backend *be = calloc(1, sizeof *be);
+    if (!be) {
+        dg__fail(DG_ERR_OOM, "out of memory creating a backend");
+        return NULL;
+    }
+    be->iface = iface;
+    be->ctx = ctx;
+    return be;
+}
 
 const char *dg_backend_name(const dg_backend *be) { return be ? be->iface->name(be) : "none"; }
 
@@ -32,13 +53,69 @@ dg_status dg_backend_sync(dg_backend *be) {
     return be->iface->sync ? be->iface->sync(be) : DG_OK;
 }
 
-bool dg_backend_supports(const dg_backend *be, dg_op op) { return be->iface->supports(be, op); }
+bool dg_backend_supports(const dg_backend *be, const dg_node *n) { return be->iface->supports(be, n); }
+
+dg_status dg_backend_compute(dg_backend *be, const dg_step *s) { return be->iface->compute(be, s); }
 
 size_t dg_backend_n_allocs(const dg_backend *be) { return be->n_allocs; }
+
+void dg_backend_fail_alloc_after(dg_backend *be, int n) { be->fail_alloc_in = n > 0 ? n : 0; }
 
 dg_status dg_backend_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
                                  size_t row_bytes) {
     if (!be->iface->gather_rows)
         return dg__fail(DG_ERR_UNSUPPORTED, "%s backend cannot gather rows", dg_backend_name(be));
     return be->iface->gather_rows(be, dst, src, idx, n, row_bytes);
+}
+
+/* ---- events ---- */
+
+struct dg_event {
+    dg_backend *be;
+    void       *dev;   /* the backend's event; NULL: host clock      */
+    double      t_ms;  /* host clock at record, when dev is NULL     */
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static bool has_events(const dg_backend *be) { return be->iface->event_new != NULL; }
+
+dg_status dg_event_new(dg_backend *be, dg_event **out) {
+    *out = NULL;
+    dg_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return dg__fail(DG_ERR_OOM, "out of memory for an event");
+    ev->be = be;
+    if (has_events(be)) {
+        dg_status st = be->iface->event_new(be, &ev->dev);
+        if (st != DG_OK) {
+            free(ev);
+            return st;
+        }
+    }
+    *out = ev;
+    return DG_OK;
+}
+
+void dg_event_free(dg_event *ev) {
+    if (!ev) return;
+    if (ev->dev) ev->be->iface->event_free(ev->be, ev->dev);
+    free(ev);
+}
+
+dg_status dg_event_record(dg_event *ev) {
+    if (ev->dev) return ev->be->iface->event_record(ev->be, ev->dev);
+    dg_status st = dg_backend_sync(ev->be);
+    ev->t_ms = now_ms();
+    return st;
+}
+
+dg_status dg_event_elapsed(const dg_event *start, const dg_event *stop, double *ms) {
+    if (start->be != stop->be) return dg__fail(DG_ERR_INVALID, "dg_event_elapsed: events of two backends");
+    if (start->dev) return start->be->iface->event_elapsed(start->be, start->dev, stop->dev, ms);
+    *ms = stop->t_ms - start->t_ms;
+    return DG_OK;
 }

@@ -2,6 +2,8 @@
  * rules. */
 #include "graph.h"
 
+#include "attrs.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,17 @@ dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *cons
     return n;
 }
 
+dg_node *dg__side_new(dg_graph *g, dg_node *owner, dg_shape s, const char *what) {
+    if (owner->n_side >= DG_MAX_SIDE || owner->n_side >= dg_op_info_get(owner->op)->n_side)
+        return dg__graph_fail(g, DG_ERR_INVALID, "%s: more side outputs than its op declares", owner->name);
+    dg_node *n = dg__node_new(g, DG_OP_SIDE_OUTPUT, s, 1, &owner);
+    if (!n) return NULL;
+    dg__attr_side_set(n, (dg_attr_side){owner->n_side});
+    owner->side[owner->n_side++] = n;
+    snprintf(n->name, sizeof n->name, "%.20s.%.10s", owner->name, what);
+    return n;
+}
+
 /* Validates the common preconditions of a builder: graph healthy, inputs
  * non-NULL and of this graph, float32 where required. */
 static bool check_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in) {
@@ -199,7 +212,7 @@ static dg_node *unary(dg_graph *g, dg_op op, dg_node *a, float scalar) {
     const char *name = dg_op_name(op);
     if (!check_inputs(g, name, 1, &a) || !check_f32(g, name, a)) return NULL;
     dg_node *n = dg__node_new(g, op, a->shape, 1, &a);
-    if (n) n->p.f[0] = scalar;
+    if (n && dg_op_info_get(op)->attr == DG_ATTR_SCALAR) dg__attr_scalar_set(n, (dg_attr_scalar){scalar});
     return n;
 }
 
@@ -246,7 +259,7 @@ dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans
                               (long long)ka, (long long)kb);
     dg_shape s = batched ? DG_SHAPE(as.d[0], m, n) : DG_SHAPE(m, n);
     dg_node *c = dg__node_new(g, DG_OP_MATMUL, s, 2, in);
-    if (c) { c->p.trans_a = trans_a; c->p.trans_b = trans_b; }
+    if (c) dg__attr_matmul_set(c, (dg_attr_matmul){trans_a, trans_b});
     return c;
 }
 
@@ -268,7 +281,11 @@ dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm) {
         s.d[i] = a->shape.d[perm[i]];
     }
     dg_node *n = dg__node_new(g, DG_OP_PERMUTE, s, 1, &a);
-    if (n) memcpy(n->p.perm, perm, (size_t)nd * sizeof *perm);
+    if (n) {
+        dg_attr_permute at = {{0, 1, 2, 3}};
+        memcpy(at.perm, perm, (size_t)nd * sizeof *perm);
+        dg__attr_permute_set(n, at);
+    }
     return n;
 }
 
@@ -312,7 +329,7 @@ static dg_node *reduce(dg_graph *g, dg_op op, dg_node *a, uint32_t axes, bool ke
     }
     if (s.ndim == 0) s = DG_SHAPE(1); /* everything reduced: a 1-element tensor */
     dg_node *n = dg__node_new(g, op, s, 1, &a);
-    if (n) { n->p.axes = axes; n->p.keepdims = keepdims; }
+    if (n) dg__attr_reduce_set(n, (dg_attr_reduce){axes, keepdims});
     return n;
 }
 
@@ -351,5 +368,11 @@ dg_node *dg_softmax_cross_entropy(dg_graph *g, dg_node *logits, dg_node *labels)
                               "softmax_cross_entropy: labels %s must be int32 with one label per row of logits %s "
                               "(%lld rows)", dg_shape_str(labels->shape, sb, sizeof sb),
                               dg_shape_str(logits->shape, sa, sizeof sa), (long long)rows);
-    return dg__node_new(g, DG_OP_SOFTMAX_CE, DG_SHAPE(1), 2, in);
+    dg_node *loss = dg__node_new(g, DG_OP_SOFTMAX_CE, DG_SHAPE(1), 2, in);
+    /* the row log-sum-exp, saved for the backward: logits' shape without
+     * its last axis ([r] for 2-D logits) */
+    dg_shape rs = logits->shape;
+    if (rs.ndim > 1) rs.ndim--;
+    else rs = DG_SHAPE(1);
+    return loss && dg__side_new(g, loss, rs, "lse") ? loss : NULL;
 }

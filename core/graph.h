@@ -58,14 +58,17 @@ typedef struct dg_init {
     uint64_t     seed;
 } dg_init;
 
-/* Op attributes; which fields an op reads is documented in ops.h. */
-typedef struct dg_params {
-    float    f[4];             /* scalars; optimizers: lr, beta1/mu, beta2, eps */
-    uint32_t axes;             /* reductions: bit i selects axis i              */
-    bool     keepdims;
-    bool     trans_a, trans_b; /* matmul                                        */
-    int      perm[DG_MAX_DIMS];/* permute: output axis i is input axis perm[i]  */
-} dg_params;
+/* Op attributes live in one opaque block per node; each op family reads
+ * and writes it only through its typed accessor in attrs.h (dg_attr_*_of),
+ * so adding an op with new attributes never touches another op's. */
+#define DG_ATTR_BYTES 64
+
+/* A node may own side outputs: tensors its kernel writes beside its main
+ * output for a later reader (a backward op), such as softmax cross-entropy's
+ * row log-sum-exp, or batch norm's mean and inverse std. Each is a node of op
+ * DG_OP_SIDE_OUTPUT whose input is the owner; it is computed by the owner's
+ * step, and the plan keeps it alive until its last reader. */
+#define DG_MAX_SIDE 2
 
 typedef struct dg_node {
     int              id;       /* index in the graph, = creation order */
@@ -75,7 +78,9 @@ typedef struct dg_node {
     dg_shape         shape;
     int              n_in;
     struct dg_node  *in[DG_MAX_INPUTS];
-    dg_params        p;
+    int              n_side;
+    struct dg_node  *side[DG_MAX_SIDE]; /* side outputs, in the op's order  */
+    uint64_t         attr[DG_ATTR_BYTES / 8]; /* see attrs.h          */
     dg_init          init;     /* persistent leaves only               */
     struct dg_node  *view_of;  /* non-NULL: the output is this node's storage
                                   (reshape views, in-place updates)   */
@@ -144,6 +149,9 @@ dg_node *dg_softmax_cross_entropy(dg_graph *g, dg_node *logits, dg_node *labels)
 
 /* Internal: create a node of `op` after the caller has validated shapes. */
 dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *const *in);
+/* Internal: give `owner` its next side output, of shape s, named
+ * "<owner>.<what>". Returns the side node (NULL on error). */
+dg_node *dg__side_new(dg_graph *g, dg_node *owner, dg_shape s, const char *what);
 /* Internal: put g in an error state with a message; returns NULL. */
 dg_node *dg__graph_fail(dg_graph *g, dg_status s, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -1,10 +1,12 @@
-/* layout.h: index arithmetic shared by the backends (and usable from CUDA).
+/* layout.h: index arithmetic and layout decisions shared by the backends
+ * (usable from CUDA host code), so both read a node the same way.
  *
  * Every tensor is viewed as 4-D by padding its shape with leading 1s, so one
  * loop nest serves 1-D to 4-D tensors. */
 #ifndef DG_LAYOUT_H
 #define DG_LAYOUT_H
 
+#include "attrs.h"
 #include "graph.h"
 
 #ifdef __cplusplus
@@ -42,6 +44,75 @@ static inline dg_dims4 dg_permute_strides(dg_shape in, const int *perm) {
     for (int i = 0; i < pad; i++) st.d[i] = contig.d[i];
     for (int i = 0; i < in.ndim; i++) st.d[pad + i] = contig.d[pad + perm[i]];
     return st;
+}
+
+/* A matmul node as a (batched) GEMM: C[m,n] = op(A) op(B) per batch entry,
+ * row-major; lda/ldb are the stored row strides, the batch strides are
+ * the matrices' sizes. */
+typedef struct dg_gemm_dims {
+    int       batch, m, n, k, lda, ldb, ldc;
+    bool      ta, tb;
+    long long stride_a, stride_b, stride_c;
+} dg_gemm_dims;
+
+/* [b,]m,n from the output, k from op(A) */
+static inline dg_gemm_dims dg_gemm_dims_of(const dg_node *nd) {
+    const dg_node *a = nd->in[0], *b = nd->in[1];
+    dg_attr_matmul at = dg_attr_matmul_of(nd);
+    int r = nd->shape.ndim - 2;
+    dg_gemm_dims g;
+    g.batch = r ? (int)nd->shape.d[0] : 1;
+    g.m = (int)nd->shape.d[r];
+    g.n = (int)nd->shape.d[r + 1];
+    g.ta = at.trans_a;
+    g.tb = at.trans_b;
+    g.k = (int)(g.ta ? a->shape.d[r] : a->shape.d[r + 1]);
+    g.lda = (int)a->shape.d[r + 1];
+    g.ldb = (int)b->shape.d[r + 1];
+    g.ldc = g.n;
+    g.stride_a = (long long)g.m * g.k;
+    g.stride_b = (long long)g.k * g.n;
+    g.stride_c = (long long)g.m * g.n;
+    return g;
+}
+
+/* How a sum/mean node reduces its input: ROWS when the reduced axes are a
+ * suffix (y[r] = sum of row r of x[n_out, n_red]), COLS when a prefix
+ * (y[j] = sum over rows of x[n_red, n_out]), GENERAL otherwise. Axes of
+ * size 1 do not count. For GENERAL, st are the input's element strides, os
+ * the output's extents (1 on reduced axes) and rs the reduced extents (1 on
+ * kept axes), all padded to 4-D. */
+typedef enum dg_reduce_kind { DG_REDUCE_ROWS, DG_REDUCE_COLS, DG_REDUCE_GENERAL } dg_reduce_kind;
+
+typedef struct dg_reduce_layout {
+    dg_reduce_kind kind;
+    int64_t        n_out, n_red;
+    double         scale;         /* 1, or 1 / n_red for mean */
+    dg_dims4       st, os, rs;
+} dg_reduce_layout;
+
+static inline dg_reduce_layout dg_reduce_layout_of(const dg_node *nd) {
+    const dg_node *in = nd->in[0];
+    dg_reduce_layout l;
+    int pad = 4 - in->shape.ndim;
+    dg_dims4 d = dg_dims4_of(in->shape);
+    uint32_t axes = dg_attr_reduce_of(nd).axes;
+    bool red[4] = {false, false, false, false};
+    for (int i = 0; i < in->shape.ndim; i++) red[pad + i] = axes >> i & 1u;
+    l.n_out = dg_node_numel(nd);
+    l.n_red = dg_node_numel(in) / l.n_out;
+    l.scale = nd->op == DG_OP_MEAN ? 1.0 / (double)l.n_red : 1.0;
+    bool suffix = true, prefix = true, seen_red = false, seen_keep = false;
+    for (int i = 0; i < 4; i++) {
+        if (d.d[i] == 1) continue;
+        if (red[i]) { seen_red = true; if (seen_keep) prefix = false; }
+        else        { seen_keep = true; if (seen_red) suffix = false; }
+    }
+    l.kind = suffix ? DG_REDUCE_ROWS : prefix ? DG_REDUCE_COLS : DG_REDUCE_GENERAL;
+    int64_t stride = 1;
+    for (int i = 3; i >= 0; i--) { l.st.d[i] = stride; stride *= d.d[i]; }
+    for (int i = 0; i < 4; i++) { l.os.d[i] = red[i] ? 1 : d.d[i]; l.rs.d[i] = red[i] ? d.d[i] : 1; }
+    return l;
 }
 
 #ifdef __cplusplus

@@ -1,49 +1,60 @@
+/* ops.c: the op table (one row per op) and each node's cost. */
 #include "ops.h"
 
 #include <assert.h>
 #include <stddef.h>
 
+#include "graph.h"
+
+#define W0 1u                       /* writes input 0 (the parameter)       */
+#define F  DG_ROLE_FORWARD
+#define B  DG_ROLE_BACKWARD
+#define U  DG_ROLE_UPDATE
+
 static const dg_op_info op_info[] = {
-    [DG_OP_LEAF]        = {"leaf",        0, DG_ROLE_LEAF},
-    [DG_OP_ADD]         = {"add",         2, DG_ROLE_FORWARD},
-    [DG_OP_SUB]         = {"sub",         2, DG_ROLE_FORWARD},
-    [DG_OP_MUL]         = {"mul",         2, DG_ROLE_FORWARD},
-    [DG_OP_DIV]         = {"div",         2, DG_ROLE_FORWARD},
-    [DG_OP_NEG]         = {"neg",         1, DG_ROLE_FORWARD},
-    [DG_OP_ADD_SCALAR]  = {"add_scalar",  1, DG_ROLE_FORWARD},
-    [DG_OP_MUL_SCALAR]  = {"mul_scalar",  1, DG_ROLE_FORWARD},
-    [DG_OP_POW_SCALAR]  = {"pow_scalar",  1, DG_ROLE_FORWARD},
-    [DG_OP_EXP]         = {"exp",         1, DG_ROLE_FORWARD},
-    [DG_OP_LOG]         = {"log",         1, DG_ROLE_FORWARD},
-    [DG_OP_SQRT]        = {"sqrt",        1, DG_ROLE_FORWARD},
-    [DG_OP_ABS]         = {"abs",         1, DG_ROLE_FORWARD},
-    [DG_OP_RELU]        = {"relu",        1, DG_ROLE_FORWARD},
-    [DG_OP_LEAKY_RELU]  = {"leaky_relu",  1, DG_ROLE_FORWARD},
-    [DG_OP_SIGMOID]     = {"sigmoid",     1, DG_ROLE_FORWARD},
-    [DG_OP_TANH]        = {"tanh",        1, DG_ROLE_FORWARD},
-    [DG_OP_GELU]        = {"gelu",        1, DG_ROLE_FORWARD},
-    [DG_OP_MATMUL]      = {"matmul",      2, DG_ROLE_FORWARD},
-    [DG_OP_PERMUTE]     = {"permute",     1, DG_ROLE_FORWARD},
-    [DG_OP_RESHAPE]     = {"reshape",     1, DG_ROLE_FORWARD},
-    [DG_OP_SUM]         = {"sum",         1, DG_ROLE_FORWARD},
-    [DG_OP_MEAN]        = {"mean",        1, DG_ROLE_FORWARD},
-    [DG_OP_BROADCAST_TO]= {"broadcast_to",1, DG_ROLE_FORWARD},
-    [DG_OP_SOFTMAX]     = {"softmax",     1, DG_ROLE_FORWARD},
-    [DG_OP_LOG_SOFTMAX] = {"log_softmax", 1, DG_ROLE_FORWARD},
-    [DG_OP_SOFTMAX_CE]  = {"softmax_cross_entropy", 2, DG_ROLE_FORWARD},
-    [DG_OP_RELU_BACKWARD]        = {"relu_backward",        2, DG_ROLE_BACKWARD},
-    [DG_OP_LEAKY_RELU_BACKWARD]  = {"leaky_relu_backward",  2, DG_ROLE_BACKWARD},
-    [DG_OP_ABS_BACKWARD]         = {"abs_backward",         2, DG_ROLE_BACKWARD},
-    [DG_OP_SIGMOID_BACKWARD]     = {"sigmoid_backward",     2, DG_ROLE_BACKWARD},
-    [DG_OP_TANH_BACKWARD]        = {"tanh_backward",        2, DG_ROLE_BACKWARD},
-    [DG_OP_GELU_BACKWARD]        = {"gelu_backward",        2, DG_ROLE_BACKWARD},
-    [DG_OP_SOFTMAX_BACKWARD]     = {"softmax_backward",     2, DG_ROLE_BACKWARD},
-    [DG_OP_LOG_SOFTMAX_BACKWARD] = {"log_softmax_backward", 2, DG_ROLE_BACKWARD},
-    [DG_OP_SOFTMAX_CE_BACKWARD]  = {"softmax_cross_entropy_backward", 3, DG_ROLE_BACKWARD},
-    [DG_OP_SGD_UPDATE]      = {"sgd_update",      2, DG_ROLE_UPDATE},
-    [DG_OP_MOMENTUM_UPDATE] = {"momentum_update", 3, DG_ROLE_UPDATE},
-    [DG_OP_ADAM_STEP]       = {"adam_step",       1, DG_ROLE_UPDATE},
-    [DG_OP_ADAM_UPDATE]     = {"adam_update",     5, DG_ROLE_UPDATE},
+    /*                     name            n_in role  attr               writes        n_side */
+    [DG_OP_LEAF]        = {"leaf",          0, DG_ROLE_LEAF, DG_ATTR_NONE, 0, 0},
+    [DG_OP_ADD]         = {"add",           2, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_SUB]         = {"sub",           2, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_MUL]         = {"mul",           2, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_DIV]         = {"div",           2, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_NEG]         = {"neg",           1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_ADD_SCALAR]  = {"add_scalar",    1, F, DG_ATTR_SCALAR,  0, 0},
+    [DG_OP_MUL_SCALAR]  = {"mul_scalar",    1, F, DG_ATTR_SCALAR,  0, 0},
+    [DG_OP_POW_SCALAR]  = {"pow_scalar",    1, F, DG_ATTR_SCALAR,  0, 0},
+    [DG_OP_EXP]         = {"exp",           1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_LOG]         = {"log",           1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_SQRT]        = {"sqrt",          1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_ABS]         = {"abs",           1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_RELU]        = {"relu",          1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_LEAKY_RELU]  = {"leaky_relu",    1, F, DG_ATTR_SCALAR,  0, 0},
+    [DG_OP_SIGMOID]     = {"sigmoid",       1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_TANH]        = {"tanh",          1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_GELU]        = {"gelu",          1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_MATMUL]      = {"matmul",        2, F, DG_ATTR_MATMUL,  0, 0},
+    [DG_OP_PERMUTE]     = {"permute",       1, F, DG_ATTR_PERMUTE, 0, 0},
+    [DG_OP_RESHAPE]     = {"reshape",       1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_SUM]         = {"sum",           1, F, DG_ATTR_REDUCE,  0, 0},
+    [DG_OP_MEAN]        = {"mean",          1, F, DG_ATTR_REDUCE,  0, 0},
+    [DG_OP_BROADCAST_TO]= {"broadcast_to",  1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_SOFTMAX]     = {"softmax",       1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_LOG_SOFTMAX] = {"log_softmax",   1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_SOFTMAX_CE]  = {"softmax_cross_entropy", 2, F, DG_ATTR_NONE, 0, 1},
+    [DG_OP_SIDE_OUTPUT] = {"side_output",   1, DG_ROLE_SIDE, DG_ATTR_SIDE, 0, 0},
+    [DG_OP_RELU_BACKWARD]        = {"relu_backward",        2, B, DG_ATTR_NONE,   0, 0},
+    [DG_OP_LEAKY_RELU_BACKWARD]  = {"leaky_relu_backward",  2, B, DG_ATTR_SCALAR, 0, 0},
+    [DG_OP_ABS_BACKWARD]         = {"abs_backward",         2, B, DG_ATTR_NONE,   0, 0},
+    [DG_OP_SIGMOID_BACKWARD]     = {"sigmoid_backward",     2, B, DG_ATTR_NONE,   0, 0},
+    [DG_OP_TANH_BACKWARD]        = {"tanh_backward",        2, B, DG_ATTR_NONE,   0, 0},
+    [DG_OP_GELU_BACKWARD]        = {"gelu_backward",        2, B, DG_ATTR_NONE,   0, 0},
+    [DG_OP_SOFTMAX_BACKWARD]     = {"softmax_backward",     2, B, DG_ATTR_NONE,   0, 0},
+    [DG_OP_LOG_SOFTMAX_BACKWARD] = {"log_softmax_backward", 2, B, DG_ATTR_NONE,   0, 0},
+    [DG_OP_SOFTMAX_CE_BACKWARD]  = {"softmax_cross_entropy_backward", 4, B, DG_ATTR_NONE, 0, 0},
+    /* updates write the parameter (input 0) and their state inputs */
+    [DG_OP_SGD_UPDATE]      = {"sgd_update",      2, U, DG_ATTR_OPTIM, W0, 0},
+    [DG_OP_MOMENTUM_UPDATE] = {"momentum_update", 3, U, DG_ATTR_OPTIM, W0 | 1u << 2, 0},
+    [DG_OP_ADAM_STEP]       = {"adam_step",       1, U, DG_ATTR_OPTIM, W0, 0},
+    [DG_OP_ADAM_UPDATE]     = {"adam_update",     5, U, DG_ATTR_OPTIM, W0 | 1u << 2 | 1u << 3, 0},
 };
 static_assert(sizeof op_info / sizeof op_info[0] == DG_OP_COUNT,
               "every dg_op needs a row in op_info");
@@ -55,4 +66,57 @@ const dg_op_info *dg_op_info_get(dg_op op) {
 const char *dg_op_name(dg_op op) {
     const dg_op_info *i = dg_op_info_get(op);
     return i && i->name ? i->name : "?";
+}
+
+/* arithmetic per output element (or per input element for reductions) */
+static double flops_per_element(dg_op op) {
+    switch (op) {
+    case DG_OP_LEAF: case DG_OP_RESHAPE: case DG_OP_SIDE_OUTPUT:
+    case DG_OP_PERMUTE: case DG_OP_BROADCAST_TO: case DG_OP_COUNT:
+        return 0;
+    case DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV: case DG_OP_NEG:
+    case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
+    case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS:
+    case DG_OP_RELU: case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
+    case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_ADAM_STEP:
+        return 1;
+    case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
+    case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
+    case DG_OP_SGD_UPDATE:
+        return 2;
+    case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
+        return 3;
+    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE:
+    case DG_OP_MOMENTUM_UPDATE:
+        return 4;
+    case DG_OP_ADAM_UPDATE:
+        return 11;
+    case DG_OP_MATMUL:
+        return 0; /* counted from its dimensions */
+    }
+    return 0;
+}
+
+dg_cost dg_node_cost(const dg_node *n) {
+    const dg_op_info *info = dg_op_info_get(n->op);
+    dg_cost c = {0, 0};
+    if (n->op == DG_OP_LEAF || n->op == DG_OP_RESHAPE || n->op == DG_OP_SIDE_OUTPUT) return c;
+    for (int i = 0; i < n->n_in; i++) {
+        double b = (double)dg_node_bytes(n->in[i]);
+        c.bytes += (info->writes >> i & 1u) ? 2 * b : b; /* read, then written back */
+    }
+    if (!info->writes) c.bytes += (double)dg_node_bytes(n);
+    for (int i = 0; i < n->n_side; i++) c.bytes += (double)dg_node_bytes(n->side[i]);
+    /* reductions and the softmax family count per input element */
+    double elems = (double)dg_node_numel(n->op == DG_OP_SUM || n->op == DG_OP_MEAN || n->op == DG_OP_SOFTMAX_CE
+                                             ? n->in[0] : n);
+    c.flops = flops_per_element(n->op) * elems;
+    if (n->op == DG_OP_MATMUL) {
+        const dg_node *a = n->in[0];
+        int r = n->shape.ndim - 2;
+        /* k: the dimension of op(A) that the output does not keep */
+        int64_t k = a->shape.d[r] * a->shape.d[r + 1] / (n->shape.d[r]);
+        c.flops = 2.0 * (double)dg_node_numel(n) * (double)k;
+    }
+    return c;
 }

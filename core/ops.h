@@ -1,10 +1,12 @@
-/* ops.h: the op enum and its static facts (name, arity, role).
+/* ops.h: the op enum and its static facts (name, arity, role, attribute
+ * family, inputs written in place, side outputs), and each node's cost.
  *
- * Adding an op: add the enum value here, its row in dg__op_info (ops.c; a
- * static_assert makes a forgotten row a build error), a builder in graph.c,
- * its gradient in autodiff.c, a kernel in each backend and a row in the test
- * op table. Core switches over dg_op have no default: -Werror=switch finds
- * every place a new op must be handled. */
+ * Adding an op: add the enum value here, its row in op_info (ops.c; a
+ * static_assert makes a forgotten row a build error), its cost in
+ * dg_node_cost, a builder in graph.c, its gradient in autodiff.c, a kernel
+ * in each backend, its float64 definition in core/check/ref.c and a row in
+ * the op-case table (core/check/op_cases.c). Core switches over dg_op have no
+ * default: -Werror=switch finds every place a new op must be handled. */
 #ifndef DG_OPS_H
 #define DG_OPS_H
 
@@ -19,17 +21,19 @@ typedef enum dg_op {
     /* forward ops (differentiable) */
     DG_OP_ADD, DG_OP_SUB, DG_OP_MUL, DG_OP_DIV,   /* numpy broadcasting       */
     DG_OP_NEG,
-    DG_OP_ADD_SCALAR, DG_OP_MUL_SCALAR, DG_OP_POW_SCALAR, /* p.f[0] = scalar  */
+    DG_OP_ADD_SCALAR, DG_OP_MUL_SCALAR, DG_OP_POW_SCALAR, /* dg_attr_scalar    */
     DG_OP_EXP, DG_OP_LOG, DG_OP_SQRT, DG_OP_ABS,
-    DG_OP_RELU, DG_OP_LEAKY_RELU,                 /* p.f[0] = negative slope  */
+    DG_OP_RELU, DG_OP_LEAKY_RELU,                 /* dg_attr_scalar: slope    */
     DG_OP_SIGMOID, DG_OP_TANH, DG_OP_GELU,        /* gelu: tanh approximation */
-    DG_OP_MATMUL,            /* [m,k]x[k,n] or [b,m,k]x[b,k,n]; p.trans_a/b   */
-    DG_OP_PERMUTE,           /* p.perm                                        */
+    DG_OP_MATMUL,            /* [m,k]x[k,n] or [b,m,k]x[b,k,n]; dg_attr_matmul */
+    DG_OP_PERMUTE,           /* dg_attr_permute                               */
     DG_OP_RESHAPE,           /* a view: shares its input's storage            */
-    DG_OP_SUM, DG_OP_MEAN,   /* over p.axes (bit mask), p.keepdims            */
+    DG_OP_SUM, DG_OP_MEAN,   /* dg_attr_reduce: axes (bit mask), keepdims     */
     DG_OP_BROADCAST_TO,
     DG_OP_SOFTMAX, DG_OP_LOG_SOFTMAX,             /* over the last axis       */
-    DG_OP_SOFTMAX_CE,        /* (logits [r,c], labels i32 [r]) -> mean loss [1] */
+    DG_OP_SOFTMAX_CE,        /* (logits [r,c], labels i32 [r]) -> mean loss [1];
+                                side output: row log-sum-exp [r]             */
+    DG_OP_SIDE_OUTPUT,       /* (owner): a side output of its owner's step    */
     /* backward ops: emitted by dg_grad where composing would waste work */
     DG_OP_RELU_BACKWARD,       /* (dy, x) -> dy * (x > 0)                     */
     DG_OP_LEAKY_RELU_BACKWARD, /* (dy, x) -> dy * (x > 0 ? 1 : slope)         */
@@ -39,8 +43,10 @@ typedef enum dg_op {
     DG_OP_GELU_BACKWARD,       /* (dy, x) -> dy * gelu'(x)                    */
     DG_OP_SOFTMAX_BACKWARD,    /* (dy, y) -> y * (dy - sum(dy * y))           */
     DG_OP_LOG_SOFTMAX_BACKWARD,/* (dy, y) -> dy - exp(y) * sum(dy)            */
-    DG_OP_SOFTMAX_CE_BACKWARD, /* (dloss [1], logits, labels) -> (softmax - onehot) * dloss / r */
-    /* optimizer updates: write into their first input (a parameter) */
+    DG_OP_SOFTMAX_CE_BACKWARD, /* (dloss [1], logits, labels, lse [r]) ->
+                                  (exp(logits - lse) - onehot) * dloss / r    */
+    /* optimizer updates: write their parameter and state in place (the
+     * `writes` mask of their row); attributes: dg_attr_optim */
     DG_OP_SGD_UPDATE,          /* (w, dw): w -= lr dw                         */
     DG_OP_MOMENTUM_UPDATE,     /* (w, dw, v): v = mu v + dw; w -= lr v        */
     DG_OP_ADAM_STEP,           /* (t [1]): t += 1                             */
@@ -53,16 +59,40 @@ typedef enum dg_op_role {
     DG_ROLE_FORWARD,   /* a user-facing, differentiable op  */
     DG_ROLE_BACKWARD,  /* only emitted by dg_grad            */
     DG_ROLE_UPDATE,    /* optimizer step, writes in place    */
+    DG_ROLE_SIDE,      /* a side output, computed by the step of its owner */
 } dg_op_role;
 
+/* Which attribute struct of attrs.h an op's nodes carry. */
+typedef enum dg_attr_kind {
+    DG_ATTR_NONE,
+    DG_ATTR_SCALAR,    /* dg_attr_scalar  */
+    DG_ATTR_MATMUL,    /* dg_attr_matmul  */
+    DG_ATTR_PERMUTE,   /* dg_attr_permute */
+    DG_ATTR_REDUCE,    /* dg_attr_reduce  */
+    DG_ATTR_OPTIM,     /* dg_attr_optim   */
+    DG_ATTR_SIDE,      /* dg_attr_side    */
+} dg_attr_kind;
+
 typedef struct dg_op_info {
-    const char *name;  /* "add", "matmul", ...                              */
-    int         n_in;  /* number of inputs                                  */
-    dg_op_role  role;
+    const char  *name;   /* "add", "matmul", ...                            */
+    int          n_in;   /* number of inputs                                */
+    dg_op_role   role;
+    dg_attr_kind attr;
+    unsigned     writes; /* bit i: the step writes input i in place (its
+                            storage must be a parameter or optimizer state) */
+    int          n_side; /* side outputs the op's kernel writes             */
 } dg_op_info;
 
 const dg_op_info *dg_op_info_get(dg_op op);
 const char *dg_op_name(dg_op op);
+
+struct dg_node;
+/* The least work a node's kernel must do: arithmetic (a transcendental
+ * counts 1, a multiply-add 2) and bytes (every input and output, side
+ * outputs included, read or written once). The bench's throughput columns
+ * and the profiler's bound classification read these. */
+typedef struct dg_cost { double flops, bytes; } dg_cost;
+dg_cost dg_node_cost(const struct dg_node *n);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "attrs.h"
+
 dg_optim dg_optim_default(dg_optim_kind kind, float lr) {
     return (dg_optim){.kind = kind, .lr = lr, .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
 }
@@ -24,17 +26,17 @@ const char *dg_optim_name(dg_optim_kind kind) {
     return "?";
 }
 
-/* An update node writes its first input (the parameter) in place. */
+/* An update node writes its first input (the parameter) in place, and its
+ * state inputs (the op table's `writes` mask says which); its output is a
+ * view of the parameter, so a plan that outputs it keeps the step. */
 static dg_node *update(dg_graph *g, dg_op op, dg_node *w, int n_in, dg_node **in, const dg_optim *o) {
     for (int i = 0; i < n_in; i++)
         if (!in[i]) return NULL;
     dg_node *u = dg__node_new(g, op, w->shape, n_in, in);
     if (!u) return NULL;
     u->view_of = w;
-    u->p.f[0] = o->lr;
-    u->p.f[1] = o->kind == DG_OPTIM_ADAM ? o->beta1 : o->momentum;
-    u->p.f[2] = o->beta2;
-    u->p.f[3] = o->eps;
+    dg__attr_optim_set(u, (dg_attr_optim){o->lr, o->kind == DG_OPTIM_ADAM ? o->beta1 : o->momentum, o->beta2,
+                                          o->eps});
     return u;
 }
 

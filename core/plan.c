@@ -1,6 +1,8 @@
 /* plan.c: liveness, first-fit arena placement, leaf storage and the run loop. */
 #include "plan.h"
 
+#include "backend_impl.h"
+
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@ struct dg_plan {
     int             n_bufs;
     void           *persist, *arena;
     dg_plan_stats   stats;
+    dg_plan_opts    opts;
     void           *cache;        /* backend's per-plan state (CUDA graph) */
 };
 
@@ -106,6 +109,37 @@ static size_t place_buffers(dg_plan_buffer *bufs, int n, bool reuse) {
     return peak;
 }
 
+/* An op that writes an input in place (optimizer updates) may only write
+ * persistent state: a computed buffer could be shared with a later tensor,
+ * an input or a constant would change under its owner. */
+static dg_status check_in_place(const dg_graph *g, const bool *needed) {
+    for (int id = 0; id < dg_graph_size(g); id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        unsigned writes = dg_op_info_get(x->op)->writes;
+        for (int j = 0; j < x->n_in && needed[id]; j++) {
+            if (!(writes >> j & 1u)) continue;
+            const dg_node *r = storage_root(x->in[j]);
+            if (r->op != DG_OP_LEAF || (r->leaf != DG_LEAF_PARAM && r->leaf != DG_LEAF_STATE))
+                return dg__fail(DG_ERR_INVALID, "dg_plan_new: node '%s' (%s) writes its input %d ('%s') in place, "
+                                "which is not a parameter or optimizer state", x->name, dg_op_name(x->op), j,
+                                r->name);
+        }
+    }
+    return DG_OK;
+}
+
+/* x's buffers as its kernel sees them */
+static dg_step make_step(const dg_plan *p, const dg_node *x) {
+    unsigned writes = dg_op_info_get(x->op)->writes;
+    dg_step s = {.node = x, .out = p->data[x->id], .flags = p->opts.tf32 ? DG_STEP_TF32 : 0u};
+    for (int j = 0; j < x->n_side; j++) s.side[j] = p->data[x->side[j]->id];
+    for (int j = 0; j < x->n_in; j++) {
+        s.in[j] = p->data[x->in[j]->id];
+        if (writes >> j & 1u) s.inout[j] = p->data[x->in[j]->id];
+    }
+    return s;
+}
+
 static dg_status plan_fail(dg_plan *p, dg_status st) {
     dg_plan_free(p);
     return st;
@@ -125,6 +159,7 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
     if (!p) return dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory");
     p->g = g;
     p->be = be;
+    p->opts = o;
     int n = p->graph_size = dg_graph_size(g);
     p->data = calloc((size_t)n, sizeof *p->data);
     p->owned_leaf = calloc((size_t)n, sizeof *p->owned_leaf);
@@ -150,6 +185,12 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         const dg_node *x = dg_graph_node(g, id);
         for (int j = 0; j < x->n_in && needed[id]; j++) needed[x->in[j]->id] = true;
     }
+    /* a step writes all its side outputs, read later or not */
+    for (int id = 0; id < n; id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        for (int j = 0; j < x->n_side && needed[id]; j++) needed[x->side[j]->id] = true;
+    }
+    if ((st = check_in_place(g, needed)) != DG_OK) goto done;
 
     /* liveness: last step reading each storage root */
     for (int id = 0; id < n; id++) last[id] = id;
@@ -174,11 +215,16 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         p->owned_leaf[id] = true;
         persist = align_up(persist + dg_node_bytes(x));
     }
-    /* arena buffers: computed storage roots, in step order */
+    /* arena buffers: computed storage roots in step order, each node's side
+     * outputs right after it (live from the owner's step, which writes them) */
     for (int id = 0; id < n; id++) {
         const dg_node *x = dg_graph_node(g, id);
-        if (!needed[id] || x->op == DG_OP_LEAF || x->view_of) continue;
+        if (!needed[id] || x->op == DG_OP_LEAF || x->op == DG_OP_SIDE_OUTPUT || x->view_of) continue;
         p->bufs[p->n_bufs++] = (dg_plan_buffer){id, 0, dg_node_bytes(x), id, last[id]};
+        for (int j = 0; j < x->n_side; j++) {
+            const dg_node *sd = x->side[j];
+            p->bufs[p->n_bufs++] = (dg_plan_buffer){sd->id, 0, dg_node_bytes(sd), id, last[sd->id]};
+        }
     }
     size_t arena = place_buffers(p->bufs, p->n_bufs, !o.no_reuse);
     size_t flat = 0;
@@ -204,19 +250,17 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         if (x->view_of) p->data[id] = p->data[storage_root(x)->id];
     }
 
-    /* steps: every computed node but pure views */
+    /* steps: every computed node but views and side outputs */
     for (int id = 0; id < n; id++) {
         const dg_node *x = dg_graph_node(g, id);
-        if (!needed[id] || x->op == DG_OP_LEAF || x->op == DG_OP_RESHAPE) continue;
-        if (!dg_backend_supports(be, x->op)) {
-            st = dg__fail(DG_ERR_UNSUPPORTED, "%s backend: op %s (node '%s') is not supported",
-                          dg_backend_name(be), dg_op_name(x->op), x->name);
+        if (!needed[id] || x->op == DG_OP_LEAF || x->op == DG_OP_RESHAPE || x->op == DG_OP_SIDE_OUTPUT) continue;
+        if (!dg_backend_supports(be, x)) {
+            char sh[96];
+            st = dg__fail(DG_ERR_UNSUPPORTED, "%s backend: op %s (node '%s', shape %s) is not supported",
+                          dg_backend_name(be), dg_op_name(x->op), x->name, dg_shape_str(x->shape, sh, sizeof sh));
             goto done;
         }
-        dg_step *s = &p->steps[p->n_steps++];
-        s->node = x;
-        s->out = p->data[id];
-        for (int j = 0; j < x->n_in; j++) s->in[j] = p->data[x->in[j]->id];
+        p->steps[p->n_steps++] = make_step(p, x);
     }
     p->stats.n_steps = p->n_steps;
     st = init_leaves(p);
@@ -243,9 +287,10 @@ void dg_plan_free(dg_plan *p) {
 
 dg_status dg_plan_run(dg_plan *p) {
     if (!p) return dg__fail(DG_ERR_INVALID, "dg_plan_run: NULL plan");
-    if (p->be->iface->run_steps) return p->be->iface->run_steps(p->be, p->steps, p->n_steps, &p->cache);
+    if (p->be->iface->run_steps)
+        return p->be->iface->run_steps(p->be, p->steps, p->n_steps, !p->opts.no_replay, &p->cache);
     for (int i = 0; i < p->n_steps; i++) {
-        dg_status st = p->be->iface->compute(p->be, &p->steps[i]);
+        dg_status st = dg_backend_compute(p->be, &p->steps[i]);
         if (st != DG_OK) return st;
     }
     return DG_OK;

@@ -16,12 +16,17 @@ extern "C" {
 
 typedef struct dg_plan dg_plan;
 
+/* Per-plan choices; zero-initialised options are the defaults. */
 typedef struct dg_plan_opts {
     bool           no_reuse;       /* every computed tensor gets its own bytes */
     const dg_plan *share_leaves;   /* use this plan's leaf storage (same graph,
                                       same backend): e.g. an evaluation plan
                                       that sees the training plan's weights;
                                       it must outlive the new plan            */
+    bool           no_replay;      /* run node by node even where the backend
+                                      can capture the plan once and replay it
+                                      (CUDA graphs)                           */
+    bool           tf32;           /* matmuls may use TF32 tensor cores       */
 } dg_plan_opts;
 
 typedef struct dg_plan_stats {
@@ -34,7 +39,8 @@ typedef struct dg_plan_stats {
 
 /* One arena buffer, for inspection (tests): node `node_id` occupies
  * [offset, offset + bytes) from step index `first` to `last` inclusive
- * (indices are node ids; last = INT32_MAX for outputs). */
+ * (indices are node ids; last = INT32_MAX for outputs). A side output's
+ * buffer starts at its owner's step, which writes it. */
 typedef struct dg_plan_buffer {
     int    node_id;
     size_t offset, bytes;

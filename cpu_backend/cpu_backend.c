@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/backend_impl.h"
+#include "../core/layout.h"
 #include "cpu_kernels.h"
 
 typedef struct cpu_ctx {
@@ -25,6 +27,14 @@ static void cpu_free(dg_backend *be) {
     free(be);
 }
 
+/* OpenMP's and OpenBLAS's thread counts are process-wide state; each entry
+ * that runs work applies this backend's count (two cheap reads when it is
+ * already set), so backends with different counts can live in one process. */
+static void apply_threads(const cpu_ctx *c) {
+    if (omp_get_max_threads() != c->threads) omp_set_num_threads(c->threads);
+    if (openblas_get_num_threads() != c->threads) openblas_set_num_threads(c->threads);
+}
+
 static dg_status cpu_alloc(dg_backend *be, size_t bytes, void **out) {
     (void)be;
     *out = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
@@ -39,33 +49,30 @@ static dg_status cpu_copy(dg_backend *be, void *dst, const void *src, size_t byt
     return DG_OK;
 }
 
-static bool cpu_supports(const dg_backend *be, dg_op op) {
+/* every op the core has, at any shape the builders accept */
+static bool cpu_supports(const dg_backend *be, const dg_node *n) {
     (void)be;
-    return op != DG_OP_LEAF && op < DG_OP_COUNT;
+    return n->op != DG_OP_LEAF && n->op != DG_OP_SIDE_OUTPUT && n->op < DG_OP_COUNT;
 }
 
-/* [b,]m,n from the output, k from op(A); row strides from the stored shapes */
-static void cpu_matmul(cpu_ctx *c, const dg_step *s) {
-    const dg_node *nd = s->node, *a = nd->in[0], *b = nd->in[1];
-    int r = nd->shape.ndim - 2;
-    int64_t batch = r ? nd->shape.d[0] : 1;
-    int m = (int)nd->shape.d[r], n = (int)nd->shape.d[r + 1];
-    bool ta = nd->p.trans_a, tb = nd->p.trans_b;
-    int k = (int)(ta ? a->shape.d[r] : a->shape.d[r + 1]);
-    int lda = (int)a->shape.d[r + 1], ldb = (int)b->shape.d[r + 1];
-    for (int64_t i = 0; i < batch; i++) {
-        const float *A = (const float *)s->in[0] + i * (int64_t)m * k;
-        const float *B = (const float *)s->in[1] + i * (int64_t)k * n;
-        float *C = (float *)s->out + i * (int64_t)m * n;
-        switch (c->gemm) {
-        case DG_CPU_GEMM_OPENBLAS: dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, n); break;
-        case DG_CPU_GEMM_OWN:      dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, n, c->pack); break;
-        case DG_CPU_GEMM_NAIVE:    dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, n); break;
-        }
+static void sgemm(const cpu_ctx *c, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
+                  int lda, const float *B, int ldb, float *C, int ldc) {
+    switch (impl) {
+    case DG_CPU_GEMM_OPENBLAS: dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, ldc); break;
+    case DG_CPU_GEMM_OWN:      dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, c->pack); break;
+    case DG_CPU_GEMM_NAIVE:    dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, ldc); break;
     }
 }
 
+static void cpu_matmul(const cpu_ctx *c, const dg_step *s) {
+    dg_gemm_dims d = dg_gemm_dims_of(s->node);
+    for (int i = 0; i < d.batch; i++)
+        sgemm(c, c->gemm, d.ta, d.tb, d.m, d.n, d.k, (const float *)s->in[0] + i * d.stride_a, d.lda,
+              (const float *)s->in[1] + i * d.stride_b, d.ldb, (float *)s->out + i * d.stride_c, d.ldc);
+}
+
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
+    apply_threads(ctx_of(be));
     switch (s->node->op) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
@@ -79,6 +86,7 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_MATMUL:       cpu_matmul(ctx_of(be), s); break;
     case DG_OP_PERMUTE:      dg__cpu_permute(s); break;
     case DG_OP_RESHAPE:      break; /* a view: nothing to compute */
+    case DG_OP_SIDE_OUTPUT:  break; /* written by its owner's step  */
     case DG_OP_SUM: case DG_OP_MEAN:
         dg__cpu_reduce(s); break;
     case DG_OP_BROADCAST_TO: dg__cpu_broadcast_to(s); break;
@@ -107,6 +115,7 @@ static dg_status cpu_gather_rows(dg_backend *be, void *dst, const void *src, con
 }
 
 static const dg_backend_i cpu_iface = {
+    /* .version    = */ DG_BACKEND_IFACE_VERSION,
     /* .name       = */ cpu_name,
     /* .free       = */ cpu_free,
     /* .alloc      = */ cpu_alloc,
@@ -119,26 +128,33 @@ static const dg_backend_i cpu_iface = {
     /* .run_steps  = */ NULL,
     /* .cache_free = */ NULL,
     /* .gather_rows= */ cpu_gather_rows,
+    /* events: NULL, the core's monotonic clock (compute returns when done) */
+    /* .event_new  = */ NULL,
+    /* .event_free = */ NULL,
+    /* .event_record = */ NULL,
+    /* .event_elapsed = */ NULL,
 };
 
 dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
     *out = NULL;
-    if (threads > 0) {
-        omp_set_num_threads(threads);
-        openblas_set_num_threads(threads);
-    }
-    threads = omp_get_max_threads();
-    dg_backend *be = calloc(1, sizeof *be);
+    if (threads <= 0) threads = omp_get_max_threads();
     cpu_ctx *c = calloc(1, sizeof *c);
     float *pack = malloc(dg_cpu_gemm_own_pack_floats(threads) * sizeof(float));
-    if (!be || !c || !pack) {
-        free(be); free(c); free(pack);
+    dg_backend *be = c && pack ? dg__backend_new(&cpu_iface, c) : NULL;
+    if (!be) {
+        free(c); free(pack);
         return dg__fail(DG_ERR_OOM, "cpu: out of memory creating the backend");
     }
     *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, pack};
-    *be = (dg_backend){.iface = &cpu_iface, .ctx = c};
+    apply_threads(c); /* so code around the backend sees the same count */
     *out = be;
     return DG_OK;
+}
+
+void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
+                  const float *B, float *C) {
+    apply_threads(ctx_of(be));
+    sgemm(ctx_of(be), impl, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n);
 }
 
 int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }

@@ -18,14 +18,21 @@ typedef enum dg_cpu_gemm {
 } dg_cpu_gemm;
 
 /* threads <= 0: OpenMP's default (OMP_NUM_THREADS or the core count). The
- * count is applied to both OpenMP and OpenBLAS. */
+ * backend applies its count to OpenMP and OpenBLAS whenever it runs work. */
 dg_status dg_cpu_backend_new(dg_backend **out, int threads);
 int       dg_cpu_threads(const dg_backend *be);
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 /* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */
 const char *dg_cpu_blas_info(char *buf, size_t n);
 
-/* Row-major C[m,n] = op(A) op(B), op = transpose when the flag is set;
+/* Row-major packed C[m,n] = op(A) op(B) by `impl`, with the backend's
+ * threads and packing scratch (the bench times these directly). */
+void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
+                  const float *B, float *C);
+
+/* The kernels themselves, for any strides (tests); they run with the
+ * calling thread's OpenMP settings.
+ * Row-major C[m,n] = op(A) op(B), op = transpose when the flag is set;
  * lda/ldb/ldc are row strides. `pack` is per-thread scratch, see
  * dg_cpu_gemm_own_pack_floats. */
 void dg_cpu_sgemm_openblas(bool ta, bool tb, int m, int n, int k, const float *A, int lda,

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../core/attrs.h"
 #include "../core/layout.h"
 #include "../core/scalar_math.h"
 #include "cpu_kernels.h"
@@ -17,7 +18,7 @@
 void dg__cpu_unary(const dg_step *s) {
     const dg_node *nd = s->node;
     const float *x = s->in[0];
-    float *y = s->out, c = nd->p.f[0];
+    float *y = s->out, c = dg_attr_scalar_or0(nd);
     int64_t n = dg_node_numel(nd);
     switch (nd->op) {
     case DG_OP_NEG:        MAP(-v); break;
@@ -46,7 +47,7 @@ void dg__cpu_unary(const dg_step *s) {
 void dg__cpu_unary_backward(const dg_step *s) {
     const dg_node *nd = s->node;
     const float *dy = s->in[0], *x = s->in[1];
-    float *dx = s->out, c = nd->p.f[0];
+    float *dx = s->out, c = dg_attr_scalar_or0(nd);
     int64_t n = dg_node_numel(nd);
     switch (nd->op) {
     case DG_OP_RELU_BACKWARD:       MAP2(v > 0.0f ? g : 0.0f); break;

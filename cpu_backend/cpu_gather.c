@@ -24,5 +24,5 @@ void dg__cpu_broadcast_to(const dg_step *s) {
 
 void dg__cpu_permute(const dg_step *s) {
     const dg_node *nd = s->node;
-    gather(s->in[0], s->out, dg_dims4_of(nd->shape), dg_permute_strides(nd->in[0]->shape, nd->p.perm));
+    gather(s->in[0], s->out, dg_dims4_of(nd->shape), dg_permute_strides(nd->in[0]->shape, dg_attr_permute_of(nd).perm));
 }

@@ -1,15 +1,17 @@
-/* cpu_optim.c: optimizer updates, in place on the parameter.
- * p.f = {lr, beta1 or momentum, beta2, eps}. */
+/* cpu_optim.c: optimizer updates, in place on the parameter and state: the
+ * step's inout[i] are the inputs the op table says the update writes. */
 #include <math.h>
 #include <stdint.h>
 
+#include "../core/attrs.h"
 #include "cpu_kernels.h"
 
 void dg__cpu_update(const dg_step *s) {
     const dg_node *nd = s->node;
-    float lr = nd->p.f[0], b1 = nd->p.f[1], b2 = nd->p.f[2], eps = nd->p.f[3];
+    dg_attr_optim a = dg_attr_optim_of(nd);
+    float lr = a.lr, b1 = a.beta1, b2 = a.beta2, eps = a.eps;
     int64_t n = dg_node_numel(nd);
-    float *w = s->out;       /* = s->in[0]: the update writes its parameter */
+    float *w = s->inout[0];
     const float *dw = s->in[1];
     switch (nd->op) {
     case DG_OP_SGD_UPDATE:
@@ -17,7 +19,7 @@ void dg__cpu_update(const dg_step *s) {
         for (int64_t i = 0; i < n; i++) w[i] -= lr * dw[i];
         break;
     case DG_OP_MOMENTUM_UPDATE: {
-        float *v = (float *)s->in[2];
+        float *v = s->inout[2];
 #pragma omp parallel for simd schedule(static)
         for (int64_t i = 0; i < n; i++) {
             v[i] = b1 * v[i] + dw[i];
@@ -29,7 +31,7 @@ void dg__cpu_update(const dg_step *s) {
         w[0] += 1.0f;
         break;
     case DG_OP_ADAM_UPDATE: {
-        float *m = (float *)s->in[2], *v = (float *)s->in[3];
+        float *m = s->inout[2], *v = s->inout[3];
         float t = *(const float *)s->in[4];
         /* bias correction folded into the step size */
         float lr_t = lr * sqrtf(1.0f - powf(b2, t)) / (1.0f - powf(b1, t));

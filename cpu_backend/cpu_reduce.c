@@ -33,40 +33,25 @@ static void reduce_cols(const float *x, float *y, int64_t rows, int64_t w, doubl
 }
 
 void dg__cpu_reduce(const dg_step *s) {
-    const dg_node *nd = s->node, *in = nd->in[0];
     const float *x = s->in[0];
     float *y = s->out;
-    int nd_in = in->shape.ndim, pad = 4 - nd_in;
-    dg_dims4 d = dg_dims4_of(in->shape);
-    bool red[4] = {false, false, false, false};
-    for (int i = 0; i < nd_in; i++) red[pad + i] = nd->p.axes >> i & 1u;
-    int64_t n_out = dg_node_numel(nd), n_red = dg_node_numel(in) / n_out;
-    double scale = nd->op == DG_OP_MEAN ? 1.0 / (double)n_red : 1.0;
-
-    /* axes of size 1 change nothing: ignore them when classifying the mask */
-    bool suffix = true, prefix = true, seen_red = false, seen_keep = false;
-    for (int i = 0; i < 4; i++) {
-        if (d.d[i] == 1) continue;
-        if (red[i]) { seen_red = true; if (seen_keep) prefix = false; }
-        else        { seen_keep = true; if (seen_red) suffix = false; }
+    dg_reduce_layout l = dg_reduce_layout_of(s->node);
+    switch (l.kind) {
+    case DG_REDUCE_ROWS: reduce_rows(x, y, l.n_out, l.n_red, l.scale); return;
+    case DG_REDUCE_COLS: reduce_cols(x, y, l.n_red, l.n_out, l.scale); return;
+    case DG_REDUCE_GENERAL: break;
     }
-    if (suffix) { reduce_rows(x, y, n_out, n_red, scale); return; }
-    if (prefix) { reduce_cols(x, y, n_red, n_out, scale); return; }
-
-    int64_t st[4], os[4], rs[4];
-    int64_t stride = 1;
-    for (int i = 3; i >= 0; i--) { st[i] = stride; stride *= d.d[i]; }
-    for (int i = 0; i < 4; i++) { os[i] = red[i] ? 1 : d.d[i]; rs[i] = red[i] ? d.d[i] : 1; }
+    const int64_t *st = l.st.d, *os = l.os.d, *rs = l.rs.d;
 #pragma omp parallel for schedule(static)
-    for (int64_t o = 0; o < n_out; o++) {
+    for (int64_t o = 0; o < l.n_out; o++) {
         int64_t base = 0, t = o;
         for (int i = 3; i >= 0; i--) { base += (t % os[i]) * st[i]; t /= os[i]; }
         double acc = 0.0;
-        for (int64_t r = 0; r < n_red; r++) {
+        for (int64_t r = 0; r < l.n_red; r++) {
             int64_t off = 0, u = r;
             for (int i = 3; i >= 0; i--) { off += (u % rs[i]) * st[i]; u /= rs[i]; }
             acc += x[base + off];
         }
-        y[o] = (float)(acc * scale);
+        y[o] = (float)(acc * l.scale);
     }
 }

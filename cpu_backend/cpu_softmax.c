@@ -58,11 +58,14 @@ void dg__cpu_softmax_backward(const dg_step *s) {
 }
 
 /* loss = mean_r (logsumexp(x_r) - x_r[label_r]); a label outside [0, c)
- * makes the loss NaN rather than reading out of bounds. */
+ * makes the loss NaN rather than reading out of bounds. Side output:
+ * lse[r] = logsumexp(x_r), which the backward reads instead of
+ * recomputing it. */
 void dg__cpu_softmax_ce(const dg_step *s) {
     const dg_node *nd = s->node, *logits = nd->in[0];
     const float *x = s->in[0];
     const int32_t *label = s->in[1];
+    float *lse = s->side[0];
     int64_t c = row_len(logits), rows = dg_node_numel(logits) / c;
     /* per-thread partial sums over a static partition, added in thread
      * order: the same loss on every run (an OpenMP reduction clause may
@@ -75,7 +78,9 @@ void dg__cpu_softmax_ce(const dg_step *s) {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             int32_t l = label[r];
-            acc += (l >= 0 && l < c) ? logsumexp(x + r * c, c) - x[r * c + l] : NAN;
+            double lr = logsumexp(x + r * c, c);
+            lse[r] = (float)lr;
+            acc += (l >= 0 && l < c) ? lr - x[r * c + l] : NAN;
         }
         part[omp_get_thread_num()] = acc;
     }
@@ -84,11 +89,13 @@ void dg__cpu_softmax_ce(const dg_step *s) {
     *(float *)s->out = (float)(total / (double)rows);
 }
 
-/* dx = (softmax(x) - onehot(label)) * dloss / rows */
+/* dx = (softmax(x) - onehot(label)) * dloss / rows, softmax(x) = exp(x - lse)
+ * with the forward's saved row log-sum-exp */
 void dg__cpu_softmax_ce_backward(const dg_step *s) {
     const dg_node *nd = s->node;
     const float *dloss = s->in[0], *x = s->in[1];
     const int32_t *label = s->in[2];
+    const float *lse = s->in[3];
     float *dx = s->out;
     int64_t c = row_len(nd), rows = dg_node_numel(nd) / c;
     double g = (double)dloss[0] / (double)rows;
@@ -96,9 +103,9 @@ void dg__cpu_softmax_ce_backward(const dg_step *s) {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         float *dxr = dx + r * c;
-        float lse = (float)logsumexp(xr, c), gf = (float)g;
+        float gf = (float)g;
         int32_t l = label[r];
-        for (int64_t j = 0; j < c; j++) dxr[j] = expf(xr[j] - lse) * gf;
+        for (int64_t j = 0; j < c; j++) dxr[j] = expf(xr[j] - lse[r]) * gf;
         if (l >= 0 && l < c) dxr[l] -= gf;
         if (l < 0 || l >= c) dxr[0] = NAN;
     }

@@ -5,7 +5,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/data.h"
+#include "core/data/dataset.h"
 #include "test_util.h"
 
 static char dir[256];

@@ -3,7 +3,8 @@
  * The threshold is this test's own (5x chance), not a tuned figure. */
 #include <unistd.h>
 
-#include "core/trainer.h"
+#include "core/nn/mlp.h"
+#include "core/nn/trainer.h"
 #include "cpu_backend/cpu_backend.h"
 #include "test_util.h"
 
@@ -20,7 +21,8 @@ Test(fashion, mlp_one_short_epoch_beats_chance) {
     dg_dataset train, test;
     dg_backend *be;
     setup_or_skip(&train, &test, &be);
-    dg_train_opts o = {.widths = {784, 128, 10}, .n_widths = 3, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
+    const dg_mlp_cfg mlp = {{784, 128, 10}, 3};
+    dg_train_opts o = {.model = dg_mlp_new, .model_cfg = &mlp, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
                        .epochs = 1, .batch = 64, .seed = test_seed(), .loss_every = 1, .subset = 6000};
     dg_epoch_stats s;
     ASSERT_OK(dg_train(be, &o, &train, &test, NULL, NULL, &s));
@@ -39,7 +41,8 @@ Test(fashion, copy_batches_equals_resident) {
     dg_dataset train, test;
     dg_backend *be;
     setup_or_skip(&train, &test, &be);
-    dg_train_opts o = {.widths = {784, 32, 10}, .n_widths = 3, .optim = dg_optim_default(DG_OPTIM_SGD, 0.1f),
+    const dg_mlp_cfg mlp = {{784, 32, 10}, 3};
+    dg_train_opts o = {.model = dg_mlp_new, .model_cfg = &mlp, .optim = dg_optim_default(DG_OPTIM_SGD, 0.1f),
                        .epochs = 2, .batch = 50, .seed = test_seed(), .loss_every = 1, .subset = 2000};
     dg_epoch_stats resident, copied;
     ASSERT_OK(dg_train(be, &o, &train, &test, NULL, NULL, &resident));

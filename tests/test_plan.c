@@ -105,8 +105,8 @@ Test(plan, mlp_step_peak_lower_with_reuse) {
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 1));
     dg_plan *p, *flat;
-    ASSERT_OK(dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL));
-    ASSERT_OK(dg_plan_new(&flat, t.g, be, t.outputs, t.n_outputs, &(dg_plan_opts){.no_reuse = true}));
+    ASSERT_OK(dg_plan_new(&p, t.g, be, t.step.outputs, t.step.n_outputs, NULL));
+    ASSERT_OK(dg_plan_new(&flat, t.g, be, t.step.outputs, t.step.n_outputs, &(dg_plan_opts){.no_reuse = true}));
     dg_plan_stats s = dg_plan_stats_get(p), f = dg_plan_stats_get(flat);
     cr_log_info("MLP 784-256-100-10 batch 128 Adam step: %d kernels, %d buffers; arena %zu bytes with reuse, "
                 "%zu without (%.1f%%); persistent %zu bytes", s.n_steps, s.n_buffers, s.arena_bytes,
@@ -126,7 +126,7 @@ Test(plan, runs_allocate_nothing) {
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 1));
     dg_plan *p;
-    ASSERT_OK(dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL));
+    ASSERT_OK(dg_plan_new(&p, t.g, be, t.step.outputs, t.step.n_outputs, NULL));
     ASSERT_OK(dg_plan_run(p)); /* first run */
     size_t before = dg_backend_n_allocs(be);
     cr_assert_gt(before, 0, "the plan allocated nothing at all: the counter is not wired");
@@ -146,13 +146,13 @@ Test(plan, failed_allocation_is_reported) {
     ASSERT_OK(dg_cpu_backend_new(&be, 1));
     for (int k = 1; k <= 2; k++) { /* the persistent region, then the arena */
         dg_plan *p = (dg_plan *)1;
-        be->fail_alloc_in = k;
-        cr_assert_eq(dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL), DG_ERR_OOM);
+        dg_backend_fail_alloc_after(be, k);
+        cr_assert_eq(dg_plan_new(&p, t.g, be, t.step.outputs, t.step.n_outputs, NULL), DG_ERR_OOM);
         cr_assert_null(p);
         cr_assert(strstr(dg_last_error(), "bytes"), "message: %s", dg_last_error());
     }
     dg_plan *p; /* and the backend still works afterwards */
-    ASSERT_OK(dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL));
+    ASSERT_OK(dg_plan_new(&p, t.g, be, t.step.outputs, t.step.n_outputs, NULL));
     ASSERT_OK(dg_plan_run(p));
     dg_plan_free(p);
     dg_backend_free(be);

@@ -29,19 +29,19 @@ ParameterizedTest(train_case *tc, train, mlp_blobs) {
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 0));
     dg_plan *step, *eval;
-    ASSERT_OK(dg_plan_new(&step, t.g, be, t.outputs, t.n_outputs, NULL));
-    ASSERT_OK(dg_plan_new(&eval, t.g, be, &t.logits, 1, &(dg_plan_opts){.share_leaves = step}));
-    ASSERT_OK(dg_plan_set(step, t.x, data.x, (size_t)n * d * sizeof(float)));
-    ASSERT_OK(dg_plan_set(step, t.y, data.y, (size_t)n * sizeof(int32_t)));
+    ASSERT_OK(dg_plan_new(&step, t.g, be, t.step.outputs, t.step.n_outputs, NULL));
+    ASSERT_OK(dg_plan_new(&eval, t.g, be, &t.step.logits, 1, &(dg_plan_opts){.share_leaves = step}));
+    ASSERT_OK(dg_plan_set(step, t.step.x, data.x, (size_t)n * d * sizeof(float)));
+    ASSERT_OK(dg_plan_set(step, t.step.y, data.y, (size_t)n * sizeof(int32_t)));
     float loss0 = 0, loss = 0;
     for (int s = 0; s < tc->steps; s++) {
         ASSERT_OK(dg_plan_run(step));
-        ASSERT_OK(dg_plan_get(step, t.loss, &loss, sizeof loss));
+        ASSERT_OK(dg_plan_get(step, t.step.loss, &loss, sizeof loss));
         if (s == 0) loss0 = loss;
     }
     float *logits = malloc((size_t)n * c * sizeof(float));
     ASSERT_OK(dg_plan_run(eval));
-    ASSERT_OK(dg_plan_get(eval, t.logits, logits, (size_t)n * c * sizeof(float)));
+    ASSERT_OK(dg_plan_get(eval, t.step.logits, logits, (size_t)n * c * sizeof(float)));
     double acc = accuracy(logits, data.y, n, c);
     cr_log_info("%s: loss %.4f -> %.4f, training accuracy %.1f%% after %d steps",
                 dg_optim_name(tc->kind), loss0, loss, 100 * acc, tc->steps);

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "harness.h"
+#include "core/check/harness.h"
 
 /* DG_TEST_SEED overrides the default seed; every failure message prints it. */
 static inline uint64_t test_seed(void) {

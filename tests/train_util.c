@@ -30,22 +30,13 @@ void blobs_free(blobs *b) {
 dg_status train_graph_new(train_graph *t, const int *widths, int n_widths, int batch, const dg_optim *o,
                           uint64_t seed) {
     memset(t, 0, sizeof *t);
+    dg_mlp_cfg cfg = {.n_widths = n_widths};
+    if (n_widths < 2 || n_widths > DG_MLP_MAX_LAYERS + 1) return DG_ERR_INVALID;
+    memcpy(cfg.widths, widths, (size_t)n_widths * sizeof *widths);
     t->g = dg_graph_new();
     if (!t->g) return DG_ERR_OOM;
-    dg_graph *g = t->g;
-    dg_status st = dg_mlp_new(g, &t->mlp, widths, n_widths, seed);
-    if (st != DG_OK) return st;
-    t->x = dg_input(g, "x", DG_SHAPE(batch, widths[0]));
-    t->y = dg_input_i32(g, "y", DG_SHAPE(batch));
-    t->logits = dg_mlp_forward(g, &t->mlp, t->x);
-    t->loss = dg_softmax_cross_entropy(g, t->logits, t->y);
-    if (!t->loss) return dg_graph_status(g);
-    t->n_params = dg_mlp_params(&t->mlp, t->params);
-    if ((st = dg_grad(g, t->loss, t->params, t->n_params, t->grads)) != DG_OK) return st;
-    t->outputs[0] = t->loss;
-    if ((st = dg_optim_apply(g, o, t->params, t->grads, t->n_params, t->outputs + 1)) != DG_OK) return st;
-    t->n_outputs = 1 + t->n_params;
-    return DG_OK;
+    dg_status st = dg_mlp_new(t->g, &cfg, seed, &t->model);
+    return st != DG_OK ? st : dg_train_step_build(t->g, &t->model, batch, o, &t->step);
 }
 
 void train_graph_free(train_graph *t) {

@@ -3,8 +3,8 @@
 #ifndef DG_TEST_TRAIN_UTIL_H
 #define DG_TEST_TRAIN_UTIL_H
 
-#include "core/autodiff.h"
-#include "core/nn.h"
+#include "core/nn/mlp.h"
+#include "core/nn/train_step.h"
 #include "core/plan.h"
 
 /* n points in d dims, c classes: Gaussian blobs around well-separated
@@ -18,15 +18,12 @@ typedef struct blobs {
 int  blobs_new(blobs *b, int n, int d, int c, uint64_t seed);
 void blobs_free(blobs *b);
 
-/* One training step as one graph: logits = mlp(x); loss = ce(logits, y);
- * grads; optimizer updates. */
+/* An MLP's training step on a graph of its own (dg_train_step_build):
+ * step.x, step.y, step.loss, step.outputs ...; model.params. */
 typedef struct train_graph {
-    dg_graph *g;
-    dg_mlp    mlp;
-    dg_node  *x, *y, *logits, *loss;
-    dg_node  *params[2 * DG_MLP_MAX_LAYERS], *grads[2 * DG_MLP_MAX_LAYERS];
-    dg_node  *outputs[2 * DG_MLP_MAX_LAYERS + 1]; /* loss + updates */
-    int       n_params, n_outputs;
+    dg_graph     *g;
+    dg_model      model;
+    dg_train_step step;
 } train_graph;
 
 dg_status train_graph_new(train_graph *t, const int *widths, int n_widths, int batch, const dg_optim *o,

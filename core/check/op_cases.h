@@ -4,7 +4,7 @@
 #ifndef DG_TEST_OP_TABLE_H
 #define DG_TEST_OP_TABLE_H
 
-#include "core/graph.h"
+#include "../graph.h"
 
 typedef enum input_domain {
     DOM_ANY,     /* uniform in [-2, 2]                                   */

@@ -1,4 +1,4 @@
-#include "data.h"
+#include "dataset.h"
 
 #include <errno.h>
 #include <stdio.h>

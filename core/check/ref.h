@@ -5,7 +5,7 @@
 #ifndef DG_TEST_REF_H
 #define DG_TEST_REF_H
 
-#include "core/graph.h"
+#include "../graph.h"
 
 /* Evaluates nodes [0, upto) of g in float64. vals has one slot per node;
  * leaves must be filled by the caller (numel doubles; int32 labels as

@@ -4,9 +4,9 @@
 #ifndef DG_TEST_HARNESS_H
 #define DG_TEST_HARNESS_H
 
-#include "core/autodiff.h"
-#include "core/plan.h"
-#include "op_table.h"
+#include "../autodiff.h"
+#include "../plan.h"
+#include "op_cases.h"
 
 /* The case's graph: inputs -> out; loss = sum(out * w) with random w; the
  * gradients of loss with respect to every float input. */

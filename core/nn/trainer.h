@@ -1,22 +1,23 @@
-/* trainer.h: the training loop over a data set: one training-step plan and
- * one evaluation plan that share the parameters, seeded shuffling, the
- * data set resident on the backend (batches gathered there) or copied
- * batch by batch from the host. */
+/* trainer.h: the training loop of any classifier (a dg_model) over any
+ * labelled data set (a dg_dataset): one training-step plan and one
+ * evaluation plan that share the parameters, seeded shuffling, the data set
+ * resident on the backend (batches gathered there) or copied batch by batch
+ * from the host. */
 #ifndef DG_TRAINER_H
 #define DG_TRAINER_H
 
-#include "autodiff.h"
-#include "backend.h"
-#include "data.h"
-#include "nn.h"
+#include "../autodiff.h"
+#include "../backend.h"
+#include "../data/dataset.h"
+#include "model.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct dg_train_opts {
-    int      widths[DG_MLP_MAX_LAYERS + 1]; /* {784, 10}: logistic regression */
-    int      n_widths;
+    dg_model_new_fn model;   /* makes the model's parameters (dg_mlp_new, ...) */
+    const void     *model_cfg;
     dg_optim optim;
     int      epochs, batch;
     uint64_t seed;           /* initial weights and shuffling                   */

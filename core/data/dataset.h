@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "../status.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,4 +1,4 @@
-#include "op_table.h"
+#include "op_cases.h"
 
 #include <stddef.h>
 

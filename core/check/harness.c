@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rng.h"
+#include "../rng.h"
 #include "ref.h"
 
 static float draw(dg_rng *r, input_domain d) {

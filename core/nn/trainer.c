@@ -5,8 +5,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "plan.h"
-#include "rng.h"
+#include "../plan.h"
+#include "../rng.h"
+#include "train_step.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -15,37 +16,35 @@ static double now_s(void) {
 }
 
 typedef struct trainer {
-    dg_graph *g;
-    dg_mlp    mlp;
-    dg_node  *x, *y, *loss, *xt, *logits_t;
-    dg_node  *outs[1 + 2 * DG_MLP_MAX_LAYERS];
-    int       n_outs;
-    dg_plan  *step, *eval;
+    dg_graph     *g;
+    dg_model      model;
+    dg_train_step ts;
+    dg_node      *x, *y, *loss, *xt, *logits_t;
+    dg_plan      *step, *eval;
     void     *dev_x, *dev_y, *dev_perm;    /* resident data set (not copy_batches) */
     float    *host_x;                      /* batch / eval buffers on the host     */
     int32_t  *host_y, *perm;
     float    *logits;
 } trainer;
 
-static dg_status build(trainer *t, dg_backend *be, const dg_train_opts *o, int dim, int eval_batch) {
+/* the training step and, on the same parameters, the evaluation forward
+ * over batches of eval_batch */
+static dg_status build(trainer *t, dg_backend *be, const dg_train_opts *o, int eval_batch) {
     t->g = dg_graph_new();
     if (!t->g) return dg__fail(DG_ERR_OOM, "train: out of memory");
     dg_graph *g = t->g;
-    dg_status st = dg_mlp_new(g, &t->mlp, o->widths, o->n_widths, o->seed);
+    dg_status st = o->model(g, o->model_cfg, o->seed, &t->model);
     if (st != DG_OK) return st;
-    t->x = dg_input(g, "x", DG_SHAPE(o->batch, dim));
-    t->y = dg_input_i32(g, "y", DG_SHAPE(o->batch));
-    t->loss = dg_softmax_cross_entropy(g, dg_mlp_forward(g, &t->mlp, t->x), t->y);
-    t->xt = dg_input(g, "x_eval", DG_SHAPE(eval_batch, dim));
-    t->logits_t = dg_mlp_forward(g, &t->mlp, t->xt); /* same parameters */
-    if (!t->loss || !t->logits_t) return dg_graph_status(g);
-    dg_node *params[2 * DG_MLP_MAX_LAYERS], *grads[2 * DG_MLP_MAX_LAYERS];
-    int n = dg_mlp_params(&t->mlp, params);
-    if ((st = dg_grad(g, t->loss, params, n, grads)) != DG_OK) return st;
-    t->outs[0] = t->loss;
-    if ((st = dg_optim_apply(g, &o->optim, params, grads, n, t->outs + 1)) != DG_OK) return st;
-    t->n_outs = 1 + n;
-    if ((st = dg_plan_new(&t->step, g, be, t->outs, t->n_outs, NULL)) != DG_OK) return st;
+    dg_shape xs = {.ndim = t->model.in_shape.ndim + 1, .d = {eval_batch}};
+    for (int i = 0; i < t->model.in_shape.ndim; i++) xs.d[i + 1] = t->model.in_shape.d[i];
+    t->xt = dg_input(g, "x_eval", xs);
+    t->logits_t = dg_model_forward(g, &t->model, t->xt);
+    if (!t->logits_t) return dg_graph_status(g);
+    if ((st = dg_train_step_build(g, &t->model, o->batch, &o->optim, &t->ts)) != DG_OK) return st;
+    t->x = t->ts.x;
+    t->y = t->ts.y;
+    t->loss = t->ts.loss;
+    if ((st = dg_plan_new(&t->step, g, be, t->ts.outputs, t->ts.n_outputs, NULL)) != DG_OK) return st;
     return dg_plan_new(&t->eval, g, be, &t->logits_t, 1, &(dg_plan_opts){.share_leaves = t->step});
 }
 
@@ -85,14 +84,17 @@ static dg_status evaluate(trainer *t, const dg_dataset *test, int eb, int classe
 dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *train, const dg_dataset *test,
                    dg_epoch_fn cb, void *arg, dg_epoch_stats *last) {
     int dim = train->rows * train->cols, n = o->subset > 0 && o->subset < train->n ? o->subset : train->n;
-    int classes = o->widths[o->n_widths - 1];
-    if (o->widths[0] != dim || classes != train->classes || o->batch < 1 || o->batch > n || o->epochs < 1)
-        return dg__fail(DG_ERR_INVALID, "train: widths %d..%d, batch %d, epochs %d do not fit a data set of %d "
-                        "examples of %d features and %d classes", o->widths[0], classes, o->batch, o->epochs, n, dim,
-                        train->classes);
+    if (!o->model || o->batch < 1 || o->batch > n || o->epochs < 1)
+        return dg__fail(DG_ERR_INVALID, "train: batch %d, epochs %d do not fit a data set of %d examples%s", o->batch,
+                        o->epochs, n, o->model ? "" : " (and no model)");
     int eb = test->n % 1000 == 0 ? 1000 : test->n; /* evaluation batch: divides the test set */
     trainer t = {0};
-    dg_status st = build(&t, be, o, dim, eb);
+    dg_status st = build(&t, be, o, eb);
+    int classes = t.model.classes;
+    if (st == DG_OK && (dg_shape_numel(t.model.in_shape) != dim || classes != train->classes))
+        st = dg__fail(DG_ERR_INVALID, "train: model %s takes %lld features into %d classes; the data set has %d "
+                      "features and %d classes", t.model.name, (long long)dg_shape_numel(t.model.in_shape), classes,
+                      dim, train->classes);
     t.host_x = malloc((size_t)o->batch * dim * sizeof(float));
     t.host_y = malloc((size_t)o->batch * sizeof(int32_t));
     t.perm = malloc((size_t)n * sizeof(int32_t));

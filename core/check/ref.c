@@ -1,6 +1,9 @@
-/* OpenMP only over independent outputs; every sum stays in one thread, in
+/* ref.c: the float64 reference, written from each op's definition.
+ * OpenMP only over independent outputs; every sum stays in one thread, in
  * order, so the reference is deterministic. */
 #include "ref.h"
+
+#include "../attrs.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -66,7 +69,8 @@ static void matmul(const dg_node *n, const double *A, const double *B, double *C
     const dg_node *a = n->in[0], *b = n->in[1];
     int r = n->shape.ndim - 2;
     int64_t batch = r ? n->shape.d[0] : 1, M = n->shape.d[r], N = n->shape.d[r + 1];
-    int64_t K = n->p.trans_a ? a->shape.d[r] : a->shape.d[r + 1];
+    const bool ta = dg_attr_matmul_of(n).trans_a, tb = dg_attr_matmul_of(n).trans_b;
+    int64_t K = ta ? a->shape.d[r] : a->shape.d[r + 1];
     int64_t ac = a->shape.d[r + 1], bc = b->shape.d[r + 1];
 #pragma omp parallel for collapse(2)
     for (int64_t t = 0; t < batch; t++)
@@ -74,8 +78,8 @@ static void matmul(const dg_node *n, const double *A, const double *B, double *C
             for (int64_t j = 0; j < N; j++) {
                 double acc = 0;
                 for (int64_t k = 0; k < K; k++) {
-                    double x = n->p.trans_a ? A[t * M * K + k * ac + i] : A[t * M * K + i * ac + k];
-                    double y = n->p.trans_b ? B[t * K * N + j * bc + k] : B[t * K * N + k * bc + j];
+                    double x = ta ? A[t * M * K + k * ac + i] : A[t * M * K + i * ac + k];
+                    double y = tb ? B[t * K * N + j * bc + k] : B[t * K * N + k * bc + j];
                     acc += x * y;
                 }
                 C[t * M * N + i * N + j] = acc;
@@ -94,7 +98,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     const double *a = n->n_in > 0 ? vals[n->in[0]->id] : NULL;
     const double *b = n->n_in > 1 ? vals[n->in[1]->id] : NULL;
     int64_t numel = dg_node_numel(n), idx[DG_MAX_DIMS];
-    double c = n->p.f[0];
+    double c = dg_attr_scalar_or0(n);
     dg_shape s = n->shape;
     switch (n->op) {
     case DG_OP_LEAF: break;
@@ -118,26 +122,29 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         for (int64_t i = 0; i < numel; i++) y[i] = unary_backward(n->op, a[i], b[i], c);
         break;
     case DG_OP_MATMUL: matmul(n, a, b, y); break;
-    case DG_OP_PERMUTE:
+    case DG_OP_PERMUTE: {
+        const dg_attr_permute pa = dg_attr_permute_of(n);
 #pragma omp parallel for private(idx)
         for (int64_t i = 0; i < numel; i++) {
             int64_t src[DG_MAX_DIMS];
             unravel(i, s, idx);
-            for (int k = 0; k < s.ndim; k++) src[n->p.perm[k]] = idx[k];
+            for (int k = 0; k < s.ndim; k++) src[pa.perm[k]] = idx[k];
             y[i] = a[ravel(src, n->in[0]->shape)];
         }
         break;
+    }
     case DG_OP_RESHAPE: memcpy(y, a, (size_t)numel * sizeof *y); break;
     case DG_OP_SUM: case DG_OP_MEAN: {
         dg_shape in = n->in[0]->shape, kept = in;
+        uint32_t axes = dg_attr_reduce_of(n).axes;
         for (int k = 0; k < in.ndim; k++)
-            if (n->p.axes >> k & 1u) kept.d[k] = 1;
+            if (axes >> k & 1u) kept.d[k] = 1;
         int64_t nin = dg_shape_numel(in);
         memset(y, 0, (size_t)numel * sizeof *y);
         for (int64_t i = 0; i < nin; i++) {
             unravel(i, in, idx);
             for (int k = 0; k < in.ndim; k++)
-                if (n->p.axes >> k & 1u) idx[k] = 0;
+                if (axes >> k & 1u) idx[k] = 0;
             y[ravel(idx, kept)] += a[i];
         }
         if (n->op == DG_OP_MEAN)
@@ -181,7 +188,15 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         y[0] = tot / (double)R;
         break;
     }
-    case DG_OP_SOFTMAX_CE_BACKWARD: {
+    case DG_OP_SIDE_OUTPUT: { /* from its definition, not from the owner's result */
+        const dg_node *owner = n->in[0];
+        if (owner->op != DG_OP_SOFTMAX_CE) return DG_ERR_UNSUPPORTED;
+        const double *x = vals[owner->in[0]->id];
+        int64_t C = owner->in[0]->shape.d[owner->in[0]->shape.ndim - 1];
+        for (int64_t r = 0; r < numel; r++) y[r] = row_lse(x + r * C, C); /* the row log-sum-exp */
+        break;
+    }
+    case DG_OP_SOFTMAX_CE_BACKWARD: { /* recomputes lse (in[3]): an independent check */
         const double *x = b, *lab = vals[n->in[2]->id];
         int64_t C = s.d[s.ndim - 1], R = numel / C;
 #pragma omp parallel for
@@ -193,14 +208,20 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         break;
     }
     case DG_OP_SGD_UPDATE:
+        c = dg_attr_optim_of(n).lr;
         for (int64_t i = 0; i < numel; i++) y[i] = a[i] - c * b[i];
         break;
     case DG_OP_MOMENTUM_UPDATE: /* state not tracked: v_new = mu v + g */
-        for (int64_t i = 0; i < numel; i++) y[i] = a[i] - c * (n->p.f[1] * vals[n->in[2]->id][i] + b[i]);
+    {
+        const dg_attr_optim o = dg_attr_optim_of(n);
+        for (int64_t i = 0; i < numel; i++) y[i] = a[i] - o.lr * (o.beta1 * vals[n->in[2]->id][i] + b[i]);
+    }
         break;
     case DG_OP_ADAM_STEP: y[0] = a[0] + 1; break;
     case DG_OP_ADAM_UPDATE: {
-        double b1 = n->p.f[1], b2 = n->p.f[2], eps = n->p.f[3], t = vals[n->in[4]->id][0];
+        dg_attr_optim o = dg_attr_optim_of(n);
+        double b1 = o.beta1, b2 = o.beta2, eps = o.eps, t = vals[n->in[4]->id][0];
+        c = o.lr;
         const double *m = vals[n->in[2]->id], *v = vals[n->in[3]->id];
         for (int64_t i = 0; i < numel; i++) {
             double mn = b1 * m[i] + (1 - b1) * b[i], vn = b2 * v[i] + (1 - b2) * b[i] * b[i];

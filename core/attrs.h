@@ -1,0 +1,72 @@
+/* attrs.h: op attributes, one struct per op family, stored in a node's
+ * opaque attribute block (dg_node.attr) and read only through these typed
+ * accessors. An op's row in the op table (ops.c) names its family; the
+ * accessors check it, so a kernel reading the wrong family fails loudly in
+ * a debug build instead of reading garbage.
+ *
+ * Adding a family: its struct, a DG_ATTR_* kind in ops.h, and one
+ * DG__ATTR_ACCESSORS line below; no other op's attributes change. */
+#ifndef DG_ATTRS_H
+#define DG_ATTRS_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* add_scalar, mul_scalar, pow_scalar: the scalar; leaky_relu and its
+ * backward: the negative slope */
+typedef struct dg_attr_scalar { float value; } dg_attr_scalar;
+
+/* matmul: C = op(A) op(B), op = transpose where the flag is set */
+typedef struct dg_attr_matmul { bool trans_a, trans_b; } dg_attr_matmul;
+
+/* permute: output axis i is input axis perm[i] */
+typedef struct dg_attr_permute { int perm[DG_MAX_DIMS]; } dg_attr_permute;
+
+/* sum, mean: bit i of axes reduces axis i; keepdims keeps them as size 1 */
+typedef struct dg_attr_reduce { uint32_t axes; bool keepdims; } dg_attr_reduce;
+
+/* optimizer updates: momentum reads beta1 as its momentum */
+typedef struct dg_attr_optim { float lr, beta1, beta2, eps; } dg_attr_optim;
+
+/* side_output: which of its owner's side outputs this node is */
+typedef struct dg_attr_side { int index; } dg_attr_side;
+
+/* dg_attr_<fam>_of(node) -> the struct; dg__attr_<fam>_set(node, value) */
+#define DG__ATTR_ACCESSORS(fam, KIND)                                                         \
+    static_assert(sizeof(dg_attr_##fam) <= DG_ATTR_BYTES, "attributes exceed DG_ATTR_BYTES"); \
+    static inline dg_attr_##fam dg_attr_##fam##_of(const dg_node *n) {                       \
+        assert(dg_op_info_get(n->op)->attr == KIND);                                          \
+        dg_attr_##fam a;                                                                      \
+        memcpy(&a, n->attr, sizeof a);                                                        \
+        return a;                                                                             \
+    }                                                                                         \
+    static inline void dg__attr_##fam##_set(dg_node *n, dg_attr_##fam a) {                    \
+        assert(dg_op_info_get(n->op)->attr == KIND);                                          \
+        memcpy(n->attr, &a, sizeof a);                                                        \
+    }
+
+DG__ATTR_ACCESSORS(scalar, DG_ATTR_SCALAR)
+DG__ATTR_ACCESSORS(matmul, DG_ATTR_MATMUL)
+DG__ATTR_ACCESSORS(permute, DG_ATTR_PERMUTE)
+DG__ATTR_ACCESSORS(reduce, DG_ATTR_REDUCE)
+DG__ATTR_ACCESSORS(optim, DG_ATTR_OPTIM)
+DG__ATTR_ACCESSORS(side, DG_ATTR_SIDE)
+
+/* The scalar of a node whose op has one, 0 for the others: lets one
+ * elementwise kernel serve neg, exp, ... and the scalar ops alike. */
+static inline float dg_attr_scalar_or0(const dg_node *n) {
+    return dg_op_info_get(n->op)->attr == DG_ATTR_SCALAR ? dg_attr_scalar_of(n).value : 0.0f;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

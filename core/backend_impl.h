@@ -1,0 +1,61 @@
+/* backend_impl.h: the interface every backend implements. Only backends and
+ * the core's wrappers include this; users see backend.h.
+ *
+ * One struct of function pointers; the backend's state lives behind ctx.
+ * Ops go through the single `compute` entry, which switches on the node's
+ * op, so adding an op never changes this struct. The struct only grows at
+ * its end, and `version` says which of its layouts a backend fills. Entries
+ * marked optional may be NULL. */
+#ifndef DG_BACKEND_IMPL_H
+#define DG_BACKEND_IMPL_H
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DG_BACKEND_IFACE_VERSION 2
+
+typedef struct dg_backend_i {
+    int          version;   /* DG_BACKEND_IFACE_VERSION the backend was written for */
+    const char *(*name)(const dg_backend *be);
+    void        (*free)(dg_backend *be);
+    dg_status   (*alloc)(dg_backend *be, size_t bytes, void **out);
+    void        (*release)(dg_backend *be, void *ptr);
+    dg_status   (*upload)(dg_backend *be, void *dst, const void *src, size_t bytes);
+    dg_status   (*download)(dg_backend *be, void *dst, const void *src, size_t bytes);
+    dg_status   (*sync)(dg_backend *be);                          /* optional: synchronous */
+    bool        (*supports)(const dg_backend *be, const dg_node *n);
+    dg_status   (*compute)(dg_backend *be, const dg_step *s);     /* switch (op)           */
+    /* Runs a plan's steps; *cache is the plan's slot for backend state such
+     * as a captured CUDA graph; replay: the plan allows capture and replay.
+     * Optional: the core calls compute in order. */
+    dg_status   (*run_steps)(dg_backend *be, const dg_step *steps, int n, bool replay, void **cache);
+    void        (*cache_free)(dg_backend *be, void *cache);       /* optional */
+    dg_status   (*gather_rows)(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
+                               size_t row_bytes);                  /* optional */
+    /* Device events; optional: the core reads the monotonic clock after
+     * sync (right for a backend whose compute returns when the work is done). */
+    dg_status   (*event_new)(dg_backend *be, void **ev);
+    void        (*event_free)(dg_backend *be, void *ev);
+    dg_status   (*event_record)(dg_backend *be, void *ev);
+    dg_status   (*event_elapsed)(dg_backend *be, void *start, void *stop, double *ms);
+} dg_backend_i;
+
+struct dg_backend {
+    const dg_backend_i *iface;
+    void               *ctx;
+    size_t              n_allocs;      /* successful allocations through dg_backend_alloc */
+    int                 fail_alloc_in; /* > 0: the n-th next allocation fails              */
+};
+
+/* A backend made by the backend's constructor: checks the interface version
+ * and fills the common fields. NULL when out of memory or when the iface's
+ * version is not one the core knows. */
+dg_backend *dg__backend_new(const dg_backend_i *iface, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,40 @@
+/* model.h: what the trainer, the training-step builder, the tests and the
+ * bench need of a model, whatever its layers: its parameters (created once
+ * on a graph) and a forward that can be applied to several inputs sharing
+ * them (a training batch, an evaluation batch). Each model (mlp.h; the CNN
+ * and transformer later) provides a constructor filling one. */
+#ifndef DG_NN_MODEL_H
+#define DG_NN_MODEL_H
+
+#include "../graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DG_MODEL_MAX_PARAMS 64
+
+typedef struct dg_model dg_model;
+
+/* x [batch, in_shape...] -> logits [batch, classes] */
+typedef dg_node *(*dg_forward_fn)(dg_graph *g, const dg_model *m, dg_node *x);
+
+struct dg_model {
+    const char   *name;       /* "mlp", "logreg", ...                        */
+    dg_shape      in_shape;   /* one example: [784] for a flat image         */
+    int           classes;
+    dg_forward_fn forward;
+    int           n_params;
+    dg_node      *params[DG_MODEL_MAX_PARAMS]; /* in the model's fixed order */
+};
+
+/* Makes a model's parameters on g (seeded: the same values on every
+ * backend) from a configuration the model defines (dg_mlp_cfg, ...). */
+typedef dg_status (*dg_model_new_fn)(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out);
+
+static inline dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x) { return m->forward(g, m, x); }
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,22 @@
+/* train_step.c: forward, loss, gradients and updates of one step. */
+#include "train_step.h"
+
+dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, dg_train_step *out) {
+    *out = (dg_train_step){0};
+    if (!g || !m || !o || batch < 1) return dg__fail(DG_ERR_INVALID, "train step: NULL argument or batch < 1");
+    dg_shape xs = {.ndim = m->in_shape.ndim + 1, .d = {batch}};
+    if (xs.ndim > DG_MAX_DIMS) return dg__fail(DG_ERR_SHAPE, "train step: examples of %d dims do not fit",
+                                               m->in_shape.ndim);
+    for (int i = 0; i < m->in_shape.ndim; i++) xs.d[i + 1] = m->in_shape.d[i];
+    out->x = dg_input(g, "x", xs);
+    out->y = dg_input_i32(g, "y", DG_SHAPE(batch));
+    out->logits = out->x ? dg_model_forward(g, m, out->x) : NULL;
+    out->loss = dg_softmax_cross_entropy(g, out->logits, out->y);
+    if (!out->loss) return dg_graph_status(g);
+    dg_status st = dg_grad(g, out->loss, m->params, m->n_params, out->grads);
+    if (st != DG_OK) return st;
+    out->outputs[0] = out->loss;
+    if ((st = dg_optim_apply(g, o, m->params, out->grads, m->n_params, out->outputs + 1)) != DG_OK) return st;
+    out->n_outputs = 1 + m->n_params;
+    return DG_OK;
+}

@@ -1,0 +1,31 @@
+/* train_step.h: one training step of a classifier as graph nodes, built in
+ * one place for the trainer, the tests and the bench: logits = model(x),
+ * loss = softmax cross-entropy(logits, y), the gradient of every
+ * parameter, the optimizer's updates. A plan of `outputs` runs one step. */
+#ifndef DG_NN_TRAIN_STEP_H
+#define DG_NN_TRAIN_STEP_H
+
+#include "../autodiff.h"
+#include "model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dg_train_step {
+    dg_node *x;        /* input  [batch, in_shape...]                */
+    dg_node *y;        /* labels [batch], int32                      */
+    dg_node *logits;   /* [batch, classes]                           */
+    dg_node *loss;     /* [1]                                        */
+    dg_node *grads[DG_MODEL_MAX_PARAMS];       /* of model->params    */
+    dg_node *outputs[1 + DG_MODEL_MAX_PARAMS]; /* loss, then updates  */
+    int      n_outputs;
+} dg_train_step;
+
+/* Appends the step of model m (its parameters already on g) for a batch. */
+dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, dg_train_step *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
