@@ -18,6 +18,10 @@ static float draw(dg_rng *r, input_domain d) {
 }
 
 dg_status case_graph_new(case_graph *cg, const op_case *c, uint64_t seed) {
+    return case_graph_new_at(cg, c, c->shape, seed);
+}
+
+dg_status case_graph_new_at(case_graph *cg, const op_case *c, const dg_shape *shape, uint64_t seed) {
     memset(cg, 0, sizeof *cg);
     cg->c = c;
     cg->seed = seed;
@@ -26,17 +30,17 @@ dg_status case_graph_new(case_graph *cg, const op_case *c, uint64_t seed) {
     dg_rng rng = dg_rng_new(seed);
     for (int i = 0; i < c->n_in; i++) {
         const dg_init unused = {DG_INIT_FILL, 0, 0, 0};
-        int64_t n = dg_shape_numel(c->shape[i]);
+        int64_t n = dg_shape_numel(shape[i]);
         cg->in_val[i] = malloc((size_t)n * sizeof(float));
         if (!cg->in_val[i]) return DG_ERR_OOM;
         if (c->dom[i] == DOM_LABELS) {
-            int64_t classes = c->shape[0].d[c->shape[0].ndim - 1];
+            int64_t classes = shape[0].d[shape[0].ndim - 1];
             int32_t *lab = (int32_t *)cg->in_val[i];
             for (int64_t j = 0; j < n; j++) lab[j] = (int32_t)(dg_rng_u64(&rng) % (uint64_t)classes);
-            cg->in[i] = dg_input_i32(cg->g, "labels", c->shape[i]);
+            cg->in[i] = dg_input_i32(cg->g, "labels", shape[i]);
         } else {
             for (int64_t j = 0; j < n; j++) cg->in_val[i][j] = draw(&rng, c->dom[i]);
-            cg->in[i] = dg_param(cg->g, "x", c->shape[i], unused); /* a param: differentiable */
+            cg->in[i] = dg_param(cg->g, "x", shape[i], unused); /* a param: differentiable */
         }
     }
     cg->out = op_case_build(cg->g, cg->in, c);

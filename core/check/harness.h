@@ -1,6 +1,6 @@
 /* harness.h: runs an op case on a backend or on the float64 reference, and
  * compares results. Shared by the Criterion suites and the bench's ops
- * sweep. */
+ * sweep (dg_check). */
 #ifndef DG_TEST_HARNESS_H
 #define DG_TEST_HARNESS_H
 
@@ -39,6 +39,8 @@ typedef struct cmp_stats {
 } cmp_stats;
 
 dg_status case_graph_new(case_graph *cg, const op_case *c, uint64_t seed);
+/* The same case with other input shapes (the ops sweep's, op_case_shapes_at) */
+dg_status case_graph_new_at(case_graph *cg, const op_case *c, const dg_shape *shape, uint64_t seed);
 void      case_graph_free(case_graph *cg);
 /* Builds a plan on be, uploads the inputs, runs once, downloads. */
 dg_status case_run(case_graph *cg, dg_backend *be, case_result *r);

@@ -1,5 +1,7 @@
+/* op_cases.c: the op-case rows and how the ops sweep scales them. */
 #include "op_cases.h"
 
+#include <math.h>
 #include <stddef.h>
 
 #define S DG_SHAPE
@@ -36,13 +38,16 @@ static dg_node *build_attention(dg_graph *g, dg_node *const *in, const op_case *
 }
 
 const op_case dg_op_cases[] = {
-    {"add",            DG_OP_ADD, 2, {S(3, 5), S(3, 5)}, .tol = TOL},
-    {"add_bcast_row",  DG_OP_ADD, 2, {S(4, 3, 5), S(5)}, .tol = TOL},
+    {"add",            DG_OP_ADD, 2, {S(3, 5), S(3, 5)}, .tol = TOL,
+                       .sweep = {"add", OP_SCALE_FLAT, DG_OP_LEAF, true, true}},
+    {"add_bcast_row",  DG_OP_ADD, 2, {S(4, 3, 5), S(5)}, .tol = TOL,
+                       .sweep = {"add_bcast", OP_SCALE_ROWS, DG_OP_SUM, false, false}},
     {"add_bcast_both", DG_OP_ADD, 2, {S(2, 3, 1), S(1, 5)}, .tol = TOL},
     {"sub_bcast_col",  DG_OP_SUB, 2, {S(3, 5), S(3, 1)}, .tol = TOL},
     {"add_bcast_wide", DG_OP_ADD, 2, {S(3, 130), S(130)}, .tol = TOL},   /* rows >= 128: row kernels */
     {"mul_bcast_wide", DG_OP_MUL, 2, {S(2, 1, 129), S(3, 1)}, .tol = TOL},
-    {"mul",            DG_OP_MUL, 2, {S(7, 3), S(7, 3)}, .tol = TOL},
+    {"mul",            DG_OP_MUL, 2, {S(7, 3), S(7, 3)}, .tol = TOL,
+                       .sweep = {"mul", OP_SCALE_FLAT, DG_OP_MUL, false, false}},
     {"mul_bcast_4d",   DG_OP_MUL, 2, {S(2, 1, 3, 5), S(3, 3, 1)}, .tol = TOL},
     {"div",            DG_OP_DIV, 2, {S(3, 5), S(3, 5)}, {DOM_ANY, DOM_POS}, .tol = TOL},
     {"div_bcast",      DG_OP_DIV, 2, {S(3, 5), S(5)}, {DOM_ANY, DOM_POS}, .tol = TOL},
@@ -51,15 +56,18 @@ const op_case dg_op_cases[] = {
     {"mul_scalar",     DG_OP_MUL_SCALAR, 1, {S(3, 5)}, .scalar = -0.75f, .tol = TOL},
     {"pow_scalar",     DG_OP_POW_SCALAR, 1, {S(3, 5)}, {DOM_POS}, .scalar = 1.7f, .tol = TOL},
     {"pow_scalar_int", DG_OP_POW_SCALAR, 1, {S(2, 7)}, {DOM_POS}, .scalar = 3.0f, .tol = TOL},
-    {"exp",            DG_OP_EXP, 1, {S(3, 5)}, .tol = TOL},
+    {"exp",            DG_OP_EXP, 1, {S(3, 5)}, .tol = TOL,
+                       .sweep = {"exp", OP_SCALE_FLAT, DG_OP_MUL, false, false}},
     {"log",            DG_OP_LOG, 1, {S(3, 5)}, {DOM_POS}, .tol = TOL},
     {"sqrt",           DG_OP_SQRT, 1, {S(3, 5)}, {DOM_POS}, .tol = TOL},
     {"abs",            DG_OP_ABS, 1, {S(3, 5)}, {DOM_AWAY0}, .tol = TOL},
-    {"relu",           DG_OP_RELU, 1, {S(3, 7)}, {DOM_AWAY0}, .tol = TOL},
+    {"relu",           DG_OP_RELU, 1, {S(3, 7)}, {DOM_AWAY0}, .tol = TOL,
+                       .sweep = {"relu", OP_SCALE_FLAT, DG_OP_RELU_BACKWARD, true, false}},
     {"leaky_relu",     DG_OP_LEAKY_RELU, 1, {S(3, 7)}, {DOM_AWAY0}, .scalar = 0.1f, .tol = TOL},
     {"sigmoid",        DG_OP_SIGMOID, 1, {S(3, 5)}, .tol = TOL},
     {"tanh",           DG_OP_TANH, 1, {S(3, 5)}, .tol = TOL},
-    {"gelu",           DG_OP_GELU, 1, {S(3, 5)}, .tol = TOL},
+    {"gelu",           DG_OP_GELU, 1, {S(3, 5)}, .tol = TOL,
+                       .sweep = {"gelu", OP_SCALE_FLAT, DG_OP_GELU_BACKWARD, false, false}},
     {"matmul",         DG_OP_MATMUL, 2, {S(5, 7), S(7, 3)}, .tol = TOL},
     {"matmul_ta",      DG_OP_MATMUL, 2, {S(7, 5), S(7, 3)}, .ta = true, .tol = TOL},
     {"matmul_tb",      DG_OP_MATMUL, 2, {S(5, 7), S(3, 7)}, .tb = true, .tol = TOL},
@@ -69,7 +77,8 @@ const op_case dg_op_cases[] = {
     {"bmm_tb",         DG_OP_MATMUL, 2, {S(3, 3, 4), S(3, 5, 4)}, .tb = true, .tol = TOL},
     {"bmm_ta",         DG_OP_MATMUL, 2, {S(2, 4, 3), S(2, 4, 5)}, .ta = true, .tol = TOL},
     {"matmul_3d_2d",   DG_OP_MATMUL, 2, {S(2, 3, 4), S(4, 5)}, .tol = TOL},
-    {"transpose",      DG_OP_PERMUTE, 1, {S(3, 5)}, .perm = {1, 0}, .tol = TOL},
+    {"transpose",      DG_OP_PERMUTE, 1, {S(3, 5)}, .perm = {1, 0}, .tol = TOL,
+                       .sweep = {"transpose", OP_SCALE_SQUARE, DG_OP_PERMUTE, false, false}},
     {"permute_3d",     DG_OP_PERMUTE, 1, {S(2, 3, 4)}, .perm = {2, 0, 1}, .tol = TOL},
     {"permute_4d",     DG_OP_PERMUTE, 1, {S(2, 3, 1, 5)}, .perm = {3, 1, 0, 2}, .tol = TOL},
     {"transpose_batched", DG_OP_PERMUTE, 1, {S(2, 33, 35)}, .perm = {0, 2, 1}, .tol = TOL},
@@ -79,14 +88,19 @@ const op_case dg_op_cases[] = {
     {"sum_all",        DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = DG_ALL_AXES, .tol = TOL},
     {"sum_axes02_keep",DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = 5, .keepdims = true, .tol = TOL},
     {"sum_last",       DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = 4, .keepdims = true, .tol = TOL},
-    {"sum_rows",       DG_OP_SUM, 1, {S(6, 5)}, .axes = 1, .tol = TOL},
+    {"sum_rows",       DG_OP_SUM, 1, {S(6, 5)}, .axes = 1, .tol = TOL, /* over the rows: column sums */
+                       .sweep = {"sum_cols", OP_SCALE_ROWS, DG_OP_BROADCAST_TO, false, false}},
+    {"sum_each_row",   DG_OP_SUM, 1, {S(6, 5)}, .axes = 2, .tol = TOL, /* one sum per row */
+                       .sweep = {"sum_rows", OP_SCALE_ROWS, DG_OP_BROADCAST_TO, true, true}},
     {"mean_axis0",     DG_OP_MEAN, 1, {S(6, 5)}, .axes = 1, .tol = TOL},
     {"mean_all",       DG_OP_MEAN, 1, {S(2, 3, 5)}, .axes = DG_ALL_AXES, .keepdims = true, .tol = TOL},
     {"broadcast_to",   DG_OP_BROADCAST_TO, 1, {S(3, 1)}, .target = S(2, 3, 5), .tol = TOL},
     {"broadcast_to_wide", DG_OP_BROADCAST_TO, 1, {S(3, 1)}, .target = S(3, 131), .tol = TOL},
-    {"softmax",        DG_OP_SOFTMAX, 1, {S(4, 7)}, .tol = TOL},
+    {"softmax",        DG_OP_SOFTMAX, 1, {S(4, 7)}, .tol = TOL,
+                       .sweep = {"softmax", OP_SCALE_ROWS, DG_OP_SOFTMAX_BACKWARD, true, true}},
     {"log_softmax",    DG_OP_LOG_SOFTMAX, 1, {S(2, 3, 6)}, .tol = TOL},
-    {"softmax_ce",     DG_OP_SOFTMAX_CE, 2, {S(5, 7), S(5)}, {DOM_ANY, DOM_LABELS}, .tol = TOL},
+    {"softmax_ce",     DG_OP_SOFTMAX_CE, 2, {S(5, 7), S(5)}, {DOM_ANY, DOM_LABELS}, .tol = TOL,
+                       .sweep = {"softmax_ce", OP_SCALE_ROWS, DG_OP_SOFTMAX_CE_BACKWARD, false, true}},
     {"softmax_ce_3d",  DG_OP_SOFTMAX_CE, 2, {S(2, 3, 4), S(2, 3)}, {DOM_ANY, DOM_LABELS}, .tol = TOL},
     {"mlp_loss",       DG_OP_SOFTMAX_CE, 3, {S(5, 6), S(6, 4), S(5)}, {DOM_ANY, DOM_ANY, DOM_LABELS},
                        .build = build_mlp, .tol = TOL},
@@ -128,4 +142,31 @@ dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
     case DG_OP_SOFTMAX_CE:   return dg_softmax_cross_entropy(g, a, b);
     default:                 return NULL; /* no forward builder: not a table op */
     }
+}
+
+bool op_case_shapes_at(const op_case *c, long long N, dg_shape *out) {
+    const long long row = OP_SWEEP_ROW;
+    if (!c->sweep.name || N < row || N % row) return false;
+    dg_shape first = c->shape[0];
+    for (int i = 0; i < c->n_in; i++) {
+        dg_shape s = c->shape[i];
+        bool like_first = dg_shape_eq(s, first);
+        switch (c->sweep.scale) {
+        case OP_SCALE_NONE: return false;
+        case OP_SCALE_FLAT: out[i] = like_first ? DG_SHAPE(N) : s; break;
+        case OP_SCALE_ROWS:
+            if (i == 0 || like_first) out[i] = DG_SHAPE(N / row, row);
+            else if (c->dom[i] == DOM_LABELS) out[i] = DG_SHAPE(N / row);
+            else if (s.ndim == 1 && s.d[0] == first.d[first.ndim - 1]) out[i] = DG_SHAPE(row);
+            else return false;
+            break;
+        case OP_SCALE_SQUARE: {
+            long long side = llround(sqrt((double)N));
+            if (i > 0) return false;
+            out[0] = DG_SHAPE(side, N / side);
+            break;
+        }
+        }
+    }
+    return true;
 }
