@@ -10,7 +10,7 @@
 
 #include "backends.h"
 #include "compare.h"
-#include "core/data.h"
+#include "core/data/dataset.h"
 #include "cpu_backend/cpu_backend.h"
 #include "env.h"
 #include "list_ops.h"

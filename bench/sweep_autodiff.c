@@ -16,9 +16,6 @@
 #include "check.h"
 #include "core/rng.h"
 #include "sweep.h"
-#ifdef DG_HAVE_CUDA
-#include "gpu_backend/gpu_backend.h"
-#endif
 
 static const long long default_batches[] = {32, 128, 512, 2048};
 static const long long quick_batches[] = {32, 512};
@@ -34,32 +31,33 @@ typedef struct manual {
 } manual;
 
 /* appends the explicit backward pass of the MLP and the Adam updates */
-static dg_status build_manual(manual *mm, const int *w, int nw, int batch) {
+static dg_status build_manual(manual *mm, const dg_mlp_cfg *cfg, int batch) {
     dg_graph *g = mm->g = dg_graph_new();
     if (!g) return DG_ERR_OOM;
-    dg_mlp mlp;
-    dg_status st = dg_mlp_new(g, &mlp, w, nw, 1); /* same initial weights as the graph version */
+    dg_model mlp;
+    dg_status st = dg_mlp_new(g, cfg, 1, &mlp); /* same initial weights as the graph version */
     if (st != DG_OK) return st;
-    int L = mlp.n_layers;
+    const int *w = cfg->widths, L = mlp.n_params / 2;
+    dg_node *const *W = mlp.params; /* W_i = W[2i], b_i = W[2i + 1] */
     dg_node *a[DG_MLP_MAX_LAYERS + 1], *z[DG_MLP_MAX_LAYERS];
     a[0] = mm->x = dg_input(g, "x", DG_SHAPE(batch, w[0]));
     mm->y = dg_input_i32(g, "y", DG_SHAPE(batch));
     for (int i = 0; i < L; i++) { /* forward */
-        z[i] = dg_add(g, dg_matmul(g, a[i], mlp.w[i], false, false), mlp.b[i]);
+        z[i] = dg_add(g, dg_matmul(g, a[i], W[2 * i], false, false), W[2 * i + 1]);
         a[i + 1] = i + 1 < L ? dg_relu(g, z[i]) : z[i];
     }
     mm->loss = dg_softmax_cross_entropy(g, z[L - 1], mm->y);
     if (!mm->loss) return dg_graph_status(g);
-    dg_node *in3[3] = {dg_const(g, "dloss", DG_SHAPE(1), 1.0f), z[L - 1], mm->y};
-    dg_node *dz = dg__node_new(g, DG_OP_SOFTMAX_CE_BACKWARD, z[L - 1]->shape, 3, in3);
+    dg_node *in4[4] = {dg_const(g, "dloss", DG_SHAPE(1), 1.0f), z[L - 1], mm->y, mm->loss->side[0]};
+    dg_node *dz = dg__node_new(g, DG_OP_SOFTMAX_CE_BACKWARD, z[L - 1]->shape, 4, in4);
     dg_node *params[2 * DG_MLP_MAX_LAYERS], *grads[2 * DG_MLP_MAX_LAYERS], *upd[2 * DG_MLP_MAX_LAYERS];
     for (int i = L - 1; i >= 0 && dz; i--) { /* backward, by hand */
-        params[2 * i] = mlp.w[i];
-        params[2 * i + 1] = mlp.b[i];
+        params[2 * i] = W[2 * i];
+        params[2 * i + 1] = W[2 * i + 1];
         grads[2 * i] = dg_matmul(g, a[i], dz, true, false);   /* dW = a^T dz   */
         grads[2 * i + 1] = dg_sum(g, dz, 1u, false);           /* db = sum_rows dz */
         if (i > 0) {
-            dg_node *in2[2] = {dg_matmul(g, dz, mlp.w[i], false, true), z[i - 1]}; /* da = dz W^T */
+            dg_node *in2[2] = {dg_matmul(g, dz, W[2 * i], false, true), z[i - 1]}; /* da = dz W^T */
             dz = in2[0] ? dg__node_new(g, DG_OP_RELU_BACKWARD, z[i - 1]->shape, 2, in2) : NULL;
         }
     }
@@ -70,8 +68,8 @@ static dg_status build_manual(manual *mm, const int *w, int nw, int batch) {
     int n = dg_graph_size(g);
     mm->buf = calloc((size_t)n, sizeof *mm->buf);
     mm->steps = calloc((size_t)n, sizeof *mm->steps);
-    float *host = malloc(dg_node_bytes(mlp.w[0]) > (size_t)batch * w[0] * 4 ? dg_node_bytes(mlp.w[0])
-                                                                          : (size_t)batch * w[0] * 4);
+    float *host = malloc(dg_node_bytes(W[0]) > (size_t)batch * w[0] * 4 ? dg_node_bytes(W[0])
+                                                                      : (size_t)batch * w[0] * 4);
     if (!mm->buf || !mm->steps || !host) { free(host); return dg__fail(DG_ERR_OOM, "autodiff: out of memory"); }
     for (int id = 0; id < n && st == DG_OK; id++) { /* one allocation per tensor; updates write their param */
         dg_node *nd = dg_graph_node(g, id);
@@ -85,11 +83,16 @@ static dg_status build_manual(manual *mm, const int *w, int nw, int batch) {
     free(host);
     for (int id = 0; id < n && st == DG_OK; id++) { /* the calls, in the order written above */
         dg_node *nd = dg_graph_node(g, id);
-        if (nd->op == DG_OP_LEAF || nd->op == DG_OP_RESHAPE) continue;
+        if (nd->op == DG_OP_LEAF || nd->op == DG_OP_RESHAPE || nd->op == DG_OP_SIDE_OUTPUT) continue;
+        unsigned writes = dg_op_info_get(nd->op)->writes;
         dg_step *s = &mm->steps[mm->n_steps++];
         s->node = nd;
         s->out = mm->buf[id];
-        for (int j = 0; j < nd->n_in; j++) s->in[j] = mm->buf[nd->in[j]->id];
+        for (int j = 0; j < nd->n_side; j++) s->side[j] = mm->buf[nd->side[j]->id];
+        for (int j = 0; j < nd->n_in; j++) {
+            s->in[j] = mm->buf[nd->in[j]->id];
+            if (writes >> j & 1u) s->inout[j] = mm->buf[nd->in[j]->id];
+        }
     }
     return st;
 }
@@ -105,7 +108,7 @@ static void manual_free(manual *mm) {
 static dg_status manual_run(void *arg) {
     manual *mm = arg;
     for (int i = 0; i < mm->n_steps; i++) {
-        dg_status st = mm->be->iface->compute(mm->be, &mm->steps[i]);
+        dg_status st = dg_backend_compute(mm->be, &mm->steps[i]);
         if (st != DG_OK) return st;
     }
     return DG_OK;
@@ -124,32 +127,26 @@ static void emit(bench_ctx *ctx, dg_backend *be, const char *impl, int batch, do
 }
 
 static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *x, const int32_t *y) {
-    int w[DG_MLP_MAX_LAYERS + 1], nw;
-    dg_mlp_parse_widths(WIDTHS, w, &nw);
+    dg_mlp_cfg cfg;
+    dg_mlp_parse_widths(WIDTHS, &cfg);
     double flops = 6.0 * batch * (784.0 * 256 + 256.0 * 100 + 100.0 * 10);
     double want = NAN; /* the float64 loss of the first step, for both versions */
     /* graph: dg_grad + plan (GPU: also with CUDA-graph replay) */
     for (int cuda = 0; cuda < (be == ctx->gpu ? 2 : 1); cuda++) {
-#ifdef DG_HAVE_CUDA
-        if (be == ctx->gpu) dg_gpu_set_cuda_graphs(be, cuda);
-#endif
         bench_stats s = {NAN, NAN, NAN, NAN, 0};
         double err = NAN;
         bench_step bs;
-        dg_status st = bench_step_new(&bs, be, w, nw, batch, x, y, &want, &err);
+        dg_status st = bench_step_new(&bs, be, &cfg, batch, x, y, &(dg_plan_opts){.no_replay = !cuda}, &want, &err);
         if (st == DG_OK && err <= 1e-4) st = bench_time(be, be == ctx->gpu, plan_run, bs.p, &ctx->timing, &s);
         emit(ctx, be, cuda ? "graph-cuda" : "graph", batch, flops, err, st, &s);
         bench_step_free(&bs);
     }
-#ifdef DG_HAVE_CUDA
-    if (be == ctx->gpu) dg_gpu_set_cuda_graphs(be, true);
-#endif
     /* manual */
     manual mm = {.be = be};
     bench_stats s = {NAN, NAN, NAN, NAN, 0};
     double err = NAN;
     float loss = NAN;
-    dg_status st = build_manual(&mm, w, nw, batch);
+    dg_status st = build_manual(&mm, &cfg, batch);
     if (st == DG_OK) st = dg_backend_upload(be, mm.buf[mm.x->id], x, dg_node_bytes(mm.x));
     if (st == DG_OK) st = dg_backend_upload(be, mm.buf[mm.y->id], y, dg_node_bytes(mm.y));
     if (st == DG_OK) st = manual_run(&mm);

@@ -5,7 +5,6 @@
  * error = max|y - z| / max|z|. It costs O(mn + nk + mk) instead of the
  * O(mnk) of a reference product, so even 8192^3 is checked. */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,18 +33,16 @@ typedef struct gemm_run {
     bench_ctx *ctx;
     const char *impl;
     int m, n, k;
-    float *A, *B, *C, *pack;      /* host                                         */
+    bool tf32;
+    float *A, *B, *C;             /* host                                         */
     void *dA, *dB, *dC;           /* device                                       */
 } gemm_run;
 
 static dg_status run_cpu(void *arg) {
     gemm_run *g = arg;
-    if (strcmp(g->impl, "cpu-naive") == 0)
-        dg_cpu_sgemm_naive(false, false, g->m, g->n, g->k, g->A, g->k, g->B, g->n, g->C, g->n);
-    else if (strcmp(g->impl, "cpu-omp") == 0)
-        dg_cpu_sgemm_own(false, false, g->m, g->n, g->k, g->A, g->k, g->B, g->n, g->C, g->n, g->pack);
-    else
-        dg_cpu_sgemm_openblas(false, false, g->m, g->n, g->k, g->A, g->k, g->B, g->n, g->C, g->n);
+    dg_cpu_gemm impl = strcmp(g->impl, "cpu-naive") == 0 ? DG_CPU_GEMM_NAIVE
+                     : strcmp(g->impl, "cpu-omp") == 0  ? DG_CPU_GEMM_OWN : DG_CPU_GEMM_OPENBLAS;
+    dg_cpu_sgemm(g->ctx->cpu, impl, false, false, g->m, g->n, g->k, g->A, g->B, g->C);
     return DG_OK;
 }
 
@@ -57,7 +54,7 @@ static dg_gpu_gemm gpu_impl(const char *impl) {
 
 static dg_status run_gpu(void *arg) {
     gemm_run *g = arg;
-    return dg_gpu_sgemm(g->ctx->gpu, gpu_impl(g->impl), false, false, g->m, g->n, g->k, g->dA, g->dB, g->dC);
+    return dg_gpu_sgemm(g->ctx->gpu, gpu_impl(g->impl), g->tf32, false, false, g->m, g->n, g->k, g->dA, g->dB, g->dC);
 }
 
 /* the same product with the copies inside the timed region */
@@ -94,7 +91,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
     static const char *impls[] = {"cpu-naive", "cpu-omp", "cpu-openblas", "gpu-naive", "gpu-tiled", "gpu-cublas",
                                   "gpu-cublas-tf32"};
     size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
-    gemm_run g = {ctx, NULL, m, n, k, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL, NULL};
+    gemm_run g = {ctx, NULL, m, n, k, false, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL};
     double *x = malloc((size_t)n * sizeof *x), *bx = malloc((size_t)k * sizeof *bx), *z = malloc((size_t)m * sizeof *z);
     double flops = 2.0 * m * n * k;
     bench_row row = {.sweep = sweep, .name = name, .m = m, .n = n, .k = k, .batch = 1,
@@ -133,12 +130,11 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
         if (!gpu_ready) fprintf(stderr, "bench: gemm %dx%dx%d on the GPU: %s\n", m, n, k, dg_last_error());
     }
 #endif
-    g.pack = malloc(dg_cpu_gemm_own_pack_floats(omp_get_max_threads()) * sizeof(float));
     for (int i = 0; i < 7 && !bench_interrupted; i++) {
         bool gpu = impls[i][0] == 'g';
         g.impl = row.impl = impls[i];
         row.backend = gpu ? "gpu" : "cpu";
-        row.tf32 = strcmp(impls[i], "gpu-cublas-tf32") == 0;
+        row.tf32 = g.tf32 = strcmp(impls[i], "gpu-cublas-tf32") == 0;
         row.transfer = false;
         row.max_rel_err = NAN;
         row.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
@@ -159,7 +155,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
 #ifdef DG_HAVE_CUDA
         else if (!gpu_ready) st = DG_ERR_OOM;
         else {
-            if ((st = dg_gpu_set_tf32(ctx->gpu, row.tf32)) == DG_OK) st = dg_backend_upload(ctx->gpu, g.dC, g.C, nc * 4);
+            st = dg_backend_upload(ctx->gpu, g.dC, g.C, nc * 4);
             if (st == DG_OK) st = bench_time(ctx->gpu, true, run_gpu, &g, &ctx->timing, &row.st);
             if (st == DG_OK) st = dg_backend_download(ctx->gpu, g.C, g.dC, nc * 4);
         }
@@ -179,6 +175,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
         if (strcmp(impls[i], "gpu-cublas") == 0 && !only && !bench_interrupted) { /* and once with the copies inside */
             for (size_t q = 0; q < nc; q++) g.C[q] = NAN;
             row.transfer = true;
+            row.tf32 = g.tf32 = false;
             row.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
             st = bench_time(ctx->gpu, false, run_gpu_transfer, &g, &ctx->timing, &row.st);
             row.max_rel_err = st == DG_OK ? freivalds(&g, x, z) : NAN;
@@ -189,14 +186,12 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
     }
 #ifdef DG_HAVE_CUDA
     if (ctx->gpu) {
-        dg_gpu_set_tf32(ctx->gpu, false);
         dg_backend_release(ctx->gpu, g.dA);
         dg_backend_release(ctx->gpu, g.dB);
         dg_backend_release(ctx->gpu, g.dC);
     }
 #endif
 done:
-    free(g.pack);
     free(g.A); free(g.B); free(g.C);
     free(x); free(bx); free(z);
 }

@@ -10,10 +10,6 @@
 #include "core/rng.h"
 #include "check.h"
 #include "sweep.h"
-#include "train_util.h"
-#ifdef DG_HAVE_CUDA
-#include "gpu_backend/gpu_backend.h"
-#endif
 
 static const long long default_batches[] = {32, 128, 512, 2048, 8192};
 static const long long quick_batches[] = {32, 256, 2048};
@@ -21,8 +17,10 @@ static const char *widths_list[] = {"784-256-100-10", "784-1024-1024-10"};
 
 static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
 
-static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, const char *wspec, const int *w, int nw,
-                    int batch, double *want) {
+/* replay: the plan may capture and replay the step (CUDA graphs on the GPU) */
+static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, bool replay, const char *wspec,
+                    const dg_mlp_cfg *cfg, int batch, double *want) {
+    const int *w = cfg->widths, nw = cfg->n_widths;
     bench_row row = {.sweep = "mlp", .name = wspec, .impl = impl, .backend = be == ctx->cpu ? "cpu" : "gpu",
                      .m = batch, .n = w[1], .k = w[0], .batch = batch, .threads = ctx->threads,
                      .warmup = ctx->timing.warmup, .max_rel_err = NAN};
@@ -37,7 +35,8 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, const char
         dg_rng r = dg_rng_new((uint64_t)batch);
         for (long long i = 0; i < (long long)batch * w[0]; i++) x[i] = (float)dg_rng_uniform(&r);
         for (int i = 0; i < batch; i++) y[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)w[nw - 1]);
-        st = bench_step_new(&bs, be, w, nw, batch, x, y, want, &row.max_rel_err);
+        st = bench_step_new(&bs, be, cfg, batch, x, y, &(dg_plan_opts){.no_replay = !replay}, want,
+                            &row.max_rel_err);
     }
     if (st == DG_OK) {
         row.status = row.max_rel_err <= 1e-4 ? "ok" : "wrong";
@@ -58,20 +57,16 @@ dg_status sweep_mlp(bench_ctx *ctx) {
     int n_default = (int)(sizeof default_batches / sizeof *default_batches) - !ctx->extended; /* 8192: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches, ctx->quick ? 3 : n_default, &sizes);
     for (int wi = 0; wi < (ctx->quick ? 1 : 2); wi++) {
-        int w[DG_MLP_MAX_LAYERS + 1], nw;
-        dg_mlp_parse_widths(widths_list[wi], w, &nw);
+        dg_mlp_cfg cfg;
+        dg_mlp_parse_widths(widths_list[wi], &cfg);
         for (int i = 0; i < n && !bench_interrupted; i++) {
             int batch = (int)sizes[i];
             double want = NAN; /* same graph, same data on every backend: one reference */
-            if (ctx->cpu) run_one(ctx, ctx->cpu, "cpu", widths_list[wi], w, nw, batch, &want);
-#ifdef DG_HAVE_CUDA
+            if (ctx->cpu) run_one(ctx, ctx->cpu, "cpu", true, widths_list[wi], &cfg, batch, &want);
             if (ctx->gpu) {
-                dg_gpu_set_cuda_graphs(ctx->gpu, false);
-                run_one(ctx, ctx->gpu, "gpu", widths_list[wi], w, nw, batch, &want);
-                dg_gpu_set_cuda_graphs(ctx->gpu, true);
-                run_one(ctx, ctx->gpu, "gpu-graph", widths_list[wi], w, nw, batch, &want);
+                run_one(ctx, ctx->gpu, "gpu", false, widths_list[wi], &cfg, batch, &want);
+                run_one(ctx, ctx->gpu, "gpu-graph", true, widths_list[wi], &cfg, batch, &want);
             }
-#endif
         }
     }
     return DG_OK;

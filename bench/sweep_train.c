@@ -10,7 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/trainer.h"
+#include "core/nn/mlp.h"
+#include "core/nn/trainer.h"
 #include "check.h"
 #include "sweep.h"
 
@@ -22,18 +23,14 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const char *model, const dg_
     bench_row row = {.sweep = "train", .name = model, .impl = be == ctx->cpu ? "cpu" : "gpu",
                      .backend = be == ctx->cpu ? "cpu" : "gpu", .m = batch, .n = 1, .k = 1, .batch = batch,
                      .threads = ctx->threads, .warmup = 1, .max_rel_err = NAN};
-    dg_train_opts o = {.optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f), .epochs = 2, .batch = batch, .seed = 1,
-                       .loss_every = 1 << 30};
-    if (!strcmp(model, "logreg")) {
-        o.widths[0] = 784; o.widths[1] = 10; o.n_widths = 2;
-    } else {
-        dg_mlp_parse_widths("784-256-100-10", o.widths, &o.n_widths);
-    }
+    dg_mlp_cfg cfg;
+    dg_mlp_parse_widths(!strcmp(model, "logreg") ? "784-10" : "784-256-100-10", &cfg);
+    dg_train_opts o = {.model = dg_mlp_new, .model_cfg = &cfg, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
+                       .epochs = 2, .batch = batch, .seed = 1, .loss_every = 1 << 30};
     dg_epoch_stats s;
     bench_step check;
     double want = NAN;
-    dg_status st = bench_step_new(&check, be, o.widths, o.n_widths, batch, train->x, train->y, &want,
-                                  &row.max_rel_err);
+    dg_status st = bench_step_new(&check, be, &cfg, batch, train->x, train->y, NULL, &want, &row.max_rel_err);
     bench_step_free(&check);
     if (st == DG_OK && row.max_rel_err > 1e-4) {
         row.status = "wrong";

@@ -4,9 +4,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#ifdef DG_HAVE_CUDA
-#include "gpu_backend/gpu_backend.h"
-#endif
 
 double bench_now_s(void) {
     struct timespec ts;
@@ -34,36 +31,36 @@ bench_stats bench_stats_of(double *v, int n) {
     return s;
 }
 
+/* The two clocks of a timed run: the backend's events around the queued
+ * work (device time on a GPU), or the host clock around a synchronised
+ * region (transfers included). */
+typedef struct clock_pair {
+    dg_backend *be;
+    dg_event   *start, *stop; /* NULL: host clock */
+} clock_pair;
+
 /* one timed run, in ms */
-static dg_status run_once(dg_backend *be, bool device_clock, bench_fn fn, void *arg, double *ms) {
+static dg_status run_once(const clock_pair *c, bench_fn fn, void *arg, double *ms) {
     dg_status st;
-#ifdef DG_HAVE_CUDA
-    if (device_clock) {
-        float f = 0;
-        if ((st = dg_gpu_event_record(be, 0)) != DG_OK) return st;
+    if (c->start) {
+        if ((st = dg_event_record(c->start)) != DG_OK) return st;
         if ((st = fn(arg)) != DG_OK) return st;
-        if ((st = dg_gpu_event_record(be, 1)) != DG_OK) return st;
-        if ((st = dg_gpu_event_elapsed(be, &f)) != DG_OK) return st;
-        *ms = f;
-        return DG_OK;
+        if ((st = dg_event_record(c->stop)) != DG_OK) return st;
+        return dg_event_elapsed(c->start, c->stop, ms);
     }
-#else
-    (void)device_clock;
-#endif
-    if (be && (st = dg_backend_sync(be)) != DG_OK) return st;
+    if (c->be && (st = dg_backend_sync(c->be)) != DG_OK) return st;
     double t0 = bench_now_s();
     if ((st = fn(arg)) != DG_OK) return st;
-    if (be && (st = dg_backend_sync(be)) != DG_OK) return st;
+    if (c->be && (st = dg_backend_sync(c->be)) != DG_OK) return st;
     *ms = 1e3 * (bench_now_s() - t0);
     return DG_OK;
 }
 
-dg_status bench_time(dg_backend *be, bool device_clock, bench_fn fn, void *arg, const bench_timing *t,
-                     bench_stats *out) {
+static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const bench_timing *t, bench_stats *out) {
     dg_status st;
     double ms = 0;
     for (int i = 0; i < t->warmup; i++)
-        if ((st = run_once(be, device_clock, fn, arg, &ms)) != DG_OK) return st;
+        if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
     /* a run longer than the whole time budget: 3 reps are enough for a median */
     int min_reps = ms > 1e3 * t->min_time_s && t->min_reps > 3 ? 3 : t->min_reps;
     double *v = malloc((size_t)t->max_reps * sizeof *v);
@@ -71,11 +68,22 @@ dg_status bench_time(dg_backend *be, bool device_clock, bench_fn fn, void *arg, 
     int n = 0;
     double total = 0;
     while (n < t->max_reps && (n < min_reps || total < 1e3 * t->min_time_s)) {
-        if ((st = run_once(be, device_clock, fn, arg, &ms)) != DG_OK) { free(v); return st; }
+        if ((st = run_once(c, fn, arg, &ms)) != DG_OK) { free(v); return st; }
         v[n++] = ms;
         total += ms;
     }
     *out = bench_stats_of(v, n);
     free(v);
     return DG_OK;
+}
+
+dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
+                     bench_stats *out) {
+    clock_pair c = {be, NULL, NULL};
+    dg_status st = DG_OK;
+    if (be && events && (st = dg_event_new(be, &c.start)) == DG_OK) st = dg_event_new(be, &c.stop);
+    if (st == DG_OK) st = time_reps(&c, fn, arg, t, out);
+    dg_event_free(c.start);
+    dg_event_free(c.stop);
+    return st;
 }

@@ -1,7 +1,8 @@
 /* timing.h: warm-up, repeat to a minimum time and count, robust statistics.
- * Device work is timed with CUDA events (device time, no launch gaps
- * between reps counted); host work and transfer-inclusive regions with
- * CLOCK_MONOTONIC around a synchronised region. */
+ * Queued work is timed with the backend's events (CUDA events on the GPU:
+ * device time, no launch gaps between reps counted; the monotonic clock on
+ * the CPU); host work and transfer-inclusive regions with CLOCK_MONOTONIC
+ * around a synchronised region. */
 #ifndef DG_BENCH_TIMING_H
 #define DG_BENCH_TIMING_H
 
@@ -24,9 +25,9 @@ typedef struct bench_stats {
 typedef dg_status (*bench_fn)(void *arg);
 
 /* be: the backend whose work fn queues (NULL: host-only work).
- * device_clock: time with CUDA events on be's stream (GPU backend only);
- * otherwise host clock with be synchronised before and after each run. */
-dg_status bench_time(dg_backend *be, bool device_clock, bench_fn fn, void *arg, const bench_timing *t,
+ * events: time with be's events (dg_event_*); otherwise the host clock
+ * with be synchronised before and after each run. */
+dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
                      bench_stats *out);
 
 /* median / min / max / coefficient of variation of v[0..n) (sorts v) */

@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 
 #include "backends.h"
-#include "core/trainer.h"
+#include "core/nn/mlp.h"
+#include "core/nn/trainer.h"
 #include "env.h"
 
 static void usage(FILE *f) {
@@ -93,12 +94,13 @@ int bench_train_main(int argc, char **argv) {
         }
     }
     if (optind < argc) return bad("argument", argv[optind]);
-    if (!strcmp(model, "logreg")) {
-        o.widths[0] = 784; o.widths[1] = 10; o.n_widths = 2;
-    } else if (dg_mlp_parse_widths(widths, o.widths, &o.n_widths) != DG_OK) {
+    dg_mlp_cfg cfg;
+    if (dg_mlp_parse_widths(!strcmp(model, "logreg") ? "784-10" : widths, &cfg) != DG_OK) {
         fprintf(stderr, "bench train: %s\n", dg_last_error());
         return 2;
     }
+    o.model = dg_mlp_new;
+    o.model_cfg = &cfg;
     if (isnan(lr)) lr = kind == DG_OPTIM_ADAM ? 1e-3 : kind == DG_OPTIM_MOMENTUM ? 0.01 : 0.1;
     o.optim = dg_optim_default(kind, (float)lr);
 
