@@ -1,7 +1,9 @@
 #!/bin/sh
 # Runs on the GPU machine over a packed .gpu/ folder (docs/GPU.md): the GPU
 # test suite, the same suite under compute-sanitizer memcheck, the other
-# suites, then `bench --sweep $DG_SWEEP`. Everything lands in one tarball,
+# suites, then `bench --sweep $DG_SWEEP` (with DG_BEFORE=path/to/bench: the
+# same sweep by that older binary first, then `bench compare` of the two,
+# back to back on one machine). Everything lands in one tarball,
 # $OUT/gpu-results.tgz (the device returns few files); a short summary is
 # printed last.
 set -u
@@ -20,7 +22,7 @@ summary=""
 
 $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
 summary="$summary\ntest_gpu: exit $? :: $(grep Synthesis "$out/test_gpu.log")"
-for t in test_ops test_plan test_train test_gemm test_shapes; do
+for t in test_ops test_plan test_seams test_train test_gemm test_shapes; do
     $bin/$t --jobs 4 > "$out/$t.log" 2>&1
     summary="$summary\n$t: exit $? :: $(grep Synthesis "$out/$t.log")"
 done
@@ -33,12 +35,21 @@ if [ "${DG_SANITIZER:-1}" = 1 ]; then
     summary="$summary\nmemcheck: exit $? :: $(grep -E 'ERROR SUMMARY' "$out/test_gpu-memcheck.log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$out/test_gpu-memcheck.log")"
 fi
 
+if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then
+    timeout -s INT "${DG_BENCH_LIMIT:-400}" "$DG_BEFORE" --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" \
+        --out "$out/bench-before" > "$out/bench-before.log" 2>&1
+    summary="$summary\nbefore: bench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok$' "$out"/bench-before/*.csv | tr '\n' ' ')"
+fi
 if [ -n "${DG_SWEEP:-}" ]; then
     # SIGINT at the time limit: bench keeps every finished row and says so
     timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
         --out "$out/bench" > "$out/bench.log" 2>&1
     summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok$' "$out"/bench/*.csv | tr '\n' ' ')"
     summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
+    if [ -n "${DG_BEFORE:-}" ]; then
+        $bin/bench compare "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
+        summary="$summary\ncompare: exit $? :: $(tail -1 "$out/compare.log")"
+    fi
 fi
 if [ "${DG_TRAIN:-0}" = 1 ]; then
     for model in logreg mlp; do
