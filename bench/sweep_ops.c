@@ -17,20 +17,32 @@
 
 #define ROW 1024 /* row length of the 2-D cases */
 
+/* One case. The chart_* flags pick the few cases the report's charts show
+ * (the summary table has every case); plain booleans, so that they can move
+ * with the case into a shared op-case table. */
 typedef struct ops_case {
     const char *name;
-    dg_op       bwd;        /* the backward node to time; DG_OP_LEAF: none */
-    bool        rows2d;     /* x is [N/ROW, ROW], else [N]                  */
+    dg_op       bwd;            /* the backward node to time; DG_OP_LEAF: none */
+    bool        rows2d;         /* x is [N/ROW, ROW], else [N]                  */
+    bool        chart_bw;       /* ops_gbps: its forward GB/s, GPU and CPU      */
+    bool        chart_speedup;  /* ops_speedup: its forward speedup             */
 } ops_case;
 
 static const ops_case cases[] = {
-    {"add", DG_OP_LEAF, false},         {"add_bcast", DG_OP_SUM, true},
-    {"mul", DG_OP_MUL, false},          {"relu", DG_OP_RELU_BACKWARD, false},
-    {"gelu", DG_OP_GELU_BACKWARD, false}, {"exp", DG_OP_MUL, false},
-    {"sum_rows", DG_OP_BROADCAST_TO, true}, {"sum_cols", DG_OP_BROADCAST_TO, true},
-    {"softmax", DG_OP_SOFTMAX_BACKWARD, true}, {"softmax_ce", DG_OP_SOFTMAX_CE_BACKWARD, true},
-    {"transpose", DG_OP_PERMUTE, true},
+    /* name         backward node timed           rows2d chart_bw chart_speedup */
+    {"add",         DG_OP_LEAF,                   false, true,    true},
+    {"add_bcast",   DG_OP_SUM,                    true,  false,   false},
+    {"mul",         DG_OP_MUL,                    false, false,   false},
+    {"relu",        DG_OP_RELU_BACKWARD,          false, true,    false},
+    {"gelu",        DG_OP_GELU_BACKWARD,          false, false,   false},
+    {"exp",         DG_OP_MUL,                    false, false,   false},
+    {"sum_rows",    DG_OP_BROADCAST_TO,           true,  true,    true},
+    {"sum_cols",    DG_OP_BROADCAST_TO,           true,  false,   false},
+    {"softmax",     DG_OP_SOFTMAX_BACKWARD,       true,  true,    true},
+    {"softmax_ce",  DG_OP_SOFTMAX_CE_BACKWARD,    true,  false,   true},
+    {"transpose",   DG_OP_PERMUTE,                true,  false,   false},
 };
+#define N_CASES (int)(sizeof cases / sizeof *cases)
 
 static const long long default_sizes[] = {1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26};
 static const long long quick_sizes[] = {1 << 10, 1 << 14, 1 << 18, 1 << 22};
@@ -215,7 +227,7 @@ dg_status sweep_ops(bench_ctx *ctx) {
             fprintf(stderr, "bench: ops: size %lld skipped (needs a multiple of %d)\n", N, ROW);
             continue;
         }
-        for (size_t c = 0; c < sizeof cases / sizeof *cases && !bench_interrupted; c++) {
+        for (int c = 0; c < N_CASES && !bench_interrupted; c++) {
             ops_graph og;
             dg_status st = ops_graph_new(&og, &cases[c], N);
             if (st == DG_OK) st = ops_ref(&og);
@@ -230,4 +242,51 @@ dg_status sweep_ops(bench_ctx *ctx) {
         }
     }
     return DG_OK;
+}
+
+/* Charts ops_gbps (forward GB/s against the copy ceilings) and ops_speedup
+ * (forward) for the cases flagged; the summary table for every case: the
+ * crossovers, and GB/s at the largest size measured. x = elements. */
+bool bench_report_ops(bench_report *rep, const bench_table *t) {
+    if (!t->n) return false;
+    bench_chart bw = {"ops_gbps", "forward ops: bandwidth against measured copy ceilings", "elements", "GB/s", true,
+                      .vline = NAN};
+    bench_chart sp = {"ops_speedup", "forward ops: speedup, GPU over CPU (>1: GPU faster)", "elements", "speedup",
+                      true, .vline = NAN};
+    fprintf(rep->sum, "## Ops (crossover in elements; GPU GB/s at the largest size)\n\n"
+                      "| op | fwd crossover | bwd crossover | GPU fwd GB/s | GPU bwd GB/s | CPU fwd GB/s |\n"
+                      "|---|---|---|---|---|---|\n");
+    for (int i = 0; i < N_CASES; i++) {
+        const char *name = cases[i].name;
+        char t1[64], t2[64], c0[96], c1[96], b1[32], b2[32], b3[32];
+        snprintf(t1, sizeof t1, "gpu %s", name);
+        snprintf(t2, sizeof t2, "cpu %s", name);
+        bench_series gf = bench_pick(t, name, "gpu-fwd", NULL, false, BENCH_GBPS, t1);
+        bench_series cf = bench_pick(t, name, "cpu-fwd", NULL, false, BENCH_GBPS, t2);
+        bench_series gb = bench_pick(t, name, "gpu-bwd", NULL, false, BENCH_GBPS, "");
+        bench_series gt = bench_pick(t, name, "gpu-fwd", NULL, false, BENCH_MS, "");
+        bench_series ct = bench_pick(t, name, "cpu-fwd", NULL, false, BENCH_MS, "");
+        bench_series gbt = bench_pick(t, name, "gpu-bwd", NULL, false, BENCH_MS, "");
+        bench_series cbt = bench_pick(t, name, "cpu-bwd", NULL, false, BENCH_MS, "");
+        bench_series s = bench_speedup(&ct, &gt, name), sb = bench_speedup(&cbt, &gbt, "");
+        if (cases[i].chart_bw) {
+            bench_chart_add(&bw, gf);
+            bench_chart_add(&bw, cf);
+        }
+        if (cases[i].chart_speedup) bench_chart_add(&sp, s);
+        bench_crossover_str(&s, c0, sizeof c0);
+        if (sb.n) bench_crossover_str(&sb, c1, sizeof c1);
+        else snprintf(c1, sizeof c1, "-");
+        fprintf(rep->sum, "| %s | %s | %s | %s | %s | %s |\n", name, c0, c1,
+                bench_fmt_num(gf.n ? gf.y[gf.n - 1] : NAN, "%.0f", b1, sizeof b1),
+                bench_fmt_num(gb.n ? gb.y[gb.n - 1] : NAN, "%.0f", b2, sizeof b2),
+                bench_fmt_num(cf.n ? cf.y[cf.n - 1] : NAN, "%.1f", b3, sizeof b3));
+    }
+    fprintf(rep->sum, "\n");
+    bench_chart_hline(&bw, rep->ceil.cpu_gbps, "CPU copy ceiling");
+    bench_chart_hline(&bw, rep->ceil.gpu_gbps, "GPU copy ceiling");
+    bench_chart_hline(&sp, 1.0, "break-even");
+    bench_chart_draw(rep, &bw);
+    bench_chart_draw(rep, &sp);
+    return true;
 }
