@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "csv.h"
+#include "sweep.h"
 
-static const char *sweeps[] = {"ceiling", "gemm", "ops", "mlp", "autodiff", "train"};
-
+/* the same measurement: every column that defines what was timed */
 static bool same_case(const csv_rec *a, const csv_rec *b) {
     return !strcmp(a->sweep, b->sweep) && !strcmp(a->name, b->name) && !strcmp(a->impl, b->impl) &&
            !strcmp(a->backend, b->backend) && a->m == b->m && a->n == b->n && a->k == b->k &&
@@ -26,11 +26,11 @@ int bench_compare(const char *dir_a, const char *dir_b, FILE *out) {
                 "| sweep | case | impl | m | n | k | transfer | A ms | B ms | ratio | |\n"
                 "|---|---|---|---|---|---|---|---|---|---|---|\n", dir_b, dir_a);
     int matched = 0, files = 0;
-    for (int s = 0; s < (int)(sizeof sweeps / sizeof *sweeps); s++) {
+    for (int s = 0; s < bench_n_sweeps; s++) { /* the registered sweeps' NAME.csv present in both */
         int na = 0, nb = 0;
         char pa[1100], pb[1100];
-        snprintf(pa, sizeof pa, "%s/%s.csv", dir_a, sweeps[s]);
-        snprintf(pb, sizeof pb, "%s/%s.csv", dir_b, sweeps[s]);
+        snprintf(pa, sizeof pa, "%s/%s.csv", dir_a, bench_sweeps[s].name);
+        snprintf(pb, sizeof pb, "%s/%s.csv", dir_b, bench_sweeps[s].name);
         FILE *fa = fopen(pa, "r"), *fb = fopen(pb, "r");
         if (fa) fclose(fa);
         if (fb) fclose(fb);

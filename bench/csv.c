@@ -46,6 +46,54 @@ static double field_num(const char *s) {
     return strtod(s, NULL);
 }
 
+/* The columns the reader knows, found by their header name: a folder written
+ * before a column was added, or after one was added, still reads. */
+enum {
+    COL_SWEEP, COL_CASE, COL_IMPL, COL_BACKEND, COL_M, COL_N, COL_K, COL_BATCH, COL_TRANSFER, COL_MEDIAN,
+    COL_MIN, COL_MAX, COL_STATUS, N_REQUIRED, /* the columns above are required; below, optional */
+    COL_TF32 = N_REQUIRED, COL_THREADS, COL_REPS, COL_CV, COL_GFLOPS, COL_GBPS, COL_ERR, N_KNOWN
+};
+static const char *const col_names[N_KNOWN] = {
+    "sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer", "median_ms", "min_ms", "max_ms",
+    "status", "tf32", "threads", "reps", "cv_pct", "gflops", "gbps", "max_rel_err",
+};
+
+#define MAX_FIELDS 64
+
+/* splits line at commas in place; -1 when it has more than MAX_FIELDS */
+static int split(char *line, char **fld) {
+    int nf = 0;
+    for (char *p = line, *tok; (tok = strsep(&p, ",")) != NULL;) {
+        if (nf == MAX_FIELDS) return -1;
+        fld[nf++] = tok;
+    }
+    return nf;
+}
+
+/* col[c]: the field index of known column c, -1 where the header lacks it */
+static dg_status map_header(char *line, const char *path, int line_no, int *col, int *n_fields) {
+    char *fld[MAX_FIELDS];
+    int nf = split(line, fld);
+    if (nf < 0) return dg__fail(DG_ERR_IO, "%s:%d: more than %d columns", path, line_no, MAX_FIELDS);
+    for (int c = 0; c < N_KNOWN; c++) col[c] = -1;
+    for (int i = 0; i < nf; i++)
+        for (int c = 0; c < N_KNOWN; c++) /* an unknown name is someone else's column: ignored */
+            if (!strcmp(fld[i], col_names[c])) {
+                if (col[c] >= 0) return dg__fail(DG_ERR_IO, "%s:%d: column '%s' twice", path, line_no, fld[i]);
+                col[c] = i;
+            }
+    for (int c = 0; c < N_REQUIRED; c++)
+        if (col[c] < 0)
+            return dg__fail(DG_ERR_IO, "%s:%d: not a duograd bench CSV: no column '%s' in the header", path,
+                            line_no, col_names[c]);
+    *n_fields = nf;
+    return DG_OK;
+}
+
+/* field i of a row; 0 or NaN where the header lacks the (optional) column, i = -1 */
+static long long int_or_0(char *const *fld, int i) { return i >= 0 ? atoll(fld[i]) : 0; }
+static double num_or_nan(char *const *fld, int i) { return i >= 0 ? field_num(fld[i]) : NAN; }
+
 csv_rec *bench_csv_read(const char *path, int *n) {
     *n = 0;
     FILE *f = fopen(path, "r");
@@ -53,57 +101,56 @@ csv_rec *bench_csv_read(const char *path, int *n) {
         dg__fail(DG_ERR_IO, "cannot read %s: %s", path, strerror(errno));
         return NULL;
     }
-    int cap = 256, line_no = 0;
+    int cap = 256, line_no = 0, col[N_KNOWN], n_fields = 0;
     csv_rec *recs = malloc((size_t)cap * sizeof *recs);
-    char line[1024];
+    dg_status st = recs ? DG_OK : dg__fail(DG_ERR_OOM, "out of memory reading %s", path);
+    char line[4096], *fld[MAX_FIELDS];
     bool header = false;
-    while (recs && fgets(line, sizeof line, f)) {
+    while (st == DG_OK && fgets(line, sizeof line, f)) {
         line_no++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            st = dg__fail(DG_ERR_IO, "%s:%d: line longer than %zu characters", path, line_no, sizeof line - 2);
+            break;
+        }
         if (line[0] == '#' || line[0] == '\n') continue;
         line[strcspn(line, "\r\n")] = '\0';
         if (!header) {
-            if (strcmp(line, BENCH_CSV_HEADER) != 0) {
-                dg__fail(DG_ERR_IO, "%s:%d: not a duograd bench CSV (unexpected header)", path, line_no);
-                free(recs);
-                recs = NULL;
-                break;
-            }
+            st = map_header(line, path, line_no, col, &n_fields);
             header = true;
             continue;
         }
-        char *fld[24];
-        int nf = 0;
-        for (char *p = line, *tok; nf < 24 && (tok = strsep(&p, ",")) != NULL;) fld[nf++] = tok;
-        if (nf != 22) {
-            dg__fail(DG_ERR_IO, "%s:%d: %d fields, expected 22", path, line_no, nf);
-            free(recs);
-            recs = NULL;
+        int nf = split(line, fld);
+        if (nf != n_fields) {
+            st = dg__fail(DG_ERR_IO, "%s:%d: %d fields, the header has %d", path, line_no, nf, n_fields);
             break;
         }
         if (*n == cap) {
             csv_rec *more = realloc(recs, (size_t)(cap *= 2) * sizeof *recs);
-            if (!more) { free(recs); recs = NULL; break; }
+            if (!more) { st = dg__fail(DG_ERR_OOM, "out of memory reading %s", path); break; }
             recs = more;
         }
         csv_rec *r = &recs[(*n)++];
         memset(r, 0, sizeof *r);
-        snprintf(r->sweep, sizeof r->sweep, "%s", fld[0]);
-        snprintf(r->name, sizeof r->name, "%s", fld[1]);
-        snprintf(r->impl, sizeof r->impl, "%s", fld[2]);
-        snprintf(r->backend, sizeof r->backend, "%s", fld[3]);
-        r->m = atoll(fld[5]); r->n = atoll(fld[6]); r->k = atoll(fld[7]); r->batch = atoll(fld[8]);
-        r->threads = atoi(fld[9]); r->transfer = atoi(fld[10]); r->tf32 = atoi(fld[11]); r->reps = atoi(fld[13]);
-        r->median_ms = field_num(fld[14]); r->min_ms = field_num(fld[15]); r->max_ms = field_num(fld[16]);
-        r->cv_pct = field_num(fld[17]); r->gflops = field_num(fld[18]); r->gbps = field_num(fld[19]);
-        r->max_rel_err = field_num(fld[20]);
-        snprintf(r->status, sizeof r->status, "%s", fld[21]);
+        snprintf(r->sweep, sizeof r->sweep, "%s", fld[col[COL_SWEEP]]);
+        snprintf(r->name, sizeof r->name, "%s", fld[col[COL_CASE]]);
+        snprintf(r->impl, sizeof r->impl, "%s", fld[col[COL_IMPL]]);
+        snprintf(r->backend, sizeof r->backend, "%s", fld[col[COL_BACKEND]]);
+        snprintf(r->status, sizeof r->status, "%s", fld[col[COL_STATUS]]);
+        r->m = int_or_0(fld, col[COL_M]); r->n = int_or_0(fld, col[COL_N]); r->k = int_or_0(fld, col[COL_K]);
+        r->batch = int_or_0(fld, col[COL_BATCH]);
+        r->transfer = (int)int_or_0(fld, col[COL_TRANSFER]); r->tf32 = (int)int_or_0(fld, col[COL_TF32]);
+        r->threads = (int)int_or_0(fld, col[COL_THREADS]); r->reps = (int)int_or_0(fld, col[COL_REPS]);
+        r->median_ms = num_or_nan(fld, col[COL_MEDIAN]); r->min_ms = num_or_nan(fld, col[COL_MIN]);
+        r->max_ms = num_or_nan(fld, col[COL_MAX]); r->cv_pct = num_or_nan(fld, col[COL_CV]);
+        r->gflops = num_or_nan(fld, col[COL_GFLOPS]); r->gbps = num_or_nan(fld, col[COL_GBPS]);
+        r->max_rel_err = num_or_nan(fld, col[COL_ERR]);
     }
-    if (!recs && *n == 0 && !dg_last_error()[0]) dg__fail(DG_ERR_OOM, "out of memory reading %s", path);
-    if (recs && !header) {
-        dg__fail(DG_ERR_IO, "%s: no header line", path);
-        free(recs);
-        recs = NULL;
-    }
+    if (st == DG_OK && !header) st = dg__fail(DG_ERR_IO, "%s: no header line", path);
     fclose(f);
+    if (st != DG_OK) {
+        free(recs);
+        *n = 0;
+        return NULL;
+    }
     return recs;
 }

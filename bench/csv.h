@@ -29,7 +29,11 @@ typedef struct bench_row {
 FILE *bench_csv_open(const char *dir, const char *sweep, const char *meta);
 void  bench_csv_write(FILE *f, const bench_row *r);
 
-/* reading back (plot, compare) */
+/* reading back (plot, compare): columns are found by their header name, so
+ * a folder written with fewer or more columns still reads. Required: sweep,
+ * case, impl, backend, m, n, k, batch, transfer, median_ms, min_ms, max_ms,
+ * status. Optional: tf32, threads, reps (0 when absent), cv_pct, gflops,
+ * gbps, max_rel_err (NaN when absent). Other columns are ignored. */
 typedef struct csv_rec {
     char   sweep[32], name[48], impl[32], backend[8], status[16];
     long long m, n, k, batch;
@@ -37,7 +41,8 @@ typedef struct csv_rec {
     double median_ms, min_ms, max_ms, cv_pct, gflops, gbps, max_rel_err;
 } csv_rec;
 
-/* Reads every data row of path; *n rows; NULL with a message on failure. */
+/* Reads every data row of path; *n rows; NULL with a message on failure
+ * (naming the file, the line and, for a header, the missing column). */
 csv_rec *bench_csv_read(const char *path, int *n);
 
 #endif

@@ -4,18 +4,30 @@
 
 volatile sig_atomic_t bench_interrupted = 0;
 
+/* in the order `bench plot` writes their sections and `bench compare` their rows */
 const sweep_def bench_sweeps[] = {
-    {"ceiling", "each device's measured peak: large sgemm and streaming copy", sweep_ceilings},
-    {"gemm", "sgemm: square 32..8192 and non-square shapes; cpu-naive, cpu-omp, cpu-openblas, gpu-naive, "
-             "gpu-tiled, gpu-cublas, gpu-cublas-tf32; GPU with and without transfers", sweep_gemm},
-    {"ops", "elementwise, broadcasting, reductions, softmax, softmax cross-entropy, transpose; forward and "
-            "backward; 1K..64M elements; GB/s", sweep_ops},
-    {"mlp", "one MLP training step (forward, backward, Adam update) over batch sizes and widths; GPU with "
-            "and without CUDA-graph replay", sweep_mlp},
-    {"autodiff", "the MLP training step written by hand against the kernels vs the dg_grad graph (and its "
-                 "CUDA-graph replay)", sweep_autodiff},
-    {"train", "Fashion-MNIST epoch time of logreg and the default MLP over batch sizes 32..4096 (needs "
-              "dataset-fashion-mnist)", sweep_train},
+    {.name = "ceiling", .what = "each device's measured peak: large sgemm and streaming copy",
+     .run = sweep_ceilings, .ceilings = bench_ceilings_read},
+    {.name = "gemm",
+     .what = "sgemm: square 32..8192 and non-square shapes; cpu-naive, cpu-omp, cpu-openblas, gpu-naive, "
+             "gpu-tiled, gpu-cublas, gpu-cublas-tf32; GPU with and without transfers",
+     .run = sweep_gemm, .report = bench_report_gemm},
+    {.name = "ops",
+     .what = "elementwise, broadcasting, reductions, softmax, softmax cross-entropy, transpose; forward and "
+             "backward; 1K..64M elements; GB/s",
+     .run = sweep_ops, .report = bench_report_ops},
+    {.name = "mlp",
+     .what = "one MLP training step (forward, backward, Adam update) over batch sizes and widths; GPU with "
+             "and without CUDA-graph replay",
+     .run = sweep_mlp, .report = bench_report_mlp},
+    {.name = "autodiff",
+     .what = "the MLP training step written by hand against the kernels vs the dg_grad graph (and its "
+             "CUDA-graph replay)",
+     .run = sweep_autodiff, .report = bench_report_autodiff},
+    {.name = "train",
+     .what = "Fashion-MNIST epoch time of logreg and the default MLP over batch sizes 32..4096 (needs "
+             "dataset-fashion-mnist)",
+     .run = sweep_train, .report = bench_report_train},
 };
 const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof bench_sweeps[0]);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "csv.h"
+#include "plot.h"
 #include "timing.h"
 
 #define BENCH_MAX_SIZES 64
@@ -30,11 +31,22 @@ typedef struct bench_ctx {
 } bench_ctx;
 
 typedef dg_status (*sweep_run_fn)(bench_ctx *ctx);
+/* Draws the sweep's charts (bench_chart_draw) and writes its summary.md
+ * section to rep->sum from t, its NAME.csv (n = 0: absent). Returns whether
+ * it found anything to report (then bench plot writes summary.md). */
+typedef bool (*sweep_report_fn)(bench_report *rep, const bench_table *t);
+/* Sets the fields of *c that the sweep's rows t (n > 0) measure. */
+typedef void (*sweep_ceilings_fn)(const bench_table *t, bench_ceilings *c);
 
+/* One sweep: `bench --sweep NAME` runs `run` into NAME.csv; `bench plot`
+ * reads NAME.csv back for `ceilings` (the lines other charts draw, written
+ * as summary.md's first section) and for `report`. */
 typedef struct sweep_def {
-    const char  *name;
-    const char  *what;
-    sweep_run_fn run;
+    const char       *name;
+    const char       *what;      /* bench --list                        */
+    sweep_run_fn      run;
+    sweep_report_fn   report;    /* NULL: no section of its own         */
+    sweep_ceilings_fn ceilings;  /* NULL: its rows are not ceilings     */
 } sweep_def;
 
 extern const sweep_def bench_sweeps[];
@@ -48,13 +60,20 @@ int  bench_sizes(const bench_ctx *ctx, const long long *defaults, int n, const l
 /* status name for a failed dg_status */
 const char *bench_status_word(dg_status st);
 
+dg_status sweep_ceilings(bench_ctx *ctx);
+void      bench_ceilings_read(const bench_table *t, bench_ceilings *c);
 dg_status sweep_gemm(bench_ctx *ctx);
+bool      bench_report_gemm(bench_report *rep, const bench_table *t);
 /* one ceiling row: square sgemm of `size` by `impl` */
 void      bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl);
 dg_status sweep_ops(bench_ctx *ctx);
+bool      bench_report_ops(bench_report *rep, const bench_table *t);
 dg_status sweep_mlp(bench_ctx *ctx);
-dg_status sweep_ceilings(bench_ctx *ctx);
-dg_status sweep_train(bench_ctx *ctx);
+bool      bench_report_mlp(bench_report *rep, const bench_table *t);
 dg_status sweep_autodiff(bench_ctx *ctx);
+bool      bench_report_autodiff(bench_report *rep, const bench_table *t);
+dg_status sweep_train(bench_ctx *ctx);
+/* also the curves of `bench train` (train-MODEL-BACKEND.csv) */
+bool      bench_report_train(bench_report *rep, const bench_table *t);
 
 #endif

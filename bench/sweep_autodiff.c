@@ -176,3 +176,39 @@ dg_status sweep_autodiff(bench_ctx *ctx) {
     }
     return DG_OK;
 }
+
+/* One chart (manual, graph, graph + CUDA graph per backend over the batch
+ * size); the summary's table of medians per backend and batch. */
+bool bench_report_autodiff(bench_report *rep, const bench_table *t) {
+    if (!t->n) return false;
+    fprintf(rep->sum, "## Autodiff: hand-written step vs dg_grad graph (MLP " WIDTHS ", Adam), median ms\n\n"
+                      "| backend | batch | manual | graph | graph / manual | graph + CUDA graph |\n"
+                      "|---|---|---|---|---|---|\n");
+    bench_chart ch = {"autodiff_time", "MLP training step: hand-written vs autodiff graph", "batch", "median ms", true,
+                      .vline = NAN};
+    static const char *const backends[] = {"cpu", "gpu"};
+    for (int b = 0; b < (int)(sizeof backends / sizeof *backends); b++) {
+        const char *bk = backends[b];
+        char t1[48], t2[48], t3[48], b1[32], b2[32], b3[32];
+        snprintf(t1, sizeof t1, "%s manual", bk);
+        snprintf(t2, sizeof t2, "%s graph", bk);
+        snprintf(t3, sizeof t3, "%s graph + CUDA graph", bk);
+        bench_series m = bench_pick(t, NULL, "manual", bk, false, BENCH_MS, t1);
+        bench_series gr = bench_pick(t, NULL, "graph", bk, false, BENCH_MS, t2);
+        bench_series gc = bench_pick(t, NULL, "graph-cuda", bk, false, BENCH_MS, t3);
+        bench_chart_add(&ch, m);
+        bench_chart_add(&ch, gr);
+        bench_chart_add(&ch, gc);
+        for (int i = 0; i < m.n; i++) {
+            double g1 = NAN, g2 = NAN;
+            for (int j = 0; j < gr.n; j++) if (gr.x[j] == m.x[i]) g1 = gr.y[j];
+            for (int j = 0; j < gc.n; j++) if (gc.x[j] == m.x[i]) g2 = gc.y[j];
+            fprintf(rep->sum, "| %s | %.0f | %.4f | %s | %s | %s |\n", bk, m.x[i], m.y[i],
+                    bench_fmt_num(g1, "%.4f", b1, sizeof b1), bench_fmt_num(g1 / m.y[i], "%.3f", b2, sizeof b2),
+                    bench_fmt_num(g2, "%.4f", b3, sizeof b3));
+        }
+    }
+    fprintf(rep->sum, "\n");
+    bench_chart_draw(rep, &ch);
+    return true;
+}

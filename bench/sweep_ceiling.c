@@ -83,3 +83,18 @@ dg_status sweep_ceilings(bench_ctx *ctx) {
     }
     return DG_OK;
 }
+
+/* the best of each device's rows above: sgemm by the libraries (fp32 and
+ * TF32) and the copies */
+void bench_ceilings_read(const bench_table *t, bench_ceilings *c) {
+    bench_series s = bench_pick(t, NULL, "cpu-openblas", NULL, false, BENCH_GFLOPS, "");
+    c->cpu_gflops = bench_series_max(&s, NULL);
+    s = bench_pick(t, NULL, "gpu-cublas", NULL, false, BENCH_GFLOPS, "");
+    c->gpu_gflops = bench_series_max(&s, NULL);
+    s = bench_pick(t, NULL, "gpu-cublas-tf32", NULL, false, BENCH_GFLOPS, "");
+    c->gpu_tf32_gflops = bench_series_max(&s, NULL);
+    s = bench_pick(t, NULL, "cpu-memcpy", NULL, false, BENCH_GBPS, "");
+    c->cpu_gbps = bench_series_max(&s, NULL);
+    s = bench_pick(t, NULL, "gpu-memcpy", NULL, false, BENCH_GBPS, "");
+    c->gpu_gbps = bench_series_max(&s, NULL);
+}

@@ -17,7 +17,6 @@
 
 #define TOL_FP32 1e-4
 #define TOL_TF32 5e-3
-#define NAIVE_CPU_MAX 512
 
 typedef struct gemm_case { const char *name; int m, n, k; } gemm_case;
 
@@ -29,42 +28,69 @@ static const gemm_case non_square[] = {
     {"tall", 8192, 1024, 1024},
 };
 
+typedef struct gemm_impl gemm_impl;
+
 typedef struct gemm_run {
     bench_ctx *ctx;
-    const char *impl;
+    const gemm_impl *impl;
     int m, n, k;
-    bool tf32;
     float *A, *B, *C;             /* host                                         */
     void *dA, *dB, *dC;           /* device                                       */
 } gemm_run;
 
-static dg_status run_cpu(void *arg) {
-    gemm_run *g = arg;
-    dg_cpu_gemm impl = strcmp(g->impl, "cpu-naive") == 0 ? DG_CPU_GEMM_NAIVE
-                     : strcmp(g->impl, "cpu-omp") == 0  ? DG_CPU_GEMM_OWN : DG_CPU_GEMM_OPENBLAS;
-    dg_cpu_sgemm(g->ctx->cpu, impl, false, false, g->m, g->n, g->k, g->A, g->B, g->C);
+/* the products, one per implementation: bench_fn on a gemm_run; the CPU
+ * ones run with the CPU backend's threads and packing scratch */
+static dg_status cpu_sgemm(gemm_run *g, dg_cpu_gemm kind) {
+    dg_cpu_sgemm(g->ctx->cpu, kind, false, false, g->m, g->n, g->k, g->A, g->B, g->C);
     return DG_OK;
 }
+static dg_status cpu_naive(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_NAIVE); }
+static dg_status cpu_own(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OWN); }
+static dg_status cpu_openblas(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OPENBLAS); }
+#ifdef DG_HAVE_CUDA
+static dg_status gpu_sgemm(gemm_run *g, dg_gpu_gemm kind) {
+    return dg_gpu_sgemm(g->ctx->gpu, kind, g->impl->tf32, false, false, g->m, g->n, g->k, g->dA, g->dB, g->dC);
+}
+static dg_status gpu_naive(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_NAIVE); }
+static dg_status gpu_tiled(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED); }
+static dg_status gpu_cublas(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS); }
+#define GPU_FN(f) f
+#else
+#define GPU_FN(f) NULL /* never called: no GPU backend is opened */
+#endif
+
+/* Every implementation, in the order of the CSV rows of a shape and of the
+ * report's series. */
+struct gemm_impl {
+    const char *name;       /* the impl column                                         */
+    bool        gpu;        /* runs on ctx->gpu (backend column "gpu"), else on ctx->cpu */
+    bool        tf32;       /* TF32 tensor cores on; tolerance TOL_TF32                 */
+    bool        transfer;   /* also timed with the host-device copies inside            */
+    bool        speedup;    /* the CPU or the GPU side (fp32 both) of the speedup chart */
+    int         cap, cap_quick; /* largest m timed, and under --quick; 0: no cap        */
+    bench_fn    run;        /* the product on a gemm_run (GPU: device buffers)          */
+};
+
+static const gemm_impl impls[] = {
+    {"cpu-naive", .cap = 512, .cap_quick = 256, .run = cpu_naive}, /* the triple loop: small sizes only */
+    {"cpu-omp", .run = cpu_own},
+    {"cpu-openblas", .speedup = true, .run = cpu_openblas},
+    {"gpu-naive", .gpu = true, .run = GPU_FN(gpu_naive)},
+    {"gpu-tiled", .gpu = true, .run = GPU_FN(gpu_tiled)},
+    {"gpu-cublas", .gpu = true, .transfer = true, .speedup = true, .run = GPU_FN(gpu_cublas)},
+    {"gpu-cublas-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_cublas)},
+};
+#define N_IMPLS (int)(sizeof impls / sizeof *impls)
 
 #ifdef DG_HAVE_CUDA
-static dg_gpu_gemm gpu_impl(const char *impl) {
-    return strcmp(impl, "gpu-naive") == 0 ? DG_GPU_GEMM_NAIVE
-         : strcmp(impl, "gpu-tiled") == 0 ? DG_GPU_GEMM_TILED : DG_GPU_GEMM_CUBLAS;
-}
-
-static dg_status run_gpu(void *arg) {
-    gemm_run *g = arg;
-    return dg_gpu_sgemm(g->ctx->gpu, gpu_impl(g->impl), g->tf32, false, false, g->m, g->n, g->k, g->dA, g->dB, g->dC);
-}
-
 /* the same product with the copies inside the timed region */
-static dg_status run_gpu_transfer(void *arg) {
+static dg_status run_transfer(void *arg) {
     gemm_run *g = arg;
     dg_backend *be = g->ctx->gpu;
     dg_status st;
     if ((st = dg_backend_upload(be, g->dA, g->A, sizeof(float) * (size_t)g->m * g->k)) != DG_OK) return st;
     if ((st = dg_backend_upload(be, g->dB, g->B, sizeof(float) * (size_t)g->k * g->n)) != DG_OK) return st;
-    if ((st = run_gpu(g)) != DG_OK) return st;
+    if ((st = g->impl->run(g)) != DG_OK) return st;
     return dg_backend_download(be, g->C, g->dC, sizeof(float) * (size_t)g->m * g->n);
 }
 #endif
@@ -88,10 +114,8 @@ static double freivalds(const gemm_run *g, const double *x, const double *z) {
  * row per implementation into the current CSV under `sweep`. */
 static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m, int n, int k, const char *only,
                      double *last_ms, double *last_flops) {
-    static const char *impls[] = {"cpu-naive", "cpu-omp", "cpu-openblas", "gpu-naive", "gpu-tiled", "gpu-cublas",
-                                  "gpu-cublas-tf32"};
     size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
-    gemm_run g = {ctx, NULL, m, n, k, false, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL};
+    gemm_run g = {ctx, NULL, m, n, k, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL};
     double *x = malloc((size_t)n * sizeof *x), *bx = malloc((size_t)k * sizeof *bx), *z = malloc((size_t)m * sizeof *z);
     double flops = 2.0 * m * n * k;
     bench_row row = {.sweep = sweep, .name = name, .m = m, .n = n, .k = k, .batch = 1,
@@ -130,39 +154,41 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
         if (!gpu_ready) fprintf(stderr, "bench: gemm %dx%dx%d on the GPU: %s\n", m, n, k, dg_last_error());
     }
 #endif
-    for (int i = 0; i < 7 && !bench_interrupted; i++) {
-        bool gpu = impls[i][0] == 'g';
-        g.impl = row.impl = impls[i];
+    for (int i = 0; i < N_IMPLS && !bench_interrupted; i++) {
+        const gemm_impl *im = g.impl = &impls[i];
+        bool gpu = im->gpu;
+        int cap = ctx->quick ? im->cap_quick : im->cap;
+        row.impl = im->name;
         row.backend = gpu ? "gpu" : "cpu";
-        row.tf32 = g.tf32 = strcmp(impls[i], "gpu-cublas-tf32") == 0;
+        row.tf32 = im->tf32;
         row.transfer = false;
         row.max_rel_err = NAN;
         row.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
-        if ((gpu ? !ctx->gpu : !ctx->cpu) || (only && strcmp(only, impls[i]) != 0)) continue;
-        if (i == 0 && m > (ctx->quick ? 256 : NAIVE_CPU_MAX)) continue; /* the naive loop is for small sizes */
+        if ((gpu ? !ctx->gpu : !ctx->cpu) || (only && strcmp(only, im->name) != 0)) continue;
+        if (cap && m > cap) continue;
         if (!gpu && last_ms[i] > 0 && last_ms[i] * flops / last_flops[i] > 1e3 * ctx->cpu_cap_s) {
             row.status = "skipped"; /* predicted past the time cap */
             fprintf(stderr, "bench: gemm %s %s: skipped, predicted %.1f s per run > cap %.1f s (--cpu-cap)\n",
-                    impls[i], name, last_ms[i] * flops / last_flops[i] / 1e3, ctx->cpu_cap_s);
+                    im->name, name, last_ms[i] * flops / last_flops[i] / 1e3, ctx->cpu_cap_s);
             bench_emit(ctx, &row);
             continue;
         }
         dg_status st = DG_OK;
         for (size_t q = 0; q < nc; q++) g.C[q] = NAN; /* poison: every element must be written */
         if (!gpu) {
-            st = bench_time(NULL, false, run_cpu, &g, &ctx->timing, &row.st);
+            st = bench_time(NULL, false, im->run, &g, &ctx->timing, &row.st);
         }
 #ifdef DG_HAVE_CUDA
         else if (!gpu_ready) st = DG_ERR_OOM;
         else {
             st = dg_backend_upload(ctx->gpu, g.dC, g.C, nc * 4);
-            if (st == DG_OK) st = bench_time(ctx->gpu, true, run_gpu, &g, &ctx->timing, &row.st);
+            if (st == DG_OK) st = bench_time(ctx->gpu, true, im->run, &g, &ctx->timing, &row.st);
             if (st == DG_OK) st = dg_backend_download(ctx->gpu, g.C, g.dC, nc * 4);
         }
 #endif
         if (st != DG_OK) {
             row.status = bench_status_word(st);
-            fprintf(stderr, "bench: gemm %s %s: %s\n", impls[i], name, dg_last_error());
+            fprintf(stderr, "bench: gemm %s %s: %s\n", im->name, name, dg_last_error());
             bench_emit(ctx, &row);
             continue;
         }
@@ -172,14 +198,14 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
         last_ms[i] = row.st.median_ms;
         last_flops[i] = flops;
 #ifdef DG_HAVE_CUDA
-        if (strcmp(impls[i], "gpu-cublas") == 0 && !only && !bench_interrupted) { /* and once with the copies inside */
+        if (im->transfer && !only && !bench_interrupted) { /* and once with the copies inside */
             for (size_t q = 0; q < nc; q++) g.C[q] = NAN;
             row.transfer = true;
-            row.tf32 = g.tf32 = false;
             row.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
-            st = bench_time(ctx->gpu, false, run_gpu_transfer, &g, &ctx->timing, &row.st);
+            st = bench_time(ctx->gpu, false, run_transfer, &g, &ctx->timing, &row.st);
             row.max_rel_err = st == DG_OK ? freivalds(&g, x, z) : NAN;
-            row.status = st != DG_OK ? bench_status_word(st) : row.max_rel_err <= TOL_FP32 ? "ok" : "wrong";
+            row.status = st != DG_OK ? bench_status_word(st)
+                       : row.max_rel_err <= (row.tf32 ? TOL_TF32 : TOL_FP32) ? "ok" : "wrong";
             bench_emit(ctx, &row);
         }
 #endif
@@ -200,12 +226,12 @@ dg_status sweep_gemm(bench_ctx *ctx) {
     const long long *sizes;
     int n_default = (int)(sizeof default_square / sizeof *default_square) - !ctx->extended; /* 8192: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_square : default_square, ctx->quick ? 6 : n_default, &sizes);
-    double last_ms[7] = {0}, last_flops[7] = {0};
+    double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
     for (int i = 0; i < n && !bench_interrupted; i++)
         run_case(ctx, "gemm", "square", (int)sizes[i], (int)sizes[i], (int)sizes[i], NULL, last_ms, last_flops);
     if (ctx->n_sizes == 0 && !ctx->quick)
         for (size_t i = 0; i < sizeof non_square / sizeof *non_square && !bench_interrupted; i++) {
-            double lm[7] = {0}, lf[7] = {0}; /* predict from the square runs */
+            double lm[N_IMPLS], lf[N_IMPLS]; /* predict from the square runs */
             memcpy(lm, last_ms, sizeof lm);
             memcpy(lf, last_flops, sizeof lf);
             run_case(ctx, "gemm", non_square[i].name, non_square[i].m, non_square[i].n, non_square[i].k, NULL, lm, lf);
@@ -214,6 +240,58 @@ dg_status sweep_gemm(bench_ctx *ctx) {
 }
 
 void bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl) {
-    double last_ms[7] = {0}, last_flops[7] = {0};
+    double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
     run_case(ctx, "ceiling", "sgemm", size, size, size, impl, last_ms, last_flops);
+}
+
+/* Charts gemm_time, gemm_gflops (against the ceilings), gemm_speedup (the
+ * `speedup` pair, kernels only and with transfers) and the summary's
+ * crossover and peak tables; square shapes only, x = n. */
+bool bench_report_gemm(bench_report *rep, const bench_table *t) {
+    if (!t->n) return false;
+    const gemm_impl *cpu = NULL, *gpu = NULL;
+    bench_chart tm = {"gemm_time", "sgemm time, square n x n x n", "n", "median ms", true, .vline = NAN};
+    bench_chart gf = {"gemm_gflops", "sgemm throughput against measured ceilings", "n", "GFLOP/s", true, .vline = NAN};
+    for (int i = 0; i < N_IMPLS; i++) {
+        bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, false, BENCH_MS, impls[i].name));
+        bench_chart_add(&gf, bench_pick(t, "square", impls[i].name, NULL, false, BENCH_GFLOPS, impls[i].name));
+        if (impls[i].speedup && impls[i].gpu) gpu = &impls[i];
+        else if (impls[i].speedup) cpu = &impls[i];
+    }
+    for (int i = 0; i < N_IMPLS; i++)
+        if (impls[i].transfer) {
+            char title[64];
+            snprintf(title, sizeof title, "%s incl. transfers", impls[i].name);
+            bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, true, BENCH_MS, title));
+        }
+    bench_chart_hline(&gf, rep->ceil.cpu_gflops, "CPU ceiling (OpenBLAS)");
+    bench_chart_hline(&gf, rep->ceil.gpu_gflops, "GPU ceiling (cuBLAS fp32)");
+    bench_chart_hline(&gf, rep->ceil.gpu_tf32_gflops, "GPU ceiling (cuBLAS TF32)");
+    bench_series c = bench_pick(t, "square", cpu->name, NULL, false, BENCH_MS, "");
+    bench_series g0 = bench_pick(t, "square", gpu->name, NULL, false, BENCH_MS, "");
+    bench_series g1 = bench_pick(t, "square", gpu->name, NULL, true, BENCH_MS, "");
+    char title[64];
+    snprintf(title, sizeof title, "%s / %s", gpu->name, cpu->name);
+    bench_series s0 = bench_speedup(&c, &g0, title), s1 = bench_speedup(&c, &g1, "incl. host-device transfers");
+    bench_chart sp = {"gemm_speedup", "sgemm speedup, GPU over CPU (>1: GPU faster)", "n", "speedup", true,
+                      .vline = bench_crossover(&s1)};
+    bench_chart_add(&sp, s0);
+    bench_chart_add(&sp, s1);
+    bench_chart_hline(&sp, 1.0, "break-even");
+    char c0[96], c1[96];
+    bench_crossover_str(&s0, c0, sizeof c0);
+    bench_crossover_str(&s1, c1, sizeof c1);
+    fprintf(rep->sum, "## GEMM (square, %s fp32 vs %s)\n\n| timing | crossover n |\n|---|---|\n"
+                      "| kernels only | %s |\n| with host-device transfers | %s |\n\n", gpu->name, cpu->name, c0, c1);
+    fprintf(rep->sum, "| impl | peak GFLOP/s | at n |\n|---|---|---|\n");
+    for (int i = 0; i < N_IMPLS; i++) {
+        bench_series s = bench_pick(t, "square", impls[i].name, NULL, false, BENCH_GFLOPS, "");
+        double at, best = bench_series_max(&s, &at);
+        if (s.n) fprintf(rep->sum, "| %s | %.1f | %.0f |\n", impls[i].name, best, at);
+    }
+    fprintf(rep->sum, "\n");
+    bench_chart_draw(rep, &tm);
+    bench_chart_draw(rep, &gf);
+    bench_chart_draw(rep, &sp);
+    return true;
 }

@@ -13,7 +13,10 @@
 
 static const long long default_batches[] = {32, 128, 512, 2048, 8192};
 static const long long quick_batches[] = {32, 256, 2048};
-static const char *widths_list[] = {"784-256-100-10", "784-1024-1024-10"};
+/* the networks timed (--quick: the first only); the report draws one chart
+ * per entry, mlp_time_INDEX */
+static const char *const widths_list[] = {"784-256-100-10", "784-1024-1024-10"};
+#define N_WIDTHS (int)(sizeof widths_list / sizeof *widths_list)
 
 static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
 
@@ -56,7 +59,7 @@ dg_status sweep_mlp(bench_ctx *ctx) {
     const long long *sizes;
     int n_default = (int)(sizeof default_batches / sizeof *default_batches) - !ctx->extended; /* 8192: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches, ctx->quick ? 3 : n_default, &sizes);
-    for (int wi = 0; wi < (ctx->quick ? 1 : 2); wi++) {
+    for (int wi = 0; wi < (ctx->quick ? 1 : N_WIDTHS); wi++) {
         dg_mlp_cfg cfg;
         dg_mlp_parse_widths(widths_list[wi], &cfg);
         for (int i = 0; i < n && !bench_interrupted; i++) {
@@ -70,4 +73,34 @@ dg_status sweep_mlp(bench_ctx *ctx) {
         }
     }
     return DG_OK;
+}
+
+/* One chart per network: step time of cpu, gpu and gpu-graph over the batch
+ * size, the crossover of the graph replay marked; the summary's crossovers. */
+bool bench_report_mlp(bench_report *rep, const bench_table *t) {
+    if (!t->n) return false;
+    fprintf(rep->sum, "## MLP training step (Adam), crossover in batch size\n\n"
+                      "| widths | GPU (graph replay) vs CPU | GPU (no graph) vs CPU |\n|---|---|---|\n");
+    for (int i = 0; i < N_WIDTHS; i++) {
+        const char *w = widths_list[i];
+        bench_series c = bench_pick(t, w, "cpu", NULL, false, BENCH_MS, "cpu");
+        bench_series g = bench_pick(t, w, "gpu", NULL, false, BENCH_MS, "gpu");
+        bench_series gg = bench_pick(t, w, "gpu-graph", NULL, false, BENCH_MS, "gpu (CUDA graph)");
+        if (!c.n && !g.n && !gg.n) continue;
+        char file[64], title[128], c0[96], c1[96];
+        snprintf(file, sizeof file, "mlp_time_%d", i);
+        snprintf(title, sizeof title, "MLP %s training step time (Adam)", w);
+        bench_chart ch = {file, title, "batch", "median ms", true, .vline = NAN};
+        bench_chart_add(&ch, c);
+        bench_chart_add(&ch, g);
+        bench_chart_add(&ch, gg);
+        bench_series s0 = bench_speedup(&c, &gg, ""), s1 = bench_speedup(&c, &g, "");
+        ch.vline = bench_crossover(&s0);
+        bench_crossover_str(&s0, c0, sizeof c0);
+        bench_crossover_str(&s1, c1, sizeof c1);
+        fprintf(rep->sum, "| %s | %s | %s |\n", w, c0, c1);
+        bench_chart_draw(rep, &ch);
+    }
+    fprintf(rep->sum, "\n");
+    return true;
 }

@@ -130,3 +130,53 @@ dg_status sweep_ops(bench_ctx *ctx) {
     }
     return DG_OK;
 }
+
+/* Charts ops_gbps (forward GB/s against the copy ceilings) and ops_speedup
+ * (forward) for the cases the op-case table flags; the summary table for
+ * every swept case: the crossovers, and GB/s at the largest size measured.
+ * x = elements. */
+bool bench_report_ops(bench_report *rep, const bench_table *t) {
+    if (!t->n) return false;
+    bench_chart bw = {"ops_gbps", "forward ops: bandwidth against measured copy ceilings", "elements", "GB/s", true,
+                      .vline = NAN};
+    bench_chart sp = {"ops_speedup", "forward ops: speedup, GPU over CPU (>1: GPU faster)", "elements", "speedup",
+                      true, .vline = NAN};
+    fprintf(rep->sum, "## Ops (crossover in elements; GPU GB/s at the largest size)\n\n"
+                      "| op | fwd crossover | bwd crossover | GPU fwd GB/s | GPU bwd GB/s | CPU fwd GB/s |\n"
+                      "|---|---|---|---|---|---|\n");
+    for (int i = 0; i < dg_n_op_cases; i++) {
+        const op_sweep *sw = &dg_op_cases[i].sweep;
+        const char *name = sw->name;
+        if (!name) continue;
+        char t1[64], t2[64], c0[96], c1[96], b1[32], b2[32], b3[32];
+        snprintf(t1, sizeof t1, "gpu %s", name);
+        snprintf(t2, sizeof t2, "cpu %s", name);
+        bench_series gf = bench_pick(t, name, "gpu-fwd", NULL, false, BENCH_GBPS, t1);
+        bench_series cf = bench_pick(t, name, "cpu-fwd", NULL, false, BENCH_GBPS, t2);
+        bench_series gb = bench_pick(t, name, "gpu-bwd", NULL, false, BENCH_GBPS, "");
+        bench_series gt = bench_pick(t, name, "gpu-fwd", NULL, false, BENCH_MS, "");
+        bench_series ct = bench_pick(t, name, "cpu-fwd", NULL, false, BENCH_MS, "");
+        bench_series gbt = bench_pick(t, name, "gpu-bwd", NULL, false, BENCH_MS, "");
+        bench_series cbt = bench_pick(t, name, "cpu-bwd", NULL, false, BENCH_MS, "");
+        bench_series s = bench_speedup(&ct, &gt, name), sb = bench_speedup(&cbt, &gbt, "");
+        if (sw->chart_bw) {
+            bench_chart_add(&bw, gf);
+            bench_chart_add(&bw, cf);
+        }
+        if (sw->chart_speedup) bench_chart_add(&sp, s);
+        bench_crossover_str(&s, c0, sizeof c0);
+        if (sb.n) bench_crossover_str(&sb, c1, sizeof c1);
+        else snprintf(c1, sizeof c1, "-");
+        fprintf(rep->sum, "| %s | %s | %s | %s | %s | %s |\n", name, c0, c1,
+                bench_fmt_num(gf.n ? gf.y[gf.n - 1] : NAN, "%.0f", b1, sizeof b1),
+                bench_fmt_num(gb.n ? gb.y[gb.n - 1] : NAN, "%.0f", b2, sizeof b2),
+                bench_fmt_num(cf.n ? cf.y[cf.n - 1] : NAN, "%.1f", b3, sizeof b3));
+    }
+    fprintf(rep->sum, "\n");
+    bench_chart_hline(&bw, rep->ceil.cpu_gbps, "CPU copy ceiling");
+    bench_chart_hline(&bw, rep->ceil.gpu_gbps, "GPU copy ceiling");
+    bench_chart_hline(&sp, 1.0, "break-even");
+    bench_chart_draw(rep, &bw);
+    bench_chart_draw(rep, &sp);
+    return true;
+}

@@ -1,5 +1,7 @@
 /* test_bench.c: the bench CLI (good and bad input), its statistics, the CSV
- * writer and reader, and `bench plot` on the committed H100 results. */
+ * writer and reader, and `bench plot` on the committed results: the same
+ * summary.md and chart scripts as committed. */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,21 @@ static int sh(const char *cmd, char *out, size_t n) {
     if (out) out[got] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* the whole file, NUL-terminated; the caller frees it */
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_not_null(s);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
 }
 
 static void remove_dir(const char *dir) {
@@ -166,9 +183,57 @@ Test(bench_plot, redraws_the_committed_h100_results) {
     cr_assert(strstr(out, "| mlp | gpu | 10 | "), "no training curve summary in: %s", out);
     cr_assert(!strstr(out, "| kernels only | n/a"), "%s", out);
     if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
-        char path[256];
+        char path[1024];
         snprintf(path, sizeof path, "%s/gemm_speedup.png", dir);
         cr_assert_eq(access(path, R_OK), 0, "no chart drawn");
+        /* every committed chart script and data file again: same titles,
+         * series and points; the scripts name their folder */
+        char committed[512];
+        snprintf(committed, sizeof committed, "%s/reports/h100/plot-data", DG_SOURCE_DIR);
+        DIR *d = opendir(committed);
+        cr_assert_not_null(d);
+        int files = 0;
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            if (e->d_name[0] == '.') continue;
+            snprintf(path, sizeof path, "%s/%s", committed, e->d_name);
+            char *want = read_file(path);
+            snprintf(path, sizeof path, "%s/plot-data/%s", dir, e->d_name);
+            char *got = read_file(path), *fixed = malloc(strlen(got) + 1), *o = fixed;
+            cr_assert_not_null(fixed);
+            for (const char *p = got; *p;) /* the temporary folder (longer) back to reports/h100 */
+                if (!strncmp(p, dir, strlen(dir))) { o += sprintf(o, "reports/h100"); p += strlen(dir); }
+                else *o++ = *p++;
+            *o = '\0';
+            cr_assert_str_eq(fixed, want, "plot-data/%s differs from the committed one", e->d_name);
+            free(want); free(got); free(fixed);
+            files++;
+        }
+        closedir(d);
+        cr_assert_gt(files, 60, "only %d committed plot-data files", files);
     }
     remove_dir(dir);
+}
+
+/* The committed summary.md files came from the same CSV: bench plot (here
+ * without gnuplot, so no chart is drawn) must write them byte for byte, plus
+ * the note that charts were not drawn. */
+Test(bench_plot, reproduces_the_committed_summaries) {
+    static const char *const folders[] = {"h100", "cpu-2core", "h100-run1", "h100-run3"};
+    for (int i = 0; i < 4; i++) {
+        char dir[] = "/tmp/dg-sum-XXXXXX", cmd[1024], out[1 << 16], path[512];
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(cmd, sizeof cmd, "cp %s/reports/%s/*.csv %s/ && env PATH=/nonexistent %s plot %s", DG_SOURCE_DIR,
+                 folders[i], dir, DG_BENCH_PATH, dir);
+        cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+        snprintf(path, sizeof path, "%s/reports/%s/summary.md", DG_SOURCE_DIR, folders[i]);
+        char *want = read_file(path);
+        snprintf(path, sizeof path, "%s/summary.md", dir);
+        char *got = read_file(path);
+        size_t n = strlen(want);
+        cr_assert(strncmp(got, want, n) == 0, "%s: summary.md differs from the committed one:\n%s", folders[i], got);
+        cr_assert(strncmp(got + n, "Charts were not drawn", 21) == 0, "%s: ends with: %s", folders[i], got + n);
+        free(want);
+        free(got);
+        remove_dir(dir);
+    }
 }

@@ -1,0 +1,198 @@
+/* test_csv.c: the result CSV is read by column name: extra and reordered
+ * columns, missing optional ones and a missing required one; `bench
+ * compare` on the committed older folder, as written and with the columns
+ * an older bench would not have had. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "csv.h"
+#include "test_util.h"
+
+/* the columns bench_csv_read cannot do without */
+static const char *const required[] = {"sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer",
+                                       "median_ms", "min_ms", "max_ms", "status"};
+#define N_REQUIRED (int)(sizeof required / sizeof *required)
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_not_null(s);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* runs a shell command; its exit code, its output (stdout and stderr) in out */
+static int sh(const char *cmd, char *out, size_t n) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    cr_assert_not_null(p);
+    size_t got = fread(out, 1, n - 1, p);
+    out[got] = '\0';
+    while (fgetc(p) != EOF) {}
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void tmp_dir(char *dir) { cr_assert_not_null(mkdtemp(dir)); }
+
+static void remove_dir(const char *dir) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(bench_csv, columns_are_found_by_name_in_any_order_and_extra_ones_ignored) {
+    char dir[] = "/tmp/dg-csv-XXXXXX", path[256];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    /* reordered, an unknown column (note) in the middle, optional ones absent
+     * (threads, reps, cv_pct, gbps, max_rel_err) */
+    write_file(path, "# written by a newer bench\n"
+                     "status,impl,note,max_ms,sweep,case,tf32,backend,m,n,k,batch,transfer,min_ms,median_ms,gflops\n"
+                     "ok,gpu-cublas-tf32,hello,3.5,gemm,square,1,gpu,64,32,16,1,0,1.5,2.5,42\n"
+                     "oom,cpu-omp,,NaN,gemm,tall,0,cpu,8192,1024,1024,1,1,NaN,NaN,NaN\n");
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(r[0].sweep, "gemm");
+    cr_assert_str_eq(r[0].name, "square");
+    cr_assert_str_eq(r[0].impl, "gpu-cublas-tf32");
+    cr_assert_str_eq(r[0].backend, "gpu");
+    cr_assert_str_eq(r[0].status, "ok");
+    cr_assert(r[0].m == 64 && r[0].n == 32 && r[0].k == 16 && r[0].batch == 1 && r[0].transfer == 0 && r[0].tf32 == 1);
+    cr_assert(r[0].median_ms == 2.5 && r[0].min_ms == 1.5 && r[0].max_ms == 3.5 && r[0].gflops == 42);
+    cr_assert(r[0].threads == 0 && r[0].reps == 0, "absent integer columns read as 0");
+    cr_assert(isnan(r[0].cv_pct) && isnan(r[0].gbps) && isnan(r[0].max_rel_err), "absent numbers read as NaN");
+    cr_assert_str_eq(r[1].status, "oom");
+    cr_assert_str_eq(r[1].name, "tall");
+    cr_assert(r[1].m == 8192 && r[1].transfer == 1 && r[1].tf32 == 0 && isnan(r[1].median_ms));
+    free(r);
+    remove_dir(dir);
+}
+
+Test(bench_csv, a_missing_required_column_is_named_with_file_and_line) {
+    char dir[] = "/tmp/dg-csv-XXXXXX", path[256];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/ops.csv", dir);
+    for (int drop = 0; drop < N_REQUIRED; drop++) {
+        char header[512] = "", row[512] = "";
+        for (int c = 0; c < N_REQUIRED; c++) {
+            if (c == drop) continue;
+            strcat(header, *header ? "," : "");
+            strcat(header, required[c]);
+            strcat(row, *row ? ",1" : "1");
+        }
+        char text[1200];
+        snprintf(text, sizeof text, "# meta\n# more meta\n%s,gflops\n%s,2\n", header, row);
+        write_file(path, text);
+        int n = -1;
+        cr_assert_null(bench_csv_read(path, &n), "read without column %s", required[drop]);
+        cr_assert_eq(n, 0);
+        char want[64];
+        snprintf(want, sizeof want, "'%s'", required[drop]);
+        const char *e = dg_last_error();
+        cr_assert(strstr(e, want) && strstr(e, path) && strstr(e, ":3:"),
+                  "the error should name the column %s, the file and line 3: %s", want, e);
+    }
+    remove_dir(dir);
+}
+
+/* copies reports/NAME's CSV files into dir */
+static void copy_results(const char *name, const char *dir) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/reports/%s/*.csv %s/", dir, DG_SOURCE_DIR, name, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* drops the named columns of every CSV row in path and appends one unknown
+ * column: a file from an older (or newer) bench */
+static void reshape(const char *path, const char *const *drop, int n_drop) {
+    char *text = read_file(path), *out = malloc(strlen(text) + 4096 * 64), *o = out;
+    cr_assert_not_null(out);
+    bool keep[64] = {false};
+    bool header = true;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') { o += sprintf(o, "%s\n", line); continue; }
+        int f = 0, w = 0;
+        for (char *p = line, *tok; (tok = strsep(&p, ",")) != NULL; f++) {
+            cr_assert(f < 64);
+            if (header) {
+                keep[f] = true;
+                for (int d = 0; d < n_drop; d++) keep[f] &= strcmp(tok, drop[d]) != 0;
+            }
+            if (keep[f]) o += sprintf(o, "%s%s", w++ ? "," : "", tok);
+        }
+        o += sprintf(o, header ? ",comment\n" : ",x\n");
+        header = false;
+    }
+    write_file(path, out);
+    free(out);
+    free(text);
+}
+
+static int rows_matched(const char *out) {
+    const char *m = strstr(out, " rows matched");
+    cr_assert_not_null(m, "%s", out);
+    while (m > out && m[-1] >= '0' && m[-1] <= '9') m--;
+    return atoi(m);
+}
+
+Test(bench_compare, the_committed_older_folder_still_compares) {
+    char root[] = "/tmp/dg-cmp-XXXXXX", a[256], b[256], cmd[1024], out[1 << 16];
+    tmp_dir(root);
+    snprintf(a, sizeof a, "%s/h100-run1", root); /* ceiling, gemm, ops, mlp only */
+    snprintf(b, sizeof b, "%s/h100", root);
+    copy_results("h100-run1", a);
+    copy_results("h100", b);
+    snprintf(cmd, sizeof cmd, "%s compare %s %s", DG_BENCH_PATH, a, b);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    int matched = rows_matched(out);
+    cr_assert_gt(matched, 400, "%s", out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/compare.md", b);
+    char *want = read_file(path);
+    static const char *const sweeps[] = {"ceiling", "gemm", "ops", "mlp"};
+    for (int s = 0; s < 4; s++) {
+        char cell[32];
+        snprintf(cell, sizeof cell, "\n| %s | ", sweeps[s]);
+        cr_assert(strstr(want, cell), "compare.md has no %s rows", sweeps[s]);
+    }
+
+    /* the same folder as an older bench would have written it: fewer
+     * columns, the optional ones gone, and one this reader does not know */
+    static const char *const drop[] = {"dtype", "threads", "warmup", "reps", "cv_pct", "gflops", "gbps", "max_rel_err"};
+    for (int s = 0; s < 4; s++) {
+        snprintf(path, sizeof path, "%s/%s.csv", a, sweeps[s]);
+        reshape(path, drop, 8);
+    }
+    snprintf(path, sizeof path, "%s/gemm.csv", a);
+    char *text = read_file(path);
+    const char *header = "\nsweep,case,impl,backend,m,n,k,batch,transfer,tf32,median_ms,min_ms,max_ms,status,comment\n";
+    cr_assert(strstr(text, header), "reshape: %.400s", text);
+    free(text);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(rows_matched(out), matched, "%s", out);
+    snprintf(path, sizeof path, "%s/compare.md", b);
+    char *got = read_file(path);
+    cr_assert_str_eq(got, want, "compare.md differs once the older folder lost its optional columns");
+    free(got);
+    free(want);
+    remove_dir(root);
+}
