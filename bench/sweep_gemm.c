@@ -48,12 +48,13 @@ static dg_status cpu_naive(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_NAIVE)
 static dg_status cpu_own(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OWN); }
 static dg_status cpu_openblas(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OPENBLAS); }
 #ifdef DG_HAVE_CUDA
-static dg_status gpu_sgemm(gemm_run *g, dg_gpu_gemm kind) {
-    return dg_gpu_sgemm(g->ctx->gpu, kind, g->impl->tf32, false, false, g->m, g->n, g->k, g->dA, g->dB, g->dC);
+static dg_status gpu_sgemm(gemm_run *g, dg_gpu_gemm kind, bool tf32) {
+    return dg_gpu_sgemm(g->ctx->gpu, kind, tf32, false, false, g->m, g->n, g->k, g->dA, g->dB, g->dC);
 }
-static dg_status gpu_naive(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_NAIVE); }
-static dg_status gpu_tiled(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED); }
-static dg_status gpu_cublas(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS); }
+static dg_status gpu_naive(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_NAIVE, false); }
+static dg_status gpu_tiled(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED, false); }
+static dg_status gpu_cublas(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS, false); }
+static dg_status gpu_cublas_tf32(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS, true); }
 #define GPU_FN(f) f
 #else
 #define GPU_FN(f) NULL /* never called: no GPU backend is opened */
@@ -78,7 +79,7 @@ static const gemm_impl impls[] = {
     {"gpu-naive", .gpu = true, .run = GPU_FN(gpu_naive)},
     {"gpu-tiled", .gpu = true, .run = GPU_FN(gpu_tiled)},
     {"gpu-cublas", .gpu = true, .transfer = true, .speedup = true, .run = GPU_FN(gpu_cublas)},
-    {"gpu-cublas-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_cublas)},
+    {"gpu-cublas-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_cublas_tf32)},
 };
 #define N_IMPLS (int)(sizeof impls / sizeof *impls)
 

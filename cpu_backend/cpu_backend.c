@@ -28,11 +28,19 @@ static void cpu_free(dg_backend *be) {
 }
 
 /* OpenMP's and OpenBLAS's thread counts are process-wide state; each entry
- * that runs work applies this backend's count (two cheap reads when it is
- * already set), so backends with different counts can live in one process. */
+ * that runs work applies this backend's count, so backends with different
+ * counts can live in one process. Only a change costs anything: OpenBLAS's
+ * setter reallocates its per-thread buffers, and its getter cannot tell
+ * what was set (the OpenMP build re-reads the machine's processor count on
+ * every call), so the count last given to OpenBLAS is remembered here. */
+static int blas_threads_applied;
+
 static void apply_threads(const cpu_ctx *c) {
     if (omp_get_max_threads() != c->threads) omp_set_num_threads(c->threads);
-    if (openblas_get_num_threads() != c->threads) openblas_set_num_threads(c->threads);
+    if (blas_threads_applied != c->threads) {
+        openblas_set_num_threads(c->threads);
+        blas_threads_applied = c->threads;
+    }
 }
 
 static dg_status cpu_alloc(dg_backend *be, size_t bytes, void **out) {
