@@ -1,5 +1,9 @@
-/* gpu_backend.cu: the CUDA backend's vtable: device discovery, memory,
- * transfers through pinned staging, op dispatch, CUDA-graph replay. */
+/* gpu_backend.cu: the CUDA backend's vtable (cpu_backend.c's counterpart):
+ * device discovery and selection, memory, transfers through pinned staging,
+ * op dispatch, CUDA-graph replay and timing events. Every entry that
+ * touches the device first makes the backend's device current, so backends
+ * on several devices can live in one process (and one thread). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,30 +31,31 @@ dg_status dg__cublas_fail(cublasStatus_t s, const char *expr, const char *file, 
 
 static const char *gpu_name(const dg_backend *) { return "gpu"; }
 
+/* Also frees a context that gpu_init left half made (NULL handles skipped). */
 static void gpu_free(dg_backend *be) {
     gpu_ctx *c = gpu_of(be);
-    if (c) {
-        if (c->stream) cudaStreamSynchronize(c->stream);
-        if (c->cublas) cublasDestroy(c->cublas);
-        cudaFree(c->cublas_ws);
-        cudaFree(c->scratch);
-        cudaFreeHost(c->staging);
-        for (int i = 0; i < 2; i++)
-            if (c->ev[i]) cudaEventDestroy(c->ev[i]);
-        if (c->stream) cudaStreamDestroy(c->stream);
-        free(c);
+    DG_CUDA_NOTE(cudaSetDevice(c->device));
+    if (c->stream) DG_CUDA_NOTE(cudaStreamSynchronize(c->stream));
+    if (c->cublas) {
+        cublasStatus_t s = cublasDestroy(c->cublas);
+        if (s != CUBLAS_STATUS_SUCCESS) (void)dg__cublas_fail(s, "cublasDestroy(c->cublas)", __FILE__, __LINE__);
     }
+    DG_CUDA_NOTE(cudaFree(c->cublas_ws));
+    DG_CUDA_NOTE(cudaFree(c->scratch));
+    DG_CUDA_NOTE(cudaFreeHost(c->staging));
+    if (c->stream) DG_CUDA_NOTE(cudaStreamDestroy(c->stream));
+    free(c);
     free(be);
 }
 
 static dg_status gpu_alloc(dg_backend *be, size_t bytes, void **out) {
-    (void)be;
+    DG_GPU_USE_DEVICE(gpu_of(be));
     cudaError_t e = cudaMalloc(out, bytes);
     if (e == cudaErrorMemoryAllocation) {
         (void)cudaGetLastError();
         *out = NULL;
         size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError(); /* the message says 0 */
         return dg__fail(DG_ERR_OOM, "gpu: out of device memory allocating %zu bytes (%zu of %zu bytes free)",
                         bytes, free_b, total_b);
     }
@@ -59,13 +64,16 @@ static dg_status gpu_alloc(dg_backend *be, size_t bytes, void **out) {
 }
 
 static void gpu_release(dg_backend *be, void *ptr) {
-    cudaStreamSynchronize(gpu_of(be)->stream); /* kernels may still read it */
-    cudaFree(ptr);
+    gpu_ctx *c = gpu_of(be);
+    DG_CUDA_NOTE(cudaSetDevice(c->device));
+    DG_CUDA_NOTE(cudaStreamSynchronize(c->stream)); /* kernels may still read it */
+    DG_CUDA_NOTE(cudaFree(ptr));
 }
 
 /* host -> pinned staging -> device, in staging-sized chunks */
 static dg_status gpu_upload(dg_backend *be, void *dst, const void *src, size_t bytes) {
     gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
     for (size_t off = 0; off < bytes; off += c->staging_bytes) {
         size_t n = bytes - off < c->staging_bytes ? bytes - off : c->staging_bytes;
         DG_CUDA_CHECK(cudaStreamSynchronize(c->stream)); /* staging free again */
@@ -78,6 +86,7 @@ static dg_status gpu_upload(dg_backend *be, void *dst, const void *src, size_t b
 
 static dg_status gpu_download(dg_backend *be, void *dst, const void *src, size_t bytes) {
     gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
     for (size_t off = 0; off < bytes; off += c->staging_bytes) {
         size_t n = bytes - off < c->staging_bytes ? bytes - off : c->staging_bytes;
         DG_CUDA_CHECK(cudaMemcpyAsync(c->staging, (const char *)src + off, n, cudaMemcpyDeviceToHost, c->stream));
@@ -88,11 +97,30 @@ static dg_status gpu_download(dg_backend *be, void *dst, const void *src, size_t
 }
 
 static dg_status gpu_sync(dg_backend *be) {
-    DG_CUDA_CHECK(cudaStreamSynchronize(gpu_of(be)->stream));
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    DG_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return DG_OK;
 }
 
-static bool gpu_supports(const dg_backend *, dg_op op) { return op != DG_OP_LEAF && op < DG_OP_COUNT; }
+/* cuBLAS and the own GEMM kernels take int dimensions */
+static bool gemm_dims_fit_int(const dg_node *n) {
+    const dg_node *t[3] = {n->in[0], n->in[1], n};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < t[i]->shape.ndim; j++)
+            if (t[i]->shape.d[j] > INT_MAX) return false;
+    return true;
+}
+
+/* Every op the plan steps (not leaves, nor side outputs: their owner's step
+ * writes them), except nodes the kernels cannot take, so a plan refuses
+ * the graph up front instead of failing in a run. No device call. */
+static bool gpu_supports(const dg_backend *be, const dg_node *n) {
+    if (n->op == DG_OP_LEAF || n->op == DG_OP_SIDE_OUTPUT || n->op >= DG_OP_COUNT) return false;
+    if (n->op == DG_OP_SOFTMAX_CE) return dg__gpu_softmax_ce_fits(gpu_of(be), n);
+    if (n->op == DG_OP_MATMUL) return gemm_dims_fit_int(n);
+    return true;
+}
 
 static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     switch (s->node->op) {
@@ -107,7 +135,8 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
         return dg__gpu_unary_backward(c, s);
     case DG_OP_MATMUL:       return dg__gpu_matmul(c, s);
     case DG_OP_PERMUTE:      return dg__gpu_permute(c, s);
-    case DG_OP_RESHAPE:      return DG_OK; /* a view */
+    case DG_OP_RESHAPE:      return DG_OK; /* a view: the plan never steps it           */
+    case DG_OP_SIDE_OUTPUT:  return DG_OK; /* written by its owner's step: never stepped */
     case DG_OP_SUM: case DG_OP_MEAN:
         return dg__gpu_reduce(c, s);
     case DG_OP_BROADCAST_TO: return dg__gpu_broadcast_to(c, s);
@@ -126,8 +155,9 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     return dg__fail(DG_ERR_UNSUPPORTED, "gpu: op %s cannot be computed", dg_op_name(s->node->op));
 }
 
-static dg_status gpu_compute(dg_backend *be, const dg_step *s) {
-    gpu_ctx *c = gpu_of(be);
+/* one step, on the current device; sync_debug: wait for it so a fault
+ * names its node */
+static dg_status compute_step(gpu_ctx *c, const dg_step *s) {
     dg_status st = dispatch(c, s);
     if (st == DG_OK && c->opts.sync_debug) {
         cudaError_t e = cudaStreamSynchronize(c->stream);
@@ -140,6 +170,12 @@ static dg_status gpu_compute(dg_backend *be, const dg_step *s) {
     return st;
 }
 
+static dg_status gpu_compute(dg_backend *be, const dg_step *s) {
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    return compute_step(c, s);
+}
+
 typedef struct graph_cache {
     cudaGraph_t     graph;
     cudaGraphExec_t exec;
@@ -147,15 +183,18 @@ typedef struct graph_cache {
 
 static void gpu_cache_free(dg_backend *be, void *cache) {
     graph_cache *gc = (graph_cache *)cache;
-    cudaStreamSynchronize(gpu_of(be)->stream);
-    if (gc->exec) cudaGraphExecDestroy(gc->exec);
-    if (gc->graph) cudaGraphDestroy(gc->graph);
+    gpu_ctx *c = gpu_of(be);
+    DG_CUDA_NOTE(cudaSetDevice(c->device));
+    DG_CUDA_NOTE(cudaStreamSynchronize(c->stream)); /* a replay may still run */
+    if (gc->exec) DG_CUDA_NOTE(cudaGraphExecDestroy(gc->exec));
+    if (gc->graph) DG_CUDA_NOTE(cudaGraphDestroy(gc->graph));
     free(gc);
 }
 
-/* Capture the steps once into a CUDA graph, replay it on every run. */
-static dg_status capture(dg_backend *be, const dg_step *steps, int n, graph_cache *gc) {
-    gpu_ctx *c = gpu_of(be);
+/* Capture the steps once into a CUDA graph, replay it on every run. Each
+ * step's cuBLAS math mode (TF32 or not) is set on the host as it is
+ * captured, so the graph keeps every matmul's mode. */
+static dg_status capture(gpu_ctx *c, const dg_step *steps, int n, graph_cache *gc) {
     DG_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
     dg_status st = DG_OK;
     for (int i = 0; i < n && st == DG_OK; i++) st = dispatch(c, &steps[i]);
@@ -166,11 +205,14 @@ static dg_status capture(dg_backend *be, const dg_step *steps, int n, graph_cach
     return DG_OK;
 }
 
-static dg_status gpu_run_steps(dg_backend *be, const dg_step *steps, int n, void **cache) {
+/* replay: the plan allows capture and replay (dg_plan_opts.no_replay
+ * unset); sync_debug runs node by node all the same */
+static dg_status gpu_run_steps(dg_backend *be, const dg_step *steps, int n, bool replay, void **cache) {
     gpu_ctx *c = gpu_of(be);
-    if (!c->opts.cuda_graphs || c->opts.sync_debug) {
+    DG_GPU_USE_DEVICE(c);
+    if (!replay || c->opts.sync_debug) {
         for (int i = 0; i < n; i++) {
-            dg_status st = gpu_compute(be, &steps[i]);
+            dg_status st = compute_step(c, &steps[i]);
             if (st != DG_OK) return st;
         }
         return DG_OK;
@@ -178,7 +220,7 @@ static dg_status gpu_run_steps(dg_backend *be, const dg_step *steps, int n, void
     if (!*cache) {
         graph_cache *gc = (graph_cache *)calloc(1, sizeof *gc);
         if (!gc) return dg__fail(DG_ERR_OOM, "gpu: out of host memory for a CUDA graph");
-        dg_status st = capture(be, steps, n, gc);
+        dg_status st = capture(c, steps, n, gc);
         if (st != DG_OK) {
             gpu_cache_free(be, gc);
             return st;
@@ -189,38 +231,64 @@ static dg_status gpu_run_steps(dg_backend *be, const dg_step *steps, int n, void
     return DG_OK;
 }
 
-/* dst row i = src row idx[i]; 4-byte words, a grid-stride loop */
-__global__ void k_gather_rows(unsigned *dst, const unsigned *src, const int *idx, long long n, long long words) {
-    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < n * words;
-         t += (long long)gridDim.x * blockDim.x) {
-        long long i = t / words, w = t % words;
-        dst[t] = src[(long long)idx[i] * words + w];
-    }
-}
-
 static dg_status gpu_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
                                  size_t row_bytes) {
-    if (row_bytes % 4) return dg__fail(DG_ERR_INVALID, "gpu: gather_rows needs rows of whole 4-byte words");
-    long long words = (long long)(row_bytes / 4);
-    k_gather_rows<<<grid_for((long long)n * words, 256), 256, 0, gpu_of(be)->stream>>>(
-        (unsigned *)dst, (const unsigned *)src, idx, n, words);
-    DG_CUDA_CHECK_LAUNCH();
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    return dg__gpu_gather_rows(c, dst, src, idx, n, row_bytes);
+}
+
+/* ---- timing events: cudaEvent_t (default flags, so timing is on),
+ * recorded on the backend's stream ---- */
+
+static dg_status gpu_event_new(dg_backend *be, void **ev) {
+    DG_GPU_USE_DEVICE(gpu_of(be)); /* an event belongs to the device current at creation */
+    cudaEvent_t e = NULL;
+    DG_CUDA_CHECK(cudaEventCreate(&e));
+    *ev = (void *)e;
+    return DG_OK;
+}
+
+static void gpu_event_free(dg_backend *be, void *ev) {
+    DG_CUDA_NOTE(cudaSetDevice(gpu_of(be)->device));
+    DG_CUDA_NOTE(cudaEventDestroy((cudaEvent_t)ev));
+}
+
+static dg_status gpu_event_record(dg_backend *be, void *ev) {
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    DG_CUDA_CHECK(cudaEventRecord((cudaEvent_t)ev, c->stream));
+    return DG_OK;
+}
+
+/* waits for stop; milliseconds between the two records */
+static dg_status gpu_event_elapsed(dg_backend *be, void *start, void *stop, double *ms) {
+    DG_GPU_USE_DEVICE(gpu_of(be));
+    float f = 0.0f;
+    DG_CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)stop));
+    DG_CUDA_CHECK(cudaEventElapsedTime(&f, (cudaEvent_t)start, (cudaEvent_t)stop));
+    *ms = (double)f;
     return DG_OK;
 }
 
 static const dg_backend_i gpu_iface = {
-    /* .name       = */ gpu_name,
-    /* .free       = */ gpu_free,
-    /* .alloc      = */ gpu_alloc,
-    /* .release    = */ gpu_release,
-    /* .upload     = */ gpu_upload,
-    /* .download   = */ gpu_download,
-    /* .sync       = */ gpu_sync,
-    /* .supports   = */ gpu_supports,
-    /* .compute    = */ gpu_compute,
-    /* .run_steps  = */ gpu_run_steps,
-    /* .cache_free = */ gpu_cache_free,
-    /* .gather_rows= */ gpu_gather_rows,
+    /* .version       = */ DG_BACKEND_IFACE_VERSION,
+    /* .name          = */ gpu_name,
+    /* .free          = */ gpu_free,
+    /* .alloc         = */ gpu_alloc,
+    /* .release       = */ gpu_release,
+    /* .upload        = */ gpu_upload,
+    /* .download      = */ gpu_download,
+    /* .sync          = */ gpu_sync,
+    /* .supports      = */ gpu_supports,
+    /* .compute       = */ gpu_compute,
+    /* .run_steps     = */ gpu_run_steps,
+    /* .cache_free    = */ gpu_cache_free,
+    /* .gather_rows   = */ gpu_gather_rows,
+    /* .event_new     = */ gpu_event_new,
+    /* .event_free    = */ gpu_event_free,
+    /* .event_record  = */ gpu_event_record,
+    /* .event_elapsed = */ gpu_event_elapsed,
 };
 
 static dg_status gpu_init(gpu_ctx *c) {
@@ -232,13 +300,23 @@ static dg_status gpu_init(gpu_ctx *c) {
     c->cublas_ws_bytes = CUBLAS_WS_BYTES;
     DG_CUDA_CHECK(cudaMalloc(&c->cublas_ws, c->cublas_ws_bytes));
     DG_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, c->cublas_ws_bytes));
-    DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, c->opts.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    /* full fp32 until a matmul allows TF32 (gpu_gemm.cu tracks the mode) */
+    DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+    c->cublas_tf32 = false;
     c->scratch_floats = SCRATCH_FLOATS;
     DG_CUDA_CHECK(cudaMalloc(&c->scratch, c->scratch_floats * sizeof(float)));
     c->staging_bytes = STAGING_BYTES;
     DG_CUDA_CHECK(cudaMallocHost((void **)&c->staging, c->staging_bytes));
-    for (int i = 0; i < 2; i++) DG_CUDA_CHECK(cudaEventCreate(&c->ev[i]));
     return DG_OK;
+}
+
+int dg_gpu_device_count(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError(); /* no driver or no device: not an error for later calls */
+        return 0;
+    }
+    return count;
 }
 
 dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts) {
@@ -250,69 +328,60 @@ dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts) {
         return dg__fail(DG_ERR_NO_DEVICE, "no CUDA device: %s",
                         e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount found none");
     }
-    dg_backend *be = (dg_backend *)calloc(1, sizeof *be);
-    gpu_ctx *c = (gpu_ctx *)calloc(1, sizeof *c);
-    if (!be || !c) {
-        free(be);
-        free(c);
-        return dg__fail(DG_ERR_OOM, "gpu: out of host memory creating the backend");
-    }
-    c->opts = opts ? *opts : dg_gpu_opts{false, true, false};
+    dg_gpu_opts o = opts ? *opts : dg_gpu_opts{0, false};
+    if (o.device < 0 || o.device >= count)
+        return dg__fail(DG_ERR_INVALID, "gpu: device index %d is out of range: %d CUDA device%s (0..%d)", o.device,
+                        count, count == 1 ? "" : "s", count - 1);
     const char *env = getenv("DG_GPU_SYNC");
-    if (env && env[0] == '1') c->opts.sync_debug = true;
+    if (env && env[0] == '1') o.sync_debug = true;
+    gpu_ctx *c = (gpu_ctx *)calloc(1, sizeof *c);
+    if (!c) return dg__fail(DG_ERR_OOM, "gpu: out of host memory creating the backend");
+    c->device = o.device;
+    c->opts = o;
     c->gemm = DG_GPU_GEMM_CUBLAS;
-    be->iface = &gpu_iface;
-    be->ctx = c;
+    dg_backend *be = dg__backend_new(&gpu_iface, c);
+    if (!be) { /* out of memory: our iface's version is the core's own */
+        free(c);
+        return DG_ERR_OOM;
+    }
     dg_status st = gpu_init(c);
-    if (st != DG_OK) {
+    if (st != DG_OK) { /* report init's failure, not a teardown failure after it */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", dg_last_error());
         gpu_free(be);
-        return st;
+        return dg__fail(st, "%s", msg);
     }
     *out = be;
     return DG_OK;
 }
 
-dg_status dg_gpu_set_tf32(dg_backend *be, bool on) {
-    gpu_ctx *c = gpu_of(be);
-    c->opts.tf32 = on;
-    DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-    return DG_OK;
-}
+int dg_gpu_device(const dg_backend *be) { return gpu_of(be)->device; }
 
-void dg_gpu_set_cuda_graphs(dg_backend *be, bool on) { gpu_of(be)->opts.cuda_graphs = on; }
+/* host-side settings and cached facts: no device call */
 void dg_gpu_set_gemm(dg_backend *be, dg_gpu_gemm impl) { gpu_of(be)->gemm = impl; }
 
 const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n) {
     const gpu_ctx *c = gpu_of(be);
-    int drv = 0, rt = 0, cub = 0;
-    cudaDriverGetVersion(&drv);
-    cudaRuntimeGetVersion(&rt);
-    cublasGetVersion(c->cublas, &cub);
+    int drv = 0, rt = 0, cub = 0; /* 0 where a query fails */
+    if (cudaDriverGetVersion(&drv) != cudaSuccess) (void)cudaGetLastError();
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess) (void)cudaGetLastError();
+    if (cublasGetVersion(c->cublas, &cub) != CUBLAS_STATUS_SUCCESS) cub = 0;
     snprintf(buf, n, "%s, %d SMs, cc %d.%d, driver %d.%d, runtime %d.%d, cuBLAS %d", c->prop.name,
              c->prop.multiProcessorCount, c->prop.major, c->prop.minor, drv / 1000, drv % 1000 / 10, rt / 1000,
              rt % 1000 / 10, cub);
     return buf;
 }
 
-dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
-                       const float *B, float *C) {
-    return dg__gpu_sgemm(gpu_of(be), impl, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, 1, 0, 0, 0);
-}
-
-dg_status dg_gpu_event_record(dg_backend *be, int which) {
+dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
+                       const float *A, const float *B, float *C) {
     gpu_ctx *c = gpu_of(be);
-    DG_CUDA_CHECK(cudaEventRecord(c->ev[which ? 1 : 0], c->stream));
-    return DG_OK;
-}
-
-dg_status dg_gpu_event_elapsed(dg_backend *be, float *ms) {
-    gpu_ctx *c = gpu_of(be);
-    DG_CUDA_CHECK(cudaEventSynchronize(c->ev[1]));
-    DG_CUDA_CHECK(cudaEventElapsedTime(ms, c->ev[0], c->ev[1]));
-    return DG_OK;
+    DG_GPU_USE_DEVICE(c);
+    return dg__gpu_sgemm(c, impl, tf32, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, 1, 0, 0, 0);
 }
 
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes) {
-    DG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, gpu_of(be)->stream));
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    DG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
     return DG_OK;
 }

@@ -18,32 +18,34 @@ typedef enum dg_gpu_gemm {
     DG_GPU_GEMM_TILED,   /* shared-memory tiles, 8x8 register blocking    */
 } dg_gpu_gemm;
 
+/* TF32 and CUDA-graph replay are not backend settings: they are options of
+ * each plan (dg_plan_opts) and an argument of dg_gpu_sgemm. */
 typedef struct dg_gpu_opts {
-    bool tf32;         /* cuBLAS may use TF32 tensor cores (default off)     */
-    bool cuda_graphs;  /* dg_plan_run replays a captured CUDA graph (default on) */
+    int  device;       /* CUDA device index (default 0); the backend makes it
+                          current on every entry, so backends on several
+                          devices can live in one process                    */
     bool sync_debug;   /* synchronise after every node so a fault names it; also
                           on when the environment sets DG_GPU_SYNC=1          */
 } dg_gpu_opts;
 
-/* opts NULL: defaults. No device: DG_ERR_NO_DEVICE, "no CUDA device: ...". */
+/* opts NULL: defaults. No device: DG_ERR_NO_DEVICE, "no CUDA device: ...";
+ * a device index out of range: DG_ERR_INVALID. */
 dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts);
-dg_status dg_gpu_set_tf32(dg_backend *be, bool on);
-void      dg_gpu_set_cuda_graphs(dg_backend *be, bool on);
+/* CUDA devices that answer (0 where none does or the driver is missing) */
+int       dg_gpu_device_count(void);
+int       dg_gpu_device(const dg_backend *be);
 void      dg_gpu_set_gemm(dg_backend *be, dg_gpu_gemm impl);
 /* "NVIDIA H100 80GB HBM3, 132 SMs, cc 9.0, driver 13.0, runtime 13.0, cuBLAS 130100" */
 const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n);
 
 /* Row-major C[m,n] = op(A) op(B) on device pointers, on the backend's
- * stream (the bench times these directly). */
-dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool ta, bool tb, int m, int n, int k,
+ * stream (the bench times these directly); tf32: cuBLAS may use TF32
+ * tensor cores (DG_GPU_GEMM_CUBLAS only). */
+dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                        const float *A, const float *B, float *C);
 
 /* Device-to-device copy on the backend's stream (the bandwidth ceiling). */
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes);
-
-/* Device timing with CUDA events on the backend's stream. */
-dg_status dg_gpu_event_record(dg_backend *be, int which);   /* which: 0 start, 1 stop */
-dg_status dg_gpu_event_elapsed(dg_backend *be, float *ms);  /* syncs on stop          */
 
 #ifdef __cplusplus
 }

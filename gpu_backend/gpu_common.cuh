@@ -1,25 +1,27 @@
-/* gpu_common.cuh: the backend's context, error checking and launch helpers,
- * shared by the .cu files. */
+/* gpu_common.cuh: the backend's context, error checking, launch helpers and
+ * the device helpers more than one kernel file uses, shared by the .cu
+ * files (each a counterpart of a cpu_backend/ file). */
 #ifndef DG_GPU_COMMON_CUH
 #define DG_GPU_COMMON_CUH
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include "../core/backend.h"
+#include "../core/backend_impl.h"
+#include "../core/layout.h"
 #include "gpu_backend.h"
 
 struct gpu_ctx {
-    int            device;
+    int            device;         /* made current on every entry (cudaSetDevice) */
     cudaStream_t   stream;
     cublasHandle_t cublas;
+    bool           cublas_tf32;    /* the handle's math mode: TF32 tensor ops or default */
     void          *cublas_ws;      /* fixed workspace: cuBLAS is graph-capture safe */
     size_t         cublas_ws_bytes;
     float         *staging;        /* pinned host buffer for uploads/downloads */
     float         *scratch;        /* device partial sums of two-pass reductions,  */
     size_t         scratch_floats; /* allocated once: runs stay allocation-free     */
     size_t         staging_bytes;
-    cudaEvent_t    ev[2];
     dg_gpu_opts    opts;
     dg_gpu_gemm    gemm;
     cudaDeviceProp prop;
@@ -37,6 +39,15 @@ dg_status dg__cublas_fail(cublasStatus_t s, const char *expr, const char *file, 
         if (e_ != cudaSuccess) return dg__cuda_fail(e_, #expr, __FILE__, __LINE__); \
     } while (0)
 
+/* Where no status can be returned (teardown): a failure is recorded as the
+ * last error and cleared from the runtime, so the next launch check does
+ * not report it as its own, and the caller goes on releasing the rest. */
+#define DG_CUDA_NOTE(expr)                                                           \
+    do {                                                                             \
+        cudaError_t e_ = (expr);                                                     \
+        if (e_ != cudaSuccess) (void)dg__cuda_fail(e_, #expr, __FILE__, __LINE__);   \
+    } while (0)
+
 #define DG_CUBLAS_CHECK(expr)                                                                  \
     do {                                                                                       \
         cublasStatus_t s_ = (expr);                                                            \
@@ -46,27 +57,59 @@ dg_status dg__cublas_fail(cublasStatus_t s, const char *expr, const char *file, 
 /* after every launch */
 #define DG_CUDA_CHECK_LAUNCH() DG_CUDA_CHECK(cudaGetLastError())
 
+/* First thing in every entry point that touches the device: backends on
+ * different devices share the calling thread's current device. */
+#define DG_GPU_USE_DEVICE(c) DG_CUDA_CHECK(cudaSetDevice((c)->device))
+
 /* grid for a grid-stride loop over n items */
 static inline unsigned grid_for(long long n, int block) {
     long long g = (n + block - 1) / block;
     return (unsigned)(g < 1 ? 1 : g > 65535LL * 16 ? 65535LL * 16 : g);
 }
 
-/* kernels, by family; each returns the launch status */
+/* ---- device helpers shared by several kernel files ---- */
+
+/* the sum of v over the 32 lanes of a warp, in every lane */
+static __device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* flat index i of a 4-D shape o -> element offset through 4-D strides st */
+static __device__ __forceinline__ long long strided(long long i, const dg_dims4 &o, const dg_dims4 &st) {
+    long long i3 = i % o.d[3], r = i / o.d[3];
+    long long i2 = r % o.d[2];
+    r /= o.d[2];
+    long long i1 = r % o.d[1], i0 = r / o.d[1];
+    return i0 * st.d[0] + i1 * st.d[1] + i2 * st.d[2] + i3 * st.d[3];
+}
+
+/* kernels, by family (one .cu file each); each returns the launch status.
+ * The caller (gpu_backend.cu) has made the backend's device current. */
+/* gpu_elementwise.cu */
 dg_status dg__gpu_unary(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_binary(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_unary_backward(gpu_ctx *c, const dg_step *s);
+/* gpu_gather.cu */
 dg_status dg__gpu_broadcast_to(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_gather_rows(gpu_ctx *c, void *dst, const void *src, const int32_t *idx, int n,
+                              size_t row_bytes);
+/* gpu_reduce.cu */
 dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s);
+/* gpu_softmax.cu */
 dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s);
+/* whether a softmax_cross_entropy node's per-row losses fit the scratch */
+bool      dg__gpu_softmax_ce_fits(const gpu_ctx *c, const dg_node *n);
 dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_softmax_ce_backward(gpu_ctx *c, const dg_step *s);
+/* gpu_optim.cu */
 dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s);
+/* gpu_gemm.cu; tf32: cuBLAS may use TF32 tensor cores (ignored by the own kernels) */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s);
-dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
-                        int lda, const float *B, int ldb, float *C, int ldc, int batch, long long sa,
-                        long long sb, long long sc);
+dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
+                        const float *A, int lda, const float *B, int ldb, float *C, int ldc, int batch,
+                        long long sa, long long sb, long long sc);
 
 #endif

@@ -1,5 +1,5 @@
-/* gpu_elementwise.cu: unary ops, broadcasting binary ops, their backward
- * ops, broadcast_to, permute and optimizer updates. Each reads and writes
+/* gpu_elementwise.cu: unary ops, broadcasting binary ops and their
+ * backward ops (cpu_elementwise.c's counterpart). Each reads and writes
  * every byte once: grid-stride loops, float4 accesses where the element
  * count allows (the plan aligns every buffer to 256 bytes), and broadcasting
  * by stride arithmetic instead of materialised copies. */
@@ -90,15 +90,6 @@ __global__ void k_binary_same(const float *__restrict__ a, const float *__restri
         y[i] = binary_f<OP>(a[i], b[i]);
 }
 
-/* flat output index -> element offset through 4-D strides */
-__device__ __forceinline__ long long strided(long long i, const dg_dims4 &o, const dg_dims4 &st) {
-    long long i3 = i % o.d[3], r = i / o.d[3];
-    long long i2 = r % o.d[2];
-    r /= o.d[2];
-    long long i1 = r % o.d[1], i0 = r / o.d[1];
-    return i0 * st.d[0] + i1 * st.d[1] + i2 * st.d[2] + i3 * st.d[3];
-}
-
 template <int OP>
 __global__ void k_binary_bcast(const float *__restrict__ a, const float *__restrict__ b, float *__restrict__ y,
                                long long n, dg_dims4 o, dg_dims4 sa, dg_dims4 sb) {
@@ -122,47 +113,11 @@ __global__ void k_binary_rows(const float *__restrict__ a, const float *__restri
     }
 }
 
-__global__ void k_gather_rows(const float *__restrict__ x, float *__restrict__ y, long long rows, dg_dims4 o,
-                              dg_dims4 st) {
-    long long w = o.d[3];
-    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        long long i2 = r % o.d[2], i1 = r / o.d[2] % o.d[1], i0 = r / (o.d[2] * o.d[1]);
-        const float *px = x + i0 * st.d[0] + i1 * st.d[1] + i2 * st.d[2];
-        for (long long j = threadIdx.x; j < w; j += blockDim.x) y[r * w + j] = px[j * st.d[3]];
-    }
-}
-
-/* y[b, j, i] = x[b, i, j] for x [batch, R, C]: 32x32 tiles through shared
- * memory (padded against bank conflicts), so reads and writes are both
- * coalesced. */
-__global__ void k_transpose(const float *__restrict__ x, float *__restrict__ y, long long R, long long C) {
-    __shared__ float tile[32][33];
-    long long b = blockIdx.z;
-    const float *xb = x + b * R * C;
-    float *yb = y + b * R * C;
-    long long c0 = blockIdx.x * 32LL, r0 = blockIdx.y * 32LL;
-    for (int k = threadIdx.y; k < 32; k += blockDim.y) {
-        long long r = r0 + k, c = c0 + threadIdx.x;
-        if (r < R && c < C) tile[k][threadIdx.x] = xb[r * C + c];
-    }
-    __syncthreads();
-    for (int k = threadIdx.y; k < 32; k += blockDim.y) {
-        long long c = c0 + k, r = r0 + threadIdx.x; /* output row c, column r */
-        if (r < R && c < C) yb[c * R + r] = tile[threadIdx.x][k];
-    }
-}
-
-/* y[i] = x[offset of i under strides st]: broadcast_to and permute */
-__global__ void k_gather(const float *__restrict__ x, float *__restrict__ y, long long n, dg_dims4 o, dg_dims4 st) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        y[i] = x[strided(i, o, st)];
-}
-
 #define LAUNCH(kernel, n) kernel<<<grid_for((n + 3) / 4, BLOCK), BLOCK, 0, c->stream>>>
 
 dg_status dg__gpu_unary(gpu_ctx *c, const dg_step *s) {
     const float *x = (const float *)s->in[0];
-    float *y = (float *)s->out, k = s->node->p.f[0];
+    float *y = (float *)s->out, k = dg_attr_scalar_or0(s->node); /* 0 for ops without one */
     long long n = dg_node_numel(s->node);
     switch (s->node->op) {
 #define U(OP) case OP: LAUNCH(k_unary<OP>, n)(x, y, n, k); break;
@@ -177,7 +132,7 @@ dg_status dg__gpu_unary(gpu_ctx *c, const dg_step *s) {
 
 dg_status dg__gpu_unary_backward(gpu_ctx *c, const dg_step *s) {
     const float *dy = (const float *)s->in[0], *v = (const float *)s->in[1];
-    float *dx = (float *)s->out, k = s->node->p.f[0];
+    float *dx = (float *)s->out, k = dg_attr_scalar_or0(s->node); /* leaky_relu: the slope */
     long long n = dg_node_numel(s->node);
     switch (s->node->op) {
 #define B(OP) case OP: LAUNCH(k_backward<OP>, n)(dy, v, dx, n, k); break;
@@ -210,95 +165,6 @@ dg_status dg__gpu_binary(gpu_ctx *c, const dg_step *s) {
     BIN(DG_OP_ADD) BIN(DG_OP_SUB) BIN(DG_OP_MUL) BIN(DG_OP_DIV)
 #undef BIN
     default: return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a binary op", dg_op_name(nd->op));
-    }
-    DG_CUDA_CHECK_LAUNCH();
-    return DG_OK;
-}
-
-/* y = x read through strides st: a block per row when rows are long */
-static dg_status gather(gpu_ctx *c, const float *x, float *y, dg_dims4 o, dg_dims4 st) {
-    long long n = o.d[0] * o.d[1] * o.d[2] * o.d[3];
-    if (o.d[3] >= 128) k_gather_rows<<<grid_for(n / o.d[3], 1), BLOCK, 0, c->stream>>>(x, y, n / o.d[3], o, st);
-    else k_gather<<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>(x, y, n, o, st);
-    DG_CUDA_CHECK_LAUNCH();
-    return DG_OK;
-}
-
-dg_status dg__gpu_broadcast_to(gpu_ctx *c, const dg_step *s) {
-    const dg_node *nd = s->node;
-    return gather(c, (const float *)s->in[0], (float *)s->out, dg_dims4_of(nd->shape),
-                  dg_bcast_strides(nd->in[0]->shape, nd->shape));
-}
-
-dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s) {
-    const dg_node *nd = s->node;
-    int k = nd->shape.ndim;
-    bool swap_last2 = k >= 2 && nd->p.perm[k - 2] == k - 1 && nd->p.perm[k - 1] == k - 2;
-    for (int i = 0; i + 2 < k; i++) swap_last2 = swap_last2 && nd->p.perm[i] == i;
-    if (swap_last2) { /* a (batched) matrix transpose: tiled */
-        dg_dims4 in = dg_dims4_of(nd->in[0]->shape);
-        long long R = in.d[2], C = in.d[3], batch = in.d[0] * in.d[1];
-        if (batch <= 65535 && (R + 31) / 32 <= 65535) {
-            dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32), (unsigned)batch), block(32, 8);
-            k_transpose<<<grid, block, 0, c->stream>>>((const float *)s->in[0], (float *)s->out, R, C);
-            DG_CUDA_CHECK_LAUNCH();
-            return DG_OK;
-        }
-    }
-    return gather(c, (const float *)s->in[0], (float *)s->out, dg_dims4_of(nd->shape),
-                  dg_permute_strides(nd->in[0]->shape, nd->p.perm));
-}
-
-/* ---- optimizer updates (in place on w) ---- */
-
-__global__ void k_sgd(float *w, const float *dw, long long n, float lr) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        w[i] -= lr * dw[i];
-}
-
-__global__ void k_momentum(float *w, const float *dw, float *v, long long n, float lr, float mu) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-        float vi = mu * v[i] + dw[i];
-        v[i] = vi;
-        w[i] -= lr * vi;
-    }
-}
-
-__global__ void k_adam_step(float *t) { t[0] += 1.0f; }
-
-/* the step counter lives on the device so a captured graph stays valid */
-__global__ void k_adam(float *w, const float *dw, float *m, float *v, const float *t, long long n, float lr,
-                       float b1, float b2, float eps) {
-    float tt = t[0];
-    float lr_t = lr * sqrtf(1.0f - powf(b2, tt)) / (1.0f - powf(b1, tt));
-    float eps_t = eps * sqrtf(1.0f - powf(b2, tt));
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-        float g = dw[i];
-        float mi = b1 * m[i] + (1.0f - b1) * g, vi = b2 * v[i] + (1.0f - b2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        w[i] -= lr_t * mi / (sqrtf(vi) + eps_t);
-    }
-}
-
-dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s) {
-    const dg_node *nd = s->node;
-    long long n = dg_node_numel(nd);
-    float *w = (float *)s->out;
-    const float *dw = (const float *)s->in[1];
-    const float *p = nd->p.f;
-    unsigned grid = grid_for(n, BLOCK);
-    switch (nd->op) {
-    case DG_OP_SGD_UPDATE: k_sgd<<<grid, BLOCK, 0, c->stream>>>(w, dw, n, p[0]); break;
-    case DG_OP_MOMENTUM_UPDATE:
-        k_momentum<<<grid, BLOCK, 0, c->stream>>>(w, dw, (float *)s->in[2], n, p[0], p[1]);
-        break;
-    case DG_OP_ADAM_STEP: k_adam_step<<<1, 1, 0, c->stream>>>(w); break;
-    case DG_OP_ADAM_UPDATE:
-        k_adam<<<grid, BLOCK, 0, c->stream>>>(w, dw, (float *)s->in[2], (float *)s->in[3], (const float *)s->in[4],
-                                              n, p[0], p[1], p[2], p[3]);
-        break;
-    default: return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not an update op", dg_op_name(nd->op));
     }
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;

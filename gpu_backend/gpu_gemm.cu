@@ -5,6 +5,9 @@
  * column-major C^T[n,m] = op(B)^T op(A)^T, i.e. the operands swap places
  * and keep their own transpose flags and leading dimensions.
  *
+ * cuBLAS runs in default (full fp32) math unless the caller allows TF32: a
+ * plan's matmul step with DG_STEP_TF32, or dg_gpu_sgemm's tf32 argument.
+ *
  * naive: one thread per element of C, k-loop from global memory.
  * tiled: a 128x128 tile of C per block of 256 threads, 8x8 outputs per thread
  * in registers; each k-step of 8 stages an A tile (transposed, so a thread
@@ -114,10 +117,23 @@ __global__ void __launch_bounds__(256) k_gemm_tiled_vec(int m, int n, int k, con
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
-                        int lda, const float *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
-                        long long sc) {
+/* The handle's math mode for the next cuBLAS call: TF32 tensor cores only
+ * where allowed. The mode is set on the host (so a CUDA-graph capture bakes
+ * in the mode of each captured call); it is changed only when it differs. */
+static dg_status set_math(gpu_ctx *c, bool tf32) {
+    if (c->cublas_tf32 != tf32) {
+        DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+        c->cublas_tf32 = tf32;
+    }
+    return DG_OK;
+}
+
+dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
+                        const float *A, int lda, const float *B, int ldb, float *C, int ldc, int batch,
+                        long long sa, long long sb, long long sc) {
     if (impl == DG_GPU_GEMM_CUBLAS) {
+        dg_status st = set_math(c, tf32);
+        if (st != DG_OK) return st;
         const float one = 1.0f, zero = 0.0f;
         cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
         if (batch == 1)
@@ -145,15 +161,11 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool ta, bool tb, int m, i
     return DG_OK;
 }
 
-/* [b,]m,n from the output, k from op(A); row strides from the stored shapes */
+/* out [batch,]m,n = op(in0) op(in1); dimensions, leading dimensions and
+ * batch strides from the core's dg_gemm_dims_of (shared with the CPU) */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s) {
-    const dg_node *nd = s->node, *a = nd->in[0], *b = nd->in[1];
-    int r = nd->shape.ndim - 2;
-    int batch = r ? (int)nd->shape.d[0] : 1;
-    int m = (int)nd->shape.d[r], n = (int)nd->shape.d[r + 1];
-    bool ta = nd->p.trans_a, tb = nd->p.trans_b;
-    int k = (int)(ta ? a->shape.d[r] : a->shape.d[r + 1]);
-    return dg__gpu_sgemm(c, c->gemm, ta, tb, m, n, k, (const float *)s->in[0], (int)a->shape.d[r + 1],
-                         (const float *)s->in[1], (int)b->shape.d[r + 1], (float *)s->out, n, batch,
-                         (long long)m * k, (long long)k * n, (long long)m * n);
+    dg_gemm_dims g = dg_gemm_dims_of(s->node);
+    return dg__gpu_sgemm(c, c->gemm, (s->flags & DG_STEP_TF32) != 0, g.ta, g.tb, g.m, g.n, g.k,
+                         (const float *)s->in[0], g.lda, (const float *)s->in[1], g.ldb, (float *)s->out, g.ldc,
+                         g.batch, g.stride_a, g.stride_b, g.stride_c);
 }

@@ -15,11 +15,6 @@
 #define STRIP 32    /* columns per block in column sums: one warp wide     */
 #define SLICE_ROWS 8 /* warps per block in column sums                      */
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
 /* sum of x[lo, hi) by one warp, float4 where the start is aligned */
 __device__ __forceinline__ float warp_range_sum(const float *__restrict__ x, long long lo, long long hi, int lane) {
     float acc = 0.0f;
@@ -132,45 +127,47 @@ static dg_status sum_rows(gpu_ctx *c, const float *x, float *y, long long rows, 
     return DG_OK;
 }
 
-/* y[w] = column sums of x[rows, w]; false when the partials do not fit the
- * scratch buffer (the caller falls back to the general kernel) */
-static bool sum_cols(gpu_ctx *c, const float *x, float *y, long long rows, long long w, float scale) {
+/* y[w] = column sums of x[rows, w]; *done = false when the partials do not
+ * fit the scratch buffer (the caller falls back to the general kernel) */
+static dg_status sum_cols(gpu_ctx *c, const float *x, float *y, long long rows, long long w, float scale,
+                          bool *done) {
     long long strips = (w + STRIP - 1) / STRIP;
     long long slices = clampll(4LL * c->prop.multiProcessorCount / strips, 1, (rows + 63) / 64);
     while (slices > 1 && slices * w > (long long)c->scratch_floats) slices /= 2;
     bool direct = slices == 1 && scale == 1.0f; /* partials are the result */
-    if (!direct && slices * w > (long long)c->scratch_floats) return false;
+    *done = direct || slices * w <= (long long)c->scratch_floats;
+    if (!*done) return DG_OK;
     dim3 block(STRIP, SLICE_ROWS), grid((unsigned)strips, (unsigned)slices);
     k_cols_partial<<<grid, block, 0, c->stream>>>(x, direct ? y : c->scratch, rows, w, slices);
-    if (!direct) k_sum_partials<<<grid_for(w, 256), 256, 0, c->stream>>>(c->scratch, y, w, slices, w, 1, scale);
-    return true;
+    DG_CUDA_CHECK_LAUNCH();
+    if (!direct) {
+        k_sum_partials<<<grid_for(w, 256), 256, 0, c->stream>>>(c->scratch, y, w, slices, w, 1, scale);
+        DG_CUDA_CHECK_LAUNCH();
+    }
+    return DG_OK;
 }
 
+/* The classification (rows, columns or general) is the core's
+ * (dg_reduce_layout_of), shared with the CPU backend; the kernel choice
+ * within each class is this file's. */
 dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
-    const dg_node *nd = s->node, *in = nd->in[0];
     const float *x = (const float *)s->in[0];
     float *y = (float *)s->out;
-    int pad = 4 - in->shape.ndim;
-    dg_dims4 d = dg_dims4_of(in->shape);
-    bool red[4] = {false, false, false, false};
-    for (int i = 0; i < in->shape.ndim; i++) red[pad + i] = nd->p.axes >> i & 1u;
-    long long n_out = dg_node_numel(nd), n_red = dg_node_numel(in) / n_out;
-    float scale = nd->op == DG_OP_MEAN ? (float)(1.0 / (double)n_red) : 1.0f;
-    bool suffix = true, prefix = true, seen_red = false, seen_keep = false;
-    for (int i = 0; i < 4; i++) { /* axes of size 1 do not matter */
-        if (d.d[i] == 1) continue;
-        if (red[i]) { seen_red = true; if (seen_keep) prefix = false; }
-        else        { seen_keep = true; if (seen_red) suffix = false; }
-    }
-    if (suffix) return sum_rows(c, x, y, n_out, n_red, scale);
-    if (prefix && sum_cols(c, x, y, n_red, n_out, scale)) {
-        DG_CUDA_CHECK_LAUNCH();
-        return DG_OK;
+    dg_reduce_layout l = dg_reduce_layout_of(s->node);
+    long long n_out = l.n_out, n_red = l.n_red;
+    float scale = (float)l.scale;
+    if (l.kind == DG_REDUCE_ROWS) return sum_rows(c, x, y, n_out, n_red, scale);
+    if (l.kind == DG_REDUCE_COLS) {
+        bool done = false;
+        dg_status st = sum_cols(c, x, y, n_red, n_out, scale, &done);
+        if (st != DG_OK || done) return st;
     }
     red4 p;
-    long long stride = 1;
-    for (int i = 3; i >= 0; i--) { p.st[i] = stride; stride *= d.d[i]; }
-    for (int i = 0; i < 4; i++) { p.os[i] = red[i] ? 1 : d.d[i]; p.rs[i] = red[i] ? d.d[i] : 1; }
+    for (int i = 0; i < 4; i++) {
+        p.st[i] = l.st.d[i];
+        p.os[i] = l.os.d[i];
+        p.rs[i] = l.rs.d[i];
+    }
     k_general<<<grid_for(n_out, 256), 256, 0, c->stream>>>(x, y, n_out, n_red, p, scale);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;

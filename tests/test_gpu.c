@@ -94,7 +94,7 @@ Test(gpu, sgemm_implementations) {
             for (int impl = 0; impl < 3; impl++) {
                 for (int i = 0; i < m * n; i++) C[i] = NAN; /* poison: every element must be written */
                 ASSERT_OK(dg_backend_upload(gpu, dC, C, bc));
-                ASSERT_OK(dg_gpu_sgemm(gpu, (dg_gpu_gemm)impl, ta, tb, m, n, k, dA, dB, dC));
+                ASSERT_OK(dg_gpu_sgemm(gpu, (dg_gpu_gemm)impl, false, ta, tb, m, n, k, dA, dB, dC));
                 ASSERT_OK(dg_backend_download(gpu, C, dC, bc));
                 char name[64];
                 snprintf(name, sizeof name, "%s %dx%dx%d ta=%d tb=%d",
@@ -149,27 +149,38 @@ enum { BATCH = 96 };
 
 typedef struct step_run { float loss[8]; float *params; size_t n_params; } step_run;
 
-/* Runs `steps` training steps on be; records losses and the final weights. */
-static void run_steps(dg_backend *be, dg_optim_kind kind, int steps, const blobs *data, step_run *out) {
-    dg_optim o = dg_optim_default(kind, kind == DG_OPTIM_ADAM ? 1e-2f : 5e-2f);
+static dg_optim optim_of(dg_optim_kind kind) {
+    return dg_optim_default(kind, kind == DG_OPTIM_ADAM ? 1e-2f : 5e-2f);
+}
+
+/* the final weights of plan p of training graph t, concatenated */
+static void get_params(dg_plan *p, const train_graph *t, step_run *out) {
+    out->n_params = 0;
+    for (int i = 0; i < t->model.n_params; i++) out->n_params += (size_t)dg_node_numel(t->model.params[i]);
+    out->params = malloc(out->n_params * sizeof(float));
+    size_t off = 0;
+    for (int i = 0; i < t->model.n_params; i++) {
+        ASSERT_OK(dg_plan_get(p, t->model.params[i], out->params + off, dg_node_bytes(t->model.params[i])));
+        off += (size_t)dg_node_numel(t->model.params[i]);
+    }
+}
+
+/* Runs `steps` training steps on be under plan options po (NULL: the
+ * defaults); records losses and the final weights. */
+static void run_steps(dg_backend *be, dg_optim_kind kind, int steps, const blobs *data, const dg_plan_opts *po,
+                      step_run *out) {
+    dg_optim o = optim_of(kind);
     train_graph t;
     ASSERT_OK(train_graph_new(&t, widths, 4, BATCH, &o, 7));
     dg_plan *p;
-    ASSERT_OK(dg_plan_new(&p, t.g, be, t.outputs, t.n_outputs, NULL));
-    ASSERT_OK(dg_plan_set(p, t.x, data->x, dg_node_bytes(t.x)));
-    ASSERT_OK(dg_plan_set(p, t.y, data->y, dg_node_bytes(t.y)));
+    ASSERT_OK(dg_plan_new(&p, t.g, be, t.step.outputs, t.step.n_outputs, po));
+    ASSERT_OK(dg_plan_set(p, t.step.x, data->x, dg_node_bytes(t.step.x)));
+    ASSERT_OK(dg_plan_set(p, t.step.y, data->y, dg_node_bytes(t.step.y)));
     for (int s = 0; s < steps; s++) {
         ASSERT_OK(dg_plan_run(p));
-        ASSERT_OK(dg_plan_get(p, t.loss, &out->loss[s], sizeof(float)));
+        ASSERT_OK(dg_plan_get(p, t.step.loss, &out->loss[s], sizeof(float)));
     }
-    out->n_params = 0;
-    for (int i = 0; i < t.n_params; i++) out->n_params += (size_t)dg_node_numel(t.params[i]);
-    out->params = malloc(out->n_params * sizeof(float));
-    size_t off = 0;
-    for (int i = 0; i < t.n_params; i++) {
-        ASSERT_OK(dg_plan_get(p, t.params[i], out->params + off, dg_node_bytes(t.params[i])));
-        off += (size_t)dg_node_numel(t.params[i]);
-    }
+    get_params(p, &t, out);
     dg_plan_free(p);
     train_graph_free(&t);
 }
@@ -181,8 +192,8 @@ Test(gpu, mlp_training_steps_agree_with_cpu) {
     cr_assert_eq(blobs_new(&data, BATCH, widths[0], widths[3], test_seed()), 0);
     for (int kind = 0; kind < 3; kind++) {
         step_run g, c;
-        run_steps(gpu, (dg_optim_kind)kind, 8, &data, &g);
-        run_steps(cpu, (dg_optim_kind)kind, 8, &data, &c);
+        run_steps(gpu, (dg_optim_kind)kind, 8, &data, NULL, &g);
+        run_steps(cpu, (dg_optim_kind)kind, 8, &data, NULL, &c);
         for (int s = 0; s < 8; s++)
             cr_assert_float_eq(g.loss[s], c.loss[s], 1e-4f * (1 + c.loss[s]), "%s step %d: loss gpu %.7g cpu %.7g",
                                dg_optim_name((dg_optim_kind)kind), s, g.loss[s], c.loss[s]);
@@ -198,15 +209,16 @@ Test(gpu, mlp_training_steps_agree_with_cpu) {
     dg_backend_free(gpu);
 }
 
+/* replay is a plan option: a replayed plan and a node-by-node plan of the
+ * same graph on one backend agree bit for bit */
 Test(gpu, cuda_graph_replay_equals_plain_runs) {
-    dg_backend *graphs = open_gpu_or_skip(&(dg_gpu_opts){.cuda_graphs = true});
-    dg_backend *plain = open_gpu_or_skip(&(dg_gpu_opts){.cuda_graphs = false});
+    dg_backend *gpu = open_gpu_or_skip(NULL);
     blobs data;
     cr_assert_eq(blobs_new(&data, BATCH, widths[0], widths[3], test_seed()), 0);
     for (int kind = 0; kind < 3; kind++) {
         step_run a, b;
-        run_steps(graphs, (dg_optim_kind)kind, 8, &data, &a);
-        run_steps(plain, (dg_optim_kind)kind, 8, &data, &b);
+        run_steps(gpu, (dg_optim_kind)kind, 8, &data, &(dg_plan_opts){.no_replay = false}, &a);
+        run_steps(gpu, (dg_optim_kind)kind, 8, &data, &(dg_plan_opts){.no_replay = true}, &b);
         cr_assert(memcmp(a.loss, b.loss, sizeof a.loss) == 0, "%s: losses differ under graph replay",
                   dg_optim_name((dg_optim_kind)kind));
         cr_assert(a.n_params == b.n_params && memcmp(a.params, b.params, a.n_params * sizeof(float)) == 0,
@@ -215,8 +227,7 @@ Test(gpu, cuda_graph_replay_equals_plain_runs) {
         free(b.params);
     }
     blobs_free(&data);
-    dg_backend_free(plain);
-    dg_backend_free(graphs);
+    dg_backend_free(gpu);
 }
 
 Test(gpu, runs_allocate_nothing) {
@@ -225,7 +236,7 @@ Test(gpu, runs_allocate_nothing) {
     train_graph t;
     ASSERT_OK(train_graph_new(&t, widths, 4, BATCH, &o, 3));
     dg_plan *p;
-    ASSERT_OK(dg_plan_new(&p, t.g, gpu, t.outputs, t.n_outputs, NULL));
+    ASSERT_OK(dg_plan_new(&p, t.g, gpu, t.step.outputs, t.step.n_outputs, NULL));
     ASSERT_OK(dg_plan_run(p));
     ASSERT_OK(dg_backend_sync(gpu));
     size_t before = dg_backend_n_allocs(gpu);
@@ -256,10 +267,10 @@ Test(gpu, impossible_allocation_is_oom_and_backend_survives) {
     dg_optim o = dg_optim_default(DG_OPTIM_SGD, 0.1f);
     train_graph t;
     ASSERT_OK(train_graph_new(&t, widths, 4, BATCH, &o, 3));
-    ASSERT_OK(dg_plan_new(&p, t.g, gpu, t.outputs, t.n_outputs, NULL));
+    ASSERT_OK(dg_plan_new(&p, t.g, gpu, t.step.outputs, t.step.n_outputs, NULL));
     ASSERT_OK(dg_plan_run(p));
     float loss = NAN;
-    ASSERT_OK(dg_plan_get(p, t.loss, &loss, sizeof loss));
+    ASSERT_OK(dg_plan_get(p, t.step.loss, &loss, sizeof loss));
     cr_assert(loss > 0 && loss < 100, "loss %g", loss);
     dg_plan_free(p);
     train_graph_free(&t);
@@ -276,4 +287,230 @@ Test(gpu, no_device_gives_a_clear_status) {
     cr_assert_eq(st, DG_ERR_NO_DEVICE, "%s", dg_last_error());
     cr_assert_null(be);
     cr_assert(strncmp(dg_last_error(), "no CUDA device: ", 16) == 0, "message: %s", dg_last_error());
+}
+
+/* ---- devices, declined nodes, events, per-plan TF32 ---- */
+
+/* "NVIDIA H200, 132 SMs": the part of dg_gpu_info naming the device model */
+static void model_of(const dg_backend *be, char *buf, size_t n) {
+    dg_gpu_info(be, buf, n);
+    char *cut = strstr(buf, " SMs");
+    if (cut) *cut = '\0';
+}
+
+/* Backends on one device and on two live in one process: their plans of one
+ * training graph, run in turns (each run switches the current device where
+ * the backends' devices differ), give the same losses and weights. */
+Test(gpu, backends_on_several_devices_in_one_process) {
+    int count = dg_gpu_device_count();
+    if (count == 0) cr_skip_test("no CUDA device: dg_gpu_device_count() is 0");
+    enum { MAX_BE = 3, STEPS = 8 };
+    dg_backend *be[MAX_BE] = {open_gpu_or_skip(&(dg_gpu_opts){.device = 0}),
+                              open_gpu_or_skip(&(dg_gpu_opts){.device = 0}), NULL};
+    int n_be = 2;
+    if (count > 1) be[n_be++] = open_gpu_or_skip(&(dg_gpu_opts){.device = 1});
+    for (int i = 0; i < n_be; i++)
+        cr_assert_eq(dg_gpu_device(be[i]), i < 2 ? 0 : 1, "backend %d reports device %d", i, dg_gpu_device(be[i]));
+    cr_log_info("%d CUDA device(s); backends on devices 0, 0%s", count, n_be > 2 ? ", 1" : "");
+
+    blobs data;
+    cr_assert_eq(blobs_new(&data, BATCH, widths[0], widths[3], test_seed()), 0);
+    dg_optim o = optim_of(DG_OPTIM_ADAM);
+    train_graph t;
+    ASSERT_OK(train_graph_new(&t, widths, 4, BATCH, &o, 7));
+    dg_plan *p[MAX_BE];
+    step_run r[MAX_BE];
+    for (int i = 0; i < n_be; i++) {
+        ASSERT_OK(dg_plan_new(&p[i], t.g, be[i], t.step.outputs, t.step.n_outputs, NULL));
+        ASSERT_OK(dg_plan_set(p[i], t.step.x, data.x, dg_node_bytes(t.step.x)));
+        ASSERT_OK(dg_plan_set(p[i], t.step.y, data.y, dg_node_bytes(t.step.y)));
+    }
+    for (int s = 0; s < STEPS; s++)
+        for (int i = 0; i < n_be; i++) {
+            ASSERT_OK(dg_plan_run(p[i]));
+            ASSERT_OK(dg_plan_get(p[i], t.step.loss, &r[i].loss[s], sizeof(float)));
+        }
+    for (int i = 0; i < n_be; i++) get_params(p[i], &t, &r[i]);
+    char m0[256], mi[256];
+    model_of(be[0], m0, sizeof m0);
+    for (int i = 1; i < n_be; i++) {
+        model_of(be[i], mi, sizeof mi);
+        if (strcmp(m0, mi) == 0) { /* the same kernels on the same model: bit for bit */
+            cr_assert(memcmp(r[0].loss, r[i].loss, sizeof r[0].loss) == 0, "backend %d: losses differ from backend 0's", i);
+            cr_assert(memcmp(r[0].params, r[i].params, r[0].n_params * sizeof(float)) == 0,
+                      "backend %d: weights differ from backend 0's", i);
+        } else { /* another model may pick other cuBLAS kernels and reduction splits */
+            cmp_stats st = cmp_f32_f32(r[i].params, r[0].params, (int64_t)r[0].n_params);
+            cr_assert_leq(st.nmse, 1e-8, "backend %d (%s) vs 0 (%s): weights nmse %.3g", i, mi, m0, st.nmse);
+        }
+    }
+    for (int i = 0; i < n_be; i++) {
+        free(r[i].params);
+        dg_plan_free(p[i]);
+        dg_backend_free(be[i]);
+    }
+    train_graph_free(&t);
+    blobs_free(&data);
+
+    /* an index past the last device, or negative, is refused with both numbers */
+    const int bad[2] = {count, -1};
+    for (int i = 0; i < 2; i++) {
+        dg_backend *none = (dg_backend *)1;
+        cr_assert_eq(dg_gpu_backend_new(&none, &(dg_gpu_opts){.device = bad[i]}), DG_ERR_INVALID,
+                     "device %d: %s", bad[i], dg_last_error());
+        cr_assert_null(none);
+        char idx[32], cnt[32];
+        snprintf(idx, sizeof idx, "index %d", bad[i]);
+        snprintf(cnt, sizeof cnt, "%d CUDA device", count);
+        cr_assert(strstr(dg_last_error(), idx) && strstr(dg_last_error(), cnt), "message: %s", dg_last_error());
+    }
+}
+
+#define GPU_SCRATCH_FLOATS ((int64_t)4 << 20) /* gpu_backend.cu's SCRATCH_FLOATS */
+
+/* softmax_cross_entropy keeps one loss per row in the backend's scratch: a
+ * node with more rows is declined by supports, so dg_plan_new refuses the
+ * graph with the node's name instead of a run failing */
+Test(gpu, softmax_ce_beyond_the_scratch_is_declined_up_front) {
+    dg_backend *gpu = open_gpu_or_skip(NULL);
+    dg_graph *g = dg_graph_new();
+    const int64_t rows[2] = {GPU_SCRATCH_FLOATS, GPU_SCRATCH_FLOATS + 1};
+    dg_node *loss[2];
+    for (int i = 0; i < 2; i++) {
+        dg_node *x = dg_input(g, "logits", DG_SHAPE(rows[i], 1)), *y = dg_input_i32(g, "labels", DG_SHAPE(rows[i]));
+        loss[i] = dg_softmax_cross_entropy(g, x, y);
+    }
+    ASSERT_OK(dg_graph_status(g));
+    cr_assert(dg_backend_supports(gpu, loss[0]), "%lld rows fill the scratch exactly", (long long)rows[0]);
+    cr_assert_not(dg_backend_supports(gpu, loss[1]), "%lld rows exceed the scratch", (long long)rows[1]);
+    dg_plan *p = (dg_plan *)1;
+    cr_assert_eq(dg_plan_new(&p, g, gpu, &loss[1], 1, NULL), DG_ERR_UNSUPPORTED, "got %s", dg_last_error());
+    cr_assert_null(p);
+    cr_assert(strstr(dg_last_error(), loss[1]->name), "message lacks '%s': %s", loss[1]->name, dg_last_error());
+    dg_graph_free(g);
+    dg_backend_free(gpu);
+}
+
+/* A [n,n] x [n,n] matmul graph with uniform [-1, 1) inputs uploaded. */
+typedef struct mm_graph {
+    dg_graph *g;
+    dg_node  *a, *b, *c;
+    float    *A, *B;
+    int       n;
+} mm_graph;
+
+static void mm_graph_new(mm_graph *m, int n, uint64_t seed) {
+    m->n = n;
+    m->g = dg_graph_new();
+    m->a = dg_input(m->g, "a", DG_SHAPE(n, n));
+    m->b = dg_input(m->g, "b", DG_SHAPE(n, n));
+    m->c = dg_matmul(m->g, m->a, m->b, false, false);
+    ASSERT_OK(dg_graph_status(m->g));
+    m->A = malloc(sizeof(float) * n * n);
+    m->B = malloc(sizeof(float) * n * n);
+    dg_rng r = dg_rng_new(seed);
+    for (int i = 0; i < n * n; i++) m->A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    for (int i = 0; i < n * n; i++) m->B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+}
+
+static dg_plan *mm_plan(mm_graph *m, dg_backend *be, const dg_plan_opts *po) {
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, m->g, be, &m->c, 1, po));
+    ASSERT_OK(dg_plan_set(p, m->a, m->A, dg_node_bytes(m->a)));
+    ASSERT_OK(dg_plan_set(p, m->b, m->B, dg_node_bytes(m->b)));
+    return p;
+}
+
+static void mm_graph_free(mm_graph *m) {
+    free(m->A);
+    free(m->B);
+    dg_graph_free(m->g);
+}
+
+/* device events through the core's dg_event_*: a 1024^3 matmul plan takes
+ * a positive time; events of two backends cannot be compared */
+Test(gpu, events_time_a_plan_on_the_device) {
+    dg_backend *gpu = open_gpu_or_skip(NULL), *other = open_gpu_or_skip(NULL);
+    mm_graph m;
+    mm_graph_new(&m, 1024, test_seed());
+    dg_plan *p = mm_plan(&m, gpu, NULL);
+    ASSERT_OK(dg_plan_run(p)); /* warm-up: the first run captures the CUDA graph */
+    dg_event *e0, *e1, *f;
+    ASSERT_OK(dg_event_new(gpu, &e0));
+    ASSERT_OK(dg_event_new(gpu, &e1));
+    ASSERT_OK(dg_event_new(other, &f));
+    ASSERT_OK(dg_event_record(e0));
+    ASSERT_OK(dg_plan_run(p));
+    ASSERT_OK(dg_event_record(e1));
+    ASSERT_OK(dg_event_record(f));
+    double ms = -1;
+    ASSERT_OK(dg_event_elapsed(e0, e1, &ms));
+    cr_log_info("1024^3 matmul plan run: %.4f ms (%.1f GFLOP/s)", ms, 2.0 * 1024 * 1024 * 1024 / (ms * 1e6));
+    cr_assert(ms > 0 && ms < 1e4, "elapsed %.6f ms", ms);
+    cr_assert_eq(dg_event_elapsed(e0, f, &ms), DG_ERR_INVALID, "events of two backends: %s", dg_last_error());
+    dg_event_free(e0);
+    dg_event_free(e1);
+    dg_event_free(f);
+    dg_plan_free(p);
+    mm_graph_free(&m);
+    dg_backend_free(other);
+    dg_backend_free(gpu);
+}
+
+#define FP32_TOL 1e-5 /* max |err| / max |ref|, k = 512, full fp32       */
+#define TF32_TOL 5e-3 /* 10-bit mantissa inputs: ~4e-4 expected here    */
+
+/* TF32 is per plan (and per dg_gpu_sgemm call), not per backend: a TF32 plan
+ * and an fp32 plan of one 512^3 matmul on one backend, run in turns, each
+ * match float64 within their own tolerance, and TF32 really took effect
+ * (its error is well above what fp32 reaches). With and without replay, so
+ * both the captured and the node-by-node matmul set the math mode. */
+Test(gpu, tf32_is_a_plan_option) {
+    dg_backend *gpu = open_gpu_or_skip(NULL);
+    const int n = 512;
+    uint64_t seed = test_seed();
+    mm_graph m;
+    mm_graph_new(&m, n, seed);
+    double *R = malloc(sizeof(double) * n * n);
+    ref_sgemm(false, false, n, n, n, m.A, m.B, R);
+    float *C[2] = {malloc(sizeof(float) * n * n), malloc(sizeof(float) * n * n)};
+    for (int no_replay = 0; no_replay < 2; no_replay++) {
+        dg_plan *p[2]; /* [0] fp32, [1] tf32 */
+        for (int tf = 0; tf < 2; tf++)
+            p[tf] = mm_plan(&m, gpu, &(dg_plan_opts){.no_replay = no_replay, .tf32 = tf});
+        for (int rep = 0; rep < 2; rep++) /* tf32 first: a mode left behind would show in fp32 */
+            for (int tf = 1; tf >= 0; tf--) ASSERT_OK(dg_plan_run(p[tf]));
+        for (int tf = 0; tf < 2; tf++) ASSERT_OK(dg_plan_get(p[tf], m.c, C[tf], dg_node_bytes(m.c)));
+        cmp_stats s32 = cmp_f32(C[0], R, (int64_t)n * n), s19 = cmp_f32(C[1], R, (int64_t)n * n);
+        char name[64];
+        snprintf(name, sizeof name, "%d^3 plan, no_replay=%d", n, no_replay);
+        cr_log_info("%s: max rel err fp32 %.3g, tf32 %.3g", name, s32.max_rel, s19.max_rel);
+        ASSERT_CLOSE(s32, FP32_TOL, "fp32 plan vs float64", name, seed);
+        ASSERT_CLOSE(s19, TF32_TOL, "tf32 plan vs float64", name, seed);
+        cr_assert_gt(s19.max_rel, 3 * FP32_TOL, "%s: the tf32 plan is as exact as fp32 (%.3g): TF32 not in effect",
+                     name, s19.max_rel);
+        cr_assert(memcmp(C[0], C[1], sizeof(float) * n * n) != 0, "%s: tf32 and fp32 results are identical", name);
+        for (int tf = 0; tf < 2; tf++) dg_plan_free(p[tf]);
+    }
+    /* dg_gpu_sgemm's tf32 argument, on the same backend, in turns */
+    dg_plan *p = mm_plan(&m, gpu, NULL);
+    void *dC;
+    size_t bytes = sizeof(float) * n * n;
+    ASSERT_OK(dg_backend_alloc(gpu, bytes, &dC));
+    for (int tf = 1; tf >= 0; tf--) {
+        ASSERT_OK(dg_gpu_sgemm(gpu, DG_GPU_GEMM_CUBLAS, tf, false, false, n, n, n, dg_plan_data(p, m.a),
+                               dg_plan_data(p, m.b), dC));
+        ASSERT_OK(dg_backend_download(gpu, C[tf], dC, bytes));
+    }
+    cmp_stats s32 = cmp_f32(C[0], R, (int64_t)n * n), s19 = cmp_f32(C[1], R, (int64_t)n * n);
+    ASSERT_CLOSE(s32, FP32_TOL, "dg_gpu_sgemm fp32 vs float64", "512^3", seed);
+    ASSERT_CLOSE(s19, TF32_TOL, "dg_gpu_sgemm tf32 vs float64", "512^3", seed);
+    cr_assert_gt(s19.max_rel, 3 * FP32_TOL, "dg_gpu_sgemm tf32=true is as exact as fp32 (%.3g)", s19.max_rel);
+    dg_backend_release(gpu, dC);
+    dg_plan_free(p);
+    free(C[0]);
+    free(C[1]);
+    free(R);
+    mm_graph_free(&m);
+    dg_backend_free(gpu);
 }

@@ -1,0 +1,72 @@
+/* gpu_optim.cu: optimizer updates (cpu_optim.c's counterpart), in place on
+ * the parameter and the optimizer state. The inputs they write arrive as
+ * the step's writable inout[] pointers (the op table's `writes` mask):
+ *   sgd_update      (w, dw)          writes w
+ *   momentum_update (w, dw, v)       writes w, v
+ *   adam_step       (t [1])          writes t
+ *   adam_update     (w, dw, m, v, t) writes w, m, v
+ * all of the parameter's shape but t. Attributes: dg_attr_optim {lr, beta1
+ * (momentum's mu), beta2, eps}. */
+#include "gpu_common.cuh"
+
+#define BLOCK 256
+
+__global__ void k_sgd(float *w, const float *dw, long long n, float lr) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        w[i] -= lr * dw[i];
+}
+
+__global__ void k_momentum(float *w, const float *dw, float *v, long long n, float lr, float mu) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        float vi = mu * v[i] + dw[i];
+        v[i] = vi;
+        w[i] -= lr * vi;
+    }
+}
+
+__global__ void k_adam_step(float *t) { t[0] += 1.0f; }
+
+/* the step counter lives on the device so a captured graph stays valid */
+__global__ void k_adam(float *w, const float *dw, float *m, float *v, const float *t, long long n, float lr,
+                       float b1, float b2, float eps) {
+    float tt = t[0];
+    float lr_t = lr * sqrtf(1.0f - powf(b2, tt)) / (1.0f - powf(b1, tt));
+    float eps_t = eps * sqrtf(1.0f - powf(b2, tt));
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        float g = dw[i];
+        float mi = b1 * m[i] + (1.0f - b1) * g, vi = b2 * v[i] + (1.0f - b2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        w[i] -= lr_t * mi / (sqrtf(vi) + eps_t);
+    }
+}
+
+dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s) {
+    const dg_node *nd = s->node;
+    /* every input the op's row marks as written must come writable (a plan
+     * sees to it; this guards a step made without one) */
+    unsigned writes = dg_op_info_get(nd->op)->writes;
+    for (int i = 0; i < nd->n_in; i++)
+        if ((writes >> i & 1u) && !s->inout[i])
+            return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (%s): input %d is written in place but the step "
+                            "gives no writable pointer for it", nd->name, dg_op_name(nd->op), i);
+    long long n = dg_node_numel(nd);
+    float *w = (float *)s->inout[0];
+    const float *dw = (const float *)s->in[1];
+    dg_attr_optim o = dg_attr_optim_of(nd);
+    unsigned grid = grid_for(n, BLOCK);
+    switch (nd->op) {
+    case DG_OP_SGD_UPDATE: k_sgd<<<grid, BLOCK, 0, c->stream>>>(w, dw, n, o.lr); break;
+    case DG_OP_MOMENTUM_UPDATE:
+        k_momentum<<<grid, BLOCK, 0, c->stream>>>(w, dw, (float *)s->inout[2], n, o.lr, o.beta1);
+        break;
+    case DG_OP_ADAM_STEP: k_adam_step<<<1, 1, 0, c->stream>>>(w); break;
+    case DG_OP_ADAM_UPDATE:
+        k_adam<<<grid, BLOCK, 0, c->stream>>>(w, dw, (float *)s->inout[2], (float *)s->inout[3],
+                                              (const float *)s->in[4], n, o.lr, o.beta1, o.beta2, o.eps);
+        break;
+    default: return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not an update op", dg_op_name(nd->op));
+    }
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
