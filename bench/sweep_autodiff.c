@@ -84,15 +84,7 @@ static dg_status build_manual(manual *mm, const dg_mlp_cfg *cfg, int batch) {
     for (int id = 0; id < n && st == DG_OK; id++) { /* the calls, in the order written above */
         dg_node *nd = dg_graph_node(g, id);
         if (nd->op == DG_OP_LEAF || nd->op == DG_OP_RESHAPE || nd->op == DG_OP_SIDE_OUTPUT) continue;
-        unsigned writes = dg_op_info_get(nd->op)->writes;
-        dg_step *s = &mm->steps[mm->n_steps++];
-        s->node = nd;
-        s->out = mm->buf[id];
-        for (int j = 0; j < nd->n_side; j++) s->side[j] = mm->buf[nd->side[j]->id];
-        for (int j = 0; j < nd->n_in; j++) {
-            s->in[j] = mm->buf[nd->in[j]->id];
-            if (writes >> j & 1u) s->inout[j] = mm->buf[nd->in[j]->id];
-        }
+        mm->steps[mm->n_steps++] = dg_step_of(nd, mm->buf, 0u);
     }
     return st;
 }

@@ -21,18 +21,6 @@
 static const long long default_sizes[] = {1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26};
 static const long long quick_sizes[] = {1 << 10, 1 << 14, 1 << 18, 1 << 22};
 
-/* the worst disagreement of out and every gradient with the reference */
-static double check(const case_graph *cg, const case_ref *ref, float *const *res) {
-    cmp_stats a = cmp_f32(res[0], ref->out, dg_node_numel(cg->out));
-    double err = a.max_rel;
-    for (int i = 0, k = 1; i < cg->c->n_in; i++) {
-        if (!cg->grad[i]) continue;
-        cmp_stats b = cmp_f32(res[k++], ref->grad[i], dg_node_numel(cg->grad[i]));
-        err = b.max_rel > err ? b.max_rel : err;
-    }
-    return err;
-}
-
 typedef struct step_arg { dg_backend *be; const dg_step *s; } step_arg;
 static dg_status run_step(void *arg) {
     step_arg *a = arg;
@@ -57,22 +45,11 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const ca
     bool gpu = be == ctx->gpu;
     bench_row row = {.sweep = "ops", .name = c->sweep.name, .backend = gpu ? "gpu" : "cpu", .m = N, .n = 1, .k = 1,
                      .batch = 1, .threads = ctx->threads, .warmup = ctx->timing.warmup, .max_rel_err = NAN};
-    dg_node *outs[1 + OP_CASE_MAX_IN] = {cg->out};
-    int n_outs = 1;
-    for (int i = 0; i < c->n_in; i++)
-        if (cg->grad[i]) outs[n_outs++] = cg->grad[i];
-    dg_plan *p = NULL;
-    float *res[1 + OP_CASE_MAX_IN] = {NULL};
-    dg_status st = DG_OK;
-    for (int i = 0; i < n_outs && st == DG_OK; i++)
-        if (!(res[i] = malloc(dg_node_bytes(outs[i])))) st = dg__fail(DG_ERR_OOM, "host memory for results");
-    if (st == DG_OK) st = dg_plan_new(&p, cg->g, be, outs, n_outs, NULL);
-    for (int i = 0; i < c->n_in && st == DG_OK; i++)
-        st = dg_plan_set(p, cg->in[i], cg->in_val[i], dg_node_bytes(cg->in[i]));
-    if (st == DG_OK) st = dg_plan_set(p, cg->w, cg->w_val, dg_node_bytes(cg->w));
-    if (st == DG_OK) st = dg_plan_run(p);
-    for (int i = 0; i < n_outs && st == DG_OK; i++) st = dg_plan_get(p, outs[i], res[i], dg_node_bytes(outs[i]));
-    if (st == DG_OK) row.max_rel_err = check(cg, ref, res);
+    dg_plan *p;
+    case_result res;
+    dg_status st = case_run_planned(cg, be, &p, &res);
+    if (st == DG_OK) row.max_rel_err = case_max_rel_err(cg, &res, ref);
+    case_result_free(&res);
     const char *verdict = st != DG_OK ? bench_status_word(st) : row.max_rel_err <= OPS_TOL ? "ok" : "wrong";
     if (st != DG_OK) fprintf(stderr, "bench: ops %s %lld on %s: %s\n", c->sweep.name, N, row.backend, dg_last_error());
     const dg_step *which[2];
@@ -97,7 +74,6 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const ca
         bench_emit(ctx, &row);
     }
     dg_plan_free(p);
-    for (int i = 0; i < n_outs; i++) free(res[i]);
 }
 
 dg_status sweep_ops(bench_ctx *ctx) {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "graph.h"
+#include "layout.h"
 
 #define W0 1u                       /* writes input 0 (the parameter)       */
 #define F  DG_ROLE_FORWARD
@@ -111,12 +112,6 @@ dg_cost dg_node_cost(const dg_node *n) {
     double elems = (double)dg_node_numel(n->op == DG_OP_SUM || n->op == DG_OP_MEAN || n->op == DG_OP_SOFTMAX_CE
                                              ? n->in[0] : n);
     c.flops = flops_per_element(n->op) * elems;
-    if (n->op == DG_OP_MATMUL) {
-        const dg_node *a = n->in[0];
-        int r = n->shape.ndim - 2;
-        /* k: the dimension of op(A) that the output does not keep */
-        int64_t k = a->shape.d[r] * a->shape.d[r + 1] / (n->shape.d[r]);
-        c.flops = 2.0 * (double)dg_node_numel(n) * (double)k;
-    }
+    if (n->op == DG_OP_MATMUL) c.flops = 2.0 * (double)dg_node_numel(n) * (double)dg_gemm_dims_of(n).k;
     return c;
 }

@@ -128,14 +128,13 @@ static dg_status check_in_place(const dg_graph *g, const bool *needed) {
     return DG_OK;
 }
 
-/* x's buffers as its kernel sees them */
-static dg_step make_step(const dg_plan *p, const dg_node *x) {
+dg_step dg_step_of(const dg_node *x, void *const *data, unsigned flags) {
     unsigned writes = dg_op_info_get(x->op)->writes;
-    dg_step s = {.node = x, .out = p->data[x->id], .flags = p->opts.tf32 ? DG_STEP_TF32 : 0u};
-    for (int j = 0; j < x->n_side; j++) s.side[j] = p->data[x->side[j]->id];
+    dg_step s = {.node = x, .out = data[x->id], .flags = flags};
+    for (int j = 0; j < x->n_side; j++) s.side[j] = data[x->side[j]->id];
     for (int j = 0; j < x->n_in; j++) {
-        s.in[j] = p->data[x->in[j]->id];
-        if (writes >> j & 1u) s.inout[j] = p->data[x->in[j]->id];
+        s.in[j] = data[x->in[j]->id];
+        if (writes >> j & 1u) s.inout[j] = data[x->in[j]->id];
     }
     return s;
 }
@@ -260,7 +259,7 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
                           dg_backend_name(be), dg_op_name(x->op), x->name, dg_shape_str(x->shape, sh, sizeof sh));
             goto done;
         }
-        p->steps[p->n_steps++] = make_step(p, x);
+        p->steps[p->n_steps++] = dg_step_of(x, p->data, p->opts.tf32 ? DG_STEP_TF32 : 0u);
     }
     p->stats.n_steps = p->n_steps;
     st = init_leaves(p);

@@ -65,6 +65,11 @@ bool                  dg_plan_has(const dg_plan *p, const dg_node *n);
 dg_plan_stats         dg_plan_stats_get(const dg_plan *p);
 const dg_plan_buffer *dg_plan_buffers(const dg_plan *p, int *n);
 const dg_step        *dg_plan_steps(const dg_plan *p, int *n);
+/* x's step as its kernel sees it, from the storage of every node by id
+ * (data[id]): output, side outputs, inputs, and the inputs x's op writes in
+ * place again as writable pointers. The plan makes its steps so; so does a
+ * caller that lays out buffers by hand. */
+dg_step dg_step_of(const dg_node *x, void *const *data, unsigned flags);
 /* Fills `host` (n floats) with init's values: the same seed gives the same
  * numbers everywhere. */
 void dg_init_fill(dg_init init, float *host, int64_t n);

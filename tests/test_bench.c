@@ -5,53 +5,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "csv.h"
+#include "shell_util.h"
 #include "test_util.h"
 #include "timing.h"
-
-/* runs a shell command, returns its exit code; output into *out (if given) */
-static int sh(const char *cmd, char *out, size_t n) {
-    char full[2048];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    cr_assert_not_null(p);
-    size_t got = 0;
-    char buf[4096];
-    size_t r;
-    while ((r = fread(buf, 1, sizeof buf, p)) > 0)
-        if (out && got + 1 < n) {
-            size_t k = r < n - 1 - got ? r : n - 1 - got;
-            memcpy(out + got, buf, k);
-            got += k;
-        }
-    if (out) out[got] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* the whole file, NUL-terminated; the caller frees it */
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "cannot read %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_not_null(s);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
-static void remove_dir(const char *dir) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
 
 static void expect_usage_error(const char *args, const char *needle) {
     char cmd[512], out[8192];
@@ -103,7 +62,7 @@ Test(bench_cli, missing_inputs_fail_cleanly) {
 
 Test(bench_cli, a_small_sweep_writes_checked_rows) {
     char dir[] = "/tmp/dg-bench-XXXXXX", cmd[512], out[16384];
-    cr_assert_not_null(mkdtemp(dir));
+    tmp_dir(dir);
     snprintf(cmd, sizeof cmd, "%s --sweep gemm --sizes 32,48 --backends cpu --reps 2 --min-time 0 --out %s",
              DG_BENCH_PATH, dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
@@ -141,7 +100,7 @@ Test(bench_stats, median_min_max_cv) {
 
 Test(bench_csv, write_then_read_back_and_reject_malformed) {
     char dir[] = "/tmp/dg-csv-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
+    tmp_dir(dir);
     FILE *f = bench_csv_open(dir, "unit", "# meta: yes\n");
     cr_assert_not_null(f);
     bench_row ok = {.sweep = "unit", .name = "sq", .impl = "cpu-x", .backend = "cpu", .m = 8, .n = 9, .k = 10,
@@ -173,7 +132,7 @@ Test(bench_csv, write_then_read_back_and_reject_malformed) {
 
 Test(bench_plot, redraws_the_committed_h100_results) {
     char dir[] = "/tmp/dg-plot-XXXXXX", cmd[1024], out[16384];
-    cr_assert_not_null(mkdtemp(dir));
+    tmp_dir(dir);
     snprintf(cmd, sizeof cmd, "cp %s/reports/h100/*.csv %s/ && %s plot %s", DG_SOURCE_DIR, dir, DG_BENCH_PATH, dir);
     int rc = sh(cmd, out, sizeof out);
     cr_assert_eq(rc, 0, "%s", out);
@@ -221,7 +180,7 @@ Test(bench_plot, reproduces_the_committed_summaries) {
     static const char *const folders[] = {"h100", "cpu-2core", "h100-run1", "h100-run3"};
     for (int i = 0; i < 4; i++) {
         char dir[] = "/tmp/dg-sum-XXXXXX", cmd[1024], out[1 << 16], path[512];
-        cr_assert_not_null(mkdtemp(dir));
+        tmp_dir(dir);
         snprintf(cmd, sizeof cmd, "cp %s/reports/%s/*.csv %s/ && env PATH=/nonexistent %s plot %s", DG_SOURCE_DIR,
                  folders[i], dir, DG_BENCH_PATH, dir);
         cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);

@@ -5,57 +5,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "csv.h"
+#include "shell_util.h"
 #include "test_util.h"
 
 /* the columns bench_csv_read cannot do without */
 static const char *const required[] = {"sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer",
                                        "median_ms", "min_ms", "max_ms", "status"};
 #define N_REQUIRED (int)(sizeof required / sizeof *required)
-
-static void write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
-}
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "cannot read %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_not_null(s);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
-/* runs a shell command; its exit code, its output (stdout and stderr) in out */
-static int sh(const char *cmd, char *out, size_t n) {
-    char full[4096];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    cr_assert_not_null(p);
-    size_t got = fread(out, 1, n - 1, p);
-    out[got] = '\0';
-    while (fgetc(p) != EOF) {}
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void tmp_dir(char *dir) { cr_assert_not_null(mkdtemp(dir)); }
-
-static void remove_dir(const char *dir) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-}
 
 Test(bench_csv, columns_are_found_by_name_in_any_order_and_extra_ones_ignored) {
     char dir[] = "/tmp/dg-csv-XXXXXX", path[256];

@@ -69,8 +69,9 @@ void case_graph_free(case_graph *cg) {
     memset(cg, 0, sizeof *cg);
 }
 
-dg_status case_run(case_graph *cg, dg_backend *be, case_result *r) {
+dg_status case_run_planned(case_graph *cg, dg_backend *be, dg_plan **plan, case_result *r) {
     memset(r, 0, sizeof *r);
+    *plan = NULL;
     dg_node *outs[1 + OP_CASE_MAX_IN] = {cg->out};
     int n_outs = 1;
     for (int i = 0; i < cg->c->n_in; i++)
@@ -78,6 +79,7 @@ dg_status case_run(case_graph *cg, dg_backend *be, case_result *r) {
     dg_plan *p;
     dg_status st = dg_plan_new(&p, cg->g, be, outs, n_outs, NULL);
     if (st != DG_OK) return st;
+    *plan = p;
     for (int i = 0; i < cg->c->n_in && st == DG_OK; i++)
         st = dg_plan_set(p, cg->in[i], cg->in_val[i], dg_node_bytes(cg->in[i]));
     if (st == DG_OK) st = dg_plan_set(p, cg->w, cg->w_val, dg_node_bytes(cg->w));
@@ -91,8 +93,24 @@ dg_status case_run(case_graph *cg, dg_backend *be, case_result *r) {
         r->grad[i] = malloc(dg_node_bytes(cg->grad[i]));
         st = r->grad[i] ? dg_plan_get(p, cg->grad[i], r->grad[i], dg_node_bytes(cg->grad[i])) : DG_ERR_OOM;
     }
+    return st;
+}
+
+dg_status case_run(case_graph *cg, dg_backend *be, case_result *r) {
+    dg_plan *p;
+    dg_status st = case_run_planned(cg, be, &p, r);
     dg_plan_free(p);
     return st;
+}
+
+double case_max_rel_err(const case_graph *cg, const case_result *r, const case_ref *ref) {
+    double err = cmp_f32(r->out, ref->out, r->n_out).max_rel;
+    for (int i = 0; i < cg->c->n_in; i++) {
+        if (!cg->grad[i]) continue;
+        double e = cmp_f32(r->grad[i], ref->grad[i], r->n_grad[i]).max_rel;
+        err = e > err ? e : err;
+    }
+    return err;
 }
 
 void case_result_free(case_result *r) {

@@ -44,6 +44,9 @@ dg_status case_graph_new_at(case_graph *cg, const op_case *c, const dg_shape *sh
 void      case_graph_free(case_graph *cg);
 /* Builds a plan on be, uploads the inputs, runs once, downloads. */
 dg_status case_run(case_graph *cg, dg_backend *be, case_result *r);
+/* The same, keeping the plan for the caller (to time its steps): *plan is
+ * the caller's to free, also on failure (NULL when none was made). */
+dg_status case_run_planned(case_graph *cg, dg_backend *be, dg_plan **plan, case_result *r);
 void      case_result_free(case_result *r);
 /* Same graph in float64 (forward and the symbolic gradient graph). */
 dg_status case_ref_run(const case_graph *cg, case_ref *r);
@@ -55,6 +58,8 @@ double   *case_finite_diff(const case_graph *cg, int i);
 void ref_sgemm(bool ta, bool tb, int m, int n, int k, const float *A, const float *B, double *C);
 
 cmp_stats cmp_f32(const float *x, const double *ref, int64_t n);
+/* the worst max_rel of a result's output and gradients against the reference */
+double    case_max_rel_err(const case_graph *cg, const case_result *r, const case_ref *ref);
 cmp_stats cmp_f64(const double *x, const double *ref, int64_t n);
 cmp_stats cmp_f32_f32(const float *x, const float *ref, int64_t n);
 

@@ -32,6 +32,14 @@ struct dg_model {
  * backend) from a configuration the model defines (dg_mlp_cfg, ...). */
 typedef dg_status (*dg_model_new_fn)(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out);
 
+/* [batch, in_shape...]; false when that has more than DG_MAX_DIMS axes */
+static inline bool dg_model_input_shape(const dg_model *m, int64_t batch, dg_shape *out) {
+    if (m->in_shape.ndim + 1 > DG_MAX_DIMS) return false;
+    *out = (dg_shape){.ndim = m->in_shape.ndim + 1, .d = {batch}};
+    for (int i = 0; i < m->in_shape.ndim; i++) out->d[i + 1] = m->in_shape.d[i];
+    return true;
+}
+
 static inline dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x) { return m->forward(g, m, x); }
 
 #ifdef __cplusplus

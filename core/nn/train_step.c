@@ -4,10 +4,9 @@
 dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, dg_train_step *out) {
     *out = (dg_train_step){0};
     if (!g || !m || !o || batch < 1) return dg__fail(DG_ERR_INVALID, "train step: NULL argument or batch < 1");
-    dg_shape xs = {.ndim = m->in_shape.ndim + 1, .d = {batch}};
-    if (xs.ndim > DG_MAX_DIMS) return dg__fail(DG_ERR_SHAPE, "train step: examples of %d dims do not fit",
-                                               m->in_shape.ndim);
-    for (int i = 0; i < m->in_shape.ndim; i++) xs.d[i + 1] = m->in_shape.d[i];
+    dg_shape xs;
+    if (!dg_model_input_shape(m, batch, &xs))
+        return dg__fail(DG_ERR_SHAPE, "train step: examples of %d dims do not fit", m->in_shape.ndim);
     out->x = dg_input(g, "x", xs);
     out->y = dg_input_i32(g, "y", DG_SHAPE(batch));
     out->logits = out->x ? dg_model_forward(g, m, out->x) : NULL;

@@ -35,8 +35,9 @@ static dg_status build(trainer *t, dg_backend *be, const dg_train_opts *o, int e
     dg_graph *g = t->g;
     dg_status st = o->model(g, o->model_cfg, o->seed, &t->model);
     if (st != DG_OK) return st;
-    dg_shape xs = {.ndim = t->model.in_shape.ndim + 1, .d = {eval_batch}};
-    for (int i = 0; i < t->model.in_shape.ndim; i++) xs.d[i + 1] = t->model.in_shape.d[i];
+    dg_shape xs;
+    if (!dg_model_input_shape(&t->model, eval_batch, &xs))
+        return dg__fail(DG_ERR_SHAPE, "train: examples of %d dims do not fit", t->model.in_shape.ndim);
     t->xt = dg_input(g, "x_eval", xs);
     t->logits_t = dg_model_forward(g, &t->model, t->xt);
     if (!t->logits_t) return dg_graph_status(g);
