@@ -1,23 +1,44 @@
 #include "csv.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/status.h"
 
-FILE *bench_csv_open(const char *dir, const char *sweep, const char *meta) {
+FILE *bench_csv_open(const char *dir, const char *name, const char *meta, const char *header) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s.csv", dir, sweep);
+    snprintf(path, sizeof path, "%s/%s.csv.partial", dir, name);
     FILE *f = fopen(path, "w");
     if (!f) {
         dg__fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(errno));
         return NULL;
     }
-    fprintf(f, "%s%s\n", meta, BENCH_CSV_HEADER);
-    fflush(f);
+    fprintf(f, "%s%s\n", meta, header);
+    if (fflush(f)) {
+        dg__fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        fclose(f);
+        return NULL;
+    }
     return f;
+}
+
+dg_status bench_csv_finish(FILE *f, const char *dir, const char *name, bool keep) {
+    char partial[1024], final[1024];
+    snprintf(partial, sizeof partial, "%s/%s.csv.partial", dir, name);
+    snprintf(final, sizeof final, "%s/%s.csv", dir, name);
+    bool written = !ferror(f);
+    if (fclose(f) || !written) /* a full disk: the rows may be incomplete; the earlier file stays */
+        return dg__fail(DG_ERR_IO, "cannot write %s (its rows are kept there; %s is unchanged)", partial, final);
+    if (!keep) {
+        remove(partial);
+        return DG_OK;
+    }
+    if (rename(partial, final))
+        return dg__fail(DG_ERR_IO, "cannot rename %s to %s: %s", partial, final, strerror(errno));
+    return DG_OK;
 }
 
 static void num(FILE *f, double v) {
@@ -39,11 +60,6 @@ void bench_csv_write(FILE *f, const bench_row *r) {
     num(f, r->max_rel_err);
     fprintf(f, ",%s\n", r->status);
     fflush(f);
-}
-
-static double field_num(const char *s) {
-    if (strcmp(s, "NaN") == 0 || !*s) return NAN;
-    return strtod(s, NULL);
 }
 
 /* The columns the reader knows, found by their header name: a folder written
@@ -90,9 +106,69 @@ static dg_status map_header(char *line, const char *path, int line_no, int *col,
     return DG_OK;
 }
 
-/* field i of a row; 0 or NaN where the header lacks the (optional) column, i = -1 */
-static long long int_or_0(char *const *fld, int i) { return i >= 0 ? atoll(fld[i]) : 0; }
-static double num_or_nan(char *const *fld, int i) { return i >= 0 ? field_num(fld[i]) : NAN; }
+/* Where one row is being read: fields, the header's column map, and the
+ * file and line a message names. */
+typedef struct row_src {
+    char *const *fld;
+    const int   *col;
+    const char  *path;
+    int          line_no;
+} row_src;
+
+/* integer column c in [lo, hi]; 0 where the header lacks the (optional) column */
+static dg_status int_col(const row_src *s, int c, long long lo, long long hi, long long *out) {
+    *out = 0;
+    if (s->col[c] < 0) return DG_OK;
+    const char *v = s->fld[s->col[c]];
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return dg__fail(DG_ERR_IO, "%s:%d: column '%s': '%.32s' is not an integer in [%lld, %lld]", s->path,
+                        s->line_no, col_names[c], v, lo, hi);
+    *out = x;
+    return DG_OK;
+}
+
+/* number column c; NaN where it says NaN, is empty, or the header lacks it */
+static dg_status num_col(const row_src *s, int c, double *out) {
+    *out = NAN;
+    if (s->col[c] < 0) return DG_OK;
+    const char *v = s->fld[s->col[c]];
+    if (!*v || !strcmp(v, "NaN")) return DG_OK;
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end)
+        return dg__fail(DG_ERR_IO, "%s:%d: column '%s': '%.32s' is not a number", s->path, s->line_no,
+                        col_names[c], v);
+    *out = x;
+    return DG_OK;
+}
+
+static dg_status parse_row(const row_src *s, csv_rec *r) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->sweep, sizeof r->sweep, "%s", s->fld[s->col[COL_SWEEP]]);
+    snprintf(r->name, sizeof r->name, "%s", s->fld[s->col[COL_CASE]]);
+    snprintf(r->impl, sizeof r->impl, "%s", s->fld[s->col[COL_IMPL]]);
+    snprintf(r->backend, sizeof r->backend, "%s", s->fld[s->col[COL_BACKEND]]);
+    snprintf(r->status, sizeof r->status, "%s", s->fld[s->col[COL_STATUS]]);
+    long long transfer, tf32, threads, reps;
+    dg_status st;
+    if ((st = int_col(s, COL_M, 0, INT64_MAX, &r->m)) || (st = int_col(s, COL_N, 0, INT64_MAX, &r->n)) ||
+        (st = int_col(s, COL_K, 0, INT64_MAX, &r->k)) || (st = int_col(s, COL_BATCH, 0, INT64_MAX, &r->batch)) ||
+        (st = int_col(s, COL_TRANSFER, 0, 1, &transfer)) || (st = int_col(s, COL_TF32, 0, 1, &tf32)) ||
+        (st = int_col(s, COL_THREADS, 0, INT32_MAX, &threads)) || (st = int_col(s, COL_REPS, 0, INT32_MAX, &reps)) ||
+        (st = num_col(s, COL_MEDIAN, &r->median_ms)) || (st = num_col(s, COL_MIN, &r->min_ms)) ||
+        (st = num_col(s, COL_MAX, &r->max_ms)) || (st = num_col(s, COL_CV, &r->cv_pct)) ||
+        (st = num_col(s, COL_GFLOPS, &r->gflops)) || (st = num_col(s, COL_GBPS, &r->gbps)) ||
+        (st = num_col(s, COL_ERR, &r->max_rel_err)))
+        return st;
+    r->transfer = (int)transfer;
+    r->tf32 = (int)tf32;
+    r->threads = (int)threads;
+    r->reps = (int)reps;
+    return DG_OK;
+}
 
 csv_rec *bench_csv_read(const char *path, int *n) {
     *n = 0;
@@ -108,8 +184,15 @@ csv_rec *bench_csv_read(const char *path, int *n) {
     bool header = false;
     while (st == DG_OK && fgets(line, sizeof line, f)) {
         line_no++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            st = dg__fail(DG_ERR_IO, "%s:%d: line longer than %zu characters", path, line_no, sizeof line - 2);
+        if (!strchr(line, '\n')) {
+            if (!feof(f)) {
+                st = dg__fail(DG_ERR_IO, "%s:%d: line longer than %zu characters", path, line_no, sizeof line - 2);
+                break;
+            }
+            /* rows are written whole, newline last: a last line without one
+             * is a row cut short by a crash or a full disk */
+            fprintf(stderr, "bench: warning: %s:%d: incomplete last line skipped (an interrupted run?)\n", path,
+                    line_no);
             break;
         }
         if (line[0] == '#' || line[0] == '\n') continue;
@@ -129,21 +212,9 @@ csv_rec *bench_csv_read(const char *path, int *n) {
             if (!more) { st = dg__fail(DG_ERR_OOM, "out of memory reading %s", path); break; }
             recs = more;
         }
-        csv_rec *r = &recs[(*n)++];
-        memset(r, 0, sizeof *r);
-        snprintf(r->sweep, sizeof r->sweep, "%s", fld[col[COL_SWEEP]]);
-        snprintf(r->name, sizeof r->name, "%s", fld[col[COL_CASE]]);
-        snprintf(r->impl, sizeof r->impl, "%s", fld[col[COL_IMPL]]);
-        snprintf(r->backend, sizeof r->backend, "%s", fld[col[COL_BACKEND]]);
-        snprintf(r->status, sizeof r->status, "%s", fld[col[COL_STATUS]]);
-        r->m = int_or_0(fld, col[COL_M]); r->n = int_or_0(fld, col[COL_N]); r->k = int_or_0(fld, col[COL_K]);
-        r->batch = int_or_0(fld, col[COL_BATCH]);
-        r->transfer = (int)int_or_0(fld, col[COL_TRANSFER]); r->tf32 = (int)int_or_0(fld, col[COL_TF32]);
-        r->threads = (int)int_or_0(fld, col[COL_THREADS]); r->reps = (int)int_or_0(fld, col[COL_REPS]);
-        r->median_ms = num_or_nan(fld, col[COL_MEDIAN]); r->min_ms = num_or_nan(fld, col[COL_MIN]);
-        r->max_ms = num_or_nan(fld, col[COL_MAX]); r->cv_pct = num_or_nan(fld, col[COL_CV]);
-        r->gflops = num_or_nan(fld, col[COL_GFLOPS]); r->gbps = num_or_nan(fld, col[COL_GBPS]);
-        r->max_rel_err = num_or_nan(fld, col[COL_ERR]);
+        row_src src = {fld, col, path, line_no};
+        if ((st = parse_row(&src, &recs[*n])) != DG_OK) break;
+        (*n)++;
     }
     if (st == DG_OK && !header) st = dg__fail(DG_ERR_IO, "%s: no header line", path);
     fclose(f);

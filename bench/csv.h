@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/status.h"
 #include "timing.h"
 
 #define BENCH_CSV_HEADER                                                                                   \
@@ -23,11 +24,17 @@ typedef struct bench_row {
     bench_stats st;
     double      flops, bytes;    /* work per run: gives GFLOP/s and GB/s   */
     double      max_rel_err;     /* against the reference; NaN if none     */
-    const char *status;          /* ok | wrong | unsupported | oom | error | skipped */
+    const char *status;          /* ok | wrong | unsupported | oom | error | skipped | interrupted */
 } bench_row;
 
-FILE *bench_csv_open(const char *dir, const char *sweep, const char *meta);
-void  bench_csv_write(FILE *f, const bench_row *r);
+/* A result file is written as DIR/NAME.csv.partial, metadata then header
+ * (BENCH_CSV_HEADER for sweeps), rows flushed one by one; bench_csv_finish
+ * closes it and, when `keep`, renames it over DIR/NAME.csv. A run that
+ * fails or is killed never erases an earlier DIR/NAME.csv, and a row cut
+ * short is a last line without a newline, which readers skip. */
+FILE     *bench_csv_open(const char *dir, const char *name, const char *meta, const char *header);
+dg_status bench_csv_finish(FILE *f, const char *dir, const char *name, bool keep);
+void      bench_csv_write(FILE *f, const bench_row *r);
 
 /* reading back (plot, compare): columns are found by their header name, so
  * a folder written with fewer or more columns still reads. Required: sweep,
@@ -42,7 +49,9 @@ typedef struct csv_rec {
 } csv_rec;
 
 /* Reads every data row of path; *n rows; NULL with a message on failure
- * (naming the file, the line and, for a header, the missing column). */
+ * (naming the file, the line and, for a header, the missing column). A last
+ * line without its newline (a row cut short) is skipped with a warning on
+ * stderr; any other malformed line fails the whole file. */
 csv_rec *bench_csv_read(const char *path, int *n);
 
 #endif

@@ -11,5 +11,8 @@
 void bench_env_meta(char *buf, size_t n, int threads, dg_backend *gpu);
 /* "AMD EPYC ..." from /proc/cpuinfo, or "unknown" */
 const char *bench_cpu_model(char *buf, size_t n);
+/* bytes of host memory available to a new allocation (MemAvailable of
+ * /proc/meminfo); 0 when unknown */
+double bench_mem_available(void);
 
 #endif

@@ -9,18 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "gnuplot.h"
 #include "sweep.h"
 
 bench_table bench_table_load(const char *dir, const char *sweep) {
     char path[1024];
-    bench_table t = {NULL, 0};
+    bench_table t = {NULL, 0, false};
+    snprintf(path, sizeof path, "%s/%s.csv.partial", dir, sweep);
+    if (access(path, F_OK) == 0)
+        fprintf(stderr, "bench plot: %s: the rows of a run that did not finish (not drawn; rename it to %s.csv to "
+                        "draw them)\n", path, sweep);
     snprintf(path, sizeof path, "%s/%s.csv", dir, sweep);
-    FILE *f = fopen(path, "r");
-    if (!f) return t; /* that sweep was not run */
-    fclose(f);
+    if (access(path, F_OK) != 0) return t; /* that sweep was not run */
     t.r = bench_csv_read(path, &t.n);
-    if (!t.r) fprintf(stderr, "bench plot: %s\n", dg_last_error());
+    if (!t.r) {
+        fprintf(stderr, "bench plot: %s\n", dg_last_error());
+        t.unreadable = true;
+    }
     return t;
 }
 
@@ -93,16 +100,29 @@ void bench_chart_hline(bench_chart *c, double y, const char *title) {
     }
 }
 
-/* 0, or 1 when a file cannot be written or gnuplot fails */
+/* The script names its data files relative to the result folder and gnuplot
+ * runs inside it, so the folder's name is in neither; every title is quoted
+ * (bench_gnuplot_quote: case names come from CSV files). `cd DIR && gnuplot
+ * plot-data/FILE.gp` redraws a chart by hand. 0, or 1 when a file cannot be
+ * written or gnuplot fails. */
 static int draw(const char *dir, const bench_chart *c) {
-    char path[1200], gp[1200];
+    char path[1200], script[256];
     snprintf(path, sizeof path, "%s/plot-data", dir);
-    mkdir(path, 0755);
-    snprintf(gp, sizeof gp, "%s/plot-data/%s.gp", dir, c->file);
-    FILE *g = fopen(gp, "w");
-    if (!g) { fprintf(stderr, "bench plot: cannot write %s: %s\n", gp, strerror(errno)); return 1; }
-    fprintf(g, "set datafile missing NaN\nset title '%s'\nset xlabel '%s'\nset ylabel '%s'\n"
-               "set grid\nset key outside right\n", c->title, c->xlabel, c->ylabel);
+    if (mkdir(path, 0755) && errno != EEXIST) {
+        fprintf(stderr, "bench plot: cannot create %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    snprintf(script, sizeof script, "plot-data/%s.gp", c->file);
+    snprintf(path, sizeof path, "%s/%s", dir, script);
+    FILE *g = fopen(path, "w");
+    if (!g) { fprintf(stderr, "bench plot: cannot write %s: %s\n", path, strerror(errno)); return 1; }
+    fprintf(g, "set datafile missing NaN\nset title ");
+    bench_gnuplot_quote(g, c->title);
+    fprintf(g, "\nset xlabel ");
+    bench_gnuplot_quote(g, c->xlabel);
+    fprintf(g, "\nset ylabel ");
+    bench_gnuplot_quote(g, c->ylabel);
+    fprintf(g, "\nset grid\nset key outside right\n");
     if (!c->linx) fprintf(g, "set logscale x 2\nset format x '%%.0s%%c'\n");
     if (c->logy) fprintf(g, "set logscale y 10\n");
     if (isfinite(c->vline))
@@ -112,42 +132,41 @@ static int draw(const char *dir, const bench_chart *c) {
     for (int i = 0; i < c->n; i++) {
         snprintf(path, sizeof path, "%s/plot-data/%s-%d.dat", dir, c->file, i);
         FILE *d = fopen(path, "w");
-        if (!d) { fclose(g); return 1; }
+        if (!d) {
+            fprintf(stderr, "bench plot: cannot write %s: %s\n", path, strerror(errno));
+            fclose(g);
+            return 1;
+        }
         for (int j = 0; j < c->s[i].n; j++) fprintf(d, "%.9g %.9g\n", c->s[i].x[j], c->s[i].y[j]);
         fclose(d);
     }
     fprintf(g, "plot ");
-    for (int i = 0; i < c->n; i++)
-        fprintf(g, "%s'%s/plot-data/%s-%d.dat' using 1:2 with linespoints lw 2 title '%s'", i ? ", \\\n     " : "",
-                dir, c->file, i, c->s[i].title);
-    for (int i = 0; i < c->n_hline; i++)
-        fprintf(g, ", \\\n     %g with lines dt 3 lw 2 title '%s'", c->hline[i], c->hline_title[i]);
+    for (int i = 0; i < c->n; i++) {
+        fprintf(g, "%s'plot-data/%s-%d.dat' using 1:2 with linespoints lw 2 title ", i ? ", \\\n     " : "",
+                c->file, i);
+        bench_gnuplot_quote(g, c->s[i].title);
+    }
+    for (int i = 0; i < c->n_hline; i++) {
+        fprintf(g, ", \\\n     %g with lines dt 3 lw 2 title ", c->hline[i]);
+        bench_gnuplot_quote(g, c->hline_title[i]);
+    }
     fprintf(g, "\n");
-    fclose(g);
-    /* one script, two terminals */
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "gnuplot -e \"set terminal pngcairo size 1000,600 noenhanced; set output '%s/%s.png'; load '%s'; "
-             "set terminal svg size 1000,600 noenhanced; set output '%s/%s.svg'; replot\" 2>&1",
-             dir, c->file, gp, dir, c->file);
-    int rc = system(cmd);
-    if (rc != 0) fprintf(stderr, "bench plot: gnuplot failed on %s\n", gp);
-    return rc != 0;
+    if (fclose(g)) { fprintf(stderr, "bench plot: cannot write %s/%s\n", dir, script); return 1; }
+    return bench_gnuplot_run(dir, script, c->file);
 }
 
 void bench_chart_draw(bench_report *rep, const bench_chart *c) {
     if (rep->gnuplot && c->n > 0 && draw(rep->dir, c)) rep->failed = true;
 }
 
-static bool have_gnuplot(void) { return system("command -v gnuplot >/dev/null 2>&1") == 0; }
-
 /* the ceilings every chart's lines come from, from the sweep that measures them */
-static bool load_ceilings(const char *dir, bench_ceilings *c) {
+static bool load_ceilings(const char *dir, bench_ceilings *c, bool *failed) {
     *c = (bench_ceilings){NAN, NAN, NAN, NAN, NAN};
     bool found = false;
     for (int i = 0; i < bench_n_sweeps; i++) {
         if (!bench_sweeps[i].ceilings) continue;
         bench_table t = bench_table_load(dir, bench_sweeps[i].name);
+        *failed |= t.unreadable;
         if (t.n) bench_sweeps[i].ceilings(&t, c);
         found |= t.n > 0;
         free(t.r);
@@ -166,8 +185,8 @@ static void write_ceilings(FILE *sum, const bench_ceilings *c) {
 /* The sections are gathered in memory first: a folder with nothing to
  * report keeps its summary.md untouched. */
 int bench_plot(const char *dir, FILE *out) {
-    bench_report rep = {.dir = dir, .gnuplot = have_gnuplot()};
-    bool found = load_ceilings(dir, &rep.ceil);
+    bench_report rep = {.dir = dir, .gnuplot = bench_gnuplot_found()};
+    bool found = load_ceilings(dir, &rep.ceil, &rep.failed);
     char *body = NULL;
     size_t body_len = 0;
     rep.sum = open_memstream(&body, &body_len);
@@ -175,6 +194,7 @@ int bench_plot(const char *dir, FILE *out) {
     for (int i = 0; i < bench_n_sweeps; i++) {
         if (!bench_sweeps[i].report) continue;
         bench_table t = bench_table_load(dir, bench_sweeps[i].name);
+        rep.failed |= t.unreadable; /* the other files are still drawn */
         found |= bench_sweeps[i].report(&rep, &t);
         free(t.r);
     }
@@ -186,11 +206,13 @@ int bench_plot(const char *dir, FILE *out) {
         free(body);
         return 1;
     }
-    char path[1200];
+    /* written aside and renamed: a crash leaves the earlier summary whole */
+    char path[1200], tmp[1300];
     snprintf(path, sizeof path, "%s/summary.md", dir);
-    FILE *sum = fopen(path, "w");
+    snprintf(tmp, sizeof tmp, "%s.partial", path);
+    FILE *sum = fopen(tmp, "w");
     if (!sum) {
-        fprintf(stderr, "bench plot: cannot write %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "bench plot: cannot write %s: %s\n", tmp, strerror(errno));
         free(body);
         return 1;
     }
@@ -201,8 +223,13 @@ int bench_plot(const char *dir, FILE *out) {
     free(body);
     if (!rep.gnuplot)
         fprintf(sum, "Charts were not drawn: gnuplot is not installed (`apt-get install gnuplot-nox`, then "
-                     "`bench plot %s`).\n", dir);
-    fclose(sum);
+                     "`bench plot DIR`).\n");
+    bool written = !ferror(sum);
+    if (fclose(sum) || !written || rename(tmp, path)) {
+        fprintf(stderr, "bench plot: cannot write %s: %s\n", path, strerror(errno));
+        remove(tmp);
+        return 1;
+    }
     if (!rep.gnuplot) fprintf(stderr, "bench: gnuplot not found: CSV and summary written; install gnuplot-nox and run "
                                       "'bench plot %s' for the charts\n", dir);
     if (out) {

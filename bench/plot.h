@@ -15,8 +15,10 @@
 
 #define BENCH_MAX_PTS 64
 
-/* the rows of one sweep's NAME.csv; n = 0 when the file is absent or unreadable */
-typedef struct bench_table { csv_rec *r; int n; } bench_table;
+/* the rows of one sweep's NAME.csv; n = 0 when the file is absent or
+ * unreadable (then `unreadable`, and bench plot exits 1 after drawing the
+ * other files) */
+typedef struct bench_table { csv_rec *r; int n; bool unreadable; } bench_table;
 
 /* one line of a chart: x (size, batch, epoch ...) ascending as measured */
 typedef struct bench_series {
@@ -61,7 +63,8 @@ typedef struct bench_report {
  * NULL. */
 int bench_plot(const char *dir, FILE *out);
 
-/* DIR/SWEEP.csv; an unreadable file is reported on stderr and reads as empty */
+/* DIR/SWEEP.csv; an unreadable file is reported on stderr and reads as
+ * empty; a DIR/SWEEP.csv.partial left by a killed run is mentioned */
 bench_table bench_table_load(const char *dir, const char *sweep);
 /* the ok rows of case `name` (NULL: any), `impl`, `backend` (NULL: any) and
  * `transfer`, in file order: x = the m column, y = `col` */

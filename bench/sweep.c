@@ -2,8 +2,6 @@
 
 #include <string.h>
 
-volatile sig_atomic_t bench_interrupted = 0;
-
 /* in the order `bench plot` writes their sections and `bench compare` their rows */
 const sweep_def bench_sweeps[] = {
     {.name = "ceiling", .what = "each device's measured peak: large sgemm and streaming copy",
@@ -40,10 +38,14 @@ const char *bench_status_word(dg_status st) {
     }
 }
 
-void bench_emit(bench_ctx *ctx, const bench_row *r) {
+void bench_emit(bench_ctx *ctx, const bench_row *given) {
+    bench_row row = *given;
+    const bench_row *r = &row;
+    /* Ctrl-C came before the first timed run: nothing was measured */
+    if (bench_interrupted && !strcmp(row.status, "ok") && row.st.reps == 0) row.status = "interrupted";
     bench_csv_write(ctx->csv, r);
     ctx->rows++;
-    bool bad = strcmp(r->status, "ok") != 0 && strcmp(r->status, "skipped") != 0;
+    bool bad = strcmp(r->status, "ok") && strcmp(r->status, "skipped") && strcmp(r->status, "interrupted");
     ctx->failed += bad;
     if (bad)
         fprintf(stderr, "bench: %s %s %s %lldx%lldx%lld: %s\n", r->sweep, r->name, r->impl, (long long)r->m,

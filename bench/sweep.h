@@ -3,7 +3,6 @@
 #ifndef DG_BENCH_SWEEP_H
 #define DG_BENCH_SWEEP_H
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -51,7 +50,6 @@ typedef struct sweep_def {
 
 extern const sweep_def bench_sweeps[];
 extern const int       bench_n_sweeps;
-extern volatile sig_atomic_t bench_interrupted;
 
 /* writes a row to the CSV, counts failures, shows progress */
 void bench_emit(bench_ctx *ctx, const bench_row *r);

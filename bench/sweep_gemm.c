@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
+#include "env.h"
 #include "sweep.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
@@ -111,17 +112,82 @@ static double freivalds(const gemm_run *g, const double *x, const double *z) {
     return err / (zmax > 0 ? zmax : 1);
 }
 
+static bool applies(const bench_ctx *ctx, const gemm_impl *im, int m, const char *only) {
+    if ((im->gpu ? !ctx->gpu : !ctx->cpu) || (only && strcmp(only, im->name) != 0)) return false;
+    int cap = ctx->quick ? im->cap_quick : im->cap;
+    return !cap || m <= cap;
+}
+
+/* A CPU implementation's rate when no larger shape has run yet: one run of
+ * a small square (half its cap, or 1024). Its rate is at most the rate of
+ * larger shapes, so the time predicted from it errs long. */
+static void probe_rate(bench_ctx *ctx, const gemm_impl *im, double *ms, double *flops) {
+    int s = im->cap ? im->cap / 2 : 1024;
+    size_t nn = (size_t)s * s;
+    gemm_run g = {ctx, im, s, s, s, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4), NULL, NULL, NULL};
+    bench_timing once = {.warmup = 1, .min_reps = 1, .max_reps = 1, .min_time_s = 0};
+    bench_stats st;
+    if (g.A && g.B && g.C && bench_time(NULL, false, im->run, &g, &once, &st) == DG_OK) {
+        *ms = st.median_ms;
+        *flops = 2.0 * s * s * s;
+    }
+    free(g.A); free(g.B); free(g.C);
+}
+
+/* Why implementation i does not run on this shape (a skipped row), or NULL:
+ * the host memory the shape needs, and for the CPU the time predicted from
+ * the last shape it ran (or a probe) against --cpu-cap. Decided before any
+ * matrix of the shape is allocated. */
+static const char *skip_reason(bench_ctx *ctx, int i, int m, double flops, double host_bytes, double *last_ms,
+                               double *last_flops, char *why, size_t n) {
+    double avail = bench_mem_available();
+    if (avail > 0 && host_bytes > 0.9 * avail) {
+        snprintf(why, n, "needs %.1f GB of host memory, %.1f GB available", host_bytes / 1e9, avail / 1e9);
+        return why;
+    }
+    const gemm_impl *im = &impls[i];
+    if (im->gpu) return NULL;
+    if (last_ms[i] <= 0 && m > (im->cap ? im->cap / 2 : 1024)) probe_rate(ctx, im, &last_ms[i], &last_flops[i]);
+    double predicted_s = last_ms[i] > 0 ? last_ms[i] * flops / last_flops[i] / 1e3 : 0;
+    if (predicted_s > ctx->cpu_cap_s) {
+        snprintf(why, n, "predicted %.1f s per run > cap %.1f s (--cpu-cap)", predicted_s, ctx->cpu_cap_s);
+        return why;
+    }
+    return NULL;
+}
+
 /* Times every implementation (or only `only`) on one shape and writes a
- * row per implementation into the current CSV under `sweep`. */
+ * row per implementation into the current CSV under `sweep`: skipped rows
+ * first, for those that cannot run (skip_reason). */
 static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m, int n, int k, const char *only,
                      double *last_ms, double *last_flops) {
     size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
-    gemm_run g = {ctx, NULL, m, n, k, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL};
-    double *x = malloc((size_t)n * sizeof *x), *bx = malloc((size_t)k * sizeof *bx), *z = malloc((size_t)m * sizeof *z);
     double flops = 2.0 * m * n * k;
+    /* A, B, C in float; x, B x, z in double for the check */
+    double host_bytes = 4.0 * (double)(na + nb + nc) + 8.0 * (double)(n + k + m);
     bench_row row = {.sweep = sweep, .name = name, .m = m, .n = n, .k = k, .batch = 1,
                      .threads = ctx->threads, .warmup = ctx->timing.warmup, .flops = flops,
-                     .bytes = 4.0 * (double)(na + nb + nc)};
+                     .bytes = 4.0 * (double)(na + nb + nc), .max_rel_err = NAN};
+    bool run[N_IMPLS];
+    int n_run = 0;
+    for (int i = 0; i < N_IMPLS; i++) {
+        char why[160];
+        run[i] = applies(ctx, &impls[i], m, only);
+        if (!run[i] || !skip_reason(ctx, i, m, flops, host_bytes, last_ms, last_flops, why, sizeof why)) {
+            n_run += run[i];
+            continue;
+        }
+        run[i] = false;
+        row.impl = impls[i].name;
+        row.backend = impls[i].gpu ? "gpu" : "cpu";
+        row.tf32 = impls[i].tf32;
+        row.status = "skipped";
+        fprintf(stderr, "bench: gemm %s %s %dx%dx%d: skipped, %s\n", impls[i].name, name, m, n, k, why);
+        bench_emit(ctx, &row);
+    }
+    if (!n_run) return;
+    gemm_run g = {ctx, NULL, m, n, k, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL};
+    double *x = malloc((size_t)n * sizeof *x), *bx = malloc((size_t)k * sizeof *bx), *z = malloc((size_t)m * sizeof *z);
     if (!g.A || !g.B || !g.C || !x || !bx || !z) {
         row.impl = "all"; row.backend = "host"; row.status = "oom"; row.max_rel_err = NAN;
         bench_emit(ctx, &row);
@@ -158,22 +224,13 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
     for (int i = 0; i < N_IMPLS && !bench_interrupted; i++) {
         const gemm_impl *im = g.impl = &impls[i];
         bool gpu = im->gpu;
-        int cap = ctx->quick ? im->cap_quick : im->cap;
         row.impl = im->name;
         row.backend = gpu ? "gpu" : "cpu";
         row.tf32 = im->tf32;
         row.transfer = false;
         row.max_rel_err = NAN;
         row.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
-        if ((gpu ? !ctx->gpu : !ctx->cpu) || (only && strcmp(only, im->name) != 0)) continue;
-        if (cap && m > cap) continue;
-        if (!gpu && last_ms[i] > 0 && last_ms[i] * flops / last_flops[i] > 1e3 * ctx->cpu_cap_s) {
-            row.status = "skipped"; /* predicted past the time cap */
-            fprintf(stderr, "bench: gemm %s %s: skipped, predicted %.1f s per run > cap %.1f s (--cpu-cap)\n",
-                    im->name, name, last_ms[i] * flops / last_flops[i] / 1e3, ctx->cpu_cap_s);
-            bench_emit(ctx, &row);
-            continue;
-        }
+        if (!run[i]) continue;
         dg_status st = DG_OK;
         for (size_t q = 0; q < nc; q++) g.C[q] = NAN; /* poison: every element must be written */
         if (!gpu) {

@@ -34,6 +34,15 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, co
     dg_mlp_parse_widths(model->widths, &cfg);
     dg_train_opts o = {.model = dg_mlp_new, .model_cfg = &cfg, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
                        .epochs = 2, .batch = batch, .seed = 1, .loss_every = 1 << 30};
+    /* the check step reads the first batch of the data set as [batch, widths[0]] */
+    if (batch > train->n || (int64_t)train->rows * train->cols != cfg.widths[0]) {
+        row.status = "skipped";
+        fprintf(stderr, "bench: train %s batch %d on %s: skipped: the data set has %d images of %dx%d, the model "
+                        "needs at least %d of %lld pixels\n", model->name, batch, row.backend, train->n, train->rows,
+                train->cols, batch, (long long)cfg.widths[0]);
+        bench_emit(ctx, &row);
+        return;
+    }
     dg_epoch_stats s;
     bench_step check;
     double want = NAN;

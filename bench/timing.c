@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+volatile sig_atomic_t bench_interrupted = 0;
 
 double bench_now_s(void) {
     struct timespec ts;
@@ -59,7 +60,7 @@ static dg_status run_once(const clock_pair *c, bench_fn fn, void *arg, double *m
 static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const bench_timing *t, bench_stats *out) {
     dg_status st;
     double ms = 0;
-    for (int i = 0; i < t->warmup; i++)
+    for (int i = 0; i < t->warmup && !bench_interrupted; i++)
         if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
     /* a run longer than the whole time budget: 3 reps are enough for a median */
     int min_reps = ms > 1e3 * t->min_time_s && t->min_reps > 3 ? 3 : t->min_reps;
@@ -67,7 +68,7 @@ static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const be
     if (!v) return dg__fail(DG_ERR_OOM, "bench: out of memory for timings");
     int n = 0;
     double total = 0;
-    while (n < t->max_reps && (n < min_reps || total < 1e3 * t->min_time_s)) {
+    while (n < t->max_reps && (n < min_reps || total < 1e3 * t->min_time_s) && !bench_interrupted) {
         if ((st = run_once(c, fn, arg, &ms)) != DG_OK) { free(v); return st; }
         v[n++] = ms;
         total += ms;

@@ -6,6 +6,7 @@
 #ifndef DG_BENCH_TIMING_H
 #define DG_BENCH_TIMING_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include "core/backend.h"
@@ -24,9 +25,15 @@ typedef struct bench_stats {
 
 typedef dg_status (*bench_fn)(void *arg);
 
+/* Set by the CLI's SIGINT/SIGTERM handler: bench_time stops after the run
+ * under way, and the sweeps after the row under way. */
+extern volatile sig_atomic_t bench_interrupted;
+
 /* be: the backend whose work fn queues (NULL: host-only work).
  * events: time with be's events (dg_event_*); otherwise the host clock
- * with be synchronised before and after each run. */
+ * with be synchronised before and after each run. When bench_interrupted
+ * is set the statistics are those of the runs done so far (out->reps, 0 if
+ * it came during the warm-up). */
 dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
                      bench_stats *out);
 

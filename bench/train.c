@@ -4,6 +4,8 @@
 #include "train.h"
 
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,7 +16,9 @@
 #include "backends.h"
 #include "core/nn/mlp.h"
 #include "core/nn/trainer.h"
+#include "csv.h"
 #include "env.h"
+#include "options.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -40,7 +44,7 @@ static void usage(FILE *f) {
 }
 
 static int bad(const char *what, const char *arg) {
-    fprintf(stderr, "bench train: bad %s '%s' (see bench train --help)\n", what, arg);
+    fprintf(stderr, "bench train: bad %s '%.80s' (see bench train --help)\n", what, arg);
     return 2;
 }
 
@@ -71,26 +75,27 @@ int bench_train_main(int argc, char **argv) {
     dg_optim_kind kind = DG_OPTIM_ADAM;
     double lr = NAN;
     int threads = 0, c;
-    char *end;
-    optind = 1;
+    long long v;
+    optind = 0; /* glibc: start over */
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'M': if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg")) return bad("--model", optarg); model = optarg; break;
         case 'W': widths = optarg; break;
         case 'b': if (strcmp(optarg, "cpu") && strcmp(optarg, "gpu")) return bad("--backend", optarg); backend = optarg; break;
-        case 'e': o.epochs = (int)strtol(optarg, &end, 10); if (*end || o.epochs < 1 || o.epochs > 10000) return bad("--epochs", optarg); break;
-        case 'B': o.batch = (int)strtol(optarg, &end, 10); if (*end || o.batch < 1 || o.batch > 60000) return bad("--batch", optarg); break;
+        case 'e': if (!bench_parse_long(optarg, 1, 10000, &v)) return bad("--epochs (1 to 10000)", optarg); o.epochs = (int)v; break;
+        case 'B': if (!bench_parse_long(optarg, 1, 60000, &v)) return bad("--batch (1 to 60000)", optarg); o.batch = (int)v; break;
         case 'O': if (dg_optim_parse(optarg, &kind) != DG_OK) return bad("--optimizer", optarg); break;
-        case 'l': lr = strtod(optarg, &end); if (*end || !(lr > 0 && lr < 100)) return bad("--lr", optarg); break;
-        case 's': o.seed = strtoull(optarg, &end, 10); if (*end) return bad("--seed", optarg); break;
+        /* a rate that rounds to 0 or to a subnormal float would not train */
+        case 'l': if (!bench_parse_double(optarg, FLT_MIN, 99.99, &lr)) return bad("--lr (a float in (0, 100))", optarg); break;
+        case 's': if (!bench_parse_long(optarg, 0, LLONG_MAX, &v)) return bad("--seed (0 to 2^63-1)", optarg); o.seed = (uint64_t)v; break;
         case 'c': o.copy_batches = true; break;
-        case 'S': o.subset = (int)strtol(optarg, &end, 10); if (*end || o.subset < 1) return bad("--subset", optarg); break;
-        case 't': threads = (int)strtol(optarg, &end, 10); if (*end || threads < 1 || threads > 1024) return bad("--threads", optarg); break;
-        case 'd': data = optarg; break;
-        case 'o': out = optarg; break;
+        case 'S': if (!bench_parse_long(optarg, 1, INT_MAX, &v)) return bad("--subset", optarg); o.subset = (int)v; break;
+        case 't': if (!bench_parse_long(optarg, 1, 1024, &v)) return bad("--threads (1 to 1024)", optarg); threads = (int)v; break;
+        case 'd': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--data", optarg); data = optarg; break;
+        case 'o': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--out", optarg); out = optarg; break;
         case 'h': usage(stdout); return 0;
-        default: fprintf(stderr, "bench train: unknown or incomplete option '%s'\n", argv[optind - 1]); usage(stderr); return 2;
+        default: return bad("option (unknown or without its value)", argv[optind - 1]);
         }
     }
     if (optind < argc) return bad("argument", argv[optind]);
@@ -116,29 +121,38 @@ int bench_train_main(int argc, char **argv) {
         dg_dataset_free(&test);
         return 1;
     }
-    mkdir(out, 0755);
-    char path[1024], meta[4096];
-    snprintf(path, sizeof path, "%s/train-%s-%s%s.csv", out, model, backend, o.copy_batches ? "-copy" : "");
-    FILE *csv = fopen(path, "w");
-    if (!csv) {
-        fprintf(stderr, "bench train: cannot write %s: %s\n", path, strerror(errno));
+    if (mkdir(out, 0755) && errno != EEXIST) {
+        fprintf(stderr, "bench train: cannot create %s: %s\n", out, strerror(errno));
         dg_backend_free(be);
         dg_dataset_free(&train);
         dg_dataset_free(&test);
         return 1;
     }
+    char name[64], meta[4096];
+    snprintf(name, sizeof name, "train-%s-%s%s", model, backend, o.copy_batches ? "-copy" : "");
     bench_env_meta(meta, sizeof meta, threads, !strcmp(backend, "gpu") ? be : NULL);
-    fprintf(csv, "%sepoch,model,backend,optimizer,data,batch,lr,seed,train_loss,test_acc,epoch_s,total_s\n", meta);
-    epoch_out eo = {csv, model, backend, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
-                    (unsigned long long)o.seed};
-    printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g, seed %llu, data %s\n", model, widths, backend,
-           o.epochs, o.batch, dg_optim_name(kind), lr, (unsigned long long)o.seed, eo.mode);
-    dg_epoch_stats last;
-    dg_status st = dg_train(be, &o, &train, &test, on_epoch, &eo, &last);
-    fclose(csv);
-    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
-    else printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s\n", 100 * last.test_acc,
-                last.epoch, last.total_s, path);
+    /* written as NAME.csv.partial: an earlier NAME.csv is replaced only by a finished run */
+    FILE *csv = bench_csv_open(out, name, meta, "epoch,model,backend,optimizer,data,batch,lr,seed,train_loss,"
+                                                "test_acc,epoch_s,total_s");
+    dg_status st = DG_ERR_IO;
+    if (!csv) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    else {
+        epoch_out eo = {csv, model, backend, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
+                        (unsigned long long)o.seed};
+        printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g, seed %llu, data %s\n", model, widths,
+               backend, o.epochs, o.batch, dg_optim_name(kind), lr, (unsigned long long)o.seed, eo.mode);
+        dg_epoch_stats last;
+        st = dg_train(be, &o, &train, &test, on_epoch, &eo, &last);
+        if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
+        dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
+        if (fin != DG_OK) {
+            fprintf(stderr, "bench train: %s\n", dg_last_error());
+            st = fin;
+        } else if (st == DG_OK) {
+            printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s/%s.csv\n",
+                   100 * last.test_acc, last.epoch, last.total_s, out, name);
+        }
+    }
     dg_backend_free(be);
     dg_dataset_free(&train);
     dg_dataset_free(&test);

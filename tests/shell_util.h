@@ -5,10 +5,15 @@
 #define DG_TEST_SHELL_UTIL_H
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* runs `cmd` with stderr merged into stdout; its exit code; the output into
  * out (n bytes at most, NUL-terminated) when out is not NULL */
@@ -59,6 +64,40 @@ static inline void remove_dir(const char *dir) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+/* Starts argv[0] with argv, no shell in between (the arguments reach it as
+ * they are), inside folder cwd, stdout and stderr into the files out_path
+ * and err_path. */
+static inline pid_t spawn_in(const char *cwd, char *const argv[], const char *out_path, const char *err_path) {
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
+    if (pid == 0) { /* the child: only calls that are safe after fork, then exec */
+        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0 || err < 0 || chdir(cwd) || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+            _exit(126);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* the exit code of pid (128 + signal when a signal ended it); -1 when it was
+ * still running after timeout_s seconds (it is then killed) */
+static inline int wait_exit(pid_t pid, double timeout_s) {
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    for (double waited = 0; waited < timeout_s; waited += 0.02) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        cr_assert_neq(r, -1, "waitpid: %s", strerror(errno));
+        if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        nanosleep(&nap, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
 }
 
 #endif

@@ -1,0 +1,236 @@
+/* test_cli_hostile.c: the bench CLI against hostile and careless input:
+ * folder names that would be code in a shell or a gnuplot script, damaged
+ * result files, a batch larger than the data set, results that a failed run
+ * must not erase, and Ctrl-C inside a measurement. The option table is in
+ * test_cli_options.c. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "shell_util.h"
+
+static bool exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* runs the bench with args (NULL-terminated) inside cwd; its exit code, the
+ * stdout and stderr text into out and err (4 KiB each at most) */
+static int bench_in(const char *cwd, const char *const *args, char *out, char *err, double timeout_s) {
+    char *argv[32] = {DG_BENCH_PATH};
+    int n = 1;
+    for (; args[n - 1]; n++) argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    char out_path[] = "/tmp/dg-out-XXXXXX", err_path[] = "/tmp/dg-err-XXXXXX";
+    int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    cr_assert(fo >= 0 && fe >= 0, "mkstemp: %s", strerror(errno));
+    close(fo);
+    close(fe);
+    int rc = wait_exit(spawn_in(cwd, argv, out_path, err_path), timeout_s);
+    char *o = read_file(out_path), *e = read_file(err_path);
+    snprintf(out, 4096, "%s", o);
+    snprintf(err, 4096, "%s", e);
+    free(o);
+    free(e);
+    remove(out_path);
+    remove(err_path);
+    return rc;
+}
+
+/* copies the committed CPU results (ceiling, gemm, ops, mlp, autodiff) into dir */
+static void copy_cpu_results(const char *dir) {
+    static const char *const sweeps[] = {"ceiling", "gemm", "ops", "mlp"};
+    for (int i = 0; i < 4; i++) {
+        char src[512], dst[1024];
+        snprintf(src, sizeof src, "%s/reports/cpu-2core/%s.csv", DG_SOURCE_DIR, sweeps[i]);
+        snprintf(dst, sizeof dst, "%s/%s.csv", dir, sweeps[i]);
+        char *text = read_file(src);
+        write_file(dst, text);
+        free(text);
+    }
+}
+
+/* A folder name is data: quotes, $( ), backquotes, a newline and spaces
+ * reach neither a shell nor gnuplot as code, and the charts are drawn. */
+Test(bench_hostile, folder_names_are_never_code) {
+    static const char *const names[] = {"it's here", "x$(touch PWNED)", "x`touch PWNED`", "new\nline",
+                                        "q\"uo'te\\ ; touch PWNED #"};
+    char root[] = "/tmp/dg-hostile-XXXXXX";
+    tmp_dir(root);
+    bool gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char dir[512], out[4096], err[4096], path[1024];
+        snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        copy_cpu_results(dir);
+        const char *args[] = {"plot", names[i], NULL};
+        int rc = bench_in(root, args, out, err, 60);
+        cr_assert_eq(rc, 0, "bench plot on folder '%s': exit %d\n%s", names[i], rc, err);
+        snprintf(path, sizeof path, "%s/summary.md", dir);
+        cr_assert(exists(path), "no summary.md in '%s'", names[i]);
+        snprintf(path, sizeof path, "%s/gemm_time.png", dir);
+        if (gnuplot) cr_assert(exists(path), "no chart drawn in '%s': %s", names[i], err);
+    }
+    char pwned[512];
+    snprintf(pwned, sizeof pwned, "%s/PWNED", root);
+    cr_assert(!exists(pwned), "a folder name ran a command");
+    remove_dir(root);
+}
+
+/* A row cut short by a crash (no newline) is skipped with a warning and the
+ * file still drawn; a malformed row elsewhere fails that file with its name
+ * and line, the folder's other files are still drawn, and the exit is 1. */
+Test(bench_hostile, damaged_csv_files_are_named_and_the_rest_drawn) {
+    char dir[] = "/tmp/dg-damaged-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    copy_cpu_results(dir);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    FILE *f = fopen(path, "a");
+    cr_assert_not_null(f);
+    fputs("gemm,square,cpu-omp,cpu,f32,4096,40", f); /* killed in the middle of a row */
+    fclose(f);
+    const char *args[] = {"plot", dir, NULL};
+    int rc = bench_in("/tmp", args, out, err, 60);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "gemm.csv:") && strstr(err, "incomplete last line"), "%s", err);
+    cr_assert(strstr(out, "## GEMM"), "%s", out);
+
+    snprintf(path, sizeof path, "%s/ops.csv", dir);
+    char *ops = read_file(path), *row = strstr(ops, "\nsweep,");
+    cr_assert_not_null(row, "no header in ops.csv");
+    row = strchr(row + 1, '\n') + 1; /* the first data row: its m column (the 6th) becomes "z..." */
+    for (int i = 0; i < 5; i++) row = strchr(row, ',') + 1;
+    *row = 'z';
+    write_file(path, ops);
+    free(ops);
+    rc = bench_in("/tmp", args, out, err, 60);
+    cr_assert_eq(rc, 1, "a damaged ops.csv must fail the plot: exit %d\n%s", rc, err);
+    cr_assert(strstr(err, "ops.csv:") && strstr(err, "column 'm'"), "no file, line and column named: %s", err);
+    cr_assert(strstr(out, "## GEMM") && strstr(out, "## MLP"), "the other files must still be drawn:\n%s", out);
+    remove_dir(dir);
+}
+
+/* writes a tiny IDX data set: n images of side x side, labels 0..9 */
+static void tiny_data_set(const char *dir, const char *split, int n, int side) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, split);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    uint8_t head[16] = {0, 0, 8, 3, 0, 0, 0, (uint8_t)n, 0, 0, 0, (uint8_t)side, 0, 0, 0, (uint8_t)side};
+    fwrite(head, 1, sizeof head, f);
+    for (int i = 0; i < n * side * side; i++) fputc(i % 251, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, split);
+    f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    uint8_t lhead[8] = {0, 0, 8, 1, 0, 0, 0, (uint8_t)n};
+    fwrite(lhead, 1, sizeof lhead, f);
+    for (int i = 0; i < n; i++) fputc(i % 10, f);
+    fclose(f);
+}
+
+/* The train sweep reads the first batch of the data set: a batch larger
+ * than the data set, or images of another size than the model's input,
+ * give a skipped row (under ASan this caught the heap overflow). */
+Test(bench_hostile, train_sweep_batch_larger_than_the_data_set_is_skipped) {
+    char dir[] = "/tmp/dg-tiny-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    tiny_data_set(dir, "train", 20, 28);
+    tiny_data_set(dir, "t10k", 10, 28);
+    snprintf(path, sizeof path, "%s/res", dir);
+    const char *args[] = {"--sweep", "train", "--backends", "cpu", "--sizes", "64,65536", "--data", dir, "--out", path,
+                          NULL};
+    int rc = bench_in("/tmp", args, out, err, 120);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "skipped: the data set has 20 images"), "%s", err);
+    snprintf(path, sizeof path, "%s/res/train.csv", dir);
+    char *csv = read_file(path);
+    cr_assert(strstr(csv, "train,logreg,cpu,cpu,f32,65536,") && strstr(csv, ",skipped\n"), "%s", csv);
+    cr_assert_null(strstr(csv, ",ok\n"), "no batch fits 20 images: %s", csv);
+    free(csv);
+
+    tiny_data_set(dir, "train", 20, 10); /* 100 pixels, the models want 784 */
+    snprintf(path, sizeof path, "%s/res", dir);
+    const char *small[] = {"--sweep", "train", "--backends", "cpu", "--sizes", "8", "--data", dir, "--out", path, NULL};
+    rc = bench_in("/tmp", small, out, err, 120);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "images of 10x10"), "%s", err);
+    remove_dir(dir);
+}
+
+/* bench train checks every option and opens everything before it writes;
+ * a run that fails leaves an earlier result as it was. */
+Test(bench_hostile, a_failed_train_run_keeps_the_earlier_csv) {
+    char dir[] = "/tmp/dg-keep-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/train-mlp-cpu.csv", dir);
+    write_file(path, "# an earlier run\nepoch,model\n1,mlp\n");
+    const char *bad_opt[] = {"train", "--out", dir, "--epochs", "0", NULL};
+    cr_assert_eq(bench_in("/tmp", bad_opt, out, err, 30), 2, "%s", err);
+    const char *no_data[] = {"train", "--out", dir, "--data", "/nonexistent", NULL};
+    cr_assert_eq(bench_in("/tmp", no_data, out, err, 30), 1, "%s", err);
+    char *kept = read_file(path);
+    cr_assert_str_eq(kept, "# an earlier run\nepoch,model\n1,mlp\n");
+    free(kept);
+    remove_dir(dir);
+}
+
+/* The same sweep twice would write its CSV twice, the second run erasing
+ * the first: refused before anything runs. */
+Test(bench_hostile, a_sweep_given_twice_is_refused) {
+    char out[4096], err[4096];
+    const char *args[] = {"--sweep", "ops,gemm,ops", "--out", "/nonexistent/never", NULL};
+    cr_assert_eq(bench_in("/tmp", args, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "'ops' given twice"), "%s", err);
+}
+
+/* The first size of a GEMM sweep is predicted like the others: 30000^3 is
+ * skipped (memory or --cpu-cap) before its 11 GB are allocated. */
+Test(bench_hostile, a_huge_first_gemm_size_is_skipped_before_allocation) {
+    char dir[] = "/tmp/dg-huge-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    const char *args[] = {"--sweep", "gemm", "--backends", "cpu", "--sizes", "30000", "--out", dir, NULL};
+    double t0 = (double)time(NULL);
+    int rc = bench_in("/tmp", args, out, err, 120);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert_lt((double)time(NULL) - t0, 60, "took too long: the matrices were made");
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    char *csv = read_file(path);
+    cr_assert(strstr(csv, "gemm,square,cpu-omp,cpu,f32,30000,30000,30000,") &&
+                  strstr(csv, "gemm,square,cpu-openblas,cpu,f32,30000,"), "%s", csv);
+    cr_assert_null(strstr(csv, ",ok\n"), "%s", csv);
+    free(csv);
+    cr_assert(strstr(err, "skipped, predicted") || strstr(err, "skipped, needs"), "%s", err);
+    remove_dir(dir);
+}
+
+/* Ctrl-C during a measurement that would run for an hour: the row is
+ * finished with the runs done so far, the summary drawn, exit 130. SIGTERM
+ * the same. */
+static void interrupt_after(int sig) {
+    char dir[] = "/tmp/dg-int-XXXXXX", path[1024];
+    tmp_dir(dir);
+    char *argv[] = {DG_BENCH_PATH, "--sweep", "gemm", "--backends", "cpu", "--sizes", "64", "--reps", "100000",
+                    "--min-time", "3600", "--out", dir, NULL};
+    char out_path[512], err_path[512];
+    snprintf(out_path, sizeof out_path, "%s.out", dir);
+    snprintf(err_path, sizeof err_path, "%s.err", dir);
+    pid_t pid = spawn_in("/tmp", argv, out_path, err_path);
+    struct timespec two = {2, 0};
+    nanosleep(&two, NULL);
+    kill(pid, sig);
+    int rc = wait_exit(pid, 30);
+    char *err = read_file(err_path);
+    cr_assert_eq(rc, 130, "signal %d: exit %d (-1: still running 30 s later)\n%s", sig, rc, err);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    char *csv = read_file(path);
+    cr_assert(strstr(csv, "gemm,square,cpu-naive,cpu,f32,64,64,64,"), "the row under way is lost:\n%s\n%s", csv, err);
+    free(csv);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    cr_assert(exists(path), "no summary after signal %d", sig);
+    free(err);
+    remove(out_path);
+    remove(err_path);
+    remove_dir(dir);
+}
+
+Test(bench_hostile, ctrl_c_inside_a_measurement_keeps_the_row) { interrupt_after(SIGINT); }
+Test(bench_hostile, sigterm_writes_the_rows_and_the_summary) { interrupt_after(SIGTERM); }
