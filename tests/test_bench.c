@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "csv.h"
+#include "gnuplot.h"
 #include "shell_util.h"
 #include "test_util.h"
 #include "timing.h"
@@ -199,4 +200,36 @@ Test(bench_plot, reproduces_the_committed_summaries) {
         free(got);
         remove_dir(dir);
     }
+}
+
+/* Titles reach gnuplot as single-quoted strings: a quote, backquotes, a
+ * macro, a newline and a shell command stay text, and gnuplot accepts the
+ * script. */
+Test(bench_plot, hostile_titles_are_quoted_for_gnuplot) {
+    static const char *const titles[] = {"it's", "`touch PWNED`", "@cmd", "two\nlines", "x' ; system('touch PWNED') ; '"};
+    char dir[] = "/tmp/dg-quote-XXXXXX", path[512];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/t.gp", dir);
+    FILE *g = fopen(path, "w");
+    cr_assert_not_null(g);
+    fprintf(g, "cmd = \"system('touch PWNED')\"\nset terminal dumb\nset output 'out.txt'\n");
+    for (size_t i = 0; i < sizeof titles / sizeof *titles; i++) {
+        fprintf(g, "set title ");
+        bench_gnuplot_quote(g, titles[i]);
+        fprintf(g, "\n");
+    }
+    fprintf(g, "plot x title ");
+    bench_gnuplot_quote(g, titles[0]);
+    fprintf(g, "\n");
+    fclose(g);
+    char *script = read_file(path);
+    cr_assert(strstr(script, "set title 'it''s'\n") && strstr(script, "set title 'two?lines'\n"), "%s", script);
+    free(script);
+    if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+        char cmd[1024], out[4096];
+        snprintf(cmd, sizeof cmd, "cd %s && gnuplot t.gp && ls", dir);
+        cr_assert_eq(sh(cmd, out, sizeof out), 0, "gnuplot refused the quoted titles: %s", out);
+        cr_assert_null(strstr(out, "PWNED"), "a title ran a command: %s", out);
+    }
+    remove_dir(dir);
 }

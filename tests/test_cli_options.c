@@ -1,0 +1,111 @@
+/* test_cli_options.c: every option of every bench subcommand with empty,
+ * negative, zero, huge, non-numeric and overlong values. Each must exit 2
+ * with a message on stderr, print nothing on stdout and write nothing: the
+ * result folder named by --out is never created. */
+#include <sys/stat.h>
+
+#include "shell_util.h"
+
+/* one bad command line: the subcommand's words, the option and its value */
+typedef struct bad_case { const char *sub, *opt, *value; } bad_case;
+
+#define LONG_VALUE "L" /* replaced by a value of 2000 characters */
+/* 57 valid sizes in 512 characters: cut at 511, still a valid list */
+#define LONG_SIZES "11111111,11111111,11111111,11111111,11111111,11111111,11111111,11111111," \
+    "11111111,11111111,11111111,11111111,11111111,11111111,11111111,11111111," \
+    "11111111,11111111,11111111,11111111,11111111,11111111,11111111,11111111," \
+    "11111111,11111111,11111111,11111111,11111111,11111111,11111111,11111111," \
+    "11111111,11111111,11111111,11111111,11111111,11111111,11111111,11111111," \
+    "11111111,11111111,11111111,11111111,11111111,11111111,11111111,11111111," \
+    "11111111,11111111,11111111,11111111,11111111,11111111,11111111,11111111," \
+    "11111111"
+
+static const bad_case cases[] = {
+    /* bench [options] */
+    {NULL, "--sweep", ""}, {NULL, "--sweep", "nope"}, {NULL, "--sweep", "gemm,"}, {NULL, "--sweep", "gemm,gemm"},
+    {NULL, "--sweep", LONG_VALUE},
+    {NULL, "--backends", ""}, {NULL, "--backends", "tpu"}, {NULL, "--backends", "cpu,"}, {NULL, "--backends", LONG_VALUE},
+    {NULL, "--sizes", ""}, {NULL, "--sizes", "-1"}, {NULL, "--sizes", "0"}, {NULL, "--sizes", "2000000000"},
+    {NULL, "--sizes", "99999999999999999999"}, {NULL, "--sizes", "abc"}, {NULL, "--sizes", "64,,128"},
+    {NULL, "--sizes", "128:64"}, {NULL, "--sizes", "1:"}, {NULL, "--sizes", " 64"}, {NULL, "--sizes", LONG_VALUE},
+    {NULL, "--sizes", LONG_SIZES},
+    {NULL, "--threads", ""}, {NULL, "--threads", "-1"}, {NULL, "--threads", "0"}, {NULL, "--threads", "1025"},
+    {NULL, "--threads", "4294967297"}, {NULL, "--threads", "four"}, {NULL, "--threads", "+4"}, {NULL, "--threads", LONG_VALUE},
+    {NULL, "--reps", ""}, {NULL, "--reps", "-1"}, {NULL, "--reps", "0"}, {NULL, "--reps", "1e9"}, {NULL, "--reps", "x"},
+    {NULL, "--warmup", ""}, {NULL, "--warmup", "-1"}, {NULL, "--warmup", "1001"}, {NULL, "--warmup", "2.5"},
+    {NULL, "--min-time", ""}, {NULL, "--min-time", "-1"}, {NULL, "--min-time", "3601"}, {NULL, "--min-time", "1e400"},
+    {NULL, "--min-time", "nan"}, {NULL, "--min-time", "inf"}, {NULL, "--min-time", "0.1s"},
+    {NULL, "--cpu-cap", ""}, {NULL, "--cpu-cap", "-1"}, {NULL, "--cpu-cap", "0"}, {NULL, "--cpu-cap", "1e-300"},
+    {NULL, "--cpu-cap", "inf"}, {NULL, "--cpu-cap", "abc"},
+    {NULL, "--out", ""}, {NULL, "--out", LONG_VALUE}, {NULL, "--data", ""}, {NULL, "--data", LONG_VALUE},
+    {NULL, "--nope", NULL}, {NULL, "--reps", NULL /* no value */}, {NULL, "extra", NULL},
+    /* bench train [options] */
+    {"train", "--model", ""}, {"train", "--model", "cnn"}, {"train", "--widths", ""}, {"train", "--widths", "784"},
+    {"train", "--widths", "784-0-10"}, {"train", "--widths", "784--10"}, {"train", "--widths", "784-x-10"},
+    {"train", "--widths", "784-99999999999-10"}, {"train", "--widths", LONG_VALUE},
+    {"train", "--backend", ""}, {"train", "--backend", "tpu"},
+    {"train", "--epochs", ""}, {"train", "--epochs", "-1"}, {"train", "--epochs", "0"},
+    {"train", "--epochs", "4294967297"}, {"train", "--epochs", "ten"},
+    {"train", "--batch", ""}, {"train", "--batch", "-1"}, {"train", "--batch", "0"}, {"train", "--batch", "60001"},
+    {"train", "--batch", "4294967424"}, {"train", "--batch", "1e3"},
+    {"train", "--optimizer", ""}, {"train", "--optimizer", "rmsprop"},
+    {"train", "--lr", ""}, {"train", "--lr", "-1"}, {"train", "--lr", "0"}, {"train", "--lr", "1e-300"},
+    {"train", "--lr", "100"}, {"train", "--lr", "nan"}, {"train", "--lr", "fast"},
+    {"train", "--seed", ""}, {"train", "--seed", "-1"}, {"train", "--seed", "99999999999999999999"},
+    {"train", "--seed", "0x"}, {"train", "--seed", " 1"},
+    {"train", "--subset", ""}, {"train", "--subset", "0"}, {"train", "--subset", "-5"},
+    {"train", "--subset", "4294967297"},
+    {"train", "--threads", ""}, {"train", "--threads", "0"}, {"train", "--threads", "4294967297"},
+    {"train", "--data", ""}, {"train", "--data", LONG_VALUE}, {"train", "--out", ""}, {"train", "--out", LONG_VALUE},
+    {"train", "--nope", NULL}, {"train", "--epochs", NULL}, {"train", "extra", NULL},
+    /* bench plot / compare: the folder count */
+    {"plot", NULL, NULL}, {"compare", "onlyone", NULL},
+};
+
+Test(bench_cli_table, every_bad_value_is_a_usage_error_that_writes_nothing) {
+    char root[] = "/tmp/dg-opts-XXXXXX", never[512], long_value[2001];
+    tmp_dir(root);
+    snprintf(never, sizeof never, "%s/never", root);
+    memset(long_value, '7', sizeof long_value - 1);
+    long_value[sizeof long_value - 1] = '\0';
+    char out_path[512], err_path[512];
+    snprintf(out_path, sizeof out_path, "%s.out", root);
+    snprintf(err_path, sizeof err_path, "%s.err", root);
+    int n_cases = (int)(sizeof cases / sizeof *cases);
+    for (int i = 0; i < n_cases; i++) {
+        const bad_case *c = &cases[i];
+        char *argv[12];
+        int n = 0;
+        argv[n++] = DG_BENCH_PATH;
+        if (c->sub) argv[n++] = (char *)c->sub;
+        bool takes_out = !c->sub || !strcmp(c->sub, "train");
+        /* the folder that must not appear, unless --out itself is the case */
+        if (takes_out && (!c->opt || strcmp(c->opt, "--out"))) { argv[n++] = "--out"; argv[n++] = never; }
+        if (c->opt) argv[n++] = (char *)c->opt;
+        if (c->value) argv[n++] = !strcmp(c->value, LONG_VALUE) ? long_value : (char *)c->value;
+        argv[n] = NULL;
+        int rc = wait_exit(spawn_in(root, argv, out_path, err_path), 60);
+        char *out = read_file(out_path), *err = read_file(err_path);
+        const char *shown = c->value && !strcmp(c->value, LONG_VALUE) ? "<2000 characters>" : c->value;
+        cr_expect_eq(rc, 2, "bench %s %s '%s': exit %d, not 2\n%s", c->sub ? c->sub : "", c->opt ? c->opt : "",
+                     shown ? shown : "(none)", rc, err);
+        cr_expect(strlen(err) > 10 && strstr(err, "bench"), "bench %s %s '%s': no message on stderr",
+                  c->sub ? c->sub : "", c->opt ? c->opt : "", shown ? shown : "(none)");
+        cr_expect_eq(strlen(out), 0, "bench %s %s '%s': printed on stdout: %s", c->sub ? c->sub : "",
+                     c->opt ? c->opt : "", shown ? shown : "(none)", out);
+        cr_expect_neq(access(never, F_OK), 0, "bench %s %s '%s': created the result folder", c->sub ? c->sub : "",
+                      c->opt ? c->opt : "", shown ? shown : "(none)");
+        rmdir(never);
+        /* nothing else appeared where it ran */
+        char cmd[1024], listing[256];
+        snprintf(cmd, sizeof cmd, "ls -A '%s'", root);
+        sh(cmd, listing, sizeof listing);
+        cr_expect_str_empty(listing, "bench %s %s: wrote into its working folder: %s", c->sub ? c->sub : "",
+                            c->opt ? c->opt : "", listing);
+        free(out);
+        free(err);
+    }
+    remove(out_path);
+    remove(err_path);
+    remove_dir(root);
+}
