@@ -1,8 +1,9 @@
 /* attrs.h: op attributes, one struct per op family, stored in a node's
  * opaque attribute block (dg_node.attr) and read only through these typed
  * accessors. An op's row in the op table (ops.c) names its family; the
- * accessors check it, so a kernel reading the wrong family fails loudly in
- * a debug build instead of reading garbage.
+ * readers check it, so reading the wrong family (or a NULL node) gives a
+ * zeroed struct and sets the last error instead of reading garbage; the
+ * builders' setters assert it, since only the core calls them.
  *
  * Adding a family: its struct, a DG_ATTR_* kind in ops.h, and one
  * DG__ATTR_ACCESSORS line below; no other op's attributes change. */
@@ -39,13 +40,24 @@ typedef struct dg_attr_optim { float lr, beta1, beta2, eps; } dg_attr_optim;
 /* side_output: which of its owner's side outputs this node is */
 typedef struct dg_attr_side { int index; } dg_attr_side;
 
+/* Internal: whether n's op carries the attribute family `kind`; sets the
+ * last error when it does not. */
+static inline bool dg__attr_family_is(const dg_node *n, dg_attr_kind kind, const char *fam) {
+    const dg_op_info *info = n ? dg_op_info_get(n->op) : NULL;
+    if (info && info->attr == kind) return true;
+    if (!n) dg__fail(DG_ERR_INVALID, "dg_attr_%s_of: NULL node", fam);
+    else dg__fail(DG_ERR_INVALID, "dg_attr_%s_of: node '%s' (%s) has no %s attributes", fam, n->name,
+                  dg_op_name(n->op), fam);
+    return false;
+}
+
 /* dg_attr_<fam>_of(node) -> the struct; dg__attr_<fam>_set(node, value) */
 #define DG__ATTR_ACCESSORS(fam, KIND)                                                         \
     static_assert(sizeof(dg_attr_##fam) <= DG_ATTR_BYTES, "attributes exceed DG_ATTR_BYTES"); \
     static inline dg_attr_##fam dg_attr_##fam##_of(const dg_node *n) {                       \
-        assert(dg_op_info_get(n->op)->attr == KIND);                                          \
         dg_attr_##fam a;                                                                      \
-        memcpy(&a, n->attr, sizeof a);                                                        \
+        memset(&a, 0, sizeof a);                                                              \
+        if (dg__attr_family_is(n, KIND, #fam)) memcpy(&a, n->attr, sizeof a);                 \
         return a;                                                                             \
     }                                                                                         \
     static inline void dg__attr_##fam##_set(dg_node *n, dg_attr_##fam a) {                    \
@@ -60,10 +72,11 @@ DG__ATTR_ACCESSORS(reduce, DG_ATTR_REDUCE)
 DG__ATTR_ACCESSORS(optim, DG_ATTR_OPTIM)
 DG__ATTR_ACCESSORS(side, DG_ATTR_SIDE)
 
-/* The scalar of a node whose op has one, 0 for the others: lets one
- * elementwise kernel serve neg, exp, ... and the scalar ops alike. */
+/* The scalar of a node whose op has one, 0 for the others (and NULL): lets
+ * one elementwise kernel serve neg, exp, ... and the scalar ops alike. */
 static inline float dg_attr_scalar_or0(const dg_node *n) {
-    return dg_op_info_get(n->op)->attr == DG_ATTR_SCALAR ? dg_attr_scalar_of(n).value : 0.0f;
+    const dg_op_info *info = n ? dg_op_info_get(n->op) : NULL;
+    return info && info->attr == DG_ATTR_SCALAR ? dg_attr_scalar_of(n).value : 0.0f;
 }
 
 #ifdef __cplusplus

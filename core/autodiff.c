@@ -154,10 +154,30 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     return dg_graph_status(g);
 }
 
+/* The checks that need no graph work: a refused call leaves g as it was. A
+ * foreign node's id would index this graph's gradients: the gradient of an
+ * unrelated node would come back as if it were the one asked for. */
+static dg_status check_args(const dg_graph *g, const dg_node *loss, dg_node *const *wrt, int n,
+                            dg_node *const *grads) {
+    if (!g || !loss) return dg__fail(DG_ERR_INVALID, "dg_grad: NULL %s", g ? "loss" : "graph");
+    if (n < 0) return dg__fail(DG_ERR_INVALID, "dg_grad: n is %d, < 0", n);
+    if (n > 0 && (!wrt || !grads)) return dg__fail(DG_ERR_INVALID, "dg_grad: NULL wrt or grads for %d nodes", n);
+    if (!dg__graph_owns(g, loss))
+        return dg__fail(DG_ERR_INVALID, "dg_grad: loss '%s' is not a node of this graph", loss->name);
+    for (int i = 0; i < n; i++) {
+        if (!wrt[i]) return dg__fail(DG_ERR_INVALID, "dg_grad: wrt[%d] is NULL", i);
+        if (!dg__graph_owns(g, wrt[i]))
+            return dg__fail(DG_ERR_INVALID, "dg_grad: wrt[%d] ('%s') is not a node of this graph", i, wrt[i]->name);
+        if (wrt[i]->dtype != DG_F32)
+            return dg__fail(DG_ERR_INVALID, "dg_grad: cannot differentiate with respect to int32 '%s'", wrt[i]->name);
+    }
+    return DG_OK;
+}
+
 dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads) {
-    if (!g || !loss || (n > 0 && (!wrt || !grads)))
-        return dg__fail(DG_ERR_INVALID, "dg_grad: NULL argument");
-    if (dg_graph_status(g) != DG_OK) return dg_graph_status(g);
+    dg_status st = check_args(g, loss, wrt, n, grads);
+    if (st != DG_OK) return st;
+    if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "dg_grad");
     if (dg_node_numel(loss) != 1 || loss->dtype != DG_F32) {
         char b[96];
         dg__graph_fail(g, DG_ERR_SHAPE, "dg_grad: loss '%s' must be one float32 element, has shape %s",
@@ -167,20 +187,13 @@ dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_nod
     int top = loss->id + 1;
     bool *needs = calloc((size_t)top, sizeof *needs);
     dg_node **grad = calloc((size_t)top, sizeof *grad);
-    dg_status st = DG_OK;
     if (!needs || !grad) {
         st = dg__fail(DG_ERR_OOM, "dg_grad: out of memory");
         goto done;
     }
     /* needs[x]: x depends on some wrt node, so a gradient must flow into it */
-    for (int i = 0; i < n; i++) {
-        if (!wrt[i] || wrt[i]->id >= top) continue;
-        if (wrt[i]->dtype != DG_F32) {
-            st = dg__fail(DG_ERR_INVALID, "dg_grad: cannot differentiate with respect to int32 '%s'", wrt[i]->name);
-            goto done;
-        }
-        needs[wrt[i]->id] = true;
-    }
+    for (int i = 0; i < n; i++)
+        if (wrt[i]->id < top) needs[wrt[i]->id] = true;
     for (int id = 0; id < top; id++) {
         dg_node *x = dg_graph_node(g, id);
         for (int j = 0; j < x->n_in && !needs[id]; j++) needs[id] = needs[x->in[j]->id];
@@ -192,7 +205,7 @@ dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_nod
     }
     if (st == DG_OK) st = dg_graph_status(g);
     for (int i = 0; i < n && st == DG_OK; i++) {
-        dg_node *d = wrt[i] && wrt[i]->id < top ? grad[wrt[i]->id] : NULL;
+        dg_node *d = wrt[i]->id < top ? grad[wrt[i]->id] : NULL;
         grads[i] = d ? d : dg_const(g, "zero_grad", wrt[i]->shape, 0.0f);
         if (!grads[i]) st = dg_graph_status(g);
     }

@@ -1,4 +1,9 @@
-/* autodiff.h: symbolic reverse mode and optimizer updates as graph nodes. */
+/* autodiff.h: symbolic reverse mode and optimizer updates as graph nodes.
+ *
+ * Both builders check their arguments before adding any node: a NULL
+ * argument, n < 0, a node of another graph or an unknown optimizer kind is
+ * refused with DG_ERR_INVALID and a message, and g is left as it was. On a
+ * graph already in an error state they return its status and first error. */
 #ifndef DG_AUTODIFF_H
 #define DG_AUTODIFF_H
 
@@ -12,7 +17,8 @@ extern "C" {
  * grads[i]. `loss` must be a float32 tensor of one element. Contributions of
  * a node used several times are summed; gradients of broadcast operands are
  * summed back to the operand's shape. A wrt node that does not influence the
- * loss gets a constant zero gradient. */
+ * loss gets a constant zero gradient. Every wrt[i] must be a float32 node of
+ * g. */
 dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads);
 
 typedef enum dg_optim_kind { DG_OPTIM_SGD, DG_OPTIM_MOMENTUM, DG_OPTIM_ADAM } dg_optim_kind;
@@ -28,7 +34,7 @@ typedef struct dg_optim {
 dg_optim dg_optim_default(dg_optim_kind kind, float lr);
 /* "sgd" | "momentum" | "adam" -> kind; DG_ERR_INVALID otherwise. */
 dg_status dg_optim_parse(const char *name, dg_optim_kind *kind);
-const char *dg_optim_name(dg_optim_kind kind);
+const char *dg_optim_name(dg_optim_kind kind);   /* "?" for an unknown kind */
 
 /* Appends one update node per parameter (plus the optimizer's state leaves,
  * zero-initialised). Each update writes its parameter in place; running a

@@ -21,6 +21,18 @@ dg_backend *dg__backend_new(const dg_backend_i *iface, void *ctx) {
     return be;
 }
 
+static dg_status null_arg(const char *fn, const char *what) {
+    return dg__fail(DG_ERR_INVALID, "%s: NULL %s", fn, what);
+}
+
+/* A copy may name NULL buffers only when it copies nothing (and then does
+ * not reach the backend: memcpy forbids NULL even for 0 bytes). */
+static dg_status check_copy(const char *fn, const dg_backend *be, const void *dst, const void *src, size_t bytes) {
+    if (!be) return null_arg(fn, "backend");
+    if (bytes && (!dst || !src)) return null_arg(fn, dst ? "source" : "destination");
+    return DG_OK;
+}
+
 const char *dg_backend_name(const dg_backend *be) { return be ? be->iface->name(be) : "none"; }
 
 void dg_backend_free(dg_backend *be) {
@@ -28,6 +40,7 @@ void dg_backend_free(dg_backend *be) {
 }
 
 dg_status dg_backend_alloc(dg_backend *be, size_t bytes, void **out) {
+    if (!be || !out) return null_arg("dg_backend_alloc", be ? "out" : "backend");
     *out = NULL;
     if (be->fail_alloc_in > 0 && --be->fail_alloc_in == 0)
         return dg__fail(DG_ERR_OOM, "%s: allocation of %zu bytes failed (injected by a test)",
@@ -42,27 +55,49 @@ void dg_backend_release(dg_backend *be, void *ptr) {
 }
 
 dg_status dg_backend_upload(dg_backend *be, void *dst, const void *src, size_t bytes) {
-    return be->iface->upload(be, dst, src, bytes);
+    dg_status st = check_copy("dg_backend_upload", be, dst, src, bytes);
+    return st != DG_OK || !bytes ? st : be->iface->upload(be, dst, src, bytes);
 }
 
 dg_status dg_backend_download(dg_backend *be, void *dst, const void *src, size_t bytes) {
-    return be->iface->download(be, dst, src, bytes);
+    dg_status st = check_copy("dg_backend_download", be, dst, src, bytes);
+    return st != DG_OK || !bytes ? st : be->iface->download(be, dst, src, bytes);
 }
 
 dg_status dg_backend_sync(dg_backend *be) {
+    if (!be) return null_arg("dg_backend_sync", "backend");
     return be->iface->sync ? be->iface->sync(be) : DG_OK;
 }
 
-bool dg_backend_supports(const dg_backend *be, const dg_node *n) { return be->iface->supports(be, n); }
+bool dg_backend_supports(const dg_backend *be, const dg_node *n) {
+    if (!be || !n) {
+        null_arg("dg_backend_supports", be ? "node" : "backend");
+        return false;
+    }
+    return be->iface->supports(be, n);
+}
 
-dg_status dg_backend_compute(dg_backend *be, const dg_step *s) { return be->iface->compute(be, s); }
+/* Kernels switch on the step's op and read its buffers without checks. */
+dg_status dg_backend_compute(dg_backend *be, const dg_step *s) {
+    if (!be || !s || !s->node) return null_arg("dg_backend_compute", !be ? "backend" : !s ? "step" : "step node");
+    if (!dg_op_info_get(s->node->op))
+        return dg__fail(DG_ERR_INVALID, "dg_backend_compute: node '%s' has unknown op %d", s->node->name,
+                        (int)s->node->op);
+    return be->iface->compute(be, s);
+}
 
-size_t dg_backend_n_allocs(const dg_backend *be) { return be->n_allocs; }
+size_t dg_backend_n_allocs(const dg_backend *be) { return be ? be->n_allocs : 0; }
 
-void dg_backend_fail_alloc_after(dg_backend *be, int n) { be->fail_alloc_in = n > 0 ? n : 0; }
+void dg_backend_fail_alloc_after(dg_backend *be, int n) {
+    if (be) be->fail_alloc_in = n > 0 ? n : 0;
+}
 
 dg_status dg_backend_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
                                  size_t row_bytes) {
+    if (!be) return null_arg("dg_backend_gather_rows", "backend");
+    if (n < 0) return dg__fail(DG_ERR_INVALID, "dg_backend_gather_rows: n is %d, < 0", n);
+    if (n > 0 && (!dst || !src || !idx))
+        return null_arg("dg_backend_gather_rows", !dst ? "destination" : !src ? "source" : "indices");
     if (!be->iface->gather_rows)
         return dg__fail(DG_ERR_UNSUPPORTED, "%s backend cannot gather rows", dg_backend_name(be));
     return be->iface->gather_rows(be, dst, src, idx, n, row_bytes);
@@ -85,6 +120,7 @@ static double now_ms(void) {
 static bool has_events(const dg_backend *be) { return be->iface->event_new != NULL; }
 
 dg_status dg_event_new(dg_backend *be, dg_event **out) {
+    if (!be || !out) return null_arg("dg_event_new", be ? "out" : "backend");
     *out = NULL;
     dg_event *ev = calloc(1, sizeof *ev);
     if (!ev) return dg__fail(DG_ERR_OOM, "out of memory for an event");
@@ -107,6 +143,7 @@ void dg_event_free(dg_event *ev) {
 }
 
 dg_status dg_event_record(dg_event *ev) {
+    if (!ev) return null_arg("dg_event_record", "event");
     if (ev->dev) return ev->be->iface->event_record(ev->be, ev->dev);
     dg_status st = dg_backend_sync(ev->be);
     ev->t_ms = now_ms();
@@ -114,6 +151,7 @@ dg_status dg_event_record(dg_event *ev) {
 }
 
 dg_status dg_event_elapsed(const dg_event *start, const dg_event *stop, double *ms) {
+    if (!start || !stop || !ms) return null_arg("dg_event_elapsed", !start ? "start" : !stop ? "stop" : "ms");
     if (start->be != stop->be) return dg__fail(DG_ERR_INVALID, "dg_event_elapsed: events of two backends");
     if (start->dev) return start->be->iface->event_elapsed(start->be, start->dev, stop->dev, ms);
     *ms = stop->t_ms - start->t_ms;

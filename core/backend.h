@@ -1,7 +1,13 @@
 /* backend.h: what a user of a backend sees (cpu_backend/, gpu_backend/):
  * memory, copies, running one step, and timing events. The struct behind
  * dg_backend and its function table are for backend writers only
- * (backend_impl.h). */
+ * (backend_impl.h).
+ *
+ * A NULL backend, event or buffer (where bytes are to be copied), or a
+ * negative count is refused with DG_ERR_INVALID and a message; the calls
+ * that return no status then return "none", false or 0 and set the last
+ * error where they can. Device pointers themselves cannot be checked:
+ * they must come from dg_backend_alloc or a plan. */
 #ifndef DG_BACKEND_H
 #define DG_BACKEND_H
 
@@ -51,7 +57,8 @@ dg_status   dg_backend_compute(dg_backend *be, const dg_step *s);
 dg_status   dg_backend_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
                                    size_t row_bytes);
 size_t      dg_backend_n_allocs(const dg_backend *be);
-/* Tests: the n-th next allocation fails with DG_ERR_OOM (n <= 0: none). */
+/* Tests: the n-th next allocation fails with DG_ERR_OOM (n <= 0: none);
+ * nothing for a NULL backend. */
 void        dg_backend_fail_alloc_after(dg_backend *be, int n);
 
 /* Timing: record two events around queued work, then ask the time between

@@ -13,10 +13,13 @@ struct dg_graph {
     dg_node **nodes;
     int       n, cap;
     dg_status status;
+    char      msg[768];  /* the first error's message */
 };
 
 dg_graph *dg_graph_new(void) {
-    return calloc(1, sizeof(dg_graph));
+    dg_graph *g = calloc(1, sizeof(dg_graph));
+    if (!g) dg__fail(DG_ERR_OOM, "dg_graph_new: out of memory");
+    return g;
 }
 
 void dg_graph_free(dg_graph *g) {
@@ -26,10 +29,38 @@ void dg_graph_free(dg_graph *g) {
     free(g);
 }
 
-dg_status dg_graph_status(const dg_graph *g) { return g ? g->status : DG_ERR_INVALID; }
-int dg_graph_size(const dg_graph *g) { return g->n; }
+dg_status dg_graph_status(const dg_graph *g) {
+    if (!g) return dg__fail(DG_ERR_INVALID, "dg_graph_status: NULL graph");
+    /* the thread's last error may have moved on since the graph failed */
+    return g->status == DG_OK ? DG_OK : dg__fail(g->status, "%s", g->msg);
+}
+
+int dg_graph_size(const dg_graph *g) {
+    if (!g) {
+        dg__fail(DG_ERR_INVALID, "dg_graph_size: NULL graph");
+        return -1;
+    }
+    return g->n;
+}
+
 dg_node *dg_graph_node(const dg_graph *g, int id) {
-    return id >= 0 && id < g->n ? g->nodes[id] : NULL;
+    if (!g) {
+        dg__fail(DG_ERR_INVALID, "dg_graph_node: NULL graph");
+        return NULL;
+    }
+    if (id < 0 || id >= g->n) {
+        dg__fail(DG_ERR_INVALID, "dg_graph_node: no node %d in a graph of %d", id, g->n);
+        return NULL;
+    }
+    return g->nodes[id];
+}
+
+bool dg__graph_owns(const dg_graph *g, const dg_node *n) {
+    return g && n && n->id >= 0 && n->id < g->n && g->nodes[n->id] == n;
+}
+
+dg_status dg__graph_refuse(const dg_graph *g, const char *who) {
+    return dg__fail(g->status, "%s: the graph is in an error state: %s", who, g->msg);
 }
 
 dg_node *dg__graph_fail(dg_graph *g, dg_status s, const char *fmt, ...) {
@@ -38,8 +69,11 @@ dg_node *dg__graph_fail(dg_graph *g, dg_status s, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (g && g->status == DG_OK) { /* keep the first error: later ones follow from it */
+    if (!g) {
+        dg__fail(s, "%s", msg);
+    } else if (g->status == DG_OK) { /* keep the first error: later ones follow from it */
         g->status = s;
+        snprintf(g->msg, sizeof g->msg, "%s", msg);
         dg__fail(s, "%s", msg);
     }
     return NULL;
@@ -47,20 +81,41 @@ dg_node *dg__graph_fail(dg_graph *g, dg_status s, const char *fmt, ...) {
 
 /* ---- shapes ---- */
 
+#define DIMS_STR_(x) #x
+#define DIMS_STR(x)  DIMS_STR_(x)
+
+static bool ndim_valid(int ndim) { return ndim >= 1 && ndim <= DG_MAX_DIMS; }
+
 int64_t dg_shape_numel(dg_shape s) {
+    if (!ndim_valid(s.ndim)) {
+        dg__fail(DG_ERR_SHAPE, "shape of %d dims (1 to %d)", s.ndim, DG_MAX_DIMS);
+        return -1;
+    }
     int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++) n *= s.d[i];
+    for (int i = 0; i < s.ndim; i++) {
+        if (s.d[i] < 0 || __builtin_mul_overflow(n, s.d[i], &n)) {
+            char b[96];
+            dg__fail(DG_ERR_SHAPE, "shape %s: %s", dg_shape_str(s, b, sizeof b),
+                     s.d[i] < 0 ? "a negative dimension" : "more elements than int64 holds");
+            return -1;
+        }
+    }
     return n;
 }
 
 bool dg_shape_eq(dg_shape a, dg_shape b) {
-    if (a.ndim != b.ndim) return false;
+    if (a.ndim != b.ndim || !ndim_valid(a.ndim)) return false;
     for (int i = 0; i < a.ndim; i++)
         if (a.d[i] != b.d[i]) return false;
     return true;
 }
 
 const char *dg_shape_str(dg_shape s, char *buf, size_t n) {
+    if (!buf || n == 0) return "";
+    if (!ndim_valid(s.ndim)) { /* d[] holds only DG_MAX_DIMS: say how many were asked */
+        snprintf(buf, n, "[%d dims]", s.ndim);
+        return buf;
+    }
     size_t used = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < s.ndim && used < n; i++)
         used += (size_t)snprintf(buf + used, n - used, i ? ",%lld" : "%lld", (long long)s.d[i]);
@@ -68,22 +123,52 @@ const char *dg_shape_str(dg_shape s, char *buf, size_t n) {
     return buf;
 }
 
-int64_t dg_node_numel(const dg_node *n) { return dg_shape_numel(n->shape); }
-size_t dg_node_bytes(const dg_node *n) { return (size_t)dg_node_numel(n) * 4u; }
+int64_t dg_node_numel(const dg_node *n) {
+    if (!n) {
+        dg__fail(DG_ERR_INVALID, "dg_node_numel: NULL node");
+        return -1;
+    }
+    return dg_shape_numel(n->shape);
+}
 
-static bool shape_valid(dg_shape s) {
-    if (s.ndim < 1 || s.ndim > DG_MAX_DIMS) return false;
+size_t dg_node_bytes(const dg_node *n) {
+    if (!n) {
+        dg__fail(DG_ERR_INVALID, "dg_node_bytes: NULL node");
+        return 0;
+    }
+    int64_t numel = dg_node_numel(n);
+    size_t bytes; /* float32 and int32 alike */
+    if (numel < 0 || __builtin_mul_overflow((uint64_t)numel, (size_t)4, &bytes)) {
+        dg__fail(DG_ERR_SHAPE, "dg_node_bytes: node '%s' has a shape of no valid size", n->name);
+        return 0;
+    }
+    return bytes;
+}
+
+/* What makes s unfit for a tensor, or NULL when it fits. */
+static const char *shape_problem(dg_shape s) {
+    if (!ndim_valid(s.ndim)) return "needs 1 to " DIMS_STR(DG_MAX_DIMS) " dims";
     int64_t n = 1;
     for (int i = 0; i < s.ndim; i++) {
-        if (s.d[i] < 1 || s.d[i] > ((int64_t)1 << 40) / n) return false;
-        n *= s.d[i];
+        if (s.d[i] < 1) return "has a dimension < 1";
+        if (__builtin_mul_overflow(n, s.d[i], &n) || n > DG_MAX_NUMEL) return "has more than 2^40 elements";
     }
-    return true;
+    return NULL;
 }
+
+static bool shape_valid(dg_shape s) { return !shape_problem(s); }
 
 /* ---- node creation ---- */
 
 dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *const *in) {
+    /* the shape rules keep valid inputs' shapes, but products of them
+     * (broadcasting, matmul) can outgrow DG_MAX_NUMEL */
+    const char *bad = shape_problem(s);
+    if (bad) {
+        char b[96];
+        return dg__graph_fail(g, DG_ERR_SHAPE, "%s: output shape %s %s", dg_op_name(op),
+                              dg_shape_str(s, b, sizeof b), bad);
+    }
     if (g->n == g->cap) {
         int cap = g->cap ? 2 * g->cap : 64;
         dg_node **nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
@@ -118,13 +203,17 @@ dg_node *dg__side_new(dg_graph *g, dg_node *owner, dg_shape s, const char *what)
 /* Validates the common preconditions of a builder: graph healthy, inputs
  * non-NULL and of this graph, float32 where required. */
 static bool check_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in) {
-    if (!g || g->status != DG_OK) return false;
+    if (!g) {
+        dg__fail(DG_ERR_INVALID, "%s: NULL graph", op);
+        return false;
+    }
+    if (g->status != DG_OK) return false;
     for (int i = 0; i < n_in; i++) {
         if (!in[i]) {
             dg__graph_fail(g, DG_ERR_INVALID, "%s: input %d is NULL", op, i);
             return false;
         }
-        if (in[i]->id >= g->n || g->nodes[in[i]->id] != in[i]) {
+        if (!dg__graph_owns(g, in[i])) {
             dg__graph_fail(g, DG_ERR_INVALID, "%s: input %d belongs to another graph", op, i);
             return false;
         }
@@ -142,12 +231,17 @@ static bool check_f32(dg_graph *g, const char *op, const dg_node *a) {
 
 static dg_node *leaf(dg_graph *g, const char *name, dg_shape s, dg_leaf_kind kind,
                      dg_dtype dt, dg_init init) {
-    if (!g || g->status != DG_OK) return NULL;
-    if (!shape_valid(s)) {
+    if (!g) return dg__graph_fail(g, DG_ERR_INVALID, "leaf '%s': NULL graph", name ? name : "?");
+    if (g->status != DG_OK) return NULL;
+    const char *bad = shape_problem(s);
+    if (bad) {
         char b[96];
-        return dg__graph_fail(g, DG_ERR_SHAPE, "leaf '%s': invalid shape %s (1 to %d dims, each >= 1)",
-                              name ? name : "?", dg_shape_str(s, b, sizeof b), DG_MAX_DIMS);
+        return dg__graph_fail(g, DG_ERR_SHAPE, "leaf '%s': shape %s %s", name ? name : "?",
+                              dg_shape_str(s, b, sizeof b), bad);
     }
+    if ((unsigned)init.kind > DG_INIT_NORMAL)
+        return dg__graph_fail(g, DG_ERR_INVALID, "leaf '%s': unknown init kind %d", name ? name : "?",
+                              (int)init.kind);
     dg_node *n = dg__node_new(g, DG_OP_LEAF, s, 0, NULL);
     if (!n) return NULL;
     n->leaf = kind;

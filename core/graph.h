@@ -8,7 +8,14 @@
  * given a NULL input also return NULL, so a chain of builders can be written
  * without checks and the first error is the one reported.
  *
- * Tensors are row-major, 1 to 4 dimensions, float32 (labels: int32). */
+ * Tensors are row-major, 1 to 4 dimensions, float32 (labels: int32).
+ *
+ * Misuse is refused, never a crash: a NULL graph or node, a node of another
+ * graph, a shape of more than DG_MAX_DIMS dimensions, a dimension < 1 or more
+ * than DG_MAX_NUMEL elements, an unknown enum value. Functions returning a
+ * status return DG_ERR_INVALID (DG_ERR_SHAPE for shapes) with a message for
+ * dg_last_error(); the others return the value each one names below and set
+ * the same message. */
 #ifndef DG_GRAPH_H
 #define DG_GRAPH_H
 
@@ -26,6 +33,9 @@ extern "C" {
 #define DG_MAX_DIMS   4
 #define DG_MAX_INPUTS 5
 #define DG_ALL_AXES   0xFu   /* reduction mask selecting every axis */
+/* The most elements a tensor may have (4 TiB of float32): element and byte
+ * counts, and the backends' offsets, stay far from overflowing. */
+#define DG_MAX_NUMEL  ((int64_t)1 << 40)
 
 typedef enum dg_dtype { DG_F32, DG_I32 } dg_dtype;
 
@@ -91,18 +101,25 @@ typedef struct dg_graph dg_graph;
 
 dg_graph *dg_graph_new(void);              /* NULL when out of memory */
 void      dg_graph_free(dg_graph *g);
+/* The graph's first error (DG_OK while healthy), whose message it makes
+ * the last error again; DG_ERR_INVALID for NULL. */
 dg_status dg_graph_status(const dg_graph *g);
-int       dg_graph_size(const dg_graph *g);
-dg_node  *dg_graph_node(const dg_graph *g, int id);
+int       dg_graph_size(const dg_graph *g);        /* -1 for NULL          */
+dg_node  *dg_graph_node(const dg_graph *g, int id); /* NULL: no such node  */
 
 /* shape helpers */
+/* The product of the dimensions; -1 for a shape of 0 or more than
+ * DG_MAX_DIMS dimensions, a negative dimension, or a product beyond int64. */
 int64_t     dg_shape_numel(dg_shape s);
+/* false also for a shape of more than DG_MAX_DIMS dimensions */
 bool        dg_shape_eq(dg_shape a, dg_shape b);
-const char *dg_shape_str(dg_shape s, char *buf, size_t n);   /* "[2,3,4]" */
-int64_t     dg_node_numel(const dg_node *n);
-size_t      dg_node_bytes(const dg_node *n);
+/* "[2,3,4]"; "[5 dims]" for a dimension count out of range; "" for a NULL
+ * or empty buffer */
+const char *dg_shape_str(dg_shape s, char *buf, size_t n);
+int64_t     dg_node_numel(const dg_node *n);       /* -1 for NULL          */
+size_t      dg_node_bytes(const dg_node *n);       /* 0 for NULL           */
 
-/* leaves */
+/* leaves: NULL (and the graph in error) for an invalid shape or init kind */
 dg_node *dg_input(dg_graph *g, const char *name, dg_shape s);
 dg_node *dg_input_i32(dg_graph *g, const char *name, dg_shape s);
 dg_node *dg_param(dg_graph *g, const char *name, dg_shape s, dg_init init);
@@ -152,7 +169,13 @@ dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *cons
 /* Internal: give `owner` its next side output, of shape s, named
  * "<owner>.<what>". Returns the side node (NULL on error). */
 dg_node *dg__side_new(dg_graph *g, dg_node *owner, dg_shape s, const char *what);
-/* Internal: put g in an error state with a message; returns NULL. */
+/* Internal: whether n is a node of g (never sets an error). */
+bool dg__graph_owns(const dg_graph *g, const dg_node *n);
+/* Internal: refuse to work on g, which is in an error state: returns its
+ * status with "<who>: the graph is in an error state: <its first error>". */
+dg_status dg__graph_refuse(const dg_graph *g, const char *who);
+/* Internal: put g in an error state with a message (the last error even
+ * when g is NULL); returns NULL. */
 dg_node *dg__graph_fail(dg_graph *g, dg_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

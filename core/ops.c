@@ -61,7 +61,11 @@ static_assert(sizeof op_info / sizeof op_info[0] == DG_OP_COUNT,
               "every dg_op needs a row in op_info");
 
 const dg_op_info *dg_op_info_get(dg_op op) {
-    return (unsigned)op < DG_OP_COUNT ? &op_info[op] : NULL;
+    if ((unsigned)op >= DG_OP_COUNT) {
+        dg__fail(DG_ERR_INVALID, "op %d is not a dg_op", (int)op);
+        return NULL;
+    }
+    return &op_info[op];
 }
 
 const char *dg_op_name(dg_op op) {
@@ -99,9 +103,13 @@ static double flops_per_element(dg_op op) {
 }
 
 dg_cost dg_node_cost(const dg_node *n) {
-    const dg_op_info *info = dg_op_info_get(n->op);
     dg_cost c = {0, 0};
-    if (n->op == DG_OP_LEAF || n->op == DG_OP_RESHAPE || n->op == DG_OP_SIDE_OUTPUT) return c;
+    if (!n) {
+        dg__fail(DG_ERR_INVALID, "dg_node_cost: NULL node");
+        return c;
+    }
+    const dg_op_info *info = dg_op_info_get(n->op);
+    if (!info || n->op == DG_OP_LEAF || n->op == DG_OP_RESHAPE || n->op == DG_OP_SIDE_OUTPUT) return c;
     for (int i = 0; i < n->n_in; i++) {
         double b = (double)dg_node_bytes(n->in[i]);
         c.bytes += (info->writes >> i & 1u) ? 2 * b : b; /* read, then written back */

@@ -83,8 +83,9 @@ typedef struct dg_op_info {
     int          n_side; /* side outputs the op's kernel writes             */
 } dg_op_info;
 
+/* NULL (and the last error set) for a value that is no dg_op */
 const dg_op_info *dg_op_info_get(dg_op op);
-const char *dg_op_name(dg_op op);
+const char *dg_op_name(dg_op op);   /* "?" for a value that is no dg_op */
 
 struct dg_node;
 /* The least work a node's kernel must do: arithmetic (a transcendental
@@ -92,7 +93,7 @@ struct dg_node;
  * outputs included, read or written once). The bench's throughput columns
  * and the profiler's bound classification read these. */
 typedef struct dg_cost { double flops, bytes; } dg_cost;
-dg_cost dg_node_cost(const struct dg_node *n);
+dg_cost dg_node_cost(const struct dg_node *n);   /* zeros for NULL */
 
 #ifdef __cplusplus
 }

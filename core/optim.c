@@ -12,6 +12,7 @@ dg_optim dg_optim_default(dg_optim_kind kind, float lr) {
 
 dg_status dg_optim_parse(const char *name, dg_optim_kind *kind) {
     static const char *names[] = {"sgd", "momentum", "adam"};
+    if (!kind) return dg__fail(DG_ERR_INVALID, "dg_optim_parse: NULL kind");
     for (int i = 0; i < 3; i++)
         if (name && strcmp(name, names[i]) == 0) { *kind = (dg_optim_kind)i; return DG_OK; }
     return dg__fail(DG_ERR_INVALID, "unknown optimizer '%s' (expected sgd, momentum or adam)", name ? name : "");
@@ -40,11 +41,41 @@ static dg_node *update(dg_graph *g, dg_op op, dg_node *w, int n_in, dg_node **in
     return u;
 }
 
+static dg_status check_operand(const dg_graph *g, const char *what, int i, const dg_node *x) {
+    if (!x) return dg__fail(DG_ERR_INVALID, "dg_optim_apply: %s[%d] is NULL", what, i);
+    if (!dg__graph_owns(g, x))
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: %s[%d] ('%s') is not a node of this graph", what, i, x->name);
+    return DG_OK;
+}
+
+/* Everything checked before the first node is added, so a refused call
+ * leaves g as it was. An unknown kind would otherwise add no update and
+ * report success. */
+static dg_status check_args(const dg_graph *g, const dg_optim *o, dg_node *const *params,
+                            dg_node *const *grads, int n, dg_node *const *updates) {
+    if (!g || !o) return dg__fail(DG_ERR_INVALID, "dg_optim_apply: NULL %s", g ? "optimizer" : "graph");
+    if ((unsigned)o->kind > DG_OPTIM_ADAM)
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: unknown optimizer kind %d", (int)o->kind);
+    if (n < 0) return dg__fail(DG_ERR_INVALID, "dg_optim_apply: n is %d, < 0", n);
+    if (n > 0 && (!params || !grads || !updates))
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: NULL params, grads or updates for %d nodes", n);
+    for (int i = 0; i < n; i++) {
+        const dg_node *w = params[i], *dw = grads[i];
+        dg_status st = check_operand(g, "params", i, w);
+        if (st == DG_OK) st = check_operand(g, "grads", i, dw);
+        if (st != DG_OK) return st;
+        if (w->leaf != DG_LEAF_PARAM || !dg_shape_eq(w->shape, dw->shape))
+            return dg__fail(DG_ERR_INVALID, "dg_optim_apply: parameter %d must be a param leaf with a gradient of "
+                            "its shape", i);
+    }
+    return DG_OK;
+}
+
 dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
                          dg_node *const *grads, int n, dg_node **updates) {
-    if (!g || !o || (n > 0 && (!params || !grads || !updates)))
-        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: NULL argument");
-    if (dg_graph_status(g) != DG_OK) return dg_graph_status(g);
+    dg_status st = check_args(g, o, params, grads, n, updates);
+    if (st != DG_OK) return st;
+    if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "dg_optim_apply");
     const dg_init zero = {DG_INIT_FILL, 0, 0, 0};
     dg_node *step = NULL;
     if (o->kind == DG_OPTIM_ADAM && n > 0) {
@@ -54,11 +85,6 @@ dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
     }
     for (int i = 0; i < n; i++) {
         dg_node *w = params[i], *dw = grads[i];
-        if (!w || !dw || w->leaf != DG_LEAF_PARAM || !dg_shape_eq(w->shape, dw->shape)) {
-            dg__graph_fail(g, DG_ERR_INVALID, "dg_optim_apply: parameter %d must be a param leaf with a "
-                           "gradient of its shape", i);
-            return dg_graph_status(g);
-        }
         switch (o->kind) {
         case DG_OPTIM_SGD: {
             dg_node *in[2] = {w, dw};

@@ -35,7 +35,11 @@ static const dg_node *storage_root(const dg_node *n) {
     return n;
 }
 
-void dg_init_fill(dg_init init, float *host, int64_t n) {
+dg_status dg_init_fill(dg_init init, float *host, int64_t n) {
+    if (n < 0 || (n > 0 && !host))
+        return dg__fail(DG_ERR_INVALID, "dg_init_fill: %s", n < 0 ? "negative count" : "NULL host buffer");
+    if ((unsigned)init.kind > DG_INIT_NORMAL)
+        return dg__fail(DG_ERR_INVALID, "dg_init_fill: unknown init kind %d", (int)init.kind);
     dg_rng r = dg_rng_new(init.seed);
     for (int64_t i = 0; i < n; i++) {
         switch (init.kind) {
@@ -44,6 +48,7 @@ void dg_init_fill(dg_init init, float *host, int64_t n) {
         case DG_INIT_NORMAL:  host[i] = (float)(init.a + init.b * dg_rng_normal(&r)); break;
         }
     }
+    return DG_OK;
 }
 
 /* (Re)initialises every persistent leaf the plan owns from its init spec. */
@@ -63,8 +68,8 @@ static dg_status init_leaves(dg_plan *p) {
         const dg_node *n = dg_graph_node(p->g, id);
         /* inputs start as zeros so a forgotten dg_plan_set reads defined data */
         dg_init init = n->leaf == DG_LEAF_INPUT ? (dg_init){DG_INIT_FILL, 0, 0, 0} : n->init;
-        dg_init_fill(init, host, dg_node_numel(n));
-        st = dg_backend_upload(p->be, p->data[id], host, dg_node_bytes(n));
+        st = dg_init_fill(init, host, dg_node_numel(n));
+        if (st == DG_OK) st = dg_backend_upload(p->be, p->data[id], host, dg_node_bytes(n));
     }
     free(host);
     return st;
@@ -129,7 +134,12 @@ static dg_status check_in_place(const dg_graph *g, const bool *needed) {
 }
 
 dg_step dg_step_of(const dg_node *x, void *const *data, unsigned flags) {
-    unsigned writes = dg_op_info_get(x->op)->writes;
+    const dg_op_info *info = x ? dg_op_info_get(x->op) : NULL;
+    if (!info || !data) {
+        dg__fail(DG_ERR_INVALID, "dg_step_of: %s", !x ? "NULL node" : !info ? "node of an unknown op" : "NULL data");
+        return (dg_step){0};
+    }
+    unsigned writes = info->writes;
     dg_step s = {.node = x, .out = data[x->id], .flags = flags};
     for (int j = 0; j < x->n_side; j++) s.side[j] = data[x->side[j]->id];
     for (int j = 0; j < x->n_in; j++) {
@@ -146,10 +156,12 @@ static dg_status plan_fail(dg_plan *p, dg_status st) {
 
 dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const *outputs, int n_out,
                       const dg_plan_opts *opts) {
+    if (!out) return dg__fail(DG_ERR_INVALID, "dg_plan_new: NULL out");
     *out = NULL;
-    if (!g || !be || !outputs || n_out < 1) return dg__fail(DG_ERR_INVALID, "dg_plan_new: NULL argument or no outputs");
-    if (dg_graph_status(g) != DG_OK)
-        return dg__fail(dg_graph_status(g), "dg_plan_new: the graph is in an error state: %s", dg_last_error());
+    if (!g || !be || !outputs)
+        return dg__fail(DG_ERR_INVALID, "dg_plan_new: NULL %s", !g ? "graph" : !be ? "backend" : "outputs");
+    if (n_out < 1) return dg__fail(DG_ERR_INVALID, "dg_plan_new: %d outputs (at least 1)", n_out);
+    if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "dg_plan_new");
     const dg_plan_opts o = opts ? *opts : (dg_plan_opts){0};
     if (o.share_leaves && (o.share_leaves->g != g || o.share_leaves->be != be))
         return dg__fail(DG_ERR_INVALID, "dg_plan_new: share_leaves must be a plan of the same graph and backend");
@@ -174,7 +186,7 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
 
     /* needed: everything the outputs depend on (inputs have smaller ids) */
     for (int i = 0; i < n_out; i++) {
-        if (!outputs[i] || dg_graph_node(g, outputs[i]->id) != outputs[i]) {
+        if (!dg__graph_owns(g, outputs[i])) {
             st = dg__fail(DG_ERR_INVALID, "dg_plan_new: output %d is not a node of this graph", i);
             goto done;
         }
@@ -295,8 +307,9 @@ dg_status dg_plan_run(dg_plan *p) {
     return DG_OK;
 }
 
-static dg_status check_node(const dg_plan *p, const dg_node *n, size_t bytes, const char *what) {
-    if (!p || !n) return dg__fail(DG_ERR_INVALID, "%s: NULL argument", what);
+static dg_status check_node(const dg_plan *p, const dg_node *n, const void *host, size_t bytes, const char *what) {
+    if (!p || !n || !host)
+        return dg__fail(DG_ERR_INVALID, "%s: NULL %s", what, !p ? "plan" : !n ? "node" : "host buffer");
     if (!dg_plan_has(p, n))
         return dg__fail(DG_ERR_INVALID, "%s: node '%s' is not part of this plan", what, n->name);
     if (bytes != dg_node_bytes(n))
@@ -306,31 +319,53 @@ static dg_status check_node(const dg_plan *p, const dg_node *n, size_t bytes, co
 }
 
 dg_status dg_plan_set(dg_plan *p, const dg_node *n, const void *host, size_t bytes) {
-    dg_status st = check_node(p, n, bytes, "dg_plan_set");
+    dg_status st = check_node(p, n, host, bytes, "dg_plan_set");
     if (st != DG_OK) return st;
     if (n->op != DG_OP_LEAF) return dg__fail(DG_ERR_INVALID, "dg_plan_set: node '%s' is not a leaf", n->name);
     return dg_backend_upload(p->be, p->data[n->id], host, bytes);
 }
 
 dg_status dg_plan_get(dg_plan *p, const dg_node *n, void *host, size_t bytes) {
-    dg_status st = check_node(p, n, bytes, "dg_plan_get");
+    dg_status st = check_node(p, n, host, bytes, "dg_plan_get");
     return st != DG_OK ? st : dg_backend_download(p->be, host, p->data[n->id], bytes);
 }
 
 bool dg_plan_has(const dg_plan *p, const dg_node *n) {
-    return p && n && n->id < p->graph_size && dg_graph_node(p->g, n->id) == n && p->data[n->id];
+    return p && dg__graph_owns(p->g, n) && n->id < p->graph_size && p->data[n->id];
 }
 
-void *dg_plan_data(const dg_plan *p, const dg_node *n) { return dg_plan_has(p, n) ? p->data[n->id] : NULL; }
+void *dg_plan_data(const dg_plan *p, const dg_node *n) {
+    if (!dg_plan_has(p, n)) {
+        dg__fail(DG_ERR_INVALID, "dg_plan_data: %s", !p || !n ? "NULL plan or node" : "the node is not planned");
+        return NULL;
+    }
+    return p->data[n->id];
+}
 
-dg_plan_stats dg_plan_stats_get(const dg_plan *p) { return p->stats; }
+dg_plan_stats dg_plan_stats_get(const dg_plan *p) {
+    if (!p) {
+        dg__fail(DG_ERR_INVALID, "dg_plan_stats_get: NULL plan");
+        return (dg_plan_stats){0};
+    }
+    return p->stats;
+}
 
 const dg_plan_buffer *dg_plan_buffers(const dg_plan *p, int *n) {
+    if (!p || !n) {
+        dg__fail(DG_ERR_INVALID, "dg_plan_buffers: NULL %s", p ? "count" : "plan");
+        if (n) *n = 0;
+        return NULL;
+    }
     *n = p->n_bufs;
     return p->bufs;
 }
 
 const dg_step *dg_plan_steps(const dg_plan *p, int *n) {
+    if (!p || !n) {
+        dg__fail(DG_ERR_INVALID, "dg_plan_steps: NULL %s", p ? "count" : "plan");
+        if (n) *n = 0;
+        return NULL;
+    }
     *n = p->n_steps;
     return p->steps;
 }

@@ -4,7 +4,13 @@
  * persistent leaves (inputs, parameters, optimizer state, constants) in one
  * region, and every computed tensor at an offset of one arena, reusing the
  * bytes of tensors that are dead (first fit by liveness). dg_plan_run then
- * walks the steps and allocates nothing. */
+ * walks the steps and allocates nothing.
+ *
+ * Every call checks its arguments: a NULL plan, graph, backend, node or host
+ * buffer, a node of another graph or one the plan does not hold, a graph
+ * in an error state (its first error is forwarded) are refused with a
+ * status and a message. The functions that return a value instead return
+ * NULL / zeros for a NULL plan and set the last error. */
 #ifndef DG_PLAN_H
 #define DG_PLAN_H
 
@@ -51,16 +57,19 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
                       const dg_plan_opts *opts);
 void      dg_plan_free(dg_plan *p);
 dg_status dg_plan_run(dg_plan *p);
-/* Copies host data into a leaf (bytes must equal the leaf's size). */
+/* Copies host data into a leaf (bytes must equal the leaf's size; host must
+ * not be NULL). */
 dg_status dg_plan_set(dg_plan *p, const dg_node *n, const void *host, size_t bytes);
 /* Copies a tensor to the host. Leaves and outputs hold their values after a
  * run; other tensors may have been overwritten by later ones. */
 dg_status dg_plan_get(dg_plan *p, const dg_node *n, void *host, size_t bytes);
 /* The backend storage of n (device memory on a GPU): for copies into a
- * leaf without the host, e.g. dg_backend_gather_rows. NULL if not planned. */
+ * leaf without the host, e.g. dg_backend_gather_rows. NULL (with the last
+ * error set) if not planned. */
 void     *dg_plan_data(const dg_plan *p, const dg_node *n);
 
-/* Whether the plan holds storage for n (n is needed by its outputs). */
+/* Whether the plan holds storage for n (n is needed by its outputs); false
+ * for NULL or a node of another graph. */
 bool                  dg_plan_has(const dg_plan *p, const dg_node *n);
 dg_plan_stats         dg_plan_stats_get(const dg_plan *p);
 const dg_plan_buffer *dg_plan_buffers(const dg_plan *p, int *n);
@@ -68,11 +77,13 @@ const dg_step        *dg_plan_steps(const dg_plan *p, int *n);
 /* x's step as its kernel sees it, from the storage of every node by id
  * (data[id]): output, side outputs, inputs, and the inputs x's op writes in
  * place again as writable pointers. The plan makes its steps so; so does a
- * caller that lays out buffers by hand. */
+ * caller that lays out buffers by hand. A zeroed step (node NULL) for a
+ * NULL node or data. */
 dg_step dg_step_of(const dg_node *x, void *const *data, unsigned flags);
 /* Fills `host` (n floats) with init's values: the same seed gives the same
- * numbers everywhere. */
-void dg_init_fill(dg_init init, float *host, int64_t n);
+ * numbers everywhere. DG_ERR_INVALID for n < 0, a NULL host with n > 0 or
+ * an unknown init kind (which would leave host unwritten). */
+dg_status dg_init_fill(dg_init init, float *host, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,12 @@
 /* rng.h: a small seeded generator (splitmix64), identical on every machine,
- * used for parameter initialisation, data shuffling and test inputs. */
+ * used for parameter initialisation, data shuffling and test inputs. A NULL
+ * generator draws 0 and sets the last error. */
 #ifndef DG_RNG_H
 #define DG_RNG_H
 
 #include <stdint.h>
+
+#include "status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,6 +17,10 @@ typedef struct dg_rng { uint64_t s; } dg_rng;
 static inline dg_rng dg_rng_new(uint64_t seed) { return (dg_rng){seed ^ 0x9E3779B97F4A7C15ull}; }
 
 static inline uint64_t dg_rng_u64(dg_rng *r) {
+    if (!r) {
+        dg__fail(DG_ERR_INVALID, "dg_rng: NULL generator");
+        return 0;
+    }
     uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

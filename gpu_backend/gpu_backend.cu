@@ -14,13 +14,68 @@
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
 #define SCRATCH_FLOATS ((size_t)4 << 20) /* 16 MiB of reduction partials */
 
+/* Sticky faults. A kernel fault (an illegal address, a trap, a misaligned
+ * access) leaves the device's context unusable for the rest of the process:
+ * every later call fails with the same error, which cudaGetLastError does
+ * not clear. The first one is recorded per device, so that from then on
+ * every entry fails at once naming it, instead of with whichever call next
+ * meets the broken context. */
+#define MAX_DEVICES 64
+static char device_fault[MAX_DEVICES][256];
+
+static bool sticky(cudaError_t e) {
+    switch (e) {
+    case cudaErrorIllegalAddress: case cudaErrorLaunchFailure: case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction: case cudaErrorMisalignedAddress: case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc: case cudaErrorAssert: case cudaErrorECCUncorrectable: case cudaErrorLaunchTimeout:
+        return true;
+    default:
+        /* an error the runtime keeps reporting after it was read is sticky too */
+        return cudaPeekAtLastError() != cudaSuccess;
+    }
+}
+
 dg_status dg__cuda_fail(cudaError_t e, const char *expr, const char *file, int line) {
     dg_status st = e == cudaErrorMemoryAllocation ? DG_ERR_OOM
                  : (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) ? DG_ERR_NO_DEVICE
                                                                                  : DG_ERR_BACKEND;
     (void)cudaGetLastError(); /* clear a sticky-free error so the backend keeps working */
+    int dev = -1;
+    if (sticky(e) && cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < MAX_DEVICES && !device_fault[dev][0]) {
+        snprintf(device_fault[dev], sizeof device_fault[dev], "%s (%s) in %s at %s:%d", cudaGetErrorName(e),
+                 cudaGetErrorString(e), expr, file, line);
+        return dg__fail(st, "gpu: device %d faulted: %s; it is unusable for the rest of this process", dev,
+                        device_fault[dev]);
+    }
     return dg__fail(st, "gpu: %s failed: %s (%s) at %s:%d", expr, cudaGetErrorName(e), cudaGetErrorString(e),
                     file, line);
+}
+
+dg_status dg__gpu_enter(const gpu_ctx *c) {
+    if (c->device < MAX_DEVICES && device_fault[c->device][0])
+        return dg__fail(DG_ERR_BACKEND, "gpu: device %d is unusable since its fault (%.*s)", c->device,
+                        (int)strcspn(device_fault[c->device], " "), device_fault[c->device]);
+    DG_CUDA_CHECK(cudaSetDevice(c->device));
+    return DG_OK;
+}
+
+bool dg_gpu_faulted(const dg_backend *be, char *why, size_t n) {
+    int d = gpu_of(be)->device;
+    if (d >= MAX_DEVICES || !device_fault[d][0]) return false;
+    if (why && n) snprintf(why, n, "%s", device_fault[d]);
+    return true;
+}
+
+/* a store through a null pointer: the illegal address of dg_gpu_inject_fault */
+static __global__ void fault_kernel(float *p) { p[threadIdx.x] = 1.0f; }
+
+dg_status dg_gpu_inject_fault(dg_backend *be) {
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    fault_kernel<<<1, 32, 0, c->stream>>>(NULL);
+    DG_CUDA_CHECK_LAUNCH();
+    DG_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return dg__fail(DG_ERR_BACKEND, "gpu: the injected fault did not fault");
 }
 
 dg_status dg__cublas_fail(cublasStatus_t s, const char *expr, const char *file, int line) {

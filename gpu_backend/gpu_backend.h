@@ -44,6 +44,14 @@ const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n);
 dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                        const float *A, const float *B, float *C);
 
+/* Whether the backend's device has had a sticky fault (an illegal address
+ * in a kernel, ...): then every call fails at once with DG_ERR_BACKEND, for
+ * the rest of the process. why: the first fault's error, call and place. */
+bool      dg_gpu_faulted(const dg_backend *be, char *why, size_t n);
+/* For tests of fault handling: runs a kernel that stores through a null
+ * pointer, which leaves the device faulted. Returns DG_ERR_BACKEND. */
+dg_status dg_gpu_inject_fault(dg_backend *be);
+
 /* Device-to-device copy on the backend's stream (the bandwidth ceiling). */
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes);
 

@@ -57,9 +57,16 @@ dg_status dg__cublas_fail(cublasStatus_t s, const char *expr, const char *file, 
 /* after every launch */
 #define DG_CUDA_CHECK_LAUNCH() DG_CUDA_CHECK(cudaGetLastError())
 
-/* First thing in every entry point that touches the device: backends on
- * different devices share the calling thread's current device. */
-#define DG_GPU_USE_DEVICE(c) DG_CUDA_CHECK(cudaSetDevice((c)->device))
+/* First thing in every entry point that touches the device: fails at once
+ * on a device that faulted (a sticky error, gpu_backend.cu), else makes the
+ * backend's device current (backends on different devices share the
+ * calling thread's current device). */
+dg_status dg__gpu_enter(const gpu_ctx *c);
+#define DG_GPU_USE_DEVICE(c)                        \
+    do {                                            \
+        dg_status enter_ = dg__gpu_enter(c);        \
+        if (enter_ != DG_OK) return enter_;         \
+    } while (0)
 
 /* grid for a grid-stride loop over n items */
 static inline unsigned grid_for(long long n, int block) {

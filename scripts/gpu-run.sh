@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs on the GPU machine over a packed .gpu/ folder (docs/GPU.md): the GPU
-# test suite, the same suite under compute-sanitizer memcheck, the other
-# suites, then `bench --sweep $DG_SWEEP` (with DG_BEFORE=path/to/bench: the
+# test suite, the same suite under compute-sanitizer's memcheck, racecheck,
+# initcheck and synccheck, the other suites, then `bench --sweep $DG_SWEEP` (with DG_BEFORE=path/to/bench: the
 # same sweep by that older binary first, then `bench compare` of the two,
 # back to back on one machine). Everything lands in one tarball,
 # $OUT/gpu-results.tgz (the device returns few files); a short summary is
@@ -22,17 +22,20 @@ summary=""
 
 $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
 summary="$summary\ntest_gpu: exit $? :: $(grep Synthesis "$out/test_gpu.log")"
-for t in test_ops test_plan test_seams test_train test_gemm test_shapes; do
+for t in test_bench_faults test_misuse test_ops test_plan test_seams test_train test_gemm test_shapes; do
     $bin/$t --jobs 4 > "$out/$t.log" 2>&1
     summary="$summary\n$t: exit $? :: $(grep Synthesis "$out/$t.log")"
 done
 
 if [ "${DG_SANITIZER:-1}" = 1 ]; then
     # API errors off: one test provokes cudaErrorMemoryAllocation on purpose;
-    # every memory access is still checked.
-    compute-sanitizer --tool memcheck --report-api-errors no --target-processes all --error-exitcode 3 \
-        $bin/test_gpu --jobs 1 > "$out/test_gpu-memcheck.log" 2>&1
-    summary="$summary\nmemcheck: exit $? :: $(grep -E 'ERROR SUMMARY' "$out/test_gpu-memcheck.log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$out/test_gpu-memcheck.log")"
+    # every memory access is still checked. test_bench_faults stays out: it
+    # faults a kernel on purpose.
+    for tool in memcheck racecheck initcheck synccheck; do
+        timeout "${DG_SANITIZER_LIMIT:-240}" compute-sanitizer --tool $tool --report-api-errors no \
+            --target-processes all --error-exitcode 3 $bin/test_gpu --jobs 1 > "$out/test_gpu-$tool.log" 2>&1
+        summary="$summary\n$tool: exit $? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/test_gpu-$tool.log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$out/test_gpu-$tool.log")"
+    done
 fi
 
 if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then

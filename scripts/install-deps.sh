@@ -3,15 +3,26 @@
 # Root runs apt-get directly; anyone else goes through sudo.
 set -eu
 pkgs="build-essential cmake pkg-config libopenblas-openmp-dev libcriterion-dev gnuplot-nox zlib1g-dev dataset-fashion-mnist"
+pkgs="$pkgs clang" # scripts/fuzz.sh
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
-missing=""
-for p in $pkgs; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
+updated=""
+install_missing() {
+    missing=""
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+    done
+    [ -n "$missing" ] || return 0
     echo "installing:$missing" >&2
-    $sudo apt-get update -qq
+    [ -n "$updated" ] || $sudo apt-get update -qq
+    updated=1
+    # shellcheck disable=SC2086 # one package per word
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
-fi
+}
+# shellcheck disable=SC2086 # one package per word
+install_missing $pkgs
+# libFuzzer's runtime (libclang_rt.fuzzer-x86_64.a) is in libclang-rt-N-dev
+# for the default clang N (14 on Debian 12), which clang only recommends
+clang_major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -1)
+install_missing "libclang-rt-$clang_major-dev"
 command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] ||
     echo "note: no CUDA toolkit found: building the CPU backend only" >&2

@@ -24,8 +24,11 @@ typedef struct dg_idx {
 } dg_idx;
 
 /* Reads and validates path (magic 0x0000, type 0x08 = unsigned byte, 1-4
- * dims, body exactly the dims' product, nothing after it). DG_ERR_IO with
- * a message naming the file and the problem. */
+ * dims, body exactly the dims' product, nothing after it). A gzip file (one
+ * member or several back to back) must pass its CRC and length checks and
+ * have nothing after its last member. DG_ERR_IO with a message naming the
+ * file and the problem. Memory grows with the bytes that arrive, not with
+ * the size the header announces. */
 dg_status dg_idx_read(const char *path, dg_idx *out);
 void      dg_idx_free(dg_idx *idx);
 
@@ -38,7 +41,8 @@ typedef struct dg_dataset {
 
 /* split "train" or "t10k" from dir (NULL: DG_FASHION_MNIST_DIR): the
  * images and labels files must agree in count, images must be 3-D, labels
- * 1-D and below 10. */
+ * 1-D and below 10. DG_ERR_INVALID when a file's path would not fit 1023
+ * bytes. */
 dg_status dg_dataset_load(const char *dir, const char *split, dg_dataset *out);
 void      dg_dataset_free(dg_dataset *d);
 

@@ -1,89 +1,87 @@
 #include "dataset.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
-#define IDX_MAX_BYTES ((size_t)1 << 31) /* far above any data set this reads */
+#include "stream.h"
 
-/* reads exactly n bytes; returns how many were read (gzread handles both
- * gzip and plain files) */
-static size_t read_full(gzFile f, void *buf, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        unsigned chunk = n - got > (1u << 30) ? 1u << 30 : (unsigned)(n - got);
-        int r = gzread(f, (char *)buf + got, chunk);
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    return got;
+/* far above any data set this reads, and low enough that every dimension
+ * and their product fit an int (dg_dataset's fields) */
+#define IDX_MAX_BYTES ((size_t)INT_MAX)
+/* the body buffer's first size: it grows as bytes arrive */
+#define IDX_FIRST_CHUNK ((size_t)1 << 20)
+
+/* The header's size is a claim until the bytes arrive: the buffer doubles
+ * as they do, so a 20-byte file that announces 2 GiB costs no 2 GiB. */
+static dg_status read_body(dg_stream *s, dg_idx *out) {
+    size_t cap = 0, have = 0, got = 0;
+    do {
+        if (have == cap) {
+            cap = cap ? cap * 2 : IDX_FIRST_CHUNK; /* no overflow: cap <= count <= INT_MAX */
+            if (cap > out->count) cap = out->count;
+            uint8_t *more = realloc(out->data, cap);
+            if (!more) return dg__fail(DG_ERR_OOM, "%s: out of memory for %zu bytes", s->path, cap);
+            out->data = more;
+        }
+        dg_status st = dg_stream_read(s, out->data + have, cap - have, &got);
+        if (st != DG_OK) return st;
+        have += got;
+    } while (have < out->count && got > 0);
+    if (have != out->count)
+        return dg__fail(DG_ERR_IO, "%s: truncated body: %zu of %zu bytes the header announces", s->path, have,
+                        out->count);
+    return DG_OK;
 }
 
-dg_status dg_idx_read(const char *path, dg_idx *out) {
-    memset(out, 0, sizeof *out);
-    gzFile f = gzopen(path, "rb");
-    if (!f) return dg__fail(DG_ERR_IO, "%s: cannot open: %s", path, errno ? strerror(errno) : "zlib error");
-    dg_status st = DG_OK;
+static dg_status read_idx(dg_stream *s, dg_idx *out) {
+    const char *path = s->path;
     uint8_t head[4];
-    if (read_full(f, head, 4) != 4) {
-        st = dg__fail(DG_ERR_IO, "%s: truncated header (fewer than 4 bytes)", path);
-        goto done;
-    }
-    if (head[0] != 0 || head[1] != 0) {
-        st = dg__fail(DG_ERR_IO, "%s: wrong magic %02x %02x (an IDX file starts with 00 00)", path, head[0], head[1]);
-        goto done;
-    }
-    if (head[2] != 0x08) {
-        st = dg__fail(DG_ERR_IO, "%s: unsupported element type 0x%02x (only 0x08, unsigned byte)", path, head[2]);
-        goto done;
-    }
+    size_t got;
+    dg_status st = dg_stream_read(s, head, 4, &got);
+    if (st != DG_OK) return st;
+    if (got == 0) return dg__fail(DG_ERR_IO, "%s: empty file", path);
+    if (got != 4) return dg__fail(DG_ERR_IO, "%s: truncated header (%zu of 4 bytes)", path, got);
+    if (head[0] != 0 || head[1] != 0)
+        return dg__fail(DG_ERR_IO, "%s: wrong magic %02x %02x (an IDX file starts with 00 00)", path, head[0],
+                        head[1]);
+    if (head[2] != 0x08)
+        return dg__fail(DG_ERR_IO, "%s: unsupported element type 0x%02x (only 0x08, unsigned byte)", path,
+                        head[2]);
     out->ndim = head[3];
-    if (out->ndim < 1 || out->ndim > 4) {
-        st = dg__fail(DG_ERR_IO, "%s: %d dimensions (1 to 4 supported)", path, out->ndim);
-        goto done;
-    }
+    if (out->ndim < 1 || out->ndim > 4)
+        return dg__fail(DG_ERR_IO, "%s: %d dimensions (1 to 4 supported)", path, out->ndim);
     uint8_t dims[16];
-    if (read_full(f, dims, 4u * (unsigned)out->ndim) != 4u * (unsigned)out->ndim) {
-        st = dg__fail(DG_ERR_IO, "%s: truncated header (dimension sizes)", path);
-        goto done;
-    }
+    size_t want = 4u * (size_t)out->ndim;
+    if ((st = dg_stream_read(s, dims, want, &got)) != DG_OK) return st;
+    if (got != want) return dg__fail(DG_ERR_IO, "%s: truncated header (dimension sizes)", path);
     out->count = 1;
     for (int i = 0; i < out->ndim; i++) {
         const uint8_t *d = dims + 4 * i; /* big-endian */
         out->dims[i] = (uint32_t)d[0] << 24 | (uint32_t)d[1] << 16 | (uint32_t)d[2] << 8 | d[3];
-        if (out->dims[i] != 0 && out->count > IDX_MAX_BYTES / out->dims[i]) {
-            st = dg__fail(DG_ERR_IO, "%s: dimension sizes overflow (product above %zu bytes)", path, IDX_MAX_BYTES);
-            goto done;
-        }
+        if (out->dims[i] != 0 && out->count > IDX_MAX_BYTES / out->dims[i])
+            return dg__fail(DG_ERR_IO, "%s: dimension sizes overflow (product above %zu bytes)", path,
+                            IDX_MAX_BYTES);
         out->count *= out->dims[i];
     }
-    if (out->count == 0) {
-        st = dg__fail(DG_ERR_IO, "%s: a dimension is zero", path);
-        goto done;
-    }
-    out->data = malloc(out->count);
-    if (!out->data) {
-        st = dg__fail(DG_ERR_OOM, "%s: out of memory for %zu bytes", path, out->count);
-        goto done;
-    }
-    size_t got = read_full(f, out->data, out->count);
-    if (got != out->count) {
-        st = dg__fail(DG_ERR_IO, "%s: truncated body: %zu of %zu bytes the header announces", path, got, out->count);
-        goto done;
-    }
+    if (out->count == 0) return dg__fail(DG_ERR_IO, "%s: a dimension is zero", path);
+    if ((st = read_body(s, out)) != DG_OK) return st;
+    /* reading on checks the end: the gzip CRC and length, nothing after */
     uint8_t extra;
-    if (gzread(f, &extra, 1) > 0) {
-        st = dg__fail(DG_ERR_IO, "%s: trailing bytes after the %zu the header announces", path, out->count);
-        goto done;
-    }
-    int zerr;
-    const char *zmsg = gzerror(f, &zerr);
-    if (zerr != Z_OK && zerr != Z_STREAM_END) st = dg__fail(DG_ERR_IO, "%s: corrupt gzip stream: %s", path, zmsg);
-done:
-    gzclose(f);
+    if ((st = dg_stream_read(s, &extra, 1, &got)) != DG_OK) return st;
+    if (got) return dg__fail(DG_ERR_IO, "%s: trailing bytes after the %zu the header announces", path, out->count);
+    return DG_OK;
+}
+
+dg_status dg_idx_read(const char *path, dg_idx *out) {
+    memset(out, 0, sizeof *out);
+    dg_stream s;
+    dg_status st = dg_stream_open(&s, path);
+    if (st != DG_OK) return st;
+    st = read_idx(&s, out);
+    dg_stream_close(&s);
     if (st != DG_OK) dg_idx_free(out);
     return st;
 }
@@ -93,11 +91,16 @@ void dg_idx_free(dg_idx *idx) {
     memset(idx, 0, sizeof *idx);
 }
 
-/* dir/name, preferring the .gz the Debian package installs */
-static void data_path(char *buf, size_t n, const char *dir, const char *name) {
+/* dir/split-kind-idxN-ubyte, preferring the .gz the Debian package
+ * installs; a path cut short by the buffer would name another file */
+static dg_status data_path(char *buf, size_t n, const char *dir, const char *split, const char *kind) {
     struct stat sb;
-    snprintf(buf, n, "%s/%s.gz", dir, name);
-    if (stat(buf, &sb) != 0) snprintf(buf, n, "%s/%s", dir, name);
+    int len = snprintf(buf, n, "%s/%s-%s-ubyte.gz", dir, split, kind);
+    if (len < 0 || (size_t)len >= n)
+        return dg__fail(DG_ERR_INVALID, "data set path longer than %zu bytes: %s/%s-%s-ubyte.gz", n - 1, dir,
+                        split, kind);
+    if (stat(buf, &sb) != 0) buf[len - 3] = '\0';
+    return DG_OK;
 }
 
 dg_status dg_dataset_load(const char *dir, const char *split, dg_dataset *out) {
@@ -107,14 +110,12 @@ dg_status dg_dataset_load(const char *dir, const char *split, dg_dataset *out) {
     if (stat(dir, &sb) != 0)
         return dg__fail(DG_ERR_IO, "data set folder %s not found: install Debian's dataset-fashion-mnist package "
                                    "(apt-get install dataset-fashion-mnist) or pass --data DIR", dir);
-    char ip[1024], lp[1024], name[64];
-    snprintf(name, sizeof name, "%s-images-idx3-ubyte", split);
-    data_path(ip, sizeof ip, dir, name);
-    snprintf(name, sizeof name, "%s-labels-idx1-ubyte", split);
-    data_path(lp, sizeof lp, dir, name);
-    dg_idx img, lab;
-    dg_status st = dg_idx_read(ip, &img);
+    char ip[1024], lp[1024];
+    dg_status st = data_path(ip, sizeof ip, dir, split, "images-idx3");
+    if (st == DG_OK) st = data_path(lp, sizeof lp, dir, split, "labels-idx1");
     if (st != DG_OK) return st;
+    dg_idx img, lab;
+    if ((st = dg_idx_read(ip, &img)) != DG_OK) return st;
     if ((st = dg_idx_read(lp, &lab)) != DG_OK) {
         dg_idx_free(&img);
         return st;

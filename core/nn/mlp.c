@@ -16,16 +16,27 @@ static dg_node *mlp_forward(dg_graph *g, const dg_model *m, dg_node *x) {
     return x;
 }
 
+/* The whole configuration is checked before a parameter is made, so a bad
+ * one leaves g untouched. */
+static dg_status check_cfg(const dg_mlp_cfg *c) {
+    if (c->n_widths < 2 || c->n_widths > DG_MLP_MAX_LAYERS + 1)
+        return dg__fail(DG_ERR_INVALID, "mlp: %d widths, needs 2 to %d", c->n_widths, DG_MLP_MAX_LAYERS + 1);
+    for (int i = 0; i < c->n_widths; i++)
+        if (c->widths[i] < 1) return dg__fail(DG_ERR_INVALID, "mlp: width %d is %d, < 1", i, c->widths[i]);
+    return DG_OK;
+}
+
 dg_status dg_mlp_new(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out) {
     const dg_mlp_cfg *c = cfg;
-    if (!g || !c || !out || c->n_widths < 2 || c->n_widths > DG_MLP_MAX_LAYERS + 1)
-        return dg__fail(DG_ERR_INVALID, "mlp: needs 2 to %d widths", DG_MLP_MAX_LAYERS + 1);
+    if (!g || !c || !out) return dg__fail(DG_ERR_INVALID, "mlp: NULL %s", !g ? "graph" : !c ? "config" : "model");
+    dg_status st = check_cfg(c);
+    if (st != DG_OK) return st;
+    if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "mlp");
     int layers = c->n_widths - 1;
     *out = (dg_model){.name = layers == 1 ? "logreg" : "mlp", .in_shape = DG_SHAPE(c->widths[0]),
                       .classes = c->widths[layers], .forward = mlp_forward, .n_params = 2 * layers};
     for (int i = 0; i < layers; i++) {
         const int *w = c->widths;
-        if (w[i] < 1 || w[i + 1] < 1) return dg__fail(DG_ERR_INVALID, "mlp: width %d is < 1", i);
         double gain = layers == 1 ? 1.0 : 2.0;
         char name[32];
         snprintf(name, sizeof name, "w%d", i);
@@ -38,14 +49,18 @@ dg_status dg_mlp_new(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out)
 }
 
 dg_status dg_mlp_parse_widths(const char *spec, dg_mlp_cfg *cfg) {
+    if (!cfg) return dg__fail(DG_ERR_INVALID, "dg_mlp_parse_widths: NULL cfg");
     int n = 0;
     const char *p = spec;
     while (p && *p) {
         char *end;
         errno = 0;
         long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 1 || v > 1000000 || n == DG_MLP_MAX_LAYERS + 1 || (*end && *end != '-'))
-            return dg__fail(DG_ERR_INVALID, "bad layer widths '%s' (expected e.g. 784-256-100-10)", spec);
+        bool dangling = *end == '-' && !end[1]; /* "784-10-" */
+        if (end == p || errno || v < 1 || v > 1000000 || n == DG_MLP_MAX_LAYERS + 1 || (*end && *end != '-') ||
+            dangling)
+            return dg__fail(DG_ERR_INVALID, "bad layer widths '%s' (2 to %d widths of 1 to 1000000, e.g. "
+                            "784-256-100-10)", spec, DG_MLP_MAX_LAYERS + 1);
         cfg->widths[n++] = (int)v;
         p = *end ? end + 1 : end;
     }

@@ -21,9 +21,12 @@ typedef struct dg_mlp_cfg {
 } dg_mlp_cfg;
 
 /* A dg_model_new_fn: parameters w0, b0, w1, b1, ... in that order; named
- * "logreg" for one layer, "mlp" otherwise. */
+ * "logreg" for one layer, "mlp" otherwise. DG_ERR_INVALID, with nothing
+ * added to g, for NULL arguments, n_widths outside 2..DG_MLP_MAX_LAYERS + 1
+ * or a width < 1; a layer too large for a tensor fails as its dg_param. */
 dg_status dg_mlp_new(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out);
-/* "784-256-100-10" -> cfg; DG_ERR_INVALID with a message otherwise */
+/* "784-256-100-10" -> cfg (2 to DG_MLP_MAX_LAYERS + 1 widths, each 1 to
+ * 1000000); DG_ERR_INVALID with a message otherwise, or for NULL */
 dg_status dg_mlp_parse_widths(const char *spec, dg_mlp_cfg *cfg);
 
 #ifdef __cplusplus

@@ -32,15 +32,20 @@ struct dg_model {
  * backend) from a configuration the model defines (dg_mlp_cfg, ...). */
 typedef dg_status (*dg_model_new_fn)(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out);
 
-/* [batch, in_shape...]; false when that has more than DG_MAX_DIMS axes */
+/* [batch, in_shape...]; false when that has more than DG_MAX_DIMS axes, or
+ * for NULL (the builders check the sizes) */
 static inline bool dg_model_input_shape(const dg_model *m, int64_t batch, dg_shape *out) {
-    if (m->in_shape.ndim + 1 > DG_MAX_DIMS) return false;
+    if (!m || !out || m->in_shape.ndim < 0 || m->in_shape.ndim + 1 > DG_MAX_DIMS) return false;
     *out = (dg_shape){.ndim = m->in_shape.ndim + 1, .d = {batch}};
     for (int i = 0; i < m->in_shape.ndim; i++) out->d[i + 1] = m->in_shape.d[i];
     return true;
 }
 
-static inline dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x) { return m->forward(g, m, x); }
+/* NULL, and g in an error state, for a model without a forward */
+static inline dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x) {
+    if (!m || !m->forward) return dg__graph_fail(g, DG_ERR_INVALID, "model: NULL model or forward");
+    return m->forward(g, m, x);
+}
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,15 @@
 #include "train_step.h"
 
 dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, dg_train_step *out) {
+    if (!g || !m || !o || !out)
+        return dg__fail(DG_ERR_INVALID, "train step: NULL %s", !g ? "graph" : !m ? "model" : !o ? "optimizer" : "out");
     *out = (dg_train_step){0};
-    if (!g || !m || !o || batch < 1) return dg__fail(DG_ERR_INVALID, "train step: NULL argument or batch < 1");
+    if (batch < 1) return dg__fail(DG_ERR_INVALID, "train step: batch %d, < 1", batch);
+    /* grads[] and outputs[] hold DG_MODEL_MAX_PARAMS */
+    if (m->n_params < 0 || m->n_params > DG_MODEL_MAX_PARAMS)
+        return dg__fail(DG_ERR_INVALID, "train step: model '%s' has %d parameters (0 to %d)", m->name ? m->name : "?",
+                        m->n_params, DG_MODEL_MAX_PARAMS);
+    if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "train step");
     dg_shape xs;
     if (!dg_model_input_shape(m, batch, &xs))
         return dg__fail(DG_ERR_SHAPE, "train step: examples of %d dims do not fit", m->in_shape.ndim);

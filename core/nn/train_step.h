@@ -22,7 +22,10 @@ typedef struct dg_train_step {
     int      n_outputs;
 } dg_train_step;
 
-/* Appends the step of model m (its parameters already on g) for a batch. */
+/* Appends the step of model m (its parameters already on g) for a batch.
+ * DG_ERR_INVALID for NULL arguments, batch < 1, more than
+ * DG_MODEL_MAX_PARAMS parameters, or anything dg_grad and dg_optim_apply
+ * refuse (parameters of another graph, an unknown optimizer kind). */
 dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, dg_train_step *out);
 
 #ifdef __cplusplus

@@ -82,15 +82,42 @@ static dg_status evaluate(trainer *t, const dg_dataset *test, int eb, int classe
     return st;
 }
 
-dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *train, const dg_dataset *test,
-                   dg_epoch_fn cb, void *arg, dg_epoch_stats *last) {
-    int dim = train->rows * train->cols, n = o->subset > 0 && o->subset < train->n ? o->subset : train->n;
+/* A data set the loop can index: positive sizes, a feature count (and its
+ * byte counts) that fits, images and labels present. */
+static dg_status check_dataset(const dg_dataset *d, const char *which) {
+    int dim;
+    if (!d) return dg__fail(DG_ERR_INVALID, "train: NULL %s set", which);
+    if (d->n < 1 || d->rows < 1 || d->cols < 1 || d->classes < 1 || __builtin_mul_overflow(d->rows, d->cols, &dim))
+        return dg__fail(DG_ERR_INVALID, "train: %s set of %d examples of %dx%d in %d classes", which, d->n, d->rows,
+                        d->cols, d->classes);
+    if (!d->x || !d->y) return dg__fail(DG_ERR_INVALID, "train: %s set without %s", which, d->x ? "labels" : "images");
+    return DG_OK;
+}
+
+static dg_status check_args(const dg_backend *be, const dg_train_opts *o, const dg_dataset *train,
+                            const dg_dataset *test) {
+    if (!be || !o) return dg__fail(DG_ERR_INVALID, "train: NULL %s", be ? "options" : "backend");
+    dg_status st = check_dataset(train, "training");
+    if (st == DG_OK) st = check_dataset(test, "test");
+    if (st != DG_OK) return st;
+    if (test->rows * test->cols != train->rows * train->cols)
+        return dg__fail(DG_ERR_INVALID, "train: test examples of %dx%d, training examples of %dx%d", test->rows,
+                        test->cols, train->rows, train->cols);
+    int n = o->subset > 0 && o->subset < train->n ? o->subset : train->n;
     if (!o->model || o->batch < 1 || o->batch > n || o->epochs < 1)
         return dg__fail(DG_ERR_INVALID, "train: batch %d, epochs %d do not fit a data set of %d examples%s", o->batch,
                         o->epochs, n, o->model ? "" : " (and no model)");
+    return DG_OK;
+}
+
+dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *train, const dg_dataset *test,
+                   dg_epoch_fn cb, void *arg, dg_epoch_stats *last) {
+    dg_status st = check_args(be, o, train, test);
+    if (st != DG_OK) return st;
+    int dim = train->rows * train->cols, n = o->subset > 0 && o->subset < train->n ? o->subset : train->n;
     int eb = test->n % 1000 == 0 ? 1000 : test->n; /* evaluation batch: divides the test set */
     trainer t = {0};
-    dg_status st = build(&t, be, o, eb);
+    st = build(&t, be, o, eb);
     int classes = t.model.classes;
     if (st == DG_OK && (dg_shape_numel(t.model.in_shape) != dim || classes != train->classes))
         st = dg__fail(DG_ERR_INVALID, "train: model %s takes %lld features into %d classes; the data set has %d "

@@ -37,8 +37,13 @@ typedef struct dg_epoch_stats {
 
 typedef void (*dg_epoch_fn)(const dg_epoch_stats *s, void *arg);
 
-/* Trains; calls cb (may be NULL) after every epoch; *last gets the final
- * epoch's figures. */
+/* Trains; calls cb (may be NULL) after every epoch; *last (may be NULL)
+ * gets the final epoch's figures. DG_ERR_INVALID for a NULL backend,
+ * options or data set, a data set with no examples, sizes < 1, missing
+ * arrays or test examples of another size than the training ones, no model
+ * constructor, a batch outside 1..examples or epochs < 1; the model's
+ * constructor and the step's builders check the rest (the model's
+ * configuration, the optimizer kind). */
 dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *train, const dg_dataset *test,
                    dg_epoch_fn cb, void *arg, dg_epoch_stats *last);
 
