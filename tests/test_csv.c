@@ -72,6 +72,55 @@ Test(bench_csv, a_missing_required_column_is_named_with_file_and_line) {
     remove_dir(dir);
 }
 
+/* Damage a reader meets after a crash or from a hostile file: each is read
+ * as far as it can be, or refused with the file, the line and the reason. */
+Test(bench_csv, damaged_files_are_read_or_refused_with_the_reason) {
+    char dir[] = "/tmp/dg-csv-XXXXXX", path[256];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    const char *head = "sweep,case,impl,backend,m,n,k,batch,transfer,median_ms,min_ms,max_ms,status\n";
+    const char *row = "gemm,square,cpu,cpu,64,64,64,1,0,1.5,1,2,ok\n";
+    char text[8192];
+    int n = -1;
+
+    /* killed while writing the metadata: no header, no rows, no error */
+    write_file(path, "# duograd bench\n# git com");
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert(r && n == 0, "%s", dg_last_error());
+    free(r);
+
+    /* a blank line written with CRLF is a blank line */
+    snprintf(text, sizeof text, "%s\r\n%s\r\n%s", head, row, row);
+    write_file(path, text);
+    r = bench_csv_read(path, &n);
+    cr_assert(r && n == 2, "%s", dg_last_error());
+    free(r);
+
+    /* too many fields: said so, not "-1 fields" */
+    char wide[400] = "";
+    for (int i = 0; i < 70; i++) strcat(wide, "1,");
+    snprintf(text, sizeof text, "%s%s1\n", head, wide);
+    write_file(path, text);
+    cr_assert_null(bench_csv_read(path, &n));
+    cr_assert(strstr(dg_last_error(), ":2: more than 64 fields"), "%s", dg_last_error());
+
+    /* a NUL byte in a short line */
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(head, f);
+    fwrite("gemm,sq\0are,cpu\n", 1, 17, f);
+    fclose(f);
+    cr_assert_null(bench_csv_read(path, &n));
+    cr_assert(strstr(dg_last_error(), ":2: a NUL byte"), "%s", dg_last_error());
+
+    /* a number that is not one */
+    snprintf(text, sizeof text, "%sgemm,square,cpu,cpu,64,64,64,1,0,fast,1,2,ok\n", head);
+    write_file(path, text);
+    cr_assert_null(bench_csv_read(path, &n));
+    cr_assert(strstr(dg_last_error(), ":2: column 'median_ms': 'fast' is not a number"), "%s", dg_last_error());
+    remove_dir(dir);
+}
+
 /* copies reports/NAME's CSV files into dir */
 static void copy_results(const char *name, const char *dir) {
     char cmd[1024];
