@@ -38,7 +38,10 @@ const char *dg_optim_name(dg_optim_kind kind);   /* "?" for an unknown kind */
 
 /* Appends one update node per parameter (plus the optimizer's state leaves,
  * zero-initialised). Each update writes its parameter in place; running a
- * plan whose outputs are `updates` performs one optimizer step. */
+ * plan whose outputs are `updates` performs one optimizer step. Refused
+ * (DG_ERR_INVALID, nothing added): an unknown kind, a learning rate that is
+ * not finite and > 0, a momentum or Adam beta outside [0, 1), eps <= 0, a
+ * parameter given twice. */
 dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
                          dg_node *const *grads, int n, dg_node **updates);
 

@@ -2,6 +2,7 @@
  * backward, update) is one graph that one plan runs, or one CUDA graph. */
 #include "autodiff.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "attrs.h"
@@ -56,6 +57,15 @@ static dg_status check_args(const dg_graph *g, const dg_optim *o, dg_node *const
     if (!g || !o) return dg__fail(DG_ERR_INVALID, "dg_optim_apply: NULL %s", g ? "optimizer" : "graph");
     if ((unsigned)o->kind > DG_OPTIM_ADAM)
         return dg__fail(DG_ERR_INVALID, "dg_optim_apply: unknown optimizer kind %d", (int)o->kind);
+    /* a rate of 0 or NaN would not train; beta = 1 divides by zero in Adam's
+     * bias correction; eps = 0 divides by zero where a gradient is 0 */
+    if (!(o->lr > 0 && isfinite(o->lr)))
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: learning rate %g, needs a finite value > 0", (double)o->lr);
+    if (o->kind == DG_OPTIM_MOMENTUM && !(o->momentum >= 0 && o->momentum < 1))
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: momentum %g, needs [0, 1)", (double)o->momentum);
+    if (o->kind == DG_OPTIM_ADAM && !(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 && o->eps > 0))
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: Adam beta1 %g, beta2 %g, eps %g: needs betas in [0, 1) and "
+                        "eps > 0", (double)o->beta1, (double)o->beta2, (double)o->eps);
     if (n < 0) return dg__fail(DG_ERR_INVALID, "dg_optim_apply: n is %d, < 0", n);
     if (n > 0 && (!params || !grads || !updates))
         return dg__fail(DG_ERR_INVALID, "dg_optim_apply: NULL params, grads or updates for %d nodes", n);
@@ -67,6 +77,10 @@ static dg_status check_args(const dg_graph *g, const dg_optim *o, dg_node *const
         if (w->leaf != DG_LEAF_PARAM || !dg_shape_eq(w->shape, dw->shape))
             return dg__fail(DG_ERR_INVALID, "dg_optim_apply: parameter %d must be a param leaf with a gradient of "
                             "its shape", i);
+        for (int j = 0; j < i; j++) /* two updates writing one parameter in place */
+            if (params[j] == w)
+                return dg__fail(DG_ERR_INVALID, "dg_optim_apply: parameter '%s' given twice (%d and %d)", w->name, j,
+                                i);
     }
     return DG_OK;
 }

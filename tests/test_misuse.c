@@ -3,6 +3,7 @@
  * many dimensions or too many elements, an out-of-range enum, a negative
  * count), returns an error status whose message names the problem: no
  * crash, no exit, no assert, no DG_OK with a wrong result. */
+#include <math.h>
 #include <string.h>
 
 #include "core/attrs.h"
@@ -11,6 +12,7 @@
 #include "core/nn/trainer.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
+
 #include "test_util.h"
 
 /* Clears the last error, so a message checked after a call is that call's. */
@@ -225,6 +227,34 @@ Test(misuse, optimizer_arguments) {
                  "params[0] ('hw') is not a node of this graph");
     ASSERT_OK(dg_graph_status(t.g));
     ASSERT_FAILS(dg_optim_parse("adam", NULL), DG_ERR_INVALID, "NULL kind");
+    two_graphs_free(&t);
+}
+
+/* hyper-parameters that would divide by zero or not train, and a parameter
+ * that two updates would write */
+Test(misuse, optimizer_settings_out_of_range) {
+    two_graphs t;
+    two_graphs_new(&t);
+    dg_node *dw, *upd[2];
+    ASSERT_OK(dg_grad(t.g, t.loss, &t.w, 1, &dw));
+    int size = dg_graph_size(t.g);
+    dg_optim o = dg_optim_default(DG_OPTIM_SGD, 0.0f);
+    ASSERT_FAILS(dg_optim_apply(t.g, &o, &t.w, &dw, 1, upd), DG_ERR_INVALID, "learning rate 0");
+    o.lr = NAN;
+    ASSERT_FAILS(dg_optim_apply(t.g, &o, &t.w, &dw, 1, upd), DG_ERR_INVALID, "learning rate nan");
+    o = dg_optim_default(DG_OPTIM_MOMENTUM, 0.1f);
+    o.momentum = 1.0f;
+    ASSERT_FAILS(dg_optim_apply(t.g, &o, &t.w, &dw, 1, upd), DG_ERR_INVALID, "momentum 1");
+    o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+    o.beta1 = 1.0f;
+    ASSERT_FAILS(dg_optim_apply(t.g, &o, &t.w, &dw, 1, upd), DG_ERR_INVALID, "beta1 1");
+    o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+    o.eps = 0.0f;
+    ASSERT_FAILS(dg_optim_apply(t.g, &o, &t.w, &dw, 1, upd), DG_ERR_INVALID, "eps 0");
+    o = dg_optim_default(DG_OPTIM_SGD, 0.1f);
+    dg_node *twice[2] = {t.w, t.w}, *grads[2] = {dw, dw};
+    ASSERT_FAILS(dg_optim_apply(t.g, &o, twice, grads, 2, upd), DG_ERR_INVALID, "given twice (0 and 1)");
+    cr_assert_eq(dg_graph_size(t.g), size, "a refused dg_optim_apply adds nothing");
     two_graphs_free(&t);
 }
 
