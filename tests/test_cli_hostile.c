@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "csv.h"
 #include "shell_util.h"
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
@@ -234,3 +235,24 @@ static void interrupt_after(int sig) {
 
 Test(bench_hostile, ctrl_c_inside_a_measurement_keeps_the_row) { interrupt_after(SIGINT); }
 Test(bench_hostile, sigterm_writes_the_rows_and_the_summary) { interrupt_after(SIGTERM); }
+
+/* An environment value with a newline would end its '#' metadata line and
+ * start a row: it is written flattened, and the file reads back. */
+Test(bench_hostile, a_newline_in_the_environment_stays_in_its_metadata_line) {
+    char dir[] = "/tmp/dg-env-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    cr_assert_eq(setenv("OPENBLAS_CORETYPE", "Haswell\nsweep,case", 1), 0);
+    const char *args[] = {"--sweep", "ops", "--sizes", "1024", "--backends", "cpu", "--reps", "1", "--warmup", "0",
+                          "--min-time", "0", "--out", dir, NULL};
+    int rc = bench_in("/tmp", args, out, err, 120);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    snprintf(path, sizeof path, "%s/ops.csv", dir);
+    char *csv = read_file(path);
+    cr_assert(strstr(csv, "(OPENBLAS_CORETYPE=Haswell?sweep,case)\n"), "%s", csv);
+    free(csv);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert(r && n > 10, "%s", dg_last_error());
+    free(r);
+    remove_dir(dir);
+}
