@@ -101,12 +101,12 @@ static int run_sweeps(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "plot")) {
-        if (argc != 3) return bench_usage_error("bench", "plot takes one folder: bench plot DIR%s", "");
+        if (argc != 3) return bench_usage_error("bench", "plot takes one folder: bench plot DIR");
         return bench_plot(argv[2], stdout);
     }
     if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train_main(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "compare")) {
-        if (argc != 4) return bench_usage_error("bench", "compare takes two folders: bench compare DIR_A DIR_B%s", "");
+        if (argc != 4) return bench_usage_error("bench", "compare takes two folders: bench compare DIR_A DIR_B");
         return bench_compare(argv[2], argv[3], stdout);
     }
     return run_sweeps(argc, argv);

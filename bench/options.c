@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,10 +51,13 @@ static void usage(FILE *f) {
             BENCH_MAX_SIZES);
 }
 
-int bench_usage_error(const char *prog, const char *fmt, const char *arg) {
+int bench_usage_error(const char *prog, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "%s: ", prog);
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n(see %s --help)\n", prog);
+    va_end(ap);
     return 2;
 }
 
@@ -119,7 +123,7 @@ static const sweep_def *find_sweep(const char *name) {
 static int parse_sweeps(const char *spec, bench_ctx *ctx, bench_choice *ch) {
     char list[256];
     ctx->extended = !strcmp(spec, "all");
-    if (strlen(spec) >= sizeof list) return bench_usage_error("bench", "--sweep is longer than 255 characters%s", "");
+    if (strlen(spec) >= sizeof list) return bench_usage_error("bench", "--sweep is longer than 255 characters");
     snprintf(list, sizeof list, "%s", ctx->extended ? ALL_SWEEPS : spec);
     ch->n_sweeps = 0;
     for (char *p = list, *tok; (tok = strsep(&p, ",")) != NULL;) {
@@ -134,7 +138,7 @@ static int parse_sweeps(const char *spec, bench_ctx *ctx, bench_choice *ch) {
 
 static int parse_backends(const char *spec, bench_choice *ch) {
     char bl[64];
-    if (strlen(spec) >= sizeof bl) return bench_usage_error("bench", "--backends is longer than 63 characters%s", "");
+    if (strlen(spec) >= sizeof bl) return bench_usage_error("bench", "--backends is longer than 63 characters");
     snprintf(bl, sizeof bl, "%s", spec);
     ch->want_cpu = ch->want_gpu = false;
     for (char *p = bl, *tok; (tok = strsep(&p, ",")) != NULL;) {

@@ -31,7 +31,11 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
 /* strict numbers: the whole string, no sign where lo >= 0, within [lo, hi] */
 bool bench_parse_long(const char *s, long long lo, long long hi, long long *out);
 bool bench_parse_double(const char *s, double lo, double hi, double *out);
-/* prints "PROG: <fmt with arg>\n(see PROG --help)" to stderr; returns 2 */
-int  bench_usage_error(const char *prog, const char *fmt, const char *arg);
+/* prints "PROG: <fmt, ...>\n(see PROG --help)" to stderr; returns 2 */
+int  bench_usage_error(const char *prog, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 #endif

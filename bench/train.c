@@ -43,9 +43,9 @@ static void usage(FILE *f) {
             "training steps with the backend synchronised (evaluation excluded); TF32 is off.\n");
 }
 
+/* a usage error naming the option (what) and its value */
 static int bad(const char *what, const char *arg) {
-    fprintf(stderr, "bench train: bad %s '%.80s' (see bench train --help)\n", what, arg);
-    return 2;
+    return bench_usage_error("bench train", "bad %s '%.80s'", what, arg);
 }
 
 typedef struct epoch_out { FILE *csv; const char *model, *backend, *opt, *mode; int batch; double lr; unsigned long long seed; } epoch_out;
@@ -100,10 +100,8 @@ int bench_train_main(int argc, char **argv) {
     }
     if (optind < argc) return bad("argument", argv[optind]);
     dg_mlp_cfg cfg;
-    if (dg_mlp_parse_widths(!strcmp(model, "logreg") ? "784-10" : widths, &cfg) != DG_OK) {
-        fprintf(stderr, "bench train: %s\n", dg_last_error());
-        return 2;
-    }
+    if (dg_mlp_parse_widths(!strcmp(model, "logreg") ? "784-10" : widths, &cfg) != DG_OK)
+        return bench_usage_error("bench train", "%s", dg_last_error());
     o.model = dg_mlp_new;
     o.model_cfg = &cfg;
     if (isnan(lr)) lr = kind == DG_OPTIM_ADAM ? 1e-3 : kind == DG_OPTIM_MOMENTUM ? 0.01 : 0.1;
