@@ -135,16 +135,10 @@ static void probe_rate(bench_ctx *ctx, const gemm_impl *im, double *ms, double *
 }
 
 /* Why implementation i does not run on this shape (a skipped row), or NULL:
- * the host memory the shape needs, and for the CPU the time predicted from
- * the last shape it ran (or a probe) against --cpu-cap. Decided before any
- * matrix of the shape is allocated. */
-static const char *skip_reason(bench_ctx *ctx, int i, int m, double flops, double host_bytes, double *last_ms,
-                               double *last_flops, char *why, size_t n) {
-    double avail = bench_mem_available();
-    if (avail > 0 && host_bytes > 0.9 * avail) {
-        snprintf(why, n, "needs %.1f GB of host memory, %.1f GB available", host_bytes / 1e9, avail / 1e9);
-        return why;
-    }
+ * for the CPU, the time predicted from the last shape it ran (or a probe)
+ * against --cpu-cap. Decided before any matrix of the shape is allocated. */
+static const char *skip_reason(bench_ctx *ctx, int i, int m, double flops, double *last_ms, double *last_flops,
+                               char *why, size_t n) {
     const gemm_impl *im = &impls[i];
     if (im->gpu) return NULL;
     if (last_ms[i] <= 0 && m > (im->cap ? im->cap / 2 : 1024)) probe_rate(ctx, im, &last_ms[i], &last_flops[i]);
@@ -168,12 +162,21 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
     bench_row row = {.sweep = sweep, .name = name, .m = m, .n = n, .k = k, .batch = 1,
                      .threads = ctx->threads, .warmup = ctx->timing.warmup, .flops = flops,
                      .bytes = 4.0 * (double)(na + nb + nc), .max_rel_err = NAN};
+    /* the host memory of the shape, the same for every implementation */
+    char no_memory[160] = "";
+    double avail = bench_mem_available();
+    if (avail > 0 && host_bytes > 0.9 * avail)
+        snprintf(no_memory, sizeof no_memory, "needs %.1f GB of host memory, %.1f GB available", host_bytes / 1e9,
+                 avail / 1e9);
     bool run[N_IMPLS];
     int n_run = 0;
     for (int i = 0; i < N_IMPLS; i++) {
-        char why[160];
+        char buf[160];
         run[i] = applies(ctx, &impls[i], m, only);
-        if (!run[i] || !skip_reason(ctx, i, m, flops, host_bytes, last_ms, last_flops, why, sizeof why)) {
+        const char *why = !run[i]     ? NULL
+                        : *no_memory ? no_memory
+                                     : skip_reason(ctx, i, m, flops, last_ms, last_flops, buf, sizeof buf);
+        if (!why) {
             n_run += run[i];
             continue;
         }

@@ -100,4 +100,27 @@ static inline int wait_exit(pid_t pid, double timeout_s) {
     return -1;
 }
 
+/* runs the bench with args (NULL-terminated) inside cwd; its exit code, the
+ * stdout and stderr text into out and err (4 KiB each at most) */
+static inline int run_bench(const char *cwd, const char *const *args, char *out, char *err, double timeout_s) {
+    char *argv[32] = {DG_BENCH_PATH};
+    int n = 1;
+    for (; args[n - 1] && n < 31; n++) argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    char out_path[] = "/tmp/dg-out-XXXXXX", err_path[] = "/tmp/dg-err-XXXXXX";
+    int fo = mkstemp(out_path), fe = mkstemp(err_path);
+    cr_assert(fo >= 0 && fe >= 0, "mkstemp: %s", strerror(errno));
+    close(fo);
+    close(fe);
+    int rc = wait_exit(spawn_in(cwd, argv, out_path, err_path), timeout_s);
+    char *o = read_file(out_path), *e = read_file(err_path);
+    snprintf(out, 4096, "%s", o);
+    snprintf(err, 4096, "%s", e);
+    free(o);
+    free(e);
+    remove(out_path);
+    remove(err_path);
+    return rc;
+}
+
 #endif

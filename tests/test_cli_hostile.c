@@ -13,29 +13,6 @@
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
 
-/* runs the bench with args (NULL-terminated) inside cwd; its exit code, the
- * stdout and stderr text into out and err (4 KiB each at most) */
-static int bench_in(const char *cwd, const char *const *args, char *out, char *err, double timeout_s) {
-    char *argv[32] = {DG_BENCH_PATH};
-    int n = 1;
-    for (; args[n - 1]; n++) argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    char out_path[] = "/tmp/dg-out-XXXXXX", err_path[] = "/tmp/dg-err-XXXXXX";
-    int fo = mkstemp(out_path), fe = mkstemp(err_path);
-    cr_assert(fo >= 0 && fe >= 0, "mkstemp: %s", strerror(errno));
-    close(fo);
-    close(fe);
-    int rc = wait_exit(spawn_in(cwd, argv, out_path, err_path), timeout_s);
-    char *o = read_file(out_path), *e = read_file(err_path);
-    snprintf(out, 4096, "%s", o);
-    snprintf(err, 4096, "%s", e);
-    free(o);
-    free(e);
-    remove(out_path);
-    remove(err_path);
-    return rc;
-}
-
 /* copies the committed CPU results (ceiling, gemm, ops, mlp, autodiff) into dir */
 static void copy_cpu_results(const char *dir) {
     static const char *const sweeps[] = {"ceiling", "gemm", "ops", "mlp"};
@@ -63,7 +40,7 @@ Test(bench_hostile, folder_names_are_never_code) {
         cr_assert_eq(mkdir(dir, 0755), 0);
         copy_cpu_results(dir);
         const char *args[] = {"plot", names[i], NULL};
-        int rc = bench_in(root, args, out, err, 60);
+        int rc = run_bench(root, args, out, err, 60);
         cr_assert_eq(rc, 0, "bench plot on folder '%s': exit %d\n%s", names[i], rc, err);
         snprintf(path, sizeof path, "%s/summary.md", dir);
         cr_assert(exists(path), "no summary.md in '%s'", names[i]);
@@ -89,7 +66,7 @@ Test(bench_hostile, damaged_csv_files_are_named_and_the_rest_drawn) {
     fputs("gemm,square,cpu-omp,cpu,f32,4096,40", f); /* killed in the middle of a row */
     fclose(f);
     const char *args[] = {"plot", dir, NULL};
-    int rc = bench_in("/tmp", args, out, err, 60);
+    int rc = run_bench("/tmp", args, out, err, 60);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     cr_assert(strstr(err, "gemm.csv:") && strstr(err, "incomplete last line"), "%s", err);
     cr_assert(strstr(out, "## GEMM"), "%s", out);
@@ -102,7 +79,7 @@ Test(bench_hostile, damaged_csv_files_are_named_and_the_rest_drawn) {
     *row = 'z';
     write_file(path, ops);
     free(ops);
-    rc = bench_in("/tmp", args, out, err, 60);
+    rc = run_bench("/tmp", args, out, err, 60);
     cr_assert_eq(rc, 1, "a damaged ops.csv must fail the plot: exit %d\n%s", rc, err);
     cr_assert(strstr(err, "ops.csv:") && strstr(err, "column 'm'"), "no file, line and column named: %s", err);
     cr_assert(strstr(out, "## GEMM") && strstr(out, "## MLP"), "the other files must still be drawn:\n%s", out);
@@ -139,7 +116,7 @@ Test(bench_hostile, train_sweep_batch_larger_than_the_data_set_is_skipped) {
     snprintf(path, sizeof path, "%s/res", dir);
     const char *args[] = {"--sweep", "train", "--backends", "cpu", "--sizes", "64,65536", "--data", dir, "--out", path,
                           NULL};
-    int rc = bench_in("/tmp", args, out, err, 120);
+    int rc = run_bench("/tmp", args, out, err, 120);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     cr_assert(strstr(err, "skipped: the data set has 20 images"), "%s", err);
     snprintf(path, sizeof path, "%s/res/train.csv", dir);
@@ -151,7 +128,7 @@ Test(bench_hostile, train_sweep_batch_larger_than_the_data_set_is_skipped) {
     tiny_data_set(dir, "train", 20, 10); /* 100 pixels, the models want 784 */
     snprintf(path, sizeof path, "%s/res", dir);
     const char *small[] = {"--sweep", "train", "--backends", "cpu", "--sizes", "8", "--data", dir, "--out", path, NULL};
-    rc = bench_in("/tmp", small, out, err, 120);
+    rc = run_bench("/tmp", small, out, err, 120);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     cr_assert(strstr(err, "images of 10x10"), "%s", err);
     remove_dir(dir);
@@ -165,9 +142,16 @@ Test(bench_hostile, a_failed_train_run_keeps_the_earlier_csv) {
     snprintf(path, sizeof path, "%s/train-mlp-cpu.csv", dir);
     write_file(path, "# an earlier run\nepoch,model\n1,mlp\n");
     const char *bad_opt[] = {"train", "--out", dir, "--epochs", "0", NULL};
-    cr_assert_eq(bench_in("/tmp", bad_opt, out, err, 30), 2, "%s", err);
+    cr_assert_eq(run_bench("/tmp", bad_opt, out, err, 30), 2, "%s", err);
     const char *no_data[] = {"train", "--out", dir, "--data", "/nonexistent", NULL};
-    cr_assert_eq(bench_in("/tmp", no_data, out, err, 30), 1, "%s", err);
+    cr_assert_eq(run_bench("/tmp", no_data, out, err, 30), 1, "%s", err);
+    /* training itself fails, after the result file was opened: 20 images
+     * cannot make a batch of 128 */
+    tiny_data_set(dir, "train", 20, 28);
+    tiny_data_set(dir, "t10k", 10, 28);
+    const char *failing[] = {"train", "--out", dir, "--data", dir, "--epochs", "1", NULL};
+    cr_assert_eq(run_bench("/tmp", failing, out, err, 60), 1, "%s", err);
+    cr_assert(strstr(err, "do not fit a data set of 20 examples"), "%s", err);
     char *kept = read_file(path);
     cr_assert_str_eq(kept, "# an earlier run\nepoch,model\n1,mlp\n");
     free(kept);
@@ -179,7 +163,7 @@ Test(bench_hostile, a_failed_train_run_keeps_the_earlier_csv) {
 Test(bench_hostile, a_sweep_given_twice_is_refused) {
     char out[4096], err[4096];
     const char *args[] = {"--sweep", "ops,gemm,ops", "--out", "/nonexistent/never", NULL};
-    cr_assert_eq(bench_in("/tmp", args, out, err, 30), 2, "%s", err);
+    cr_assert_eq(run_bench("/tmp", args, out, err, 30), 2, "%s", err);
     cr_assert(strstr(err, "'ops' given twice"), "%s", err);
 }
 
@@ -190,7 +174,7 @@ Test(bench_hostile, a_huge_first_gemm_size_is_skipped_before_allocation) {
     tmp_dir(dir);
     const char *args[] = {"--sweep", "gemm", "--backends", "cpu", "--sizes", "30000", "--out", dir, NULL};
     double t0 = (double)time(NULL);
-    int rc = bench_in("/tmp", args, out, err, 120);
+    int rc = run_bench("/tmp", args, out, err, 120);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     cr_assert_lt((double)time(NULL) - t0, 60, "took too long: the matrices were made");
     snprintf(path, sizeof path, "%s/gemm.csv", dir);
@@ -200,6 +184,11 @@ Test(bench_hostile, a_huge_first_gemm_size_is_skipped_before_allocation) {
     cr_assert_null(strstr(csv, ",ok\n"), "%s", csv);
     free(csv);
     cr_assert(strstr(err, "skipped, predicted") || strstr(err, "skipped, needs"), "%s", err);
+    /* 2^30: 1.5e19 bytes, more than any machine has, whatever the time */
+    const char *huge[] = {"--sweep", "gemm", "--backends", "cpu", "--sizes", "1073741824", "--out", dir, NULL};
+    rc = run_bench("/tmp", huge, out, err, 60);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, "cpu-openblas square 1073741824x1073741824x1073741824: skipped, needs"), "%s", err);
     remove_dir(dir);
 }
 
@@ -244,7 +233,7 @@ Test(bench_hostile, a_newline_in_the_environment_stays_in_its_metadata_line) {
     cr_assert_eq(setenv("OPENBLAS_CORETYPE", "Haswell\nsweep,case", 1), 0);
     const char *args[] = {"--sweep", "ops", "--sizes", "1024", "--backends", "cpu", "--reps", "1", "--warmup", "0",
                           "--min-time", "0", "--out", dir, NULL};
-    int rc = bench_in("/tmp", args, out, err, 120);
+    int rc = run_bench("/tmp", args, out, err, 120);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     snprintf(path, sizeof path, "%s/ops.csv", dir);
     char *csv = read_file(path);

@@ -68,24 +68,20 @@ Test(bench_cli_table, every_bad_value_is_a_usage_error_that_writes_nothing) {
     snprintf(never, sizeof never, "%s/never", root);
     memset(long_value, '7', sizeof long_value - 1);
     long_value[sizeof long_value - 1] = '\0';
-    char out_path[512], err_path[512];
-    snprintf(out_path, sizeof out_path, "%s.out", root);
-    snprintf(err_path, sizeof err_path, "%s.err", root);
     int n_cases = (int)(sizeof cases / sizeof *cases);
     for (int i = 0; i < n_cases; i++) {
         const bad_case *c = &cases[i];
-        char *argv[12];
+        const char *args[12];
         int n = 0;
-        argv[n++] = DG_BENCH_PATH;
-        if (c->sub) argv[n++] = (char *)c->sub;
+        if (c->sub) args[n++] = c->sub;
         bool takes_out = !c->sub || !strcmp(c->sub, "train");
         /* the folder that must not appear, unless --out itself is the case */
-        if (takes_out && (!c->opt || strcmp(c->opt, "--out"))) { argv[n++] = "--out"; argv[n++] = never; }
-        if (c->opt) argv[n++] = (char *)c->opt;
-        if (c->value) argv[n++] = !strcmp(c->value, LONG_VALUE) ? long_value : (char *)c->value;
-        argv[n] = NULL;
-        int rc = wait_exit(spawn_in(root, argv, out_path, err_path), 60);
-        char *out = read_file(out_path), *err = read_file(err_path);
+        if (takes_out && (!c->opt || strcmp(c->opt, "--out"))) { args[n++] = "--out"; args[n++] = never; }
+        if (c->opt) args[n++] = c->opt;
+        if (c->value) args[n++] = !strcmp(c->value, LONG_VALUE) ? long_value : c->value;
+        args[n] = NULL;
+        char out[4096], err[4096];
+        int rc = run_bench(root, args, out, err, 60);
         const char *shown = c->value && !strcmp(c->value, LONG_VALUE) ? "<2000 characters>" : c->value;
         cr_expect_eq(rc, 2, "bench %s %s '%s': exit %d, not 2\n%s", c->sub ? c->sub : "", c->opt ? c->opt : "",
                      shown ? shown : "(none)", rc, err);
@@ -102,10 +98,6 @@ Test(bench_cli_table, every_bad_value_is_a_usage_error_that_writes_nothing) {
         sh(cmd, listing, sizeof listing);
         cr_expect_str_empty(listing, "bench %s %s: wrote into its working folder: %s", c->sub ? c->sub : "",
                             c->opt ? c->opt : "", listing);
-        free(out);
-        free(err);
     }
-    remove(out_path);
-    remove(err_path);
     remove_dir(root);
 }
