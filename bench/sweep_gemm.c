@@ -158,7 +158,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
     size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
     double flops = 2.0 * m * n * k;
     /* A, B, C in float; x, B x, z in double for the check */
-    double host_bytes = 4.0 * (double)(na + nb + nc) + 8.0 * (double)(n + k + m);
+    double host_bytes = 4.0 * (double)(na + nb + nc) + 8.0 * ((double)n + k + m);
     bench_row row = {.sweep = sweep, .name = name, .m = m, .n = n, .k = k, .batch = 1,
                      .threads = ctx->threads, .warmup = ctx->timing.warmup, .flops = flops,
                      .bytes = 4.0 * (double)(na + nb + nc), .max_rel_err = NAN};
