@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "csv.h"
+#include "options.h"
 #include "sweep.h"
 
 /* the same measurement: every column that defines what was timed */
@@ -67,4 +68,9 @@ int bench_compare(const char *dir_a, const char *dir_b, FILE *out) {
     }
     if (out) fprintf(out, "%d rows matched; written to %s\n", matched, path);
     return 0;
+}
+
+int bench_compare_main(int argc, char **argv) {
+    if (argc != 3) return bench_usage_error("bench", "compare takes two folders: bench compare DIR_A DIR_B");
+    return bench_compare(argv[1], argv[2], stdout);
 }

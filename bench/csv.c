@@ -46,11 +46,23 @@ static void num(FILE *f, double v) {
     else fprintf(f, ",NaN");
 }
 
+/* free text as one CSV field: commas become ';', control characters ' ' */
+static void text(FILE *f, const char *s) {
+    fputc(',', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        fputc(c == ',' ? ';' : c < 0x20 || c == 0x7f ? ' ' : c, f);
+    }
+}
+
 void bench_csv_write(FILE *f, const bench_row *r) {
-    bool ok = r->st.reps > 0 && isfinite(r->st.median_ms) && r->st.median_ms > 0;
-    fprintf(f, "%s,%s,%s,%s,f32,%lld,%lld,%lld,%lld,%d,%d,%d,%d,%d", r->sweep, r->name, r->impl, r->backend,
+    /* only a checked, finished measurement has times: a wrong or failed
+     * row keeps its error and reason, never a time to be plotted */
+    bool timed = !strcmp(r->status, "ok") || !strcmp(r->status, "noisy") || !strcmp(r->status, "interrupted");
+    bool ok = timed && r->st.reps > 0 && isfinite(r->st.median_ms) && r->st.median_ms > 0;
+    fprintf(f, "%s,%s,%s,%s,f32,%lld,%lld,%lld,%lld,%d,%d,%d,%d,%d,%d", r->sweep, r->name, r->impl, r->backend,
             (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->batch, r->threads, r->transfer,
-            r->tf32, r->warmup, ok ? r->st.reps : 0);
+            r->tf32, r->cold, r->warmup, ok ? r->st.reps : 0);
     num(f, ok ? r->st.median_ms : NAN);
     num(f, ok ? r->st.min_ms : NAN);
     num(f, ok ? r->st.max_ms : NAN);
@@ -58,7 +70,10 @@ void bench_csv_write(FILE *f, const bench_row *r) {
     num(f, ok && r->flops > 0 ? r->flops / (r->st.median_ms * 1e6) : NAN);
     num(f, ok && r->bytes > 0 ? r->bytes / (r->st.median_ms * 1e6) : NAN);
     num(f, r->max_rel_err);
-    fprintf(f, ",%s\n", r->status);
+    text(f, r->check ? r->check : "none");
+    text(f, r->status);
+    text(f, r->note);
+    fputc('\n', f);
     fflush(f);
 }
 

@@ -12,19 +12,25 @@
 #include "timing.h"
 
 #define BENCH_CSV_HEADER                                                                                   \
-    "sweep,case,impl,backend,dtype,m,n,k,batch,threads,transfer,tf32,warmup,reps,median_ms,min_ms,max_ms," \
-    "cv_pct,gflops,gbps,max_rel_err,status"
+    "sweep,case,impl,backend,dtype,m,n,k,batch,threads,transfer,tf32,cold,warmup,reps,median_ms,min_ms," \
+    "max_ms,cv_pct,gflops,gbps,max_rel_err,check,status,note"
 
 typedef struct bench_row {
     const char *sweep, *name, *impl, *backend;
     int64_t     m, n, k, batch;
     int         threads;
     bool        transfer, tf32;
+    bool        cold;            /* GPU L2 flushed before every timed run  */
     int         warmup;
-    bench_stats st;
+    bench_stats st;              /* st.samples: every timed run, in order  */
     double      flops, bytes;    /* work per run: gives GFLOP/s and GB/s   */
     double      max_rel_err;     /* against the reference; NaN if none     */
-    const char *status;          /* ok | wrong | unsupported | oom | error | skipped | interrupted */
+    const char *check;           /* what max_rel_err compared: a short word
+                                  * (f64-fwd, f64-grad, f64-step ...); NULL: none */
+    const char *status;          /* ok | noisy | wrong | failed | unsupported | oom | error | skipped |
+                                  * interrupted */
+    const char *note;            /* why a row is not ok, or what it flags
+                                  * (throttling, fits in L2); NULL: nothing */
 } bench_row;
 
 /* A result file is written as DIR/NAME.csv.partial, metadata then header

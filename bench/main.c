@@ -105,9 +105,6 @@ int main(int argc, char **argv) {
         return bench_plot(argv[2], stdout);
     }
     if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train_main(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "compare")) {
-        if (argc != 4) return bench_usage_error("bench", "compare takes two folders: bench compare DIR_A DIR_B");
-        return bench_compare(argv[2], argv[3], stdout);
-    }
+    if (argc >= 2 && !strcmp(argv[1], "compare")) return bench_compare_main(argc - 1, argv + 1);
     return run_sweeps(argc, argv);
 }

@@ -125,7 +125,7 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *
     double want = NAN; /* the float64 loss of the first step, for both versions */
     /* graph: dg_grad + plan (GPU: also with CUDA-graph replay) */
     for (int cuda = 0; cuda < (be == ctx->gpu ? 2 : 1); cuda++) {
-        bench_stats s = {NAN, NAN, NAN, NAN, 0};
+        bench_stats s = BENCH_NO_STATS;
         double err = NAN;
         bench_step bs;
         dg_status st = bench_step_new(&bs, be, &cfg, batch, x, y, &(dg_plan_opts){.no_replay = !cuda}, &want, &err);
@@ -135,7 +135,7 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *
     }
     /* manual */
     manual mm = {.be = be};
-    bench_stats s = {NAN, NAN, NAN, NAN, 0};
+    bench_stats s = BENCH_NO_STATS;
     double err = NAN;
     float loss = NAN;
     dg_status st = build_manual(&mm, &cfg, batch);

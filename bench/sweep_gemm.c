@@ -232,7 +232,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
         row.tf32 = im->tf32;
         row.transfer = false;
         row.max_rel_err = NAN;
-        row.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
+        row.st = BENCH_NO_STATS;
         if (!run[i]) continue;
         dg_status st = DG_OK;
         for (size_t q = 0; q < nc; q++) g.C[q] = NAN; /* poison: every element must be written */
@@ -262,7 +262,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
         if (im->transfer && !only && !bench_interrupted) { /* and once with the copies inside */
             for (size_t q = 0; q < nc; q++) g.C[q] = NAN;
             row.transfer = true;
-            row.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
+            row.st = BENCH_NO_STATS;
             st = bench_time(ctx->gpu, false, run_transfer, &g, &ctx->timing, &row.st);
             row.max_rel_err = st == DG_OK ? freivalds(&g, x, z) : NAN;
             row.status = st != DG_OK ? bench_status_word(st)

@@ -58,7 +58,7 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const ca
         /* no such node: the gradient is a pass-through or a view at this shape (add; a [1,n] bias) */
         if (d == 1 && (c->sweep.bwd == DG_OP_LEAF || (st == DG_OK && !which[1]))) continue;
         row.impl = d == 0 ? (gpu ? "gpu-fwd" : "cpu-fwd") : (gpu ? "gpu-bwd" : "cpu-bwd");
-        row.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
+        row.st = BENCH_NO_STATS;
         row.status = verdict;
         if (st == DG_OK && strcmp(verdict, "ok") == 0) {
             if (!which[d]) row.status = "error";

@@ -55,7 +55,7 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, co
     }
     if (st == DG_OK) st = dg_train(be, &o, train, test, NULL, NULL, &s);
     if (st == DG_OK) {
-        row.st = (bench_stats){1e3 * s.epoch_s, 1e3 * s.epoch_s, 1e3 * s.epoch_s, 0, 1};
+        row.st = (bench_stats){1e3 * s.epoch_s, 1e3 * s.epoch_s, 1e3 * s.epoch_s, 0, 1, NULL};
         row.status = "ok";
         if (ctx->progress) fprintf(stderr, "\n");
         fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", model->name, batch,

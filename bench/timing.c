@@ -18,7 +18,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 bench_stats bench_stats_of(double *v, int n) {
-    bench_stats s = {NAN, NAN, NAN, NAN, n};
+    bench_stats s = {NAN, NAN, NAN, NAN, n, NULL};
     if (n < 1) return s;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     s.median_ms = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);

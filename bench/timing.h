@@ -6,6 +6,7 @@
 #ifndef DG_BENCH_TIMING_H
 #define DG_BENCH_TIMING_H
 
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 
@@ -19,9 +20,14 @@ typedef struct bench_timing {
 } bench_timing;
 
 typedef struct bench_stats {
-    double median_ms, min_ms, max_ms, cv_pct;
-    int    reps;
+    double        median_ms, min_ms, max_ms, cv_pct;
+    int           reps;
+    const double *samples; /* reps timed runs in ms, in the order run; owned by
+                            * timing.c, valid until the next bench_time call */
 } bench_stats;
+
+/* nothing measured */
+#define BENCH_NO_STATS ((bench_stats){NAN, NAN, NAN, NAN, 0, NULL})
 
 typedef dg_status (*bench_fn)(void *arg);
 

@@ -109,7 +109,7 @@ Test(bench_csv, write_then_read_back_and_reject_malformed) {
                     .bytes = 2e6, .max_rel_err = 1e-7, .status = "ok"};
     bench_row bad = ok;
     bad.status = "oom";
-    bad.st = (bench_stats){NAN, NAN, NAN, NAN, 0};
+    bad.st = BENCH_NO_STATS;
     bench_csv_write(f, &ok);
     bench_csv_write(f, &bad);
     ASSERT_OK(bench_csv_finish(f, dir, "unit", true));
