@@ -1,4 +1,5 @@
-/* check.h: references for training-step results. */
+/* check.h: float64 references for the training-step sweeps (mlp,
+ * autodiff, train): the first step's loss and every parameter's update. */
 #ifndef DG_BENCH_CHECK_H
 #define DG_BENCH_CHECK_H
 
@@ -15,17 +16,48 @@ typedef struct bench_step {
     dg_plan      *p;
 } bench_step;
 
-/* float64 loss of the step graph for inputs x, y (parameters from their
- * init specs: the values of a fresh plan) */
-double bench_ref_loss(const bench_step *s, const float *x, const int32_t *y);
+/* The float64 step for one shape and data, computed once and shared by the
+ * backends: the loss, and each parameter's change (updated - initial). */
+typedef struct bench_step_ref {
+    bool    done;
+    double  loss;
+    int     n_params;
+    int64_t numel[DG_MODEL_MAX_PARAMS];
+    double *delta[DG_MODEL_MAX_PARAMS];
+} bench_step_ref;
+
+/* what a step row's max_rel_err compares (the check column) */
+#define BENCH_STEP_CHECK "f64-loss+update"
+/* The largest error a step row may have and be "ok". The loss agrees to
+ * about 1e-7; the updates to 1e-5..5e-5 (measured, CPU, batch 32..2048):
+ * Adam's first step is lr * g / (|g| + eps), so a gradient near zero whose
+ * float32 value differs a little moves its update a lot. A wrong rule is
+ * far above: no bias correction is 3x, momentum as a moving average 10x. */
+#define BENCH_STEP_TOL 1e-3
+
+/* Evaluates the whole step graph in float64 for inputs x, y, parameters and
+ * optimizer state from their init specs (the values of a fresh plan). */
+dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t *y, bench_step_ref *ref);
+void      bench_step_ref_free(bench_step_ref *ref);
+
+/* reads a parameter's current value from wherever a step keeps it */
+typedef dg_status (*bench_param_fetch)(void *arg, const dg_node *param, float *host, size_t bytes);
+
+/* The error of a step that ran once from fresh parameters (m: its model,
+ * whose parameters fetch reads): the larger of the loss's relative error
+ * and the relative L2 error of the parameter updates,
+ * || d - d_ref || / || d_ref || over all parameters (the update, not the
+ * parameter, is compared: lr * a unit step is 1e-3 of a weight). */
+dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg, float loss,
+                           const bench_step_ref *ref, double *rel_err);
 
 /* Builds the step on be with inputs x [batch, w[0]] and y [batch], runs it
- * once and compares its loss with the float64 reference: *rel_err =
- * |loss - ref| / |ref|. *want caches the reference across backends (NAN:
- * compute it). opts: the plan's options (NULL: defaults). The plan is then
- * ready to be timed. */
+ * once and compares it with the float64 reference (computed into *ref on
+ * the first call for this shape). opts: the plan's options (NULL:
+ * defaults). The plan is then ready to be timed (its parameters have moved
+ * by one step: later runs time the same work). */
 dg_status bench_step_new(bench_step *s, dg_backend *be, const dg_mlp_cfg *w, int batch, const float *x,
-                         const int32_t *y, const dg_plan_opts *opts, double *want, double *rel_err);
+                         const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err);
 void      bench_step_free(bench_step *s);
 
 #endif

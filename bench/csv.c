@@ -82,11 +82,12 @@ void bench_csv_write(FILE *f, const bench_row *r) {
 enum {
     COL_SWEEP, COL_CASE, COL_IMPL, COL_BACKEND, COL_M, COL_N, COL_K, COL_BATCH, COL_TRANSFER, COL_MEDIAN,
     COL_MIN, COL_MAX, COL_STATUS, N_REQUIRED, /* the columns above are required; below, optional */
-    COL_TF32 = N_REQUIRED, COL_THREADS, COL_REPS, COL_CV, COL_GFLOPS, COL_GBPS, COL_ERR, N_KNOWN
+    COL_TF32 = N_REQUIRED, COL_THREADS, COL_REPS, COL_CV, COL_GFLOPS, COL_GBPS, COL_ERR, COL_COLD, COL_CHECK,
+    COL_NOTE, N_KNOWN
 };
 static const char *const col_names[N_KNOWN] = {
     "sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer", "median_ms", "min_ms", "max_ms",
-    "status", "tf32", "threads", "reps", "cv_pct", "gflops", "gbps", "max_rel_err",
+    "status", "tf32", "threads", "reps", "cv_pct", "gflops", "gbps", "max_rel_err", "cold", "check", "note",
 };
 
 #define MAX_FIELDS 64
@@ -168,7 +169,9 @@ static dg_status parse_row(const row_src *s, csv_rec *r) {
     snprintf(r->impl, sizeof r->impl, "%s", s->fld[s->col[COL_IMPL]]);
     snprintf(r->backend, sizeof r->backend, "%s", s->fld[s->col[COL_BACKEND]]);
     snprintf(r->status, sizeof r->status, "%s", s->fld[s->col[COL_STATUS]]);
-    long long transfer, tf32, threads, reps;
+    if (s->col[COL_CHECK] >= 0) snprintf(r->check, sizeof r->check, "%s", s->fld[s->col[COL_CHECK]]);
+    if (s->col[COL_NOTE] >= 0) snprintf(r->note, sizeof r->note, "%s", s->fld[s->col[COL_NOTE]]);
+    long long transfer, tf32, threads, reps, cold;
     dg_status st;
     if ((st = int_col(s, COL_M, 0, INT64_MAX, &r->m)) || (st = int_col(s, COL_N, 0, INT64_MAX, &r->n)) ||
         (st = int_col(s, COL_K, 0, INT64_MAX, &r->k)) || (st = int_col(s, COL_BATCH, 0, INT64_MAX, &r->batch)) ||
@@ -177,8 +180,9 @@ static dg_status parse_row(const row_src *s, csv_rec *r) {
         (st = num_col(s, COL_MEDIAN, &r->median_ms)) || (st = num_col(s, COL_MIN, &r->min_ms)) ||
         (st = num_col(s, COL_MAX, &r->max_ms)) || (st = num_col(s, COL_CV, &r->cv_pct)) ||
         (st = num_col(s, COL_GFLOPS, &r->gflops)) || (st = num_col(s, COL_GBPS, &r->gbps)) ||
-        (st = num_col(s, COL_ERR, &r->max_rel_err)))
+        (st = num_col(s, COL_ERR, &r->max_rel_err)) || (st = int_col(s, COL_COLD, 0, 1, &cold)))
         return st;
+    r->cold = (int)cold;
     r->transfer = (int)transfer;
     r->tf32 = (int)tf32;
     r->threads = (int)threads;
@@ -251,4 +255,20 @@ csv_rec *bench_csv_read(const char *path, int *n) {
         return NULL;
     }
     return recs;
+}
+
+bool bench_csv_meta(const char *path, const char *key, char *buf, size_t n) {
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    size_t klen = strlen(key);
+    bool found = false;
+    buf[0] = '\0';
+    while (f && !found && fgets(line, sizeof line, f) && line[0] == '#') {
+        if (strncmp(line, "# ", 2) || strncmp(line + 2, key, klen) || strncmp(line + 2 + klen, ": ", 2)) continue;
+        line[strcspn(line, "\r\n")] = '\0';
+        snprintf(buf, n, "%s", line + 4 + klen);
+        found = true;
+    }
+    if (f) fclose(f);
+    return found;
 }

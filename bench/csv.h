@@ -45,12 +45,13 @@ void      bench_csv_write(FILE *f, const bench_row *r);
 /* reading back (plot, compare): columns are found by their header name, so
  * a folder written with fewer or more columns still reads. Required: sweep,
  * case, impl, backend, m, n, k, batch, transfer, median_ms, min_ms, max_ms,
- * status. Optional: tf32, threads, reps (0 when absent), cv_pct, gflops,
- * gbps, max_rel_err (NaN when absent). Other columns are ignored. */
+ * status. Optional: tf32, cold, threads, reps (0 when absent), cv_pct,
+ * gflops, gbps, max_rel_err (NaN when absent), check, note (empty when
+ * absent). Other columns are ignored. */
 typedef struct csv_rec {
-    char   sweep[32], name[48], impl[32], backend[8], status[16];
+    char   sweep[32], name[48], impl[32], backend[8], status[16], check[24], note[160];
     long long m, n, k, batch;
-    int    threads, transfer, tf32, reps;
+    int    threads, transfer, tf32, cold, reps;
     double median_ms, min_ms, max_ms, cv_pct, gflops, gbps, max_rel_err;
 } csv_rec;
 
@@ -59,5 +60,9 @@ typedef struct csv_rec {
  * line without its newline (a row cut short) is skipped with a warning on
  * stderr; any other malformed line fails the whole file. */
 csv_rec *bench_csv_read(const char *path, int *n);
+
+/* The value of the metadata line "# KEY: value" of path (before its
+ * header) into buf; false (buf empty) when there is none. */
+bool bench_csv_meta(const char *path, const char *key, char *buf, size_t n);
 
 #endif

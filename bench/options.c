@@ -11,43 +11,72 @@
 #include "core/data/dataset.h"
 #include "list_ops.h"
 
+#ifndef DG_VERSION
+#define DG_VERSION "unknown"
+#endif
+/* written at build time by scripts/build_info.cmake */
+extern const char *const dg_build_commit;
+
 #define DEFAULT_SWEEPS "ceiling,gemm,ops,mlp"
 #define ALL_SWEEPS DEFAULT_SWEEPS ",autodiff,train"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: bench [options]            run sweeps, write CSV, charts and summary.md\n"
+            "usage: bench [options]            run sweeps, write CSV, JSON, charts and summary.md\n"
             "       bench plot DIR             redraw charts and summary.md from DIR's CSV files\n"
-            "       bench compare DIR_A DIR_B  ratio of medians B/A per matching row\n"
+            "       bench compare DIR_A DIR_B  B against A, row by row (bench compare --help)\n"
             "       bench train [options]      train on Fashion-MNIST (bench train --help)\n"
             "\n"
-            "options:\n"
-            "  --sweep LIST      comma-separated sweeps, each once (default: " DEFAULT_SWEEPS "); 'all'\n"
-            "                    runs them with their largest sizes too (gemm 8192, ops 64M, mlp batch\n"
-            "                    8192), and the autodiff and train sweeps\n"
-            "  --backends LIST   cpu,gpu (default both; a missing GPU is reported once)\n"
-            "  --sizes LIST      sizes instead of each sweep's defaults: 64,128,... or A:B (doubling);\n"
-            "                    1 to 2^30, at most %d\n"
-            "  --threads N       CPU threads for OpenMP and OpenBLAS, 1 to 1024 (default: all cores)\n"
-            "  --reps N          at least N timed runs, 1 to 100000 (default 5)\n"
-            "  --warmup N        untimed runs first, 0 to 1000 (default 2)\n"
-            "  --min-time S      at least S seconds of timed runs, 0 to 3600 (default 0.1)\n"
-            "  --cpu-cap S       skip CPU runs predicted to take longer than S seconds (default 3); runs\n"
-            "                    that need more host memory than is available are skipped too\n"
-            "  --quick           smaller sizes, for a fast look\n"
-            "  --out DIR         result folder (default reports/latest)\n"
-            "  --data DIR        Fashion-MNIST folder for the train sweep (default " DG_FASHION_MNIST_DIR ")\n"
-            "  --list            sweeps and what they measure\n"
-            "  --list-ops        op coverage: forward/backward support per backend\n"
-            "  -h, --help        this help\n"
+            "what to run:\n"
+            "  --sweep LIST       comma-separated sweeps, each once (default: " DEFAULT_SWEEPS "); 'all'\n"
+            "                     runs them with their largest sizes too (gemm 8192, ops 64M, mlp batch\n"
+            "                     8192), and the autodiff and train sweeps\n"
+            "  --backends LIST    cpu,gpu (default both; a missing GPU is reported once)\n"
+            "  --sizes [SWEEP=]LIST  sizes instead of the sweeps' defaults: 64,128,... or A:B (doubling),\n"
+            "                     1 to 2^30, at most %d; SWEEP= gives one sweep its own list (repeatable)\n"
+            "  --shapes LIST      the gemm sweep runs these shapes instead: MxNxK[:OP] comma-separated,\n"
+            "                     OP = NN, NT, TN or TT (op(A) op(B), T = transposed), e.g. 512x64x4096:NT\n"
+            "  --case LIST        only the cases (gemm shape names, op names, model names...) matching\n"
+            "                     these comma-separated glob patterns\n"
+            "  --impl LIST        only the implementations matching these patterns (cpu-openblas,\n"
+            "                     gpu-*, cpu-fwd ...; bench --list shows the sweeps)\n"
+            "  --quick            smaller sizes, for a fast look\n"
             "\n"
-            "Every result is checked against a reference before its time is written; a wrong result is a\n"
-            "row with status 'wrong'. GPU kernel times come from CUDA events; rows with transfer=1 include\n"
-            "the host-device copies. TF32 is off except in rows with tf32=1 (impl gpu-cublas-tf32).\n"
+            "how to time:\n"
+            "  --threads N        CPU threads for OpenMP and OpenBLAS, 1 to 1024 (default: all cores)\n"
+            "  --warmup N         untimed runs first, 0 to 1000 (default 2)\n"
+            "  --warmup-time S    and at least S seconds of them, 0 to 60 (default 0)\n"
+            "  --reps N           at least N timed runs, 1 to 100000 (default 5)\n"
+            "  --min-time S       at least S seconds of timed runs, 0 to 3600 (default 0.1)\n"
+            "  --max-reps N       at most N timed runs, even before --min-time, 1 to 1000000 (default\n"
+            "                     10000; a row it cut short says so in its note)\n"
+            "  --max-cv PCT       a row whose coefficient of variation is above PCT is measured again,\n"
+            "                     then marked 'noisy' (default 5; 0: never)\n"
+            "  --retries N        at most N more measurements of a noisy row, 0 to 10 (default 2)\n"
+            "  --cold             GPU: flush the L2 cache before every timed run (default: hot)\n"
+            "  --cpu-cap S        skip CPU runs predicted to take longer than S seconds (default 3); runs\n"
+            "                     that need more host memory than is available are skipped too\n"
+            "  --wait-policy P    OpenMP waiting threads: active (spin), passive (sleep) or auto (passive\n"
+            "                     when the machine is loaded; default); OMP_WAIT_POLICY, if set, wins\n"
+            "\n"
+            "output:\n"
+            "  --out DIR          result folder (default reports/latest)\n"
+            "  --samples          also DIR/NAME.samples.csv: every timed run of every row\n"
+            "  --data DIR         Fashion-MNIST folder for the train sweep (default " DG_FASHION_MNIST_DIR ")\n"
+            "  --list             sweeps and what they measure\n"
+            "  --list-ops         op coverage: forward/backward support per backend\n"
+            "  --version          the version and the commit it was built from\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "Every result is checked against a reference before its time is written (column check says\n"
+            "against what, max_rel_err by how much); a wrong result is a row with status 'wrong' and no\n"
+            "time. Status: ok, noisy (cv_pct above --max-cv), wrong, failed, error, oom, unsupported,\n"
+            "skipped, interrupted; column note says why. GPU kernel times come from CUDA events; rows\n"
+            "with transfer=1 include the host-device copies. TF32 is off except in rows with tf32=1.\n"
             "A sweep's rows go to DIR/NAME.csv.partial as they are measured; the file replaces DIR/NAME.csv\n"
-            "when the sweep ends or is interrupted with rows in it, so a failed run never erases an\n"
-            "earlier result. Ctrl-C or SIGTERM: the row being measured is finished with the runs it has,\n"
-            "then the charts and summary are drawn.\n",
+            "(and NAME.json is written beside it) when the sweep ends or is interrupted with rows in it,\n"
+            "so a failed run never erases an earlier result. Ctrl-C or SIGTERM: the row being measured\n"
+            "is finished with the runs it has, then the charts and summary are drawn.\n",
             BENCH_MAX_SIZES);
 }
 
@@ -87,8 +116,8 @@ bool bench_parse_double(const char *s, double lo, double hi, double *out) {
     return true;
 }
 
-/* "64,128" or "64:4096" (doubling); false with a message */
-static bool parse_sizes(const char *spec, bench_ctx *ctx) {
+/* "64,128" or "64:4096" (doubling) into *l; false with a message */
+static bool parse_size_list(const char *spec, bench_size_list *l) {
     char buf[512];
     if (strlen(spec) >= sizeof buf) {
         fprintf(stderr, "bench: --sizes is longer than %zu characters\n", sizeof buf - 1);
@@ -96,22 +125,91 @@ static bool parse_sizes(const char *spec, bench_ctx *ctx) {
     }
     snprintf(buf, sizeof buf, "%s", spec);
     char *colon = strchr(buf, ':');
-    ctx->n_sizes = 0;
+    l->n = 0;
     if (colon) {
         long long a, b;
         *colon = '\0';
         if (!bench_parse_long(buf, 1, 1LL << 30, &a) || !bench_parse_long(colon + 1, a, 1LL << 30, &b)) return false;
-        for (long long v = a; v <= b; v *= 2) ctx->sizes[ctx->n_sizes++] = v; /* at most 31 */
+        for (long long v = a; v <= b; v *= 2) l->v[l->n++] = v; /* at most 31 */
         return true;
     }
     for (char *p = buf, *tok; (tok = strsep(&p, ",")) != NULL;) {
-        if (ctx->n_sizes == BENCH_MAX_SIZES) {
+        if (l->n == BENCH_MAX_SIZES) {
             fprintf(stderr, "bench: --sizes has more than %d sizes\n", BENCH_MAX_SIZES);
             return false;
         }
-        if (!bench_parse_long(tok, 1, 1LL << 30, &ctx->sizes[ctx->n_sizes++])) return false;
+        if (!bench_parse_long(tok, 1, 1LL << 30, &l->v[l->n++])) return false;
     }
     return true;
+}
+
+static const sweep_def *find_sweep(const char *name);
+
+/* --sizes [SWEEP=]LIST: one list per sweep, and one for the others */
+static int parse_sizes(const char *spec, bench_ctx *ctx) {
+    const char *eq = strchr(spec, '='), *list = eq ? eq + 1 : spec;
+    char name[32] = "";
+    if (eq) {
+        if ((size_t)(eq - spec) >= sizeof name) return bench_usage_error("bench", "bad --sizes '%.80s': unknown sweep", spec);
+        memcpy(name, spec, (size_t)(eq - spec));
+        name[eq - spec] = '\0';
+    }
+    const sweep_def *sw = eq ? find_sweep(name) : NULL;
+    if (eq && !sw) return bench_usage_error("bench", "bad --sizes '%.80s': unknown sweep '%s' (bench --list)", spec, name);
+    for (int i = 0; i < ctx->n_size_lists; i++)
+        if ((ctx->size_lists[i].sweep == NULL) == (sw == NULL) && (!sw || !strcmp(ctx->size_lists[i].sweep, sw->name)))
+            return bench_usage_error("bench", "--sizes given twice for %s", sw ? sw->name : "all sweeps");
+    if (ctx->n_size_lists == BENCH_MAX_SIZE_LISTS)
+        return bench_usage_error("bench", "--sizes given more than %d times", BENCH_MAX_SIZE_LISTS);
+    bench_size_list *l = &ctx->size_lists[ctx->n_size_lists];
+    if (!parse_size_list(list, l))
+        return bench_usage_error("bench", "bad --sizes '%.80s' (e.g. 64,128,256 or 64:4096, or gemm=64:4096)", spec);
+    l->sweep = sw ? sw->name : NULL;
+    ctx->n_size_lists++;
+    return BENCH_OPTS_RUN;
+}
+
+/* one "MxNxK[:OP]" */
+static bool parse_shape(char *tok, bench_gemm_shape *sh) {
+    char *op = strchr(tok, ':');
+    if (op) {
+        *op++ = '\0';
+        if (strlen(op) != 2 || !strchr("NT", op[0]) || !strchr("NT", op[1])) return false;
+        sh->ta = op[0] == 'T';
+        sh->tb = op[1] == 'T';
+    }
+    long long d[3];
+    char *p = tok;
+    for (int i = 0; i < 3; i++) {
+        char *x = strsep(&p, "x");
+        if (!x || !bench_parse_long(x, 1, 1 << 20, &d[i])) return false;
+    }
+    if (p) return false; /* a fourth dimension */
+    sh->m = (int)d[0];
+    sh->n = (int)d[1];
+    sh->k = (int)d[2];
+    return true;
+}
+
+static int parse_shapes(const char *spec, bench_ctx *ctx) {
+    char buf[512];
+    if (strlen(spec) >= sizeof buf) return bench_usage_error("bench", "--shapes is longer than %zu characters", sizeof buf - 1);
+    snprintf(buf, sizeof buf, "%s", spec);
+    ctx->n_shapes = 0;
+    for (char *p = buf, *tok; (tok = strsep(&p, ",")) != NULL;) {
+        if (ctx->n_shapes == BENCH_MAX_SHAPES) return bench_usage_error("bench", "--shapes has more than %d shapes", BENCH_MAX_SHAPES);
+        bench_gemm_shape *sh = &ctx->shapes[ctx->n_shapes++];
+        *sh = (bench_gemm_shape){0};
+        if (!parse_shape(tok, sh))
+            return bench_usage_error("bench", "bad --shapes entry '%.80s' (MxNxK with 1 to 2^20 each, then :NN, :NT, :TN or :TT)", tok);
+    }
+    return BENCH_OPTS_RUN;
+}
+
+/* --case, --impl: non-empty glob patterns, no empty entry */
+static bool filter_ok(const char *s) {
+    size_t n = strlen(s);
+    return n > 0 && n < 256 && s[0] != ',' && s[n - 1] != ',' && !strstr(s, ",,");
 }
 
 static const sweep_def *find_sweep(const char *name) {
@@ -151,54 +249,134 @@ static int parse_backends(const char *spec, bench_choice *ch) {
 
 static bool path_ok(const char *s) { return *s && strlen(s) <= BENCH_MAX_PATH; }
 
+enum {
+    OPT_SWEEP = 256, OPT_BACKENDS, OPT_SIZES, OPT_SHAPES, OPT_CASE, OPT_IMPL, OPT_THREADS, OPT_REPS, OPT_WARMUP,
+    OPT_WARMUP_TIME, OPT_MIN_TIME, OPT_MAX_REPS, OPT_MAX_CV, OPT_RETRIES, OPT_COLD, OPT_CPU_CAP, OPT_WAIT,
+    OPT_QUICK, OPT_OUT, OPT_SAMPLES, OPT_DATA, OPT_LIST, OPT_LIST_OPS, OPT_VERSION,
+};
+
+/* the defaults of every setting */
+static bench_ctx default_ctx(void) {
+    return (bench_ctx){
+        .out_dir = "reports/latest",
+        .timing = {.warmup = 2, .min_reps = 5, .max_reps = 10000, .min_time_s = 0.1, .max_cv_pct = 5,
+                   .max_retries = 2},
+        .cpu_cap_s = 3.0,
+        .wait_policy = "auto",
+    };
+}
+
+/* one option's value into ctx / ch; BENCH_OPTS_RUN or an exit code */
+static int take_option(int c, const char *arg, bench_ctx *ctx, const char **sweeps, const char **backends,
+                       long long *max_reps) {
+    long long v;
+    switch (c) {
+    case OPT_SWEEP: *sweeps = arg; break;
+    case OPT_BACKENDS: *backends = arg; break;
+    case OPT_SIZES: return parse_sizes(arg, ctx);
+    case OPT_SHAPES: return parse_shapes(arg, ctx);
+    case OPT_CASE:
+        if (!filter_ok(arg)) return bench_usage_error("bench", "bad --case '%.80s' (comma-separated patterns)", arg);
+        ctx->case_filter = arg; break;
+    case OPT_IMPL:
+        if (!filter_ok(arg)) return bench_usage_error("bench", "bad --impl '%.80s' (comma-separated patterns)", arg);
+        ctx->impl_filter = arg; break;
+    case OPT_THREADS:
+        if (!bench_parse_long(arg, 1, 1024, &v)) return bench_usage_error("bench", "bad --threads '%.80s' (1 to 1024)", arg);
+        ctx->threads = (int)v; break;
+    case OPT_REPS:
+        if (!bench_parse_long(arg, 1, 100000, &v)) return bench_usage_error("bench", "bad --reps '%.80s' (1 to 100000)", arg);
+        ctx->timing.min_reps = (int)v; break;
+    case OPT_MAX_REPS:
+        if (!bench_parse_long(arg, 1, 1000000, max_reps)) return bench_usage_error("bench", "bad --max-reps '%.80s' (1 to 1000000)", arg);
+        break;
+    case OPT_WARMUP:
+        if (!bench_parse_long(arg, 0, 1000, &v)) return bench_usage_error("bench", "bad --warmup '%.80s' (0 to 1000)", arg);
+        ctx->timing.warmup = (int)v; break;
+    case OPT_WARMUP_TIME:
+        if (!bench_parse_double(arg, 0, 60, &ctx->timing.warmup_s)) return bench_usage_error("bench", "bad --warmup-time '%.80s' (0 to 60 s)", arg);
+        break;
+    case OPT_MIN_TIME:
+        if (!bench_parse_double(arg, 0, 3600, &ctx->timing.min_time_s)) return bench_usage_error("bench", "bad --min-time '%.80s' (0 to 3600 s)", arg);
+        break;
+    case OPT_MAX_CV:
+        if (!bench_parse_double(arg, 0, 1000, &ctx->timing.max_cv_pct)) return bench_usage_error("bench", "bad --max-cv '%.80s' (0 to 1000 percent)", arg);
+        break;
+    case OPT_RETRIES:
+        if (!bench_parse_long(arg, 0, 10, &v)) return bench_usage_error("bench", "bad --retries '%.80s' (0 to 10)", arg);
+        ctx->timing.max_retries = (int)v; break;
+    case OPT_COLD: ctx->timing.cold = true; break;
+    case OPT_CPU_CAP:
+        if (!bench_parse_double(arg, 0.001, 86400, &ctx->cpu_cap_s)) return bench_usage_error("bench", "bad --cpu-cap '%.80s' (0.001 to 86400 s)", arg);
+        break;
+    case OPT_WAIT:
+        if (strcmp(arg, "auto") && strcmp(arg, "active") && strcmp(arg, "passive"))
+            return bench_usage_error("bench", "bad --wait-policy '%.80s' (auto, active or passive)", arg);
+        ctx->wait_policy = arg; break;
+    case OPT_QUICK: ctx->quick = true; break;
+    case OPT_SAMPLES: ctx->samples = true; break;
+    case OPT_OUT:
+        if (!path_ok(arg)) return bench_usage_error("bench", "bad --out '%.80s' (1 to 900 characters)", arg);
+        ctx->out_dir = arg; break;
+    case OPT_DATA:
+        if (!path_ok(arg)) return bench_usage_error("bench", "bad --data '%.80s' (1 to 900 characters)", arg);
+        ctx->data_dir = arg; break;
+    case OPT_LIST:
+        for (int i = 0; i < bench_n_sweeps; i++) printf("%-8s %s\n", bench_sweeps[i].name, bench_sweeps[i].what);
+        return 0;
+    case OPT_LIST_OPS: return bench_list_ops(stdout);
+    case OPT_VERSION: printf("duograd bench %s (commit %s)\n", DG_VERSION, dg_build_commit); return 0;
+    case 'h': usage(stdout); return 0;
+    }
+    return BENCH_OPTS_RUN;
+}
+
 int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch) {
     static const struct option opts[] = {
-        {"sweep", required_argument, NULL, 's'},   {"backends", required_argument, NULL, 'b'},
-        {"sizes", required_argument, NULL, 'z'},   {"threads", required_argument, NULL, 't'},
-        {"reps", required_argument, NULL, 'r'},    {"warmup", required_argument, NULL, 'w'},
-        {"min-time", required_argument, NULL, 'm'}, {"cpu-cap", required_argument, NULL, 'c'},
-        {"quick", no_argument, NULL, 'q'},         {"out", required_argument, NULL, 'o'},
-        {"data", required_argument, NULL, 'd'},
-        {"list", no_argument, NULL, 'l'},          {"list-ops", no_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"sweep", required_argument, NULL, OPT_SWEEP},        {"backends", required_argument, NULL, OPT_BACKENDS},
+        {"sizes", required_argument, NULL, OPT_SIZES},        {"shapes", required_argument, NULL, OPT_SHAPES},
+        {"case", required_argument, NULL, OPT_CASE},          {"impl", required_argument, NULL, OPT_IMPL},
+        {"threads", required_argument, NULL, OPT_THREADS},    {"reps", required_argument, NULL, OPT_REPS},
+        {"warmup", required_argument, NULL, OPT_WARMUP},      {"warmup-time", required_argument, NULL, OPT_WARMUP_TIME},
+        {"min-time", required_argument, NULL, OPT_MIN_TIME},  {"max-reps", required_argument, NULL, OPT_MAX_REPS},
+        {"max-cv", required_argument, NULL, OPT_MAX_CV},      {"retries", required_argument, NULL, OPT_RETRIES},
+        {"cold", no_argument, NULL, OPT_COLD},                {"cpu-cap", required_argument, NULL, OPT_CPU_CAP},
+        {"wait-policy", required_argument, NULL, OPT_WAIT},   {"quick", no_argument, NULL, OPT_QUICK},
+        {"out", required_argument, NULL, OPT_OUT},            {"samples", no_argument, NULL, OPT_SAMPLES},
+        {"data", required_argument, NULL, OPT_DATA},          {"list", no_argument, NULL, OPT_LIST},
+        {"list-ops", no_argument, NULL, OPT_LIST_OPS},        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, 'h'},                     {NULL, 0, NULL, 0},
     };
-    *ctx = (bench_ctx){.out_dir = "reports/latest", .timing = {2, 5, 200, 0.1}, .cpu_cap_s = 3.0};
+    *ctx = default_ctx();
     *ch = (bench_choice){0};
+    ctx->argc = argc;
+    ctx->argv = argv;
     const char *sweep_list = DEFAULT_SWEEPS, *backends = "cpu,gpu";
-    long long v;
-    int c;
+    long long max_reps = 0; /* 0: not given */
+    int c, rc;
     optind = 0; /* glibc: start over, the parse may run more than once in a process */
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's': sweep_list = optarg; break;
-        case 'b': backends = optarg; break;
-        case 'z': if (!parse_sizes(optarg, ctx)) return bench_usage_error("bench", "bad --sizes '%.80s' (e.g. 64,128,256 or 64:4096)", optarg); break;
-        case 't': if (!bench_parse_long(optarg, 1, 1024, &v)) return bench_usage_error("bench", "bad --threads '%.80s' (1 to 1024)", optarg);
-                  ctx->threads = (int)v; break;
-        case 'r': if (!bench_parse_long(optarg, 1, 100000, &v)) return bench_usage_error("bench", "bad --reps '%.80s' (1 to 100000)", optarg);
-                  ctx->timing.min_reps = (int)v;
-                  if (ctx->timing.max_reps < ctx->timing.min_reps) ctx->timing.max_reps = ctx->timing.min_reps;
-                  break;
-        case 'w': if (!bench_parse_long(optarg, 0, 1000, &v)) return bench_usage_error("bench", "bad --warmup '%.80s' (0 to 1000)", optarg);
-                  ctx->timing.warmup = (int)v; break;
-        case 'm': if (!bench_parse_double(optarg, 0, 3600, &ctx->timing.min_time_s)) return bench_usage_error("bench", "bad --min-time '%.80s' (0 to 3600 s)", optarg); break;
-        case 'c': if (!bench_parse_double(optarg, 0.001, 86400, &ctx->cpu_cap_s)) return bench_usage_error("bench", "bad --cpu-cap '%.80s' (0.001 to 86400 s)", optarg); break;
-        case 'q': ctx->quick = true; break;
-        case 'o': if (!path_ok(optarg)) return bench_usage_error("bench", "bad --out '%.80s' (1 to 900 characters)", optarg);
-                  ctx->out_dir = optarg; break;
-        case 'd': if (!path_ok(optarg)) return bench_usage_error("bench", "bad --data '%.80s' (1 to 900 characters)", optarg);
-                  ctx->data_dir = optarg; break;
-        case 'l':
-            for (int i = 0; i < bench_n_sweeps; i++) printf("%-8s %s\n", bench_sweeps[i].name, bench_sweeps[i].what);
-            return 0;
-        case 'L': return bench_list_ops(stdout);
-        case 'h': usage(stdout); return 0;
-        default:
+        if (c == '?' || c == ':')
             return bench_usage_error("bench", "unknown or incomplete option '%.80s'", argv[optind - 1]);
-        }
+        if ((rc = take_option(c, optarg, ctx, &sweep_list, &backends, &max_reps)) != BENCH_OPTS_RUN) return rc;
     }
     if (optind < argc) return bench_usage_error("bench", "unexpected argument '%.80s'", argv[optind]);
-    int rc = parse_sweeps(sweep_list, ctx, ch);
-    return rc != BENCH_OPTS_RUN ? rc : parse_backends(backends, ch);
+    bench_timing *t = &ctx->timing;
+    if (max_reps && max_reps < t->min_reps)
+        return bench_usage_error("bench", "--max-reps %lld is below --reps %d", max_reps, t->min_reps);
+    if (max_reps) t->max_reps = (int)max_reps;
+    else if (t->max_reps < t->min_reps) t->max_reps = t->min_reps;
+    if ((rc = parse_sweeps(sweep_list, ctx, ch)) != BENCH_OPTS_RUN) return rc;
+    if (ctx->n_shapes) {
+        bool gemm = false;
+        for (int i = 0; i < ch->n_sweeps; i++) gemm |= !strcmp(ch->sweeps[i]->name, "gemm");
+        if (!gemm) return bench_usage_error("bench", "--shapes is for the gemm sweep, which --sweep leaves out");
+    }
+    for (int i = 0; i < ctx->n_size_lists; i++) {
+        bool run = !ctx->size_lists[i].sweep;
+        for (int j = 0; j < ch->n_sweeps; j++) run |= ctx->size_lists[i].sweep == ch->sweeps[j]->name;
+        if (!run) return bench_usage_error("bench", "--sizes %s=... names a sweep that --sweep leaves out", ctx->size_lists[i].sweep);
+    }
+    return parse_backends(backends, ch);
 }

@@ -14,6 +14,8 @@
 #include "gnuplot.h"
 #include "sweep.h"
 
+#define BENCH_MAX_SWEEPS_IN_DIR 16
+
 bench_table bench_table_load(const char *dir, const char *sweep) {
     char path[1024];
     bench_table t = {NULL, 0, false};
@@ -31,6 +33,10 @@ bench_table bench_table_load(const char *dir, const char *sweep) {
     return t;
 }
 
+bool bench_row_measured(const csv_rec *r) {
+    return (!strcmp(r->status, "ok") || !strcmp(r->status, "noisy")) && isfinite(r->median_ms);
+}
+
 bench_series bench_pick(const bench_table *t, const char *name, const char *impl, const char *backend,
                         bool transfer, bench_col col, const char *title) {
     bench_series s = {.n = 0};
@@ -40,11 +46,16 @@ bench_series bench_pick(const bench_table *t, const char *name, const char *impl
         if ((name && strcmp(r->name, name)) || strcmp(r->impl, impl) || (backend && strcmp(r->backend, backend)) ||
             r->transfer != transfer)
             continue;
-        if (strcmp(r->status, "ok") || !isfinite(r->median_ms)) continue;
+        if (!bench_row_measured(r)) continue;
         double y = col == BENCH_MS ? r->median_ms : col == BENCH_GFLOPS ? r->gflops : r->gbps;
         if (!isfinite(y)) continue;
+        /* a rate is work / time: the slowest run gives its low end */
+        bool ms = col == BENCH_MS, bars = isfinite(r->min_ms) && isfinite(r->max_ms) && r->min_ms > 0;
         s.x[s.n] = (double)r->m;
-        s.y[s.n++] = y;
+        s.y[s.n] = y;
+        s.lo[s.n] = !bars ? y : ms ? r->min_ms : y * r->median_ms / r->max_ms;
+        s.hi[s.n] = !bars ? y : ms ? r->max_ms : y * r->median_ms / r->min_ms;
+        s.noisy[s.n++] = !strcmp(r->status, "noisy");
     }
     return s;
 }
@@ -63,8 +74,12 @@ bench_series bench_speedup(const bench_series *cpu, const bench_series *gpu, con
     for (int i = 0; i < gpu->n; i++)
         for (int j = 0; j < cpu->n; j++)
             if (cpu->x[j] == gpu->x[i] && s.n < BENCH_MAX_PTS) {
+                /* the bar spans the ratios of the extremes */
                 s.x[s.n] = gpu->x[i];
-                s.y[s.n++] = cpu->y[j] / gpu->y[i];
+                s.y[s.n] = cpu->y[j] / gpu->y[i];
+                s.lo[s.n] = cpu->lo[j] / gpu->hi[i];
+                s.hi[s.n] = cpu->hi[j] / gpu->lo[i];
+                s.noisy[s.n++] = cpu->noisy[j] || gpu->noisy[i];
             }
     return s;
 }
@@ -137,15 +152,26 @@ static int draw(const char *dir, const bench_chart *c) {
             fclose(g);
             return 1;
         }
-        for (int j = 0; j < c->s[i].n; j++) fprintf(d, "%.9g %.9g\n", c->s[i].x[j], c->s[i].y[j]);
+        /* x y lo hi noisy: lo and hi are the error bar (min and max runs) */
+        for (int j = 0; j < c->s[i].n; j++)
+            fprintf(d, "%.9g %.9g %.9g %.9g %d\n", c->s[i].x[j], c->s[i].y[j], c->s[i].lo[j], c->s[i].hi[j],
+                    c->s[i].noisy[j]);
         fclose(d);
     }
+    bool any_noisy = false;
+    for (int i = 0; i < c->n; i++)
+        for (int j = 0; j < c->s[i].n; j++) any_noisy |= c->s[i].noisy[j];
     fprintf(g, "plot ");
     for (int i = 0; i < c->n; i++) {
-        fprintf(g, "%s'plot-data/%s-%d.dat' using 1:2 with linespoints lw 2 title ", i ? ", \\\n     " : "",
+        fprintf(g, "%s'plot-data/%s-%d.dat' using 1:2:3:4 with yerrorlines lw 2 title ", i ? ", \\\n     " : "",
                 c->file, i);
         bench_gnuplot_quote(g, c->s[i].title);
     }
+    /* noisy rows (cv above --max-cv): a large ring around the point */
+    for (int i = 0; any_noisy && i < c->n; i++)
+        fprintf(g, ", \\\n     'plot-data/%s-%d.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb "
+                   "'red' %s",
+                c->file, i, i ? "notitle" : "title 'noisy (cv above --max-cv)'");
     for (int i = 0; i < c->n_hline; i++) {
         fprintf(g, ", \\\n     %g with lines dt 3 lw 2 title ", c->hline[i]);
         bench_gnuplot_quote(g, c->hline_title[i]);
@@ -180,6 +206,65 @@ static void write_ceilings(FILE *sum, const bench_ceilings *c) {
                  "| CPU | %s | - | %s |\n| GPU | %s | %s | %s |\n\n", bench_fmt_num(c->cpu_gflops, "%.1f", b1, 32),
             bench_fmt_num(c->cpu_gbps, "%.1f", b2, 32), bench_fmt_num(c->gpu_gflops, "%.1f", b3, 32),
             bench_fmt_num(c->gpu_tf32_gflops, "%.1f", b4, 32), bench_fmt_num(c->gpu_gbps, "%.1f", b5, 32));
+}
+
+/* the status counts of a table */
+static void count_rows(const bench_table *t, int *ok, int *noisy, int *wrong, int *other) {
+    *ok = *noisy = *wrong = *other = 0;
+    for (int i = 0; i < t->n; i++) {
+        const char *st = t->r[i].status;
+        if (!strcmp(st, "ok")) (*ok)++;
+        else if (!strcmp(st, "noisy")) (*noisy)++;
+        else if (!strcmp(st, "wrong")) (*wrong)++;
+        else (*other)++;
+    }
+}
+
+/* Where each CSV comes from (machine, date, commit) and what its rows say;
+ * a folder whose CSV files come from more than one run says so first. */
+static void write_provenance(FILE *sum, const char *dir) {
+    char runs[BENCH_MAX_SWEEPS_IN_DIR][64];
+    int n_runs = 0;
+    char *table = NULL;
+    size_t table_len = 0;
+    FILE *t = open_memstream(&table, &table_len);
+    if (!t) return;
+    fprintf(t, "| file | date | commit | cpu | gpu | rows | ok | noisy | wrong | other |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < bench_n_sweeps; i++) {
+        char path[1200], date[64], commit[64], cpu[160], gpu[160];
+        snprintf(path, sizeof path, "%s/%s.csv", dir, bench_sweeps[i].name);
+        if (access(path, F_OK) != 0) continue;
+        bench_csv_meta(path, "date", date, sizeof date);
+        bench_csv_meta(path, "git commit", commit, sizeof commit);
+        bench_csv_meta(path, "cpu", cpu, sizeof cpu);
+        bench_csv_meta(path, "gpu", gpu, sizeof gpu);
+        bench_table tb = bench_table_load(dir, bench_sweeps[i].name);
+        int ok, noisy, wrong, other;
+        count_rows(&tb, &ok, &noisy, &wrong, &other);
+        free(tb.r);
+        fprintf(t, "| %s.csv | %s | %s | %s | %.60s | %d | %d | %d | %d | %d |\n", bench_sweeps[i].name,
+                *date ? date : "?", *commit ? commit : "?", *cpu ? cpu : "?", *gpu ? gpu : "?", tb.n, ok, noisy,
+                wrong, other);
+        /* one run: one start date and commit for all its files */
+        char run[64];
+        snprintf(run, sizeof run, "%.40s %.20s", date, commit);
+        bool seen = false;
+        for (int r = 0; r < n_runs; r++) seen |= !strcmp(runs[r], run);
+        if (!seen && n_runs < BENCH_MAX_SWEEPS_IN_DIR) snprintf(runs[n_runs++], sizeof runs[0], "%s", run);
+    }
+    fclose(t);
+    if (n_runs > 1) {
+        fprintf(sum, "**This folder mixes %d runs** (different start dates or commits below): figures from "
+                     "different files were not measured together.\n\n", n_runs);
+        fprintf(stderr, "bench plot: %s mixes %d runs: the summary says so\n", dir, n_runs);
+    }
+    fprintf(sum, "## Provenance\n\nStatus: ok = checked and timed; noisy = checked, timed, spread above "
+                 "--max-cv; wrong = failed its check (no time); other = failed, error, oom, unsupported, "
+                 "skipped, interrupted (column note says why).\n\n");
+    fwrite(table, 1, table_len, sum);
+    fprintf(sum, "\n");
+    free(table);
 }
 
 /* The sections are gathered in memory first: a folder with nothing to
@@ -218,6 +303,7 @@ int bench_plot(const char *dir, FILE *out) {
     }
     fprintf(sum, "# duograd bench summary\n\nFrom the CSV files in this folder (metadata in their `#` lines). "
                  "Crossover: the smallest size from which the GPU is faster at every larger measured size.\n\n");
+    write_provenance(sum, dir);
     write_ceilings(sum, &rep.ceil);
     fwrite(body, 1, body_len, sum);
     free(body);

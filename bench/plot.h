@@ -20,11 +20,17 @@
  * other files) */
 typedef struct bench_table { csv_rec *r; int n; bool unreadable; } bench_table;
 
-/* one line of a chart: x (size, batch, epoch ...) ascending as measured */
+/* a point's value in a series: ok and noisy rows have one */
+bool bench_row_measured(const csv_rec *r);
+
+/* one line of a chart: x (size, batch, epoch ...) ascending as measured;
+ * lo, hi: the error bar (from the row's min and max; lo = hi = y where
+ * none); noisy: the row's status (drawn with a ring) */
 typedef struct bench_series {
     char   title[64];
     int    n;
-    double x[BENCH_MAX_PTS], y[BENCH_MAX_PTS];
+    double x[BENCH_MAX_PTS], y[BENCH_MAX_PTS], lo[BENCH_MAX_PTS], hi[BENCH_MAX_PTS];
+    bool   noisy[BENCH_MAX_PTS];
 } bench_series;
 
 /* the CSV column a series' y comes from */
@@ -66,8 +72,9 @@ int bench_plot(const char *dir, FILE *out);
 /* DIR/SWEEP.csv; an unreadable file is reported on stderr and reads as
  * empty; a DIR/SWEEP.csv.partial left by a killed run is mentioned */
 bench_table bench_table_load(const char *dir, const char *sweep);
-/* the ok rows of case `name` (NULL: any), `impl`, `backend` (NULL: any) and
- * `transfer`, in file order: x = the m column, y = `col` */
+/* the measured rows (ok or noisy) of case `name` (NULL: any), `impl`,
+ * `backend` (NULL: any) and `transfer`, in file order: x = the m column,
+ * y = `col`, its error bar from min_ms and max_ms */
 bench_series bench_pick(const bench_table *t, const char *name, const char *impl, const char *backend,
                         bool transfer, bench_col col, const char *title);
 /* the largest y (NaN for an empty series) and, if at != NULL, its x */

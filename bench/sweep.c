@@ -1,6 +1,15 @@
 #include "sweep.h"
 
+#include <fnmatch.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "gpu_monitor.h"
+#include "json.h"
+#include "samples.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
 
 /* in the order `bench plot` writes their sections and `bench compare` their rows */
 const sweep_def bench_sweeps[] = {
@@ -38,28 +47,111 @@ const char *bench_status_word(dg_status st) {
     }
 }
 
+/* The cache a memory-bound measurement's bytes may fit in (GPU L2, CPU
+ * last level): its GB/s are then a cache's bandwidth, not the memory's. */
+static size_t cache_bytes(const bench_ctx *ctx, const bench_row *r) {
+#ifdef DG_HAVE_CUDA
+    if (!strcmp(r->backend, "gpu")) return ctx->gpu ? dg_gpu_l2_bytes(ctx->gpu) : 0;
+#endif
+    (void)ctx;
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return !strcmp(r->backend, "cpu") && llc > 0 ? (size_t)llc : 0;
+}
+
+/* the row's note: the sweep's own, then what the timing flags */
+static void row_note(const bench_ctx *ctx, const bench_row *r, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = '\0';
+#define NOTE(...) (len += (size_t)snprintf(buf + len, len < n ? n - len : 0, __VA_ARGS__))
+    if (r->note) NOTE("%s", r->note);
+    if (r->st.reps > 0 && r->st.retries) NOTE("%smeasured %d times (cv above %.3g%%)", len ? "; " : "",
+                                              r->st.retries + 1, ctx->timing.max_cv_pct);
+    if (r->st.reps > 0 && r->st.capped) NOTE("%s--max-reps %d reached before --min-time", len ? "; " : "",
+                                             ctx->timing.max_reps);
+    /* under 4 flops a byte a row is memory-bound: its GB/s is the figure */
+    size_t cache = r->flops < 4 * r->bytes ? cache_bytes(ctx, r) : 0;
+    if (r->st.reps > 0 && r->bytes > 0 && cache > 0 && r->bytes <= (double)cache)
+        NOTE("%sfits in %s (%.3g MB of %.3g MB)", len ? "; " : "", strcmp(r->backend, "gpu") ? "LLC" : "L2",
+             r->bytes / 1e6, (double)cache / 1e6);
+    char why[160];
+    if (r->st.reps > 0 && !strcmp(r->backend, "gpu") && bench_gpu_monitor_throttled(ctx->gpu_mon, why, sizeof why))
+        NOTE("%sGPU throttled after the run (%s)", len ? "; " : "", why);
+#undef NOTE
+}
+
+static void show_progress(const bench_ctx *ctx, const bench_row *r) {
+    double elapsed = bench_now_s() - ctx->t0;
+    char left[48] = "";
+    if (ctx->planned > ctx->rows && ctx->rows > 0) {
+        double s = elapsed / ctx->rows * (ctx->planned - ctx->rows);
+        snprintf(left, sizeof left, ", ~%.0f s left", s);
+    }
+    fprintf(stderr, "\r\033[K%s: %d/%d rows (%.0f s%s)  %-14s %-18s %lld %s", r->sweep, ctx->rows,
+            ctx->planned > ctx->rows ? ctx->planned : ctx->rows, elapsed, left, r->name, r->impl, (long long)r->m,
+            r->status);
+}
+
 void bench_emit(bench_ctx *ctx, const bench_row *given) {
     bench_row row = *given;
     const bench_row *r = &row;
+    char note[512];
     /* Ctrl-C came before the first timed run: nothing was measured */
     if (bench_interrupted && !strcmp(row.status, "ok") && row.st.reps == 0) row.status = "interrupted";
+    if (!strcmp(row.status, "ok") && ctx->timing.max_cv_pct > 0 && row.st.cv_pct > ctx->timing.max_cv_pct)
+        row.status = "noisy";
+    row.cold = ctx->timing.cold && !strcmp(row.backend, "gpu") && row.st.reps > 0;
+    row_note(ctx, &row, note, sizeof note);
+    row.note = note[0] ? note : NULL;
     bench_csv_write(ctx->csv, r);
+    if (ctx->samples_csv) bench_samples_write(ctx->samples_csv, r);
+    if (ctx->json) bench_json_add(ctx->json, r);
     ctx->rows++;
-    bool bad = strcmp(r->status, "ok") && strcmp(r->status, "skipped") && strcmp(r->status, "interrupted");
+    ctx->noisy += !strcmp(r->status, "noisy");
+    bool bad = strcmp(r->status, "ok") && strcmp(r->status, "noisy") && strcmp(r->status, "skipped") &&
+               strcmp(r->status, "interrupted");
     ctx->failed += bad;
     if (bad)
-        fprintf(stderr, "bench: %s %s %s %lldx%lldx%lld: %s\n", r->sweep, r->name, r->impl, (long long)r->m,
-                (long long)r->n, (long long)r->k, r->status);
-    if (ctx->progress)
-        fprintf(stderr, "\r\033[K%s: %d rows  %-14s %-18s %lld %s", r->sweep, ctx->rows, r->name, r->impl,
-                (long long)r->m, r->status);
+        fprintf(stderr, "%sbench: %s %s %s %lldx%lldx%lld: %s%s%s\n", ctx->progress ? "\r\033[K" : "", r->sweep,
+                r->name, r->impl, (long long)r->m, (long long)r->n, (long long)r->k, r->status, r->note ? ": " : "",
+                r->note ? r->note : "");
+    if (ctx->progress) show_progress(ctx, r);
 }
 
+void bench_plan_rows(bench_ctx *ctx, int n) { ctx->planned += n; }
+
+/* the list given for this sweep, else the one given for all */
+static const bench_size_list *user_sizes(const bench_ctx *ctx) {
+    const bench_size_list *all = NULL;
+    for (int i = 0; i < ctx->n_size_lists; i++) {
+        const bench_size_list *l = &ctx->size_lists[i];
+        if (!l->sweep) all = l;
+        else if (ctx->sweep && !strcmp(l->sweep, ctx->sweep)) return l;
+    }
+    return all;
+}
+
+bool bench_user_sizes(const bench_ctx *ctx) { return user_sizes(ctx) != NULL; }
+
 int bench_sizes(const bench_ctx *ctx, const long long *defaults, int n, const long long **out) {
-    if (ctx->n_sizes > 0) {
-        *out = ctx->sizes;
-        return ctx->n_sizes;
+    const bench_size_list *l = user_sizes(ctx);
+    if (l) {
+        *out = l->v;
+        return l->n;
     }
     *out = defaults;
     return n;
+}
+
+/* whether s matches one of the comma-separated glob patterns (NULL: all) */
+static bool matches(const char *patterns, const char *s) {
+    if (!patterns) return true;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", patterns);
+    for (char *p = buf, *tok; (tok = strsep(&p, ",")) != NULL;)
+        if (fnmatch(tok, s, 0) == 0) return true;
+    return false;
+}
+
+bool bench_wanted(const bench_ctx *ctx, const char *name, const char *impl) {
+    return matches(ctx->case_filter, name) && matches(ctx->impl_filter, impl);
 }

@@ -10,23 +10,51 @@
 #include "plot.h"
 #include "timing.h"
 
-#define BENCH_MAX_SIZES 64
+#define BENCH_MAX_SIZES  64
+#define BENCH_MAX_SHAPES 32
+#define BENCH_MAX_SIZE_LISTS 8
+
+/* --sizes [SWEEP=]LIST: for one sweep, or (sweep NULL) for the others */
+typedef struct bench_size_list {
+    const char *sweep;
+    long long   v[BENCH_MAX_SIZES];
+    int         n;
+} bench_size_list;
+
+/* --shapes: a GEMM C[m,n] = op(A) op(B), op = transpose where ta / tb */
+typedef struct bench_gemm_shape { int m, n, k; bool ta, tb; } bench_gemm_shape;
+
+struct bench_json;
+struct bench_gpu_monitor;
 
 typedef struct bench_ctx {
     const char  *out_dir;
     const char  *data_dir;           /* Fashion-MNIST folder, NULL: the default */
     dg_backend  *cpu, *gpu;          /* NULL: not asked for or not available */
     int          threads;
-    long long    sizes[BENCH_MAX_SIZES];
-    int          n_sizes;            /* 0: each sweep's defaults             */
+    bench_size_list size_lists[BENCH_MAX_SIZE_LISTS];
+    int          n_size_lists;       /* 0: each sweep's defaults             */
+    bench_gemm_shape shapes[BENCH_MAX_SHAPES]; /* --shapes: the gemm sweep's */
+    int          n_shapes;
+    const char  *impl_filter, *case_filter; /* comma-separated glob patterns; NULL: all */
     bench_timing timing;
     bool         quick;
     bool         extended;           /* --sweep all: the largest sizes too   */
+    bool         samples;            /* --samples: NAME.samples.csv too      */
     double       cpu_cap_s;          /* skip CPU runs predicted to take longer */
+    const char  *wait_policy;        /* --wait-policy: auto, active, passive */
     bool         progress;           /* stderr is a terminal                 */
-    char         meta[4096];
-    FILE        *csv;                /* the sweep's file, while it runs      */
-    int          rows, failed;
+    char         meta[8192];
+    int          argc;               /* the command line, for the metadata   */
+    char       **argv;
+    /* the sweep under way */
+    const char  *sweep;              /* its name                              */
+    FILE        *csv, *samples_csv;  /* its files (samples_csv: --samples)    */
+    struct bench_json *json;
+    struct bench_gpu_monitor *gpu_mon; /* NVML, NULL where none              */
+    int          rows, failed, noisy;
+    int          planned;            /* rows it expects (progress), 0: unknown */
+    double       t0;                 /* when it started                       */
 } bench_ctx;
 
 typedef dg_status (*sweep_run_fn)(bench_ctx *ctx);
@@ -53,8 +81,14 @@ extern const int       bench_n_sweeps;
 
 /* writes a row to the CSV, counts failures, shows progress */
 void bench_emit(bench_ctx *ctx, const bench_row *r);
-/* the sizes to run: the user's, or `defaults` (n entries) */
+/* the sizes to run: the user's for this sweep, or `defaults` (n entries) */
 int  bench_sizes(const bench_ctx *ctx, const long long *defaults, int n, const long long **out);
+/* whether the user gave this sweep its sizes */
+bool bench_user_sizes(const bench_ctx *ctx);
+/* whether --case and --impl let this case and implementation run */
+bool bench_wanted(const bench_ctx *ctx, const char *name, const char *impl);
+/* the sweep expects about n more rows (the progress line's total) */
+void bench_plan_rows(bench_ctx *ctx, int n);
 /* status name for a failed dg_status */
 const char *bench_status_word(dg_status st);
 

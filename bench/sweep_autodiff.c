@@ -7,8 +7,9 @@
  *   graph: dg_grad's gradient graph through the memory plan (GPU: also with
  *     CUDA-graph replay, impl graph-cuda).
  * Node descriptors come from the builders (for their shapes); nothing else of
- * the core is used by the manual step. Check: each version's first-step loss
- * against the float64 reference of the step. */
+ * the core is used by the manual step. Check: each version's first step,
+ * its loss and every parameter's update, against the float64 reference of
+ * the step (bench/check.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ typedef struct manual {
     dg_backend *be;
     dg_graph   *g;          /* node descriptors only */
     dg_node    *x, *y, *loss;
+    dg_model    mlp;        /* its parameters, updated in place by the step */
     void      **buf;        /* [graph size] one allocation per tensor */
     dg_step    *steps;
     int         n_steps;
@@ -34,11 +36,10 @@ typedef struct manual {
 static dg_status build_manual(manual *mm, const dg_mlp_cfg *cfg, int batch) {
     dg_graph *g = mm->g = dg_graph_new();
     if (!g) return DG_ERR_OOM;
-    dg_model mlp;
-    dg_status st = dg_mlp_new(g, cfg, 1, &mlp); /* same initial weights as the graph version */
+    dg_status st = dg_mlp_new(g, cfg, 1, &mm->mlp); /* same initial weights as the graph version */
     if (st != DG_OK) return st;
-    const int *w = cfg->widths, L = mlp.n_params / 2;
-    dg_node *const *W = mlp.params; /* W_i = W[2i], b_i = W[2i + 1] */
+    const int *w = cfg->widths, L = mm->mlp.n_params / 2;
+    dg_node *const *W = mm->mlp.params; /* W_i = W[2i], b_i = W[2i + 1] */
     dg_node *a[DG_MLP_MAX_LAYERS + 1], *z[DG_MLP_MAX_LAYERS];
     a[0] = mm->x = dg_input(g, "x", DG_SHAPE(batch, w[0]));
     mm->y = dg_input_i32(g, "y", DG_SHAPE(batch));
@@ -108,12 +109,20 @@ static dg_status manual_run(void *arg) {
 
 static dg_status plan_run(void *arg) { return dg_plan_run(arg); }
 
+/* a parameter of the manual step: its own device buffer */
+static dg_status manual_fetch(void *arg, const dg_node *param, float *host, size_t bytes) {
+    manual *mm = arg;
+    return dg_backend_download(mm->be, host, mm->buf[param->id], bytes);
+}
+
 static void emit(bench_ctx *ctx, dg_backend *be, const char *impl, int batch, double flops, double err,
                  dg_status st, const bench_stats *stats) {
     bench_row row = {.sweep = "autodiff", .name = WIDTHS, .impl = impl, .backend = be == ctx->cpu ? "cpu" : "gpu",
                      .m = batch, .n = 256, .k = 784, .batch = batch, .threads = ctx->threads,
-                     .warmup = ctx->timing.warmup, .flops = flops, .max_rel_err = err, .st = *stats};
-    row.status = st != DG_OK ? bench_status_word(st) : err <= 1e-4 ? "ok" : "wrong";
+                     .warmup = ctx->timing.warmup, .flops = flops, .max_rel_err = err, .st = *stats,
+                     .check = BENCH_STEP_CHECK};
+    row.status = st != DG_OK ? bench_status_word(st) : err <= BENCH_STEP_TOL ? "ok" : "wrong";
+    if (st != DG_OK) row.note = dg_last_error();
     if (st != DG_OK) fprintf(stderr, "bench: autodiff %s batch %d: %s\n", impl, batch, dg_last_error());
     bench_emit(ctx, &row);
 }
@@ -122,18 +131,25 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *
     dg_mlp_cfg cfg;
     dg_mlp_parse_widths(WIDTHS, &cfg);
     double flops = 6.0 * batch * (784.0 * 256 + 256.0 * 100 + 100.0 * 10);
-    double want = NAN; /* the float64 loss of the first step, for both versions */
+    bench_step_ref ref = {0}; /* the float64 first step, for every version */
     /* graph: dg_grad + plan (GPU: also with CUDA-graph replay) */
     for (int cuda = 0; cuda < (be == ctx->gpu ? 2 : 1); cuda++) {
+        const char *impl = cuda ? "graph-cuda" : "graph";
+        bool wanted = bench_wanted(ctx, WIDTHS, impl);
+        if (cuda && !wanted) continue; /* the first one also gives the manual step its reference */
         bench_stats s = BENCH_NO_STATS;
         double err = NAN;
         bench_step bs;
-        dg_status st = bench_step_new(&bs, be, &cfg, batch, x, y, &(dg_plan_opts){.no_replay = !cuda}, &want, &err);
-        if (st == DG_OK && err <= 1e-4) st = bench_time(be, be == ctx->gpu, plan_run, bs.p, &ctx->timing, &s);
-        emit(ctx, be, cuda ? "graph-cuda" : "graph", batch, flops, err, st, &s);
+        dg_status st = bench_step_new(&bs, be, &cfg, batch, x, y, &(dg_plan_opts){.no_replay = !cuda}, &ref, &err);
+        if (wanted && st == DG_OK && err <= BENCH_STEP_TOL)
+            st = bench_time(be, be == ctx->gpu, plan_run, bs.p, &ctx->timing, &s);
+        if (wanted) emit(ctx, be, impl, batch, flops, err, st, &s);
         bench_step_free(&bs);
     }
-    /* manual */
+    if (!bench_wanted(ctx, WIDTHS, "manual")) {
+        bench_step_ref_free(&ref);
+        return;
+    }
     manual mm = {.be = be};
     bench_stats s = BENCH_NO_STATS;
     double err = NAN;
@@ -143,16 +159,19 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *
     if (st == DG_OK) st = dg_backend_upload(be, mm.buf[mm.y->id], y, dg_node_bytes(mm.y));
     if (st == DG_OK) st = manual_run(&mm);
     if (st == DG_OK) st = dg_backend_download(be, &loss, mm.buf[mm.loss->id], sizeof loss);
-    if (st == DG_OK) err = fabs(loss - want) / fmax(fabs(want), 1e-30); /* NaN want: the graph failed */
-    if (st == DG_OK && err <= 1e-4) st = bench_time(be, be == ctx->gpu, manual_run, &mm, &ctx->timing, &s);
+    if (st == DG_OK && !ref.done) st = dg__fail(DG_ERR_INVALID, "autodiff: no float64 reference (the graph step failed)");
+    if (st == DG_OK) st = bench_step_error(&mm.mlp, manual_fetch, &mm, loss, &ref, &err);
+    if (st == DG_OK && err <= BENCH_STEP_TOL) st = bench_time(be, be == ctx->gpu, manual_run, &mm, &ctx->timing, &s);
     emit(ctx, be, "manual", batch, flops, err, st, &s);
     manual_free(&mm);
+    bench_step_ref_free(&ref);
 }
 
 dg_status sweep_autodiff(bench_ctx *ctx) {
     const long long *sizes;
     int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches,
                         ctx->quick ? 2 : (int)(sizeof default_batches / sizeof *default_batches), &sizes);
+    bench_plan_rows(ctx, n * (2 * !!ctx->cpu + 3 * !!ctx->gpu));
     for (int i = 0; i < n && !bench_interrupted; i++) {
         int batch = (int)sizes[i];
         float *x = malloc((size_t)batch * 784 * sizeof(float));

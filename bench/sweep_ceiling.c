@@ -37,7 +37,9 @@ static void copy_row(bench_ctx *ctx, bool gpu, size_t bytes) {
     bench_row row = {.sweep = "ceiling", .name = "copy", .impl = gpu ? "gpu-memcpy" : "cpu-memcpy",
                      .backend = gpu ? "gpu" : "cpu", .m = (long long)(bytes / 4), .n = 1, .k = 1, .batch = 1,
                      .threads = ctx->threads, .warmup = ctx->timing.warmup, .bytes = 2.0 * (double)bytes,
-                     .max_rel_err = NAN};
+                     .max_rel_err = NAN, .check = "bitwise"};
+    if (!bench_wanted(ctx, row.name, row.impl)) return;
+    bench_plan_rows(ctx, 1);
     char *src = malloc(bytes), *dst = malloc(bytes);
     dg_status st = src && dst ? DG_OK : dg__fail(DG_ERR_OOM, "host memory for a %zu-byte copy", bytes);
     for (size_t i = 0; st == DG_OK && i < bytes; i++) src[i] = (char)(i * 131u + 7u);
@@ -60,7 +62,7 @@ static void copy_row(bench_ctx *ctx, bool gpu, size_t bytes) {
         row.status = row.max_rel_err == 0.0 ? "ok" : "wrong";
     } else {
         row.status = bench_status_word(st);
-        fprintf(stderr, "bench: ceiling copy on %s: %s\n", row.backend, dg_last_error());
+        row.note = dg_last_error();
     }
     bench_emit(ctx, &row);
     if (ctx->gpu) {

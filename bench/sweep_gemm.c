@@ -1,9 +1,10 @@
 /* sweep_gemm.c: C[m,n] = A[m,k] B[k,n] in float32 by every implementation.
  *
  * Check: each result C is verified before its time is written, by
- * Freivalds' test in float64: y = C x against z = A (B x) for a random x,
- * error = max|y - z| / max|z|. It costs O(mn + nk + mk) instead of the
- * O(mnk) of a reference product, so even 8192^3 is checked. */
+ * Freivalds' test in float64: y = C x against z = op(A) (op(B) x) for a
+ * random x, error = max|y - z| / max|z|. It costs O(mn + nk + mk) instead
+ * of the O(mnk) of a reference product, so even 8192^3 is checked.
+ * --shapes replaces the default shapes with the user's, transposes too. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ typedef struct gemm_run {
     bench_ctx *ctx;
     const gemm_impl *impl;
     int m, n, k;
+    bool ta, tb;                  /* A stored [k,m] / B stored [n,k]              */
     float *A, *B, *C;             /* host                                         */
     void *dA, *dB, *dC;           /* device                                       */
 } gemm_run;
@@ -42,7 +44,7 @@ typedef struct gemm_run {
 /* the products, one per implementation: bench_fn on a gemm_run; the CPU
  * ones run with the CPU backend's threads and packing scratch */
 static dg_status cpu_sgemm(gemm_run *g, dg_cpu_gemm kind) {
-    dg_cpu_sgemm(g->ctx->cpu, kind, false, false, g->m, g->n, g->k, g->A, g->B, g->C);
+    dg_cpu_sgemm(g->ctx->cpu, kind, g->ta, g->tb, g->m, g->n, g->k, g->A, g->B, g->C);
     return DG_OK;
 }
 static dg_status cpu_naive(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_NAIVE); }
@@ -50,7 +52,7 @@ static dg_status cpu_own(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OWN); }
 static dg_status cpu_openblas(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OPENBLAS); }
 #ifdef DG_HAVE_CUDA
 static dg_status gpu_sgemm(gemm_run *g, dg_gpu_gemm kind, bool tf32) {
-    return dg_gpu_sgemm(g->ctx->gpu, kind, tf32, false, false, g->m, g->n, g->k, g->dA, g->dB, g->dC);
+    return dg_gpu_sgemm(g->ctx->gpu, kind, tf32, g->ta, g->tb, g->m, g->n, g->k, g->dA, g->dB, g->dC);
 }
 static dg_status gpu_naive(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_NAIVE, false); }
 static dg_status gpu_tiled(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED, false); }
@@ -112,8 +114,9 @@ static double freivalds(const gemm_run *g, const double *x, const double *z) {
     return err / (zmax > 0 ? zmax : 1);
 }
 
-static bool applies(const bench_ctx *ctx, const gemm_impl *im, int m, const char *only) {
+static bool applies(const bench_ctx *ctx, const gemm_impl *im, const char *name, int m, const char *only) {
     if ((im->gpu ? !ctx->gpu : !ctx->cpu) || (only && strcmp(only, im->name) != 0)) return false;
+    if (!bench_wanted(ctx, name, im->name)) return false;
     int cap = ctx->quick ? im->cap_quick : im->cap;
     return !cap || m <= cap;
 }
@@ -124,7 +127,7 @@ static bool applies(const bench_ctx *ctx, const gemm_impl *im, int m, const char
 static void probe_rate(bench_ctx *ctx, const gemm_impl *im, double *ms, double *flops) {
     int s = im->cap ? im->cap / 2 : 1024;
     size_t nn = (size_t)s * s;
-    gemm_run g = {ctx, im, s, s, s, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4), NULL, NULL, NULL};
+    gemm_run g = {ctx, im, s, s, s, false, false, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4), NULL, NULL, NULL};
     bench_timing once = {.warmup = 1, .min_reps = 1, .max_reps = 1, .min_time_s = 0};
     bench_stats st;
     if (g.A && g.B && g.C && bench_time(NULL, false, im->run, &g, &once, &st) == DG_OK) {
@@ -150,18 +153,44 @@ static const char *skip_reason(bench_ctx *ctx, int i, int m, double flops, doubl
     return NULL;
 }
 
+/* the rows a shape will write (the progress line's total) */
+static int rows_of(const bench_ctx *ctx, const char *name, int m, const char *only) {
+    int n = 0;
+    for (int i = 0; i < N_IMPLS; i++)
+        if (applies(ctx, &impls[i], name, m, only)) n += 1 + (impls[i].transfer && !only);
+    return n;
+}
+
+/* bx = op(B) x [k], z = op(A) bx [m]: the float64 side of Freivalds' test */
+static void freivalds_prepare(const gemm_run *g, const double *x, double *bx, double *z) {
+    int m = g->m, n = g->n, k = g->k;
+#pragma omp parallel for
+    for (int p = 0; p < k; p++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += (double)(g->tb ? g->B[(size_t)j * k + p] : g->B[(size_t)p * n + j]) * x[j];
+        bx[p] = s;
+    }
+#pragma omp parallel for
+    for (int i = 0; i < m; i++) {
+        double s = 0;
+        for (int p = 0; p < k; p++) s += (double)(g->ta ? g->A[(size_t)p * m + i] : g->A[(size_t)i * k + p]) * bx[p];
+        z[i] = s;
+    }
+}
+
 /* Times every implementation (or only `only`) on one shape and writes a
  * row per implementation into the current CSV under `sweep`: skipped rows
  * first, for those that cannot run (skip_reason). */
-static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m, int n, int k, const char *only,
-                     double *last_ms, double *last_flops) {
+static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const bench_gemm_shape *sh,
+                     const char *only, double *last_ms, double *last_flops) {
+    int m = sh->m, n = sh->n, k = sh->k;
     size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
     double flops = 2.0 * m * n * k;
     /* A, B, C in float; x, B x, z in double for the check */
     double host_bytes = 4.0 * (double)(na + nb + nc) + 8.0 * ((double)n + k + m);
     bench_row row = {.sweep = sweep, .name = name, .m = m, .n = n, .k = k, .batch = 1,
                      .threads = ctx->threads, .warmup = ctx->timing.warmup, .flops = flops,
-                     .bytes = 4.0 * (double)(na + nb + nc), .max_rel_err = NAN};
+                     .bytes = 4.0 * (double)(na + nb + nc), .max_rel_err = NAN, .check = "f64-freivalds"};
     /* the host memory of the shape, the same for every implementation */
     char no_memory[160] = "";
     double avail = bench_mem_available();
@@ -172,7 +201,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
     int n_run = 0;
     for (int i = 0; i < N_IMPLS; i++) {
         char buf[160];
-        run[i] = applies(ctx, &impls[i], m, only);
+        run[i] = applies(ctx, &impls[i], name, m, only);
         const char *why = !run[i]     ? NULL
                         : *no_memory ? no_memory
                                      : skip_reason(ctx, i, m, flops, last_ms, last_flops, buf, sizeof buf);
@@ -185,14 +214,16 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
         row.backend = impls[i].gpu ? "gpu" : "cpu";
         row.tf32 = impls[i].tf32;
         row.status = "skipped";
-        fprintf(stderr, "bench: gemm %s %s %dx%dx%d: skipped, %s\n", impls[i].name, name, m, n, k, why);
+        row.note = why;
         bench_emit(ctx, &row);
+        row.note = NULL;
     }
     if (!n_run) return;
-    gemm_run g = {ctx, NULL, m, n, k, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL};
+    gemm_run g = {ctx, NULL, m, n, k, sh->ta, sh->tb, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL};
     double *x = malloc((size_t)n * sizeof *x), *bx = malloc((size_t)k * sizeof *bx), *z = malloc((size_t)m * sizeof *z);
     if (!g.A || !g.B || !g.C || !x || !bx || !z) {
         row.impl = "all"; row.backend = "host"; row.status = "oom"; row.max_rel_err = NAN;
+        row.note = "host memory for the matrices and the check";
         bench_emit(ctx, &row);
         goto done;
     }
@@ -200,20 +231,10 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
     for (size_t i = 0; i < na; i++) g.A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
     for (size_t i = 0; i < nb; i++) g.B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
     for (int j = 0; j < n; j++) x[j] = 2 * dg_rng_uniform(&r) - 1;
-#pragma omp parallel for
-    for (int p = 0; p < k; p++) {
-        double s = 0;
-        for (int j = 0; j < n; j++) s += (double)g.B[(size_t)p * n + j] * x[j];
-        bx[p] = s;
-    }
-#pragma omp parallel for
-    for (int i = 0; i < m; i++) {
-        double s = 0;
-        for (int p = 0; p < k; p++) s += (double)g.A[(size_t)i * k + p] * bx[p];
-        z[i] = s;
-    }
+    freivalds_prepare(&g, x, bx, z);
 #ifdef DG_HAVE_CUDA
     bool gpu_ready = false;
+    char gpu_why[256] = "";
     if (ctx->gpu) {
         dg_status st = dg_backend_alloc(ctx->gpu, na * 4, &g.dA);
         if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, nb * 4, &g.dB);
@@ -221,7 +242,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
         if (st == DG_OK) st = dg_backend_upload(ctx->gpu, g.dA, g.A, na * 4);
         if (st == DG_OK) st = dg_backend_upload(ctx->gpu, g.dB, g.B, nb * 4);
         gpu_ready = st == DG_OK;
-        if (!gpu_ready) fprintf(stderr, "bench: gemm %dx%dx%d on the GPU: %s\n", m, n, k, dg_last_error());
+        if (!gpu_ready) snprintf(gpu_why, sizeof gpu_why, "device buffers: %s", dg_last_error());
     }
 #endif
     for (int i = 0; i < N_IMPLS && !bench_interrupted; i++) {
@@ -240,7 +261,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
             st = bench_time(NULL, false, im->run, &g, &ctx->timing, &row.st);
         }
 #ifdef DG_HAVE_CUDA
-        else if (!gpu_ready) st = DG_ERR_OOM;
+        else if (!gpu_ready) st = dg__fail(DG_ERR_OOM, "%s", gpu_why);
         else {
             st = dg_backend_upload(ctx->gpu, g.dC, g.C, nc * 4);
             if (st == DG_OK) st = bench_time(ctx->gpu, true, im->run, &g, &ctx->timing, &row.st);
@@ -249,8 +270,9 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
 #endif
         if (st != DG_OK) {
             row.status = bench_status_word(st);
-            fprintf(stderr, "bench: gemm %s %s: %s\n", im->name, name, dg_last_error());
+            row.note = dg_last_error();
             bench_emit(ctx, &row);
+            row.note = NULL;
             continue;
         }
         row.max_rel_err = freivalds(&g, x, z);
@@ -267,7 +289,9 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, int m,
             row.max_rel_err = st == DG_OK ? freivalds(&g, x, z) : NAN;
             row.status = st != DG_OK ? bench_status_word(st)
                        : row.max_rel_err <= (row.tf32 ? TOL_TF32 : TOL_FP32) ? "ok" : "wrong";
+            row.note = st != DG_OK ? dg_last_error() : NULL;
             bench_emit(ctx, &row);
+            row.note = NULL;
         }
 #endif
     }
@@ -283,26 +307,51 @@ done:
     free(x); free(bx); free(z);
 }
 
+/* the case name of a user shape: its transposes */
+static const char *const user_case[2][2] = {{"user-NN", "user-NT"}, {"user-TN", "user-TT"}};
+
 dg_status sweep_gemm(bench_ctx *ctx) {
+    double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
+    if (ctx->n_shapes) { /* --shapes: only the user's */
+        for (int i = 0; i < ctx->n_shapes; i++) {
+            const bench_gemm_shape *sh = &ctx->shapes[i];
+            bench_plan_rows(ctx, rows_of(ctx, user_case[sh->ta][sh->tb], sh->m, NULL));
+        }
+        for (int i = 0; i < ctx->n_shapes && !bench_interrupted; i++) {
+            const bench_gemm_shape *sh = &ctx->shapes[i];
+            double lm[N_IMPLS], lf[N_IMPLS]; /* predict each from the previous shapes */
+            memcpy(lm, last_ms, sizeof lm);
+            memcpy(lf, last_flops, sizeof lf);
+            run_case(ctx, "gemm", user_case[sh->ta][sh->tb], sh, NULL, lm, lf);
+        }
+        return DG_OK;
+    }
     const long long *sizes;
     int n_default = (int)(sizeof default_square / sizeof *default_square) - !ctx->extended; /* 8192: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_square : default_square, ctx->quick ? 6 : n_default, &sizes);
-    double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
-    for (int i = 0; i < n && !bench_interrupted; i++)
-        run_case(ctx, "gemm", "square", (int)sizes[i], (int)sizes[i], (int)sizes[i], NULL, last_ms, last_flops);
-    if (ctx->n_sizes == 0 && !ctx->quick)
-        for (size_t i = 0; i < sizeof non_square / sizeof *non_square && !bench_interrupted; i++) {
-            double lm[N_IMPLS], lf[N_IMPLS]; /* predict from the square runs */
-            memcpy(lm, last_ms, sizeof lm);
-            memcpy(lf, last_flops, sizeof lf);
-            run_case(ctx, "gemm", non_square[i].name, non_square[i].m, non_square[i].n, non_square[i].k, NULL, lm, lf);
-        }
+    bool more = !bench_user_sizes(ctx) && !ctx->quick;
+    for (int i = 0; i < n; i++) bench_plan_rows(ctx, rows_of(ctx, "square", (int)sizes[i], NULL));
+    for (size_t i = 0; more && i < sizeof non_square / sizeof *non_square; i++)
+        bench_plan_rows(ctx, rows_of(ctx, non_square[i].name, non_square[i].m, NULL));
+    for (int i = 0; i < n && !bench_interrupted; i++) {
+        bench_gemm_shape sh = {(int)sizes[i], (int)sizes[i], (int)sizes[i], false, false};
+        run_case(ctx, "gemm", "square", &sh, NULL, last_ms, last_flops);
+    }
+    for (size_t i = 0; more && i < sizeof non_square / sizeof *non_square && !bench_interrupted; i++) {
+        double lm[N_IMPLS], lf[N_IMPLS]; /* predict from the square runs */
+        memcpy(lm, last_ms, sizeof lm);
+        memcpy(lf, last_flops, sizeof lf);
+        bench_gemm_shape sh = {non_square[i].m, non_square[i].n, non_square[i].k, false, false};
+        run_case(ctx, "gemm", non_square[i].name, &sh, NULL, lm, lf);
+    }
     return DG_OK;
 }
 
 void bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl) {
     double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
-    run_case(ctx, "ceiling", "sgemm", size, size, size, impl, last_ms, last_flops);
+    bench_gemm_shape sh = {size, size, size, false, false};
+    bench_plan_rows(ctx, rows_of(ctx, "sgemm", size, impl));
+    run_case(ctx, "ceiling", "sgemm", &sh, impl, last_ms, last_flops);
 }
 
 /* Charts gemm_time, gemm_gflops (against the ceilings), gemm_speedup (the

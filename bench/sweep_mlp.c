@@ -22,11 +22,12 @@ static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
 
 /* replay: the plan may capture and replay the step (CUDA graphs on the GPU) */
 static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, bool replay, const char *wspec,
-                    const dg_mlp_cfg *cfg, int batch, double *want) {
+                    const dg_mlp_cfg *cfg, int batch, bench_step_ref *ref) {
     const int *w = cfg->widths, nw = cfg->n_widths;
     bench_row row = {.sweep = "mlp", .name = wspec, .impl = impl, .backend = be == ctx->cpu ? "cpu" : "gpu",
                      .m = batch, .n = w[1], .k = w[0], .batch = batch, .threads = ctx->threads,
-                     .warmup = ctx->timing.warmup, .max_rel_err = NAN};
+                     .warmup = ctx->timing.warmup, .max_rel_err = NAN, .check = BENCH_STEP_CHECK};
+    if (!bench_wanted(ctx, wspec, impl)) return;
     double macs = 0;
     for (int i = 0; i + 1 < nw; i++) macs += (double)w[i] * w[i + 1];
     row.flops = 6.0 * batch * macs; /* forward 2, backward 4 flops per weight and row */
@@ -38,16 +39,16 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, bool repla
         dg_rng r = dg_rng_new((uint64_t)batch);
         for (long long i = 0; i < (long long)batch * w[0]; i++) x[i] = (float)dg_rng_uniform(&r);
         for (int i = 0; i < batch; i++) y[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)w[nw - 1]);
-        st = bench_step_new(&bs, be, cfg, batch, x, y, &(dg_plan_opts){.no_replay = !replay}, want,
+        st = bench_step_new(&bs, be, cfg, batch, x, y, &(dg_plan_opts){.no_replay = !replay}, ref,
                             &row.max_rel_err);
     }
     if (st == DG_OK) {
-        row.status = row.max_rel_err <= 1e-4 ? "ok" : "wrong";
+        row.status = row.max_rel_err <= BENCH_STEP_TOL ? "ok" : "wrong";
         if (!strcmp(row.status, "ok")) st = bench_time(be, be == ctx->gpu, run_plan, bs.p, &ctx->timing, &row.st);
     }
     if (st != DG_OK) {
         row.status = bench_status_word(st);
-        fprintf(stderr, "bench: mlp %s batch %d %s: %s\n", wspec, batch, impl, dg_last_error());
+        row.note = dg_last_error();
     }
     bench_emit(ctx, &row);
     bench_step_free(&bs);
@@ -59,17 +60,19 @@ dg_status sweep_mlp(bench_ctx *ctx) {
     const long long *sizes;
     int n_default = (int)(sizeof default_batches / sizeof *default_batches) - !ctx->extended; /* 8192: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches, ctx->quick ? 3 : n_default, &sizes);
+    bench_plan_rows(ctx, (ctx->quick ? 1 : N_WIDTHS) * n * (!!ctx->cpu + 2 * !!ctx->gpu));
     for (int wi = 0; wi < (ctx->quick ? 1 : N_WIDTHS); wi++) {
         dg_mlp_cfg cfg;
         dg_mlp_parse_widths(widths_list[wi], &cfg);
         for (int i = 0; i < n && !bench_interrupted; i++) {
             int batch = (int)sizes[i];
-            double want = NAN; /* same graph, same data on every backend: one reference */
-            if (ctx->cpu) run_one(ctx, ctx->cpu, "cpu", true, widths_list[wi], &cfg, batch, &want);
+            bench_step_ref ref = {0}; /* same graph, same data on every backend: one reference */
+            if (ctx->cpu) run_one(ctx, ctx->cpu, "cpu", true, widths_list[wi], &cfg, batch, &ref);
             if (ctx->gpu) {
-                run_one(ctx, ctx->gpu, "gpu", false, widths_list[wi], &cfg, batch, &want);
-                run_one(ctx, ctx->gpu, "gpu-graph", true, widths_list[wi], &cfg, batch, &want);
+                run_one(ctx, ctx->gpu, "gpu", false, widths_list[wi], &cfg, batch, &ref);
+                run_one(ctx, ctx->gpu, "gpu-graph", true, widths_list[wi], &cfg, batch, &ref);
             }
+            bench_step_ref_free(&ref);
         }
     }
     return DG_OK;

@@ -5,15 +5,19 @@
  * The cases are the rows of the op-case table (core/check/op_cases.c) that
  * have a `.sweep` entry, grown to N elements by the row's scaling rule.
  * Each case is the harness's graph, out = op(x...), loss = sum(out * w),
- * with its gradient graph. The whole plan runs once and its output and
- * gradients are checked against the float64 reference; then the op's
- * forward node and its backward node are timed alone, through
- * dg_backend_compute. */
+ * with its gradient graph. The whole plan runs once and is checked before
+ * anything is timed: its output against the float64 reference's forward
+ * (check f64-fwd, the forward row), and every input's gradient against the
+ * float64 reference's own backward (check f64-vjp, the backward row:
+ * core/check/ref_grad.h, written apart from dg_grad's rules, so a wrong
+ * gradient rule is a wrong row). Then the op's forward node and its
+ * backward node are timed alone, through dg_backend_compute. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/check/harness.h"
+#include "core/check/ref_grad.h"
 #include "sweep.h"
 
 #define OPS_TOL 1e-5 /* long reductions lose a little more than the tests' tolerance */
@@ -39,36 +43,67 @@ static void find_steps(const dg_plan *p, const case_graph *cg, const dg_step **f
     }
 }
 
+/* the float64 references of a case: forward, and the own backward */
+typedef struct ops_ref {
+    double *out;
+    double *grad[OP_CASE_MAX_IN]; /* NULL for labels */
+} ops_ref;
+
+static const char *impl_name(bool gpu, int dir) {
+    static const char *const names[2][2] = {{"cpu-fwd", "cpu-bwd"}, {"gpu-fwd", "gpu-bwd"}};
+    return names[gpu][dir];
+}
+
+/* the worst relative error of the gradients against the own backward */
+static double grad_error(const case_graph *cg, const case_result *res, const ops_ref *ref) {
+    double err = 0;
+    for (int i = 0; i < cg->c->n_in; i++)
+        if (ref->grad[i]) err = fmax(err, cmp_f32(res->grad[i], ref->grad[i], res->n_grad[i]).max_rel);
+    return err;
+}
+
 /* Plans the case on be, runs it once, checks it, then times its nodes. */
-static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const case_ref *ref, long long N) {
+static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const ops_ref *ref, long long N) {
     const op_case *c = cg->c;
     bool gpu = be == ctx->gpu;
     bench_row row = {.sweep = "ops", .name = c->sweep.name, .backend = gpu ? "gpu" : "cpu", .m = N, .n = 1, .k = 1,
-                     .batch = 1, .threads = ctx->threads, .warmup = ctx->timing.warmup, .max_rel_err = NAN};
+                     .batch = 1, .threads = ctx->threads, .warmup = ctx->timing.warmup};
     dg_plan *p;
     case_result res;
+    double err[2] = {NAN, NAN};
     dg_status st = case_run_planned(cg, be, &p, &res);
-    if (st == DG_OK) row.max_rel_err = case_max_rel_err(cg, &res, ref);
+    if (st == DG_OK) {
+        err[0] = cmp_f32(res.out, ref->out, res.n_out).max_rel;
+        err[1] = grad_error(cg, &res, ref);
+    } else {
+        row.note = dg_last_error();
+    }
     case_result_free(&res);
-    const char *verdict = st != DG_OK ? bench_status_word(st) : row.max_rel_err <= OPS_TOL ? "ok" : "wrong";
-    if (st != DG_OK) fprintf(stderr, "bench: ops %s %lld on %s: %s\n", c->sweep.name, N, row.backend, dg_last_error());
     const dg_step *which[2];
     find_steps(p, cg, &which[0], &which[1]);
     for (int d = 0; d < 2; d++) {
         /* no such node: the gradient is a pass-through or a view at this shape (add; a [1,n] bias) */
         if (d == 1 && (c->sweep.bwd == DG_OP_LEAF || (st == DG_OK && !which[1]))) continue;
-        row.impl = d == 0 ? (gpu ? "gpu-fwd" : "cpu-fwd") : (gpu ? "gpu-bwd" : "cpu-bwd");
+        row.impl = impl_name(gpu, d);
+        if (!bench_wanted(ctx, row.name, row.impl)) continue;
         row.st = BENCH_NO_STATS;
-        row.status = verdict;
-        if (st == DG_OK && strcmp(verdict, "ok") == 0) {
-            if (!which[d]) row.status = "error";
-            else {
+        row.max_rel_err = err[d];
+        row.check = d == 0 ? "f64-fwd" : "f64-vjp";
+        row.status = st != DG_OK ? bench_status_word(st) : err[d] <= OPS_TOL ? "ok" : "wrong";
+        if (!strcmp(row.status, "ok")) {
+            if (!which[d]) {
+                row.status = "error";
+                row.note = "the plan has no step for this node";
+            } else {
                 dg_cost cost = dg_node_cost(which[d]->node);
                 row.bytes = cost.bytes;
                 row.flops = cost.flops;
                 step_arg a = {be, which[d]};
                 dg_status ts = bench_time(be, gpu, run_step, &a, &ctx->timing, &row.st);
-                if (ts != DG_OK) row.status = bench_status_word(ts);
+                if (ts != DG_OK) {
+                    row.status = bench_status_word(ts);
+                    row.note = dg_last_error();
+                }
             }
         }
         bench_emit(ctx, &row);
@@ -76,33 +111,78 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const ca
     dg_plan_free(p);
 }
 
+/* A case that could not be built or referenced: a failed row for each of
+ * its rows that would have run, with the reason. */
+static void emit_failed(bench_ctx *ctx, const op_case *oc, long long N, const char *why) {
+    bench_row row = {.sweep = "ops", .name = oc->sweep.name, .m = N, .n = 1, .k = 1, .batch = 1,
+                     .threads = ctx->threads, .warmup = ctx->timing.warmup, .st = BENCH_NO_STATS,
+                     .max_rel_err = NAN, .status = "failed", .note = why};
+    for (int gpu = 0; gpu < 2; gpu++) {
+        if (!(gpu ? ctx->gpu : ctx->cpu)) continue;
+        row.backend = gpu ? "gpu" : "cpu";
+        for (int d = 0; d < (oc->sweep.bwd == DG_OP_LEAF ? 1 : 2); d++) {
+            row.impl = impl_name(gpu, d);
+            if (bench_wanted(ctx, row.name, row.impl)) bench_emit(ctx, &row);
+        }
+    }
+}
+
+/* whether --case / --impl leave any row of this case */
+static bool case_wanted(const bench_ctx *ctx, const op_case *oc) {
+    for (int gpu = 0; gpu < 2; gpu++)
+        for (int d = 0; d < 2; d++)
+            if ((gpu ? ctx->gpu : ctx->cpu) && bench_wanted(ctx, oc->sweep.name, impl_name(gpu, d))) return true;
+    return false;
+}
+
+static void ops_ref_free(ops_ref *r) {
+    free(r->out);
+    for (int i = 0; i < OP_CASE_MAX_IN; i++) free(r->grad[i]);
+    *r = (ops_ref){0};
+}
+
+/* builds case c at N elements, its references, and runs it on each backend */
+static void run_case(bench_ctx *ctx, int c, long long N) {
+    const op_case *oc = &dg_op_cases[c];
+    dg_shape shape[OP_CASE_MAX_IN];
+    if (!oc->sweep.name || !op_case_shapes_at(oc, N, shape) || !case_wanted(ctx, oc)) return;
+    case_graph cg;
+    case_ref fwd = {0};
+    ops_ref ref = {0};
+    dg_status st = case_graph_new_at(&cg, oc, shape, (uint64_t)N * 31 + (uint64_t)c);
+    if (st == DG_OK) st = case_ref_run(&cg, &fwd); /* once, for every backend */
+    if (st == DG_OK) st = case_ref_own_grad(&cg, ref.grad);
+    if (st == DG_OK) {
+        ref.out = fwd.out;
+        fwd.out = NULL;
+        if (ctx->cpu) run_backend(ctx, ctx->cpu, &cg, &ref, N);
+        if (ctx->gpu) run_backend(ctx, ctx->gpu, &cg, &ref, N);
+    } else {
+        emit_failed(ctx, oc, N, dg_last_error());
+    }
+    case_ref_free(&fwd);
+    ops_ref_free(&ref);
+    case_graph_free(&cg);
+}
+
 dg_status sweep_ops(bench_ctx *ctx) {
     const long long *sizes;
     int n_default = (int)(sizeof default_sizes / sizeof *default_sizes) - !ctx->extended; /* 64M: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_sizes : default_sizes, ctx->quick ? 4 : n_default, &sizes);
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < dg_n_op_cases; c++) {
+            dg_shape shape[OP_CASE_MAX_IN];
+            const op_case *oc = &dg_op_cases[c];
+            if (oc->sweep.name && op_case_shapes_at(oc, sizes[i], shape))
+                bench_plan_rows(ctx, (1 + (oc->sweep.bwd != DG_OP_LEAF)) * (!!ctx->cpu + !!ctx->gpu));
+        }
     for (int i = 0; i < n && !bench_interrupted; i++) {
         long long N = sizes[i];
         if (N < OP_SWEEP_ROW || N % OP_SWEEP_ROW) {
             fprintf(stderr, "bench: ops: size %lld skipped (needs a multiple of %d)\n", N, OP_SWEEP_ROW);
             continue;
         }
-        for (int c = 0; c < dg_n_op_cases && !bench_interrupted; c++) {
-            const op_case *oc = &dg_op_cases[c];
-            dg_shape shape[OP_CASE_MAX_IN];
-            if (!op_case_shapes_at(oc, N, shape)) continue;
-            case_graph cg;
-            case_ref ref = {0};
-            dg_status st = case_graph_new_at(&cg, oc, shape, (uint64_t)N * 31 + (uint64_t)c);
-            if (st == DG_OK) st = case_ref_run(&cg, &ref); /* once, for every backend */
-            if (st == DG_OK) {
-                if (ctx->cpu) run_backend(ctx, ctx->cpu, &cg, &ref, N);
-                if (ctx->gpu) run_backend(ctx, ctx->gpu, &cg, &ref, N);
-            } else {
-                fprintf(stderr, "bench: ops %s %lld: %s\n", oc->sweep.name, N, dg_last_error());
-            }
-            case_ref_free(&ref);
-            case_graph_free(&cg);
-        }
+        for (int c = 0; c < dg_n_op_cases && !bench_interrupted; c++) run_case(ctx, c, N);
     }
     return DG_OK;
 }

@@ -29,7 +29,9 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, co
                     const dg_dataset *test, int batch) {
     bench_row row = {.sweep = "train", .name = model->name, .impl = be == ctx->cpu ? "cpu" : "gpu",
                      .backend = be == ctx->cpu ? "cpu" : "gpu", .m = batch, .n = 1, .k = 1, .batch = batch,
-                     .threads = ctx->threads, .warmup = 1, .max_rel_err = NAN};
+                     .threads = ctx->threads, .warmup = 1, .max_rel_err = NAN, .check = BENCH_STEP_CHECK};
+    char why[256];
+    if (!bench_wanted(ctx, row.name, row.impl)) return;
     dg_mlp_cfg cfg;
     dg_mlp_parse_widths(model->widths, &cfg);
     dg_train_opts o = {.model = dg_mlp_new, .model_cfg = &cfg, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
@@ -37,25 +39,29 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, co
     /* the check step reads the first batch of the data set as [batch, widths[0]] */
     if (batch > train->n || (int64_t)train->rows * train->cols != cfg.widths[0]) {
         row.status = "skipped";
-        fprintf(stderr, "bench: train %s batch %d on %s: skipped: the data set has %d images of %dx%d, the model "
-                        "needs at least %d of %lld pixels\n", model->name, batch, row.backend, train->n, train->rows,
-                train->cols, batch, (long long)cfg.widths[0]);
+        snprintf(why, sizeof why, "the data set has %d images of %dx%d, the model needs at least %d of %lld pixels",
+                 train->n, train->rows, train->cols, batch, (long long)cfg.widths[0]);
+        row.note = why;
+        fprintf(stderr, "bench: train %s batch %d on %s: skipped: %s\n", model->name, batch, row.backend, why);
         bench_emit(ctx, &row);
         return;
     }
     dg_epoch_stats s;
     bench_step check;
-    double want = NAN;
-    dg_status st = bench_step_new(&check, be, &cfg, batch, train->x, train->y, NULL, &want, &row.max_rel_err);
+    bench_step_ref ref = {0};
+    dg_status st = bench_step_new(&check, be, &cfg, batch, train->x, train->y, NULL, &ref, &row.max_rel_err);
     bench_step_free(&check);
-    if (st == DG_OK && row.max_rel_err > 1e-4) {
+    bench_step_ref_free(&ref);
+    if (st == DG_OK && row.max_rel_err > BENCH_STEP_TOL) {
         row.status = "wrong";
         bench_emit(ctx, &row);
         return;
     }
+    double epoch_ms = NAN; /* the last epoch's time: the row's one sample */
     if (st == DG_OK) st = dg_train(be, &o, train, test, NULL, NULL, &s);
     if (st == DG_OK) {
-        row.st = (bench_stats){1e3 * s.epoch_s, 1e3 * s.epoch_s, 1e3 * s.epoch_s, 0, 1, NULL};
+        epoch_ms = 1e3 * s.epoch_s;
+        row.st = (bench_stats){epoch_ms, epoch_ms, epoch_ms, 0, 1, &epoch_ms, 0, false};
         row.status = "ok";
         if (ctx->progress) fprintf(stderr, "\n");
         fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", model->name, batch,
@@ -65,7 +71,7 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, co
         row.bytes = (double)(train->n / batch * batch) * train->rows * train->cols * 4.0;
     } else {
         row.status = bench_status_word(st);
-        fprintf(stderr, "bench: train %s batch %d on %s: %s\n", model->name, batch, row.backend, dg_last_error());
+        row.note = dg_last_error();
     }
     bench_emit(ctx, &row);
 }
@@ -81,6 +87,7 @@ dg_status sweep_train(bench_ctx *ctx) {
     const long long *sizes;
     int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches,
                         ctx->quick ? 3 : (int)(sizeof default_batches / sizeof *default_batches), &sizes);
+    bench_plan_rows(ctx, N_MODELS * n * (!!ctx->cpu + !!ctx->gpu));
     for (int mi = 0; mi < N_MODELS; mi++)
         for (int i = 0; i < n && !bench_interrupted; i++) {
             if (ctx->cpu) run_one(ctx, ctx->cpu, &models[mi], &train, &test, (int)sizes[i]);
@@ -120,7 +127,7 @@ static curve load_curve(const char *dir, const char *model, const char *backend)
 static bench_series curve_series(const curve *c, const double *x, const double *y, const char *title) {
     bench_series s = {.n = c->n};
     snprintf(s.title, sizeof s.title, "%s", title);
-    for (int i = 0; i < c->n; i++) { s.x[i] = x[i]; s.y[i] = y[i]; }
+    for (int i = 0; i < c->n; i++) { s.x[i] = x[i]; s.y[i] = s.lo[i] = s.hi[i] = y[i]; } /* one run: no bar */
     return s;
 }
 

@@ -2,7 +2,12 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
 
 volatile sig_atomic_t bench_interrupted = 0;
 
@@ -18,7 +23,8 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 bench_stats bench_stats_of(double *v, int n) {
-    bench_stats s = {NAN, NAN, NAN, NAN, n, NULL};
+    bench_stats s = BENCH_NO_STATS;
+    s.reps = n;
     if (n < 1) return s;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     s.median_ms = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -38,11 +44,15 @@ bench_stats bench_stats_of(double *v, int n) {
 typedef struct clock_pair {
     dg_backend *be;
     dg_event   *start, *stop; /* NULL: host clock */
+    bool        flush;        /* flush be's L2 before the run (cold) */
 } clock_pair;
 
-/* one timed run, in ms */
+/* one timed run, in ms; a cold run's flush is queued before the start */
 static dg_status run_once(const clock_pair *c, bench_fn fn, void *arg, double *ms) {
     dg_status st;
+#ifdef DG_HAVE_CUDA
+    if (c->flush && (st = dg_gpu_flush_l2(c->be)) != DG_OK) return st;
+#endif
     if (c->start) {
         if ((st = dg_event_record(c->start)) != DG_OK) return st;
         if ((st = fn(arg)) != DG_OK) return st;
@@ -57,33 +67,79 @@ static dg_status run_once(const clock_pair *c, bench_fn fn, void *arg, double *m
     return DG_OK;
 }
 
-static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const bench_timing *t, bench_stats *out) {
+/* The samples of the row being measured: bench_stats.samples points here
+ * (in run order) until the next bench_time call. */
+static struct {
+    double *v, *sorted;
+    int     cap;
+} samples;
+
+static dg_status samples_reserve(int n) {
+    if (n <= samples.cap) return DG_OK;
+    double *v = realloc(samples.v, (size_t)n * sizeof *v);
+    if (v) samples.v = v;
+    double *sorted = v ? realloc(samples.sorted, (size_t)n * sizeof *sorted) : NULL;
+    if (sorted) samples.sorted = sorted;
+    if (!v || !sorted) return dg__fail(DG_ERR_OOM, "bench: out of memory for %d timings", n);
+    samples.cap = n;
+    return DG_OK;
+}
+
+/* timed runs into v[0..): until min_reps and min_time_s, or max_reps */
+static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const bench_timing *t, double warm_ms,
+                           double *v, bench_stats *out) {
     dg_status st;
-    double ms = 0;
-    for (int i = 0; i < t->warmup && !bench_interrupted; i++)
-        if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
     /* a run longer than the whole time budget: 3 reps are enough for a median */
-    int min_reps = ms > 1e3 * t->min_time_s && t->min_reps > 3 ? 3 : t->min_reps;
-    double *v = malloc((size_t)t->max_reps * sizeof *v);
-    if (!v) return dg__fail(DG_ERR_OOM, "bench: out of memory for timings");
+    int min_reps = warm_ms > 1e3 * t->min_time_s && t->min_reps > 3 ? 3 : t->min_reps;
     int n = 0;
-    double total = 0;
+    double total = 0, ms = 0;
     while (n < t->max_reps && (n < min_reps || total < 1e3 * t->min_time_s) && !bench_interrupted) {
-        if ((st = run_once(c, fn, arg, &ms)) != DG_OK) { free(v); return st; }
+        if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
         v[n++] = ms;
         total += ms;
     }
-    *out = bench_stats_of(v, n);
-    free(v);
+    memcpy(samples.sorted, v, (size_t)n * sizeof *v);
+    *out = bench_stats_of(samples.sorted, n);
+    out->capped = n == t->max_reps && total < 1e3 * t->min_time_s;
+    return DG_OK;
+}
+
+static dg_status measure(const clock_pair *c, bench_fn fn, void *arg, const bench_timing *t, bench_stats *out) {
+    dg_status st;
+    double ms = 0, t0 = bench_now_s();
+    for (int i = 0; (i < t->warmup || bench_now_s() - t0 < t->warmup_s) && !bench_interrupted; i++)
+        if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
+    if ((st = samples_reserve(2 * t->max_reps)) != DG_OK) return st;
+    /* attempt k goes to the half of samples.v the best attempt is not in */
+    double *best = samples.v, *next = samples.v + t->max_reps;
+    if ((st = time_reps(c, fn, arg, t, ms, best, out)) != DG_OK) return st;
+    int retries = 0;
+    while (t->max_cv_pct > 0 && out->cv_pct > t->max_cv_pct && retries < t->max_retries && !bench_interrupted) {
+        bench_stats again;
+        if ((st = time_reps(c, fn, arg, t, ms, next, &again)) != DG_OK) return st;
+        retries++;
+        if (again.reps > 0 && again.cv_pct < out->cv_pct) {
+            double *tmp = best;
+            best = next;
+            next = tmp;
+            *out = again;
+        }
+    }
+    out->retries = retries;
+    out->samples = best;
     return DG_OK;
 }
 
 dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
                      bench_stats *out) {
-    clock_pair c = {be, NULL, NULL};
+    clock_pair c = {be, NULL, NULL, false};
+#ifdef DG_HAVE_CUDA
+    c.flush = t->cold && be && dg_gpu_l2_bytes(be) > 0;
+#endif
     dg_status st = DG_OK;
+    *out = BENCH_NO_STATS;
     if (be && events && (st = dg_event_new(be, &c.start)) == DG_OK) st = dg_event_new(be, &c.stop);
-    if (st == DG_OK) st = time_reps(&c, fn, arg, t, out);
+    if (st == DG_OK) st = measure(&c, fn, arg, t, out);
     dg_event_free(c.start);
     dg_event_free(c.stop);
     return st;

@@ -13,10 +13,14 @@
 #include "core/backend.h"
 
 typedef struct bench_timing {
-    int    warmup;       /* untimed runs first                     */
-    int    min_reps;     /* at least this many timed runs          */
-    int    max_reps;     /* at most                                 */
-    double min_time_s;   /* and at least this much timed time       */
+    int    warmup;       /* untimed runs first: at least this many   */
+    double warmup_s;     /* and at least this long                   */
+    int    min_reps;     /* at least this many timed runs            */
+    int    max_reps;     /* at most; it ends a row before min_time_s */
+    double min_time_s;   /* and at least this much timed time        */
+    double max_cv_pct;   /* above: measure again (0: never)          */
+    int    max_retries;  /* at most this many times, then "noisy"    */
+    bool   cold;         /* GPU: flush the L2 before every timed run */
 } bench_timing;
 
 typedef struct bench_stats {
@@ -24,10 +28,12 @@ typedef struct bench_stats {
     int           reps;
     const double *samples; /* reps timed runs in ms, in the order run; owned by
                             * timing.c, valid until the next bench_time call */
+    int           retries; /* measured again this many times (cv_pct too high) */
+    bool          capped;  /* max_reps ended it before min_time_s     */
 } bench_stats;
 
 /* nothing measured */
-#define BENCH_NO_STATS ((bench_stats){NAN, NAN, NAN, NAN, 0, NULL})
+#define BENCH_NO_STATS ((bench_stats){NAN, NAN, NAN, NAN, 0, NULL, 0, false})
 
 typedef dg_status (*bench_fn)(void *arg);
 
@@ -37,9 +43,16 @@ extern volatile sig_atomic_t bench_interrupted;
 
 /* be: the backend whose work fn queues (NULL: host-only work).
  * events: time with be's events (dg_event_*); otherwise the host clock
- * with be synchronised before and after each run. When bench_interrupted
- * is set the statistics are those of the runs done so far (out->reps, 0 if
- * it came during the warm-up). */
+ * with be synchronised before and after each run.
+ * Warm-up runs until both t->warmup runs and t->warmup_s seconds are done;
+ * timed runs until both t->min_reps and t->min_time_s are reached, or
+ * t->max_reps (out->capped). When the coefficient of variation is above
+ * t->max_cv_pct the whole measurement is taken again, at most
+ * t->max_retries times, and the attempt with the smallest one is kept
+ * (out->retries). t->cold on a GPU backend: its L2 is flushed before each
+ * timed run, outside the timed region. When bench_interrupted is set the
+ * statistics are those of the runs done so far (out->reps, 0 if it came
+ * during the warm-up). */
 dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
                      bench_stats *out);
 

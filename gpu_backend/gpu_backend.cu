@@ -3,7 +3,9 @@
  * op dispatch, CUDA-graph replay and timing events. Every entry that
  * touches the device first makes the backend's device current, so backends
  * on several devices can live in one process (and one thread). */
+#include <dlfcn.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,7 @@ static void gpu_free(dg_backend *be) {
     }
     DG_CUDA_NOTE(cudaFree(c->cublas_ws));
     DG_CUDA_NOTE(cudaFree(c->scratch));
+    DG_CUDA_NOTE(cudaFree(c->l2_flush));
     DG_CUDA_NOTE(cudaFreeHost(c->staging));
     if (c->stream) DG_CUDA_NOTE(cudaStreamDestroy(c->stream));
     free(c);
@@ -349,6 +352,9 @@ static const dg_backend_i gpu_iface = {
 static dg_status gpu_init(gpu_ctx *c) {
     DG_CUDA_CHECK(cudaSetDevice(c->device));
     DG_CUDA_CHECK(cudaGetDeviceProperties(&c->prop, c->device));
+    int l2 = 0;
+    DG_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c->device));
+    c->l2_bytes = (size_t)l2;
     DG_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     DG_CUBLAS_CHECK(cublasCreate(&c->cublas));
     DG_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
@@ -365,6 +371,86 @@ static dg_status gpu_init(gpu_ctx *c) {
     return DG_OK;
 }
 
+/* ---- is there a usable device: absent (nothing to use) or broken (a
+ * driver that fails), worded once for dg_gpu_probe and the constructor ---- */
+
+static dg_gpu_state say(dg_gpu_state s, char *why, size_t n, const char *fmt, ...) {
+    if (!why || !n) return s;
+    int head = snprintf(why, n, "%s", s == DG_GPU_ABSENT   ? "no CUDA device: "
+                                      : s == DG_GPU_BROKEN ? "CUDA device broken: "
+                                                           : "");
+    if (head >= 0 && (size_t)head < n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why + head, n - (size_t)head, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+/* The driver and the device count. Where the runtime cannot load the
+ * driver library it answers cudaErrorInsufficientDriver, the same code as
+ * for a driver older than itself; it reports driver version 0 only in the
+ * first case, which tells a machine without a driver (absent) from one
+ * with an outdated driver (broken). */
+static dg_gpu_state probe_count(int *count, char *why, size_t n) {
+    *count = 0;
+    int drv = 0, rt = 0;
+    if (cudaDriverGetVersion(&drv) != cudaSuccess) (void)cudaGetLastError();
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess) (void)cudaGetLastError();
+    if (drv == 0) { /* the loader says why; a library that loads yet gives no version is not a driver */
+        void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char *err = dlerror();
+            return say(DG_GPU_ABSENT, why, n, "the NVIDIA driver is not installed (%s)",
+                       err ? err : "libcuda.so.1 cannot be loaded");
+        }
+        dlclose(lib);
+        return say(DG_GPU_BROKEN, why, n, "libcuda.so.1 loads but reports no driver version (a stub library?)");
+    }
+    cudaError_t e = cudaGetDeviceCount(count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        *count = 0;
+        if (e == cudaErrorNoDevice)
+            return say(DG_GPU_ABSENT, why, n, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+        if (e == cudaErrorInsufficientDriver)
+            return say(DG_GPU_BROKEN, why, n, "the driver supports CUDA %d.%d, older than this runtime's %d.%d (%s)",
+                       drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, cudaGetErrorName(e));
+        return say(DG_GPU_BROKEN, why, n, "cudaGetDeviceCount failed: %s (%s)", cudaGetErrorName(e),
+                   cudaGetErrorString(e));
+    }
+    if (*count == 0) return say(DG_GPU_ABSENT, why, n, "cudaGetDeviceCount found none");
+    return DG_GPU_PRESENT;
+}
+
+/* Makes device's primary context (what a backend would use first), then
+ * restores the calling thread's current device. */
+static dg_gpu_state probe_context(int device, char *why, size_t n) {
+    if (device < MAX_DEVICES && device_fault[device][0])
+        return say(DG_GPU_BROKEN, why, n, "device %d faulted earlier in this process: %s", device,
+                   device_fault[device]);
+    int prev = device;
+    if (cudaGetDevice(&prev) != cudaSuccess) (void)cudaGetLastError();
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaFree(NULL); /* the idiom that initialises the context */
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return say(DG_GPU_BROKEN, why, n, "device %d cannot be initialised: %s (%s)", device, cudaGetErrorName(e),
+                   cudaGetErrorString(e));
+    }
+    if (cudaSetDevice(prev) != cudaSuccess) (void)cudaGetLastError();
+    return DG_GPU_PRESENT;
+}
+
+dg_gpu_state dg_gpu_probe(char *why, size_t n) {
+    int count = 0;
+    dg_gpu_state s = probe_count(&count, why, n);
+    if (s == DG_GPU_PRESENT) s = probe_context(0, why, n);
+    if (s == DG_GPU_PRESENT) say(s, why, n, "%d CUDA device%s", count, count == 1 ? "" : "s");
+    return s;
+}
+
 int dg_gpu_device_count(void) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -377,16 +463,14 @@ int dg_gpu_device_count(void) {
 dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts) {
     *out = NULL;
     int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        (void)cudaGetLastError();
-        return dg__fail(DG_ERR_NO_DEVICE, "no CUDA device: %s",
-                        e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount found none");
-    }
+    char why[512];
+    dg_gpu_state state = probe_count(&count, why, sizeof why);
+    if (state != DG_GPU_PRESENT) return dg__fail(state == DG_GPU_ABSENT ? DG_ERR_NO_DEVICE : DG_ERR_BACKEND, "%s", why);
     dg_gpu_opts o = opts ? *opts : dg_gpu_opts{0, false};
     if (o.device < 0 || o.device >= count)
         return dg__fail(DG_ERR_INVALID, "gpu: device index %d is out of range: %d CUDA device%s (0..%d)", o.device,
                         count, count == 1 ? "" : "s", count - 1);
+    if (probe_context(o.device, why, sizeof why) != DG_GPU_PRESENT) return dg__fail(DG_ERR_BACKEND, "%s", why);
     const char *env = getenv("DG_GPU_SYNC");
     if (env && env[0] == '1') o.sync_debug = true;
     gpu_ctx *c = (gpu_ctx *)calloc(1, sizeof *c);
@@ -438,5 +522,38 @@ dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes) 
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
     DG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
+    return DG_OK;
+}
+
+/* ---- device facts and the L2 flush, for the bench ---- */
+
+static bool is_gpu(const dg_backend *be) { return be && be->iface == &gpu_iface; }
+
+size_t dg_gpu_l2_bytes(const dg_backend *be) { return is_gpu(be) ? gpu_of(be)->l2_bytes : 0; }
+
+/* cudaMemsetAsync writes through L2 like any kernel: a buffer twice its
+ * size leaves none of the earlier kernels' lines behind */
+dg_status dg_gpu_flush_l2(dg_backend *be) {
+    if (!is_gpu(be)) return dg__fail(DG_ERR_INVALID, "dg_gpu_flush_l2: not a GPU backend");
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    if (!c->l2_flush) {
+        dg_status st = gpu_alloc(be, 2 * c->l2_bytes, &c->l2_flush);
+        if (st != DG_OK) return st;
+        c->l2_flush_bytes = 2 * c->l2_bytes;
+    }
+    DG_CUDA_CHECK(cudaMemsetAsync(c->l2_flush, 0, c->l2_flush_bytes, c->stream));
+    return DG_OK;
+}
+
+dg_status dg_gpu_pci_bus_id(const dg_backend *be, char *buf, size_t n) {
+    if (!is_gpu(be) || !buf) return dg__fail(DG_ERR_INVALID, "dg_gpu_pci_bus_id: not a GPU backend, or a NULL buffer");
+    const gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    char id[64] = ""; /* "0000:41:00.0" */
+    DG_CUDA_CHECK(cudaDeviceGetPCIBusId(id, (int)sizeof id, c->device));
+    size_t len = strlen(id);
+    if (len >= n) return dg__fail(DG_ERR_INVALID, "dg_gpu_pci_bus_id: %zu bytes cannot hold \"%s\"", n, id);
+    memcpy(buf, id, len + 1);
     return DG_OK;
 }

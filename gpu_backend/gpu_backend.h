@@ -28,8 +28,22 @@ typedef struct dg_gpu_opts {
                           on when the environment sets DG_GPU_SYNC=1          */
 } dg_gpu_opts;
 
-/* opts NULL: defaults. No device: DG_ERR_NO_DEVICE, "no CUDA device: ...";
- * a device index out of range: DG_ERR_INVALID. */
+/* Whether this machine has a usable CUDA device, without making a backend.
+ * ABSENT: nothing to use (no driver library, or a driver that sees no
+ * device); BROKEN: a driver is there but fails (older than the runtime,
+ * initialisation error, any other CUDA error). why: "no CUDA device: ..."
+ * or "CUDA device broken: ..." with the cause (versions, the CUDA error's
+ * name and string); may be NULL. */
+typedef enum dg_gpu_state {
+    DG_GPU_PRESENT,
+    DG_GPU_ABSENT,
+    DG_GPU_BROKEN,
+} dg_gpu_state;
+dg_gpu_state dg_gpu_probe(char *why, size_t n);
+
+/* opts NULL: defaults. Absent device: DG_ERR_NO_DEVICE, "no CUDA device:
+ * ..."; broken device: DG_ERR_BACKEND, "CUDA device broken: ..." (both as
+ * dg_gpu_probe words them); a device index out of range: DG_ERR_INVALID. */
 dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts);
 /* CUDA devices that answer (0 where none does or the driver is missing) */
 int       dg_gpu_device_count(void);
@@ -54,6 +68,19 @@ dg_status dg_gpu_inject_fault(dg_backend *be);
 
 /* Device-to-device copy on the backend's stream (the bandwidth ceiling). */
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes);
+
+/* The device's L2 cache in bytes (cudaDevAttrL2CacheSize); 0 when be is
+ * NULL or not a GPU backend. No device call after the backend's creation. */
+size_t    dg_gpu_l2_bytes(const dg_backend *be);
+/* Queues on the backend's stream a write over a device buffer of at least
+ * twice the L2 size, so the next kernel on the stream starts with a cold L2
+ * (the buffer is allocated on first use and freed with the backend).
+ * Asynchronous like a kernel; DG_ERR_INVALID when be is not a GPU backend. */
+dg_status dg_gpu_flush_l2(dg_backend *be);
+/* The device's PCI bus id, "0000:41:00.0" (cudaDeviceGetPCIBusId), the key
+ * under which NVML finds the same device; DG_ERR_INVALID when be is not a
+ * GPU backend or buf cannot hold it (n >= 13 always can). */
+dg_status dg_gpu_pci_bus_id(const dg_backend *be, char *buf, size_t n);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,9 @@ struct gpu_ctx {
     float         *scratch;        /* device partial sums of two-pass reductions,  */
     size_t         scratch_floats; /* allocated once: runs stay allocation-free     */
     size_t         staging_bytes;
+    size_t         l2_bytes;       /* cudaDevAttrL2CacheSize, read once at creation  */
+    void          *l2_flush;       /* dg_gpu_flush_l2's buffer (2 x L2), made on first use */
+    size_t         l2_flush_bytes;
     dg_gpu_opts    opts;
     dg_gpu_gemm    gemm;
     cudaDeviceProp prop;

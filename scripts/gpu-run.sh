@@ -5,8 +5,10 @@
 # same sweep by that older binary first, then `bench compare` of the two,
 # back to back on one machine). Everything lands in one tarball,
 # $OUT/gpu-results.tgz (the device returns few files); a short summary is
-# printed last.
+# printed last. A missing or broken GPU fails the GPU tests here
+# (DG_REQUIRE_GPU=1) instead of skipping them: this machine exists to run them.
 set -u
+export DG_REQUIRE_GPU=1
 work=$(mktemp -d)
 out="$work/results"
 mkdir -p "$out"
@@ -18,19 +20,22 @@ bin=.gpu/bin
 # SSE3 kernels ("Prescott"); name the AVX-512 kernels where the CPU has them
 if grep -q avx512f /proc/cpuinfo && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE=SkylakeX; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$out/gpu-smi.txt" 2>&1
-summary=""
+# what dg_gpu_probe finds (present, absent or broken, and why), first
+summary="gpu_probe: $($bin/gpu_probe 2>&1)"
 
+# a suite's synthesis and its skip counts by reason (tests/skip_report.c)
+results() { grep -E 'Synthesis|\] Skipped: |DG_REQUIRE_GPU' "$1" | tr '\n' ' '; }
 $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
-summary="$summary\ntest_gpu: exit $? :: $(grep Synthesis "$out/test_gpu.log")"
-for t in test_bench_faults test_misuse test_ops test_plan test_seams test_train test_gemm test_shapes; do
+summary="$summary\ntest_gpu: exit $? :: $(results "$out/test_gpu.log")"
+for t in test_gpu_device test_bench_faults test_misuse test_ops test_plan test_seams test_train test_gemm test_shapes; do
     $bin/$t --jobs 4 > "$out/$t.log" 2>&1
-    summary="$summary\n$t: exit $? :: $(grep Synthesis "$out/$t.log")"
+    summary="$summary\n$t: exit $? :: $(results "$out/$t.log")"
 done
 
 if [ "${DG_SANITIZER:-1}" = 1 ]; then
     # API errors off: one test provokes cudaErrorMemoryAllocation on purpose;
-    # every memory access is still checked. test_bench_faults stays out: it
-    # faults a kernel on purpose.
+    # every memory access is still checked. test_bench_faults and
+    # test_gpu_device stay out: they fault a kernel on purpose.
     for tool in memcheck racecheck initcheck synccheck; do
         timeout "${DG_SANITIZER_LIMIT:-240}" compute-sanitizer --tool $tool --report-api-errors no \
             --target-processes all --error-exitcode 3 $bin/test_gpu --jobs 1 > "$out/test_gpu-$tool.log" 2>&1

@@ -4,6 +4,8 @@
 set -eu
 pkgs="build-essential cmake pkg-config libopenblas-openmp-dev libcriterion-dev gnuplot-nox zlib1g-dev dataset-fashion-mnist"
 pkgs="$pkgs clang" # scripts/fuzz.sh
+pkgs="$pkgs libcjson-dev" # bench: NAME.json results (Google Benchmark's layout), bench compare
+pkgs="$pkgs libbenchmark-tools python3-scipy" # tests: Google Benchmark's compare.py on duograd's JSON
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 updated=""
 install_missing() {

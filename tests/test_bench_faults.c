@@ -20,8 +20,9 @@ typedef struct sweep_rows { csv_rec *r; int n; } sweep_rows;
 static sweep_rows run_ops(dg_backend *cpu, dg_backend *gpu) {
     char dir[] = "/tmp/dg-faults-XXXXXX";
     tmp_dir(dir);
-    bench_ctx ctx = {.out_dir = dir, .cpu = cpu, .gpu = gpu, .threads = 2, .sizes = {4096}, .n_sizes = 1,
-                     .timing = {0, 1, 1, 0}, .cpu_cap_s = 3};
+    bench_ctx ctx = {.out_dir = dir, .cpu = cpu, .gpu = gpu, .threads = 2,
+                     .size_lists = {{.v = {4096}, .n = 1}}, .n_size_lists = 1,
+                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 3};
     ctx.csv = bench_csv_open(dir, "ops", "# faults\n", BENCH_CSV_HEADER);
     cr_assert_not_null(ctx.csv, "%s", dg_last_error());
     ASSERT_OK(sweep_ops(&ctx));

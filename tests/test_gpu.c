@@ -1,6 +1,7 @@
 /* test_gpu.c: the CUDA backend against the CPU backend and the float64
  * reference. Every test opens the device itself (Criterion runs each test
- * in its own process) and skips with the reason where none answers. */
+ * in its own process) and skips with the reason where none answers, or
+ * fails under DG_REQUIRE_GPU=1 (gpu_util.h). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -9,18 +10,11 @@
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
 #include "gpu_backend/gpu_backend.h"
+#include "gpu_util.h"
 #include "test_util.h"
 #include "train_util.h"
 
 #define NMSE_MAX 1e-9 /* float32 kernels that differ only in rounding order */
-
-static dg_backend *open_gpu_or_skip(const dg_gpu_opts *opts) {
-    dg_backend *be = NULL;
-    dg_status st = dg_gpu_backend_new(&be, opts);
-    if (st == DG_ERR_NO_DEVICE) cr_skip_test("%s", dg_last_error());
-    cr_assert_eq(st, DG_OK, "gpu backend: %s", dg_last_error());
-    return be;
-}
 
 static struct criterion_test_params case_indices(void) {
     static int idx[256];
@@ -39,7 +33,7 @@ static struct criterion_test_params case_indices(void) {
 ParameterizedTestParameters(gpu, op_agrees_with_cpu) { return case_indices(); }
 ParameterizedTest(int *row, gpu, op_agrees_with_cpu) {
     const op_case *c = &dg_op_cases[*row];
-    dg_backend *gpu = open_gpu_or_skip(NULL), *cpu;
+    dg_backend *gpu = gpu_open_or_skip(NULL), *cpu;
     ASSERT_OK(dg_cpu_backend_new(&cpu, 0));
     uint64_t seed = test_seed();
     case_graph cg;
@@ -71,7 +65,7 @@ ParameterizedTest(int *row, gpu, op_agrees_with_cpu) {
 
 /* every sgemm implementation, odd sizes, all transposes, against float64 */
 Test(gpu, sgemm_implementations) {
-    dg_backend *gpu = open_gpu_or_skip(NULL);
+    dg_backend *gpu = gpu_open_or_skip(NULL);
     const int sizes[][3] = {{1, 1, 1}, {7, 5, 3}, {129, 131, 9}, {200, 77, 515}, {256, 256, 256}};
     uint64_t seed = test_seed();
     dg_rng r = dg_rng_new(seed);
@@ -112,7 +106,7 @@ Test(gpu, sgemm_implementations) {
 /* the backend's matmul on its own kernels: every matmul row of the op table,
  * forward and gradients, against the float64 reference */
 Test(gpu, backend_matmul_with_own_kernels) {
-    dg_backend *gpu = open_gpu_or_skip(NULL);
+    dg_backend *gpu = gpu_open_or_skip(NULL);
     uint64_t seed = test_seed();
     const dg_gpu_gemm impls[] = {DG_GPU_GEMM_TILED, DG_GPU_GEMM_NAIVE};
     int rows = 0;
@@ -186,7 +180,7 @@ static void run_steps(dg_backend *be, dg_optim_kind kind, int steps, const blobs
 }
 
 Test(gpu, mlp_training_steps_agree_with_cpu) {
-    dg_backend *gpu = open_gpu_or_skip(NULL), *cpu;
+    dg_backend *gpu = gpu_open_or_skip(NULL), *cpu;
     ASSERT_OK(dg_cpu_backend_new(&cpu, 0));
     blobs data;
     cr_assert_eq(blobs_new(&data, BATCH, widths[0], widths[3], test_seed()), 0);
@@ -212,7 +206,7 @@ Test(gpu, mlp_training_steps_agree_with_cpu) {
 /* replay is a plan option: a replayed plan and a node-by-node plan of the
  * same graph on one backend agree bit for bit */
 Test(gpu, cuda_graph_replay_equals_plain_runs) {
-    dg_backend *gpu = open_gpu_or_skip(NULL);
+    dg_backend *gpu = gpu_open_or_skip(NULL);
     blobs data;
     cr_assert_eq(blobs_new(&data, BATCH, widths[0], widths[3], test_seed()), 0);
     for (int kind = 0; kind < 3; kind++) {
@@ -231,7 +225,7 @@ Test(gpu, cuda_graph_replay_equals_plain_runs) {
 }
 
 Test(gpu, runs_allocate_nothing) {
-    dg_backend *gpu = open_gpu_or_skip(NULL);
+    dg_backend *gpu = gpu_open_or_skip(NULL);
     dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
     train_graph t;
     ASSERT_OK(train_graph_new(&t, widths, 4, BATCH, &o, 3));
@@ -250,7 +244,7 @@ Test(gpu, runs_allocate_nothing) {
 }
 
 Test(gpu, impossible_allocation_is_oom_and_backend_survives) {
-    dg_backend *gpu = open_gpu_or_skip(NULL);
+    dg_backend *gpu = gpu_open_or_skip(NULL);
     void *ptr = (void *)1;
     size_t huge = (size_t)1 << 50; /* 1 PiB */
     cr_assert_eq(dg_backend_alloc(gpu, huge, &ptr), DG_ERR_OOM, "got %s", dg_last_error());
@@ -277,16 +271,21 @@ Test(gpu, impossible_allocation_is_oom_and_backend_survives) {
     dg_backend_free(gpu);
 }
 
-Test(gpu, no_device_gives_a_clear_status) {
-    dg_backend *be = NULL;
+/* Without a usable device the constructor fails as dg_gpu_probe words it:
+ * absent is DG_ERR_NO_DEVICE "no CUDA device: ...", broken is
+ * DG_ERR_BACKEND "CUDA device broken: ...", the same reason both ways. */
+Test(gpu, no_usable_device_gives_a_clear_status) {
+    char why[512];
+    dg_gpu_state state = dg_gpu_probe(why, sizeof why);
+    if (state == DG_GPU_PRESENT) cr_skip_test("a CUDA device answered (%s): nothing to check here", why);
+    dg_backend *be = (dg_backend *)1;
     dg_status st = dg_gpu_backend_new(&be, NULL);
-    if (st == DG_OK) {
-        dg_backend_free(be);
-        cr_skip_test("a CUDA device answered: nothing to check here");
-    }
-    cr_assert_eq(st, DG_ERR_NO_DEVICE, "%s", dg_last_error());
     cr_assert_null(be);
-    cr_assert(strncmp(dg_last_error(), "no CUDA device: ", 16) == 0, "message: %s", dg_last_error());
+    cr_assert_eq(st, state == DG_GPU_ABSENT ? DG_ERR_NO_DEVICE : DG_ERR_BACKEND, "%s: %s", dg_status_name(st),
+                 dg_last_error());
+    const char *head = state == DG_GPU_ABSENT ? "no CUDA device: " : "CUDA device broken: ";
+    cr_assert(strncmp(why, head, strlen(head)) == 0, "probe: %s", why);
+    cr_assert_str_eq(dg_last_error(), why, "the constructor and the probe give different reasons");
 }
 
 /* ---- devices, declined nodes, events, per-plan TF32 ---- */
@@ -302,13 +301,13 @@ static void model_of(const dg_backend *be, char *buf, size_t n) {
  * training graph, run in turns (each run switches the current device where
  * the backends' devices differ), give the same losses and weights. */
 Test(gpu, backends_on_several_devices_in_one_process) {
+    gpu_usable_or_skip();
     int count = dg_gpu_device_count();
-    if (count == 0) cr_skip_test("no CUDA device: dg_gpu_device_count() is 0");
     enum { MAX_BE = 3, STEPS = 8 };
-    dg_backend *be[MAX_BE] = {open_gpu_or_skip(&(dg_gpu_opts){.device = 0}),
-                              open_gpu_or_skip(&(dg_gpu_opts){.device = 0}), NULL};
+    dg_backend *be[MAX_BE] = {gpu_open_or_skip(&(dg_gpu_opts){.device = 0}),
+                              gpu_open_or_skip(&(dg_gpu_opts){.device = 0}), NULL};
     int n_be = 2;
-    if (count > 1) be[n_be++] = open_gpu_or_skip(&(dg_gpu_opts){.device = 1});
+    if (count > 1) be[n_be++] = gpu_open_or_skip(&(dg_gpu_opts){.device = 1});
     for (int i = 0; i < n_be; i++)
         cr_assert_eq(dg_gpu_device(be[i]), i < 2 ? 0 : 1, "backend %d reports device %d", i, dg_gpu_device(be[i]));
     cr_log_info("%d CUDA device(s); backends on devices 0, 0%s", count, n_be > 2 ? ", 1" : "");
@@ -372,7 +371,7 @@ Test(gpu, backends_on_several_devices_in_one_process) {
  * node with more rows is declined by supports, so dg_plan_new refuses the
  * graph with the node's name instead of a run failing */
 Test(gpu, softmax_ce_beyond_the_scratch_is_declined_up_front) {
-    dg_backend *gpu = open_gpu_or_skip(NULL);
+    dg_backend *gpu = gpu_open_or_skip(NULL);
     dg_graph *g = dg_graph_new();
     const int64_t rows[2] = {GPU_SCRATCH_FLOATS, GPU_SCRATCH_FLOATS + 1};
     dg_node *loss[2];
@@ -430,7 +429,7 @@ static void mm_graph_free(mm_graph *m) {
 /* device events through the core's dg_event_*: a 1024^3 matmul plan takes
  * a positive time; events of two backends cannot be compared */
 Test(gpu, events_time_a_plan_on_the_device) {
-    dg_backend *gpu = open_gpu_or_skip(NULL), *other = open_gpu_or_skip(NULL);
+    dg_backend *gpu = gpu_open_or_skip(NULL), *other = gpu_open_or_skip(NULL);
     mm_graph m;
     mm_graph_new(&m, 1024, test_seed());
     dg_plan *p = mm_plan(&m, gpu, NULL);
@@ -466,7 +465,7 @@ Test(gpu, events_time_a_plan_on_the_device) {
  * (its error is well above what fp32 reaches). With and without replay, so
  * both the captured and the node-by-node matmul set the math mode. */
 Test(gpu, tf32_is_a_plan_option) {
-    dg_backend *gpu = open_gpu_or_skip(NULL);
+    dg_backend *gpu = gpu_open_or_skip(NULL);
     const int n = 512;
     uint64_t seed = test_seed();
     mm_graph m;

@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,11 +8,20 @@
 #include "../rng.h"
 #include "ref.h"
 
-static float draw(dg_rng *r, input_domain d) {
+/* element j of an input of domain d whose rows (last axis) are `row` long */
+static float draw(dg_rng *r, input_domain d, input_range b, int64_t j, int64_t row) {
     switch (d) {
     case DOM_ANY:   return (float)(4.0 * dg_rng_uniform(r) - 2.0);
     case DOM_AWAY0: return (float)((0.2 + 1.8 * dg_rng_uniform(r)) * (dg_rng_u64(r) & 1 ? 1 : -1));
     case DOM_POS:   return (float)(0.5 + 1.5 * dg_rng_uniform(r));
+    case DOM_RANGE: return (float)(b.lo + (b.hi - b.lo) * dg_rng_uniform(r));
+    case DOM_DECADES: return (float)pow(10.0, b.lo + (b.hi - b.lo) * dg_rng_uniform(r));
+    case DOM_DECADES_SIGNED:
+        return (float)(pow(10.0, b.lo + (b.hi - b.lo) * dg_rng_uniform(r)) * (dg_rng_u64(r) & 1 ? 1 : -1));
+    case DOM_EDGE_LOGITS: {
+        const double edge[3] = {b.hi, -b.hi, 0.0};
+        return (float)(j % row < 3 ? edge[j % row] : b.hi * (2.0 * dg_rng_uniform(r) - 1.0));
+    }
     case DOM_LABELS: break;
     }
     return 0.0f;
@@ -39,7 +49,8 @@ dg_status case_graph_new_at(case_graph *cg, const op_case *c, const dg_shape *sh
             for (int64_t j = 0; j < n; j++) lab[j] = (int32_t)(dg_rng_u64(&rng) % (uint64_t)classes);
             cg->in[i] = dg_input_i32(cg->g, "labels", shape[i]);
         } else {
-            for (int64_t j = 0; j < n; j++) cg->in_val[i][j] = draw(&rng, c->dom[i]);
+            int64_t row = shape[i].d[shape[i].ndim - 1];
+            for (int64_t j = 0; j < n; j++) cg->in_val[i][j] = draw(&rng, c->dom[i], c->range[i], j, row);
             cg->in[i] = dg_param(cg->g, "x", shape[i], unused); /* a param: differentiable */
         }
     }
@@ -49,7 +60,7 @@ dg_status case_graph_new_at(case_graph *cg, const op_case *c, const dg_shape *sh
     cg->w = dg_input(cg->g, "w", cg->out->shape);
     cg->w_val = malloc((size_t)n_out * sizeof(float));
     if (!cg->w_val) return DG_ERR_OOM;
-    for (int64_t j = 0; j < n_out; j++) cg->w_val[j] = draw(&rng, DOM_ANY);
+    for (int64_t j = 0; j < n_out; j++) cg->w_val[j] = draw(&rng, DOM_ANY, (input_range){0, 0}, j, 1);
     cg->loss = dg_sum(cg->g, dg_mul(cg->g, cg->out, cg->w), DG_ALL_AXES, false);
     dg_node *wrt[OP_CASE_MAX_IN];
     int idx[OP_CASE_MAX_IN], n = 0;
@@ -201,6 +212,23 @@ static cmp_stats cmp_generic(const float *xf, const double *xd, const double *re
 }
 
 cmp_stats cmp_f32(const float *x, const double *ref, int64_t n) { return cmp_generic(x, NULL, ref, NULL, n); }
+
+cmp_stats cmp_f32_floor(const float *x, const double *ref, int64_t n, double floor) {
+    cmp_stats s = {0};
+    double max_ref = 0, worst = -1, se = 0, sr = 0;
+    for (int64_t i = 0; i < n; i++) max_ref = fmax(max_ref, fabs(ref[i]));
+    const double lo = fmax(floor * max_ref, 1e-300);
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)x[i] - ref[i], e = fabs(d) / fmax(fabs(ref[i]), lo);
+        if (!(e <= DBL_MAX)) e = INFINITY; /* NaN or infinite where the reference is finite */
+        if (e > worst) { worst = e; s.worst = i; s.got = x[i]; s.want = ref[i]; }
+        se += d * d;
+        sr += ref[i] * ref[i];
+    }
+    s.max_rel = worst;
+    s.nmse = se / fmax(sr, 1e-300);
+    return s;
+}
 cmp_stats cmp_f64(const double *x, const double *ref, int64_t n) { return cmp_generic(NULL, x, ref, NULL, n); }
 cmp_stats cmp_f32_f32(const float *x, const float *ref, int64_t n) { return cmp_generic(x, NULL, NULL, ref, n); }
 

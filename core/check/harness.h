@@ -60,6 +60,10 @@ void ref_sgemm(bool ta, bool tb, int m, int n, int k, const float *A, const floa
 cmp_stats cmp_f32(const float *x, const double *ref, int64_t n);
 /* the worst max_rel of a result's output and gradients against the reference */
 double    case_max_rel_err(const case_graph *cg, const case_result *r, const case_ref *ref);
+/* per element: |x - ref| / max(|ref|, floor * max |ref|); floor 1 is
+ * cmp_f32's max_rel, a small floor holds every element above it to its own
+ * relative error. NaN or infinity where ref is finite: INFINITY. */
+cmp_stats cmp_f32_floor(const float *x, const double *ref, int64_t n, double floor);
 cmp_stats cmp_f64(const double *x, const double *ref, int64_t n);
 cmp_stats cmp_f32_f32(const float *x, const float *ref, int64_t n);
 

@@ -110,6 +110,84 @@ const op_case dg_op_cases[] = {
 };
 const int dg_n_op_cases = (int)(sizeof dg_op_cases / sizeof dg_op_cases[0]);
 
+/* Tolerances of the range table. The inputs are exact floats, so every
+ * error comes from the kernels' own float32 arithmetic; an ulp is at most
+ * 2^-23 of a value.
+ *   ULPS: an elementwise output or gradient is a few roundings from its
+ *   exact value: one library function (at most 1 ulp in glibc; 2 ulp for
+ *   CUDA's expf, logf, tanhf, 4 for its powf) and the backward's one or
+ *   two products; 16 ulp leaves room.
+ *   LOGITS(L): float32 softmax over logits of magnitude L is backward
+ *   stable: it is exact for logits moved by L u (u = 2^-24: the log-sum-exp
+ *   is rounded to a float of magnitude L, and x - lse is rounded again),
+ *   which moves exp(x - lse) by a relative 2 L u; the GPU's __expf adds
+ *   about 1.16 |d| + 2 ulp for an argument d, |d| <= 2 L. So 8 L u + 16 ulp. */
+#define ULPS (16.0 / 8388608.0)
+#define LOGITS(L) (8.0 * (L) / 16777216.0 + ULPS)
+#define REL 0.0  /* floor: every output held to its own relative error  */
+#define SCALE 1.0 /* floor: errors measured against the largest output  */
+#define R(lo, hi) {(lo), (hi)}
+
+const op_case dg_range_cases[] = {
+    /* softmax family: one logit at +L, one at -L, one at 0, the rest spread
+     * over [-L, L]; or every logit near +-1000 (only the max subtraction
+     * keeps exp finite). log-softmax and cross-entropy have absolute errors
+     * of L u (x - lse): measured against the largest output. */
+    {"softmax_logits_100", DG_OP_SOFTMAX, 1, {S(6, 37)}, {DOM_EDGE_LOGITS}, .range = {R(0, 100)},
+     .tol = LOGITS(100), .floor = 1e-30, .grad_vs_dy = true},
+    {"softmax_logits_1000", DG_OP_SOFTMAX, 1, {S(5, 33)}, {DOM_EDGE_LOGITS}, .range = {R(0, 1000)},
+     .tol = LOGITS(1000), .floor = 1e-30, .grad_vs_dy = true},
+    {"softmax_logits_near_1000", DG_OP_SOFTMAX, 1, {S(4, 40)}, {DOM_RANGE}, .range = {R(998, 1002)},
+     .tol = LOGITS(1000), .floor = 1e-30, .grad_vs_dy = true},
+    {"log_softmax_logits_1000", DG_OP_LOG_SOFTMAX, 1, {S(5, 33)}, {DOM_EDGE_LOGITS}, .range = {R(0, 1000)},
+     .tol = LOGITS(1000), .floor = SCALE, .grad_vs_dy = true},
+    {"log_softmax_logits_near_-1000", DG_OP_LOG_SOFTMAX, 1, {S(3, 2, 17)}, {DOM_RANGE}, .range = {R(-1002, -998)},
+     .tol = LOGITS(1000), .floor = SCALE, .grad_vs_dy = true},
+    {"softmax_ce_logits_100", DG_OP_SOFTMAX_CE, 2, {S(7, 13), S(7)}, {DOM_EDGE_LOGITS, DOM_LABELS},
+     .range = {R(0, 100)}, .tol = LOGITS(100), .floor = SCALE, .grad_vs_dy = true},
+    {"softmax_ce_logits_1000", DG_OP_SOFTMAX_CE, 2, {S(9, 11), S(9)}, {DOM_EDGE_LOGITS, DOM_LABELS},
+     .range = {R(0, 1000)}, .tol = LOGITS(1000), .floor = SCALE, .grad_vs_dy = true},
+    {"softmax_ce_logits_near_1000", DG_OP_SOFTMAX_CE, 2, {S(6, 10), S(6)}, {DOM_RANGE, DOM_LABELS},
+     .range = {R(998, 1002)}, .tol = LOGITS(1000), .floor = SCALE, .grad_vs_dy = true},
+    /* exp up to 1.6e38 (its gradient w exp(x), |w| <= 2, stays below
+     * FLT_MAX) and down into the subnormals and to 0, never NaN: subnormal
+     * outputs have absolute errors of 2^-150, measured against FLT_MIN-sized
+     * values (floor 1e-3 of the largest, 1.8e-35) */
+    {"exp_near_overflow", DG_OP_EXP, 1, {S(4, 9)}, {DOM_RANGE}, .range = {R(80, 87.9)}, .tol = ULPS, .floor = REL},
+    {"exp_underflow", DG_OP_EXP, 1, {S(4, 9)}, {DOM_RANGE}, .range = {R(-110, -80)}, .tol = ULPS, .floor = 1e-3},
+    /* log, sqrt and x^2 over the normal floats; log(0): test_range */
+    {"log_tiny", DG_OP_LOG, 1, {S(3, 11)}, {DOM_DECADES}, .range = {R(-37.5, -30)}, .tol = ULPS, .floor = REL},
+    {"log_huge", DG_OP_LOG, 1, {S(3, 11)}, {DOM_DECADES}, .range = {R(30, 38.5)}, .tol = ULPS, .floor = REL},
+    {"sqrt_decades", DG_OP_SQRT, 1, {S(5, 9)}, {DOM_DECADES}, .range = {R(-37, 38)}, .tol = ULPS, .floor = REL},
+    {"pow2_decades", DG_OP_POW_SCALAR, 1, {S(5, 9)}, {DOM_DECADES}, .range = {R(-18, 18)}, .scalar = 2.0f,
+     .tol = ULPS, .floor = REL},
+    /* saturating activations: sigmoid below -88 underflows to 0 (exp(88)
+     * overflows first: an absolute error under FLT_MIN); tanh and gelu
+     * saturate to their limits; 1 + tanh cancels in gelu, whose errors are
+     * u times the largest output */
+    {"sigmoid_saturated", DG_OP_SIGMOID, 1, {S(4, 11)}, {DOM_RANGE}, .range = {R(-100, 100)}, .tol = ULPS,
+     .floor = 1e-30, .grad_vs_dy = true},
+    {"tanh_saturated", DG_OP_TANH, 1, {S(4, 11)}, {DOM_RANGE}, .range = {R(-100, 100)}, .tol = ULPS,
+     .floor = 1e-30, .grad_vs_dy = true},
+    {"gelu_large", DG_OP_GELU, 1, {S(4, 11)}, {DOM_RANGE}, .range = {R(-100, 100)}, .tol = ULPS, .floor = SCALE,
+     .grad_vs_dy = true},
+    {"gelu_huge", DG_OP_GELU, 1, {S(4, 11)}, {DOM_RANGE}, .range = {R(-1e4, 1e4)}, .tol = ULPS, .floor = SCALE,
+     .grad_vs_dy = true},
+    /* products, quotients and sums of magnitudes far from 1: one rounding */
+    {"mul_huge_by_tiny", DG_OP_MUL, 2, {S(3, 7), S(3, 7)}, {DOM_DECADES_SIGNED, DOM_DECADES_SIGNED},
+     .range = {R(18, 20), R(-20, -18)}, .tol = ULPS, .floor = REL},
+    {"div_tiny_by_huge", DG_OP_DIV, 2, {S(3, 7), S(7)}, {DOM_DECADES_SIGNED, DOM_DECADES},
+     .range = {R(-12, -10), R(10, 12)}, .tol = ULPS, .floor = REL},
+    {"add_huge_cancelling", DG_OP_ADD, 2, {S(5, 7), S(5, 7)}, {DOM_DECADES_SIGNED, DOM_DECADES_SIGNED},
+     .range = {R(30, 37), R(30, 37)}, .tol = ULPS, .floor = REL},
+    {"relu_decades", DG_OP_RELU, 1, {S(5, 9)}, {DOM_DECADES_SIGNED}, .range = {R(-37, 38)}, .tol = ULPS,
+     .floor = REL},
+    {"leaky_relu_tiny", DG_OP_LEAKY_RELU, 1, {S(5, 9)}, {DOM_DECADES_SIGNED}, .range = {R(-37, -30)},
+     .scalar = 0.01f, .tol = ULPS, .floor = 1e-6},
+    {"abs_huge", DG_OP_ABS, 1, {S(5, 9)}, {DOM_DECADES_SIGNED}, .range = {R(30, 38)}, .tol = ULPS, .floor = REL},
+};
+const int dg_n_range_cases = (int)(sizeof dg_range_cases / sizeof dg_range_cases[0]);
+
 dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
     if (c->build) return c->build(g, in, c);
     dg_node *a = in[0], *b = c->n_in > 1 ? in[1] : NULL;

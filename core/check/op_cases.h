@@ -12,7 +12,17 @@ typedef enum input_domain {
     DOM_AWAY0,   /* |x| in [0.2, 2], random sign: kinks stay out of reach */
     DOM_POS,     /* uniform in [0.5, 2]: log, sqrt, divisors, powers      */
     DOM_LABELS,  /* int32 class labels in [0, last dim of input 0)        */
+    /* the numerical edges (the range table); lo, hi: the case's range[i] */
+    DOM_RANGE,   /* uniform in [lo, hi]                                   */
+    DOM_DECADES, /* 10^e, e uniform in [lo, hi]: magnitudes over decades  */
+    DOM_DECADES_SIGNED, /* the same with a random sign                   */
+    DOM_EDGE_LOGITS,    /* each row (last axis) [hi, -hi, 0, then uniform in
+                           [-hi, hi]]: one logit far above the rest, one far
+                           below, as a saturated classifier produces      */
 } input_domain;
+
+/* bounds of a DOM_RANGE / DOM_DECADES / DOM_EDGE_LOGITS input */
+typedef struct input_range { double lo, hi; } input_range;
 
 #define OP_CASE_MAX_IN 3
 
@@ -53,10 +63,30 @@ struct op_case {
     dg_node   *(*build)(dg_graph *g, dg_node *const *in, const op_case *c);
     double       tol;                /* float32 vs float64: max |err| / max |ref| */
     op_sweep     sweep;
+    /* range table only (dg_range_cases): the inputs' bounds, and the floor
+     * of the forward check (cmp_f32_floor): outputs smaller than
+     * floor * max |ref| are held to tol * floor * max |ref| in absolute
+     * terms, the others to tol relative to themselves. Gradients are held
+     * to tol against their largest element, or with grad_vs_dy against the
+     * incoming gradient's (max |w|) where that is larger: where the op's
+     * Jacobian nearly cancels (w - sum(w y) of a saturated softmax,
+     * 1 - y^2), the float32 rounding of y decides the small difference. */
+    input_range  range[OP_CASE_MAX_IN];
+    double       floor;
+    bool         grad_vs_dy;
 };
 
 extern const op_case dg_op_cases[];
 extern const int     dg_n_op_cases;
+
+/* The numerical edges a real training run reaches: logits of +-100 and
+ * +-1000, exp and log near overflow and underflow, magnitudes of 1e-37 to
+ * 1e38. Checked on every backend against the float64 reference; the
+ * tolerances are bounds from float32 rounding, justified row by row. Kept
+ * out of dg_op_cases: finite differences, the GPU-vs-CPU NMSE check and the
+ * ops sweep assume the [-2, 2] domains. */
+extern const op_case dg_range_cases[];
+extern const int     dg_n_range_cases;
 
 /* Builds the case's output from its inputs. */
 dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c);

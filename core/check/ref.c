@@ -93,6 +93,51 @@ static double row_lse(const double *x, int64_t c) {
     return mx + log(s);
 }
 
+/* The optimizer updates from their documented rules (ops.h, autodiff.h).
+ * Like the backends, they write the parameter and their state in place
+ * (the inputs their op-table row marks as written), so evaluating a
+ * training step's graph again with the same vals runs the next step; the
+ * node's own value is the new parameter (its output is the parameter's
+ * storage on a backend). Adam reads the step counter from its in[4], the
+ * adam_step node, whose value is the counter after this step's increment.
+ *   sgd:      w -= lr g
+ *   momentum: v = mu v + g;  w -= lr v                 (mu: attribute beta1)
+ *   adam:     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
+ *             w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) */
+static void optim_update(const dg_node *n, double **vals, double *y) {
+    const dg_attr_optim o = dg_attr_optim_of(n);
+    const double lr = o.lr, b1 = o.beta1, b2 = o.beta2, eps = o.eps;
+    int64_t numel = dg_node_numel(n);
+    double *w = vals[n->in[0]->id];
+    const double *g = n->n_in > 1 ? vals[n->in[1]->id] : NULL;
+    switch (n->op) {
+    case DG_OP_SGD_UPDATE:
+        for (int64_t i = 0; i < numel; i++) w[i] -= lr * g[i];
+        break;
+    case DG_OP_MOMENTUM_UPDATE: {
+        double *v = vals[n->in[2]->id];
+        for (int64_t i = 0; i < numel; i++) {
+            v[i] = b1 * v[i] + g[i];
+            w[i] -= lr * v[i];
+        }
+        break;
+    }
+    case DG_OP_ADAM_STEP: w[0] += 1; break;
+    case DG_OP_ADAM_UPDATE: {
+        double *m = vals[n->in[2]->id], *v = vals[n->in[3]->id], t = vals[n->in[4]->id][0];
+        double c1 = 1 - pow(b1, t), c2 = 1 - pow(b2, t);
+        for (int64_t i = 0; i < numel; i++) {
+            m[i] = b1 * m[i] + (1 - b1) * g[i];
+            v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+            w[i] -= lr * (m[i] / c1) / (sqrt(v[i] / c2) + eps);
+        }
+        break;
+    }
+    default: return;
+    }
+    memcpy(y, w, (size_t)numel * sizeof *y);
+}
+
 static dg_status eval_node(const dg_node *n, double **vals) {
     double *y = vals[n->id];
     const double *a = n->n_in > 0 ? vals[n->in[0]->id] : NULL;
@@ -207,28 +252,9 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         }
         break;
     }
-    case DG_OP_SGD_UPDATE:
-        c = dg_attr_optim_of(n).lr;
-        for (int64_t i = 0; i < numel; i++) y[i] = a[i] - c * b[i];
+    case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
+        optim_update(n, vals, y);
         break;
-    case DG_OP_MOMENTUM_UPDATE: /* state not tracked: v_new = mu v + g */
-    {
-        const dg_attr_optim o = dg_attr_optim_of(n);
-        for (int64_t i = 0; i < numel; i++) y[i] = a[i] - o.lr * (o.beta1 * vals[n->in[2]->id][i] + b[i]);
-    }
-        break;
-    case DG_OP_ADAM_STEP: y[0] = a[0] + 1; break;
-    case DG_OP_ADAM_UPDATE: {
-        dg_attr_optim o = dg_attr_optim_of(n);
-        double b1 = o.beta1, b2 = o.beta2, eps = o.eps, t = vals[n->in[4]->id][0];
-        c = o.lr;
-        const double *m = vals[n->in[2]->id], *v = vals[n->in[3]->id];
-        for (int64_t i = 0; i < numel; i++) {
-            double mn = b1 * m[i] + (1 - b1) * b[i], vn = b2 * v[i] + (1 - b2) * b[i] * b[i];
-            y[i] = a[i] - c * (mn / (1 - pow(b1, t))) / (sqrt(vn / (1 - pow(b2, t))) + eps);
-        }
-        break;
-    }
     case DG_OP_COUNT: return DG_ERR_UNSUPPORTED;
     }
     return DG_OK;
@@ -238,7 +264,7 @@ dg_status ref_eval(const dg_graph *g, int upto, double **vals) {
     for (int id = 0; id < upto; id++) {
         const dg_node *n = dg_graph_node(g, id);
         if (n->op == DG_OP_LEAF) continue;
-        vals[id] = calloc((size_t)dg_node_numel(n), sizeof(double));
+        if (!vals[id]) vals[id] = calloc((size_t)dg_node_numel(n), sizeof(double));
         if (!vals[id]) return DG_ERR_OOM;
         dg_status st = eval_node(n, vals);
         if (st != DG_OK) return st;

@@ -9,7 +9,11 @@
 
 /* Evaluates nodes [0, upto) of g in float64. vals has one slot per node;
  * leaves must be filled by the caller (numel doubles; int32 labels as
- * doubles), every other slot is allocated here. Free with ref_free. */
+ * doubles); every other slot is allocated here where it is NULL and reused
+ * (overwritten) where an earlier evaluation left it. Optimizer updates
+ * write their parameter and state leaves in place, as the backends do, so
+ * evaluating a training step's graph again with the same vals runs its
+ * next step. Free with ref_free. */
 dg_status ref_eval(const dg_graph *g, int upto, double **vals);
 void ref_free(double **vals, int n);
 

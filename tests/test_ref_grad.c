@@ -1,0 +1,168 @@
+/* test_ref_grad.c: the float64 reference's own backward (case_ref_own_grad)
+ * against central finite differences (which proves its vector-Jacobian
+ * products), against dg_grad's gradient graph evaluated in float64 (which
+ * checks dg_grad's rules against an independent backward), and at the ops
+ * sweep's sizes, where it must stay fast and agree. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/check/ref_grad.h"
+#include "test_util.h"
+
+/* The parameter is the row's index: Criterion may start each test in a
+ * fresh process image, where the parent's pointers are not valid. */
+static struct criterion_test_params case_indices(void) {
+    static int idx[256];
+    for (int i = 0; i < dg_n_op_cases; i++) idx[i] = i;
+    return cr_make_param_array(int, idx, (size_t)dg_n_op_cases);
+}
+
+static void own_grad_free(double *grad[OP_CASE_MAX_IN]) {
+    for (int i = 0; i < OP_CASE_MAX_IN; i++) free(grad[i]);
+}
+
+/* Every float input gets a gradient, every label input NULL. */
+static void assert_grad_slots(const case_graph *cg, double *const grad[OP_CASE_MAX_IN]) {
+    for (int i = 0; i < cg->c->n_in; i++) {
+        bool labels = cg->c->dom[i] == DOM_LABELS;
+        cr_assert_eq(grad[i] == NULL, labels, "%s: input %d (%s) %s a gradient", cg->c->name, i,
+                     labels ? "labels" : "float", grad[i] ? "has" : "lacks");
+    }
+}
+
+ParameterizedTestParameters(ref_grad, matches_finite_differences) { return case_indices(); }
+ParameterizedTest(int *row, ref_grad, matches_finite_differences) {
+    const op_case *c = &dg_op_cases[*row];
+    uint64_t seed = test_seed();
+    case_graph cg;
+    ASSERT_OK(case_graph_new(&cg, c, seed));
+    double *own[OP_CASE_MAX_IN];
+    ASSERT_OK(case_ref_own_grad(&cg, own));
+    assert_grad_slots(&cg, own);
+    for (int i = 0; i < c->n_in; i++) {
+        if (!own[i]) continue;
+        double *fd = case_finite_diff(&cg, i);
+        cr_assert_not_null(fd);
+        char what[64];
+        snprintf(what, sizeof what, "own backward vs finite differences, input %d", i);
+        ASSERT_CLOSE(cmp_f64(own[i], fd, dg_node_numel(cg.in[i])), 1e-6, what, c->name, seed);
+        free(fd);
+    }
+    own_grad_free(own);
+    case_graph_free(&cg);
+}
+
+/* Two float64 evaluations of the same derivative differ by rounding: sums
+ * in another order, and the gradient graph's constants, which are float32
+ * op attributes (mean's 1/count: 2^-24 relative). A wrong rule is off by
+ * far more. */
+#define AGREE_TOL 1e-6
+
+/* dg_grad's gradient graph, run by the float64 interpreter (ref), against
+ * the own backward: each compared gradient must agree. */
+static void assert_graph_grad_agrees(const case_graph *cg, const case_ref *ref, double *const own[OP_CASE_MAX_IN]) {
+    for (int i = 0; i < cg->c->n_in; i++) {
+        cr_assert_eq(own[i] == NULL, cg->grad[i] == NULL, "%s: input %d: own and graph gradients differ in presence",
+                     cg->c->name, i);
+        if (!own[i]) continue;
+        char what[64];
+        snprintf(what, sizeof what, "dg_grad graph vs own backward, input %d", i);
+        ASSERT_CLOSE(cmp_f64(ref->grad[i], own[i], dg_node_numel(cg->in[i])), AGREE_TOL, what, cg->c->name,
+                     cg->seed);
+    }
+}
+
+ParameterizedTestParameters(ref_grad, dg_grad_rules_agree) { return case_indices(); }
+ParameterizedTest(int *row, ref_grad, dg_grad_rules_agree) {
+    const op_case *c = &dg_op_cases[*row];
+    case_graph cg;
+    ASSERT_OK(case_graph_new(&cg, c, test_seed()));
+    double *own[OP_CASE_MAX_IN];
+    ASSERT_OK(case_ref_own_grad(&cg, own));
+    case_ref ref;
+    ASSERT_OK(case_ref_run(&cg, &ref));
+    assert_graph_grad_agrees(&cg, &ref, own);
+    case_ref_free(&ref);
+    own_grad_free(own);
+    case_graph_free(&cg);
+}
+
+static double seconds_since(const struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+/* The ops sweep checks backward rows with the own backward at up to 64M
+ * elements, where it already runs the gradient graph in float64
+ * (case_ref_run): the own backward must cost about as much, a forward and a
+ * backward pass, nothing that grows with a row's or an axis's length. The
+ * bound is relative, so it holds in a sanitizer build and on a loaded
+ * machine alike; the two agree at this size too (sweep shapes from
+ * op_case_shapes_at, as bench/sweep_ops.c makes them). */
+#define SWEEP_N ((long long)1 << 18) /* a size of the sweep (also in --quick) */
+#define SWEEP_MAX_RATIO 4.0
+
+static void check_at_sweep_size(const char *name) {
+    const op_case *c = NULL;
+    for (int i = 0; i < dg_n_op_cases; i++)
+        if (!strcmp(dg_op_cases[i].name, name)) c = &dg_op_cases[i];
+    cr_assert_not_null(c, "no case %s in the table", name);
+    dg_shape shape[OP_CASE_MAX_IN];
+    cr_assert(op_case_shapes_at(c, SWEEP_N, shape), "%s is not swept at %lld elements", name, SWEEP_N);
+    case_graph cg;
+    ASSERT_OK(case_graph_new_at(&cg, c, shape, test_seed()));
+    double *own[OP_CASE_MAX_IN];
+    case_ref ref;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_OK(case_ref_own_grad(&cg, own));
+    double own_s = seconds_since(&t0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_OK(case_ref_run(&cg, &ref));
+    double graph_s = seconds_since(&t0);
+    cr_assert_lt(own_s, SWEEP_MAX_RATIO * graph_s, "%s at %lld elements: own backward %.3f s, gradient graph %.3f s",
+                 name, SWEEP_N, own_s, graph_s);
+    assert_graph_grad_agrees(&cg, &ref, own);
+    case_ref_free(&ref);
+    own_grad_free(own);
+    case_graph_free(&cg);
+}
+
+/* elementwise, [N] */
+Test(ref_grad, sweep_size_flat) { check_at_sweep_size("gelu"); }
+/* [N/1024, 1024] plus a [1024] row summed back over N/1024 rows */
+Test(ref_grad, sweep_size_broadcast_rows) { check_at_sweep_size("add_bcast_row"); }
+/* [N/1024, 1024] logits with N/1024 labels */
+Test(ref_grad, sweep_size_softmax_ce_rows) { check_at_sweep_size("softmax_ce"); }
+
+/* A node of an op without a vector-Jacobian product (here a backward op)
+ * on the path to the loss is refused by name, never skipped: a future op
+ * cannot pass with a zero gradient. */
+Test(ref_grad, op_without_vjp_is_named) {
+    static const op_case c = {.name = "tanh_backward_alone", .n_in = 1, .shape = {DG_SHAPE(3, 4)}};
+    case_graph cg = {.c = &c, .g = dg_graph_new()};
+    cr_assert_not_null(cg.g);
+    float x[12], w[12];
+    for (int i = 0; i < 12; i++) {
+        x[i] = 0.1f * (float)(i + 1);
+        w[i] = 1.0f - 0.2f * (float)i;
+    }
+    const dg_init zero = {DG_INIT_FILL, 0, 0, 0};
+    cg.in[0] = dg_param(cg.g, "x", c.shape[0], zero);
+    cg.in_val[0] = x;
+    dg_node *in[2] = {cg.in[0], cg.in[0]};
+    cg.out = dg__node_new(cg.g, DG_OP_TANH_BACKWARD, c.shape[0], 2, in);
+    cg.w = dg_input(cg.g, "w", c.shape[0]);
+    cg.w_val = w;
+    cg.loss = dg_sum(cg.g, dg_mul(cg.g, cg.out, cg.w), DG_ALL_AXES, false);
+    cr_assert_not_null(cg.loss, "%s", dg_last_error());
+    double *own[OP_CASE_MAX_IN];
+    dg_status st = case_ref_own_grad(&cg, own);
+    cr_assert_eq(st, DG_ERR_UNSUPPORTED, "got %s: %s", dg_status_name(st), dg_last_error());
+    cr_assert(strstr(dg_last_error(), "tanh_backward"), "the message names no op: %s", dg_last_error());
+    for (int i = 0; i < OP_CASE_MAX_IN; i++) cr_assert_null(own[i], "gradient %d left behind on failure", i);
+    dg_graph_free(cg.g);
+}
