@@ -263,6 +263,7 @@ int bench_compare(const char *dir_a, const char *dir_b, const bench_compare_opts
     }
     if (!rc) {
         summary_line(out, "**overall**", &all);
+        if (out != stdout) summary_line(stdout, "overall", &all); /* the report went to a file: its gist */
         if (all.verdicts[V_SLOWER]) {
             fprintf(stderr, "bench compare: %d rows of B slower than A by more than %g%% (p < %g): exit %d\n",
                     all.verdicts[V_SLOWER], o->threshold_pct, o->alpha, BENCH_COMPARE_REGRESSION);

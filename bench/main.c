@@ -182,6 +182,12 @@ static int run_sweeps(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "plot")) {
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            printf("usage: bench plot DIR\n\nDraws the charts (DIR/*.png, *.svg, plot-data/) and writes DIR/summary.md "
+                   "from the sweep CSV files in DIR, on any machine. Exit 1 when a file cannot be read (the others "
+                   "are still drawn).\n");
+            return 0;
+        }
         if (argc != 3) return bench_usage_error("bench", "plot takes one folder: bench plot DIR");
         return bench_plot(argv[2], stdout);
     }

@@ -89,8 +89,10 @@ static dg_status samples_reserve(int n) {
 static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const bench_timing *t, double warm_ms,
                            double *v, bench_stats *out) {
     dg_status st;
-    /* a run longer than the whole time budget: 3 reps are enough for a median */
-    int min_reps = warm_ms > 1e3 * t->min_time_s && t->min_reps > 3 ? 3 : t->min_reps;
+    /* a run longer than the whole time budget: 3 reps are enough for a median
+     * (no budget, --min-time 0: the --reps asked for) */
+    bool long_run = t->min_time_s > 0 && warm_ms > 1e3 * t->min_time_s;
+    int min_reps = long_run && t->min_reps > 3 ? 3 : t->min_reps;
     int n = 0;
     double total = 0, ms = 0;
     while (n < t->max_reps && (n < min_reps || total < 1e3 * t->min_time_s) && !bench_interrupted) {

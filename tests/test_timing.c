@@ -1,0 +1,197 @@
+/* test_timing.c: the bench's timing loop and what a row says about it:
+ * --min-time honoured up to --max-reps, time-based warm-up, the samples
+ * of a row in the order run, a noisy row measured again and then marked,
+ * a wrong row without times, the notes and the progress line. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shell_util.h"
+#include "sweep.h"
+
+/* a piece of host work whose duration the test chooses, call by call */
+typedef struct work {
+    int    calls;
+    double us[64];   /* the duration of call i % n, microseconds */
+    int    n;
+    bool   hold;     /* after n calls, keep to the last duration  */
+} work;
+
+static void spin_us(double us) {
+    double t0 = bench_now_s();
+    while (1e6 * (bench_now_s() - t0) < us) {
+    }
+}
+
+static dg_status timed_work(void *arg) {
+    work *w = arg;
+    int i = w->hold && w->calls >= w->n ? w->n - 1 : w->calls % w->n;
+    w->calls++;
+    spin_us(w->us[i]);
+    return DG_OK;
+}
+
+static bench_timing timing(int warmup, int min_reps, int max_reps, double min_time_s) {
+    return (bench_timing){.warmup = warmup, .min_reps = min_reps, .max_reps = max_reps, .min_time_s = min_time_s};
+}
+
+Test(timing, min_time_is_honoured_past_hundreds_of_repetitions) {
+    work w = {.us = {20}, .n = 1};
+    bench_timing t = timing(0, 5, 100000, 0.05);
+    bench_stats s;
+    cr_assert_eq(bench_time(NULL, false, timed_work, &w, &t, &s), DG_OK);
+    double total = 0;
+    for (int i = 0; i < s.reps; i++) total += s.samples[i];
+    cr_assert_gt(s.reps, 200, "a 20 us run for 50 ms needs more than 200 runs: %d", s.reps);
+    cr_assert_geq(total, 50.0, "the timed runs add up to %.2f ms, below --min-time", total);
+    cr_assert(!s.capped);
+}
+
+Test(timing, max_reps_ends_a_row_early_and_says_so) {
+    work w = {.us = {100}, .n = 1};
+    bench_timing t = timing(0, 5, 10, 10.0);
+    bench_stats s;
+    cr_assert_eq(bench_time(NULL, false, timed_work, &w, &t, &s), DG_OK);
+    cr_assert_eq(s.reps, 10);
+    cr_assert(s.capped, "10 runs of 0.1 ms are far from 10 s: capped");
+}
+
+Test(timing, warm_up_runs_until_its_time_is_spent) {
+    work w = {.us = {1000}, .n = 1};
+    bench_timing t = timing(1, 1, 1, 0);
+    t.warmup_s = 0.03;
+    bench_stats s;
+    double t0 = bench_now_s();
+    cr_assert_eq(bench_time(NULL, false, timed_work, &w, &t, &s), DG_OK);
+    double warm_ms = 1e3 * (bench_now_s() - t0) - s.samples[0];
+    cr_assert_geq(warm_ms, 30.0, "30 ms of warm-up asked, %.1f ms done", warm_ms);
+    cr_assert_geq(w.calls - s.reps, 2, "one warm-up run asked, more needed for the time: %d", w.calls - s.reps);
+}
+
+Test(timing, samples_are_every_timed_run_in_the_order_run) {
+    /* a 1 ms warm-up, then runs of 2, 0.2, 2, 0.2 ... ms */
+    work w = {.us = {1000, 2000, 200}, .n = 3};
+    bench_timing t = timing(1, 8, 8, 0);
+    bench_stats s;
+    cr_assert_eq(bench_time(NULL, false, timed_work, &w, &t, &s), DG_OK);
+    cr_assert_eq(s.reps, 8);
+    for (int i = 0; i < 8; i++) {
+        double want = (i + 1) % 3 == 1 ? 2.0 : (i + 1) % 3 == 2 ? 0.2 : 1.0;
+        /* a loaded machine can only make a run longer: sorted samples would fail here */
+        cr_assert_geq(s.samples[i], want, "sample %d: %.3f ms, run %.1f ms", i, s.samples[i], want);
+    }
+    double min = s.samples[0];
+    for (int i = 1; i < 8; i++) min = fmin(min, s.samples[i]);
+    cr_assert_float_eq(s.min_ms, min, 1e-12, "the statistics are those of the samples");
+}
+
+Test(timing, a_noisy_measurement_is_taken_again_and_the_steadiest_kept) {
+    /* runs alternate 0.2 and 2 ms: a coefficient of variation near 100% */
+    work w = {.us = {200, 2000}, .n = 2};
+    bench_timing t = timing(0, 10, 10, 0);
+    t.max_cv_pct = 5;
+    t.max_retries = 2;
+    bench_stats s;
+    cr_assert_eq(bench_time(NULL, false, timed_work, &w, &t, &s), DG_OK);
+    cr_assert_eq(s.retries, 2);
+    cr_assert_gt(s.cv_pct, 50);
+    cr_assert_eq(w.calls, 30, "three measurements of 10 runs: %d calls", w.calls);
+    /* one 30 ms run among ten (cv about 300%), then steady: the second
+     * attempt is kept (all its runs take at least 0.5 ms) */
+    work v = {.us = {100, 100, 100, 100, 30000, 100, 100, 100, 100, 100, 500}, .n = 11, .hold = true};
+    t.max_retries = 1;
+    cr_assert_eq(bench_time(NULL, false, timed_work, &v, &t, &s), DG_OK);
+    cr_assert_eq(s.retries, 1);
+    cr_assert_geq(s.min_ms, 0.5, "the steady attempt should be kept: min %.3f ms, cv %.1f%%", s.min_ms, s.cv_pct);
+    /* --max-cv 0: never again */
+    t.max_cv_pct = 0;
+    w.calls = 0;
+    cr_assert_eq(bench_time(NULL, false, timed_work, &w, &t, &s), DG_OK);
+    cr_assert_eq(s.retries, 0);
+    cr_assert_eq(w.calls, 10);
+}
+
+/* a bench_ctx writing rows into DIR/t.csv */
+static void open_ctx(bench_ctx *ctx, const char *dir) {
+    *ctx = (bench_ctx){.out_dir = dir, .threads = 1, .timing = {.max_cv_pct = 5, .max_reps = 100}};
+    ctx->csv = bench_csv_open(dir, "t", "# test\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(ctx->csv, "%s", dg_last_error());
+}
+
+static csv_rec *close_ctx(bench_ctx *ctx, const char *dir, int *n) {
+    cr_assert_eq(bench_csv_finish(ctx->csv, dir, "t", true), DG_OK);
+    char path[256];
+    snprintf(path, sizeof path, "%s/t.csv", dir);
+    csv_rec *r = bench_csv_read(path, n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    return r;
+}
+
+Test(timing, rows_say_noisy_wrong_and_why) {
+    char dir[] = "/tmp/dg-timing-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx;
+    open_ctx(&ctx, dir);
+    double v[4] = {1, 1, 1, 1};
+    bench_row row = {.sweep = "t", .name = "c", .impl = "cpu-x", .backend = "cpu", .m = 1, .n = 1, .k = 1,
+                     .batch = 1, .max_rel_err = 0, .check = "f64-fwd", .status = "ok",
+                     .st = {1, 0.5, 2, 4.9, 4, v, 0, false}};
+    bench_emit(&ctx, &row); /* steady enough */
+    row.st.cv_pct = 30;
+    row.st.retries = 2;
+    row.st.capped = true;
+    bench_emit(&ctx, &row); /* noisy, measured 3 times, capped */
+    row.st.cv_pct = 1;
+    row.st.retries = 0;
+    row.st.capped = false;
+    row.status = "wrong";
+    row.max_rel_err = 0.5;
+    bench_emit(&ctx, &row); /* a time was taken, but the result is wrong */
+    cr_assert_eq(ctx.noisy, 1);
+    cr_assert_eq(ctx.failed, 1, "a wrong row is a failed row");
+    int n;
+    csv_rec *r = close_ctx(&ctx, dir, &n);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(r[0].status, "ok");
+    cr_assert_float_eq(r[0].median_ms, 1.0, 1e-12);
+    cr_assert_str_eq(r[0].check, "f64-fwd");
+    cr_assert_str_eq(r[1].status, "noisy");
+    cr_assert(strstr(r[1].note, "measured 3 times") && strstr(r[1].note, "--max-reps"), "note: %s", r[1].note);
+    cr_assert_float_eq(r[1].median_ms, 1.0, 1e-12, "a noisy row keeps its time");
+    cr_assert_str_eq(r[2].status, "wrong");
+    cr_assert(isnan(r[2].median_ms) && isnan(r[2].min_ms) && isnan(r[2].max_ms) && r[2].reps == 0,
+              "a wrong row keeps no time: %g ms, %d reps", r[2].median_ms, r[2].reps);
+    cr_assert_float_eq(r[2].max_rel_err, 0.5, 1e-12);
+    free(r);
+    remove_dir(dir);
+}
+
+Test(timing, the_progress_line_shows_done_of_total_and_the_time_left) {
+    char dir[] = "/tmp/dg-timing-XXXXXX", path[256];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    bench_ctx ctx;
+    open_ctx(&ctx, dir);
+    ctx.progress = true;
+    ctx.t0 = bench_now_s() - 2; /* two seconds in */
+    bench_plan_rows(&ctx, 4);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    cr_assert_not_null(freopen(path, "w", stderr));
+    double v[1] = {1};
+    bench_row row = {.sweep = "t", .name = "c", .impl = "cpu-x", .backend = "cpu", .m = 1, .n = 1, .k = 1,
+                     .batch = 1, .status = "ok", .st = {1, 1, 1, 0, 1, v, 0, false}};
+    bench_emit(&ctx, &row);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    char *shown = read_file(path);
+    cr_assert(strstr(shown, "1/4 rows"), "progress: %s", shown);
+    cr_assert(strstr(shown, "s left"), "no estimate of the time left: %s", shown);
+    free(shown);
+    int n;
+    free(close_ctx(&ctx, dir, &n));
+    remove_dir(dir);
+}
