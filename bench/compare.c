@@ -41,7 +41,7 @@ static int load_side(const char *dir, const char *sweep, side *s) {
         csv_rec *c = bench_csv_read(path, &n);
         s->recs = c ? calloc(n ? (size_t)n : 1, sizeof *s->recs) : NULL;
         if (c && !s->recs) dg__fail(DG_ERR_OOM, "out of memory reading %s", path);
-        for (int i = 0; s->recs && i < n; i++) s->recs[i].rec = c[i]; /* cold: older CSVs have none; 0 */
+        for (int i = 0; s->recs && i < n; i++) s->recs[i].rec = c[i]; /* csv_rec has no cold: 0 */
         s->n = s->recs ? n : 0;
         free(c);
     }
@@ -136,7 +136,7 @@ static void summary_line(FILE *out, const char *what, const tally *t) {
     fprintf(out, "; not compared %d; only in A %d; only in B %d\n", t->not_compared, t->only_a, t->only_b);
 }
 
-/* one sweep's section; counts into t and all */
+/* one sweep's section: the compared rows, then those not compared and why; counts into t */
 static dg_status compare_sweep(const char *sweep, const side *a, const side *b, const bench_compare_opts *o,
                                FILE *out, tally *t) {
     int *match = malloc((b->n ? (size_t)b->n : 1) * sizeof *match); /* B row i pairs with A row match[i], -1: none */

@@ -50,8 +50,8 @@ static int count_cpu_list(const char *s) {
         if (end == p) break;
         if (*end == '-') hi = strtol(end + 1, &end, 10);
         count += (int)(hi - lo + 1);
-        p = *end == ',' ? end + 1 : end;
-        if (!*end || *end != ',') break;
+        if (*end != ',') break;
+        p = end + 1;
     }
     return count;
 }
@@ -296,18 +296,27 @@ void bench_json_add(bench_json *j, const bench_row *r) {
     }
     /* a row timed without keeping its runs (a training epoch): its median is its one run */
     const double *v = r->st.samples ? r->st.samples : &r->st.median_ms;
-    int n = r->st.samples ? r->st.reps : 1;
+    int runs = r->st.samples ? r->st.reps : 1;
+    /* Google Benchmark's repetition is many iterations of which it keeps the
+     * mean: at most BENCH_JSON_MAX_REPS repetitions, each the mean of
+     * consecutive runs, so a row of 10000 runs stays a few kilobytes */
+    int n = runs < BENCH_JSON_MAX_REPS ? runs : BENCH_JSON_MAX_REPS;
+    double rep[BENCH_JSON_MAX_REPS];
     for (int i = 0; i < n; i++) {
+        int lo = (int)((long long)runs * i / n), hi = (int)((long long)runs * (i + 1) / n);
+        double sum = 0;
+        for (int q = lo; q < hi; q++) sum += v[q];
+        rep[i] = sum / (hi - lo);
         cJSON *e = new_entry(j, name, "", false, n);
         if (!e) return;
         put_num(j, e, "repetition_index", i);
         put_num(j, e, "threads", r->threads);
-        put_times(j, e, 1, v[i], v[i], "ms");
-        if (r->flops > 0) put_num(j, e, "gflops", r->flops / (v[i] * 1e6));
-        if (r->bytes > 0) put_num(j, e, "gbps", r->bytes / (v[i] * 1e6));
+        put_times(j, e, hi - lo, rep[i], rep[i], "ms");
+        if (r->flops > 0) put_num(j, e, "gflops", r->flops / (rep[i] * 1e6));
+        if (r->bytes > 0) put_num(j, e, "gbps", r->bytes / (rep[i] * 1e6));
         put_row(j, e, r);
     }
-    if (n >= 2) add_aggregates(j, r, name, v, n);
+    if (n >= 2) add_aggregates(j, r, name, rep, n);
     j->family++;
 }
 

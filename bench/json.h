@@ -5,11 +5,17 @@
  * {"context": {...}, "benchmarks": [...]}: per row of the sweep, one
  * benchmark named by every column that defines what was timed,
  *   "gemm/square/cpu-openblas/cpu/m:512/n:512/k:512/batch:1/transfer:0/tf32:0/cold:0",
- * with one "iteration" entry per repetition ("iterations": 1, "real_time" =
- * "cpu_time" = that repetition's time, "time_unit": "ms") followed by the
+ * with one "iteration" entry per repetition followed by the
  * aggregates NAME_mean, NAME_median, NAME_stddev (sample, n - 1) and NAME_cv
  * (stddev / mean, "aggregate_unit": "percentage", as a fraction), as Google
- * Benchmark writes them. Each entry also holds the row's columns (sweep,
+ * Benchmark writes them. A repetition, as in Google Benchmark, is a run of
+ * iterations of which it keeps the mean: a row of at most
+ * BENCH_JSON_MAX_REPS timed runs has one repetition per run ("iterations":
+ * 1, "real_time" = "cpu_time" = its time, "time_unit": "ms"); a longer row
+ * is cut into BENCH_JSON_MAX_REPS runs of consecutive runs, each with its
+ * mean and its "iterations" (every single run is in NAME.samples.csv with
+ * --samples). The aggregates are those of the repetitions, as Google
+ * Benchmark's; the row's median of all runs is NAME.csv's. Each entry also holds the row's columns (sweep,
  * case, impl, backend, m, n, k, batch, transfer, tf32, cold) and duograd's
  * status, check, max_rel_err (null when none), note (absent when none).
  *
@@ -22,6 +28,8 @@
  * failed row is never compared with a measured one as if it took no time. */
 #ifndef DG_BENCH_JSON_H
 #define DG_BENCH_JSON_H
+
+#define BENCH_JSON_MAX_REPS 16
 
 #include <stdbool.h>
 

@@ -24,7 +24,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: bench [options]            run sweeps, write CSV, JSON, charts and summary.md\n"
             "       bench plot DIR             redraw charts and summary.md from DIR's CSV files\n"
-            "       bench compare DIR_A DIR_B  B against A, row by row (bench compare --help)\n"
+            "       bench compare DIR_A DIR_B  B against A: ratios, U test; exit 3 on a regression\n"
+            "                                  (bench compare --help)\n"
             "       bench train [options]      train on Fashion-MNIST (bench train --help)\n"
             "\n"
             "what to run:\n"

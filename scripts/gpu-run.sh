@@ -55,7 +55,7 @@ if [ -n "${DG_SWEEP:-}" ]; then
     summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok$' "$out"/bench/*.csv | tr '\n' ' ')"
     summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
     if [ -n "${DG_BEFORE:-}" ]; then
-        $bin/bench compare "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
+        $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
         summary="$summary\ncompare: exit $? :: $(tail -1 "$out/compare.log")"
     fi
 fi

@@ -74,7 +74,9 @@ Test(bench_cli, a_small_sweep_writes_checked_rows) {
     cr_assert_not_null(r, "%s", dg_last_error());
     cr_assert_eq(n, 6, "3 CPU implementations x 2 sizes, got %d rows", n);
     for (int i = 0; i < n; i++) {
-        cr_assert_str_eq(r[i].status, "ok");
+        /* noisy: checked and timed, its spread above --max-cv (a loaded machine) */
+        cr_assert(!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy"), "status %s", r[i].status);
+        cr_assert_str_eq(r[i].check, "f64-freivalds");
         cr_assert(r[i].max_rel_err < 1e-4 && r[i].median_ms > 0 && r[i].reps >= 2);
         cr_assert(fabs(r[i].gflops - 2.0 * r[i].m * r[i].n * r[i].k / (r[i].median_ms * 1e6)) < 1e-3 * r[i].gflops);
     }

@@ -11,7 +11,7 @@
 #include "sweep.h"
 #include "test_util.h"
 #ifdef DG_HAVE_CUDA
-#include "gpu_backend/gpu_backend.h"
+#include "gpu_util.h"
 #endif
 
 /* the rows of one ops sweep at 4096 elements on cpu and/or gpu */
@@ -71,13 +71,7 @@ static int count(const sweep_rows *s, const char *be, const char *st) {
     return n;
 }
 
-static dg_backend *gpu_or_skip(void) {
-    dg_backend *gpu;
-    dg_status st = dg_gpu_backend_new(&gpu, NULL);
-    if (st == DG_ERR_NO_DEVICE) cr_skip_test("no CUDA device: %s", dg_last_error());
-    cr_assert_eq(st, DG_OK, "%s", dg_last_error());
-    return gpu;
-}
+static dg_backend *gpu_or_skip(void) { return gpu_open_or_skip(NULL); }
 
 Test(bench_faults, an_allocation_failure_is_an_oom_row_and_the_gpu_sweep_goes_on) {
     dg_backend *gpu = gpu_or_skip();

@@ -168,12 +168,12 @@ Test(bench_compare, the_committed_older_folder_still_compares) {
     snprintf(b, sizeof b, "%s/h100", root);
     copy_results("h100-run1", a);
     copy_results("h100", b);
-    snprintf(cmd, sizeof cmd, "%s compare %s %s", DG_BENCH_PATH, a, b);
+    snprintf(cmd, sizeof cmd, "%s compare --out %s/compare.md %s %s", DG_BENCH_PATH, root, a, b);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     int matched = rows_matched(out);
     cr_assert_gt(matched, 400, "%s", out);
     char path[512];
-    snprintf(path, sizeof path, "%s/compare.md", b);
+    snprintf(path, sizeof path, "%s/compare.md", root);
     char *want = read_file(path);
     static const char *const sweeps[] = {"ceiling", "gemm", "ops", "mlp"};
     for (int s = 0; s < 4; s++) {
@@ -196,7 +196,7 @@ Test(bench_compare, the_committed_older_folder_still_compares) {
     free(text);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     cr_assert_eq(rows_matched(out), matched, "%s", out);
-    snprintf(path, sizeof path, "%s/compare.md", b);
+    snprintf(path, sizeof path, "%s/compare.md", root);
     char *got = read_file(path);
     cr_assert_str_eq(got, want, "compare.md differs once the older folder lost its optional columns");
     free(got);

@@ -141,7 +141,8 @@ static void check_steps(const optim_case *oc) {
     double worst = 0; /* the largest error / tolerance */
     for (int step = 1; step <= STEPS; step++) {
         for (int j = 0; j < 15; j++) X[j] = (float)(2 + 2 * dg_rng_uniform(&rng));
-        for (int j = 0; j < 7; j++) Y[j] = (float)((0.2 + 1.8 * dg_rng_uniform(&rng)) * (dg_rng_u64(&rng) & 1 ? 1 : -1));
+        for (int j = 0; j < 7; j++)
+            Y[j] = (float)((0.2 + 1.8 * dg_rng_uniform(&rng)) * (dg_rng_u64(&rng) & 1 ? 1 : -1));
         set_input(p, v, t.X, X);
         set_input(p, v, t.Y, Y);
         for (int k = 0; k < 2; k++)
@@ -157,7 +158,8 @@ static void check_steps(const optim_case *oc) {
             for (int64_t j = 0; j < cnt; j++) scale = fmax(scale, fabs(want[j]));
             for (int64_t j = 0; j < cnt; j++) {
                 double err = fabs((double)got[j] - want[j]), tol;
-                if (k < 2) tol = budget[k][j] += 4 * U_F32 * fabs(want[j]) + 1e-3 * fabs(want[j] - before[k][j]) + 1e-6 * lr;
+                if (k < 2)
+                    tol = budget[k][j] += 4 * U_F32 * fabs(want[j]) + 1e-3 * fabs(want[j] - before[k][j]) + 1e-6 * lr;
                 else if (strcmp(nd->name, "adam_t") == 0) tol = 0;
                 else tol = 1e-5 * scale;
                 if (tol > 0) worst = fmax(worst, err / tol);

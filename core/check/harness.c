@@ -8,16 +8,23 @@
 #include "../rng.h"
 #include "ref.h"
 
+/* a uniform draw in [0, 1], except that elements 0 and 1 take the ends:
+ * every edge input holds both bounds of its range */
+static double at_ends(dg_rng *r, int64_t j) {
+    double u = dg_rng_uniform(r);
+    return j == 0 ? 0.0 : j == 1 ? 1.0 : u;
+}
+
 /* element j of an input of domain d whose rows (last axis) are `row` long */
 static float draw(dg_rng *r, input_domain d, input_range b, int64_t j, int64_t row) {
     switch (d) {
     case DOM_ANY:   return (float)(4.0 * dg_rng_uniform(r) - 2.0);
     case DOM_AWAY0: return (float)((0.2 + 1.8 * dg_rng_uniform(r)) * (dg_rng_u64(r) & 1 ? 1 : -1));
     case DOM_POS:   return (float)(0.5 + 1.5 * dg_rng_uniform(r));
-    case DOM_RANGE: return (float)(b.lo + (b.hi - b.lo) * dg_rng_uniform(r));
-    case DOM_DECADES: return (float)pow(10.0, b.lo + (b.hi - b.lo) * dg_rng_uniform(r));
+    case DOM_RANGE: return (float)(b.lo + (b.hi - b.lo) * at_ends(r, j));
+    case DOM_DECADES: return (float)pow(10.0, b.lo + (b.hi - b.lo) * at_ends(r, j));
     case DOM_DECADES_SIGNED:
-        return (float)(pow(10.0, b.lo + (b.hi - b.lo) * dg_rng_uniform(r)) * (dg_rng_u64(r) & 1 ? 1 : -1));
+        return (float)(pow(10.0, b.lo + (b.hi - b.lo) * at_ends(r, j)) * (dg_rng_u64(r) & 1 ? 1 : -1));
     case DOM_EDGE_LOGITS: {
         const double edge[3] = {b.hi, -b.hi, 0.0};
         return (float)(j % row < 3 ? edge[j % row] : b.hi * (2.0 * dg_rng_uniform(r) - 1.0));

@@ -12,7 +12,8 @@ typedef enum input_domain {
     DOM_AWAY0,   /* |x| in [0.2, 2], random sign: kinks stay out of reach */
     DOM_POS,     /* uniform in [0.5, 2]: log, sqrt, divisors, powers      */
     DOM_LABELS,  /* int32 class labels in [0, last dim of input 0)        */
-    /* the numerical edges (the range table); lo, hi: the case's range[i] */
+    /* the numerical edges (the range table); lo, hi: the case's range[i];
+     * elements 0 and 1 of the input take the range's ends */
     DOM_RANGE,   /* uniform in [lo, hi]                                   */
     DOM_DECADES, /* 10^e, e uniform in [lo, hi]: magnitudes over decades  */
     DOM_DECADES_SIGNED, /* the same with a random sign                   */

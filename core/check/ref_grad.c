@@ -111,9 +111,6 @@ static dg_status vjp_binary(backward *bw, const dg_node *n) {
 
 /* dy/dx of the elementwise ops at x; c is the op's scalar (leaky: slope) */
 static double unary_slope(dg_op op, double x, double c) {
-    /* gelu(x) = x/2 (1 + tanh(u)), u = k (x + 0.044715 x^3), k = sqrt(2/pi):
-     * gelu' = (1 + tanh u)/2 + x/2 sech^2(u) k (1 + 3 * 0.044715 x^2) */
-    const double k = sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
     switch (op) {
     case DG_OP_NEG:        return -1;
     case DG_OP_ADD_SCALAR: return 1;
@@ -130,7 +127,12 @@ static double unary_slope(dg_op op, double x, double c) {
         return e / ((1 + e) * (1 + e));
     }
     case DG_OP_TANH:       return 1 / (cosh(x) * cosh(x));       /* sech^2 x    */
-    case DG_OP_GELU:       return 0.5 * (1 + tanh(u)) + 0.5 * x / (cosh(u) * cosh(u)) * k * (1 + 3 * 0.044715 * x * x);
+    case DG_OP_GELU: {
+        /* gelu(x) = x/2 (1 + tanh(u)), u = k (x + 0.044715 x^3), k = sqrt(2/pi):
+         * gelu' = (1 + tanh u)/2 + x/2 sech^2(u) k (1 + 3 * 0.044715 x^2) */
+        const double k = sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
+        return 0.5 * (1 + tanh(u)) + 0.5 * x / (cosh(u) * cosh(u)) * k * (1 + 3 * 0.044715 * x * x);
+    }
     default:               return NAN; /* not an elementwise op */
     }
 }

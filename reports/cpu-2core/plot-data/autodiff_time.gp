@@ -7,5 +7,5 @@ set key outside right
 set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
-plot 'reports/cpu-2core/plot-data/autodiff_time-0.dat' using 1:2 with linespoints lw 2 title 'cpu manual', \
-     'reports/cpu-2core/plot-data/autodiff_time-1.dat' using 1:2 with linespoints lw 2 title 'cpu graph'
+plot 'plot-data/autodiff_time-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu manual', \
+     'plot-data/autodiff_time-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu graph'

@@ -7,6 +7,6 @@ set key outside right
 set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
-plot 'reports/cpu-2core/plot-data/gemm_time-0.dat' using 1:2 with linespoints lw 2 title 'cpu-naive', \
-     'reports/cpu-2core/plot-data/gemm_time-1.dat' using 1:2 with linespoints lw 2 title 'cpu-omp', \
-     'reports/cpu-2core/plot-data/gemm_time-2.dat' using 1:2 with linespoints lw 2 title 'cpu-openblas'
+plot 'plot-data/gemm_time-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu-naive', \
+     'plot-data/gemm_time-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu-omp', \
+     'plot-data/gemm_time-2.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu-openblas'

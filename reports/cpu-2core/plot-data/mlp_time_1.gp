@@ -7,4 +7,4 @@ set key outside right
 set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
-plot 'reports/cpu-2core/plot-data/mlp_time_1-0.dat' using 1:2 with linespoints lw 2 title 'cpu'
+plot 'plot-data/mlp_time_1-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu'

@@ -4,4 +4,4 @@ set xlabel 'epoch'
 set ylabel 'loss'
 set grid
 set key outside right
-plot 'reports/cpu-2core/plot-data/train_logreg_loss-0.dat' using 1:2 with linespoints lw 2 title 'cpu'
+plot 'plot-data/train_logreg_loss-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu'

@@ -4,4 +4,4 @@ set xlabel 'training seconds'
 set ylabel 'test accuracy %'
 set grid
 set key outside right
-plot 'reports/cpu-2core/plot-data/train_mlp_acc_time-0.dat' using 1:2 with linespoints lw 2 title 'cpu'
+plot 'plot-data/train_mlp_acc_time-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu'

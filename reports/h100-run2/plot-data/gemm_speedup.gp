@@ -9,6 +9,6 @@ set format x '%.0s%c'
 set logscale y 10
 set arrow from 256, graph 0 to 256, graph 1 nohead dt 2 lc rgb 'red'
 set label 'crossover 256' at 256, graph 0.95 tc rgb 'red' offset 0.5,0
-plot 'reports/h100/plot-data/gemm_speedup-0.dat' using 1:2 with linespoints lw 2 title 'gpu-cublas / cpu-openblas', \
-     'reports/h100/plot-data/gemm_speedup-1.dat' using 1:2 with linespoints lw 2 title 'incl. host-device transfers', \
+plot 'plot-data/gemm_speedup-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-cublas / cpu-openblas', \
+     'plot-data/gemm_speedup-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'incl. host-device transfers', \
      1 with lines dt 3 lw 2 title 'break-even'

@@ -4,5 +4,5 @@ set xlabel 'training seconds'
 set ylabel 'test accuracy %'
 set grid
 set key outside right
-plot 'reports/h100/plot-data/train_mlp_acc_time-0.dat' using 1:2 with linespoints lw 2 title 'cpu', \
-     'reports/h100/plot-data/train_mlp_acc_time-1.dat' using 1:2 with linespoints lw 2 title 'gpu'
+plot 'plot-data/train_mlp_acc_time-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu', \
+     'plot-data/train_mlp_acc_time-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu'

@@ -7,8 +7,8 @@ set key outside right
 set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
-plot 'reports/h100/plot-data/ops_speedup-0.dat' using 1:2 with linespoints lw 2 title 'add', \
-     'reports/h100/plot-data/ops_speedup-1.dat' using 1:2 with linespoints lw 2 title 'sum_rows', \
-     'reports/h100/plot-data/ops_speedup-2.dat' using 1:2 with linespoints lw 2 title 'softmax', \
-     'reports/h100/plot-data/ops_speedup-3.dat' using 1:2 with linespoints lw 2 title 'softmax_ce', \
+plot 'plot-data/ops_speedup-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'add', \
+     'plot-data/ops_speedup-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'sum_rows', \
+     'plot-data/ops_speedup-2.dat' using 1:2:3:4 with yerrorlines lw 2 title 'softmax', \
+     'plot-data/ops_speedup-3.dat' using 1:2:3:4 with yerrorlines lw 2 title 'softmax_ce', \
      1 with lines dt 3 lw 2 title 'break-even'

@@ -4,5 +4,5 @@ set xlabel 'epoch'
 set ylabel 'test accuracy %'
 set grid
 set key outside right
-plot 'reports/h100/plot-data/train_logreg_acc-0.dat' using 1:2 with linespoints lw 2 title 'cpu', \
-     'reports/h100/plot-data/train_logreg_acc-1.dat' using 1:2 with linespoints lw 2 title 'gpu'
+plot 'plot-data/train_logreg_acc-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu', \
+     'plot-data/train_logreg_acc-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu'

@@ -9,6 +9,6 @@ set format x '%.0s%c'
 set logscale y 10
 set arrow from 32, graph 0 to 32, graph 1 nohead dt 2 lc rgb 'red'
 set label 'crossover 32' at 32, graph 0.95 tc rgb 'red' offset 0.5,0
-plot 'reports/h100-v2/plot-data/mlp_time_1-0.dat' using 1:2 with linespoints lw 2 title 'cpu', \
-     'reports/h100-v2/plot-data/mlp_time_1-1.dat' using 1:2 with linespoints lw 2 title 'gpu', \
-     'reports/h100-v2/plot-data/mlp_time_1-2.dat' using 1:2 with linespoints lw 2 title 'gpu (CUDA graph)'
+plot 'plot-data/mlp_time_1-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu', \
+     'plot-data/mlp_time_1-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu', \
+     'plot-data/mlp_time_1-2.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu (CUDA graph)'

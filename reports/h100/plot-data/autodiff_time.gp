@@ -7,8 +7,8 @@ set key outside right
 set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
-plot 'reports/h100/plot-data/autodiff_time-0.dat' using 1:2 with linespoints lw 2 title 'cpu manual', \
-     'reports/h100/plot-data/autodiff_time-1.dat' using 1:2 with linespoints lw 2 title 'cpu graph', \
-     'reports/h100/plot-data/autodiff_time-2.dat' using 1:2 with linespoints lw 2 title 'gpu manual', \
-     'reports/h100/plot-data/autodiff_time-3.dat' using 1:2 with linespoints lw 2 title 'gpu graph', \
-     'reports/h100/plot-data/autodiff_time-4.dat' using 1:2 with linespoints lw 2 title 'gpu graph + CUDA graph'
+plot 'plot-data/autodiff_time-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu manual', \
+     'plot-data/autodiff_time-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu graph', \
+     'plot-data/autodiff_time-2.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu manual', \
+     'plot-data/autodiff_time-3.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu graph', \
+     'plot-data/autodiff_time-4.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu graph + CUDA graph'

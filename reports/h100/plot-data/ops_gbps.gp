@@ -7,13 +7,13 @@ set key outside right
 set logscale x 2
 set format x '%.0s%c'
 set logscale y 10
-plot 'reports/h100/plot-data/ops_gbps-0.dat' using 1:2 with linespoints lw 2 title 'gpu add', \
-     'reports/h100/plot-data/ops_gbps-1.dat' using 1:2 with linespoints lw 2 title 'cpu add', \
-     'reports/h100/plot-data/ops_gbps-2.dat' using 1:2 with linespoints lw 2 title 'gpu relu', \
-     'reports/h100/plot-data/ops_gbps-3.dat' using 1:2 with linespoints lw 2 title 'cpu relu', \
-     'reports/h100/plot-data/ops_gbps-4.dat' using 1:2 with linespoints lw 2 title 'gpu sum_rows', \
-     'reports/h100/plot-data/ops_gbps-5.dat' using 1:2 with linespoints lw 2 title 'cpu sum_rows', \
-     'reports/h100/plot-data/ops_gbps-6.dat' using 1:2 with linespoints lw 2 title 'gpu softmax', \
-     'reports/h100/plot-data/ops_gbps-7.dat' using 1:2 with linespoints lw 2 title 'cpu softmax', \
+plot 'plot-data/ops_gbps-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu add', \
+     'plot-data/ops_gbps-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu add', \
+     'plot-data/ops_gbps-2.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu relu', \
+     'plot-data/ops_gbps-3.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu relu', \
+     'plot-data/ops_gbps-4.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu sum_rows', \
+     'plot-data/ops_gbps-5.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu sum_rows', \
+     'plot-data/ops_gbps-6.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu softmax', \
+     'plot-data/ops_gbps-7.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu softmax', \
      122.634 with lines dt 3 lw 2 title 'CPU copy ceiling', \
      3001.49 with lines dt 3 lw 2 title 'GPU copy ceiling'
