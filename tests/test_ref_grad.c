@@ -1,8 +1,9 @@
 /* test_ref_grad.c: the float64 reference's own backward (case_ref_own_grad)
- * against central finite differences (which proves its vector-Jacobian
- * products), against dg_grad's gradient graph evaluated in float64 (which
- * checks dg_grad's rules against an independent backward), and at the ops
- * sweep's sizes, where it must stay fast and agree. */
+ * against central finite differences of the float64 forward (which proves
+ * its vector-Jacobian products), against dg_grad's gradient graph evaluated
+ * in float64 (which checks dg_grad's rules against an independent
+ * backward), and at the ops sweep's sizes, where it must stay about as
+ * cheap as the gradient graph and agree with it. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
