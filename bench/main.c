@@ -191,7 +191,12 @@ int main(int argc, char **argv) {
         if (argc != 3) return bench_usage_error("bench", "plot takes one folder: bench plot DIR");
         return bench_plot(argv[2], stdout);
     }
-    if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train_main(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "train")) {
+        /* before OpenMP starts: it may execute the bench again (OMP_WAIT_POLICY, if set, wins) */
+        char policy[256];
+        if (bench_wait_policy_apply("auto", argv, policy, sizeof policy)) fprintf(stderr, "bench: warning: %s\n", policy);
+        return bench_train_main(argc - 1, argv + 1);
+    }
     if (argc >= 2 && !strcmp(argv[1], "compare")) return bench_compare_main(argc - 1, argv + 1);
     return run_sweeps(argc, argv);
 }

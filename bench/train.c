@@ -40,7 +40,8 @@ static void usage(FILE *f) {
             "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy].csv\n"
             "\n"
             "The training loss of an epoch is the mean of every step's loss; epoch time is wall time of the\n"
-            "training steps with the backend synchronised (evaluation excluded); TF32 is off.\n");
+            "training steps with the backend synchronised (evaluation excluded); TF32 is off. OpenMP's\n"
+            "waiting threads sleep when the machine is loaded and spin otherwise (OMP_WAIT_POLICY wins).\n");
 }
 
 /* a usage error naming the option (what) and its value */
@@ -129,6 +130,7 @@ int bench_train_main(int argc, char **argv) {
     char name[64], meta[4096];
     snprintf(name, sizeof name, "train-%s-%s%s", model, backend, o.copy_batches ? "-copy" : "");
     bench_env_meta(meta, sizeof meta, threads, !strcmp(backend, "gpu") ? be : NULL);
+    bench_env_meta_more(meta, sizeof meta, argc, argv, !strcmp(backend, "gpu") ? be : NULL);
     /* written as NAME.csv.partial: an earlier NAME.csv is replaced only by a finished run */
     FILE *csv = bench_csv_open(out, name, meta, "epoch,model,backend,optimizer,data,batch,lr,seed,train_loss,"
                                                 "test_acc,epoch_s,total_s");

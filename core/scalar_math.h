@@ -24,9 +24,11 @@ DG_HD float dg_geluf(float x) {
 
 DG_HD float dg_gelu_gradf(float x) {
     float u = DG_GELU_C * (x + 0.044715f * x * x * x);
-    float t = tanhf(u);
+    float t = tanhf(u), s = 1.0f - t * t;
     float du = DG_GELU_C * (1.0f + 3.0f * 0.044715f * x * x);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+    /* once tanh saturates s is 0, and past |x| = 1.8e19 du is inf: 0 * inf
+     * would be NaN where the derivative is 0 or 1 */
+    return 0.5f * (1.0f + t) + (s == 0.0f ? 0.0f : 0.5f * x * s * du);
 }
 
 #endif

@@ -27,7 +27,8 @@ summary="gpu_probe: $($bin/gpu_probe 2>&1)"
 results() { grep -E 'Synthesis|\] Skipped: |DG_REQUIRE_GPU' "$1" | tr '\n' ' '; }
 $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
 summary="$summary\ntest_gpu: exit $? :: $(results "$out/test_gpu.log")"
-for t in test_gpu_device test_bench_faults test_misuse test_ops test_plan test_seams test_train test_gemm test_shapes; do
+for t in test_gpu_device test_bench_faults test_optim test_range test_timing test_ref_grad test_misuse test_ops \
+         test_plan test_seams test_train test_gemm test_shapes; do
     $bin/$t --jobs 4 > "$out/$t.log" 2>&1
     summary="$summary\n$t: exit $? :: $(results "$out/$t.log")"
 done
@@ -36,7 +37,7 @@ if [ "${DG_SANITIZER:-1}" = 1 ]; then
     # API errors off: one test provokes cudaErrorMemoryAllocation on purpose;
     # every memory access is still checked. test_bench_faults and
     # test_gpu_device stay out: they fault a kernel on purpose.
-    for tool in memcheck racecheck initcheck synccheck; do
+    for tool in ${DG_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}; do
         timeout "${DG_SANITIZER_LIMIT:-240}" compute-sanitizer --tool $tool --report-api-errors no \
             --target-processes all --error-exitcode 3 $bin/test_gpu --jobs 1 > "$out/test_gpu-$tool.log" 2>&1
         summary="$summary\n$tool: exit $? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/test_gpu-$tool.log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$out/test_gpu-$tool.log")"
@@ -46,13 +47,14 @@ fi
 if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then
     timeout -s INT "${DG_BENCH_LIMIT:-400}" "$DG_BEFORE" --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" \
         --out "$out/bench-before" > "$out/bench-before.log" 2>&1
-    summary="$summary\nbefore: bench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok$' "$out"/bench-before/*.csv | tr '\n' ' ')"
+    summary="$summary\nbefore: bench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok,' "$out"/bench-before/*.csv | tr '\n' ' ')"
 fi
 if [ -n "${DG_SWEEP:-}" ]; then
     # SIGINT at the time limit: bench keeps every finished row and says so
+    # DG_BENCH_ARGS: more options (--cold, --samples ...)
     timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
-        --out "$out/bench" > "$out/bench.log" 2>&1
-    summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok$' "$out"/bench/*.csv | tr '\n' ' ')"
+        ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
+    summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: ok rows $(grep -c ',ok,' "$out"/bench/*.csv | tr '\n' ' ') noisy rows $(grep -c ',noisy,' "$out"/bench/*.csv | tr '\n' ' ')"
     summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
     if [ -n "${DG_BEFORE:-}" ]; then
         $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1

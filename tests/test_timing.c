@@ -195,3 +195,34 @@ Test(timing, the_progress_line_shows_done_of_total_and_the_time_left) {
     free(close_ctx(&ctx, dir, &n));
     remove_dir(dir);
 }
+
+#ifdef DG_HAVE_CUDA
+#include "gpu_util.h"
+
+typedef struct copy_arg { dg_backend *be; void *dst, *src; size_t bytes; } copy_arg;
+static dg_status device_copy(void *arg) {
+    copy_arg *a = arg;
+    return dg_gpu_copy(a->be, a->dst, a->src, a->bytes);
+}
+
+/* 8 MB copied: 16 MB of traffic, inside any recent GPU's L2 when hot; read
+ * from device memory after the flush of --cold */
+Test(timing, a_cold_gpu_run_starts_with_an_empty_l2) {
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    size_t l2 = dg_gpu_l2_bytes(gpu), bytes = 8u << 20;
+    if (l2 < 2 * bytes) cr_skip_test("an L2 of %zu bytes holds no 16 MB copy", l2);
+    copy_arg a = {gpu, NULL, NULL, bytes};
+    cr_assert_eq(dg_backend_alloc(gpu, bytes, &a.src), DG_OK);
+    cr_assert_eq(dg_backend_alloc(gpu, bytes, &a.dst), DG_OK);
+    bench_timing t = timing(3, 50, 50, 0);
+    bench_stats hot, cold;
+    cr_assert_eq(bench_time(gpu, true, device_copy, &a, &t, &hot), DG_OK, "%s", dg_last_error());
+    t.cold = true;
+    cr_assert_eq(bench_time(gpu, true, device_copy, &a, &t, &cold), DG_OK, "%s", dg_last_error());
+    cr_assert_gt(cold.median_ms, hot.median_ms, "cold %.4f ms is not slower than hot %.4f ms", cold.median_ms,
+                 hot.median_ms);
+    dg_backend_release(gpu, a.src);
+    dg_backend_release(gpu, a.dst);
+    dg_backend_free(gpu);
+}
+#endif

@@ -173,6 +173,8 @@ const op_case dg_range_cases[] = {
      .grad_vs_dy = true},
     {"gelu_huge", DG_OP_GELU, 1, {S(4, 11)}, {DOM_RANGE}, .range = {R(-1e4, 1e4)}, .tol = ULPS, .floor = SCALE,
      .grad_vs_dy = true},
+    {"gelu_beyond_1e19", DG_OP_GELU, 1, {S(4, 11)}, {DOM_RANGE}, .range = {R(-1e20, 1e20)}, .tol = ULPS, .floor = SCALE,
+     .grad_vs_dy = true},
     /* products, quotients and sums of magnitudes far from 1: one rounding */
     {"mul_huge_by_tiny", DG_OP_MUL, 2, {S(3, 7), S(3, 7)}, {DOM_DECADES_SIGNED, DOM_DECADES_SIGNED},
      .range = {R(18, 20), R(-20, -18)}, .tol = ULPS, .floor = REL},
