@@ -72,7 +72,7 @@ dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t 
 }
 
 dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg, float loss,
-                           const bench_step_ref *ref, double *rel_err) {
+                           const bench_step_ref *ref, double *rel_err, bool *ok) {
     double err = fabs(loss - ref->loss) / fmax(fabs(ref->loss), 1e-30), num = 0, den = 0;
     dg_status st = DG_OK;
     for (int i = 0; i < ref->n_params && st == DG_OK; i++) {
@@ -94,7 +94,11 @@ dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg
         free(now);
         free(init);
     }
-    if (st == DG_OK) *rel_err = fmax(isnan(err) ? INFINITY : err, sqrt(num / fmax(den, 1e-300)));
+    double loss_err = isnan(err) ? INFINITY : err, update_err = sqrt(num / fmax(den, 1e-300));
+    if (st == DG_OK) {
+        *rel_err = fmax(loss_err, update_err);
+        *ok = loss_err <= BENCH_STEP_LOSS_TOL && update_err <= BENCH_STEP_UPDATE_TOL;
+    }
     return st;
 }
 
@@ -103,11 +107,13 @@ static dg_status plan_fetch(void *plan, const dg_node *param, float *host, size_
 }
 
 dg_status bench_step_new(bench_step *s, dg_backend *be, const dg_mlp_cfg *w, int batch, const float *x,
-                         const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err) {
+                         const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err,
+                         bool *ok) {
     dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
     float loss = NAN;
     *s = (bench_step){0};
     *rel_err = NAN;
+    *ok = false;
     s->g = dg_graph_new();
     dg_status st = s->g ? dg_mlp_new(s->g, w, 1, &s->model) : dg__fail(DG_ERR_OOM, "bench: out of memory");
     if (st == DG_OK) st = dg_train_step_build(s->g, &s->model, batch, &o, &s->ts);
@@ -117,7 +123,7 @@ dg_status bench_step_new(bench_step *s, dg_backend *be, const dg_mlp_cfg *w, int
     if (st == DG_OK) st = dg_plan_run(s->p);
     if (st == DG_OK) st = dg_plan_get(s->p, s->ts.loss, &loss, sizeof loss);
     if (st == DG_OK && !ref->done) st = bench_step_ref_run(s, x, y, ref);
-    if (st == DG_OK) st = bench_step_error(&s->model, plan_fetch, s->p, loss, ref, rel_err);
+    if (st == DG_OK) st = bench_step_error(&s->model, plan_fetch, s->p, loss, ref, rel_err, ok);
     return st;
 }
 

@@ -28,12 +28,16 @@ typedef struct bench_step_ref {
 
 /* what a step row's max_rel_err compares (the check column) */
 #define BENCH_STEP_CHECK "f64-loss+update"
-/* The largest error a step row may have and be "ok". The loss agrees to
- * about 1e-7; the updates to 1e-5..5e-5 (measured, CPU, batch 32..2048):
- * Adam's first step is lr * g / (|g| + eps), so a gradient near zero whose
- * float32 value differs a little moves its update a lot. A wrong rule is
- * far above: no bias correction is 3x, momentum as a moving average 10x. */
-#define BENCH_STEP_TOL 1e-3
+/* The errors a step row may have and be "ok". The loss agrees to about
+ * 1e-7 (tolerance 1e-4). The updates agree to 1e-5..6e-5 (relative L2,
+ * measured on a 2-core Xeon and an H100, batch 32..2048) but reach 1e-2 in
+ * a few shapes on both backends alike: Adam's first step is
+ * lr * g / (|g| + eps), so a gradient that cancels to near zero, whose
+ * float32 value differs from the float64 one by rounding, moves its update
+ * by up to 2 lr. A wrong rule is far above the tolerance 5e-2: no bias
+ * correction is 3x off, momentum as a moving average 10x, a flipped sign 2x. */
+#define BENCH_STEP_LOSS_TOL   1e-4
+#define BENCH_STEP_UPDATE_TOL 5e-2
 
 /* Evaluates the whole step graph in float64 for inputs x, y, parameters and
  * optimizer state from their init specs (the values of a fresh plan). */
@@ -47,9 +51,10 @@ typedef dg_status (*bench_param_fetch)(void *arg, const dg_node *param, float *h
  * whose parameters fetch reads): the larger of the loss's relative error
  * and the relative L2 error of the parameter updates,
  * || d - d_ref || / || d_ref || over all parameters (the update, not the
- * parameter, is compared: lr * a unit step is 1e-3 of a weight). */
+ * parameter, is compared: lr * a unit step is 1e-3 of a weight); *ok when
+ * each is within its tolerance. */
 dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg, float loss,
-                           const bench_step_ref *ref, double *rel_err);
+                           const bench_step_ref *ref, double *rel_err, bool *ok);
 
 /* Builds the step on be with inputs x [batch, w[0]] and y [batch], runs it
  * once and compares it with the float64 reference (computed into *ref on
@@ -57,7 +62,8 @@ dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg
  * defaults). The plan is then ready to be timed (its parameters have moved
  * by one step: later runs time the same work). */
 dg_status bench_step_new(bench_step *s, dg_backend *be, const dg_mlp_cfg *w, int batch, const float *x,
-                         const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err);
+                         const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err,
+                         bool *ok);
 void      bench_step_free(bench_step *s);
 
 #endif
