@@ -16,6 +16,7 @@ const sweep_def bench_sweeps[] = {{.name = "ceiling"}, {.name = "gemm"},     {.n
                                   {.name = "mlp"},     {.name = "autodiff"}, {.name = "train"}};
 const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof *bench_sweeps);
 int bench_list_ops(FILE *out) { return out ? 0 : 1; }
+const char *const dg_build_commit = "fuzz"; /* written by the build in the bench */
 
 #define MAX_ARGS 30
 
@@ -24,9 +25,19 @@ static void check_accepted(const bench_ctx *c, const bench_choice *ch) {
     for (int i = 0; i < ch->n_sweeps; i++)
         for (int j = 0; j < i; j++)
             if (ch->sweeps[i] == ch->sweeps[j]) abort();
-    if (c->n_sizes < 0 || c->n_sizes > BENCH_MAX_SIZES) abort();
-    for (int i = 0; i < c->n_sizes; i++)
-        if (c->sizes[i] < 1 || c->sizes[i] > (1LL << 30)) abort();
+    if (c->n_size_lists < 0 || c->n_size_lists > BENCH_MAX_SIZE_LISTS) abort();
+    for (int l = 0; l < c->n_size_lists; l++) {
+        const bench_size_list *sl = &c->size_lists[l];
+        if (sl->n < 1 || sl->n > BENCH_MAX_SIZES) abort();
+        for (int i = 0; i < sl->n; i++)
+            if (sl->v[i] < 1 || sl->v[i] > (1LL << 30)) abort();
+    }
+    if (c->n_shapes < 0 || c->n_shapes > BENCH_MAX_SHAPES) abort();
+    for (int i = 0; i < c->n_shapes; i++)
+        if (c->shapes[i].m < 1 || c->shapes[i].n < 1 || c->shapes[i].k < 1 || c->shapes[i].k > (1 << 20)) abort();
+    if (!(c->timing.max_cv_pct >= 0 && c->timing.max_cv_pct <= 1000) || c->timing.max_retries < 0 ||
+        c->timing.max_retries > 10 || !(c->timing.warmup_s >= 0 && c->timing.warmup_s <= 60))
+        abort();
     if (c->threads < 0 || c->threads > 1024 || c->timing.min_reps < 1 || c->timing.max_reps < c->timing.min_reps ||
         c->timing.warmup < 0 || !(c->timing.min_time_s >= 0 && c->timing.min_time_s <= 3600) ||
         !(c->cpu_cap_s > 0 && c->cpu_cap_s <= 86400))
