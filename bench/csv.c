@@ -55,11 +55,13 @@ static void text(FILE *f, const char *s) {
     }
 }
 
-void bench_csv_write(FILE *f, const bench_row *r) {
-    /* only a checked, finished measurement has times: a wrong or failed
-     * row keeps its error and reason, never a time to be plotted */
+bool bench_row_timed(const bench_row *r) {
     bool timed = !strcmp(r->status, "ok") || !strcmp(r->status, "noisy") || !strcmp(r->status, "interrupted");
-    bool ok = timed && r->st.reps > 0 && isfinite(r->st.median_ms) && r->st.median_ms > 0;
+    return timed && r->st.reps > 0 && isfinite(r->st.median_ms) && r->st.median_ms > 0;
+}
+
+void bench_csv_write(FILE *f, const bench_row *r) {
+    bool ok = bench_row_timed(r);
     fprintf(f, "%s,%s,%s,%s,f32,%lld,%lld,%lld,%lld,%d,%d,%d,%d,%d,%d", r->sweep, r->name, r->impl, r->backend,
             (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->batch, r->threads, r->transfer,
             r->tf32, r->cold, r->warmup, ok ? r->st.reps : 0);

@@ -41,6 +41,9 @@ typedef struct bench_row {
 FILE     *bench_csv_open(const char *dir, const char *name, const char *meta, const char *header);
 dg_status bench_csv_finish(FILE *f, const char *dir, const char *name, bool keep);
 void      bench_csv_write(FILE *f, const bench_row *r);
+/* whether r has times to report: a checked, finished measurement (ok,
+ * noisy, interrupted with runs); a wrong or failed row keeps none */
+bool      bench_row_timed(const bench_row *r);
 
 /* reading back (plot, compare): columns are found by their header name, so
  * a folder written with fewer or more columns still reads. Required: sweep,

@@ -267,19 +267,13 @@ static void add_aggregates(bench_json *j, const bench_row *r, const char *name, 
     }
 }
 
-/* the same rule as the CSV: only a checked, finished measurement has times */
-static bool measured(const bench_row *r) {
-    bool timed = !strcmp(r->status, "ok") || !strcmp(r->status, "noisy") || !strcmp(r->status, "interrupted");
-    return timed && r->st.reps > 0 && isfinite(r->st.median_ms) && r->st.median_ms > 0;
-}
-
 void bench_json_add(bench_json *j, const bench_row *r) {
     if (!j) return;
     char name[512];
     snprintf(name, sizeof name, "%s/%s/%s/%s/m:%lld/n:%lld/k:%lld/batch:%lld/transfer:%d/tf32:%d/cold:%d", r->sweep,
              r->name, r->impl, r->backend, (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->batch,
              r->transfer, r->tf32, r->cold);
-    if (!measured(r)) {
+    if (!bench_row_timed(r)) {
         cJSON *e = new_entry(j, name, "", false, 1);
         if (e) {
             char message[512];

@@ -12,9 +12,7 @@ FILE *bench_samples_open(const char *dir, const char *name, const char *meta) {
 }
 
 void bench_samples_write(FILE *f, const bench_row *r) {
-    /* only checked, finished measurements: the rule of bench_csv_write */
-    bool timed = !strcmp(r->status, "ok") || !strcmp(r->status, "noisy") || !strcmp(r->status, "interrupted");
-    if (!timed || !r->st.samples) return;
+    if (!bench_row_timed(r) || !r->st.samples) return; /* the rule of bench_csv_write */
     for (int i = 0; i < r->st.reps; i++)
         fprintf(f, "%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%d,%d,%.9g\n", r->sweep, r->name, r->impl, r->backend,
                 (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->batch, r->transfer, r->tf32,

@@ -43,19 +43,13 @@ static void find_steps(const dg_plan *p, const case_graph *cg, const dg_step **f
     }
 }
 
-/* the float64 references of a case: forward, and the own backward */
-typedef struct ops_ref {
-    double *out;
-    double *grad[OP_CASE_MAX_IN]; /* NULL for labels */
-} ops_ref;
-
 static const char *impl_name(bool gpu, int dir) {
     static const char *const names[2][2] = {{"cpu-fwd", "cpu-bwd"}, {"gpu-fwd", "gpu-bwd"}};
     return names[gpu][dir];
 }
 
 /* the worst relative error of the gradients against the own backward */
-static double grad_error(const case_graph *cg, const case_result *res, const ops_ref *ref) {
+static double grad_error(const case_graph *cg, const case_result *res, const case_ref *ref) {
     double err = 0;
     for (int i = 0; i < cg->c->n_in; i++)
         if (ref->grad[i]) err = fmax(err, cmp_f32(res->grad[i], ref->grad[i], res->n_grad[i]).max_rel);
@@ -63,7 +57,7 @@ static double grad_error(const case_graph *cg, const case_result *res, const ops
 }
 
 /* Plans the case on be, runs it once, checks it, then times its nodes. */
-static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const ops_ref *ref, long long N) {
+static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const case_ref *ref, long long N) {
     const op_case *c = cg->c;
     bool gpu = be == ctx->gpu;
     bench_row row = {.sweep = "ops", .name = c->sweep.name, .backend = gpu ? "gpu" : "cpu", .m = N, .n = 1, .k = 1,
@@ -135,33 +129,22 @@ static bool case_wanted(const bench_ctx *ctx, const op_case *oc) {
     return false;
 }
 
-static void ops_ref_free(ops_ref *r) {
-    free(r->out);
-    for (int i = 0; i < OP_CASE_MAX_IN; i++) free(r->grad[i]);
-    *r = (ops_ref){0};
-}
-
 /* builds case c at N elements, its references, and runs it on each backend */
 static void run_case(bench_ctx *ctx, int c, long long N) {
     const op_case *oc = &dg_op_cases[c];
     dg_shape shape[OP_CASE_MAX_IN];
     if (!oc->sweep.name || !op_case_shapes_at(oc, N, shape) || !case_wanted(ctx, oc)) return;
     case_graph cg;
-    case_ref fwd = {0};
-    ops_ref ref = {0};
+    case_ref ref = {0}; /* forward and own backward, once for every backend */
     dg_status st = case_graph_new_at(&cg, oc, shape, (uint64_t)N * 31 + (uint64_t)c);
-    if (st == DG_OK) st = case_ref_run(&cg, &fwd); /* once, for every backend */
-    if (st == DG_OK) st = case_ref_own_grad(&cg, ref.grad);
+    if (st == DG_OK) st = case_ref_own_grad(&cg, ref.grad, &ref.out);
     if (st == DG_OK) {
-        ref.out = fwd.out;
-        fwd.out = NULL;
         if (ctx->cpu) run_backend(ctx, ctx->cpu, &cg, &ref, N);
         if (ctx->gpu) run_backend(ctx, ctx->gpu, &cg, &ref, N);
     } else {
         emit_failed(ctx, oc, N, dg_last_error());
     }
-    case_ref_free(&fwd);
-    ops_ref_free(&ref);
+    case_ref_free(&ref);
     case_graph_free(&cg);
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_backend/cpu_backend.h"
 #include "gpu_backend/gpu_backend.h"
 
 static inline bool gpu_required(void) {
@@ -43,6 +44,23 @@ static inline dg_backend *gpu_open_or_skip(const dg_gpu_opts *opts) {
     if (st == DG_ERR_NO_DEVICE || (st != DG_OK && strncmp(why, "CUDA device broken: ", 20) == 0))
         GPU_SKIP_OR_FAIL(why);
     cr_assert_eq(st, DG_OK, "gpu backend: %s", why);
+    return be;
+}
+
+/* the CPU backend (all threads), or the GPU one as gpu_open_or_skip; a
+ * build without CUDA skips (fails under DG_REQUIRE_GPU=1) the GPU side */
+static inline dg_backend *test_backend_open(bool gpu) {
+    dg_backend *be = NULL;
+    if (!gpu) {
+        dg_status st = dg_cpu_backend_new(&be, 0);
+        cr_assert_eq(st, DG_OK, "cpu backend: %s", dg_last_error());
+        return be;
+    }
+#ifdef DG_HAVE_CUDA
+    be = gpu_open_or_skip(NULL);
+#else
+    GPU_SKIP_OR_FAIL("built without CUDA (DG_CUDA=OFF): no GPU backend to test");
+#endif
     return be;
 }
 

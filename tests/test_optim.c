@@ -32,21 +32,6 @@ typedef struct optim_case {
     bool     gpu;
 } optim_case;
 
-static dg_backend *open_backend(bool gpu) {
-    dg_backend *be = NULL;
-    if (!gpu) {
-        dg_status st = dg_cpu_backend_new(&be, 0);
-        cr_assert_eq(st, DG_OK, "cpu backend: %s", dg_last_error());
-        return be;
-    }
-#ifdef DG_HAVE_CUDA
-    be = gpu_open_or_skip(NULL);
-#else
-    GPU_SKIP_OR_FAIL("built without CUDA (DG_CUDA=OFF): no GPU backend to test");
-#endif
-    return be;
-}
-
 typedef struct optim_graph {
     dg_graph *g;
     dg_node  *W, *b, *X, *Y, *upd[2];
@@ -126,7 +111,7 @@ static void set_input(dg_plan *p, double **v, const dg_node *n, const float *x) 
 static void check_steps(const optim_case *oc) {
     enum { MAX_NUMEL = 15 }; /* W's 3 x 5; b and the states are no larger */
     uint64_t seed = test_seed();
-    dg_backend *be = open_backend(oc->gpu);
+    dg_backend *be = test_backend_open(oc->gpu);
     optim_graph t;
     optim_graph_new(&t, &oc->o, seed);
     dg_plan *p;

@@ -21,21 +21,6 @@
 #define U_F32 (1.0 / 16777216.0) /* float32 unit roundoff, 2^-24 */
 #define U_F64 (1.0 / 9007199254740992.0) /* float64, 2^-53 */
 
-static dg_backend *open_backend(bool gpu) {
-    dg_backend *be = NULL;
-    if (!gpu) {
-        dg_status st = dg_cpu_backend_new(&be, 0);
-        cr_assert_eq(st, DG_OK, "cpu backend: %s", dg_last_error());
-        return be;
-    }
-#ifdef DG_HAVE_CUDA
-    be = gpu_open_or_skip(NULL);
-#else
-    GPU_SKIP_OR_FAIL("built without CUDA (DG_CUDA=OFF): no GPU backend to test");
-#endif
-    return be;
-}
-
 /* ---- the range table ------------------------------------------------- */
 
 static struct criterion_test_params range_indices(void) {
@@ -55,7 +40,7 @@ static double max_abs(const float *x, int64_t n) {
  * their largest element, or the incoming gradient's (op_case.grad_vs_dy) */
 static void check_range_case(int row, bool gpu) {
     const op_case *c = &dg_range_cases[row];
-    dg_backend *be = open_backend(gpu);
+    dg_backend *be = test_backend_open(gpu);
     uint64_t seed = test_seed();
     case_graph cg;
     ASSERT_OK(case_graph_new(&cg, c, seed));
@@ -94,7 +79,7 @@ ParameterizedTest(int *row, range, gpu_edges) { check_range_case(*row, true); }
  * softmax_cross_entropy, which works through log-sum-exp); a subnormal
  * input still has a finite log. */
 static void check_log_zero(bool gpu) {
-    dg_backend *be = open_backend(gpu);
+    dg_backend *be = test_backend_open(gpu);
     const float x[4] = {0.0f, FLT_TRUE_MIN, FLT_MIN, 1e-30f};
     dg_graph *g = dg_graph_new();
     dg_node *in = dg_param(g, "x", DG_SHAPE(4), (dg_init){DG_INIT_FILL, 1, 0, 0});
@@ -177,7 +162,7 @@ static double reduce_bound(bool gpu, dg_reduce_kind kind, double n, double S, do
 
 static void check_reduce(int row, bool gpu) {
     const op_case *c = &reduce_cases[row];
-    dg_backend *be = open_backend(gpu);
+    dg_backend *be = test_backend_open(gpu);
     uint64_t seed = test_seed();
     case_graph cg;
     ASSERT_OK(case_graph_new(&cg, c, seed));
@@ -320,7 +305,7 @@ static const int gpu_gemm_shapes[][3] = {
 #endif
 
 Test(range, gpu_gemm_block_edges) {
-    dg_backend *gpu = open_backend(true);
+    dg_backend *gpu = test_backend_open(true);
 #ifdef DG_HAVE_CUDA
     uint64_t seed = test_seed();
     dg_rng rng = dg_rng_new(seed);

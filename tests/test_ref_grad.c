@@ -80,7 +80,7 @@ ParameterizedTest(int *row, ref_grad, matches_finite_differences) {
     case_graph cg;
     ASSERT_OK(case_graph_new(&cg, c, seed));
     double *own[OP_CASE_MAX_IN];
-    ASSERT_OK(case_ref_own_grad(&cg, own));
+    ASSERT_OK(case_ref_own_grad(&cg, own, NULL));
     assert_grad_slots(&cg, own);
     for (int i = 0; i < c->n_in; i++) {
         if (!own[i]) continue;
@@ -127,7 +127,7 @@ ParameterizedTest(int *row, ref_grad, dg_grad_rules_agree) {
     case_graph cg;
     ASSERT_OK(case_graph_new(&cg, c, test_seed()));
     double *own[OP_CASE_MAX_IN];
-    ASSERT_OK(case_ref_own_grad(&cg, own));
+    ASSERT_OK(case_ref_own_grad(&cg, own, NULL));
     case_ref ref;
     ASSERT_OK(case_ref_run(&cg, &ref));
     assert_graph_grad_agrees(&cg, &ref, own);
@@ -165,7 +165,7 @@ static void check_at_sweep_size(const char *name) {
     case_ref ref;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    ASSERT_OK(case_ref_own_grad(&cg, own));
+    ASSERT_OK(case_ref_own_grad(&cg, own, NULL));
     double own_s = seconds_since(&t0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     ASSERT_OK(case_ref_run(&cg, &ref));
@@ -207,7 +207,7 @@ Test(ref_grad, op_without_vjp_is_named) {
     cg.loss = dg_sum(cg.g, dg_mul(cg.g, cg.out, cg.w), DG_ALL_AXES, false);
     cr_assert_not_null(cg.loss, "%s", dg_last_error());
     double *own[OP_CASE_MAX_IN];
-    dg_status st = case_ref_own_grad(&cg, own);
+    dg_status st = case_ref_own_grad(&cg, own, NULL);
     cr_assert_eq(st, DG_ERR_UNSUPPORTED, "got %s: %s", dg_status_name(st), dg_last_error());
     cr_assert(strstr(dg_last_error(), "tanh_backward"), "the message names no op: %s", dg_last_error());
     for (int i = 0; i < OP_CASE_MAX_IN; i++) cr_assert_null(own[i], "gradient %d left behind on failure", i);

@@ -364,8 +364,9 @@ static dg_status alloc_adjoints(const case_graph *cg, int upto, double **adj) {
     return st;
 }
 
-dg_status case_ref_own_grad(const case_graph *cg, double *grad[OP_CASE_MAX_IN]) {
+dg_status case_ref_own_grad(const case_graph *cg, double *grad[OP_CASE_MAX_IN], double **out) {
     for (int i = 0; i < OP_CASE_MAX_IN; i++) grad[i] = NULL;
+    if (out) *out = NULL;
     const int upto = cg->loss->id + 1; /* the forward part: inputs -> out -> loss */
     backward bw = {calloc((size_t)upto, sizeof(double *)), calloc((size_t)upto, sizeof(double *))};
     dg_status st = bw.val && bw.adj ? DG_OK : dg__fail(DG_ERR_OOM, "case_ref_own_grad: no memory");
@@ -390,6 +391,10 @@ dg_status case_ref_own_grad(const case_graph *cg, double *grad[OP_CASE_MAX_IN]) 
         grad[i] = bw.adj[id] ? bw.adj[id] : calloc((size_t)dg_node_numel(cg->in[i]), sizeof(double));
         bw.adj[id] = NULL;
         if (!grad[i]) st = dg__fail(DG_ERR_OOM, "case_ref_own_grad: no memory for a gradient");
+    }
+    if (st == DG_OK && out) { /* the forward output, already evaluated */
+        *out = bw.val[cg->out->id];
+        bw.val[cg->out->id] = NULL;
     }
     if (st != DG_OK)
         for (int i = 0; i < OP_CASE_MAX_IN; i++) {

@@ -14,7 +14,9 @@
  * to free; label (int32) inputs get NULL. Only the forward part of cg->g
  * (nodes up to cg->loss) is read. On failure every grad[i] is NULL and the
  * last error names the cause: DG_ERR_UNSUPPORTED names an op without a
- * vector-Jacobian product here. */
-dg_status case_ref_own_grad(const case_graph *cg, double *grad[OP_CASE_MAX_IN]);
+ * vector-Jacobian product here. out (NULL: not wanted) gets the float64
+ * forward output the backward started from (numel(cg->out) doubles, the
+ * caller's to free; NULL on failure). */
+dg_status case_ref_own_grad(const case_graph *cg, double *grad[OP_CASE_MAX_IN], double **out);
 
 #endif
