@@ -129,11 +129,16 @@ void bench_gpu_monitor_snapshot(bench_gpu_monitor *m, char *buf, size_t n, const
     unsigned sm = 0, mem = 0, temp = 0, mw = 0;
     unsigned long long bits = 0;
     char s_sm[32], s_mem[32], s_temp[32], s_pow[32], s_why[320];
-    reading(s_sm, sizeof s_sm, m->clock && m->clock(m->dev, NVML_CLOCK_SM, &sm) == 0, sm, "MHz");
-    reading(s_mem, sizeof s_mem, m->clock && m->clock(m->dev, NVML_CLOCK_MEM, &mem) == 0, mem, "MHz");
-    reading(s_temp, sizeof s_temp, m->temperature && m->temperature(m->dev, NVML_TEMPERATURE_GPU, &temp) == 0,
-            temp, "C");
-    reading(s_pow, sizeof s_pow, m->power && m->power(m->dev, &mw) == 0, mw / 1000.0, "W");
+    /* each call before its value is read: inside one argument list the
+     * order of evaluation is unspecified, and GCC read the zeros first */
+    bool ok_sm = m->clock && m->clock(m->dev, NVML_CLOCK_SM, &sm) == 0;
+    bool ok_mem = m->clock && m->clock(m->dev, NVML_CLOCK_MEM, &mem) == 0;
+    bool ok_temp = m->temperature && m->temperature(m->dev, NVML_TEMPERATURE_GPU, &temp) == 0;
+    bool ok_pow = m->power && m->power(m->dev, &mw) == 0;
+    reading(s_sm, sizeof s_sm, ok_sm, sm, "MHz");
+    reading(s_mem, sizeof s_mem, ok_mem, mem, "MHz");
+    reading(s_temp, sizeof s_temp, ok_temp, temp, "C");
+    reading(s_pow, sizeof s_pow, ok_pow, mw / 1000.0, "W");
     if (m->reasons(m->dev, &bits) == 0) bench_gpu_reasons_text(bits, s_why, sizeof s_why);
     else snprintf(s_why, sizeof s_why, "?");
     size_t len = strnlen(buf, n);

@@ -2,6 +2,7 @@
  * recorded git commit, the NVML monitor without a driver, and the OpenMP
  * wait policy chosen before libgomp starts. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,28 @@ Test(bench_gpu_monitor, without_nvml_or_device_open_gives_null_with_the_reason_a
     cr_assert_str_eq(buf, "# kept\n");
     cr_assert_not(bench_gpu_monitor_throttled(NULL, why, sizeof why));
     bench_gpu_monitor_close(NULL);
+}
+
+/* Through a fake NVML with known readings (tests/fake_libnvml.c): each
+ * value printed is the one the library answered. Catches reading a value
+ * before the call that fills it (the monitor once printed "sm 0 MHz, 0 C,
+ * 0 W" on an H100 at 345 MHz, 35 C, 73 W). */
+Test(bench_gpu_monitor, prints_the_readings_nvml_answers) {
+    void *fake = dlopen(DG_FAKE_NVML, RTLD_NOW | RTLD_GLOBAL);
+    cr_assert_not_null(fake, "%s", dlerror());
+    char why[256] = "";
+    cr_assert_null(bench_gpu_monitor_open("0000:00:07.0", why, sizeof why));
+    cr_assert(strstr(why, "0000:00:07.0: Not Found"), "%s", why);
+    bench_gpu_monitor *m = bench_gpu_monitor_open("0000:00:06.0", why, sizeof why);
+    cr_assert_not_null(m, "%s", why);
+    char buf[512] = "";
+    bench_gpu_monitor_snapshot(m, buf, sizeof buf, "start of sweep");
+    cr_assert_str_eq(buf, "# gpu at start of sweep: sm 1980 MHz, mem 2619 MHz, 38 C, 204 W, "
+                          "throttle: sw power cap (gpu idle)\n");
+    cr_assert(bench_gpu_monitor_throttled(m, why, sizeof why));
+    cr_assert_str_eq(why, "sw power cap (gpu idle)");
+    bench_gpu_monitor_close(m);
+    dlclose(fake);
 }
 
 Test(bench_gpu_monitor, reason_bits_are_named_and_only_slowdowns_count_as_throttling) {
