@@ -40,6 +40,18 @@ typedef struct dg_attr_optim { float lr, beta1, beta2, eps; } dg_attr_optim;
 /* side_output: which of its owner's side outputs this node is */
 typedef struct dg_attr_side { int index; } dg_attr_side;
 
+/* conv2d and its backward ops, the pools and theirs: the window (a
+ * convolution's is its weight's KH, KW), the step between windows, the
+ * zeros added on each side (top and bottom, left and right), the spacing of
+ * a window's taps (1: dense) and the channel groups (the pools: 1, 1).
+ * Index 0 is the height, 1 the width. */
+typedef struct dg_attr_conv { int kernel[2], stride[2], pad[2], dilation[2], groups; } dg_attr_conv;
+
+/* batch_norm and its backward: eps inside the square root; the running
+ * update: momentum, the weight of the new batch (PyTorch's convention), and
+ * count, the values per channel (N*H*W) that make the variance unbiased */
+typedef struct dg_attr_norm { float eps, momentum; int64_t count; } dg_attr_norm;
+
 /* Internal: whether n's op carries the attribute family `kind`; sets the
  * last error when it does not. */
 static inline bool dg__attr_family_is(const dg_node *n, dg_attr_kind kind, const char *fam) {
@@ -71,6 +83,8 @@ DG__ATTR_ACCESSORS(permute, DG_ATTR_PERMUTE)
 DG__ATTR_ACCESSORS(reduce, DG_ATTR_REDUCE)
 DG__ATTR_ACCESSORS(optim, DG_ATTR_OPTIM)
 DG__ATTR_ACCESSORS(side, DG_ATTR_SIDE)
+DG__ATTR_ACCESSORS(conv, DG_ATTR_CONV)
+DG__ATTR_ACCESSORS(norm, DG_ATTR_NORM)
 
 /* The scalar of a node whose op has one, 0 for the others (and NULL): lets
  * one elementwise kernel serve neg, exp, ... and the scalar ops alike. */

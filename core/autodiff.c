@@ -13,6 +13,16 @@ static dg_node *backward_op(dg_graph *g, dg_op op, const dg_node *like, int n_in
     return n;
 }
 
+/* A backward op of a convolution, pool or batch norm: `like`'s shape, the
+ * forward node y's attributes. */
+static dg_node *windowed_backward(dg_graph *g, dg_op op, const dg_node *y, const dg_node *like, int n_in,
+                                  dg_node **in) {
+    dg_node *d = backward_op(g, op, like, n_in, in);
+    if (d && y->op == DG_OP_BATCH_NORM) dg__attr_norm_set(d, dg_attr_norm_of(y));
+    else if (d) dg__attr_conv_set(d, dg_attr_conv_of(y));
+    return d;
+}
+
 static dg_node *bw2(dg_graph *g, dg_op op, dg_node *dy, dg_node *x) {
     dg_node *in[2] = {dy, x};
     return backward_op(g, op, x, 2, in);
@@ -131,6 +141,35 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
             accumulate(g, grad, a, backward_op(g, DG_OP_SOFTMAX_CE_BACKWARD, a, 4, in));
         }
         break;
+    case DG_OP_CONV2D: { /* dx = conv^T(dy, w), dw = correlation of dy with x */
+        dg_node *to_x[2] = {dy, b}, *to_w[2] = {dy, a};
+        if (na) accumulate(g, grad, a, windowed_backward(g, DG_OP_CONV2D_BACKWARD_DATA, y, a, 2, to_x));
+        if (nb) accumulate(g, grad, b, windowed_backward(g, DG_OP_CONV2D_BACKWARD_WEIGHT, y, b, 2, to_w));
+        break;
+    }
+    case DG_OP_MAX_POOL2D:
+        if (na) { /* routed through the forward's saved argmax */
+            dg_node *in[2] = {dy, y->side[0]};
+            accumulate(g, grad, a, windowed_backward(g, DG_OP_MAX_POOL2D_BACKWARD, y, a, 2, in));
+        }
+        break;
+    case DG_OP_AVG_POOL2D:
+        if (na) accumulate(g, grad, a, windowed_backward(g, DG_OP_AVG_POOL2D_BACKWARD, y, a, 1, &dy));
+        break;
+    case DG_OP_BATCH_NORM: { /* inputs x, scale, shift; stats saved by the forward */
+        dg_node *shift = y->in[2], *stats = y->side[0];
+        if (na) {
+            dg_node *in[4] = {dy, a, b, stats};
+            accumulate(g, grad, a, windowed_backward(g, DG_OP_BATCH_NORM_BACKWARD, y, a, 4, in));
+        }
+        if (nb) {
+            dg_node *in[3] = {dy, a, stats};
+            accumulate(g, grad, b, windowed_backward(g, DG_OP_BATCH_NORM_BACKWARD_SCALE, y, b, 3, in));
+        }
+        if (needs[shift->id]) /* the sum of dy over every axis but the channels' */
+            accumulate(g, grad, shift, dg_sum(g, dy, (a->shape.ndim == 4 ? 0xDu : 0x1u), false));
+        break;
+    }
     case DG_OP_SIDE_OUTPUT: /* saved for a backward op, not part of the function */
         dg__graph_fail(g, DG_ERR_UNSUPPORTED, "dg_grad: the loss depends on side output '%s', which has no "
                        "gradient", y->name);
@@ -144,6 +183,13 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_SOFTMAX_BACKWARD:
     case DG_OP_LOG_SOFTMAX_BACKWARD:
     case DG_OP_SOFTMAX_CE_BACKWARD:
+    case DG_OP_CONV2D_BACKWARD_DATA:
+    case DG_OP_CONV2D_BACKWARD_WEIGHT:
+    case DG_OP_MAX_POOL2D_BACKWARD:
+    case DG_OP_AVG_POOL2D_BACKWARD:
+    case DG_OP_BATCH_NORM_BACKWARD:
+    case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_BATCH_NORM_RUNNING:
     case DG_OP_SGD_UPDATE:
     case DG_OP_MOMENTUM_UPDATE:
     case DG_OP_ADAM_STEP:

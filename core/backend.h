@@ -28,6 +28,9 @@ typedef struct dg_step {
                                               row marks input i as written in place;
                                               NULL elsewhere                       */
     unsigned       flags;                  /* DG_STEP_*, from the plan's options   */
+    void          *scratch;                /* dg_node_scratch_bytes(node) of working
+                                              memory for this step only (NULL when
+                                              0, or from dg_step_of)               */
 } dg_step;
 
 #define DG_STEP_TF32 1u /* matmul may use TF32 tensor cores */

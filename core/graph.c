@@ -227,6 +227,13 @@ static bool check_f32(dg_graph *g, const char *op, const dg_node *a) {
     return false;
 }
 
+bool dg__check_f32_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in) {
+    if (!check_inputs(g, op, n_in, in)) return false;
+    for (int i = 0; i < n_in; i++)
+        if (!check_f32(g, op, in[i])) return false;
+    return true;
+}
+
 /* ---- leaves ---- */
 
 static dg_node *leaf(dg_graph *g, const char *name, dg_shape s, dg_leaf_kind kind,

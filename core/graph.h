@@ -164,6 +164,39 @@ dg_node *dg_log_softmax(dg_graph *g, dg_node *a);
  * computed through log-sum-exp, shape [1]. */
 dg_node *dg_softmax_cross_entropy(dg_graph *g, dg_node *logits, dg_node *labels);
 
+/* convolutional networks (NCHW), built in graph_conv.c */
+
+/* zeros are the defaults: stride 1, no padding, dilation 1, one group */
+typedef struct dg_conv2d_opts { int stride[2], pad[2], dilation[2], groups; } dg_conv2d_opts;
+/* kernel (window) is required; a stride of 0 means the window's size;
+ * padding at most half the window, so no window lies wholly in padding */
+typedef struct dg_pool2d_opts { int kernel[2], stride[2], pad[2]; } dg_pool2d_opts;
+
+/* x [N,C,H,W], w [O,C/groups,KH,KW], bias [O] or NULL -> [N,O,OH,OW] with
+ * OH = (H + 2 pad - dilation (KH - 1) - 1) / stride + 1 (likewise OW).
+ * groups = C = O is a depthwise convolution. */
+dg_node *dg_conv2d(dg_graph *g, dg_node *x, dg_node *w, dg_node *bias, dg_conv2d_opts o);
+dg_node *dg_max_pool2d(dg_graph *g, dg_node *x, dg_pool2d_opts o);
+dg_node *dg_avg_pool2d(dg_graph *g, dg_node *x, dg_pool2d_opts o);
+dg_node *dg_global_avg_pool2d(dg_graph *g, dg_node *x);   /* [N,C,H,W] -> [N,C] */
+dg_node *dg_flatten(dg_graph *g, dg_node *x);             /* [N,...] -> [N, rest], a view */
+/* Training-mode batch normalisation of x [N,C,H,W] or [N,C] per channel
+ * with the batch's mean and (biased) variance: scale * (x - mean) /
+ * sqrt(var + eps) + shift; scale, shift [C]. */
+dg_node *dg_batch_norm(dg_graph *g, dg_node *x, dg_node *scale, dg_node *shift, float eps);
+/* The running statistics update of batch_norm node bn: running_mean and
+ * running_var [C] (state leaves, written in place) move towards the batch's
+ * mean and unbiased variance by momentum in (0, 1]. Its output is a view of
+ * running_mean: a plan that outputs it runs the update. */
+dg_node *dg_batch_norm_running(dg_graph *g, dg_node *bn, dg_node *running_mean, dg_node *running_var,
+                               float momentum);
+/* Evaluation-mode batch normalisation with given statistics (running_mean,
+ * running_var [C]), composed of elementwise ops. */
+dg_node *dg_batch_norm_eval(dg_graph *g, dg_node *x, dg_node *scale, dg_node *shift, dg_node *running_mean,
+                            dg_node *running_var, float eps);
+
+/* Internal: check_inputs and float32 for every input (graph.c). */
+bool dg__check_f32_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in);
 /* Internal: create a node of `op` after the caller has validated shapes. */
 dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *const *in);
 /* Internal: give `owner` its next side output, of shape s, named

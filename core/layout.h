@@ -115,6 +115,71 @@ static inline dg_reduce_layout dg_reduce_layout_of(const dg_node *nd) {
     return l;
 }
 
+/* Working memory of one im2col pass is capped near this: a convolution
+ * over a larger batch works in chunks of images (dg_conv_dims.chunk). */
+#define DG_CONV_SCRATCH_BUDGET ((int64_t)128 << 20)
+
+/* A convolution or pooling node's geometry, read the same way by both
+ * backends, whichever of the op's forms the node is:
+ *   conv2d (x, w) -> y, conv2d_backward_data (dy, w) -> dx,
+ *   conv2d_backward_weight (dy, x) -> dw, max/avg_pool2d (x) -> y,
+ *   max_pool2d_backward (dy, argmax) -> dx, avg_pool2d_backward (dy) -> dx.
+ * x [n,c,h,w], y [n,o,oh,ow], w [o,cg,kh,kw] (pools: o = c, groups 1).
+ *
+ * The im2col scratch of the convolutions (dg_step.scratch) holds `chunk`
+ * images side by side: col [rows, chunk * cols], rows = c*kh*kw ordered
+ * (channel, ki, kj), cols = oh*ow ordered (oy, ox):
+ *   col[(ci*kh + ki)*kw + kj][j*cols + oy*ow + ox]
+ *     = x[n0 + j][ci][oy*sh - ph + ki*dh][ox*sw - pw + kj*dw]  (0 outside x)
+ * Group g's rows are [g*cg*kh*kw, (g+1)*cg*kh*kw), its output channels
+ * [g*og, (g+1)*og). conv2d and backward_data need col only (none when
+ * `direct`: a 1x1, stride-1, unpadded convolution reads x as its own
+ * columns); backward_weight needs col, then dyT [o, chunk*cols], dy of the
+ * chunk with the channel axis first, so dw_g += dyT_g col_g^T is one GEMM
+ * per chunk and group. */
+typedef struct dg_conv_dims {
+    int64_t n, c, h, w;      /* x                                     */
+    int64_t o, oh, ow;       /* y                                     */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+    int64_t cg, og;          /* channels of a group in x and in y     */
+    int64_t rows, cols;      /* c*kh*kw, oh*ow                         */
+    int64_t chunk;           /* images per im2col pass, 1..n           */
+    bool    direct;          /* x is its own column matrix (conv2d, backward_data) */
+} dg_conv_dims;
+
+static inline dg_conv_dims dg_conv_dims_of(const dg_node *nd) {
+    dg_attr_conv a = dg_attr_conv_of(nd);
+    dg_shape xs = nd->shape, ys = nd->shape, ws = nd->shape;
+    switch (nd->op) {
+    case DG_OP_CONV2D:                 xs = nd->in[0]->shape; ws = nd->in[1]->shape; break;
+    case DG_OP_CONV2D_BACKWARD_DATA:   ys = nd->in[0]->shape; ws = nd->in[1]->shape; break;
+    case DG_OP_CONV2D_BACKWARD_WEIGHT: ys = nd->in[0]->shape; xs = nd->in[1]->shape; break;
+    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: xs = nd->in[0]->shape; break;
+    default:                           ys = nd->in[0]->shape; break; /* pool backward */
+    }
+    dg_conv_dims d;
+    d.n = xs.d[0]; d.c = xs.d[1]; d.h = xs.d[2]; d.w = xs.d[3];
+    d.o = ys.d[1]; d.oh = ys.d[2]; d.ow = ys.d[3];
+    d.kh = a.kernel[0]; d.kw = a.kernel[1];
+    d.sh = a.stride[0]; d.sw = a.stride[1];
+    d.ph = a.pad[0]; d.pw = a.pad[1];
+    d.dh = a.dilation[0]; d.dw = a.dilation[1];
+    d.groups = a.groups > 0 ? a.groups : 1;
+    bool conv = nd->op == DG_OP_CONV2D || nd->op == DG_OP_CONV2D_BACKWARD_DATA ||
+                nd->op == DG_OP_CONV2D_BACKWARD_WEIGHT;
+    d.cg = conv ? ws.d[1] : d.c;
+    d.og = d.o / d.groups;
+    d.rows = d.c * d.kh * d.kw;
+    d.cols = d.oh * d.ow;
+    d.direct = conv && nd->op != DG_OP_CONV2D_BACKWARD_WEIGHT && d.kh == 1 && d.kw == 1 && d.sh == 1 &&
+               d.sw == 1 && d.ph == 0 && d.pw == 0;
+    int64_t per_image = 4 * d.cols * (d.rows + (nd->op == DG_OP_CONV2D_BACKWARD_WEIGHT ? d.o : 0));
+    d.chunk = per_image > 0 ? DG_CONV_SCRATCH_BUDGET / per_image : 1;
+    if (d.chunk < 1) d.chunk = 1;
+    if (d.chunk > d.n) d.chunk = d.n;
+    return d;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,6 +42,10 @@ static const dg_op_info op_info[] = {
     [DG_OP_LOG_SOFTMAX] = {"log_softmax",   1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_SOFTMAX_CE]  = {"softmax_cross_entropy", 2, F, DG_ATTR_NONE, 0, 1},
     [DG_OP_SIDE_OUTPUT] = {"side_output",   1, DG_ROLE_SIDE, DG_ATTR_SIDE, 0, 0},
+    [DG_OP_CONV2D]      = {"conv2d",        2, F, DG_ATTR_CONV,    0, 0},
+    [DG_OP_MAX_POOL2D]  = {"max_pool2d",    1, F, DG_ATTR_CONV,    0, 1},
+    [DG_OP_AVG_POOL2D]  = {"avg_pool2d",    1, F, DG_ATTR_CONV,    0, 0},
+    [DG_OP_BATCH_NORM]  = {"batch_norm",    3, F, DG_ATTR_NORM,    0, 1},
     [DG_OP_RELU_BACKWARD]        = {"relu_backward",        2, B, DG_ATTR_NONE,   0, 0},
     [DG_OP_LEAKY_RELU_BACKWARD]  = {"leaky_relu_backward",  2, B, DG_ATTR_SCALAR, 0, 0},
     [DG_OP_ABS_BACKWARD]         = {"abs_backward",         2, B, DG_ATTR_NONE,   0, 0},
@@ -51,11 +55,18 @@ static const dg_op_info op_info[] = {
     [DG_OP_SOFTMAX_BACKWARD]     = {"softmax_backward",     2, B, DG_ATTR_NONE,   0, 0},
     [DG_OP_LOG_SOFTMAX_BACKWARD] = {"log_softmax_backward", 2, B, DG_ATTR_NONE,   0, 0},
     [DG_OP_SOFTMAX_CE_BACKWARD]  = {"softmax_cross_entropy_backward", 4, B, DG_ATTR_NONE, 0, 0},
+    [DG_OP_CONV2D_BACKWARD_DATA]   = {"conv2d_backward_data",   2, B, DG_ATTR_CONV, 0, 0},
+    [DG_OP_CONV2D_BACKWARD_WEIGHT] = {"conv2d_backward_weight", 2, B, DG_ATTR_CONV, 0, 0},
+    [DG_OP_MAX_POOL2D_BACKWARD]    = {"max_pool2d_backward",    2, B, DG_ATTR_CONV, 0, 0},
+    [DG_OP_AVG_POOL2D_BACKWARD]    = {"avg_pool2d_backward",    1, B, DG_ATTR_CONV, 0, 0},
+    [DG_OP_BATCH_NORM_BACKWARD]    = {"batch_norm_backward",    4, B, DG_ATTR_NORM, 0, 0},
+    [DG_OP_BATCH_NORM_BACKWARD_SCALE] = {"batch_norm_backward_scale", 3, B, DG_ATTR_NORM, 0, 0},
     /* updates write the parameter (input 0) and their state inputs */
     [DG_OP_SGD_UPDATE]      = {"sgd_update",      2, U, DG_ATTR_OPTIM, W0, 0},
     [DG_OP_MOMENTUM_UPDATE] = {"momentum_update", 3, U, DG_ATTR_OPTIM, W0 | 1u << 2, 0},
     [DG_OP_ADAM_STEP]       = {"adam_step",       1, U, DG_ATTR_OPTIM, W0, 0},
     [DG_OP_ADAM_UPDATE]     = {"adam_update",     5, U, DG_ATTR_OPTIM, W0 | 1u << 2 | 1u << 3, 0},
+    [DG_OP_BATCH_NORM_RUNNING] = {"batch_norm_running", 3, U, DG_ATTR_NORM, W0 | 1u << 1, 0},
 };
 static_assert(sizeof op_info / sizeof op_info[0] == DG_OP_COUNT,
               "every dg_op needs a row in op_info");
@@ -96,8 +107,19 @@ static double flops_per_element(dg_op op) {
         return 4;
     case DG_OP_ADAM_UPDATE:
         return 11;
-    case DG_OP_MATMUL:
-        return 0; /* counted from its dimensions */
+    case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+        return 3;  /* per input element: (x - mean) * invstd * dy, summed */
+    case DG_OP_BATCH_NORM:
+        return 7;  /* mean and variance passes, then scale and shift */
+    case DG_OP_BATCH_NORM_BACKWARD:
+        return 10; /* two channel sums, then the combination */
+    case DG_OP_BATCH_NORM_RUNNING:
+        return 8;  /* per channel */
+    case DG_OP_AVG_POOL2D_BACKWARD:
+        return 1;
+    case DG_OP_MATMUL: case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
+    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_MAX_POOL2D_BACKWARD:
+        return 0; /* counted from their dimensions */
     }
     return 0;
 }
@@ -117,9 +139,34 @@ dg_cost dg_node_cost(const dg_node *n) {
     if (!info->writes) c.bytes += (double)dg_node_bytes(n);
     for (int i = 0; i < n->n_side; i++) c.bytes += (double)dg_node_bytes(n->side[i]);
     /* reductions and the softmax family count per input element */
-    double elems = (double)dg_node_numel(n->op == DG_OP_SUM || n->op == DG_OP_MEAN || n->op == DG_OP_SOFTMAX_CE
-                                             ? n->in[0] : n);
+    bool per_input = n->op == DG_OP_SUM || n->op == DG_OP_MEAN || n->op == DG_OP_SOFTMAX_CE ||
+                     n->op == DG_OP_BATCH_NORM_BACKWARD_SCALE;
+    double elems = (double)dg_node_numel(per_input ? n->in[0] : n);
     c.flops = flops_per_element(n->op) * elems;
     if (n->op == DG_OP_MATMUL) c.flops = 2.0 * (double)dg_node_numel(n) * (double)dg_gemm_dims_of(n).k;
+    if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT) {
+        /* each form is the same multiply-adds: every output of the forward
+         * against every tap of its window */
+        dg_conv_dims d = dg_conv_dims_of(n);
+        c.flops = 2.0 * (double)d.n * (double)d.o * (double)d.cols * (double)(d.cg * d.kh * d.kw);
+    }
+    if (n->op == DG_OP_MAX_POOL2D || n->op == DG_OP_AVG_POOL2D) {
+        dg_conv_dims d = dg_conv_dims_of(n);
+        c.flops = (double)dg_node_numel(n) * (double)(d.kh * d.kw); /* a compare or add per tap */
+    }
+    if (n->op == DG_OP_MAX_POOL2D_BACKWARD) c.flops = (double)dg_node_numel(n->in[0]); /* an add per max */
     return c;
+}
+
+size_t dg_node_scratch_bytes(const dg_node *n) {
+    if (!n) {
+        dg__fail(DG_ERR_INVALID, "dg_node_scratch_bytes: NULL node");
+        return 0;
+    }
+    if (n->op != DG_OP_CONV2D && n->op != DG_OP_CONV2D_BACKWARD_DATA && n->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
+        return 0;
+    dg_conv_dims d = dg_conv_dims_of(n);
+    if (d.direct) return 0;
+    int64_t floats = d.chunk * d.cols * (d.rows + (n->op == DG_OP_CONV2D_BACKWARD_WEIGHT ? d.o : 0));
+    return (size_t)floats * sizeof(float);
 }

@@ -11,6 +11,7 @@
 #define DG_OPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +35,16 @@ typedef enum dg_op {
     DG_OP_SOFTMAX_CE,        /* (logits [r,c], labels i32 [r]) -> mean loss [1];
                                 side output: row log-sum-exp [r]             */
     DG_OP_SIDE_OUTPUT,       /* (owner): a side output of its owner's step    */
+    /* convolutional networks: NCHW; dg_attr_conv (layout.h: dg_conv_dims_of) */
+    DG_OP_CONV2D,            /* (x [N,C,H,W], w [O,C/groups,KH,KW]) -> [N,O,OH,OW] */
+    DG_OP_MAX_POOL2D,        /* (x) -> [N,C,OH,OW]; side output: argmax, int32,
+                                the index h*W+w in x's plane of each maximum */
+    DG_OP_AVG_POOL2D,        /* (x) -> [N,C,OH,OW]; padding counts in the
+                                divisor (KH*KW), as PyTorch's default      */
+    DG_OP_BATCH_NORM,        /* (x [N,C,H,W] or [N,C], scale [C], shift [C]) -> x's
+                                shape, normalised with the batch's statistics
+                                over all axes but 1; dg_attr_norm; side
+                                output: stats [2,C] (mean, 1/sqrt(var+eps)) */
     /* backward ops: emitted by dg_grad where composing would waste work */
     DG_OP_RELU_BACKWARD,       /* (dy, x) -> dy * (x > 0)                     */
     DG_OP_LEAKY_RELU_BACKWARD, /* (dy, x) -> dy * (x > 0 ? 1 : slope)         */
@@ -45,12 +56,22 @@ typedef enum dg_op {
     DG_OP_LOG_SOFTMAX_BACKWARD,/* (dy, y) -> dy - exp(y) * sum(dy)            */
     DG_OP_SOFTMAX_CE_BACKWARD, /* (dloss [1], logits, labels, lse [r]) ->
                                   (exp(logits - lse) - onehot) * dloss / r    */
+    DG_OP_CONV2D_BACKWARD_DATA,   /* (dy, w) -> dx [N,C,H,W]                 */
+    DG_OP_CONV2D_BACKWARD_WEIGHT, /* (dy, x) -> dw [O,C/groups,KH,KW]         */
+    DG_OP_MAX_POOL2D_BACKWARD,    /* (dy, argmax) -> dx: dy routed to each max */
+    DG_OP_AVG_POOL2D_BACKWARD,    /* (dy) -> dx                               */
+    DG_OP_BATCH_NORM_BACKWARD,    /* (dy, x, scale, stats) -> dx              */
+    DG_OP_BATCH_NORM_BACKWARD_SCALE, /* (dy, x, stats) -> dscale [C] =
+                                        sum over N,H,W of dy * xhat          */
     /* optimizer updates: write their parameter and state in place (the
      * `writes` mask of their row); attributes: dg_attr_optim */
     DG_OP_SGD_UPDATE,          /* (w, dw): w -= lr dw                         */
     DG_OP_MOMENTUM_UPDATE,     /* (w, dw, v): v = mu v + dw; w -= lr v        */
     DG_OP_ADAM_STEP,           /* (t [1]): t += 1                             */
     DG_OP_ADAM_UPDATE,         /* (w, dw, m, v, t): Adam with bias correction */
+    DG_OP_BATCH_NORM_RUNNING,  /* (running_mean [C], running_var [C], stats):
+                                  r = (1 - momentum) r + momentum batch value,
+                                  the variance unbiased; dg_attr_norm        */
     DG_OP_COUNT
 } dg_op;
 
@@ -71,6 +92,8 @@ typedef enum dg_attr_kind {
     DG_ATTR_REDUCE,    /* dg_attr_reduce  */
     DG_ATTR_OPTIM,     /* dg_attr_optim   */
     DG_ATTR_SIDE,      /* dg_attr_side    */
+    DG_ATTR_CONV,      /* dg_attr_conv    */
+    DG_ATTR_NORM,      /* dg_attr_norm    */
 } dg_attr_kind;
 
 typedef struct dg_op_info {
@@ -94,6 +117,11 @@ struct dg_node;
  * and the profiler's bound classification read these. */
 typedef struct dg_cost { double flops, bytes; } dg_cost;
 dg_cost dg_node_cost(const struct dg_node *n);   /* zeros for NULL */
+
+/* The working memory a node's kernel needs beside its inputs and output
+ * (the im2col columns of a convolution, layout.h), which the plan places in
+ * its arena for that step only (dg_step.scratch). 0 for most ops and NULL. */
+size_t dg_node_scratch_bytes(const struct dg_node *n);
 
 #ifdef __cplusplus
 }

@@ -177,7 +177,7 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
     bool *needed = calloc((size_t)n, sizeof *needed);
     int *last = malloc((size_t)n * sizeof *last);
     p->steps = calloc((size_t)n, sizeof *p->steps);
-    p->bufs = calloc((size_t)n, sizeof *p->bufs);
+    p->bufs = calloc(2 * (size_t)n, sizeof *p->bufs); /* a node, or a node and its scratch */
     dg_status st = DG_OK;
     if (!p->data || !p->owned_leaf || !needed || !last || !p->steps || !p->bufs) {
         st = dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory for %d nodes", n);
@@ -231,11 +231,13 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
     for (int id = 0; id < n; id++) {
         const dg_node *x = dg_graph_node(g, id);
         if (!needed[id] || x->op == DG_OP_LEAF || x->op == DG_OP_SIDE_OUTPUT || x->view_of) continue;
-        p->bufs[p->n_bufs++] = (dg_plan_buffer){id, 0, dg_node_bytes(x), id, last[id]};
+        p->bufs[p->n_bufs++] = (dg_plan_buffer){id, 0, dg_node_bytes(x), id, last[id], false};
         for (int j = 0; j < x->n_side; j++) {
             const dg_node *sd = x->side[j];
-            p->bufs[p->n_bufs++] = (dg_plan_buffer){sd->id, 0, dg_node_bytes(sd), id, last[sd->id]};
+            p->bufs[p->n_bufs++] = (dg_plan_buffer){sd->id, 0, dg_node_bytes(sd), id, last[sd->id], false};
         }
+        size_t scratch = dg_node_scratch_bytes(x);
+        if (scratch) p->bufs[p->n_bufs++] = (dg_plan_buffer){id, 0, scratch, id, id, true};
     }
     size_t arena = place_buffers(p->bufs, p->n_bufs, !o.no_reuse);
     size_t flat = 0;
@@ -253,7 +255,8 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         p->data[id] = (char *)p->persist + off;
         off = align_up(off + dg_node_bytes(dg_graph_node(g, id)));
     }
-    for (int i = 0; i < p->n_bufs; i++) p->data[p->bufs[i].node_id] = (char *)p->arena + p->bufs[i].offset;
+    for (int i = 0; i < p->n_bufs; i++)
+        if (!p->bufs[i].scratch) p->data[p->bufs[i].node_id] = (char *)p->arena + p->bufs[i].offset;
     for (int id = 0; id < n; id++) {
         const dg_node *x = dg_graph_node(g, id);
         if (!needed[id]) continue;
@@ -272,6 +275,12 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
             goto done;
         }
         p->steps[p->n_steps++] = dg_step_of(x, p->data, p->opts.tf32 ? DG_STEP_TF32 : 0u);
+    }
+    /* each step's scratch: its buffers follow the steps' order */
+    for (int i = 0, k = 0; i < p->n_bufs; i++) {
+        if (!p->bufs[i].scratch) continue;
+        while (p->steps[k].node->id != p->bufs[i].node_id) k++;
+        p->steps[k].scratch = (char *)p->arena + p->bufs[i].offset;
     }
     p->stats.n_steps = p->n_steps;
     st = init_leaves(p);

@@ -40,17 +40,19 @@ typedef struct dg_plan_stats {
     size_t arena_bytes;       /* peak of computed tensors, as planned         */
     size_t no_reuse_bytes;    /* the same tensors without any reuse           */
     int    n_steps;           /* kernels run per dg_plan_run                  */
-    int    n_buffers;         /* computed tensors placed in the arena         */
+    int    n_buffers;         /* computed tensors and scratch in the arena    */
 } dg_plan_stats;
 
 /* One arena buffer, for inspection (tests): node `node_id` occupies
  * [offset, offset + bytes) from step index `first` to `last` inclusive
  * (indices are node ids; last = INT32_MAX for outputs). A side output's
- * buffer starts at its owner's step, which writes it. */
+ * buffer starts at its owner's step, which writes it. A scratch buffer is
+ * the working memory of node `node_id`'s step (first = last = node_id). */
 typedef struct dg_plan_buffer {
     int    node_id;
     size_t offset, bytes;
     int    first, last;
+    bool   scratch;
 } dg_plan_buffer;
 
 dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const *outputs, int n_out,

@@ -106,6 +106,10 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_SOFTMAX_CE_BACKWARD: dg__cpu_softmax_ce_backward(s); break;
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         dg__cpu_update(s); break;
+    case DG_OP_CONV2D: case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_BATCH_NORM:
+    case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
+    case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_BATCH_NORM_RUNNING:
     case DG_OP_LEAF:
     case DG_OP_COUNT:
         return dg__fail(DG_ERR_UNSUPPORTED, "cpu: op %s cannot be computed", dg_op_name(s->node->op));

@@ -206,6 +206,10 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     case DG_OP_SOFTMAX_CE_BACKWARD: return dg__gpu_softmax_ce_backward(c, s);
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         return dg__gpu_update(c, s);
+    case DG_OP_CONV2D: case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_BATCH_NORM:
+    case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
+    case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_BATCH_NORM_RUNNING:
     case DG_OP_LEAF:
     case DG_OP_COUNT:
         break;

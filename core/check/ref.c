@@ -255,6 +255,10 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         optim_update(n, vals, y);
         break;
+    case DG_OP_CONV2D: case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_BATCH_NORM:
+    case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
+    case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_BATCH_NORM_RUNNING:
     case DG_OP_COUNT: return DG_ERR_UNSUPPORTED;
     }
     return DG_OK;
