@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "backends.h"
+#include "core/nn/cnn.h"
 #include "core/nn/mlp.h"
 #include "core/nn/trainer.h"
 #include "csv.h"
@@ -24,7 +25,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: bench train [options]\n"
             "\n"
-            "  --model M         logreg | mlp (default mlp)\n"
+            "  --model M         logreg | mlp | cnn (default mlp); cnn: two conv-bn-relu-maxpool blocks,\n"
+            "                    then two linear layers (core/nn/cnn.h)\n"
             "  --widths W        MLP layer widths (default 784-256-100-10)\n"
             "  --backend B       cpu | gpu (default cpu)\n"
             "  --epochs N        (default 10)\n"
@@ -81,7 +83,10 @@ int bench_train_main(int argc, char **argv) {
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'M': if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg")) return bad("--model", optarg); model = optarg; break;
+        case 'M':
+            if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg") && strcmp(optarg, "cnn")) return bad("--model", optarg);
+            model = optarg;
+            break;
         case 'W': widths = optarg; break;
         case 'b': if (strcmp(optarg, "cpu") && strcmp(optarg, "gpu")) return bad("--backend", optarg); backend = optarg; break;
         case 'e': if (!bench_parse_long(optarg, 1, 10000, &v)) return bad("--epochs (1 to 10000)", optarg); o.epochs = (int)v; break;
@@ -101,10 +106,17 @@ int bench_train_main(int argc, char **argv) {
     }
     if (optind < argc) return bad("argument", argv[optind]);
     dg_mlp_cfg cfg;
-    if (dg_mlp_parse_widths(!strcmp(model, "logreg") ? "784-10" : widths, &cfg) != DG_OK)
-        return bench_usage_error("bench train", "%s", dg_last_error());
-    o.model = dg_mlp_new;
-    o.model_cfg = &cfg;
+    dg_cnn_cfg cnn = dg_cnn_default();
+    if (!strcmp(model, "cnn")) {
+        o.model = dg_cnn_new;
+        o.model_cfg = &cnn;
+        widths = "1x28x28, conv 32, 64, linear 128, 10";
+    } else {
+        if (dg_mlp_parse_widths(!strcmp(model, "logreg") ? "784-10" : widths, &cfg) != DG_OK)
+            return bench_usage_error("bench train", "%s", dg_last_error());
+        o.model = dg_mlp_new;
+        o.model_cfg = &cfg;
+    }
     if (isnan(lr)) lr = kind == DG_OPTIM_ADAM ? 1e-3 : kind == DG_OPTIM_MOMENTUM ? 0.01 : 0.1;
     o.optim = dg_optim_default(kind, (float)lr);
 

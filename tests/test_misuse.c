@@ -448,7 +448,7 @@ Test(misuse, model_and_train_step) {
     dg_shape s;
     cr_assert(!dg_model_input_shape(NULL, 2, &s) && !dg_model_input_shape(&m, 2, NULL));
     dg_model empty = {0};
-    ASSERT_VALUE(dg_model_forward(g, &empty, NULL), NULL, "model: NULL model or forward");
+    ASSERT_VALUE(dg_model_forward(g, &empty, NULL, NULL), NULL, "model: NULL model or forward");
     dg_graph_free(g);
 
     g = dg_graph_new();

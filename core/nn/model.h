@@ -13,19 +13,34 @@ extern "C" {
 #endif
 
 #define DG_MODEL_MAX_PARAMS 64
+#define DG_MODEL_MAX_UPDATES 32   /* running-statistics updates of one forward */
 
 typedef struct dg_model dg_model;
 
-/* x [batch, in_shape...] -> logits [batch, classes] */
-typedef dg_node *(*dg_forward_fn)(dg_graph *g, const dg_model *m, dg_node *x);
+/* How a forward runs. Evaluation (NULL or training false): batch norm uses
+ * the running statistics. Training: batch norm uses the batch's statistics
+ * and the forward appends the update of each layer's running statistics to
+ * updates[], which the training step's plan must run beside the optimizer's
+ * (dg_train_step outputs them). */
+typedef struct dg_forward_mode {
+    bool     training;
+    dg_node *updates[DG_MODEL_MAX_UPDATES];
+    int      n_updates;
+} dg_forward_mode;
+
+/* x [batch, in_shape...] -> logits [batch, classes]; mode may be NULL */
+typedef dg_node *(*dg_forward_fn)(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode);
 
 struct dg_model {
-    const char   *name;       /* "mlp", "logreg", ...                        */
+    const char   *name;       /* "mlp", "logreg", "cnn", ...                 */
     dg_shape      in_shape;   /* one example: [784] for a flat image         */
     int           classes;
     dg_forward_fn forward;
     int           n_params;
     dg_node      *params[DG_MODEL_MAX_PARAMS]; /* in the model's fixed order */
+    int           n_state;    /* persistent non-trained tensors (running
+                                 statistics), in the model's fixed order    */
+    dg_node      *state[DG_MODEL_MAX_PARAMS];
 };
 
 /* Makes a model's parameters on g (seeded: the same values on every
@@ -41,10 +56,18 @@ static inline bool dg_model_input_shape(const dg_model *m, int64_t batch, dg_sha
     return true;
 }
 
-/* NULL, and g in an error state, for a model without a forward */
-static inline dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x) {
+/* NULL, and g in an error state, for a model without a forward; mode NULL
+ * is evaluation */
+static inline dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
     if (!m || !m->forward) return dg__graph_fail(g, DG_ERR_INVALID, "model: NULL model or forward");
-    return m->forward(g, m, x);
+    return m->forward(g, m, x, mode);
+}
+
+/* The number of trainable values: the sum of the parameters' sizes. */
+static inline int64_t dg_model_param_count(const dg_model *m) {
+    int64_t total = 0;
+    for (int i = 0; m && i < m->n_params; i++) total += dg_node_numel(m->params[i]);
+    return total;
 }
 
 #ifdef __cplusplus

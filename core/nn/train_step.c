@@ -16,7 +16,8 @@ dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const d
         return dg__fail(DG_ERR_SHAPE, "train step: examples of %d dims do not fit", m->in_shape.ndim);
     out->x = dg_input(g, "x", xs);
     out->y = dg_input_i32(g, "y", DG_SHAPE(batch));
-    out->logits = out->x ? dg_model_forward(g, m, out->x) : NULL;
+    dg_forward_mode mode = {.training = true};
+    out->logits = out->x ? dg_model_forward(g, m, out->x, &mode) : NULL;
     out->loss = dg_softmax_cross_entropy(g, out->logits, out->y);
     if (!out->loss) return dg_graph_status(g);
     dg_status st = dg_grad(g, out->loss, m->params, m->n_params, out->grads);
@@ -24,5 +25,6 @@ dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const d
     out->outputs[0] = out->loss;
     if ((st = dg_optim_apply(g, o, m->params, out->grads, m->n_params, out->outputs + 1)) != DG_OK) return st;
     out->n_outputs = 1 + m->n_params;
+    for (int i = 0; i < mode.n_updates; i++) out->outputs[out->n_outputs++] = mode.updates[i];
     return DG_OK;
 }

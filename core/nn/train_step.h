@@ -18,7 +18,9 @@ typedef struct dg_train_step {
     dg_node *logits;   /* [batch, classes]                           */
     dg_node *loss;     /* [1]                                        */
     dg_node *grads[DG_MODEL_MAX_PARAMS];       /* of model->params    */
-    dg_node *outputs[1 + DG_MODEL_MAX_PARAMS]; /* loss, then updates  */
+    dg_node *outputs[1 + DG_MODEL_MAX_PARAMS + DG_MODEL_MAX_UPDATES];
+                       /* loss, the optimizer's updates, then the
+                          running statistics' updates                 */
     int      n_outputs;
 } dg_train_step;
 

@@ -39,7 +39,7 @@ static dg_status build(trainer *t, dg_backend *be, const dg_train_opts *o, int e
     if (!dg_model_input_shape(&t->model, eval_batch, &xs))
         return dg__fail(DG_ERR_SHAPE, "train: examples of %d dims do not fit", t->model.in_shape.ndim);
     t->xt = dg_input(g, "x_eval", xs);
-    t->logits_t = dg_model_forward(g, &t->model, t->xt);
+    t->logits_t = dg_model_forward(g, &t->model, t->xt, NULL);
     if (!t->logits_t) return dg_graph_status(g);
     if ((st = dg_train_step_build(g, &t->model, o->batch, &o->optim, &t->ts)) != DG_OK) return st;
     t->x = t->ts.x;
