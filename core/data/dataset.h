@@ -1,6 +1,7 @@
 /* data.h: IDX files (the MNIST / Fashion-MNIST format), gzip-compressed or
  * not, read through zlib with strict validation, and the Fashion-MNIST
- * splits as float images in [0, 1] and int32 labels. */
+ * splits and CIFAR-10's binary batches (cifar.c) as float images in [0, 1]
+ * and int32 labels. */
 #ifndef DG_DATA_H
 #define DG_DATA_H
 
@@ -45,6 +46,30 @@ typedef struct dg_dataset {
  * bytes. */
 dg_status dg_dataset_load(const char *dir, const char *split, dg_dataset *out);
 void      dg_dataset_free(dg_dataset *d);
+
+/* CIFAR-10, binary version: a batch file is records of 1 label byte (0 to 9)
+ * then 3072 pixel bytes, the red, green and blue planes of 32x32 row-major.
+ * Loaded as images [n, 3, 32, 32], channels first as the bytes come, pixel
+ * / 255: in dg_dataset's terms rows = 3 * 32 (the planes stacked) and cols =
+ * 32, so rows * cols is an example's 3072 features; a model takes them as
+ * in_shape [3, 32, 32]. Freed with dg_dataset_free. */
+#define DG_CIFAR10_CHANNELS     3
+#define DG_CIFAR10_SIDE         32
+#define DG_CIFAR10_RECORD_BYTES (1 + DG_CIFAR10_CHANNELS * DG_CIFAR10_SIDE * DG_CIFAR10_SIDE)
+
+/* One batch file, plain or gzip. DG_ERR_IO with a message naming the file
+ * for: an empty file, a size that is not a whole number of records, a final
+ * record cut short (seen while reading: a gzip file's size says nothing), a
+ * label above 9, more records than an int counts as floats, or a file that
+ * cannot be opened or read; *out is then zeroed. */
+dg_status dg_cifar10_load_file(const char *path, dg_dataset *out);
+
+/* split "train" (data_batch_1.bin to data_batch_5.bin, in that order) or
+ * "test" (test_batch.bin) from dir, the folder the binary version unpacks
+ * to. Every file is looked for before any is read: DG_ERR_IO naming a
+ * missing one and where the data set comes from. DG_ERR_INVALID for a NULL
+ * dir or split, another split, or a path that would not fit 1023 bytes. */
+dg_status dg_cifar10_load(const char *dir, const char *split, dg_dataset *out);
 
 #ifdef __cplusplus
 }
