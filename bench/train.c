@@ -16,6 +16,7 @@
 #include "backends.h"
 #include "core/nn/cnn.h"
 #include "core/nn/mlp.h"
+#include "core/nn/resnet.h"
 #include "core/nn/trainer.h"
 #include "csv.h"
 #include "env.h"
@@ -25,8 +26,9 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: bench train [options]\n"
             "\n"
-            "  --model M         logreg | mlp | cnn (default mlp); cnn: two conv-bn-relu-maxpool blocks,\n"
-            "                    then two linear layers (core/nn/cnn.h)\n"
+            "  --model M         logreg | mlp | cnn | resnet18-cifar (default mlp); cnn: two\n"
+            "                    conv-bn-relu-maxpool blocks, then two linear layers (core/nn/cnn.h);\n"
+            "                    resnet18-cifar: ResNet-18 with the 3x3 stem on CIFAR-10 (needs --data)\n"
             "  --widths W        MLP layer widths (default 784-256-100-10)\n"
             "  --backend B       cpu | gpu (default cpu)\n"
             "  --epochs N        (default 10)\n"
@@ -38,7 +40,8 @@ static void usage(FILE *f) {
             "                    uploaded once to the backend\n"
             "  --subset N        train on the first N examples only\n"
             "  --threads N       CPU threads\n"
-            "  --data DIR        Fashion-MNIST folder (default " DG_FASHION_MNIST_DIR ")\n"
+            "  --data DIR        Fashion-MNIST folder (default " DG_FASHION_MNIST_DIR "), or for\n"
+            "                    resnet18-cifar the folder of CIFAR-10's binary batches (data_batch_1.bin ...)\n"
             "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy].csv\n"
             "\n"
             "The training loss of an epoch is the mean of every step's loss; epoch time is wall time of the\n"
@@ -84,7 +87,9 @@ int bench_train_main(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'M':
-            if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg") && strcmp(optarg, "cnn")) return bad("--model", optarg);
+            if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg") && strcmp(optarg, "cnn") &&
+                strcmp(optarg, "resnet18-cifar"))
+                return bad("--model", optarg);
             model = optarg;
             break;
         case 'W': widths = optarg; break;
@@ -107,7 +112,17 @@ int bench_train_main(int argc, char **argv) {
     if (optind < argc) return bad("argument", argv[optind]);
     dg_mlp_cfg cfg;
     dg_cnn_cfg cnn = dg_cnn_default();
-    if (!strcmp(model, "cnn")) {
+    dg_resnet_cfg resnet = dg_resnet18_default(DG_RESNET_CIFAR);
+    bool cifar = !strcmp(model, "resnet18-cifar");
+    if (cifar) {
+        if (!data)
+            return bench_usage_error("bench train", "--model resnet18-cifar needs CIFAR-10, which no package "
+                                     "installs: download its binary version and pass --data DIR (the folder of "
+                                     "data_batch_1.bin ... test_batch.bin)");
+        o.model = dg_resnet18_new;
+        o.model_cfg = &resnet;
+        widths = "3x32x32, 3x3 stem, 11,173,962 parameters";
+    } else if (!strcmp(model, "cnn")) {
         o.model = dg_cnn_new;
         o.model_cfg = &cnn;
         widths = "1x28x28, conv 32, 64, linear 128, 10";
@@ -121,7 +136,12 @@ int bench_train_main(int argc, char **argv) {
     o.optim = dg_optim_default(kind, (float)lr);
 
     dg_dataset train, test;
-    if (dg_dataset_load(data, "train", &train) != DG_OK || dg_dataset_load(data, "t10k", &test) != DG_OK) {
+    dg_status loaded = cifar ? dg_cifar10_load(data, "train", &train) : dg_dataset_load(data, "train", &train);
+    if (loaded == DG_OK) {
+        loaded = cifar ? dg_cifar10_load(data, "test", &test) : dg_dataset_load(data, "t10k", &test);
+        if (loaded != DG_OK) dg_dataset_free(&train);
+    }
+    if (loaded != DG_OK) {
         fprintf(stderr, "bench train: %s\n", dg_last_error());
         return 1;
     }

@@ -159,6 +159,35 @@ Test(bench_hostile, a_failed_train_run_keeps_the_earlier_csv) {
     remove_dir(dir);
 }
 
+/* CIFAR-10 is in no package: resnet18-cifar without --data is a usage
+ * error that says where the data comes from; a folder without the batches
+ * names the first missing file; a corrupt batch is named with its problem.
+ * Nothing is written to --out in any of these. */
+Test(bench_hostile, resnet18_cifar_without_its_data_says_how_to_get_it) {
+    char dir[] = "/tmp/dg-cifar-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/res", dir);
+    const char *no_flag[] = {"train", "--model", "resnet18-cifar", "--out", path, NULL};
+    cr_assert_eq(run_bench("/tmp", no_flag, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "needs CIFAR-10") && strstr(err, "--data DIR"), "%s", err);
+    const char *empty[] = {"train", "--model", "resnet18-cifar", "--data", dir, "--out", path, NULL};
+    cr_assert_eq(run_bench("/tmp", empty, out, err, 30), 1, "%s", err);
+    cr_assert(strstr(err, "data_batch_1.bin not found") && strstr(err, "--data DIR"), "%s", err);
+    /* five batches present, the first one record and a byte long */
+    for (int i = 1; i <= 5; i++) {
+        char f[1100];
+        snprintf(f, sizeof f, "%s/data_batch_%d.bin", dir, i);
+        write_file(f, "x");
+    }
+    snprintf(path, sizeof path, "%s/test_batch.bin", dir);
+    write_file(path, "x");
+    snprintf(path, sizeof path, "%s/res", dir);
+    cr_assert_eq(run_bench("/tmp", empty, out, err, 30), 1, "%s", err);
+    cr_assert(strstr(err, "data_batch_1.bin") && strstr(err, "not a multiple of the 3073-byte record"), "%s", err);
+    cr_assert_not(exists(path), "a refused run created %s", path);
+    remove_dir(dir);
+}
+
 /* The same sweep twice would write its CSV twice, the second run erasing
  * the first: refused before anything runs. */
 Test(bench_hostile, a_sweep_given_twice_is_refused) {
