@@ -177,6 +177,9 @@ static bool gpu_supports(const dg_backend *be, const dg_node *n) {
     if (n->op == DG_OP_LEAF || n->op == DG_OP_SIDE_OUTPUT || n->op >= DG_OP_COUNT) return false;
     if (n->op == DG_OP_SOFTMAX_CE) return dg__gpu_softmax_ce_fits(gpu_of(be), n);
     if (n->op == DG_OP_MATMUL) return gemm_dims_fit_int(n);
+    if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT)
+        return dg__gpu_conv_fits(n);
+    if (n->op == DG_OP_MAX_POOL2D || n->op == DG_OP_MAX_POOL2D_BACKWARD) return dg__gpu_argmax_fits(n);
     return true;
 }
 
@@ -206,10 +209,17 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     case DG_OP_SOFTMAX_CE_BACKWARD: return dg__gpu_softmax_ce_backward(c, s);
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         return dg__gpu_update(c, s);
-    case DG_OP_CONV2D: case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_BATCH_NORM:
-    case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
-    case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
-    case DG_OP_BATCH_NORM_RUNNING:
+    case DG_OP_CONV2D:                    return dg__gpu_conv2d(c, s);
+    case DG_OP_CONV2D_BACKWARD_DATA:      return dg__gpu_conv2d_backward_data(c, s);
+    case DG_OP_CONV2D_BACKWARD_WEIGHT:    return dg__gpu_conv2d_backward_weight(c, s);
+    case DG_OP_MAX_POOL2D:                return dg__gpu_max_pool2d(c, s);
+    case DG_OP_MAX_POOL2D_BACKWARD:       return dg__gpu_max_pool2d_backward(c, s);
+    case DG_OP_AVG_POOL2D:                return dg__gpu_avg_pool2d(c, s);
+    case DG_OP_AVG_POOL2D_BACKWARD:       return dg__gpu_avg_pool2d_backward(c, s);
+    case DG_OP_BATCH_NORM:                return dg__gpu_batch_norm(c, s);
+    case DG_OP_BATCH_NORM_BACKWARD:       return dg__gpu_batch_norm_backward(c, s);
+    case DG_OP_BATCH_NORM_BACKWARD_SCALE: return dg__gpu_batch_norm_backward_scale(c, s);
+    case DG_OP_BATCH_NORM_RUNNING:        return dg__gpu_batch_norm_running(c, s);
     case DG_OP_LEAF:
     case DG_OP_COUNT:
         break;

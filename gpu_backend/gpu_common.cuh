@@ -71,11 +71,26 @@ dg_status dg__gpu_enter(const gpu_ctx *c);
         if (enter_ != DG_OK) return enter_;         \
     } while (0)
 
+/* The handle's math mode for the next cuBLAS call: TF32 tensor cores only
+ * where the step allows them (DG_STEP_TF32). Set on the host, so a CUDA-graph
+ * capture bakes in each captured call's mode; changed only when it differs. */
+static inline dg_status dg__gpu_cublas_math(gpu_ctx *c, bool tf32) {
+    if (c->cublas_tf32 != tf32) {
+        DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+        c->cublas_tf32 = tf32;
+    }
+    return DG_OK;
+}
+
 /* grid for a grid-stride loop over n items */
 static inline unsigned grid_for(long long n, int block) {
     long long g = (n + block - 1) / block;
     return (unsigned)(g < 1 ? 1 : g > 65535LL * 16 ? 65535LL * 16 : g);
 }
+
+/* a grid-stride loop of each thread over the items i < n (64-bit indices) */
+#define GRID_STRIDE(i, n) \
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
 
 /* ---- device helpers shared by several kernel files ---- */
 
@@ -92,6 +107,18 @@ static __device__ __forceinline__ long long strided(long long i, const dg_dims4 
     r /= o.d[2];
     long long i1 = r % o.d[1], i0 = r / o.d[1];
     return i0 * st.d[0] + i1 * st.d[1] + i2 * st.d[2] + i3 * st.d[3];
+}
+
+/* The output position along one axis whose window has its tap k on input
+ * position i (i = o*stride - pad + k*dilation), or -1 where none has: lets
+ * a backward kernel gather, each input element summing what its windows
+ * send it, instead of scattering with atomics. */
+static __device__ __forceinline__ long long window_at(long long i, long long k, long long stride, long long pad,
+                                                      long long dilation, long long out) {
+    long long t = i + pad - k * dilation;
+    if (t < 0 || t % stride) return -1;
+    t /= stride;
+    return t < out ? t : -1;
 }
 
 /* kernels, by family (one .cu file each); each returns the launch status.
@@ -121,5 +148,21 @@ dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                         const float *A, int lda, const float *B, int ldb, float *C, int ldc, int batch,
                         long long sa, long long sb, long long sc);
+/* gpu_conv.cu; conv_fits: the node's GEMM dimensions fit cuBLAS's int */
+bool      dg__gpu_conv_fits(const dg_node *n);
+dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s);
+/* gpu_pool.cu; argmax_fits: every h*W+w of the plane fits the int32 argmax */
+bool      dg__gpu_argmax_fits(const dg_node *n);
+dg_status dg__gpu_max_pool2d(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_max_pool2d_backward(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_avg_pool2d(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_avg_pool2d_backward(gpu_ctx *c, const dg_step *s);
+/* gpu_norm.cu */
+dg_status dg__gpu_batch_norm(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_batch_norm_backward(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_batch_norm_backward_scale(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_batch_norm_running(gpu_ctx *c, const dg_step *s);
 
 #endif

@@ -1,0 +1,145 @@
+/* gpu_pool.cu: max and average pooling over NCHW planes and their backward
+ * ops (cpu_pool.c's counterpart), geometry from core/layout.h
+ * (dg_conv_dims_of; the pools' channels map one to one, o = c). A thread
+ * per output element in the forward; the backward gathers, a thread per
+ * input element summing what the windows that hold it send it: no
+ * atomics, so results are deterministic.
+ *   max_pool2d (x) -> y, side output argmax (int32 h*W + w of each max)
+ *   max_pool2d_backward (dy, argmax) -> dx
+ *   avg_pool2d (x) -> y: the taps inside x over kh*kw (padding counts)
+ *   avg_pool2d_backward (dy) -> dx */
+#include <limits.h>
+
+#include "gpu_common.cuh"
+
+#define BLOCK 256
+
+/* The maximum of the window's taps inside x (the pools' padding is at most
+ * half the window, so every window has one). Ties keep the first tap in
+ * (ki, kj) order; a NaN replaces any number, so the first NaN wins. */
+__global__ void k_max_pool(const float *__restrict__ x, float *__restrict__ y, int *__restrict__ argmax,
+                           dg_conv_dims d) {
+    GRID_STRIDE(i, d.n * d.c * d.cols) {
+        long long ox = i % d.ow, oy = i / d.ow % d.oh, plane = i / d.cols;
+        const float *xp = x + plane * d.h * d.w;
+        float best = 0.0f;
+        long long at = -1;
+        for (long long ki = 0; ki < d.kh; ki++) {
+            long long iy = oy * d.sh - d.ph + ki * d.dh;
+            if (iy < 0 || iy >= d.h) continue;
+            for (long long kj = 0; kj < d.kw; kj++) {
+                long long ix = ox * d.sw - d.pw + kj * d.dw;
+                if (ix < 0 || ix >= d.w) continue;
+                float v = xp[iy * d.w + ix];
+                if (at < 0 || v > best || (isnan(v) && !isnan(best))) {
+                    best = v;
+                    at = iy * d.w + ix;
+                }
+            }
+        }
+        y[i] = best;
+        argmax[i] = (int)at;
+    }
+}
+
+/* dx[plane][p] = the sum of dy over the windows holding p whose argmax is p */
+__global__ void k_max_pool_backward(const float *__restrict__ dy, const int *__restrict__ argmax,
+                                    float *__restrict__ dx, dg_conv_dims d) {
+    GRID_STRIDE(i, d.n * d.c * d.h * d.w) {
+        long long ix = i % d.w, iy = i / d.w % d.h, plane = i / (d.h * d.w);
+        long long p = iy * d.w + ix, base = plane * d.cols;
+        float acc = 0.0f;
+        for (long long ki = 0; ki < d.kh; ki++) {
+            long long oy = window_at(iy, ki, d.sh, d.ph, d.dh, d.oh);
+            if (oy < 0) continue;
+            for (long long kj = 0; kj < d.kw; kj++) {
+                long long ox = window_at(ix, kj, d.sw, d.pw, d.dw, d.ow);
+                long long o = base + oy * d.ow + ox;
+                if (ox >= 0 && argmax[o] == p) acc += dy[o];
+            }
+        }
+        dx[i] = acc;
+    }
+}
+
+__global__ void k_avg_pool(const float *__restrict__ x, float *__restrict__ y, dg_conv_dims d) {
+    float taps = (float)(d.kh * d.kw);
+    GRID_STRIDE(i, d.n * d.c * d.cols) {
+        long long ox = i % d.ow, oy = i / d.ow % d.oh, plane = i / d.cols;
+        const float *xp = x + plane * d.h * d.w;
+        float acc = 0.0f;
+        for (long long ki = 0; ki < d.kh; ki++) {
+            long long iy = oy * d.sh - d.ph + ki * d.dh;
+            if (iy < 0 || iy >= d.h) continue;
+            for (long long kj = 0; kj < d.kw; kj++) {
+                long long ix = ox * d.sw - d.pw + kj * d.dw;
+                if (ix >= 0 && ix < d.w) acc += xp[iy * d.w + ix];
+            }
+        }
+        y[i] = acc / taps;
+    }
+}
+
+/* dx[plane][p] = the sum of dy / (kh*kw) over the windows holding p */
+__global__ void k_avg_pool_backward(const float *__restrict__ dy, float *__restrict__ dx, dg_conv_dims d) {
+    float taps = (float)(d.kh * d.kw);
+    GRID_STRIDE(i, d.n * d.c * d.h * d.w) {
+        long long ix = i % d.w, iy = i / d.w % d.h, base = i / (d.h * d.w) * d.cols;
+        float acc = 0.0f;
+        for (long long ki = 0; ki < d.kh; ki++) {
+            long long oy = window_at(iy, ki, d.sh, d.ph, d.dh, d.oh);
+            if (oy < 0) continue;
+            for (long long kj = 0; kj < d.kw; kj++) {
+                long long ox = window_at(ix, kj, d.sw, d.pw, d.dw, d.ow);
+                if (ox >= 0) acc += dy[base + oy * d.ow + ox] / taps;
+            }
+        }
+        dx[i] = acc;
+    }
+}
+
+bool dg__gpu_argmax_fits(const dg_node *n) {
+    dg_conv_dims d = dg_conv_dims_of(n);
+    return d.h * d.w <= INT_MAX;
+}
+
+dg_status dg__gpu_max_pool2d(gpu_ctx *c, const dg_step *s) {
+    const dg_node *nd = s->node;
+    /* guards for a step made without a plan (supports() declines such a
+     * node; a plan gives every side output storage) */
+    if (!dg__gpu_argmax_fits(nd))
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: node '%s' (max_pool2d): a %lldx%lld plane exceeds the int32 argmax",
+                        nd->name, (long long)nd->in[0]->shape.d[2], (long long)nd->in[0]->shape.d[3]);
+    if (!s->side[0])
+        return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (max_pool2d): the step gives no storage for its side "
+                        "output (the argmax)", nd->name);
+    dg_conv_dims d = dg_conv_dims_of(nd);
+    k_max_pool<<<grid_for(dg_node_numel(nd), BLOCK), BLOCK, 0, c->stream>>>((const float *)s->in[0],
+                                                                             (float *)s->out, (int *)s->side[0], d);
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
+
+dg_status dg__gpu_max_pool2d_backward(gpu_ctx *c, const dg_step *s) {
+    dg_conv_dims d = dg_conv_dims_of(s->node);
+    k_max_pool_backward<<<grid_for(dg_node_numel(s->node), BLOCK), BLOCK, 0, c->stream>>>(
+        (const float *)s->in[0], (const int *)s->in[1], (float *)s->out, d);
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
+
+dg_status dg__gpu_avg_pool2d(gpu_ctx *c, const dg_step *s) {
+    dg_conv_dims d = dg_conv_dims_of(s->node);
+    k_avg_pool<<<grid_for(dg_node_numel(s->node), BLOCK), BLOCK, 0, c->stream>>>((const float *)s->in[0],
+                                                                                  (float *)s->out, d);
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
+
+dg_status dg__gpu_avg_pool2d_backward(gpu_ctx *c, const dg_step *s) {
+    dg_conv_dims d = dg_conv_dims_of(s->node);
+    k_avg_pool_backward<<<grid_for(dg_node_numel(s->node), BLOCK), BLOCK, 0, c->stream>>>((const float *)s->in[0],
+                                                                                           (float *)s->out, d);
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
