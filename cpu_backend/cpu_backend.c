@@ -79,8 +79,16 @@ static void cpu_matmul(const cpu_ctx *c, const dg_step *s) {
               (const float *)s->in[1] + i * d.stride_b, d.ldb, (float *)s->out + i * d.stride_c, d.ldc);
 }
 
+/* sgemm above with this backend's choice, as the convolution kernels call it */
+static void selected_sgemm(const void *ctx, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                           const float *B, int ldb, float *C, int ldc) {
+    const cpu_ctx *c = ctx;
+    sgemm(c, c->gemm, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+}
+
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     apply_threads(ctx_of(be));
+    const dg_cpu_blas blas = {selected_sgemm, ctx_of(be)};
     switch (s->node->op) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
@@ -106,10 +114,17 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_SOFTMAX_CE_BACKWARD: dg__cpu_softmax_ce_backward(s); break;
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         dg__cpu_update(s); break;
-    case DG_OP_CONV2D: case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_BATCH_NORM:
-    case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
-    case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
-    case DG_OP_BATCH_NORM_RUNNING:
+    case DG_OP_CONV2D:                 return dg__cpu_conv2d(s, &blas);
+    case DG_OP_CONV2D_BACKWARD_DATA:   return dg__cpu_conv2d_backward_data(s, &blas);
+    case DG_OP_CONV2D_BACKWARD_WEIGHT: return dg__cpu_conv2d_backward_weight(s, &blas);
+    case DG_OP_MAX_POOL2D:             dg__cpu_max_pool2d(s); break;
+    case DG_OP_MAX_POOL2D_BACKWARD:    dg__cpu_max_pool2d_backward(s); break;
+    case DG_OP_AVG_POOL2D:             dg__cpu_avg_pool2d(s); break;
+    case DG_OP_AVG_POOL2D_BACKWARD:    dg__cpu_avg_pool2d_backward(s); break;
+    case DG_OP_BATCH_NORM:             dg__cpu_batch_norm(s); break;
+    case DG_OP_BATCH_NORM_BACKWARD:    dg__cpu_batch_norm_backward(s); break;
+    case DG_OP_BATCH_NORM_BACKWARD_SCALE: dg__cpu_batch_norm_backward_scale(s); break;
+    case DG_OP_BATCH_NORM_RUNNING:     dg__cpu_batch_norm_running(s); break;
     case DG_OP_LEAF:
     case DG_OP_COUNT:
         return dg__fail(DG_ERR_UNSUPPORTED, "cpu: op %s cannot be computed", dg_op_name(s->node->op));

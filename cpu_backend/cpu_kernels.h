@@ -3,7 +3,18 @@
 #ifndef DG_CPU_KERNELS_H
 #define DG_CPU_KERNELS_H
 
+#include <stdbool.h>
+
 #include "../core/backend.h"
+
+/* The backend's selected sgemm (dg_cpu_set_gemm), for kernels built on
+ * GEMMs: row-major C[m,n] = op(A) op(B), op = transpose where the flag is
+ * set, leading dimensions as row strides; ctx is the backend's. */
+typedef struct dg_cpu_blas {
+    void (*sgemm)(const void *ctx, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                  const float *B, int ldb, float *C, int ldc);
+    const void *ctx;
+} dg_cpu_blas;
 
 void dg__cpu_unary(const dg_step *s);          /* neg ... gelu, scalar ops     */
 void dg__cpu_binary(const dg_step *s);         /* add sub mul div, broadcasting */
@@ -16,5 +27,19 @@ void dg__cpu_softmax_backward(const dg_step *s);
 void dg__cpu_softmax_ce(const dg_step *s);
 void dg__cpu_softmax_ce_backward(const dg_step *s);
 void dg__cpu_update(const dg_step *s);         /* sgd, momentum, adam           */
+
+/* convolutions: im2col in the step's scratch, then GEMMs (cpu_conv.c);
+ * DG_ERR_INVALID for a step that needs scratch and has none */
+dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas);
+dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas);
+dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *blas);
+void dg__cpu_max_pool2d(const dg_step *s);     /* y and the argmax side output  */
+void dg__cpu_max_pool2d_backward(const dg_step *s);
+void dg__cpu_avg_pool2d(const dg_step *s);
+void dg__cpu_avg_pool2d_backward(const dg_step *s);
+void dg__cpu_batch_norm(const dg_step *s);     /* y and the stats side output   */
+void dg__cpu_batch_norm_backward(const dg_step *s);
+void dg__cpu_batch_norm_backward_scale(const dg_step *s);
+void dg__cpu_batch_norm_running(const dg_step *s); /* in place, inout[0] and [1] */
 
 #endif

@@ -27,7 +27,7 @@ summary="gpu_probe: $($bin/gpu_probe 2>&1)"
 results() { grep -E 'Synthesis|\] Skipped: |DG_REQUIRE_GPU' "$1" | tr '\n' ' '; }
 $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
 summary="$summary\ntest_gpu: exit $? :: $(results "$out/test_gpu.log")"
-for t in test_gpu_device test_bench_faults test_optim test_range test_timing test_ref_grad test_misuse test_ops \
+for t in test_gpu_device test_bench_faults test_optim test_range test_timing test_ref_grad test_misuse test_ops test_conv test_models \
          test_plan test_seams test_train test_gemm test_shapes; do
     $bin/$t --jobs 4 > "$out/$t.log" 2>&1
     summary="$summary\n$t: exit $? :: $(results "$out/$t.log")"

@@ -1,14 +1,19 @@
 /* test_models.c: the convolutional models as graphs: ResNet-18's parameter
  * counts against the published figures, the output shapes of both stems,
  * the small CNN's layers, the training step's running-statistics updates,
- * evaluation without batch statistics, and refused configurations and
- * inputs. */
+ * evaluation without batch statistics, refused configurations and inputs;
+ * then, through the kernels, a ResNet basic block with a downsampling
+ * shortcut forward and backward against float64 on both backends. */
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "core/check/ref.h"
 #include "core/nn/cnn.h"
+#include "core/nn/layers.h"
 #include "core/nn/resnet.h"
 #include "core/nn/train_step.h"
+#include "core/rng.h"
+#include "gpu_util.h"
 #include "test_util.h"
 
 /* how many nodes of g have op */
@@ -140,3 +145,116 @@ Test(models, bad_configurations_are_refused_with_a_message) {
               dg_last_error());
     dg_graph_free(g);
 }
+
+/* A basic block with the downsampling shortcut, in training mode:
+ *   x [2,4,6,6] -> conv3x3 s2 (8) -> bn -> relu -> conv3x3 (8) -> bn -+-> relu
+ *               -> conv1x1 s2 (8) -> bn ------------------------------+
+ * loss = sum(out * r) with random r; gradients of x and the 9 parameters;
+ * the running statistics' updates run too. Every value the plan computes
+ * (output, loss, gradients, running statistics) against the float64
+ * evaluation of the same graph. Tolerance 1e-4 of each tensor's largest
+ * value: float32 sums of at most 72 terms, then batch norm's division by a
+ * standard deviation near 1. Catches a wrong convolution form, pool or norm
+ * kernel, or a wrong gradient wiring, anywhere in the block. */
+typedef struct block_graph {
+    dg_graph *g;
+    dg_model  m;           /* holds the block's parameters and state */
+    dg_node  *x, *r, *out, *loss, *grads[1 + DG_MODEL_MAX_PARAMS], *outputs[48];
+    int       n_outputs;
+} block_graph;
+
+static void block_graph_new(block_graph *b, uint64_t seed) {
+    *b = (block_graph){.g = dg_graph_new(), .m = {.name = "block"}};
+    dg_graph *g = b->g;
+    dg_model *m = &b->m;
+    dg_bn_layer bn[3];
+    dg_node *w1 = dg_kaiming_param(g, m, "conv1.w", DG_SHAPE(8, 4, 3, 3), 36, seed);
+    dg_bn_layer_new(g, m, "bn1", 8, &bn[0]);
+    dg_node *w2 = dg_kaiming_param(g, m, "conv2.w", DG_SHAPE(8, 8, 3, 3), 72, seed + 1);
+    dg_bn_layer_new(g, m, "bn2", 8, &bn[1]);
+    dg_node *wd = dg_kaiming_param(g, m, "down.w", DG_SHAPE(8, 4, 1, 1), 4, seed + 2);
+    dg_bn_layer_new(g, m, "down.bn", 8, &bn[2]);
+    /* scale and shift away from 1 and 0, so their gradients' roles differ */
+    m->params[1]->init = (dg_init){DG_INIT_UNIFORM, 0.5f, 1.5f, seed + 3};
+    m->params[2]->init = (dg_init){DG_INIT_UNIFORM, -0.5f, 0.5f, seed + 4};
+    b->x = dg_input(g, "x", DG_SHAPE(2, 4, 6, 6));
+    b->r = dg_input(g, "r", DG_SHAPE(2, 8, 3, 3));
+    dg_forward_mode mode = {.training = true};
+    dg_conv2d_opts s2 = {.stride = {2, 2}, .pad = {1, 1}}, s1 = {.pad = {1, 1}};
+    dg_node *y = dg_relu(g, dg_bn_layer_apply(g, &bn[0], dg_conv2d(g, b->x, w1, NULL, s2), &mode));
+    y = dg_bn_layer_apply(g, &bn[1], dg_conv2d(g, y, w2, NULL, s1), &mode);
+    dg_conv2d_opts down = {.stride = {2, 2}};
+    dg_node *sc = dg_bn_layer_apply(g, &bn[2], dg_conv2d(g, b->x, wd, NULL, down), &mode);
+    b->out = dg_relu(g, dg_add(g, y, sc));
+    b->loss = dg_sum(g, dg_mul(g, b->out, b->r), DG_ALL_AXES, false);
+    dg_node *wrt[1 + DG_MODEL_MAX_PARAMS] = {b->x};
+    for (int i = 0; i < m->n_params; i++) wrt[1 + i] = m->params[i];
+    ASSERT_OK(dg_grad(g, b->loss, wrt, 1 + m->n_params, b->grads));
+    b->outputs[b->n_outputs++] = b->out;
+    b->outputs[b->n_outputs++] = b->loss;
+    for (int i = 0; i < 1 + m->n_params; i++) b->outputs[b->n_outputs++] = b->grads[i];
+    for (int i = 0; i < mode.n_updates; i++) b->outputs[b->n_outputs++] = mode.updates[i];
+    cr_assert_eq(m->n_params, 9);
+    cr_assert_eq(mode.n_updates, 3);
+}
+
+static void fill_uniform(float *v, int64_t n, uint64_t seed) {
+    dg_rng r = dg_rng_new(seed);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+}
+
+static void check_block(bool gpu) {
+    uint64_t seed = test_seed();
+    dg_backend *be = test_backend_open(gpu);
+    block_graph b;
+    block_graph_new(&b, seed);
+    int n_nodes = dg_graph_size(b.g);
+    int64_t nx = dg_node_numel(b.x), nr = dg_node_numel(b.r);
+    float *xv = malloc((size_t)nx * 4), *rv = malloc((size_t)nr * 4);
+    fill_uniform(xv, nx, seed + 10);
+    fill_uniform(rv, nr, seed + 11);
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, b.g, be, b.outputs, b.n_outputs, NULL));
+    ASSERT_OK(dg_plan_set(p, b.x, xv, (size_t)nx * 4));
+    ASSERT_OK(dg_plan_set(p, b.r, rv, (size_t)nr * 4));
+    ASSERT_OK(dg_plan_run(p));
+
+    /* the reference: leaves from the same inputs and init specs */
+    double **vals = calloc((size_t)n_nodes, sizeof *vals);
+    for (int id = 0; id < n_nodes; id++) {
+        dg_node *n = dg_graph_node(b.g, id);
+        if (n->op != DG_OP_LEAF) continue;
+        int64_t k = dg_node_numel(n);
+        float *f = malloc((size_t)k * 4);
+        if (n == b.x || n == b.r) memcpy(f, n == b.x ? xv : rv, (size_t)k * 4);
+        else ASSERT_OK(dg_init_fill(n->init, f, k));
+        vals[id] = malloc((size_t)k * sizeof(double));
+        for (int64_t i = 0; i < k; i++) vals[id][i] = f[i];
+        free(f);
+    }
+    ASSERT_OK(ref_eval(b.g, n_nodes, vals));
+    /* the outputs, then the running statistics the updates wrote */
+    dg_node *check[64];
+    int n_check = 0;
+    for (int i = 0; i < b.n_outputs - 3; i++) check[n_check++] = b.outputs[i];
+    for (int i = 0; i < b.m.n_state; i++) check[n_check++] = b.m.state[i];
+    for (int i = 0; i < n_check; i++) {
+        dg_node *n = check[i];
+        int64_t k = dg_node_numel(n);
+        float *got = malloc((size_t)k * 4);
+        ASSERT_OK(dg_plan_get(p, n, got, (size_t)k * 4));
+        cmp_stats cs = cmp_f32(got, vals[n->id], k);
+        ASSERT_CLOSE(cs, 1e-4, gpu ? "gpu basic block" : "cpu basic block", n->name, seed);
+        free(got);
+    }
+    ref_free(vals, n_nodes);
+    free(vals);
+    free(xv);
+    free(rv);
+    dg_plan_free(p);
+    dg_graph_free(b.g);
+    dg_backend_free(be);
+}
+
+Test(basic_block, cpu_forward_backward_and_running_stats_match_float64) { check_block(false); }
+Test(basic_block, gpu_forward_backward_and_running_stats_match_float64) { check_block(true); }

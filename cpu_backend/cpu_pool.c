@@ -1,0 +1,114 @@
+/* cpu_pool.c: max and average pooling and their backward ops.
+ *
+ * x and dx [N,C,H,W], y and dy [N,C,OH,OW] (core/layout.h, dg_conv_dims):
+ * a KH x KW window moved by the stride over x padded by ph rows and pw
+ * columns on each side. Padding taps are never read; the builder keeps the
+ * padding at most half the window, so every window holds a tap of x. Every
+ * loop runs in parallel over the N*C planes, so the backward ops scatter
+ * into their plane of dx with no atomics, and sum in a fixed order.
+ *
+ * max_pool2d also writes its side output argmax [N,C,OH,OW] (int32): the
+ * index iy*W + ix of the tap taken in its plane of x, the first maximum in
+ * (ki, kj) order, where a NaN beats a number (so NaN propagates).
+ * avg_pool2d divides by KH*KW, padding included. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../core/layout.h"
+#include "cpu_kernels.h"
+
+/* The taps of x inside the window of output (oy, ox): rows [y0, y1),
+ * columns [x0, x1). */
+typedef struct window { int64_t y0, y1, x0, x1; } window;
+
+static window window_of(const dg_conv_dims *d, int64_t oy, int64_t ox) {
+    int64_t y0 = oy * d->sh - d->ph, x0 = ox * d->sw - d->pw;
+    int64_t y1 = y0 + d->kh, x1 = x0 + d->kw;
+    return (window){y0 < 0 ? 0 : y0, y1 > d->h ? d->h : y1, x0 < 0 ? 0 : x0, x1 > d->w ? d->w : x1};
+}
+
+void dg__cpu_max_pool2d(const dg_step *s) {
+    dg_conv_dims d = dg_conv_dims_of(s->node);
+    const float *x = s->in[0];
+    float *y = s->out;
+    int32_t *argmax = s->side[0];
+#pragma omp parallel for schedule(static)
+    for (int64_t plane = 0; plane < d.n * d.c; plane++) {
+        const float *xp = x + plane * d.h * d.w;
+        for (int64_t oy = 0; oy < d.oh; oy++)
+            for (int64_t ox = 0; ox < d.ow; ox++) {
+                window wd = window_of(&d, oy, ox);
+                int64_t at = wd.y0 * d.w + wd.x0;
+                float best = xp[at];
+                for (int64_t iy = wd.y0; iy < wd.y1; iy++)
+                    for (int64_t ix = wd.x0; ix < wd.x1; ix++) {
+                        float v = xp[iy * d.w + ix];
+                        if (v > best || (isnan(v) && !isnan(best))) {
+                            best = v;
+                            at = iy * d.w + ix;
+                        }
+                    }
+                int64_t i = plane * d.cols + oy * d.ow + ox;
+                y[i] = best;
+                argmax[i] = (int32_t)at;
+            }
+    }
+}
+
+/* dx[p] = the sum of dy over the windows whose argmax is p */
+void dg__cpu_max_pool2d_backward(const dg_step *s) {
+    dg_conv_dims d = dg_conv_dims_of(s->node);
+    const float *dy = s->in[0];
+    const int32_t *argmax = s->in[1];
+    float *dx = s->out;
+    int64_t hw = d.h * d.w;
+#pragma omp parallel for schedule(static)
+    for (int64_t plane = 0; plane < d.n * d.c; plane++) {
+        float *dxp = dx + plane * hw;
+        memset(dxp, 0, (size_t)hw * sizeof(float));
+        for (int64_t i = plane * d.cols; i < (plane + 1) * d.cols; i++) {
+            int64_t at = argmax[i];
+            if (at >= 0 && at < hw) dxp[at] += dy[i]; /* an index max_pool2d never writes stays outside */
+        }
+    }
+}
+
+void dg__cpu_avg_pool2d(const dg_step *s) {
+    dg_conv_dims d = dg_conv_dims_of(s->node);
+    const float *x = s->in[0];
+    float *y = s->out;
+    float taps = (float)(d.kh * d.kw);
+#pragma omp parallel for schedule(static)
+    for (int64_t plane = 0; plane < d.n * d.c; plane++) {
+        const float *xp = x + plane * d.h * d.w;
+        for (int64_t oy = 0; oy < d.oh; oy++)
+            for (int64_t ox = 0; ox < d.ow; ox++) {
+                window wd = window_of(&d, oy, ox);
+                float sum = 0.0f;
+                for (int64_t iy = wd.y0; iy < wd.y1; iy++)
+                    for (int64_t ix = wd.x0; ix < wd.x1; ix++) sum += xp[iy * d.w + ix];
+                y[plane * d.cols + oy * d.ow + ox] = sum / taps;
+            }
+    }
+}
+
+/* each dy / (KH*KW) added to every tap of its window inside x */
+void dg__cpu_avg_pool2d_backward(const dg_step *s) {
+    dg_conv_dims d = dg_conv_dims_of(s->node);
+    const float *dy = s->in[0];
+    float *dx = s->out;
+    float taps = (float)(d.kh * d.kw);
+#pragma omp parallel for schedule(static)
+    for (int64_t plane = 0; plane < d.n * d.c; plane++) {
+        float *dxp = dx + plane * d.h * d.w;
+        memset(dxp, 0, (size_t)(d.h * d.w) * sizeof(float));
+        for (int64_t oy = 0; oy < d.oh; oy++)
+            for (int64_t ox = 0; ox < d.ow; ox++) {
+                window wd = window_of(&d, oy, ox);
+                float g = dy[plane * d.cols + oy * d.ow + ox] / taps;
+                for (int64_t iy = wd.y0; iy < wd.y1; iy++)
+                    for (int64_t ix = wd.x0; ix < wd.x1; ix++) dxp[iy * d.w + ix] += g;
+            }
+    }
+}
