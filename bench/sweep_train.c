@@ -22,6 +22,9 @@ static const long long quick_batches[] = {64, 512, 4096};
 typedef struct train_model { const char *name, *widths; } train_model;
 static const train_model models[] = {{"logreg", "784-10"}, {"mlp", "784-256-100-10"}};
 #define N_MODELS (int)(sizeof models / sizeof *models)
+/* the MODELs of bench train's curves: the sweep's models and the CNN */
+static const char *const curve_models[] = {"logreg", "mlp", "cnn"};
+#define N_CURVE_MODELS (int)(sizeof curve_models / sizeof *curve_models)
 static const char *const backends[] = {"cpu", "gpu"}; /* BACKEND of the curves */
 #define N_BACKENDS (int)(sizeof backends / sizeof *backends)
 
@@ -160,11 +163,11 @@ static void report_epochs(bench_report *rep, const bench_table *t) {
 
 /* per model: loss and accuracy per epoch, accuracy against time, one line
  * per backend; the summary's final accuracy table */
-static void report_curves(bench_report *rep, curve cur[N_MODELS][N_BACKENDS]) {
+static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKENDS]) {
     fprintf(rep->sum, "## Fashion-MNIST training (bench train)\n\n| model | backend | epochs | final test accuracy | "
                       "training s |\n|---|---|---|---|---|\n");
-    for (int m = 0; m < N_MODELS; m++) {
-        const char *name = models[m].name;
+    for (int m = 0; m < N_CURVE_MODELS; m++) {
+        const char *name = curve_models[m];
         char f1[64], t1[96], f2[64], t2[96], f3[64], t3[96];
         snprintf(f1, sizeof f1, "train_%s_loss", name);
         snprintf(t1, sizeof t1, "%s: training loss per epoch", name);
@@ -193,11 +196,11 @@ static void report_curves(bench_report *rep, curve cur[N_MODELS][N_BACKENDS]) {
 
 /* this sweep's rows (train.csv) and bench train's curves, either or both */
 bool bench_report_train(bench_report *rep, const bench_table *t) {
-    curve cur[N_MODELS][N_BACKENDS];
+    curve cur[N_CURVE_MODELS][N_BACKENDS];
     int n_curves = 0;
-    for (int m = 0; m < N_MODELS; m++)
+    for (int m = 0; m < N_CURVE_MODELS; m++)
         for (int b = 0; b < N_BACKENDS; b++) {
-            cur[m][b] = load_curve(rep->dir, models[m].name, backends[b]);
+            cur[m][b] = load_curve(rep->dir, curve_models[m], backends[b]);
             n_curves += cur[m][b].n > 0;
         }
     if (t->n) report_epochs(rep, t);
