@@ -166,8 +166,14 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
             dg_node *in[3] = {dy, a, stats};
             accumulate(g, grad, b, windowed_backward(g, DG_OP_BATCH_NORM_BACKWARD_SCALE, y, b, 3, in));
         }
-        if (needs[shift->id]) /* the sum of dy over every axis but the channels' */
-            accumulate(g, grad, shift, dg_sum(g, dy, (a->shape.ndim == 4 ? 0xDu : 0x1u), false));
+        /* the sum of dy over every axis but the channels': for [N,C,H,W]
+         * first over H,W (row sums), then over N (column sums), two layouts
+         * both backends reduce fast, where axes {0,2,3} at once take the
+         * general strided path (one thread per channel on the GPU) */
+        if (needs[shift->id])
+            accumulate(g, grad, shift,
+                       a->shape.ndim == 4 ? dg_sum(g, dg_sum(g, dy, 0xCu, false), 0x1u, false)
+                                          : dg_sum(g, dy, 0x1u, false));
         break;
     }
     case DG_OP_SIDE_OUTPUT: /* saved for a backward op, not part of the function */
