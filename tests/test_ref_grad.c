@@ -3,7 +3,8 @@
  * its vector-Jacobian products), against dg_grad's gradient graph evaluated
  * in float64 (which checks dg_grad's rules against an independent
  * backward), and at the ops sweep's sizes, where it must stay about as
- * cheap as the gradient graph and agree with it. */
+ * cheap as the gradient graph and agree with it; and max pooling at a tie,
+ * which finite differences cannot see. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -212,4 +213,63 @@ Test(ref_grad, op_without_vjp_is_named) {
     cr_assert(strstr(dg_last_error(), "tanh_backward"), "the message names no op: %s", dg_last_error());
     for (int i = 0; i < OP_CASE_MAX_IN; i++) cr_assert_null(own[i], "gradient %d left behind on failure", i);
     dg_graph_free(cg.g);
+}
+
+/* Max pooling's derivative is a selection: at a tie it is not defined,
+ * and finite differences cannot check which tap gets the gradient. The
+ * rule (the first maximum in window order, as the forward's argmax) is
+ * checked here on a tie, the own backward against dg_grad's graph: x = [1 5 5;
+ * 5 2 0] with 2x2 windows at columns 0 and 1 has its first maximum at x[0][1]
+ * in both, so that element gets both windows' w and no other gets any. */
+Test(ref_grad, max_pool_ties_route_to_the_first_maximum) {
+    static const op_case c = {.name = "max_pool2d_tied", .op = DG_OP_MAX_POOL2D, .n_in = 1,
+                              .shape = {DG_SHAPE(1, 1, 2, 3)}, .pool = {.kernel = {2, 2}, .stride = {1, 1}}};
+    case_graph cg;
+    ASSERT_OK(case_graph_new(&cg, &c, test_seed()));
+    const float tied[6] = {1, 5, 5, 5, 2, 0};
+    memcpy(cg.in_val[0], tied, sizeof tied);
+    double *own[OP_CASE_MAX_IN];
+    ASSERT_OK(case_ref_own_grad(&cg, own, NULL));
+    case_ref ref;
+    ASSERT_OK(case_ref_run(&cg, &ref));
+    const double want[6] = {0, (double)cg.w_val[0] + cg.w_val[1], 0, 0, 0, 0};
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(own[0][i], want[i], "own backward: dx[%d] = %g, want %g", i, own[0][i], want[i]);
+        cr_assert_eq(ref.grad[0][i], want[i], "dg_grad graph: dx[%d] = %g, want %g", i, ref.grad[0][i], want[i]);
+    }
+    case_ref_free(&ref);
+    own_grad_free(own);
+    case_graph_free(&cg);
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every max-pool row of the table draws its input from DOM_DISTINCT, whose
+ * values lie in [-2, 2] at least 4/n apart: far more than a finite
+ * difference's step (1e-6 |x|), so no step reorders a window. */
+Test(ref_grad, max_pool_rows_have_no_ties) {
+    int rows = 0;
+    for (int r = 0; r < dg_n_op_cases; r++) {
+        const op_case *c = &dg_op_cases[r];
+        if (c->op != DG_OP_MAX_POOL2D || c->build) continue;
+        rows++;
+        cr_assert_eq(c->dom[0], DOM_DISTINCT, "%s: a max-pool row needs distinct inputs", c->name);
+        case_graph cg;
+        ASSERT_OK(case_graph_new(&cg, c, test_seed()));
+        int64_t n = dg_node_numel(cg.in[0]);
+        float *v = malloc((size_t)n * sizeof *v);
+        cr_assert_not_null(v);
+        memcpy(v, cg.in_val[0], (size_t)n * sizeof *v);
+        qsort(v, (size_t)n, sizeof *v, cmp_float);
+        cr_assert(v[0] >= -2 && v[n - 1] <= 2, "%s: values in [%g, %g]", c->name, v[0], v[n - 1]);
+        for (int64_t i = 1; i < n; i++)
+            cr_assert_geq(v[i] - v[i - 1], 0.99 * 4.0 / (double)n, "%s: %.9g and %.9g are %.3g apart", c->name,
+                          v[i - 1], v[i], v[i] - v[i - 1]);
+        free(v);
+        case_graph_free(&cg);
+    }
+    cr_assert_geq(rows, 3, "only %d max-pool rows", rows);
 }

@@ -29,9 +29,21 @@ static float draw(dg_rng *r, input_domain d, input_range b, int64_t j, int64_t r
         const double edge[3] = {b.hi, -b.hi, 0.0};
         return (float)(j % row < 3 ? edge[j % row] : b.hi * (2.0 * dg_rng_uniform(r) - 1.0));
     }
-    case DOM_LABELS: break;
+    case DOM_LABELS: case DOM_DISTINCT: break; /* drawn for the whole input at once */
     }
     return 0.0f;
+}
+
+/* n values evenly spaced in [-2, 2] (centred in n equal cells), shuffled
+ * (Fisher-Yates) */
+static void draw_distinct(dg_rng *r, float *v, int64_t n) {
+    for (int64_t j = 0; j < n; j++) v[j] = (float)(-2.0 + 4.0 * ((double)j + 0.5) / (double)n);
+    for (int64_t j = n - 1; j > 0; j--) {
+        int64_t k = (int64_t)(dg_rng_u64(r) % (uint64_t)(j + 1));
+        float t = v[j];
+        v[j] = v[k];
+        v[k] = t;
+    }
 }
 
 dg_status case_graph_new(case_graph *cg, const op_case *c, uint64_t seed) {
@@ -57,7 +69,10 @@ dg_status case_graph_new_at(case_graph *cg, const op_case *c, const dg_shape *sh
             cg->in[i] = dg_input_i32(cg->g, "labels", shape[i]);
         } else {
             int64_t row = shape[i].d[shape[i].ndim - 1];
-            for (int64_t j = 0; j < n; j++) cg->in_val[i][j] = draw(&rng, c->dom[i], c->range[i], j, row);
+            if (c->dom[i] == DOM_DISTINCT)
+                draw_distinct(&rng, cg->in_val[i], n);
+            else
+                for (int64_t j = 0; j < n; j++) cg->in_val[i][j] = draw(&rng, c->dom[i], c->range[i], j, row);
             cg->in[i] = dg_param(cg->g, "x", shape[i], unused); /* a param: differentiable */
         }
     }

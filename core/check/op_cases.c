@@ -37,6 +37,16 @@ static dg_node *build_attention(dg_graph *g, dg_node *const *in, const op_case *
     return dg_matmul(g, dg_softmax(g, s), in[2], false, false);
 }
 
+/* a small convolutional classifier: softmax_ce(global_avg_pool(relu(
+ * max_pool(conv(x, w, padding 1), 2x2))), labels): x [N,C,H,W] with W the
+ * number of classes, w [W,C,3,3] */
+static dg_node *build_small_cnn(dg_graph *g, dg_node *const *in, const op_case *c) {
+    (void)c;
+    dg_node *y = dg_conv2d(g, in[0], in[1], NULL, (dg_conv2d_opts){.pad = {1, 1}});
+    y = dg_relu(g, dg_max_pool2d(g, y, (dg_pool2d_opts){.kernel = {2, 2}}));
+    return dg_softmax_cross_entropy(g, dg_global_avg_pool2d(g, y), in[2]);
+}
+
 const op_case dg_op_cases[] = {
     {"add",            DG_OP_ADD, 2, {S(3, 5), S(3, 5)}, .tol = TOL,
                        .sweep = {"add", OP_SCALE_FLAT, DG_OP_LEAF, true, true}},
@@ -107,6 +117,43 @@ const op_case dg_op_cases[] = {
     {"bcast_expr",     DG_OP_DIV, 3, {S(2, 3, 5), S(5), S(3, 1)}, .build = build_bcast_expr, .tol = TOL},
     {"used_twice",     DG_OP_TANH, 1, {S(4, 5)}, .build = build_used_twice, .tol = TOL},
     {"attention",      DG_OP_SOFTMAX, 3, {S(2, 3, 4), S(2, 5, 4), S(2, 5, 3)}, .build = build_attention, .tol = TOL},
+    /* convolutions: x, w[, bias]; the first row of an op is its plainest
+     * (bench --list-ops asks the backends about its node) */
+    {"conv2d",         DG_OP_CONV2D, 2, {S(2, 3, 7, 7), S(4, 3, 3, 3)}, .tol = TOL},
+    {"conv2d_bias_pad", DG_OP_CONV2D, 3, {S(2, 3, 6, 5), S(5, 3, 3, 3), S(5)}, .conv = {.pad = {1, 1}}, .tol = TOL},
+    /* stride 2; the last column is read by no window (dx 0 there) */
+    {"conv2d_stride2_untiled", DG_OP_CONV2D, 2, {S(2, 3, 9, 10), S(4, 3, 3, 3)},
+                       .conv = {.stride = {2, 2}, .pad = {1, 0}}, .tol = TOL},
+    {"conv2d_dilation2", DG_OP_CONV2D, 2, {S(1, 2, 9, 9), S(3, 2, 3, 3)}, .conv = {.pad = {2, 2}, .dilation = {2, 2}},
+                       .tol = TOL},
+    {"conv2d_groups2", DG_OP_CONV2D, 2, {S(2, 4, 6, 6), S(6, 2, 3, 3)}, .conv = {.pad = {1, 1}, .groups = 2},
+                       .tol = TOL},
+    {"conv2d_depthwise", DG_OP_CONV2D, 2, {S(2, 3, 7, 7), S(3, 1, 3, 3)},
+                       .conv = {.stride = {2, 2}, .pad = {1, 1}, .groups = 3}, .tol = TOL},
+    {"conv2d_1x1_direct", DG_OP_CONV2D, 3, {S(2, 5, 4, 3), S(3, 5, 1, 1), S(3)}, .tol = TOL},
+    {"conv2d_1x1_stride2", DG_OP_CONV2D, 2, {S(2, 4, 7, 7), S(3, 4, 1, 1)}, .conv = {.stride = {2, 2}}, .tol = TOL},
+    /* every attribute differs between height and width; neither axis tiles.
+     * A batch over more than one im2col chunk needs some 50 MB of columns
+     * per image, beyond finite differences: tests/test_conv.c runs one. */
+    {"conv2d_rect",    DG_OP_CONV2D, 2, {S(1, 3, 11, 10), S(2, 3, 2, 4)},
+                       .conv = {.stride = {3, 2}, .pad = {1, 0}, .dilation = {1, 2}}, .tol = TOL},
+    /* pools: distinct values for max, so no window holds a tie */
+    {"max_pool2d",     DG_OP_MAX_POOL2D, 1, {S(2, 3, 6, 6)}, {DOM_DISTINCT}, .pool = {.kernel = {2, 2}}, .tol = TOL},
+    {"max_pool2d_pad_stride", DG_OP_MAX_POOL2D, 1, {S(2, 2, 7, 6)}, {DOM_DISTINCT},
+                       .pool = {.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}}, .tol = TOL},
+    {"max_pool2d_rect", DG_OP_MAX_POOL2D, 1, {S(1, 3, 5, 7)}, {DOM_DISTINCT},
+                       .pool = {.kernel = {3, 2}, .stride = {1, 2}, .pad = {1, 1}}, .tol = TOL},
+    {"avg_pool2d",     DG_OP_AVG_POOL2D, 1, {S(2, 3, 6, 6)}, .pool = {.kernel = {2, 2}}, .tol = TOL},
+    {"avg_pool2d_pad_stride", DG_OP_AVG_POOL2D, 1, {S(2, 2, 7, 6)},
+                       .pool = {.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}}, .tol = TOL},
+    {"avg_pool2d_rect", DG_OP_AVG_POOL2D, 1, {S(1, 3, 5, 8)},
+                       .pool = {.kernel = {2, 3}, .stride = {1, 2}, .pad = {1, 1}}, .tol = TOL},
+    /* batch norm: x, scale, shift; eps in .scalar */
+    {"batch_norm",     DG_OP_BATCH_NORM, 3, {S(4, 3, 3, 3), S(3), S(3)}, .scalar = 1e-5f, .tol = TOL},
+    {"batch_norm_2d",  DG_OP_BATCH_NORM, 3, {S(8, 5), S(5), S(5)}, .scalar = 1e-5f, .tol = TOL},
+    {"batch_norm_one_image", DG_OP_BATCH_NORM, 3, {S(1, 2, 4, 5), S(2), S(2)}, .scalar = 1e-3f, .tol = TOL},
+    {"small_cnn",      DG_OP_CONV2D, 3, {S(2, 3, 6, 4), S(4, 3, 3, 3), S(2)}, {DOM_ANY, DOM_ANY, DOM_LABELS},
+                       .build = build_small_cnn, .tol = TOL},
 };
 const int dg_n_op_cases = (int)(sizeof dg_op_cases / sizeof dg_op_cases[0]);
 
@@ -220,6 +267,10 @@ dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
     case DG_OP_SOFTMAX:      return dg_softmax(g, a);
     case DG_OP_LOG_SOFTMAX:  return dg_log_softmax(g, a);
     case DG_OP_SOFTMAX_CE:   return dg_softmax_cross_entropy(g, a, b);
+    case DG_OP_CONV2D:       return dg_conv2d(g, a, b, c->n_in > 2 ? in[2] : NULL, c->conv);
+    case DG_OP_MAX_POOL2D:   return dg_max_pool2d(g, a, c->pool);
+    case DG_OP_AVG_POOL2D:   return dg_avg_pool2d(g, a, c->pool);
+    case DG_OP_BATCH_NORM:   return dg_batch_norm(g, a, b, in[2], c->scalar);
     default:                 return NULL; /* no forward builder: not a table op */
     }
 }

@@ -12,6 +12,9 @@ typedef enum input_domain {
     DOM_AWAY0,   /* |x| in [0.2, 2], random sign: kinks stay out of reach */
     DOM_POS,     /* uniform in [0.5, 2]: log, sqrt, divisors, powers      */
     DOM_LABELS,  /* int32 class labels in [0, last dim of input 0)        */
+    DOM_DISTINCT, /* a shuffle of n values evenly spaced in [-2, 2]: no
+                     two within 4/n, so no max-pool window holds a tie, nor
+                     one that a finite-difference step could make        */
     /* the numerical edges (the range table); lo, hi: the case's range[i];
      * elements 0 and 1 of the input take the range's ends */
     DOM_RANGE,   /* uniform in [lo, hi]                                   */
@@ -55,11 +58,13 @@ struct op_case {
     int          n_in;
     dg_shape     shape[OP_CASE_MAX_IN];
     input_domain dom[OP_CASE_MAX_IN];
-    float        scalar;             /* scalar ops, leaky slope          */
+    float        scalar;             /* scalar ops, leaky slope, batch_norm eps */
     uint32_t     axes;
     bool         keepdims, ta, tb;
     int          perm[DG_MAX_DIMS];
     dg_shape     target;             /* reshape, broadcast_to            */
+    dg_conv2d_opts conv;             /* conv2d (a third input: the bias) */
+    dg_pool2d_opts pool;             /* max_pool2d, avg_pool2d           */
     /* composed graphs build themselves; NULL: the op alone */
     dg_node   *(*build)(dg_graph *g, dg_node *const *in, const op_case *c);
     double       tol;                /* float32 vs float64: max |err| / max |ref| */

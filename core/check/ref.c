@@ -138,6 +138,288 @@ static void optim_update(const dg_node *n, double **vals, double *y) {
     memcpy(y, w, (size_t)numel * sizeof *y);
 }
 
+/* ---- convolutional networks (NCHW, row-major) ----
+ * A windowed op's geometry, read from its shapes and attributes whichever
+ * form the node is: x [N,C,H,W], y [N,O,OH,OW]; the convolutions' weight
+ * is [O,C/groups,KH,KW]; the pools have O = C and one group. Output (oy, ox)
+ * reads tap (ki, kj) at row oy*sh - ph + ki*dh, column ox*sw - pw + kj*dw. */
+typedef struct window {
+    int64_t N, C, H, W, O, OH, OW;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw, cg, og;
+} window;
+
+static window window_of(const dg_node *n, dg_shape x, dg_shape y) {
+    const dg_attr_conv a = dg_attr_conv_of(n);
+    window k = {x.d[0], x.d[1], x.d[2], x.d[3], y.d[1], y.d[2], y.d[3],
+                a.kernel[0], a.kernel[1], a.stride[0], a.stride[1], a.pad[0], a.pad[1],
+                a.dilation[0], a.dilation[1], 0, 0};
+    k.cg = k.C / a.groups;
+    k.og = k.O / a.groups;
+    return k;
+}
+
+/* y[n,o,oy,ox] = sum over ci < cg, ki, kj of x[n, g*cg + ci, iy, ix] w[o,ci,ki,kj],
+ * g = o / og, taps outside x counting as 0 */
+static void conv2d(const window *k, const double *x, const double *w, double *y) {
+#pragma omp parallel for collapse(2)
+    for (int64_t n = 0; n < k->N; n++)
+        for (int64_t o = 0; o < k->O; o++)
+            for (int64_t oy = 0; oy < k->OH; oy++)
+                for (int64_t ox = 0; ox < k->OW; ox++) {
+                    int64_t g = o / k->og;
+                    double acc = 0;
+                    for (int64_t ci = 0; ci < k->cg; ci++)
+                        for (int64_t ki = 0; ki < k->kh; ki++)
+                            for (int64_t kj = 0; kj < k->kw; kj++) {
+                                int64_t iy = oy * k->sh - k->ph + ki * k->dh, ix = ox * k->sw - k->pw + kj * k->dw;
+                                if (iy < 0 || iy >= k->H || ix < 0 || ix >= k->W) continue;
+                                acc += x[((n * k->C + g * k->cg + ci) * k->H + iy) * k->W + ix] *
+                                       w[((o * k->cg + ci) * k->kh + ki) * k->kw + kj];
+                            }
+                    y[((n * k->O + o) * k->OH + oy) * k->OW + ox] = acc;
+                }
+}
+
+/* The adjoint of conv2d in x, gathered per input element: x[n,c,iy,ix]
+ * met w[o,ci,ki,kj] (c = g*cg + ci, o in group g) at the output oy with
+ * oy*sh = iy + ph - ki*dh, where that has a whole solution in [0, OH),
+ * likewise ox:
+ *   dx[n,c,iy,ix] = sum over those (o, ki, kj) of dy[n,o,oy,ox] w[o,ci,ki,kj] */
+static void conv2d_backward_data(const window *k, const double *dy, const double *w, double *dx) {
+#pragma omp parallel for collapse(2)
+    for (int64_t n = 0; n < k->N; n++)
+        for (int64_t c = 0; c < k->C; c++)
+            for (int64_t iy = 0; iy < k->H; iy++)
+                for (int64_t ix = 0; ix < k->W; ix++) {
+                    int64_t g = c / k->cg, ci = c % k->cg;
+                    double acc = 0;
+                    for (int64_t o = g * k->og; o < (g + 1) * k->og; o++)
+                        for (int64_t ki = 0; ki < k->kh; ki++)
+                            for (int64_t kj = 0; kj < k->kw; kj++) {
+                                int64_t ty = iy + k->ph - ki * k->dh, tx = ix + k->pw - kj * k->dw;
+                                if (ty < 0 || tx < 0 || ty % k->sh || tx % k->sw) continue;
+                                int64_t oy = ty / k->sh, ox = tx / k->sw;
+                                if (oy >= k->OH || ox >= k->OW) continue;
+                                acc += dy[((n * k->O + o) * k->OH + oy) * k->OW + ox] *
+                                       w[((o * k->cg + ci) * k->kh + ki) * k->kw + kj];
+                            }
+                    dx[((n * k->C + c) * k->H + iy) * k->W + ix] = acc;
+                }
+}
+
+/* dw[o,ci,ki,kj] = sum over n, oy, ox of dy[n,o,oy,ox] x[n, g*cg + ci, iy, ix] */
+static void conv2d_backward_weight(const window *k, const double *dy, const double *x, double *dw) {
+#pragma omp parallel for collapse(2)
+    for (int64_t o = 0; o < k->O; o++)
+        for (int64_t ci = 0; ci < k->cg; ci++)
+            for (int64_t ki = 0; ki < k->kh; ki++)
+                for (int64_t kj = 0; kj < k->kw; kj++) {
+                    int64_t c = o / k->og * k->cg + ci;
+                    double acc = 0;
+                    for (int64_t n = 0; n < k->N; n++)
+                        for (int64_t oy = 0; oy < k->OH; oy++)
+                            for (int64_t ox = 0; ox < k->OW; ox++) {
+                                int64_t iy = oy * k->sh - k->ph + ki * k->dh, ix = ox * k->sw - k->pw + kj * k->dw;
+                                if (iy < 0 || iy >= k->H || ix < 0 || ix >= k->W) continue;
+                                acc += dy[((n * k->O + o) * k->OH + oy) * k->OW + ox] *
+                                       x[((n * k->C + c) * k->H + iy) * k->W + ix];
+                            }
+                    dw[((o * k->cg + ci) * k->kh + ki) * k->kw + kj] = acc;
+                }
+}
+
+/* The maximum of window (oy, ox) over one plane of x among its taps inside
+ * the plane (padding taps are ignored), and its index iy*W + ix in *arg.
+ * A tap is taken when it is larger than the best so far, so a tie keeps
+ * the first in (ki, kj) order, or when it is NaN and the best is not, so
+ * the first NaN wins and propagates. */
+static double window_max(const window *k, const double *plane, int64_t oy, int64_t ox, int64_t *arg) {
+    double best = 0;
+    *arg = -1;
+    for (int64_t ki = 0; ki < k->kh; ki++)
+        for (int64_t kj = 0; kj < k->kw; kj++) {
+            int64_t iy = oy * k->sh - k->ph + ki, ix = ox * k->sw - k->pw + kj;
+            if (iy < 0 || iy >= k->H || ix < 0 || ix >= k->W) continue;
+            double v = plane[iy * k->W + ix];
+            if (*arg < 0 || v > best || (isnan(v) && !isnan(best))) {
+                best = v;
+                *arg = iy * k->W + ix;
+            }
+        }
+    return best;
+}
+
+/* max_pool2d's output (argmax NULL) or its side output, the argmax (y NULL) */
+static void max_pool2d(const window *k, const double *x, double *y, double *argmax) {
+#pragma omp parallel for collapse(2)
+    for (int64_t p = 0; p < k->N * k->C; p++)
+        for (int64_t oy = 0; oy < k->OH; oy++)
+            for (int64_t ox = 0; ox < k->OW; ox++) {
+                int64_t arg, i = (p * k->OH + oy) * k->OW + ox;
+                double v = window_max(k, x + p * k->H * k->W, oy, ox, &arg);
+                if (y) y[i] = v;
+                if (argmax) argmax[i] = (double)arg;
+            }
+}
+
+/* dx[n,c,q] = sum of dy[n,c,oy,ox] over the windows whose argmax is q */
+static void max_pool2d_backward(const window *k, const double *dy, const double *argmax, double *dx) {
+    memset(dx, 0, (size_t)(k->N * k->C * k->H * k->W) * sizeof *dx);
+#pragma omp parallel for
+    for (int64_t p = 0; p < k->N * k->C; p++)
+        for (int64_t j = 0; j < k->OH * k->OW; j++)
+            dx[p * k->H * k->W + (int64_t)argmax[p * k->OH * k->OW + j]] += dy[p * k->OH * k->OW + j];
+}
+
+/* avg_pool2d: y = (sum of the window's taps inside x) / (kh*kw), padding
+ * counting in the divisor. Its backward adds dy / (kh*kw) to every tap of
+ * the window inside x. */
+static void avg_pool2d(const window *k, const double *x, double *y) {
+#pragma omp parallel for collapse(2)
+    for (int64_t p = 0; p < k->N * k->C; p++)
+        for (int64_t oy = 0; oy < k->OH; oy++)
+            for (int64_t ox = 0; ox < k->OW; ox++) {
+                double acc = 0;
+                for (int64_t ki = 0; ki < k->kh; ki++)
+                    for (int64_t kj = 0; kj < k->kw; kj++) {
+                        int64_t iy = oy * k->sh - k->ph + ki, ix = ox * k->sw - k->pw + kj;
+                        if (iy >= 0 && iy < k->H && ix >= 0 && ix < k->W) acc += x[(p * k->H + iy) * k->W + ix];
+                    }
+                y[(p * k->OH + oy) * k->OW + ox] = acc / (double)(k->kh * k->kw);
+            }
+}
+
+static void avg_pool2d_backward(const window *k, const double *dy, double *dx) {
+    memset(dx, 0, (size_t)(k->N * k->C * k->H * k->W) * sizeof *dx);
+#pragma omp parallel for
+    for (int64_t p = 0; p < k->N * k->C; p++)
+        for (int64_t oy = 0; oy < k->OH; oy++)
+            for (int64_t ox = 0; ox < k->OW; ox++)
+                for (int64_t ki = 0; ki < k->kh; ki++)
+                    for (int64_t kj = 0; kj < k->kw; kj++) {
+                        int64_t iy = oy * k->sh - k->ph + ki, ix = ox * k->sw - k->pw + kj;
+                        if (iy >= 0 && iy < k->H && ix >= 0 && ix < k->W)
+                            dx[(p * k->H + iy) * k->W + ix] += dy[(p * k->OH + oy) * k->OW + ox] /
+                                                               (double)(k->kh * k->kw);
+                    }
+}
+
+/* Batch normalisation's channels: x [N,C] or [N,C,H,W] holds, for each of
+ * its N images, C channels of P = H*W (or 1) values; channel c's M = N*P
+ * values are x[(n*C + c)*P + q]. */
+typedef struct channels { int64_t N, C, P; } channels;
+
+static channels channels_of(dg_shape x) {
+    return (channels){x.d[0], x.d[1], dg_shape_numel(x) / (x.d[0] * x.d[1])};
+}
+
+#define CH_AT(ch, c, n, q) ((((n) * (ch).C + (c)) * (ch).P) + (q))
+
+/* channel c's mean and invstd = 1/sqrt(var + eps), var = mean((x - mean)^2) */
+static void channel_stats(channels ch, const double *x, int64_t c, double eps, double *mean, double *invstd) {
+    double m = (double)(ch.N * ch.P), s = 0, ss = 0;
+    for (int64_t n = 0; n < ch.N; n++)
+        for (int64_t q = 0; q < ch.P; q++) s += x[CH_AT(ch, c, n, q)];
+    *mean = s / m;
+    for (int64_t n = 0; n < ch.N; n++)
+        for (int64_t q = 0; q < ch.P; q++) ss += (x[CH_AT(ch, c, n, q)] - *mean) * (x[CH_AT(ch, c, n, q)] - *mean);
+    *invstd = 1 / sqrt(ss / m + eps);
+}
+
+/* y = scale[c] (x - mean) invstd + shift[c], channel by channel */
+static void batch_norm(const dg_node *nd, double **vals, double *y) {
+    channels ch = channels_of(nd->shape);
+    const double *x = vals[nd->in[0]->id], *scale = vals[nd->in[1]->id], *shift = vals[nd->in[2]->id];
+    const double eps = dg_attr_norm_of(nd).eps;
+#pragma omp parallel for
+    for (int64_t c = 0; c < ch.C; c++) {
+        double mean, invstd;
+        channel_stats(ch, x, c, eps, &mean, &invstd);
+        for (int64_t n = 0; n < ch.N; n++)
+            for (int64_t q = 0; q < ch.P; q++)
+                y[CH_AT(ch, c, n, q)] = scale[c] * (x[CH_AT(ch, c, n, q)] - mean) * invstd + shift[c];
+    }
+}
+
+/* (dy, x, scale, stats) -> dx, or with scale_grad (dy, x, stats) -> dscale:
+ * xhat = (x - mean) invstd from stats (row 0 mean, row 1 invstd), means
+ * over the channel's M values:
+ *   dx = scale invstd (dy - mean(dy) - xhat mean(dy xhat));  dscale = sum dy xhat */
+static void batch_norm_backward(const dg_node *nd, double **vals, double *y, bool scale_grad) {
+    const dg_node *xn = nd->in[1];
+    channels ch = channels_of(xn->shape);
+    const double *dy = vals[nd->in[0]->id], *x = vals[xn->id];
+    const double *scale = scale_grad ? NULL : vals[nd->in[2]->id], *stats = vals[nd->in[scale_grad ? 2 : 3]->id];
+    const double m = (double)(ch.N * ch.P);
+#pragma omp parallel for
+    for (int64_t c = 0; c < ch.C; c++) {
+        const double mean = stats[c], invstd = stats[ch.C + c];
+        double sum_dy = 0, sum_dy_xhat = 0;
+        for (int64_t n = 0; n < ch.N; n++)
+            for (int64_t q = 0; q < ch.P; q++) {
+                int64_t i = CH_AT(ch, c, n, q);
+                sum_dy += dy[i];
+                sum_dy_xhat += dy[i] * (x[i] - mean) * invstd;
+            }
+        if (scale_grad) {
+            y[c] = sum_dy_xhat;
+            continue;
+        }
+        for (int64_t n = 0; n < ch.N; n++)
+            for (int64_t q = 0; q < ch.P; q++) {
+                int64_t i = CH_AT(ch, c, n, q);
+                double xhat = (x[i] - mean) * invstd;
+                y[i] = scale[c] * invstd * (dy[i] - sum_dy / m - xhat * sum_dy_xhat / m);
+            }
+    }
+}
+
+/* The running statistics move towards the batch's, in place (the inputs
+ * its op-table row marks as written), as the optimizer updates do; the
+ * node's value is the new running mean. With m = momentum and var =
+ * 1/invstd^2 - eps the batch's biased variance:
+ *   rm = (1 - m) rm + m mean;  rv = (1 - m) rv + m var count / (count - 1)
+ * (count 1: var as it is). */
+static void batch_norm_running(const dg_node *nd, double **vals, double *y) {
+    const dg_attr_norm a = dg_attr_norm_of(nd);
+    const double m = a.momentum, eps = a.eps, count = (double)a.count;
+    double *rm = vals[nd->in[0]->id], *rv = vals[nd->in[1]->id];
+    const double *stats = vals[nd->in[2]->id];
+    int64_t C = dg_node_numel(nd);
+    for (int64_t c = 0; c < C; c++) {
+        double var = 1 / (stats[C + c] * stats[C + c]) - eps;
+        rm[c] = (1 - m) * rm[c] + m * stats[c];
+        rv[c] = (1 - m) * rv[c] + m * (a.count > 1 ? var * count / (count - 1) : var);
+    }
+    memcpy(y, rm, (size_t)C * sizeof *y);
+}
+
+/* a side output from its definition, not from its owner's result:
+ * softmax_ce's row log-sum-exp, max_pool2d's argmax, batch_norm's stats */
+static dg_status side_output(const dg_node *n, double **vals, double *y) {
+    const dg_node *owner = n->in[0];
+    const double *x = vals[owner->in[0]->id];
+    switch (owner->op) {
+    case DG_OP_SOFTMAX_CE: {
+        int64_t C = owner->in[0]->shape.d[owner->in[0]->shape.ndim - 1];
+        for (int64_t r = 0; r < dg_node_numel(n); r++) y[r] = row_lse(x + r * C, C);
+        return DG_OK;
+    }
+    case DG_OP_MAX_POOL2D: {
+        window k = window_of(owner, owner->in[0]->shape, owner->shape);
+        max_pool2d(&k, x, NULL, y);
+        return DG_OK;
+    }
+    case DG_OP_BATCH_NORM: {
+        channels ch = channels_of(owner->in[0]->shape);
+        for (int64_t c = 0; c < ch.C; c++)
+            channel_stats(ch, x, c, dg_attr_norm_of(owner).eps, &y[c], &y[ch.C + c]);
+        return DG_OK;
+    }
+    default: return DG_ERR_UNSUPPORTED;
+    }
+}
+
 static dg_status eval_node(const dg_node *n, double **vals) {
     double *y = vals[n->id];
     const double *a = n->n_in > 0 ? vals[n->in[0]->id] : NULL;
@@ -233,14 +515,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         y[0] = tot / (double)R;
         break;
     }
-    case DG_OP_SIDE_OUTPUT: { /* from its definition, not from the owner's result */
-        const dg_node *owner = n->in[0];
-        if (owner->op != DG_OP_SOFTMAX_CE) return DG_ERR_UNSUPPORTED;
-        const double *x = vals[owner->in[0]->id];
-        int64_t C = owner->in[0]->shape.d[owner->in[0]->shape.ndim - 1];
-        for (int64_t r = 0; r < numel; r++) y[r] = row_lse(x + r * C, C); /* the row log-sum-exp */
-        break;
-    }
+    case DG_OP_SIDE_OUTPUT: return side_output(n, vals, y);
     case DG_OP_SOFTMAX_CE_BACKWARD: { /* recomputes lse (in[3]): an independent check */
         const double *x = b, *lab = vals[n->in[2]->id];
         int64_t C = s.d[s.ndim - 1], R = numel / C;
@@ -255,10 +530,38 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         optim_update(n, vals, y);
         break;
-    case DG_OP_CONV2D: case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_BATCH_NORM:
-    case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
-    case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
-    case DG_OP_BATCH_NORM_RUNNING:
+    case DG_OP_CONV2D: {
+        window k = window_of(n, n->in[0]->shape, s);
+        conv2d(&k, a, b, y);
+        break;
+    }
+    case DG_OP_CONV2D_BACKWARD_DATA: { /* (dy, w) -> dx */
+        window k = window_of(n, s, n->in[0]->shape);
+        conv2d_backward_data(&k, a, b, y);
+        break;
+    }
+    case DG_OP_CONV2D_BACKWARD_WEIGHT: { /* (dy, x) -> dw */
+        window k = window_of(n, n->in[1]->shape, n->in[0]->shape);
+        conv2d_backward_weight(&k, a, b, y);
+        break;
+    }
+    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: {
+        window k = window_of(n, n->in[0]->shape, s);
+        if (n->op == DG_OP_MAX_POOL2D) max_pool2d(&k, a, y, NULL);
+        else avg_pool2d(&k, a, y);
+        break;
+    }
+    case DG_OP_MAX_POOL2D_BACKWARD: case DG_OP_AVG_POOL2D_BACKWARD: { /* (dy[, argmax]) -> dx */
+        window k = window_of(n, s, n->in[0]->shape);
+        if (n->op == DG_OP_MAX_POOL2D_BACKWARD) max_pool2d_backward(&k, a, b, y);
+        else avg_pool2d_backward(&k, a, y);
+        break;
+    }
+    case DG_OP_BATCH_NORM: batch_norm(n, vals, y); break;
+    case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+        batch_norm_backward(n, vals, y, n->op == DG_OP_BATCH_NORM_BACKWARD_SCALE);
+        break;
+    case DG_OP_BATCH_NORM_RUNNING: batch_norm_running(n, vals, y); break;
     case DG_OP_COUNT: return DG_ERR_UNSUPPORTED;
     }
     return DG_OK;

@@ -265,6 +265,144 @@ static dg_status vjp_softmax_ce(backward *bw, const dg_node *n) {
     return DG_OK;
 }
 
+/* The geometry of a convolution or pool node y = op(x[, w]): x [N,C,H,W],
+ * y [N,O,OH,OW], w [O,C/groups,KH,KW] (pools: O = C, one group); output
+ * (oy, ox) meets tap (ki, kj) at x's row oy*sh - ph + ki*dh and column
+ * ox*sw - pw + kj*dw. */
+typedef struct conv_geom {
+    int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, cg, og;
+} conv_geom;
+
+static conv_geom conv_geom_of(const dg_node *y) {
+    const dg_attr_conv a = dg_attr_conv_of(y);
+    const dg_shape xs = y->in[0]->shape;
+    conv_geom k = {.n = xs.d[0], .c = xs.d[1], .h = xs.d[2], .w = xs.d[3],
+                   .o = y->shape.d[1], .oh = y->shape.d[2], .ow = y->shape.d[3],
+                   .kh = a.kernel[0], .kw = a.kernel[1], .sh = a.stride[0], .sw = a.stride[1],
+                   .ph = a.pad[0], .pw = a.pad[1], .dh = a.dilation[0], .dw = a.dilation[1]};
+    k.cg = k.c / a.groups;
+    k.og = k.o / a.groups;
+    return k;
+}
+
+/* The product terms of conv2d's outputs y[b,o,.,.] (image b, output
+ * channel o): each passes its output's g to the x element and the w
+ * element it multiplied, weighted by the other (dx or dw NULL: not wanted). */
+static void conv2d_terms(const conv_geom *k, int64_t b, int64_t o, const double *g, const double *x,
+                         const double *w, double *dx, double *dw) {
+    const int64_t first_channel = o / k->og * k->cg; /* of o's group in x */
+    for (int64_t oy = 0; oy < k->oh; oy++)
+        for (int64_t ox = 0; ox < k->ow; ox++) {
+            const double gy = g[((b * k->o + o) * k->oh + oy) * k->ow + ox];
+            for (int64_t ci = 0; ci < k->cg; ci++)
+                for (int64_t ki = 0; ki < k->kh; ki++)
+                    for (int64_t kj = 0; kj < k->kw; kj++) {
+                        const int64_t iy = oy * k->sh - k->ph + ki * k->dh, ix = ox * k->sw - k->pw + kj * k->dw;
+                        if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w) continue;
+                        const int64_t xi = ((b * k->c + first_channel + ci) * k->h + iy) * k->w + ix;
+                        const int64_t wi = ((o * k->cg + ci) * k->kh + ki) * k->kw + kj;
+                        if (dx) dx[xi] += gy * w[wi];
+                        if (dw) dw[wi] += gy * x[xi];
+                    }
+        }
+}
+
+/* y[b,o,oy,ox] = sum over ci, ki, kj of x[b, g*cg + ci, iy, ix] w[o,ci,ki,kj]
+ * (g = o / og, taps outside x zero) is linear in x and in w: each product
+ * term gives x's element g(y) w and w's element g(y) x. Threads own images
+ * for dx and output channels for dw. */
+static void vjp_conv2d(backward *bw, const dg_node *y) {
+    const conv_geom k = conv_geom_of(y);
+    const double *g = bw->adj[y->id], *x = bw->val[y->in[0]->id], *w = bw->val[y->in[1]->id];
+    double *dx = bw->adj[y->in[0]->id], *dw = bw->adj[y->in[1]->id];
+    if (dx) {
+#pragma omp parallel for
+        for (int64_t b = 0; b < k.n; b++)
+            for (int64_t o = 0; o < k.o; o++) conv2d_terms(&k, b, o, g, x, w, dx, NULL);
+    }
+    if (dw) {
+#pragma omp parallel for
+        for (int64_t o = 0; o < k.o; o++)
+            for (int64_t b = 0; b < k.n; b++) conv2d_terms(&k, b, o, g, x, w, NULL, dw);
+    }
+}
+
+/* The pools, plane by plane (N*C planes of H*W; y's of OH*OW):
+ *   max: y = x at the window's largest tap inside x (the first of equals),
+ *        a selection, so dx there += g and nowhere else;
+ *   avg: y = (sum of the window's taps inside x) / (KH*KW), so each of
+ *        those taps gets g / (KH*KW).
+ * The maximum is found here again from x, not read from the argmax. */
+static void vjp_pool2d(backward *bw, const dg_node *y) {
+    const conv_geom k = conv_geom_of(y);
+    const double *g = bw->adj[y->id], *x = bw->val[y->in[0]->id];
+    double *dx = bw->adj[y->in[0]->id];
+    const bool max = y->op == DG_OP_MAX_POOL2D;
+#pragma omp parallel for
+    for (int64_t p = 0; p < k.n * k.c; p++) {
+        const double *xp = x + p * k.h * k.w;
+        double *dxp = dx + p * k.h * k.w;
+        for (int64_t oy = 0; oy < k.oh; oy++)
+            for (int64_t ox = 0; ox < k.ow; ox++) {
+                const double gy = g[(p * k.oh + oy) * k.ow + ox];
+                int64_t best = -1;
+                for (int64_t ki = 0; ki < k.kh; ki++)
+                    for (int64_t kj = 0; kj < k.kw; kj++) {
+                        const int64_t iy = oy * k.sh - k.ph + ki, ix = ox * k.sw - k.pw + kj;
+                        if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
+                        const int64_t i = iy * k.w + ix;
+                        if (!max) dxp[i] += gy / (double)(k.kh * k.kw);
+                        else if (best < 0 || xp[i] > xp[best]) best = i;
+                    }
+                if (max) dxp[best] += gy;
+            }
+    }
+}
+
+/* y = s (x - mu) r + t per channel over its M values, mu = mean(x),
+ * v = mean((x - mu)^2), r = (v + eps)^-1/2, xhat = (x - mu) r. By the chain
+ * rule through xhat, v and mu (G = g s, the gradient reaching xhat):
+ *   dL/dv  = sum G (x - mu) (-1/2) r^3
+ *   dL/dmu = -r sum G + dL/dv (-2/M) sum (x - mu)
+ *   dx     = G r + dL/dv 2 (x - mu) / M + dL/dmu / M
+ *   ds     = sum g xhat,  dt = sum g */
+static void vjp_batch_norm(backward *bw, const dg_node *y) {
+    const dg_node *xn = y->in[0], *sn = y->in[1], *tn = y->in[2];
+    const int64_t N = xn->shape.d[0], C = xn->shape.d[1], P = dg_node_numel(xn) / (N * C);
+    const double eps = dg_attr_norm_of(y).eps, M = (double)(N * P);
+    const double *g = bw->adj[y->id], *x = bw->val[xn->id], *s = bw->val[sn->id];
+    double *dx = bw->adj[xn->id], *ds = bw->adj[sn->id], *dt = bw->adj[tn->id];
+#pragma omp parallel for
+    for (int64_t c = 0; c < C; c++) {
+#define AT(n, q) (((n) * C + c) * P + (q))
+        double mu = 0, v = 0, centred = 0, sum_g = 0, sum_g_xhat = 0, sum_G_centred = 0;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t q = 0; q < P; q++) mu += x[AT(n, q)];
+        mu /= M;
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t q = 0; q < P; q++) v += (x[AT(n, q)] - mu) * (x[AT(n, q)] - mu);
+        v /= M;
+        const double r = 1 / sqrt(v + eps);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t q = 0; q < P; q++) {
+                const double d = x[AT(n, q)] - mu, gi = g[AT(n, q)];
+                centred += d;
+                sum_g += gi;
+                sum_g_xhat += gi * d * r;
+                sum_G_centred += gi * s[c] * d;
+            }
+        const double d_v = sum_G_centred * -0.5 * r * r * r;
+        const double d_mu = -r * s[c] * sum_g + d_v * -2 / M * centred;
+        if (dx)
+            for (int64_t n = 0; n < N; n++)
+                for (int64_t q = 0; q < P; q++)
+                    dx[AT(n, q)] += g[AT(n, q)] * s[c] * r + d_v * 2 * (x[AT(n, q)] - mu) / M + d_mu / M;
+        if (ds) ds[c] += sum_g_xhat;
+        if (dt) dt[c] += sum_g;
+#undef AT
+    }
+}
+
 /* Adds n's contributions into the adjoints of its inputs that have one. A
  * node with an adjoint lies on a path from a float input, so a one-input
  * op's input always has one; of two inputs, one may not (w, labels). */
@@ -296,6 +434,9 @@ static dg_status vjp(backward *bw, const dg_node *n) {
     }
     case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: vjp_softmax(bw, n); return DG_OK;
     case DG_OP_SOFTMAX_CE: return vjp_softmax_ce(bw, n);
+    case DG_OP_CONV2D: vjp_conv2d(bw, n); return DG_OK;
+    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: vjp_pool2d(bw, n); return DG_OK;
+    case DG_OP_BATCH_NORM: vjp_batch_norm(bw, n); return DG_OK;
     /* not forward ops of a case: the graph up to the loss holds none on a
      * path to the loss, and a new forward op lands here until it has a VJP */
     case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT:
@@ -303,7 +444,6 @@ static dg_status vjp(backward *bw, const dg_node *n) {
     case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
     case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
-    case DG_OP_CONV2D: case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_BATCH_NORM:
     case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
     case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
     case DG_OP_BATCH_NORM_RUNNING:

@@ -1,0 +1,685 @@
+/* test_conv.c: the convolutional ops outside the op table: every refusal of
+ * their builders (graph_conv.c), the plan's im2col scratch, the float64
+ * reference on small cases computed by hand (so a wrong formula in ref.c is
+ * caught whatever the kernels do), and, on the CPU backend, what the table
+ * cannot hold: the side outputs, the running statistics update and a batch
+ * larger than one im2col chunk. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/autodiff.h"
+#include "core/check/ref.h"
+#include "core/layout.h"
+#include "cpu_backend/cpu_backend.h"
+#include "test_util.h"
+
+#define S DG_SHAPE
+
+/* ---- builders: NULL, the graph's status and a message naming the op,
+ * the shapes and the attribute ---- */
+
+static void assert_refused(dg_graph *g, const dg_node *n, dg_status want, const char *expr,
+                           const char *const *needles, int n_needles) {
+    cr_assert_null(n, "%s was accepted", expr);
+    dg_status st = dg_graph_status(g);
+    cr_assert_eq(st, want, "%s: %s, want %s: %s", expr, dg_status_name(st), dg_status_name(want), dg_last_error());
+    for (int i = 0; i < n_needles; i++)
+        cr_assert(strstr(dg_last_error(), needles[i]), "%s: the message lacks \"%s\": %s", expr, needles[i],
+                  dg_last_error());
+}
+
+/* builds `expr` in a fresh graph g, which must refuse it */
+#define REFUSES(want, expr, ...)                                                                      \
+    do {                                                                                              \
+        dg_graph *g = dg_graph_new();                                                                 \
+        cr_assert_not_null(g);                                                                        \
+        const char *needles_[] = {__VA_ARGS__};                                                       \
+        assert_refused(g, (expr), want, #expr, needles_, (int)(sizeof needles_ / sizeof needles_[0])); \
+        dg_graph_free(g);                                                                             \
+    } while (0)
+
+/* builds `expr` in a fresh graph g, which must accept it */
+#define ACCEPTS(expr)                                                       \
+    do {                                                                    \
+        dg_graph *g = dg_graph_new();                                       \
+        cr_assert_not_null(g);                                              \
+        cr_assert_not_null((expr), "%s refused: %s", #expr, dg_last_error()); \
+        dg_graph_free(g);                                                   \
+    } while (0)
+
+#define X(...) dg_input(g, "x", S(__VA_ARGS__))
+#define W(...) dg_input(g, "w", S(__VA_ARGS__))
+#define V(name, ...) dg_input(g, name, S(__VA_ARGS__))
+#define CONV(...) ((dg_conv2d_opts){__VA_ARGS__})
+#define POOL(...) ((dg_pool2d_opts){__VA_ARGS__})
+
+Test(conv_builders, conv2d_refusals) {
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(2, 3, 7), W(4, 3, 3, 3), NULL, CONV(0)), "conv2d", "input [2,3,7]",
+            "4 axes [N,C,H,W]");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(2, 3, 7, 7), W(4, 3, 3), NULL, CONV(0)), "conv2d", "weight [4,3,3]",
+            "4 axes");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 7, 7), W(1, 3, 2147483648LL, 1), NULL, CONV(0)), "conv2d",
+            "weight [1,3,2147483648,1]", "kernel too large");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 4, 4), W(2, 3, 5, 3), NULL, CONV(0)), "conv2d", "kernel 5x3",
+            "larger than the padded input 4x4", "input [1,3,4,4]", "padding 0x0");
+    /* the dilated span counts: 3 taps 3 apart span 7 > 6, and padding 1 makes room */
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 6, 6), W(2, 3, 3, 3), NULL, CONV(.dilation = {3, 3})), "conv2d",
+            "kernel 3x3 (dilated 7x7)", "padded input 6x6");
+    ACCEPTS(dg_conv2d(g, X(1, 3, 6, 6), W(2, 3, 3, 3), NULL, CONV(.pad = {1, 1}, .dilation = {3, 3})));
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 7, 7), W(4, 3, 3, 3), NULL, CONV(.stride = {-1, 1})), "conv2d",
+            "stride -1x1", "input [1,3,7,7]", ">= 1");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 7, 7), W(4, 3, 3, 3), NULL, CONV(.pad = {0, -1})), "conv2d",
+            "padding 0x-1", ">= 0");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 7, 7), W(4, 3, 3, 3), NULL, CONV(.dilation = {1, -2})), "conv2d",
+            "dilation 1x-2", ">= 1");
+    /* groups: must divide C and O, at least 1 */
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 4, 5, 5), W(6, 1, 3, 3), NULL, CONV(.groups = 3)), "conv2d", "groups 3",
+            "input [1,4,5,5]", "weight [6,1,3,3]");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 4, 5, 5), W(3, 2, 3, 3), NULL, CONV(.groups = 2)), "conv2d", "groups 2",
+            "output channels (weight [3,2,3,3])");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 4, 5, 5), W(4, 4, 3, 3), NULL, CONV(.groups = -1)), "conv2d",
+            "groups -1", ">= 1");
+    /* channels: weight's C/groups times groups must be x's C */
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 4, 5, 5), W(6, 3, 3, 3), NULL, CONV(.groups = 2)), "conv2d",
+            "weight [6,3,3,3] takes 3 channels per group", "2 groups = 6 input channels", "input [1,4,5,5] has 4");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 4, 5, 5), W(6, 3, 3, 3), NULL, CONV(0)), "conv2d", "takes 3 channels",
+            "has 4");
+    /* bias: [O] */
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 4, 5, 5), W(6, 4, 3, 3), V("bias", 5), CONV(0)), "conv2d", "bias [5]",
+            "must be [6]", "weight [6,4,3,3]");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 4, 5, 5), W(6, 4, 3, 3), V("bias", 6, 1), CONV(0)), "conv2d",
+            "bias [6,1]", "must be [6]");
+    /* inputs: float32, present */
+    REFUSES(DG_ERR_INVALID, dg_conv2d(g, dg_input_i32(g, "labels", S(1, 4, 5, 5)), W(6, 4, 3, 3), NULL, CONV(0)),
+            "conv2d", "'labels' must be float32");
+    REFUSES(DG_ERR_INVALID, dg_conv2d(g, X(1, 4, 5, 5), NULL, NULL, CONV(0)), "conv2d", "input 1 is NULL");
+}
+
+Test(conv_builders, pool_refusals) {
+    REFUSES(DG_ERR_SHAPE, dg_max_pool2d(g, X(3, 6, 6), POOL(.kernel = {2, 2})), "max_pool2d", "input [3,6,6]",
+            "4 axes");
+    REFUSES(DG_ERR_SHAPE, dg_avg_pool2d(g, X(1, 3, 6, 6), POOL(.kernel = {0, 2})), "avg_pool2d", "kernel 0x2",
+            ">= 1");
+    REFUSES(DG_ERR_SHAPE, dg_max_pool2d(g, X(1, 3, 6, 6), POOL(.kernel = {2, 2}, .stride = {1, -1})), "max_pool2d",
+            "stride 1x-1");
+    REFUSES(DG_ERR_SHAPE, dg_avg_pool2d(g, X(1, 3, 6, 6), POOL(.kernel = {2, 2}, .pad = {-1, 0})), "avg_pool2d",
+            "padding -1x0");
+    REFUSES(DG_ERR_SHAPE, dg_max_pool2d(g, X(1, 3, 2, 6), POOL(.kernel = {3, 3})), "max_pool2d", "kernel 3x3",
+            "padded input 2x6", "input [1,3,2,6]");
+    /* padding over half the window would leave a window in padding alone */
+    REFUSES(DG_ERR_SHAPE, dg_max_pool2d(g, X(1, 3, 6, 6), POOL(.kernel = {3, 3}, .pad = {2, 1})), "max_pool2d",
+            "padding 2x1", "input [1,3,6,6]", "more than half the window 3x3");
+    REFUSES(DG_ERR_SHAPE, dg_avg_pool2d(g, X(1, 3, 6, 6), POOL(.kernel = {2, 3}, .pad = {1, 2})), "avg_pool2d",
+            "padding 1x2", "half the window 2x3");
+    ACCEPTS(dg_max_pool2d(g, X(1, 3, 6, 6), POOL(.kernel = {2, 2}, .pad = {1, 1})));
+    REFUSES(DG_ERR_SHAPE, dg_global_avg_pool2d(g, X(2, 3, 4)), "global_avg_pool2d", "input [2,3,4]", "4 axes");
+}
+
+Test(conv_builders, batch_norm_refusals) {
+    REFUSES(DG_ERR_SHAPE, dg_batch_norm(g, X(2, 3, 4), V("scale", 3), V("shift", 3), 1e-5f), "batch_norm",
+            "input [2,3,4]", "[N,C] or [N,C,H,W]");
+    REFUSES(DG_ERR_SHAPE, dg_batch_norm(g, X(2, 3, 4, 4), V("scale", 4), V("shift", 3), 1e-5f), "batch_norm",
+            "'scale' [4]", "must be [3]", "input [2,3,4,4]");
+    REFUSES(DG_ERR_SHAPE, dg_batch_norm(g, X(2, 3), V("scale", 3), V("shift", 3, 1), 1e-5f), "batch_norm",
+            "'shift' [3,1]", "must be [3]", "input [2,3]");
+    REFUSES(DG_ERR_INVALID, dg_batch_norm(g, X(2, 3), V("scale", 3), V("shift", 3), 0.0f), "batch_norm", "eps 0",
+            "> 0");
+    REFUSES(DG_ERR_INVALID, dg_batch_norm(g, X(2, 3), V("scale", 3), V("shift", 3), NAN), "batch_norm", "eps nan");
+    REFUSES(DG_ERR_SHAPE,
+            dg_batch_norm_eval(g, X(2, 3, 4, 4), V("scale", 3), V("shift", 3), V("running_mean", 3),
+                               V("running_var", 2), 1e-5f),
+            "batch_norm_eval", "'running_var' [2]", "must be [3]", "input [2,3,4,4]");
+    REFUSES(DG_ERR_INVALID,
+            dg_batch_norm_eval(g, X(2, 3), V("scale", 3), V("shift", 3), V("running_mean", 3), V("running_var", 3),
+                               -1.0f),
+            "batch_norm_eval", "eps -1");
+}
+
+/* a batch_norm node of x [2,3,4,4] in g, for its running update */
+static dg_node *bn_of(dg_graph *g) {
+    return dg_batch_norm(g, X(2, 3, 4, 4), V("scale", 3), V("shift", 3), 1e-5f);
+}
+
+Test(conv_builders, batch_norm_running_refusals) {
+    REFUSES(DG_ERR_INVALID, dg_batch_norm_running(g, dg_relu(g, X(2, 3)), V("running_mean", 3), V("running_var", 3),
+                                                  0.1f),
+            "batch_norm_running", "is a relu node, not batch_norm");
+    REFUSES(DG_ERR_SHAPE, dg_batch_norm_running(g, bn_of(g), V("running_mean", 4), V("running_var", 3), 0.1f),
+            "batch_norm_running", "'running_mean' [4]", "must be [3]", "input [2,3,4,4]");
+    REFUSES(DG_ERR_SHAPE, dg_batch_norm_running(g, bn_of(g), V("running_mean", 3), V("running_var", 1, 3), 0.1f),
+            "batch_norm_running", "'running_var' [1,3]");
+    REFUSES(DG_ERR_INVALID, dg_batch_norm_running(g, bn_of(g), V("running_mean", 3), V("running_var", 3), 0.0f),
+            "batch_norm_running", "momentum 0", "(0, 1]");
+    REFUSES(DG_ERR_INVALID, dg_batch_norm_running(g, bn_of(g), V("running_mean", 3), V("running_var", 3), 1.5f),
+            "batch_norm_running", "momentum 1.5");
+    REFUSES(DG_ERR_INVALID, dg_batch_norm_running(g, bn_of(g), V("running_mean", 3), V("running_var", 3), NAN),
+            "batch_norm_running", "momentum nan");
+    ACCEPTS(dg_batch_norm_running(g, bn_of(g), V("running_mean", 3), V("running_var", 3), 1.0f));
+}
+
+/* ---- the plan's scratch ---- */
+
+/* the im2col scratch of a conv-family node from the layout's definition
+ * (layout.h): chunk images of col [c*kh*kw, oh*ow], and for the weight
+ * gradient dyT [o, oh*ow] as well */
+static size_t scratch_by_layout(const dg_node *n) {
+    dg_conv_dims d = dg_conv_dims_of(n);
+    int64_t per_image = d.c * d.kh * d.kw * d.oh * d.ow + (n->op == DG_OP_CONV2D_BACKWARD_WEIGHT ? d.o * d.oh * d.ow : 0);
+    return (size_t)(d.chunk * per_image) * sizeof(float);
+}
+
+/* Every step of the plan has scratch exactly when its node needs some:
+ * one arena buffer of dg_node_scratch_bytes for that step alone, inside
+ * the arena. Returns how many steps had scratch. */
+static int assert_scratch_planned(const dg_plan *p) {
+    int n_buf, n_steps, found = 0;
+    const dg_plan_buffer *buf = dg_plan_buffers(p, &n_buf);
+    const dg_step *steps = dg_plan_steps(p, &n_steps);
+    dg_plan_stats st = dg_plan_stats_get(p);
+    for (int i = 0; i < n_steps; i++) {
+        const dg_node *n = steps[i].node;
+        size_t want = dg_node_scratch_bytes(n);
+        const dg_plan_buffer *sb = NULL;
+        for (int j = 0; j < n_buf; j++)
+            if (buf[j].scratch && buf[j].node_id == n->id) {
+                cr_assert_null(sb, "node %s has two scratch buffers", n->name);
+                sb = &buf[j];
+            }
+        cr_assert_eq(sb != NULL, want > 0, "node %s (%s) needs %zu bytes of scratch, planned: %s", n->name,
+                     dg_op_name(n->op), want, sb ? "yes" : "no");
+        cr_assert_eq(steps[i].scratch != NULL, want > 0, "step of %s: scratch pointer %p for %zu bytes", n->name,
+                     steps[i].scratch, want);
+        if (!sb) continue;
+        found++;
+        cr_assert_eq(sb->bytes, want, "%s: %zu bytes of scratch planned, %zu needed", n->name, sb->bytes, want);
+        cr_assert_eq(want, scratch_by_layout(n), "%s: dg_node_scratch_bytes %zu, the layout's %zu", n->name, want,
+                     scratch_by_layout(n));
+        cr_assert(sb->first == n->id && sb->last == n->id, "%s: scratch live from %d to %d", n->name, sb->first,
+                  sb->last);
+        cr_assert_leq(sb->offset + sb->bytes, st.arena_bytes, "%s: scratch ends at %zu, beyond the arena of %zu",
+                      n->name, sb->offset + sb->bytes, st.arena_bytes);
+        /* live together with the step's output: disjoint bytes */
+        for (int j = 0; j < n_buf; j++)
+            if (!buf[j].scratch && buf[j].node_id == n->id)
+                cr_assert(buf[j].offset + buf[j].bytes <= sb->offset || sb->offset + sb->bytes <= buf[j].offset,
+                          "%s: scratch overlaps the output", n->name);
+    }
+    return found;
+}
+
+Test(conv_plan, scratch_of_a_convolution_and_its_gradient) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_param(g, "x", S(2, 3, 9, 9), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *w = dg_param(g, "w", S(4, 3, 3, 3), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *y = dg_conv2d(g, x, w, NULL, CONV(.pad = {1, 1}));
+    dg_node *loss = dg_sum(g, y, DG_ALL_AXES, false), *wrt[2] = {x, w}, *grads[2];
+    ASSERT_OK(dg_grad(g, loss, wrt, 2, grads));
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, be, &y, 1, NULL));
+    cr_assert_eq(assert_scratch_planned(p), 1);
+    /* [c*kh*kw = 27, oh*ow = 81] floats for each of the 2 images */
+    cr_assert_eq(dg_node_scratch_bytes(y), (size_t)2 * 27 * 81 * sizeof(float));
+    cr_assert_geq(dg_plan_stats_get(p).arena_bytes, dg_node_scratch_bytes(y) + dg_node_bytes(y));
+    dg_plan_free(p);
+    /* the gradients: backward_data like the forward, backward_weight with dyT */
+    ASSERT_OK(dg_plan_new(&p, g, be, grads, 2, NULL));
+    cr_assert_eq(grads[0]->op, DG_OP_CONV2D_BACKWARD_DATA);
+    cr_assert_eq(grads[1]->op, DG_OP_CONV2D_BACKWARD_WEIGHT);
+    cr_assert_eq(assert_scratch_planned(p), 2);
+    cr_assert_eq(dg_node_scratch_bytes(grads[1]), (size_t)2 * (27 + 4) * 81 * sizeof(float));
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+}
+
+Test(conv_plan, direct_1x1_convolution_has_no_scratch) {
+    dg_graph *g = dg_graph_new();
+    dg_node *y = dg_conv2d(g, X(2, 5, 4, 3), W(3, 5, 1, 1), NULL, CONV(0));
+    /* a stride reads x sparsely: columns again */
+    dg_node *strided = dg_conv2d(g, X(2, 5, 4, 3), W(3, 5, 1, 1), NULL, CONV(.stride = {2, 1}));
+    cr_assert_not_null(strided, "%s", dg_last_error());
+    cr_assert(dg_conv_dims_of(y).direct && !dg_conv_dims_of(strided).direct);
+    cr_assert_eq(dg_node_scratch_bytes(y), 0);
+    cr_assert_gt(dg_node_scratch_bytes(strided), 0);
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    dg_plan *p;
+    dg_node *outs[2] = {y, strided};
+    ASSERT_OK(dg_plan_new(&p, g, be, outs, 2, NULL));
+    cr_assert_eq(assert_scratch_planned(p), 1, "only the strided convolution has scratch");
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+}
+
+/* A batch over more than one im2col pass: x [3,16,183,183], w [2,16,5,5],
+ * padding 2: 400 rows x 33489 columns of floats (54 MB) per image, so two
+ * images fit the 128 MiB budget, and three make a full chunk and a part. */
+static dg_node *chunked_conv(dg_graph *g, dg_node **x, dg_node **w) {
+    *x = dg_param(g, "x", S(3, 16, 183, 183), (dg_init){DG_INIT_UNIFORM, -1, 1, 7});
+    *w = dg_param(g, "w", S(2, 16, 5, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 8});
+    return dg_conv2d(g, *x, *w, NULL, CONV(.pad = {2, 2}));
+}
+
+Test(conv_plan, a_large_batch_works_in_chunks) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = chunked_conv(g, &x, &w);
+    cr_assert_not_null(y, "%s", dg_last_error());
+    dg_conv_dims d = dg_conv_dims_of(y);
+    cr_assert(d.chunk == 2 && d.n == 3, "chunk %lld of %lld images", (long long)d.chunk, (long long)d.n);
+    cr_assert_leq(dg_node_scratch_bytes(y), (size_t)DG_CONV_SCRATCH_BUDGET);
+    cr_assert_eq(dg_node_scratch_bytes(y), scratch_by_layout(y));
+    dg_graph_free(g);
+}
+
+/* ---- the float64 reference on cases computed by hand ---- */
+
+/* Evaluates g in float64; leaves[i] gets values[i], the other leaves (the
+ * gradient's constants) their init's values. The caller frees the slots
+ * with ref_free and the array with free. */
+static double **ref_run(dg_graph *g, dg_node *const *leaves, const double *const *values, int n) {
+    int size = dg_graph_size(g);
+    double **vals = calloc((size_t)size, sizeof *vals);
+    cr_assert_not_null(vals);
+    for (int i = 0; i < n; i++) {
+        int64_t cnt = dg_node_numel(leaves[i]);
+        vals[leaves[i]->id] = malloc((size_t)cnt * sizeof(double));
+        cr_assert_not_null(vals[leaves[i]->id]);
+        memcpy(vals[leaves[i]->id], values[i], (size_t)cnt * sizeof(double));
+    }
+    for (int id = 0; id < size; id++) {
+        const dg_node *leaf = dg_graph_node(g, id);
+        if (leaf->op != DG_OP_LEAF || vals[id]) continue;
+        int64_t cnt = dg_node_numel(leaf);
+        float *f = malloc((size_t)cnt * sizeof *f);
+        vals[id] = malloc((size_t)cnt * sizeof(double));
+        cr_assert(f && vals[id]);
+        ASSERT_OK(dg_init_fill(leaf->init, f, cnt));
+        for (int64_t k = 0; k < cnt; k++) vals[id][k] = f[k];
+        free(f);
+    }
+    ASSERT_OK(ref_eval(g, size, vals));
+    return vals;
+}
+
+static void ref_done(dg_graph *g, double **vals) {
+    ref_free(vals, dg_graph_size(g));
+    free(vals);
+    dg_graph_free(g);
+}
+
+static void assert_values(const double *got, const double *want, int n, const char *what) {
+    for (int i = 0; i < n; i++)
+        cr_assert(fabs(got[i] - want[i]) <= 1e-12 * fmax(1, fabs(want[i])) ||
+                  (isnan(got[i]) && isnan(want[i])), "%s[%d] = %.17g, want %.17g", what, i, got[i], want[i]);
+}
+
+#define VALUES(...) ((const double[]){__VA_ARGS__})
+#define COUNT(...) ((int)(sizeof VALUES(__VA_ARGS__) / sizeof(double)))
+#define ASSERT_VALUES(got, what, ...) assert_values(got, VALUES(__VA_ARGS__), COUNT(__VA_ARGS__), what)
+
+/* x 1x1x3x3 = 1..9, w 1x1x2x2 = 1..4; loss = sum(y * dy) */
+typedef struct conv_case { dg_graph *g; dg_node *x, *w, *dy, *y, *grad[2]; } conv_case;
+
+static conv_case conv_case_new(dg_shape xs, dg_shape ws, dg_conv2d_opts o) {
+    conv_case c = {.g = dg_graph_new()};
+    dg_graph *g = c.g;
+    c.x = dg_param(g, "x", xs, (dg_init){DG_INIT_FILL, 0, 0, 0});
+    c.w = dg_param(g, "w", ws, (dg_init){DG_INIT_FILL, 0, 0, 0});
+    c.y = dg_conv2d(g, c.x, c.w, NULL, o);
+    cr_assert_not_null(c.y, "%s", dg_last_error());
+    c.dy = dg_input(g, "dy", c.y->shape);
+    dg_node *wrt[2] = {c.x, c.w};
+    ASSERT_OK(dg_grad(g, dg_sum(g, dg_mul(g, c.y, c.dy), DG_ALL_AXES, false), wrt, 2, c.grad));
+    return c;
+}
+
+Test(conv_ref, conv2d_by_hand) {
+    /* x = [1 2 3; 4 5 6; 7 8 9], w = [1 2; 3 4]: y[i][j] = x[i][j] + 2 x[i][j+1] + 3 x[i+1][j] + 4 x[i+1][j+1] */
+    conv_case c = conv_case_new(S(1, 1, 3, 3), S(1, 1, 2, 2), CONV(0));
+    dg_node *leaves[3] = {c.x, c.w, c.dy};
+    const double *in[3] = {VALUES(1, 2, 3, 4, 5, 6, 7, 8, 9), VALUES(1, 2, 3, 4), VALUES(1, 1, 1, 1)};
+    double **v = ref_run(c.g, leaves, in, 3);
+    ASSERT_VALUES(v[c.y->id], "y", 37, 47, 67, 77);
+    /* dy = 1: dx sums the taps of w over the windows that read each x;
+     * dw[ki][kj] sums x over the windows shifted by (ki, kj) */
+    cr_assert_eq(c.grad[0]->op, DG_OP_CONV2D_BACKWARD_DATA);
+    ASSERT_VALUES(v[c.grad[0]->id], "dx", 1, 3, 2, 4, 10, 6, 3, 7, 4);
+    cr_assert_eq(c.grad[1]->op, DG_OP_CONV2D_BACKWARD_WEIGHT);
+    ASSERT_VALUES(v[c.grad[1]->id], "dw", 12, 16, 24, 28);
+    ref_done(c.g, v);
+}
+
+Test(conv_ref, conv2d_padding_stride_dilation_groups_by_hand) {
+    /* padding 1, stride 2: windows at rows -1 and 1, columns -1 and 1;
+     * outside taps are 0: y = [4, 2*3 + 3*4, 4*2 + 7*4, 5 + 12 + 24 + 36] */
+    conv_case c = conv_case_new(S(1, 1, 3, 3), S(1, 1, 2, 2), CONV(.stride = {2, 2}, .pad = {1, 1}));
+    dg_node *leaves[3] = {c.x, c.w, c.dy};
+    const double *in[3] = {VALUES(1, 2, 3, 4, 5, 6, 7, 8, 9), VALUES(1, 2, 3, 4), VALUES(1, 10, 100, 1000)};
+    double **v = ref_run(c.g, leaves, in, 3);
+    ASSERT_VALUES(v[c.y->id], "y", 4, 18, 36, 77);
+    /* each x element is read by exactly one window (at most) here:
+     * x[0][0] by window 0 with w[1][1]; x[0][1] by window 1 with w[1][0] ... */
+    ASSERT_VALUES(v[c.grad[0]->id], "dx", 4, 30, 40, 200, 1000, 2000, 400, 3000, 4000);
+    /* dw[ki][kj]: x under tap (ki, kj) of each window, weighted by its dy */
+    ASSERT_VALUES(v[c.grad[1]->id], "dw", 1000 * 5, 100 * 4 + 1000 * 6, 10 * 2 + 1000 * 8,
+                  1 + 10 * 3 + 100 * 7 + 1000 * 9);
+    ref_done(c.g, v);
+
+    /* dilation 2: the four corners, 1 + 2*3 + 3*7 + 4*9 */
+    c = conv_case_new(S(1, 1, 3, 3), S(1, 1, 2, 2), CONV(.dilation = {2, 2}));
+    const double *in2[3] = {VALUES(1, 2, 3, 4, 5, 6, 7, 8, 9), VALUES(1, 2, 3, 4), VALUES(1)};
+    dg_node *leaves2[3] = {c.x, c.w, c.dy};
+    v = ref_run(c.g, leaves2, in2, 3);
+    ASSERT_VALUES(v[c.y->id], "y", 64);
+    ASSERT_VALUES(v[c.grad[0]->id], "dx", 1, 0, 2, 0, 0, 0, 3, 0, 4);
+    ASSERT_VALUES(v[c.grad[1]->id], "dw", 1, 3, 7, 9);
+    ref_done(c.g, v);
+
+    /* groups 2: output channel o reads input channel o only */
+    c = conv_case_new(S(1, 2, 1, 1), S(2, 1, 1, 1), CONV(.groups = 2));
+    const double *in3[3] = {VALUES(1, 10), VALUES(2, 3), VALUES(5, 7)};
+    dg_node *leaves3[3] = {c.x, c.w, c.dy};
+    v = ref_run(c.g, leaves3, in3, 3);
+    ASSERT_VALUES(v[c.y->id], "y", 2, 30);
+    ASSERT_VALUES(v[c.grad[0]->id], "dx", 10, 21);
+    ASSERT_VALUES(v[c.grad[1]->id], "dw", 5, 70);
+    ref_done(c.g, v);
+}
+
+/* y = pool(x) with loss sum(y * dy); argmax is y's side output */
+typedef struct pool_case { dg_graph *g; dg_node *x, *dy, *y, *dx; } pool_case;
+
+static pool_case pool_case_new(bool max, dg_shape xs, dg_pool2d_opts o) {
+    pool_case c = {.g = dg_graph_new()};
+    c.x = dg_param(c.g, "x", xs, (dg_init){DG_INIT_FILL, 0, 0, 0});
+    c.y = max ? dg_max_pool2d(c.g, c.x, o) : dg_avg_pool2d(c.g, c.x, o);
+    cr_assert_not_null(c.y, "%s", dg_last_error());
+    c.dy = dg_input(c.g, "dy", c.y->shape);
+    ASSERT_OK(dg_grad(c.g, dg_sum(c.g, dg_mul(c.g, c.y, c.dy), DG_ALL_AXES, false), &c.x, 1, &c.dx));
+    return c;
+}
+
+Test(conv_ref, max_pool2d_by_hand) {
+    /* x = [1 5 5; 5 2 0], 2x2 windows at columns 0 and 1: both maxima are 5,
+     * tied three times and twice: the first in (ki, kj) order, x[0][1] */
+    pool_case c = pool_case_new(true, S(1, 1, 2, 3), POOL(.kernel = {2, 2}, .stride = {1, 1}));
+    dg_node *leaves[2] = {c.x, c.dy};
+    const double *in[2] = {VALUES(1, 5, 5, 5, 2, 0), VALUES(1, 10)};
+    double **v = ref_run(c.g, leaves, in, 2);
+    ASSERT_VALUES(v[c.y->id], "y", 5, 5);
+    ASSERT_VALUES(v[c.y->side[0]->id], "argmax", 1, 1);
+    cr_assert_eq(c.dx->op, DG_OP_MAX_POOL2D_BACKWARD);
+    ASSERT_VALUES(v[c.dx->id], "dx", 0, 11, 0, 0, 0, 0);
+    ref_done(c.g, v);
+
+    /* padding is not a tap: negative values stay the maxima of windows
+     * that hang over the edge (2x2, padding 1, stride 2: one tap each) */
+    c = pool_case_new(true, S(1, 1, 2, 2), POOL(.kernel = {2, 2}, .pad = {1, 1}));
+    const double *in2[2] = {VALUES(-1, -2, -3, -4), VALUES(1, 2, 3, 4)};
+    dg_node *leaves2[2] = {c.x, c.dy};
+    v = ref_run(c.g, leaves2, in2, 2);
+    ASSERT_VALUES(v[c.y->id], "y", -1, -2, -3, -4);
+    ASSERT_VALUES(v[c.y->side[0]->id], "argmax", 0, 1, 2, 3);
+    ASSERT_VALUES(v[c.dx->id], "dx", 1, 2, 3, 4);
+    ref_done(c.g, v);
+
+    /* NaN: the first NaN is taken over any number and kept; one before a
+     * number is kept too (a comparison with NaN is false). argmax indexes
+     * the plane: row r's taps are 4r .. 4r + 3 */
+    c = pool_case_new(true, S(1, 1, 3, 4), POOL(.kernel = {1, 4}));
+    const double *in3[2] = {VALUES(1, NAN, 3, NAN, 2, 7, NAN, 9, NAN, 9, 1, 2), VALUES(1, 1, 1)};
+    dg_node *leaves3[2] = {c.x, c.dy};
+    v = ref_run(c.g, leaves3, in3, 2);
+    ASSERT_VALUES(v[c.y->id], "y", NAN, NAN, NAN);
+    ASSERT_VALUES(v[c.y->side[0]->id], "argmax", 1, 6, 8);
+    ref_done(c.g, v);
+}
+
+Test(conv_ref, avg_pool2d_by_hand) {
+    /* padding counts in the divisor: 2x2 windows, padding 1, stride 2 each
+     * hold one tap of x [1 2; 3 4]: y = x / 4; dx = dy / 4 */
+    pool_case c = pool_case_new(false, S(1, 1, 2, 2), POOL(.kernel = {2, 2}, .pad = {1, 1}));
+    dg_node *leaves[2] = {c.x, c.dy};
+    const double *in[2] = {VALUES(1, 2, 3, 4), VALUES(4, 8, 12, 16)};
+    double **v = ref_run(c.g, leaves, in, 2);
+    ASSERT_VALUES(v[c.y->id], "y", 0.25, 0.5, 0.75, 1);
+    cr_assert_eq(c.dx->op, DG_OP_AVG_POOL2D_BACKWARD);
+    ASSERT_VALUES(v[c.dx->id], "dx", 1, 2, 3, 4);
+    ref_done(c.g, v);
+
+    /* overlapping 1x2 windows, stride 1: the middle tap gets both */
+    c = pool_case_new(false, S(1, 1, 1, 3), POOL(.kernel = {1, 2}, .stride = {1, 1}));
+    const double *in2[2] = {VALUES(1, 2, 3), VALUES(2, 4)};
+    dg_node *leaves2[2] = {c.x, c.dy};
+    v = ref_run(c.g, leaves2, in2, 2);
+    ASSERT_VALUES(v[c.y->id], "y", 1.5, 2.5);
+    ASSERT_VALUES(v[c.dx->id], "dx", 1, 3, 2);
+    ref_done(c.g, v);
+}
+
+Test(conv_ref, batch_norm_by_hand) {
+    /* one channel of x = [1, 3]: mean 2, variance 1 (biased); eps 3 makes
+     * invstd 1/2: y = 2 (x - 2) / 2 + 0.5 */
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_param(g, "x", S(2, 1), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *scale = dg_param(g, "scale", S(1), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *shift = dg_param(g, "shift", S(1), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *y = dg_batch_norm(g, x, scale, shift, 3.0f);
+    dg_node *rm = dg_state(g, "running_mean", S(1), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *rv = dg_state(g, "running_var", S(1), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *run = dg_batch_norm_running(g, y, rm, rv, 0.25f);
+    dg_node *dy = dg_input(g, "dy", S(2, 1)), *wrt[3] = {x, scale, shift}, *grad[3];
+    ASSERT_OK(dg_grad(g, dg_sum(g, dg_mul(g, y, dy), DG_ALL_AXES, false), wrt, 3, grad));
+    cr_assert_not_null(run, "%s", dg_last_error());
+    dg_node *leaves[6] = {x, scale, shift, rm, rv, dy};
+    const double *in[6] = {VALUES(1, 3), VALUES(2), VALUES(0.5), VALUES(0), VALUES(1), VALUES(1, 0)};
+    double **v = ref_run(g, leaves, in, 6);
+    ASSERT_VALUES(v[y->id], "y", -0.5, 1.5);
+    ASSERT_VALUES(v[y->side[0]->id], "stats (mean, invstd)", 2, 0.5);
+    /* L = y[0] = -d / (2 sqrt(d^2/4 + 3)) * 2 + 0.5 with d = x1 - x0 = 2:
+     * dL/dd = -2 (1/2 (4)^-1/2 - d^2/8 (4)^-3/2) = -0.375, so dx = [0.375, -0.375];
+     * dscale = sum dy xhat = -1/2; dshift = sum dy = 1 */
+    cr_assert_eq(grad[0]->op, DG_OP_BATCH_NORM_BACKWARD);
+    ASSERT_VALUES(v[grad[0]->id], "dx", 0.375, -0.375);
+    cr_assert_eq(grad[1]->op, DG_OP_BATCH_NORM_BACKWARD_SCALE);
+    ASSERT_VALUES(v[grad[1]->id], "dscale", -0.5);
+    ASSERT_VALUES(v[grad[2]->id], "dshift", 1);
+    /* var = 1/invstd^2 - eps = 1, unbiased over 2 values: 2; momentum 1/4:
+     * rm = 3/4 0 + 1/4 2, rv = 3/4 1 + 1/4 2, written in place */
+    ASSERT_VALUES(v[rm->id], "running mean", 0.5);
+    ASSERT_VALUES(v[rv->id], "running var", 1.25);
+    ASSERT_VALUES(v[run->id], "the update's value: the running mean", 0.5);
+    ref_done(g, v);
+}
+
+Test(conv_ref, batch_norm_4d_channels_by_hand) {
+    /* x [2,2,1,2]: channel 0 holds 1, 3 (image 0) and 5, 7 (image 1): mean 4,
+     * variance 5, with eps 4 invstd 1/3; channel 1 holds 10, 10, 20, 20:
+     * mean 15, variance 25, invstd 1/sqrt(29) */
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_param(g, "x", S(2, 2, 1, 2), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *scale = dg_param(g, "scale", S(2), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *shift = dg_param(g, "shift", S(2), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *y = dg_batch_norm(g, x, scale, shift, 4.0f);
+    dg_node *leaves[3] = {x, scale, shift};
+    const double *in[3] = {VALUES(1, 3, 10, 10, 5, 7, 20, 20), VALUES(1, 3), VALUES(0, 1)};
+    double **v = ref_run(g, leaves, in, 3);
+    ASSERT_VALUES(v[y->side[0]->id], "stats", 4, 15, 1.0 / 3, 1 / sqrt(29.0));
+    const double lo = 3 * -5 / sqrt(29.0) + 1, hi = 3 * 5 / sqrt(29.0) + 1;
+    ASSERT_VALUES(v[y->id], "y", -1, -1.0 / 3, lo, lo, 1.0 / 3, 1, hi, hi);
+    ref_done(g, v);
+}
+
+/* ---- on the CPU backend: what the op table does not reach.
+ * These need the CPU kernels of the convolutional ops. ---- */
+
+/* The running statistics after one and after two runs of a training
+ * forward, against the float64 formula from x itself. */
+Test(conv_cpu, batch_norm_running_statistics_update_in_place) {
+    enum { N = 4, C = 3, P = 5 };
+    const float momentum = 0.25f, eps = 1e-3f;
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_input(g, "x", S(N, C, 1, P));
+    dg_node *scale = dg_param(g, "scale", S(C), (dg_init){DG_INIT_FILL, 1, 0, 0});
+    dg_node *shift = dg_param(g, "shift", S(C), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *bn = dg_batch_norm(g, x, scale, shift, eps);
+    dg_node *rm = dg_state(g, "running_mean", S(C), (dg_init){DG_INIT_FILL, 0.5f, 0, 0});
+    dg_node *rv = dg_state(g, "running_var", S(C), (dg_init){DG_INIT_FILL, 2.0f, 0, 0});
+    dg_node *run = dg_batch_norm_running(g, bn, rm, rv, momentum);
+    cr_assert_not_null(run, "%s", dg_last_error());
+    float xv[N * C * P];
+    for (int i = 0; i < N * C * P; i++) xv[i] = (float)(0.37 * i - 0.011 * i * i + (i % C));
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, be, &run, 1, NULL));
+    ASSERT_OK(dg_plan_set(p, x, xv, sizeof xv));
+    double want_m[C], want_v[C];
+    for (int c = 0; c < C; c++) {
+        want_m[c] = 0.5;
+        want_v[c] = 2.0;
+    }
+    for (int step = 1; step <= 2; step++) {
+        ASSERT_OK(dg_plan_run(p));
+        float got_m[C], got_v[C];
+        ASSERT_OK(dg_plan_get(p, rm, got_m, sizeof got_m));
+        ASSERT_OK(dg_plan_get(p, rv, got_v, sizeof got_v));
+        for (int c = 0; c < C; c++) {
+            double mean = 0, var = 0;
+            for (int n = 0; n < N; n++)
+                for (int q = 0; q < P; q++) mean += xv[(n * C + c) * P + q];
+            mean /= N * P;
+            for (int n = 0; n < N; n++)
+                for (int q = 0; q < P; q++) var += pow(xv[(n * C + c) * P + q] - mean, 2);
+            var /= N * P - 1; /* unbiased */
+            want_m[c] = (1 - momentum) * want_m[c] + momentum * mean;
+            want_v[c] = (1 - momentum) * want_v[c] + momentum * var;
+            cr_assert(fabs(got_m[c] - want_m[c]) <= 1e-5 * fmax(1, fabs(want_m[c])),
+                      "run %d, channel %d: running mean %.9g, want %.9g", step, c, got_m[c], want_m[c]);
+            cr_assert(fabs(got_v[c] - want_v[c]) <= 1e-5 * fmax(1, fabs(want_v[c])),
+                      "run %d, channel %d: running var %.9g, want %.9g", step, c, got_v[c], want_v[c]);
+        }
+    }
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+}
+
+/* The side outputs the kernels write (the table's rows read only y and
+ * the gradients, from inputs without ties): max pool's output and argmax
+ * exactly on an input full of ties and with a few NaNs (the first maximum
+ * wins; the first NaN wins and propagates), batch norm's stats to float
+ * rounding, against the reference. */
+Test(conv_cpu, side_outputs_match_the_reference) {
+    enum { N = 2, C = 3, H = 7, W = 6, NX = N * C * H * W, NY = N * C * 4 * 3 };
+    dg_graph *g = dg_graph_new();
+    dg_node *xp = dg_input(g, "x_pool", S(N, C, H, W)), *xb = dg_input(g, "x_norm", S(N, C, H, W));
+    dg_node *scale = dg_param(g, "scale", S(C), (dg_init){DG_INIT_UNIFORM, 0.5f, 2, 3});
+    dg_node *shift = dg_param(g, "shift", S(C), (dg_init){DG_INIT_UNIFORM, -1, 1, 4});
+    dg_node *pool = dg_max_pool2d(g, xp, POOL(.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}));
+    dg_node *bn = dg_batch_norm(g, xb, scale, shift, 1e-5f);
+    cr_assert(pool && bn, "%s", dg_last_error());
+    dg_node *outs[4] = {pool, pool->side[0], bn, bn->side[0]};
+    float xpv[NX], xbv[NX], sv[C], tv[C];
+    for (int i = 0; i < NX; i++) {
+        xpv[i] = i % 41 == 5 ? NAN : (float)((i * 37) % 5) * 0.5f - 1.0f; /* five values */
+        xbv[i] = (float)((i * 37) % NX) / 50.0f - 2.0f;
+    }
+    ASSERT_OK(dg_init_fill(scale->init, sv, C));
+    ASSERT_OK(dg_init_fill(shift->init, tv, C));
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, be, outs, 4, NULL));
+    ASSERT_OK(dg_plan_set(p, xp, xpv, sizeof xpv));
+    ASSERT_OK(dg_plan_set(p, xb, xbv, sizeof xbv));
+    ASSERT_OK(dg_plan_run(p));
+    float y[NY], stats[2 * C];
+    int32_t argmax[NY];
+    cr_assert_eq(dg_node_bytes(pool->side[0]), sizeof argmax);
+    ASSERT_OK(dg_plan_get(p, pool, y, sizeof y));
+    ASSERT_OK(dg_plan_get(p, pool->side[0], argmax, sizeof argmax));
+    ASSERT_OK(dg_plan_get(p, bn->side[0], stats, sizeof stats));
+    double xpd[NX], xbd[NX], sd[C], td[C];
+    for (int i = 0; i < NX; i++) {
+        xpd[i] = xpv[i];
+        xbd[i] = xbv[i];
+    }
+    for (int c = 0; c < C; c++) {
+        sd[c] = sv[c];
+        td[c] = tv[c];
+    }
+    dg_node *leaves[4] = {xp, xb, scale, shift};
+    const double *in[4] = {xpd, xbd, sd, td};
+    double **v = ref_run(g, leaves, in, 4);
+    int nans = 0;
+    for (int i = 0; i < NY; i++) {
+        double want = v[pool->id][i];
+        nans += isnan(want);
+        cr_assert(y[i] == want || (isnan(y[i]) && isnan(want)), "y[%d] = %g, want %g", i, y[i], want);
+        cr_assert_eq((double)argmax[i], v[pool->side[0]->id][i], "argmax[%d] = %d, want %g", i, argmax[i],
+                     v[pool->side[0]->id][i]);
+    }
+    cr_assert_gt(nans, 0, "no window met a NaN");
+    ASSERT_CLOSE(cmp_f32(stats, v[bn->side[0]->id], 2 * C), 1e-6, "stats", "batch_norm", test_seed());
+    dg_plan_free(p);
+    dg_backend_free(be);
+    ref_done(g, v);
+}
+
+/* A convolution over more images than one im2col pass holds (2 + 1 here):
+ * forward and both gradients against the float64 reference. */
+Test(conv_cpu, a_batch_over_several_chunks_matches_the_reference, .timeout = 300) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = chunked_conv(g, &x, &w);
+    cr_assert_not_null(y, "%s", dg_last_error());
+    dg_node *dy = dg_input(g, "dy", y->shape), *wrt[2] = {x, w}, *grads[2];
+    ASSERT_OK(dg_grad(g, dg_sum(g, dg_mul(g, y, dy), DG_ALL_AXES, false), wrt, 2, grads));
+    int64_t nx = dg_node_numel(x), nw = dg_node_numel(w), ny = dg_node_numel(y);
+    float *xv = malloc((size_t)nx * sizeof *xv), *wv = malloc((size_t)nw * sizeof *wv);
+    float *dyv = malloc((size_t)ny * sizeof *dyv);
+    cr_assert(xv && wv && dyv);
+    ASSERT_OK(dg_init_fill(x->init, xv, nx));
+    ASSERT_OK(dg_init_fill(w->init, wv, nw));
+    ASSERT_OK(dg_init_fill((dg_init){DG_INIT_UNIFORM, -1, 1, 9}, dyv, ny));
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    dg_plan *p;
+    dg_node *outs[3] = {y, grads[0], grads[1]};
+    ASSERT_OK(dg_plan_new(&p, g, be, outs, 3, NULL));
+    ASSERT_OK(dg_plan_set(p, dy, dyv, (size_t)ny * sizeof *dyv));
+    ASSERT_OK(dg_plan_run(p));
+    /* the reference, from the same values */
+    double *xd = malloc((size_t)nx * sizeof *xd), *wd = malloc((size_t)nw * sizeof *wd);
+    double *dyd = malloc((size_t)ny * sizeof *dyd);
+    cr_assert(xd && wd && dyd);
+    for (int64_t i = 0; i < nx; i++) xd[i] = xv[i];
+    for (int64_t i = 0; i < nw; i++) wd[i] = wv[i];
+    for (int64_t i = 0; i < ny; i++) dyd[i] = dyv[i];
+    dg_node *leaves[3] = {x, w, dy};
+    const double *in[3] = {xd, wd, dyd};
+    double **v = ref_run(g, leaves, in, 3);
+    const char *what[3] = {"y", "dx", "dw"};
+    for (int k = 0; k < 3; k++) {
+        int64_t n = dg_node_numel(outs[k]);
+        float *got = malloc((size_t)n * sizeof *got);
+        cr_assert_not_null(got);
+        ASSERT_OK(dg_plan_get(p, outs[k], got, (size_t)n * sizeof *got));
+        /* sums of 400 (y, dx) and 100k (dw) products in float32 */
+        ASSERT_CLOSE(cmp_f32(got, v[outs[k]->id], n), 1e-5, what[k], "conv2d over 2 chunks", test_seed());
+        free(got);
+    }
+    dg_plan_free(p);
+    dg_backend_free(be);
+    ref_done(g, v);
+    free(xv);
+    free(wv);
+    free(dyv);
+    free(xd);
+    free(wd);
+    free(dyd);
+}
