@@ -50,7 +50,7 @@ static const bad_case cases[] = {
     {NULL, "--case", ""}, {NULL, "--case", "a,,b"}, {NULL, "--case", ","}, {NULL, "--case", LONG_VALUE},
     {NULL, "--impl", ""}, {NULL, "--impl", "cpu-*,"}, {NULL, "--impl", LONG_VALUE},
     /* bench train [options] */
-    {"train", "--model", ""}, {"train", "--model", "cnn"}, {"train", "--widths", ""}, {"train", "--widths", "784"},
+    {"train", "--model", ""}, {"train", "--model", "resnet50"}, {"train", "--widths", ""}, {"train", "--widths", "784"},
     {"train", "--widths", "784-0-10"}, {"train", "--widths", "784--10"}, {"train", "--widths", "784-x-10"},
     {"train", "--widths", "784-99999999999-10"}, {"train", "--widths", LONG_VALUE},
     {"train", "--backend", ""}, {"train", "--backend", "tpu"},
