@@ -33,7 +33,7 @@ Test(bench_cli, bad_input_is_a_usage_error) {
     expect_usage_error("extra", "unexpected argument");
     expect_usage_error("plot", "plot takes one folder");
     expect_usage_error("compare onlyone", "compare takes two folders");
-    expect_usage_error("train --model cnn", "bad --model");
+    expect_usage_error("train --model resnet50", "bad --model");
     expect_usage_error("train --batch 0", "bad --batch");
 }
 
