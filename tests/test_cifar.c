@@ -10,45 +10,16 @@
 #include <zlib.h>
 
 #include "core/data/dataset.h"
+#include "data_files.h"
 #include "test_util.h"
 
 #define RECORD DG_CIFAR10_RECORD_BYTES
 #define PIXELS (RECORD - 1)
 #define PLANE  (DG_CIFAR10_SIDE * DG_CIFAR10_SIDE)
 
-static char dir[256];
-
-static void remove_dir(void) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", dir);
-}
-
-/* a fresh folder for this test's files, removed when the test process ends */
-static void make_dir(void) {
-    snprintf(dir, sizeof dir, "/tmp/dg-cifar-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    atexit(remove_dir);
-}
+static void make_dir(void) { make_dir_named("cifar"); }
 
 static void path_of(char *path, size_t n, const char *name) { snprintf(path, n, "%s/%s", dir, name); }
-
-/* writes bytes to dir/name, gzip-compressed when gz */
-static void put(const char *name, const void *bytes, size_t n, bool gz) {
-    char path[512];
-    path_of(path, sizeof path, name);
-    if (gz) {
-        gzFile f = gzopen(path, "wb");
-        cr_assert_not_null(f);
-        cr_assert_eq(gzwrite(f, bytes, (unsigned)n), (int)n);
-        cr_assert_eq(gzclose(f), Z_OK);
-    } else {
-        FILE *f = fopen(path, "wb");
-        cr_assert_not_null(f);
-        cr_assert_eq(fwrite(bytes, 1, n, f), n);
-        cr_assert_eq(fclose(f), 0);
-    }
-}
 
 /* the byte of example `id`, plane c (0 red, 1 green, 2 blue), row r, column
  * k: different planes, and a row and column swapped, give other values */

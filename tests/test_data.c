@@ -10,39 +10,10 @@
 #include <zlib.h>
 
 #include "core/data/dataset.h"
+#include "data_files.h"
 #include "test_util.h"
 
-static char dir[256];
-
-static void remove_dir(void) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) cr_log_warn("could not remove %s", dir);
-}
-
-/* a fresh folder for this test's files, removed when the test process ends */
-static void make_dir(void) {
-    snprintf(dir, sizeof dir, "/tmp/dg-idx-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    atexit(remove_dir);
-}
-
-/* writes bytes to dir/name, gzip-compressed when gz */
-static void put(const char *name, const void *bytes, size_t n, bool gz) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (gz) {
-        gzFile f = gzopen(path, "wb");
-        cr_assert_not_null(f);
-        cr_assert_eq(gzwrite(f, bytes, (unsigned)n), (int)n);
-        gzclose(f);
-    } else {
-        FILE *f = fopen(path, "wb");
-        cr_assert_not_null(f);
-        cr_assert_eq(fwrite(bytes, 1, n, f), n);
-        fclose(f);
-    }
-}
+static void make_dir(void) { make_dir_named("idx"); }
 
 /* IDX header for ubyte data with the given dims, then `body` bytes 0,1,2... */
 static size_t idx_bytes(uint8_t *buf, int ndim, const uint32_t *dims, size_t body, uint8_t type) {
