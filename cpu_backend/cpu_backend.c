@@ -64,11 +64,11 @@ static bool cpu_supports(const dg_backend *be, const dg_node *n) {
 }
 
 static void sgemm(const cpu_ctx *c, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
-                  int lda, const float *B, int ldb, float *C, int ldc) {
+                  int lda, const float *B, int ldb, float *C, int ldc, bool acc) {
     switch (impl) {
-    case DG_CPU_GEMM_OPENBLAS: dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, ldc); break;
-    case DG_CPU_GEMM_OWN:      dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, c->pack); break;
-    case DG_CPU_GEMM_NAIVE:    dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, ldc); break;
+    case DG_CPU_GEMM_OPENBLAS: dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc); break;
+    case DG_CPU_GEMM_OWN:      dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc, c->pack); break;
+    case DG_CPU_GEMM_NAIVE:    dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc); break;
     }
 }
 
@@ -76,14 +76,14 @@ static void cpu_matmul(const cpu_ctx *c, const dg_step *s) {
     dg_gemm_dims d = dg_gemm_dims_of(s->node);
     for (int i = 0; i < d.batch; i++)
         sgemm(c, c->gemm, d.ta, d.tb, d.m, d.n, d.k, (const float *)s->in[0] + i * d.stride_a, d.lda,
-              (const float *)s->in[1] + i * d.stride_b, d.ldb, (float *)s->out + i * d.stride_c, d.ldc);
+              (const float *)s->in[1] + i * d.stride_b, d.ldb, (float *)s->out + i * d.stride_c, d.ldc, false);
 }
 
 /* sgemm above with this backend's choice, as the convolution kernels call it */
 static void selected_sgemm(const void *ctx, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
-                           const float *B, int ldb, float *C, int ldc) {
+                           const float *B, int ldb, float *C, int ldc, bool accumulate) {
     const cpu_ctx *c = ctx;
-    sgemm(c, c->gemm, ta, tb, m, n, k, A, lda, B, ldb, C, ldc);
+    sgemm(c, c->gemm, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
@@ -181,7 +181,7 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
 void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
                   const float *B, float *C) {
     apply_threads(ctx_of(be));
-    sgemm(ctx_of(be), impl, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n);
+    sgemm(ctx_of(be), impl, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, false);
 }
 
 int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }

@@ -33,14 +33,14 @@ void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int
 /* The kernels themselves, for any strides (tests); they run with the
  * calling thread's OpenMP settings.
  * Row-major C[m,n] = op(A) op(B), op = transpose when the flag is set;
- * lda/ldb/ldc are row strides. `pack` is per-thread scratch, see
- * dg_cpu_gemm_own_pack_floats. */
+ * lda/ldb/ldc are row strides; accumulate: C += op(A) op(B) instead.
+ * `pack` is per-thread scratch, see dg_cpu_gemm_own_pack_floats. */
 void dg_cpu_sgemm_openblas(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
-                           const float *B, int ldb, float *C, int ldc);
+                           const float *B, int ldb, float *C, int ldc, bool accumulate);
 void dg_cpu_sgemm_naive(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
-                        const float *B, int ldb, float *C, int ldc);
+                        const float *B, int ldb, float *C, int ldc, bool accumulate);
 void dg_cpu_sgemm_own(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
-                      const float *B, int ldb, float *C, int ldc, float *pack);
+                      const float *B, int ldb, float *C, int ldc, bool accumulate, float *pack);
 /* floats of packing scratch that dg_cpu_sgemm_own needs for `threads` threads */
 size_t dg_cpu_gemm_own_pack_floats(int threads);
 

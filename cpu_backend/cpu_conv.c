@@ -13,13 +13,8 @@
  *   backward_weight: dw_g = dyT_g col_g^T            [og, R]
  * A `direct` convolution (1x1, stride 1, no padding) reads x, and writes dx,
  * as its own columns. The unfolding loops run in parallel over images and
- * channels.
- *
- * The sgemm has no beta, so backward_weight cannot add one pass's product
- * to the last. When the batch takes several chunks, each product goes to a
- * block of dw rows kept at the end of the scratch and is added from there;
- * the passes then cover spans of the batch's n*cols columns (which may cut
- * an image) short enough to leave that block room. */
+ * channels. backward_weight sums over the chunks: the first chunk's GEMM
+ * writes dw, the later ones accumulate into it. */
 #include <string.h>
 
 #include "../core/layout.h"
@@ -123,8 +118,8 @@ static void transpose_dy(const float *dy, const dg_conv_dims *d, int64_t q0, int
 }
 
 static void gemm(const dg_cpu_blas *b, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A,
-                 int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
-    b->sgemm(b->ctx, ta, tb, (int)m, (int)n, (int)k, A, (int)lda, B, (int)ldb, C, (int)ldc);
+                 int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate) {
+    b->sgemm(b->ctx, ta, tb, (int)m, (int)n, (int)k, A, (int)lda, B, (int)ldb, C, (int)ldc, accumulate);
 }
 
 static dg_status need_scratch(const dg_step *s, const dg_conv_dims *d) {
@@ -162,7 +157,7 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas) {
             for (int64_t g = 0; g < d.groups; g++)
                 gemm(blas, false, false, d.og, d.cols, r, w + g * d.og * r, r,
                      col + j * cs.image_stride + g * r * cs.ld, cs.ld, y + ((n0 + j) * d.o + g * d.og) * d.cols,
-                     d.cols);
+                     d.cols, false);
     }
     return DG_OK;
 }
@@ -182,25 +177,10 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
             for (int64_t g = 0; g < d.groups; g++)
                 gemm(blas, true, false, r, d.cols, d.og, w + g * d.og * r, r,
                      dy + ((n0 + j) * d.o + g * d.og) * d.cols, d.cols, col + j * cs.image_stride + g * r * cs.ld,
-                     cs.ld);
+                     cs.ld, false);
         if (!d.direct) col2im(col, cs.ld, &d, nb, dx_chunk);
     }
     return DG_OK;
-}
-
-/* How backward_weight walks the batch's n*cols columns: spans of `span`
- * columns, col [C*KH*KW, span] then dyT [O, span] at the scratch's start,
- * and (several spans only) the product for `block` rows of dw_g at `sum`,
- * all of og rows where they take at most half the scratch. */
-typedef struct weight_passes { int64_t span, block; float *sum; } weight_passes;
-
-static weight_passes weight_passes_of(const dg_step *s, const dg_conv_dims *d, int64_t r) {
-    if (d->chunk == d->n) return (weight_passes){d->n * d->cols, d->og, NULL}; /* layout.h's one chunk */
-    int64_t floats = (int64_t)(dg_node_scratch_bytes(s->node) / sizeof(float));
-    int64_t block = d->og * r <= floats / 2 ? d->og : (floats / 2) / r;
-    if (block < 1) block = 1;
-    int64_t span = (floats - block * r) / (d->rows + d->o);
-    return (weight_passes){span, block, (float *)s->scratch + span * (d->rows + d->o)};
 }
 
 dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *blas) {
@@ -209,28 +189,17 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
     if (st) return st;
     const float *dy = s->in[0], *x = s->in[1];
     float *dw = s->out;
-    int64_t r = d.cg * d.kh * d.kw, total = d.n * d.cols;
-    weight_passes wp = weight_passes_of(s, &d, r);
-    if (wp.span < 1)
-        return dg__fail(DG_ERR_UNSUPPORTED, "cpu: conv2d_backward_weight '%s': %zu bytes of scratch cannot hold "
-                        "one column of %lld rows and a row of the %lldx%lld weight gradient", s->node->name,
-                        dg_node_scratch_bytes(s->node), (long long)(d.rows + d.o), (long long)d.o, (long long)r);
-    float *col = s->scratch, *dyT = col + d.rows * wp.span;
-    for (int64_t q0 = 0; q0 < total; q0 += wp.span) {
-        int64_t count = min64(wp.span, total - q0);
-        im2col(x, &d, q0, count, col, wp.span);
-        transpose_dy(dy, &d, q0, count, dyT, wp.span);
+    /* layout.h: col [rows, chunk*cols], then dyT [o, chunk*cols]; per group
+     * dw_g [og, r] = dyT_g col_g^T, the first chunk writing, the others adding */
+    int64_t r = d.cg * d.kh * d.kw, ld = d.chunk * d.cols;
+    float *col = s->scratch, *dyT = col + d.rows * ld;
+    for (int64_t n0 = 0; n0 < d.n; n0 += d.chunk) {
+        int64_t count = min64(d.chunk, d.n - n0) * d.cols;
+        im2col(x, &d, n0 * d.cols, count, col, ld);
+        transpose_dy(dy, &d, n0 * d.cols, count, dyT, ld);
         for (int64_t g = 0; g < d.groups; g++)
-            for (int64_t o0 = 0; o0 < d.og; o0 += wp.block) {
-                int64_t mb = min64(wp.block, d.og - o0);
-                float *dst = dw + (g * d.og + o0) * r;
-                const float *a = dyT + (g * d.og + o0) * wp.span, *b = col + g * r * wp.span;
-                float *prod = q0 == 0 ? dst : wp.sum; /* the first span writes dw, the others add */
-                gemm(blas, false, true, mb, r, count, a, wp.span, b, wp.span, prod, r);
-                if (q0 == 0) continue;
-#pragma omp parallel for simd schedule(static)
-                for (int64_t i = 0; i < mb * r; i++) dst[i] += prod[i];
-            }
+            gemm(blas, false, true, d.og, r, count, dyT + g * d.og * ld, ld, col + g * r * ld, ld, dw + g * d.og * r,
+                 r, n0 > 0);
     }
     return DG_OK;
 }

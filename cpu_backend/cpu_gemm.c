@@ -1,4 +1,5 @@
-/* cpu_gemm.c: row-major sgemm three ways, C[m,n] = op(A)[m,k] op(B)[k,n].
+/* cpu_gemm.c: row-major sgemm three ways, C[m,n] = op(A)[m,k] op(B)[k,n],
+ * or C += op(A) op(B) when accumulate is set (a sum over chunks).
  *
  * own: the GotoBLAS/BLIS loop order. For each NC-column panel of C and each
  * KC slice of k, the threads pack the KC x NC panel of B once, together,
@@ -30,20 +31,20 @@ size_t dg_cpu_gemm_own_pack_floats(int threads) {
 }
 
 void dg_cpu_sgemm_openblas(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
-                           const float *B, int ldb, float *C, int ldc) {
+                           const float *B, int ldb, float *C, int ldc, bool accumulate) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
-                1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+                1.0f, A, lda, B, ldb, accumulate ? 1.0f : 0.0f, C, ldc);
 }
 
 void dg_cpu_sgemm_naive(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
-                        const float *B, int ldb, float *C, int ldc) {
+                        const float *B, int ldb, float *C, int ldc, bool accumulate) {
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++) {
             float acc = 0.0f;
             for (int p = 0; p < k; p++)
                 acc += (ta ? A[p * lda + i] : A[i * lda + p]) * (tb ? B[j * ldb + p] : B[p * ldb + j]);
-            C[i * ldc + j] = acc;
+            C[i * ldc + j] = accumulate ? C[i * ldc + j] + acc : acc;
         }
 }
 
@@ -94,8 +95,9 @@ static void micro_kernel(int kc, const float *restrict pa, const float *restrict
 }
 
 void dg_cpu_sgemm_own(bool ta, bool tb, int m, int n, int k, const float *A, int lda,
-                      const float *B, int ldb, float *C, int ldc, float *pack) {
-    if (k == 0) { /* no products: C is zero */
+                      const float *B, int ldb, float *C, int ldc, bool accumulate, float *pack) {
+    if (k == 0) { /* no products: C is zero, or stays as it is */
+        if (accumulate) return;
         for (int i = 0; i < m; i++) memset(C + (size_t)i * ldc, 0, (size_t)n * sizeof *C);
         return;
     }
@@ -119,7 +121,7 @@ void dg_cpu_sgemm_own(bool ta, bool tb, int m, int n, int k, const float *A, int
                         for (int ip = 0; ip < mc; ip += MR) {
                             int mr = mc - ip < MR ? mc - ip : MR, nr = nc - jp < NR ? nc - jp : NR;
                             micro_kernel(kc, pa + (size_t)(ip / MR) * kc * MR, pb + (size_t)(jp / NR) * kc * NR,
-                                         C + (size_t)(i0 + ip) * ldc + j0 + jp, ldc, mr, nr, p0 > 0);
+                                         C + (size_t)(i0 + ip) * ldc + j0 + jp, ldc, mr, nr, accumulate || p0 > 0);
                         }
                 }
                 /* implicit barrier: nobody still reads the panel when it is repacked */

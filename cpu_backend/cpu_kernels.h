@@ -8,11 +8,12 @@
 #include "../core/backend.h"
 
 /* The backend's selected sgemm (dg_cpu_set_gemm), for kernels built on
- * GEMMs: row-major C[m,n] = op(A) op(B), op = transpose where the flag is
- * set, leading dimensions as row strides; ctx is the backend's. */
+ * GEMMs: row-major C[m,n] = op(A) op(B) (or C += ... with accumulate),
+ * op = transpose where the flag is set, leading dimensions as row strides;
+ * ctx is the backend's. */
 typedef struct dg_cpu_blas {
     void (*sgemm)(const void *ctx, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
-                  const float *B, int ldb, float *C, int ldc);
+                  const float *B, int ldb, float *C, int ldc, bool accumulate);
     const void *ctx;
 } dg_cpu_blas;
 

@@ -1,5 +1,6 @@
 /* test_gemm.c: the CPU sgemm implementations against a float64 product, on
- * odd sizes around the blocking factors and every transpose combination. */
+ * odd sizes around the blocking factors and every transpose combination,
+ * writing C and accumulating into it. */
 #include <math.h>
 #include <omp.h>
 
@@ -25,14 +26,22 @@ Test(gemm, own_naive_openblas_match_float64) {
             int lda = ta ? m : k, ldb = tb ? k : n;
             for (int impl = 0; impl < 3; impl++) {
                 for (int i = 0; i < m * n; i++) C[i] = NAN; /* every element must be written */
-                if (impl == 0) dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, n, pack);
-                if (impl == 1) dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, n);
-                if (impl == 2) dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, n);
+                if (impl == 0) dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, n, false, pack);
+                if (impl == 1) dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, n, false);
+                if (impl == 2) dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, n, false);
                 cmp_stats st = cmp_f32(C, R, (int64_t)m * n);
                 char name[64];
                 snprintf(name, sizeof name, "%s %dx%dx%d ta=%d tb=%d", impl == 0 ? "own" : impl == 1 ? "naive" : "openblas",
                          m, n, k, ta, tb);
                 ASSERT_CLOSE(st, 1e-5, "sgemm", name, seed);
+                /* accumulate adds the product to C (which holds it): 2 op(A) op(B) */
+                if (impl == 0) dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, n, true, pack);
+                if (impl == 1) dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, n, true);
+                if (impl == 2) dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, n, true);
+                for (int i = 0; i < m * n; i++) R[i] *= 2;
+                st = cmp_f32(C, R, (int64_t)m * n);
+                ASSERT_CLOSE(st, 1e-5, "sgemm accumulate", name, seed);
+                for (int i = 0; i < m * n; i++) R[i] /= 2;
             }
             free(A); free(B); free(C); free(R);
         }

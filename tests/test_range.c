@@ -284,9 +284,9 @@ Test(range, cpu_gemm_block_edges) {
             int lda = d.ta ? d.m : d.k, ldb = d.tb ? d.k : d.n;
             for (int impl = 0; impl < 3; impl++) {
                 for (int i = 0; i < d.m * d.n; i++) d.C[i] = NAN; /* every element must be written */
-                if (impl == 0) dg_cpu_sgemm_own(d.ta, d.tb, d.m, d.n, d.k, d.A, lda, d.B, ldb, d.C, d.n, pack);
-                if (impl == 1) dg_cpu_sgemm_naive(d.ta, d.tb, d.m, d.n, d.k, d.A, lda, d.B, ldb, d.C, d.n);
-                if (impl == 2) dg_cpu_sgemm_openblas(d.ta, d.tb, d.m, d.n, d.k, d.A, lda, d.B, ldb, d.C, d.n);
+                if (impl == 0) dg_cpu_sgemm_own(d.ta, d.tb, d.m, d.n, d.k, d.A, lda, d.B, ldb, d.C, d.n, false, pack);
+                if (impl == 1) dg_cpu_sgemm_naive(d.ta, d.tb, d.m, d.n, d.k, d.A, lda, d.B, ldb, d.C, d.n, false);
+                if (impl == 2) dg_cpu_sgemm_openblas(d.ta, d.tb, d.m, d.n, d.k, d.A, lda, d.B, ldb, d.C, d.n, false);
                 gemm_check(&d, impl == 0 ? "own" : impl == 1 ? "naive" : "openblas", seed);
             }
             gemm_data_free(&d);
