@@ -71,7 +71,7 @@ void bench_csv_write(FILE *f, const bench_row *r) {
     num(f, ok ? r->st.cv_pct : NAN);
     num(f, ok && r->flops > 0 ? r->flops / (r->st.median_ms * 1e6) : NAN);
     num(f, ok && r->bytes > 0 ? r->bytes / (r->st.median_ms * 1e6) : NAN);
-    fprintf(f, ",%lld,%lld", (long long)r->scratch_bytes, (long long)r->arena_bytes);
+    fprintf(f, ",%lld,%lld,%lld", (long long)r->scratch_bytes, (long long)r->arena_bytes, (long long)r->live_bytes);
     num(f, r->max_rel_err);
     text(f, r->check ? r->check : "none");
     text(f, r->status);
@@ -86,12 +86,12 @@ enum {
     COL_SWEEP, COL_CASE, COL_IMPL, COL_BACKEND, COL_M, COL_N, COL_K, COL_BATCH, COL_TRANSFER, COL_MEDIAN,
     COL_MIN, COL_MAX, COL_STATUS, N_REQUIRED, /* the columns above are required; below, optional */
     COL_TF32 = N_REQUIRED, COL_THREADS, COL_REPS, COL_CV, COL_GFLOPS, COL_GBPS, COL_ERR, COL_COLD, COL_CHECK,
-    COL_NOTE, COL_SCRATCH, COL_ARENA, N_KNOWN
+    COL_NOTE, COL_SCRATCH, COL_ARENA, COL_LIVE, N_KNOWN
 };
 static const char *const col_names[N_KNOWN] = {
     "sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer", "median_ms", "min_ms", "max_ms",
     "status", "tf32", "threads", "reps", "cv_pct", "gflops", "gbps", "max_rel_err", "cold", "check", "note",
-    "scratch_bytes", "arena_bytes",
+    "scratch_bytes", "arena_bytes", "live_bytes",
 };
 
 #define MAX_FIELDS 64
@@ -186,7 +186,8 @@ static dg_status parse_row(const row_src *s, csv_rec *r) {
         (st = num_col(s, COL_GFLOPS, &r->gflops)) || (st = num_col(s, COL_GBPS, &r->gbps)) ||
         (st = num_col(s, COL_ERR, &r->max_rel_err)) || (st = int_col(s, COL_COLD, 0, 1, &cold)) ||
         (st = int_col(s, COL_SCRATCH, 0, INT64_MAX, &r->scratch_bytes)) ||
-        (st = int_col(s, COL_ARENA, 0, INT64_MAX, &r->arena_bytes)))
+        (st = int_col(s, COL_ARENA, 0, INT64_MAX, &r->arena_bytes)) ||
+        (st = int_col(s, COL_LIVE, 0, INT64_MAX, &r->live_bytes)))
         return st;
     r->cold = (int)cold;
     r->transfer = (int)transfer;

@@ -13,7 +13,7 @@
 
 #define BENCH_CSV_HEADER                                                                                   \
     "sweep,case,impl,backend,dtype,m,n,k,batch,threads,transfer,tf32,cold,warmup,reps,median_ms,min_ms," \
-    "max_ms,cv_pct,gflops,gbps,scratch_bytes,arena_bytes,max_rel_err,check,status,note"
+    "max_ms,cv_pct,gflops,gbps,scratch_bytes,arena_bytes,live_bytes,max_rel_err,check,status,note"
 
 typedef struct bench_row {
     const char *sweep, *name, *impl, *backend;
@@ -27,6 +27,8 @@ typedef struct bench_row {
     int64_t     scratch_bytes;   /* working memory of the measured kernel
                                   * (a convolution's im2col columns); 0: none */
     int64_t     arena_bytes;     /* the measured plan's arena (model steps); 0: not reported */
+    int64_t     live_bytes;      /* the most of that arena alive at one step (what the
+                                  * arena cannot be smaller than); 0: not reported */
     double      max_rel_err;     /* against the reference; NaN if none     */
     const char *check;           /* what max_rel_err compared: a short word
                                   * (f64-fwd, f64-grad, f64-step ...); NULL: none */
@@ -51,12 +53,12 @@ bool      bench_row_timed(const bench_row *r);
 /* reading back (plot, compare): columns are found by their header name, so
  * a folder written with fewer or more columns still reads. Required: sweep,
  * case, impl, backend, m, n, k, batch, transfer, median_ms, min_ms, max_ms,
- * status. Optional: tf32, cold, threads, reps, scratch_bytes, arena_bytes
- * (0 when absent), cv_pct, gflops, gbps, max_rel_err (NaN when absent),
+ * status. Optional: tf32, cold, threads, reps, scratch_bytes, arena_bytes,
+ * live_bytes (0 when absent), cv_pct, gflops, gbps, max_rel_err (NaN when absent),
  * check, note (empty when absent). Other columns are ignored. */
 typedef struct csv_rec {
     char   sweep[32], name[48], impl[32], backend[8], status[16], check[24], note[160];
-    long long m, n, k, batch, scratch_bytes, arena_bytes;
+    long long m, n, k, batch, scratch_bytes, arena_bytes, live_bytes;
     int    threads, transfer, tf32, cold, reps;
     double median_ms, min_ms, max_ms, cv_pct, gflops, gbps, max_rel_err;
 } csv_rec;

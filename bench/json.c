@@ -225,6 +225,7 @@ static void put_row(bench_json *j, cJSON *e, const bench_row *r) {
     put_num(j, e, "max_rel_err", r->max_rel_err);
     if (r->scratch_bytes) put_num(j, e, "scratch_bytes", (double)r->scratch_bytes);
     if (r->arena_bytes) put_num(j, e, "arena_bytes", (double)r->arena_bytes);
+    if (r->live_bytes) put_num(j, e, "live_bytes", (double)r->live_bytes);
     if (r->note) put_str(j, e, "note", r->note);
 }
 

@@ -108,7 +108,7 @@ Test(bench_csv, write_then_read_back_and_reject_malformed) {
     cr_assert_not_null(f);
     bench_row ok = {.sweep = "unit", .name = "sq", .impl = "cpu-x", .backend = "cpu", .m = 8, .n = 9, .k = 10,
                     .batch = 1, .threads = 2, .warmup = 1, .st = {2.0, 1.0, 3.0, 10.0, 5}, .flops = 4e6,
-                    .bytes = 2e6, .scratch_bytes = 3LL << 32, .arena_bytes = 12345, .max_rel_err = 1e-7,
+                    .bytes = 2e6, .scratch_bytes = 3LL << 32, .arena_bytes = 12345, .live_bytes = 999, .max_rel_err = 1e-7,
                     .status = "ok"};
     bench_row bad = ok;
     bad.status = "oom";
@@ -123,8 +123,8 @@ Test(bench_csv, write_then_read_back_and_reject_malformed) {
     cr_assert_not_null(r, "%s", dg_last_error());
     cr_assert_eq(n, 2);
     cr_assert(r[0].median_ms == 2.0 && r[0].gflops == 2.0 && r[0].gbps == 1.0 && r[0].m == 8 && r[0].k == 10);
-    cr_assert(r[0].scratch_bytes == 3LL << 32 && r[0].arena_bytes == 12345, "memory columns: %lld %lld",
-              r[0].scratch_bytes, r[0].arena_bytes);
+    cr_assert(r[0].scratch_bytes == 3LL << 32 && r[0].arena_bytes == 12345 && r[0].live_bytes == 999,
+              "memory columns: %lld %lld %lld", r[0].scratch_bytes, r[0].arena_bytes, r[0].live_bytes);
     cr_assert_str_eq(r[1].status, "oom");
     cr_assert(isnan(r[1].median_ms) && isnan(r[1].gflops) && r[1].reps == 0);
     free(r);
