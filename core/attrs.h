@@ -34,8 +34,9 @@ typedef struct dg_attr_permute { int perm[DG_MAX_DIMS]; } dg_attr_permute;
 /* sum, mean: bit i of axes reduces axis i; keepdims keeps them as size 1 */
 typedef struct dg_attr_reduce { uint32_t axes; bool keepdims; } dg_attr_reduce;
 
-/* optimizer updates: momentum reads beta1 as its momentum */
-typedef struct dg_attr_optim { float lr, beta1, beta2, eps; } dg_attr_optim;
+/* optimizer updates: momentum reads beta1 as its momentum; every rule
+ * first takes g = dw + weight_decay w */
+typedef struct dg_attr_optim { float lr, beta1, beta2, eps, weight_decay; } dg_attr_optim;
 
 /* side_output: which of its owner's side outputs this node is */
 typedef struct dg_attr_side { int index; } dg_attr_side;

@@ -28,6 +28,8 @@ typedef struct dg_optim {
     float lr;
     float momentum;            /* MOMENTUM: v = momentum v + g            */
     float beta1, beta2, eps;   /* ADAM                                    */
+    float weight_decay;        /* L2 penalty folded into the gradient before
+                                  any rule: g = dw + weight_decay w (0: none) */
 } dg_optim;
 
 /* Defaults: lr as given; momentum 0.9; Adam 0.9, 0.999, 1e-8. */

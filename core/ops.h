@@ -64,9 +64,10 @@ typedef enum dg_op {
     DG_OP_BATCH_NORM_BACKWARD_SCALE, /* (dy, x, stats) -> dscale [C] =
                                         sum over N,H,W of dy * xhat          */
     /* optimizer updates: write their parameter and state in place (the
-     * `writes` mask of their row); attributes: dg_attr_optim */
-    DG_OP_SGD_UPDATE,          /* (w, dw): w -= lr dw                         */
-    DG_OP_MOMENTUM_UPDATE,     /* (w, dw, v): v = mu v + dw; w -= lr v        */
+     * `writes` mask of their row); attributes: dg_attr_optim. Each reads
+     * the gradient as g = dw + weight_decay w. */
+    DG_OP_SGD_UPDATE,          /* (w, dw): w -= lr g                          */
+    DG_OP_MOMENTUM_UPDATE,     /* (w, dw, v): v = mu v + g; w -= lr v         */
     DG_OP_ADAM_STEP,           /* (t [1]): t += 1                             */
     DG_OP_ADAM_UPDATE,         /* (w, dw, m, v, t): Adam with bias correction */
     DG_OP_BATCH_NORM_RUNNING,  /* (running_mean [C], running_var [C], stats):

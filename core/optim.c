@@ -38,7 +38,7 @@ static dg_node *update(dg_graph *g, dg_op op, dg_node *w, int n_in, dg_node **in
     if (!u) return NULL;
     u->view_of = w;
     dg__attr_optim_set(u, (dg_attr_optim){o->lr, o->kind == DG_OPTIM_ADAM ? o->beta1 : o->momentum, o->beta2,
-                                          o->eps});
+                                          o->eps, o->weight_decay});
     return u;
 }
 
@@ -61,6 +61,9 @@ static dg_status check_args(const dg_graph *g, const dg_optim *o, dg_node *const
      * bias correction; eps = 0 divides by zero where a gradient is 0 */
     if (!(o->lr > 0 && isfinite(o->lr)))
         return dg__fail(DG_ERR_INVALID, "dg_optim_apply: learning rate %g, needs a finite value > 0", (double)o->lr);
+    if (!(o->weight_decay >= 0 && isfinite(o->weight_decay)))
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply: weight decay %g, needs a finite value >= 0",
+                        (double)o->weight_decay);
     if (o->kind == DG_OPTIM_MOMENTUM && !(o->momentum >= 0 && o->momentum < 1))
         return dg__fail(DG_ERR_INVALID, "dg_optim_apply: momentum %g, needs [0, 1)", (double)o->momentum);
     if (o->kind == DG_OPTIM_ADAM && !(o->beta1 >= 0 && o->beta1 < 1 && o->beta2 >= 0 && o->beta2 < 1 && o->eps > 0))

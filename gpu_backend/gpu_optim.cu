@@ -6,19 +6,20 @@
  *   adam_step       (t [1])          writes t
  *   adam_update     (w, dw, m, v, t) writes w, m, v
  * all of the parameter's shape but t. Attributes: dg_attr_optim {lr, beta1
- * (momentum's mu), beta2, eps}. */
+ * (momentum's mu), beta2, eps, weight_decay}; each rule reads the gradient
+ * as g = dw + weight_decay w. */
 #include "gpu_common.cuh"
 
 #define BLOCK 256
 
-__global__ void k_sgd(float *w, const float *dw, long long n, float lr) {
+__global__ void k_sgd(float *w, const float *dw, long long n, float lr, float wd) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        w[i] -= lr * dw[i];
+        w[i] -= lr * (dw[i] + wd * w[i]);
 }
 
-__global__ void k_momentum(float *w, const float *dw, float *v, long long n, float lr, float mu) {
+__global__ void k_momentum(float *w, const float *dw, float *v, long long n, float lr, float mu, float wd) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-        float vi = mu * v[i] + dw[i];
+        float vi = mu * v[i] + (dw[i] + wd * w[i]);
         v[i] = vi;
         w[i] -= lr * vi;
     }
@@ -28,12 +29,12 @@ __global__ void k_adam_step(float *t) { t[0] += 1.0f; }
 
 /* the step counter lives on the device so a captured graph stays valid */
 __global__ void k_adam(float *w, const float *dw, float *m, float *v, const float *t, long long n, float lr,
-                       float b1, float b2, float eps) {
+                       float b1, float b2, float eps, float wd) {
     float tt = t[0];
     float lr_t = lr * sqrtf(1.0f - powf(b2, tt)) / (1.0f - powf(b1, tt));
     float eps_t = eps * sqrtf(1.0f - powf(b2, tt));
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-        float g = dw[i];
+        float g = dw[i] + wd * w[i];
         float mi = b1 * m[i] + (1.0f - b1) * g, vi = b2 * v[i] + (1.0f - b2) * g * g;
         m[i] = mi;
         v[i] = vi;
@@ -56,14 +57,15 @@ dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s) {
     dg_attr_optim o = dg_attr_optim_of(nd);
     unsigned grid = grid_for(n, BLOCK);
     switch (nd->op) {
-    case DG_OP_SGD_UPDATE: k_sgd<<<grid, BLOCK, 0, c->stream>>>(w, dw, n, o.lr); break;
+    case DG_OP_SGD_UPDATE: k_sgd<<<grid, BLOCK, 0, c->stream>>>(w, dw, n, o.lr, o.weight_decay); break;
     case DG_OP_MOMENTUM_UPDATE:
-        k_momentum<<<grid, BLOCK, 0, c->stream>>>(w, dw, (float *)s->inout[2], n, o.lr, o.beta1);
+        k_momentum<<<grid, BLOCK, 0, c->stream>>>(w, dw, (float *)s->inout[2], n, o.lr, o.beta1, o.weight_decay);
         break;
     case DG_OP_ADAM_STEP: k_adam_step<<<1, 1, 0, c->stream>>>(w); break;
     case DG_OP_ADAM_UPDATE:
         k_adam<<<grid, BLOCK, 0, c->stream>>>(w, dw, (float *)s->inout[2], (float *)s->inout[3],
-                                              (const float *)s->in[4], n, o.lr, o.beta1, o.beta2, o.eps);
+                                              (const float *)s->in[4], n, o.lr, o.beta1, o.beta2, o.eps,
+                                              o.weight_decay);
         break;
     default: return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not an update op", dg_op_name(nd->op));
     }

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/attrs.h"
 #include "core/check/ref.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
@@ -163,8 +164,28 @@ static void check_steps(const optim_case *oc) {
     dg_backend_free(be);
 }
 
+/* the attribute the kernels and the reference read comes from dg_optim */
+Test(optim, weight_decay_reaches_every_update_and_a_bad_one_is_refused) {
+    for (int kind = DG_OPTIM_SGD; kind <= DG_OPTIM_ADAM; kind++) {
+        dg_optim o = dg_optim_default((dg_optim_kind)kind, 0.1f);
+        o.weight_decay = 0.25f;
+        optim_graph t;
+        optim_graph_new(&t, &o, 1);
+        for (int i = 0; i < 2; i++)
+            cr_assert_eq(dg_attr_optim_of(t.upd[i]).weight_decay, 0.25f, "%s", dg_optim_name(o.kind));
+        dg_graph_free(t.g);
+    }
+    dg_graph *g = dg_graph_new();
+    dg_node *w = dg_param(g, "w", DG_SHAPE(2), (dg_init){DG_INIT_FILL, 1, 0, 0}), *upd;
+    dg_optim o = dg_optim_default(DG_OPTIM_SGD, 0.1f);
+    o.weight_decay = -1e-4f;
+    cr_assert_eq(dg_optim_apply(g, &o, &w, &w, 1, &upd), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "weight decay"), "%s", dg_last_error());
+    dg_graph_free(g);
+}
+
 static struct criterion_test_params optim_cases(bool gpu) {
-    static optim_case cases[2][4];
+    static optim_case cases[2][7];
     optim_case *c = cases[gpu];
     c[0] = (optim_case){dg_optim_default(DG_OPTIM_SGD, 0.1f), gpu};
     c[1] = (optim_case){dg_optim_default(DG_OPTIM_MOMENTUM, 0.05f), gpu};
@@ -172,7 +193,12 @@ static struct criterion_test_params optim_cases(bool gpu) {
     /* eps large enough to matter (|g| ~ 1): where the kernels fold it,
      * eps sqrt(1 - beta2^t), must equal eps beside sqrt(v_hat) */
     c[3] = (optim_case){{.kind = DG_OPTIM_ADAM, .lr = 0.02f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 0.1f}, gpu};
-    return cr_make_param_array(optim_case, c, 4);
+    /* weight decay large enough to move each step by ~10% (|w| ~ 1, |g| ~ 1..5) */
+    for (int i = 0; i < 3; i++) {
+        c[4 + i] = c[i];
+        c[4 + i].o.weight_decay = 0.3f;
+    }
+    return cr_make_param_array(optim_case, c, 7);
 }
 
 ParameterizedTestParameters(optim, cpu_steps_match_float64) { return optim_cases(false); }

@@ -100,16 +100,23 @@ static double row_lse(const double *x, int64_t c) {
  * node's own value is the new parameter (its output is the parameter's
  * storage on a backend). Adam reads the step counter from its in[4], the
  * adam_step node, whose value is the counter after this step's increment.
+ * with g = dw + weight_decay w (w before this step):
  *   sgd:      w -= lr g
  *   momentum: v = mu v + g;  w -= lr v                 (mu: attribute beta1)
  *   adam:     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
  *             w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) */
-static void optim_update(const dg_node *n, double **vals, double *y) {
+static dg_status optim_update(const dg_node *n, double **vals, double *y) {
     const dg_attr_optim o = dg_attr_optim_of(n);
-    const double lr = o.lr, b1 = o.beta1, b2 = o.beta2, eps = o.eps;
+    const double lr = o.lr, b1 = o.beta1, b2 = o.beta2, eps = o.eps, wd = o.weight_decay;
     int64_t numel = dg_node_numel(n);
     double *w = vals[n->in[0]->id];
-    const double *g = n->n_in > 1 ? vals[n->in[1]->id] : NULL;
+    const double *dw = n->n_in > 1 ? vals[n->in[1]->id] : NULL;
+    double *g = NULL; /* dw + wd w, read before w moves */
+    if (dw) {
+        g = malloc((size_t)numel * sizeof *g);
+        if (!g) return dg__fail(DG_ERR_OOM, "ref: out of memory for '%s'", n->name);
+        for (int64_t i = 0; i < numel; i++) g[i] = dw[i] + wd * w[i];
+    }
     switch (n->op) {
     case DG_OP_SGD_UPDATE:
         for (int64_t i = 0; i < numel; i++) w[i] -= lr * g[i];
@@ -133,9 +140,11 @@ static void optim_update(const dg_node *n, double **vals, double *y) {
         }
         break;
     }
-    default: return;
+    default: break;
     }
+    free(g);
     memcpy(y, w, (size_t)numel * sizeof *y);
+    return DG_OK;
 }
 
 /* ---- convolutional networks (NCHW, row-major) ----
@@ -528,8 +537,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         break;
     }
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
-        optim_update(n, vals, y);
-        break;
+        return optim_update(n, vals, y);
     case DG_OP_CONV2D: {
         window k = window_of(n, n->in[0]->shape, s);
         conv2d(&k, a, b, y);
