@@ -35,6 +35,8 @@ static void usage(FILE *f) {
             "  --batch B         (default 128)\n"
             "  --optimizer O     sgd | momentum | adam (default adam)\n"
             "  --lr X            (default: adam 1e-3, momentum 0.01, sgd 0.1)\n"
+            "  --weight-decay X  L2 penalty added to every gradient as X w (default 0; 5e-4 is usual for\n"
+            "                    resnet18-cifar)\n"
             "  --seed S          initial weights and shuffling (default 1)\n"
             "  --copy-batches    upload each batch from the host instead of gathering it from the data set\n"
             "                    uploaded once to the backend\n"
@@ -71,7 +73,8 @@ int bench_train_main(int argc, char **argv) {
         {"model", required_argument, NULL, 'M'}, {"widths", required_argument, NULL, 'W'},
         {"backend", required_argument, NULL, 'b'}, {"epochs", required_argument, NULL, 'e'},
         {"batch", required_argument, NULL, 'B'}, {"optimizer", required_argument, NULL, 'O'},
-        {"lr", required_argument, NULL, 'l'}, {"seed", required_argument, NULL, 's'},
+        {"lr", required_argument, NULL, 'l'}, {"weight-decay", required_argument, NULL, 'w'},
+        {"seed", required_argument, NULL, 's'},
         {"copy-batches", no_argument, NULL, 'c'}, {"subset", required_argument, NULL, 'S'},
         {"threads", required_argument, NULL, 't'}, {"data", required_argument, NULL, 'd'},
         {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
@@ -79,7 +82,7 @@ int bench_train_main(int argc, char **argv) {
     const char *model = "mlp", *widths = "784-256-100-10", *backend = "cpu", *data = NULL, *out = "reports/latest";
     dg_train_opts o = {.epochs = 10, .batch = 128, .seed = 1, .loss_every = 1};
     dg_optim_kind kind = DG_OPTIM_ADAM;
-    double lr = NAN;
+    double lr = NAN, weight_decay = 0;
     int threads = 0, c;
     long long v;
     optind = 0; /* glibc: start over */
@@ -99,6 +102,7 @@ int bench_train_main(int argc, char **argv) {
         case 'O': if (dg_optim_parse(optarg, &kind) != DG_OK) return bad("--optimizer", optarg); break;
         /* a rate that rounds to 0 or to a subnormal float would not train */
         case 'l': if (!bench_parse_double(optarg, FLT_MIN, 99.99, &lr)) return bad("--lr (a float in (0, 100))", optarg); break;
+        case 'w': if (!bench_parse_double(optarg, 0, 1, &weight_decay)) return bad("--weight-decay (0 to 1)", optarg); break;
         case 's': if (!bench_parse_long(optarg, 0, LLONG_MAX, &v)) return bad("--seed (0 to 2^63-1)", optarg); o.seed = (uint64_t)v; break;
         case 'c': o.copy_batches = true; break;
         case 'S': if (!bench_parse_long(optarg, 1, INT_MAX, &v)) return bad("--subset", optarg); o.subset = (int)v; break;
@@ -127,13 +131,15 @@ int bench_train_main(int argc, char **argv) {
         o.model_cfg = &cnn;
         widths = "1x28x28, conv 32, 64, linear 128, 10";
     } else {
-        if (dg_mlp_parse_widths(!strcmp(model, "logreg") ? "784-10" : widths, &cfg) != DG_OK)
+        if (!strcmp(model, "logreg")) widths = "784-10";
+        if (dg_mlp_parse_widths(widths, &cfg) != DG_OK)
             return bench_usage_error("bench train", "%s", dg_last_error());
         o.model = dg_mlp_new;
         o.model_cfg = &cfg;
     }
     if (isnan(lr)) lr = kind == DG_OPTIM_ADAM ? 1e-3 : kind == DG_OPTIM_MOMENTUM ? 0.01 : 0.1;
     o.optim = dg_optim_default(kind, (float)lr);
+    o.optim.weight_decay = (float)weight_decay;
 
     dg_dataset train, test;
     dg_status loaded = cifar ? dg_cifar10_load(data, "train", &train) : dg_dataset_load(data, "train", &train);
@@ -171,8 +177,9 @@ int bench_train_main(int argc, char **argv) {
     else {
         epoch_out eo = {csv, model, backend, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
                         (unsigned long long)o.seed};
-        printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g, seed %llu, data %s\n", model, widths,
-               backend, o.epochs, o.batch, dg_optim_name(kind), lr, (unsigned long long)o.seed, eo.mode);
+        printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n", model,
+               widths, backend, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay, (unsigned long long)o.seed,
+               eo.mode);
         dg_epoch_stats last;
         st = dg_train(be, &o, &train, &test, on_epoch, &eo, &last);
         if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());

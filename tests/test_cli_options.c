@@ -61,6 +61,8 @@ static const bad_case cases[] = {
     {"train", "--optimizer", ""}, {"train", "--optimizer", "rmsprop"},
     {"train", "--lr", ""}, {"train", "--lr", "-1"}, {"train", "--lr", "0"}, {"train", "--lr", "1e-300"},
     {"train", "--lr", "100"}, {"train", "--lr", "nan"}, {"train", "--lr", "fast"},
+    {"train", "--weight-decay", ""}, {"train", "--weight-decay", "-1e-4"}, {"train", "--weight-decay", "2"},
+    {"train", "--weight-decay", "nan"},
     {"train", "--seed", ""}, {"train", "--seed", "-1"}, {"train", "--seed", "99999999999999999999"},
     {"train", "--seed", "0x"}, {"train", "--seed", " 1"},
     {"train", "--subset", ""}, {"train", "--subset", "0"}, {"train", "--subset", "-5"},
