@@ -114,6 +114,39 @@ static size_t place_buffers(dg_plan_buffer *bufs, int n, bool reuse) {
     return peak;
 }
 
+/* A buffer entering (bytes > 0, at its first step) or leaving (bytes < 0,
+ * the step after its last) the set of live buffers. */
+typedef struct live_event { int64_t step, bytes; } live_event;
+
+static int live_event_cmp(const void *a, const void *b) {
+    const live_event *x = a, *y = b;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
+    return (x->bytes > y->bytes) - (x->bytes < y->bytes); /* leaving first */
+}
+
+/* The most bytes of bufs alive at one step (first <= step <= last): the sum
+ * of their sizes, swept over the steps in order. Within a step the buffers
+ * leaving are taken before those entering, so every running sum is at most
+ * the step's own total and the largest of them is the peak. SIZE_MAX when
+ * out of memory. */
+static size_t peak_live_bytes(const dg_plan_buffer *bufs, int n) {
+    size_t n_ev = n > 0 ? 2 * (size_t)n : 0;
+    live_event *ev = malloc((n_ev ? n_ev : 1) * sizeof *ev);
+    if (!ev) return SIZE_MAX;
+    for (int i = 0; i < n; i++) {
+        ev[2 * i] = (live_event){bufs[i].first, (int64_t)bufs[i].bytes};
+        ev[2 * i + 1] = (live_event){(int64_t)bufs[i].last + 1, -(int64_t)bufs[i].bytes};
+    }
+    qsort(ev, n_ev, sizeof *ev, live_event_cmp);
+    int64_t live = 0, peak = 0;
+    for (size_t i = 0; i < n_ev; i++) {
+        live += ev[i].bytes;
+        if (live > peak) peak = live;
+    }
+    free(ev);
+    return (size_t)peak;
+}
+
 /* An op that writes an input in place (optimizer updates) may only write
  * persistent state: a computed buffer could be shared with a later tensor,
  * an input or a constant would change under its owner. */
@@ -242,8 +275,9 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
     size_t arena = place_buffers(p->bufs, p->n_bufs, !o.no_reuse);
     size_t flat = 0;
     for (int i = 0; i < p->n_bufs; i++) flat = align_up(flat + p->bufs[i].bytes);
-    if (arena == SIZE_MAX) { st = dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory"); goto done; }
-    p->stats = (dg_plan_stats){persist, arena, flat, 0, p->n_bufs};
+    size_t live = peak_live_bytes(p->bufs, p->n_bufs);
+    if (arena == SIZE_MAX || live == SIZE_MAX) { st = dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory"); goto done; }
+    p->stats = (dg_plan_stats){persist, arena, flat, 0, p->n_bufs, live};
 
     if (persist && (st = dg_backend_alloc(be, persist, &p->persist)) != DG_OK) goto done;
     if (arena && (st = dg_backend_alloc(be, arena, &p->arena)) != DG_OK) goto done;

@@ -41,6 +41,11 @@ typedef struct dg_plan_stats {
     size_t no_reuse_bytes;    /* the same tensors without any reuse           */
     int    n_steps;           /* kernels run per dg_plan_run                  */
     int    n_buffers;         /* computed tensors and scratch in the arena    */
+    size_t live_bytes;        /* the most bytes of arena buffers alive at one
+                                 step (dg_plan_buffers' intervals, scratch at
+                                 its step): no placement can use less, so
+                                 arena_bytes >= live_bytes, and their ratio
+                                 is what the packing wastes                  */
 } dg_plan_stats;
 
 /* One arena buffer, for inspection (tests): node `node_id` occupies

@@ -1,6 +1,8 @@
 /* test_plan.c: the memory plan. Buffers live at the same time never overlap;
- * reuse changes no result; reuse lowers the peak of a training step; runs
- * allocate nothing; failed allocations are reported cleanly. */
+ * reuse changes no result; reuse lowers the peak of a training step; the
+ * peak of live bytes is the buffers' own (by hand on a small graph) and
+ * never above the arena; runs allocate nothing; failed allocations are
+ * reported cleanly. */
 #include <string.h>
 
 #include "core/rng.h"
@@ -176,5 +178,94 @@ Test(plan, set_get_reject_wrong_nodes_and_sizes) {
     cr_assert(v[0] == 1 && v[1] == 0 && v[2] == 3 && v[3] == 0);
     dg_plan_free(p);
     dg_backend_free(be);
+    dg_graph_free(g);
+}
+
+/* The peak of live bytes from the buffer list, step by step: at each
+ * buffer's first step (where the peak can rise), the sum of every buffer
+ * whose [first, last] holds that step. */
+static size_t brute_live_peak(const dg_plan_buffer *b, int n) {
+    size_t peak = 0;
+    for (int i = 0; i < n; i++) {
+        size_t live = 0;
+        for (int j = 0; j < n; j++)
+            if (b[j].first <= b[i].first && b[i].first <= b[j].last) live += b[j].bytes;
+        if (live > peak) peak = live;
+    }
+    return peak;
+}
+
+/* x [1,2,4,4] -> a = relu(x) -> y = conv2d(a, w [3,2,3,3]) [1,3,2,2] -> z = exp(y), output z.
+ * Bytes: a 32 floats = 128, y and z 12 floats = 48 each, y's im2col scratch
+ * rows 2*3*3 = 18 by cols 2*2 = 4 = 72 floats = 288. Live at relu: a (128);
+ * at conv: a + y + scratch = 464; at exp: y + z = 96. Peak 464. */
+Test(plan, live_bytes_of_a_small_graph_by_hand) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_input(g, "x", DG_SHAPE(1, 2, 4, 4));
+    dg_node *w = dg_param(g, "w", DG_SHAPE(3, 2, 3, 3), (dg_init){DG_INIT_FILL, 0.5f, 0, 0});
+    dg_node *y = dg_conv2d(g, dg_relu(g, x), w, NULL, (dg_conv2d_opts){0});
+    dg_node *z = dg_exp(g, y);
+    ASSERT_OK(dg_graph_status(g));
+    cr_assert_eq(dg_node_scratch_bytes(y), 288, "the im2col scratch the sum assumes: %zu bytes",
+                 dg_node_scratch_bytes(y));
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, be, &z, 1, NULL));
+    dg_plan_stats s = dg_plan_stats_get(p);
+    cr_assert_eq(s.live_bytes, 464, "peak live bytes %zu, want 128 + 48 + 288 = 464", s.live_bytes);
+    cr_assert_geq(s.arena_bytes, s.live_bytes);
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+}
+
+/* the arena holds every buffer live at once, so it is never below the peak
+ * of live bytes, which the buffer list gives step by step */
+static void expect_live_within_arena(dg_graph *g, dg_node *const *outs, int n_out, const char *what) {
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    for (int reuse = 0; reuse < 2; reuse++) {
+        dg_plan *p;
+        ASSERT_OK(dg_plan_new(&p, g, be, outs, n_out, &(dg_plan_opts){.no_reuse = !reuse}));
+        int nb;
+        const dg_plan_buffer *b = dg_plan_buffers(p, &nb);
+        dg_plan_stats s = dg_plan_stats_get(p);
+        cr_assert_eq(s.live_bytes, brute_live_peak(b, nb), "%s: live bytes %zu, the buffers' peak %zu", what,
+                     s.live_bytes, brute_live_peak(b, nb));
+        cr_assert(s.live_bytes > 0 && s.arena_bytes >= s.live_bytes, "%s (reuse %d): arena %zu < live %zu", what,
+                  reuse, s.arena_bytes, s.live_bytes);
+        dg_plan_free(p);
+    }
+    dg_backend_free(be);
+}
+
+Test(plan, arena_never_below_live_bytes) {
+    dg_rng r = dg_rng_new(test_seed());
+    for (int trial = 0; trial < 30; trial++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *leaves[4], *outs[3];
+        int n_leaves, n_out = random_graph(g, &r, leaves, &n_leaves, outs);
+        ASSERT_OK(dg_graph_status(g));
+        char what[64];
+        snprintf(what, sizeof what, "random graph %d (seed %llu)", trial, (unsigned long long)test_seed());
+        expect_live_within_arena(g, outs, n_out, what);
+        dg_graph_free(g);
+    }
+    dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+    train_graph t;
+    ASSERT_OK(train_graph_new(&t, mlp_widths, 4, 64, &o, 1));
+    expect_live_within_arena(t.g, t.step.outputs, t.step.n_outputs, "MLP Adam step");
+    train_graph_free(&t);
+    /* a convolutional step: scratch buffers and side outputs */
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_input(g, "x", DG_SHAPE(3, 2, 9, 7));
+    dg_node *w = dg_param(g, "w", DG_SHAPE(4, 2, 3, 3), (dg_init){DG_INIT_NORMAL, 0, 0.3f, 5});
+    dg_node *h = dg_max_pool2d(g, dg_relu(g, dg_conv2d(g, x, w, NULL, (dg_conv2d_opts){.pad = {1, 1}})),
+                               (dg_pool2d_opts){.kernel = {2, 2}});
+    dg_node *loss = dg_sum(g, dg_mul(g, h, h), 0xFu, false), *dw;
+    ASSERT_OK(dg_grad(g, loss, &w, 1, &dw));
+    dg_node *outs[2] = {loss, dw};
+    expect_live_within_arena(g, outs, 2, "conv + pool with gradient");
     dg_graph_free(g);
 }
