@@ -18,6 +18,18 @@ typedef enum dg_gpu_gemm {
     DG_GPU_GEMM_TILED,   /* shared-memory tiles, 8x8 register blocking    */
 } dg_gpu_gemm;
 
+/* How conv2d and its backward ops run (every node of those ops on this
+ * backend): the geometry is core/layout.h's dg_conv_dims either way. The
+ * default is IMPLICIT; a node whose sizes overflow its 32-bit indexing
+ * runs as IM2COL. */
+typedef enum dg_gpu_conv {
+    DG_GPU_CONV_IM2COL,   /* im2col into the step's scratch + cuBLAS GEMMs  */
+    DG_GPU_CONV_IMPLICIT, /* the project's implicit-GEMM kernels: columns
+                             gathered from x (or dy) tile by tile, no im2col
+                             buffer                                          */
+} dg_gpu_conv;
+#define DG_GPU_CONV_DEFAULT DG_GPU_CONV_IMPLICIT
+
 /* TF32 and CUDA-graph replay are not backend settings: they are options of
  * each plan (dg_plan_opts) and an argument of dg_gpu_sgemm. */
 typedef struct dg_gpu_opts {
@@ -49,6 +61,7 @@ dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts);
 int       dg_gpu_device_count(void);
 int       dg_gpu_device(const dg_backend *be);
 void      dg_gpu_set_gemm(dg_backend *be, dg_gpu_gemm impl);
+void      dg_gpu_set_conv(dg_backend *be, dg_gpu_conv impl);
 /* "NVIDIA H100 80GB HBM3, 132 SMs, cc 9.0, driver 13.0, runtime 13.0, cuBLAS 130100" */
 const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n);
 

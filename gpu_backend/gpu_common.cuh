@@ -27,6 +27,7 @@ struct gpu_ctx {
     size_t         l2_flush_bytes;
     dg_gpu_opts    opts;
     dg_gpu_gemm    gemm;
+    dg_gpu_conv    conv;
     cudaDeviceProp prop;
 };
 
@@ -153,6 +154,13 @@ bool      dg__gpu_conv_fits(const dg_node *n);
 dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s);
+/* gpu_conv_implicit.cu: the implicit-GEMM kernels (DG_GPU_CONV_IMPLICIT);
+ * implicit_fits: the node's tensors and geometry fit their 32-bit indices
+ * (a node that does not runs as im2col) */
+bool      dg__gpu_conv_implicit_fits(const dg_node *n);
+dg_status dg__gpu_conv2d_implicit(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_conv2d_backward_data_implicit(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_conv2d_backward_weight_implicit(gpu_ctx *c, const dg_step *s);
 /* gpu_pool.cu; argmax_fits: every h*W+w of the plane fits the int32 argmax */
 bool      dg__gpu_argmax_fits(const dg_node *n);
 dg_status dg__gpu_max_pool2d(gpu_ctx *c, const dg_step *s);

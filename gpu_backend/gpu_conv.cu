@@ -124,6 +124,8 @@ static dg_status check_step(const dg_step *s) {
 
 /* (x [n,c,h,w], w [o,cg,kh,kw]) -> y [n,o,oh,ow] */
 dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s) {
+    if (c->conv == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node))
+        return dg__gpu_conv2d_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
     dg_conv_dims d = dg_conv_dims_of(s->node);
@@ -158,6 +160,8 @@ dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s) {
 
 /* (dy [n,o,oh,ow], w [o,cg,kh,kw]) -> dx [n,c,h,w] */
 dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
+    if (c->conv == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node))
+        return dg__gpu_conv2d_backward_data_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
     dg_conv_dims d = dg_conv_dims_of(s->node);
@@ -195,6 +199,8 @@ dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
 
 /* (dy [n,o,oh,ow], x [n,c,h,w]) -> dw [o,cg,kh,kw] */
 dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s) {
+    if (c->conv == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node))
+        return dg__gpu_conv2d_backward_weight_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
     dg_conv_dims d = dg_conv_dims_of(s->node);
