@@ -1,4 +1,5 @@
-/* check.c: float64 references shared by the training-step sweeps. */
+/* check.c: float64 references shared by the training-step sweeps, for any
+ * model and optimizer (bench_step_spec). */
 #include "check.h"
 
 #include <math.h>
@@ -33,8 +34,13 @@ static const dg_node *update_of(const dg_graph *g, const dg_node *w) {
 }
 
 void bench_step_ref_free(bench_step_ref *ref) {
-    for (int i = 0; i < ref->n_params; i++) free(ref->delta[i]);
+    for (int i = 0; i < ref->n_params + ref->n_state; i++) free(ref->delta[i]);
     *ref = (bench_step_ref){0};
+}
+
+/* the model's persistent tensors in the reference's order: parameters, then state */
+static const dg_node *tracked(const dg_model *m, int i) {
+    return i < m->n_params ? m->params[i] : m->state[i - m->n_params];
 }
 
 dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t *y, bench_step_ref *ref) {
@@ -48,21 +54,21 @@ dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t 
         v[id] = malloc((size_t)dg_node_numel(nd) * sizeof(double));
         st = v[id] ? leaf_values(s, nd, x, y, v[id]) : dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
     }
-    *ref = (bench_step_ref){.n_params = s->model.n_params};
+    *ref = (bench_step_ref){.n_params = s->model.n_params, .n_state = s->model.n_state};
     if (st == DG_OK) st = ref_eval(s->g, n, v);
     if (st == DG_OK) ref->loss = v[t->loss->id][0];
-    for (int i = 0; i < s->model.n_params && st == DG_OK; i++) {
-        const dg_node *w = s->model.params[i], *upd = update_of(s->g, w);
-        if (!upd) {
+    for (int i = 0; i < s->model.n_params && st == DG_OK; i++)
+        if (!update_of(s->g, s->model.params[i]))
             st = dg__fail(DG_ERR_INVALID, "bench: parameter %d of the step has no update", i);
-            break;
-        }
+    /* the updates (optimizer and running statistics) wrote each tensor's
+     * slot in place: its change is that slot less its init spec's values */
+    for (int i = 0; i < ref->n_params + ref->n_state && st == DG_OK; i++) {
+        const dg_node *w = tracked(&s->model, i);
         int64_t cnt = ref->numel[i] = dg_node_numel(w);
-        /* the update wrote w's slot too: its initial value comes from its init spec again */
         ref->delta[i] = malloc((size_t)cnt * sizeof(double));
         st = ref->delta[i] ? leaf_values(s, w, x, y, ref->delta[i])
                            : dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
-        for (int64_t j = 0; st == DG_OK && j < cnt; j++) ref->delta[i][j] = v[upd->id][j] - ref->delta[i][j];
+        for (int64_t j = 0; st == DG_OK && j < cnt; j++) ref->delta[i][j] = v[w->id][j] - ref->delta[i][j];
     }
     if (v) ref_free(v, n);
     free(v);
@@ -71,60 +77,101 @@ dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t 
     return st;
 }
 
-dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg, float loss,
-                           const bench_step_ref *ref, double *rel_err, bool *ok) {
-    double err = fabs(loss - ref->loss) / fmax(fabs(ref->loss), 1e-30), num = 0, den = 0;
-    dg_status st = DG_OK;
-    for (int i = 0; i < ref->n_params && st == DG_OK; i++) {
-        const dg_node *w = m->params[i];
-        int64_t cnt = ref->numel[i];
-        if (m->n_params != ref->n_params || dg_node_numel(w) != cnt)
-            return dg__fail(DG_ERR_INVALID, "bench: the step's parameters differ from the reference's");
-        float *now = malloc((size_t)cnt * sizeof *now), *init = malloc((size_t)cnt * sizeof *init);
-        st = now && init ? fetch(arg, w, now, (size_t)cnt * sizeof *now)
-                         : dg__fail(DG_ERR_OOM, "bench: out of memory for the check");
-        if (st == DG_OK) {
-            dg_init_fill(w->init, init, cnt);
-            for (int64_t j = 0; j < cnt; j++) {
-                double d = (double)now[j] - init[j] - ref->delta[i][j];
-                num += isnan(d) ? INFINITY : d * d;
-                den += ref->delta[i][j] * ref->delta[i][j];
-            }
-        }
-        free(now);
-        free(init);
-    }
-    double loss_err = isnan(err) ? INFINITY : err, update_err = sqrt(num / fmax(den, 1e-300));
+/* || now - init - d_ref ||^2 and || d_ref ||^2 of tensor i into num, den */
+static dg_status add_error(const dg_model *m, int i, bench_param_fetch fetch, void *arg, const bench_step_ref *ref,
+                           double *num, double *den) {
+    const dg_node *w = tracked(m, i);
+    int64_t cnt = ref->numel[i];
+    if (dg_node_numel(w) != cnt)
+        return dg__fail(DG_ERR_INVALID, "bench: tensor '%s' of the step differs from the reference's", w->name);
+    float *now = malloc((size_t)cnt * sizeof *now), *init = malloc((size_t)cnt * sizeof *init);
+    dg_status st = now && init ? fetch(arg, w, now, (size_t)cnt * sizeof *now)
+                               : dg__fail(DG_ERR_OOM, "bench: out of memory for the check");
     if (st == DG_OK) {
-        *rel_err = fmax(loss_err, update_err);
-        *ok = loss_err <= BENCH_STEP_LOSS_TOL && update_err <= BENCH_STEP_UPDATE_TOL;
+        dg_init_fill(w->init, init, cnt);
+        for (int64_t j = 0; j < cnt; j++) {
+            double d = (double)now[j] - init[j] - ref->delta[i][j];
+            *num += isnan(d) ? INFINITY : d * d;
+            *den += ref->delta[i][j] * ref->delta[i][j];
+        }
     }
+    free(now);
+    free(init);
     return st;
+}
+
+dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg, float loss,
+                           const bench_step_ref *ref, bench_step_tol tol, double *rel_err, bool *ok) {
+    if (m->n_params != ref->n_params || m->n_state != ref->n_state)
+        return dg__fail(DG_ERR_INVALID, "bench: the step's model has %d parameters and %d state tensors, the "
+                        "reference's %d and %d", m->n_params, m->n_state, ref->n_params, ref->n_state);
+    double err = fabs(loss - ref->loss) / fmax(fabs(ref->loss), 1e-30);
+    double num[2] = {0, 0}, den[2] = {0, 0}; /* [0] parameters, [1] running statistics */
+    double worst[2] = {0, 0};                /* the largest error of one tensor in each */
+    for (int i = 0; i < ref->n_params + ref->n_state; i++) {
+        int k = i >= ref->n_params;
+        double n1 = 0, d1 = 0;
+        dg_status st = add_error(m, i, fetch, arg, ref, &n1, &d1);
+        if (st != DG_OK) return st;
+        num[k] += n1;
+        den[k] += d1;
+        worst[k] = fmax(worst[k], sqrt(n1 / fmax(d1, 1e-300)));
+    }
+    double loss_err = isnan(err) ? INFINITY : err;
+    double update_err = tol.per_tensor ? worst[0] : sqrt(num[0] / fmax(den[0], 1e-300));
+    double state_err = tol.per_tensor ? worst[1] : sqrt(num[1] / fmax(den[1], 1e-300));
+    *rel_err = fmax(loss_err, fmax(update_err, state_err));
+    *ok = loss_err <= tol.loss && update_err <= tol.update && state_err <= tol.state;
+    return DG_OK;
+}
+
+bench_step_spec bench_mlp_step(const dg_mlp_cfg *cfg) {
+    return (bench_step_spec){dg_mlp_new, cfg, dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
+                             {BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL, BENCH_STEP_UPDATE_TOL, false}};
+}
+
+bench_step_spec bench_resnet_step(const dg_resnet_cfg *cfg) {
+    dg_optim o = dg_optim_default(DG_OPTIM_MOMENTUM, 0.1f); /* momentum 0.9 */
+    o.weight_decay = 5e-4f;
+    return (bench_step_spec){dg_resnet18_new, cfg, o,
+                             {BENCH_RESNET_LOSS_TOL, BENCH_RESNET_UPDATE_TOL, BENCH_RESNET_STATE_TOL, true}};
 }
 
 static dg_status plan_fetch(void *plan, const dg_node *param, float *host, size_t bytes) {
     return dg_plan_get(plan, param, host, bytes);
 }
 
-dg_status bench_step_new(bench_step *s, dg_backend *be, const dg_mlp_cfg *w, int batch, const float *x,
-                         const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err,
-                         bool *ok) {
-    dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
-    float loss = NAN;
+dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const float *x,
+                           const int32_t *y, const dg_plan_opts *opts) {
     *s = (bench_step){0};
-    *rel_err = NAN;
-    *ok = false;
     s->g = dg_graph_new();
-    dg_status st = s->g ? dg_mlp_new(s->g, w, 1, &s->model) : dg__fail(DG_ERR_OOM, "bench: out of memory");
-    if (st == DG_OK) st = dg_train_step_build(s->g, &s->model, batch, &o, &s->ts);
+    dg_status st = s->g ? spec->model(s->g, spec->cfg, 1, &s->model) : dg__fail(DG_ERR_OOM, "bench: out of memory");
+    if (st == DG_OK) st = dg_train_step_build(s->g, &s->model, batch, &spec->optim, &s->ts);
     if (st == DG_OK) st = dg_plan_new(&s->p, s->g, be, s->ts.outputs, s->ts.n_outputs, opts);
     if (st == DG_OK) st = dg_plan_set(s->p, s->ts.x, x, dg_node_bytes(s->ts.x));
     if (st == DG_OK) st = dg_plan_set(s->p, s->ts.y, y, dg_node_bytes(s->ts.y));
-    if (st == DG_OK) st = dg_plan_run(s->p);
+    return st;
+}
+
+dg_status bench_step_check(bench_step *s, const bench_step_spec *spec, const float *x, const int32_t *y,
+                           bench_step_ref *ref, double *rel_err, bool *ok) {
+    float loss = NAN;
+    *rel_err = NAN;
+    *ok = false;
+    dg_status st = dg_plan_run(s->p);
     if (st == DG_OK) st = dg_plan_get(s->p, s->ts.loss, &loss, sizeof loss);
     if (st == DG_OK && !ref->done) st = bench_step_ref_run(s, x, y, ref);
-    if (st == DG_OK) st = bench_step_error(&s->model, plan_fetch, s->p, loss, ref, rel_err, ok);
+    if (st == DG_OK) st = bench_step_error(&s->model, plan_fetch, s->p, loss, ref, spec->tol, rel_err, ok);
     return st;
+}
+
+dg_status bench_step_new(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const float *x,
+                         const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err,
+                         bool *ok) {
+    *rel_err = NAN;
+    *ok = false;
+    dg_status st = bench_step_build(s, be, spec, batch, x, y, opts);
+    return st == DG_OK ? bench_step_check(s, spec, x, y, ref, rel_err, ok) : st;
 }
 
 void bench_step_free(bench_step *s) {

@@ -1,14 +1,36 @@
 /* check.h: float64 references for the training-step sweeps (mlp,
- * autodiff, train): the first step's loss and every parameter's update. */
+ * autodiff, train, resnet): the first step's loss, every parameter's
+ * update and every running statistic's update, of any model. */
 #ifndef DG_BENCH_CHECK_H
 #define DG_BENCH_CHECK_H
 
 #include "core/nn/mlp.h"
+#include "core/nn/resnet.h"
 #include "core/nn/train_step.h"
 #include "core/plan.h"
 
-/* One Adam training step of an MLP (seed 1) planned on a backend, inputs
- * uploaded, already run once and checked. */
+/* The errors a checked step may have and be "ok": the loss's relative
+ * error, the relative L2 error of the parameter updates and that of the
+ * running-statistics updates (bench_step_error). per_tensor: each tensor's
+ * update is compared on its own and the largest error counts (a small
+ * tensor's wrong update, such as a batch norm's scale without its weight
+ * decay, is then not hidden by the large ones); otherwise all parameters
+ * form one vector, and all running statistics another. */
+typedef struct bench_step_tol {
+    double loss, update, state;
+    bool   per_tensor;
+} bench_step_tol;
+
+/* What a step trains: the model made by `model` from `cfg` (seed 1), the
+ * optimizer, and the tolerances of its check. */
+typedef struct bench_step_spec {
+    dg_model_new_fn model;
+    const void     *cfg;
+    dg_optim        optim;
+    bench_step_tol  tol;
+} bench_step_spec;
+
+/* One training step planned on a backend, inputs uploaded. */
 typedef struct bench_step {
     dg_graph     *g;
     dg_model      model;
@@ -17,51 +39,91 @@ typedef struct bench_step {
 } bench_step;
 
 /* The float64 step for one shape and data, computed once and shared by the
- * backends: the loss, and each parameter's change (updated - initial). */
+ * backends: the loss, and each persistent tensor's change (updated -
+ * initial): the model's parameters, then its state (running statistics). */
 typedef struct bench_step_ref {
     bool    done;
     double  loss;
-    int     n_params;
-    int64_t numel[DG_MODEL_MAX_PARAMS];
-    double *delta[DG_MODEL_MAX_PARAMS];
+    int     n_params, n_state;
+    int64_t numel[2 * DG_MODEL_MAX_PARAMS];
+    double *delta[2 * DG_MODEL_MAX_PARAMS]; /* [n_params + n_state] */
 } bench_step_ref;
 
-/* what a step row's max_rel_err compares (the check column) */
+/* what an MLP step row's max_rel_err compares (the check column) */
 #define BENCH_STEP_CHECK "f64-loss+update"
-/* The errors a step row may have and be "ok". The loss agrees to about
- * 1e-7 (tolerance 1e-4). The updates agree to 1e-5..6e-5 (relative L2,
- * measured on a 2-core Xeon and an H100, batch 32..2048) but reach 1e-2 in
- * a few shapes on both backends alike: Adam's first step is
+/* The errors an MLP Adam step row may have and be "ok". The loss agrees to
+ * about 1e-7 (tolerance 1e-4). The updates agree to 1e-5..6e-5 (relative
+ * L2, measured on a 2-core Xeon and an H100, batch 32..2048) but reach 1e-2
+ * in a few shapes on both backends alike: Adam's first step is
  * lr * g / (|g| + eps), so a gradient that cancels to near zero, whose
  * float32 value differs from the float64 one by rounding, moves its update
  * by up to 2 lr. A wrong rule is far above the tolerance 5e-2: no bias
- * correction is 3x off, momentum as a moving average 10x, a flipped sign 2x. */
+ * correction is 3x off, momentum as a moving average 10x, a flipped sign 2x.
+ * An MLP has no running statistics. */
 #define BENCH_STEP_LOSS_TOL   1e-4
 #define BENCH_STEP_UPDATE_TOL 5e-2
 
-/* Evaluates the whole step graph in float64 for inputs x, y, parameters and
- * optimizer state from their init specs (the values of a fresh plan). */
+/* The MLP of cfg trained by Adam (lr 1e-3), checked with the tolerances
+ * above: the step of the mlp, autodiff and train sweeps. */
+bench_step_spec bench_mlp_step(const dg_mlp_cfg *cfg);
+
+/* The errors a ResNet-18 step row may have and be "ok", each tensor on its
+ * own, at batch 2. Measured: the loss agrees to 6e-7, the running
+ * statistics to 6e-6 (they depend on the forward only); the parameter
+ * updates to 4e-5 in most tensors, but where a ReLU's input lies within
+ * float32 rounding of 0 its mask differs in that element and every
+ * gradient upstream inherits the difference, and batch norm's backward
+ * amplifies rounding where the gradient reaching it is nearly constant per
+ * channel (the last stage, after global average pooling): CIFAR stem up
+ * to 4.2e-3 (2-core Xeon, OpenBLAS, 6 data seeds), 4.2e-5 (H100); ImageNet
+ * stem 2.1e-3 (two Xeons), 1.1e-2 (H100). The update bound 5e-2 stands 5x
+ * above the largest of these and far below a wrong rule: an update 2x too
+ * large or of the wrong sign is 1 to 2 off, momentum as a moving average
+ * (a first step 10x too small) 0.9, a flipped weight decay 15% in a
+ * last-stage batch norm's scale (2 * 5e-4 * |scale| = 0.023 against |g| =
+ * 0.15), a missing one 7%, just above the bound. per_tensor keeps these
+ * visible: as all parameters together they would be 4e-4, below the
+ * rounding effects. */
+#define BENCH_RESNET_LOSS_TOL   1e-4
+#define BENCH_RESNET_UPDATE_TOL 5e-2
+#define BENCH_RESNET_STATE_TOL  1e-4
+
+/* ResNet-18 of cfg trained by SGD with momentum 0.9, lr 0.1 and weight
+ * decay 5e-4, checked with the tolerances above: the resnet sweep's step. */
+bench_step_spec bench_resnet_step(const dg_resnet_cfg *cfg);
+
+/* Evaluates the whole step graph in float64 for inputs x, y, and every
+ * other leaf (parameters, running statistics, optimizer state) from its
+ * init spec (the values of a fresh plan). */
 dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t *y, bench_step_ref *ref);
 void      bench_step_ref_free(bench_step_ref *ref);
 
-/* reads a parameter's current value from wherever a step keeps it */
+/* reads a persistent tensor's current value from wherever a step keeps it */
 typedef dg_status (*bench_param_fetch)(void *arg, const dg_node *param, float *host, size_t bytes);
 
 /* The error of a step that ran once from fresh parameters (m: its model,
- * whose parameters fetch reads): the larger of the loss's relative error
- * and the relative L2 error of the parameter updates,
- * || d - d_ref || / || d_ref || over all parameters (the update, not the
- * parameter, is compared: lr * a unit step is 1e-3 of a weight); *ok when
- * each is within its tolerance. */
+ * whose parameters and state fetch reads): the largest of the loss's
+ * relative error, the relative L2 error of the parameter updates,
+ * || d - d_ref || / || d_ref || over all parameters (or the largest over
+ * single tensors: tol.per_tensor), and the same of the running statistics
+ * (the update, not the value, is compared: lr * a unit step is 1e-3 of a
+ * weight); *ok when each is within its tolerance. */
 dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg, float loss,
-                           const bench_step_ref *ref, double *rel_err, bool *ok);
+                           const bench_step_ref *ref, bench_step_tol tol, double *rel_err, bool *ok);
 
-/* Builds the step on be with inputs x [batch, w[0]] and y [batch], runs it
- * once and compares it with the float64 reference (computed into *ref on
- * the first call for this shape). opts: the plan's options (NULL:
- * defaults). The plan is then ready to be timed (its parameters have moved
- * by one step: later runs time the same work). */
-dg_status bench_step_new(bench_step *s, dg_backend *be, const dg_mlp_cfg *w, int batch, const float *x,
+/* Builds spec's step on be for a batch, inputs x [batch, in_shape...] and
+ * labels y [batch] uploaded, not run. opts: the plan's options (NULL:
+ * defaults). */
+dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const float *x,
+                           const int32_t *y, const dg_plan_opts *opts);
+/* Runs a built step once and compares it with the float64 reference
+ * (computed into *ref first when it is not done). The plan is then ready
+ * to be timed (its parameters have moved by one step: later runs time the
+ * same work). */
+dg_status bench_step_check(bench_step *s, const bench_step_spec *spec, const float *x, const int32_t *y,
+                           bench_step_ref *ref, double *rel_err, bool *ok);
+/* bench_step_build, then bench_step_check */
+dg_status bench_step_new(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const float *x,
                          const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err,
                          bool *ok);
 void      bench_step_free(bench_step *s);

@@ -18,7 +18,7 @@
 extern const char *const dg_build_commit;
 
 #define DEFAULT_SWEEPS "ceiling,gemm,ops,mlp"
-#define ALL_SWEEPS DEFAULT_SWEEPS ",autodiff,train"
+#define ALL_SWEEPS DEFAULT_SWEEPS ",autodiff,train,conv,resnet"
 
 static void usage(FILE *f) {
     fprintf(f,

@@ -35,6 +35,14 @@ const sweep_def bench_sweeps[] = {
      .what = "Fashion-MNIST epoch time of logreg and the default MLP over batch sizes 32..4096 (needs "
              "dataset-fashion-mnist)",
      .run = sweep_train, .report = bench_report_train},
+    {.name = "conv",
+     .what = "conv2d forward, backward-data and backward-weight on ResNet-18's and LeNet-sized layer shapes "
+             "over batch sizes; cpu im2col + sgemm, gpu im2col + cuBLAS and implicit GEMM; GFLOP/s",
+     .run = sweep_conv, .report = bench_report_conv},
+    {.name = "resnet",
+     .what = "ResNet-18 training step (SGD, momentum, weight decay) over batch sizes, CIFAR and ImageNet "
+             "stems; GPU with and without CUDA-graph replay; images/s and arena bytes",
+     .run = sweep_resnet, .report = bench_report_resnet},
 };
 const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof bench_sweeps[0]);
 

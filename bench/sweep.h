@@ -107,5 +107,9 @@ bool      bench_report_autodiff(bench_report *rep, const bench_table *t);
 dg_status sweep_train(bench_ctx *ctx);
 /* also the curves of `bench train` (train-MODEL-BACKEND.csv) */
 bool      bench_report_train(bench_report *rep, const bench_table *t);
+dg_status sweep_conv(bench_ctx *ctx);
+bool      bench_report_conv(bench_report *rep, const bench_table *t);
+dg_status sweep_resnet(bench_ctx *ctx);
+bool      bench_report_resnet(bench_report *rep, const bench_table *t);
 
 #endif

@@ -131,6 +131,7 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *
     dg_mlp_cfg cfg;
     dg_mlp_parse_widths(WIDTHS, &cfg);
     double flops = 6.0 * batch * (784.0 * 256 + 256.0 * 100 + 100.0 * 10);
+    bench_step_spec spec = bench_mlp_step(&cfg);
     bench_step_ref ref = {0}; /* the float64 first step, for every version */
     /* graph: dg_grad + plan (GPU: also with CUDA-graph replay) */
     for (int cuda = 0; cuda < (be == ctx->gpu ? 2 : 1); cuda++) {
@@ -142,7 +143,7 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *
         bool ok = false;
         bench_step bs;
         dg_status st =
-            bench_step_new(&bs, be, &cfg, batch, x, y, &(dg_plan_opts){.no_replay = !cuda}, &ref, &err, &ok);
+            bench_step_new(&bs, be, &spec, batch, x, y, &(dg_plan_opts){.no_replay = !cuda}, &ref, &err, &ok);
         if (wanted && st == DG_OK && ok) st = bench_time(be, be == ctx->gpu, plan_run, bs.p, &ctx->timing, &s);
         if (wanted) emit(ctx, be, impl, batch, flops, err, ok, st, &s);
         bench_step_free(&bs);
@@ -162,7 +163,7 @@ static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *
     if (st == DG_OK) st = dg_backend_download(be, &loss, mm.buf[mm.loss->id], sizeof loss);
     if (st == DG_OK && !ref.done) st = dg__fail(DG_ERR_INVALID, "autodiff: no float64 reference (the graph step failed)");
     bool ok = false;
-    if (st == DG_OK) st = bench_step_error(&mm.mlp, manual_fetch, &mm, loss, &ref, &err, &ok);
+    if (st == DG_OK) st = bench_step_error(&mm.mlp, manual_fetch, &mm, loss, &ref, spec.tol, &err, &ok);
     if (st == DG_OK && ok) st = bench_time(be, be == ctx->gpu, manual_run, &mm, &ctx->timing, &s);
     emit(ctx, be, "manual", batch, flops, err, ok, st, &s);
     manual_free(&mm);

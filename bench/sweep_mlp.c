@@ -40,7 +40,8 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, bool repla
         dg_rng r = dg_rng_new((uint64_t)batch);
         for (long long i = 0; i < (long long)batch * w[0]; i++) x[i] = (float)dg_rng_uniform(&r);
         for (int i = 0; i < batch; i++) y[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)w[nw - 1]);
-        st = bench_step_new(&bs, be, cfg, batch, x, y, &(dg_plan_opts){.no_replay = !replay}, ref,
+        bench_step_spec spec = bench_mlp_step(cfg);
+        st = bench_step_new(&bs, be, &spec, batch, x, y, &(dg_plan_opts){.no_replay = !replay}, ref,
                             &row.max_rel_err, &ok);
     }
     if (st == DG_OK) {

@@ -37,7 +37,8 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, co
     if (!bench_wanted(ctx, row.name, row.impl)) return;
     dg_mlp_cfg cfg;
     dg_mlp_parse_widths(model->widths, &cfg);
-    dg_train_opts o = {.model = dg_mlp_new, .model_cfg = &cfg, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
+    bench_step_spec spec = bench_mlp_step(&cfg); /* the check's step is the trainer's */
+    dg_train_opts o = {.model = spec.model, .model_cfg = spec.cfg, .optim = spec.optim,
                        .epochs = 2, .batch = batch, .seed = 1, .loss_every = 1 << 30};
     /* the check step reads the first batch of the data set as [batch, widths[0]] */
     if (batch > train->n || (int64_t)train->rows * train->cols != cfg.widths[0]) {
@@ -53,7 +54,7 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, co
     bench_step check;
     bench_step_ref ref = {0};
     bool ok = false;
-    dg_status st = bench_step_new(&check, be, &cfg, batch, train->x, train->y, NULL, &ref, &row.max_rel_err, &ok);
+    dg_status st = bench_step_new(&check, be, &spec, batch, train->x, train->y, NULL, &ref, &row.max_rel_err, &ok);
     bench_step_free(&check);
     bench_step_ref_free(&ref);
     if (st == DG_OK && !ok) {

@@ -1,0 +1,495 @@
+#!/usr/bin/env python3
+"""torch_peer.py: the PyTorch peer of `bench --sweep resnet`.
+
+Times the same ResNet-18 training step as duograd (core/nn/resnet.c: forward
+in training mode, softmax cross-entropy averaged over the batch, backward,
+SGD with momentum 0.9, weight decay 5e-4, lr 0.1) with PyTorch eager fp32,
+NCHW, TF32 off, and appends the rows to DIR/resnet.csv in that file's own
+column order (or creates it with bench/csv.h's header). Run it right after
+duograd's sweep, on the same machine:
+
+    bench/bench --sweep resnet --out DIR
+    python3 bench/torch_peer.py --out DIR
+
+Two impls: "torch-eager" (cudnn.benchmark False, PyTorch's default) and
+"torch-eager-cudnn-bench" (cudnn.benchmark True: autotuned algorithms).
+Before timing, each impl's first step at a small batch is checked against
+the same model in float64 on the CPU, as duograd checks its rows.
+
+torch is imported inside the functions that need it, so the CSV and FLOP
+code runs (and is tested by tests/test_torch_peer.py) without it.
+"""
+import argparse
+import datetime
+import math
+import os
+import re
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# ---- the network's geometry (no torch): FLOP and parameter counts ----
+
+STAGE_WIDTHS = (64, 128, 256, 512)
+STEMS = {  # core/nn/resnet.h; params: duograd's counts, asserted below
+    "cifar": dict(case="resnet18-cifar", size=32, classes=10, kernel=3, stride=1, pad=1, pool=False,
+                  params=11_173_962, check_batch=2),
+    "imagenet": dict(case="resnet18-imagenet", size=224, classes=1000, kernel=7, stride=2, pad=3, pool=True,
+                     params=11_689_512, check_batch=1),
+}
+BN_EPS, BN_MOMENTUM = 1e-5, 0.1              # DG_BN_EPS, DG_BN_MOMENTUM (core/nn/layers.h)
+LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # the sweep's optimizer
+LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2            # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL (bench/check.h)
+MAX_CV_PCT = 5.0                             # bench's default --max-cv: above it a row is "noisy"
+
+
+def conv_out(n, k, stride, pad):
+    return (n + 2 * pad - k) // stride + 1
+
+
+def resnet18_layers(stem):
+    """Every conv and the linear layer, in forward order, as
+    (kind, cin, cout, kernel, out_h, out_w); out_h/out_w are 1 for the linear."""
+    s = STEMS[stem]
+    h = conv_out(s["size"], s["kernel"], s["stride"], s["pad"])
+    layers = [("conv", 3, 64, s["kernel"], h, h)]
+    if s["pool"]:
+        h = conv_out(h, 3, 2, 1)
+    cin = 64
+    for i, cout in enumerate(STAGE_WIDTHS):
+        for b in range(2):
+            stride = 2 if i > 0 and b == 0 else 1  # resnet.c: block_downsamples
+            hin, h = h, conv_out(h, 3, stride, 1)
+            layers.append(("conv", cin, cout, 3, h, h))       # conv1
+            layers.append(("conv", cout, cout, 3, h, h))      # conv2
+            if stride != 1:
+                assert conv_out(hin, 1, stride, 0) == h
+                layers.append(("conv", cin, cout, 1, h, h))   # shortcut
+            cin = cout
+    layers.append(("linear", 512, s["classes"], 1, 1, 1))
+    return layers
+
+
+def forward_macs(stem):
+    """Multiply-adds of one image's forward: convs and the linear layer only
+    (batch norm, relu, pooling and the loss are not counted), as duograd counts."""
+    return sum(cin * cout * k * k * h * w for _, cin, cout, k, h, w in resnet18_layers(stem))
+
+
+def step_flops(stem, batch):
+    """A training step's FLOPs as duograd counts them (bench/sweep_mlp.c: 6 per
+    weight and row): forward 2 x MACs, backward twice the forward."""
+    return 3 * 2 * forward_macs(stem) * batch
+
+
+def param_count(stem):
+    """conv weights (no bias) + 2 per batch-norm channel + the linear layer's weight and bias"""
+    n = 0
+    for kind, cin, cout, k, _, _ in resnet18_layers(stem):
+        n += cin * cout * k * k + (2 * cout if kind == "conv" else cout)
+    return n
+
+
+# ---- the CSV (no torch) ----
+
+# bench_csv_read's required columns (bench/csv.c, col_names before N_REQUIRED)
+REQUIRED_COLUMNS = ("sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer",
+                    "median_ms", "min_ms", "max_ms", "status")
+
+
+def bench_header(csv_h=os.path.join(HERE, "csv.h")):
+    """The columns of BENCH_CSV_HEADER, parsed from bench/csv.h so they cannot drift."""
+    with open(csv_h) as f:
+        text = f.read()
+    m = re.search(r"#define\s+BENCH_CSV_HEADER((?:[^\n]*\\\n)*[^\n]*)", text)
+    if not m:
+        raise ValueError(f"{csv_h}: no #define BENCH_CSV_HEADER")
+    columns = "".join(re.findall(r'"([^"]*)"', m.group(1))).split(",")
+    if not columns or any(not c for c in columns):
+        raise ValueError(f"{csv_h}: BENCH_CSV_HEADER is not a list of column names: {columns}")
+    return columns
+
+
+def read_header(path):
+    """The columns of an existing result file's header (its first line not
+    starting with '#'), or None when it has none (metadata only)."""
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\r\n")
+            if line and not line.startswith("#"):
+                return line.split(",")
+    return None
+
+
+def check_header(columns, path):
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    if missing:
+        raise ValueError(f"{path}: its header lacks the column(s) {', '.join(missing)}: "
+                         "not a duograd bench CSV, no rows appended")
+
+
+def csv_field(v):
+    """One field as bench/csv.c writes it: numbers %.6g (NaN when not finite),
+    text with commas as ';' and control characters as ' '."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "%.6g" % v if math.isfinite(v) else "NaN"
+    return "".join(";" if c == "," else " " if ord(c) < 0x20 or ord(c) == 0x7F else c for c in str(v))
+
+
+def format_row(row, columns):
+    """row (a dict by column name) as one line in columns' order; a column the
+    row lacks is left empty, a field the header lacks is dropped."""
+    return ",".join(csv_field(row.get(c)) for c in columns) + "\n"
+
+
+class CsvOut:
+    """DIR/resnet.csv: appended to in its own header's column order, or
+    created with the metadata and bench/csv.h's header. Rows are flushed one by one."""
+
+    def __init__(self, path, meta_lines, columns=None):
+        self.path = path
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            self.columns = read_header(path)
+            header = self.columns is None  # metadata only: the sweep died before its header
+            if header:
+                self.columns = columns or bench_header()
+            check_header(self.columns, path)  # before anything is written
+            self._drop_cut_row()
+            self.f = open(path, "a")
+            if header:
+                self.f.write(",".join(self.columns) + "\n")
+            # '#' lines between rows are skipped by bench_csv_read and by gnuplot
+            self.f.write("# torch peer rows: " + "; ".join(meta_lines) + "\n")
+        else:
+            self.columns = columns or bench_header()
+            check_header(self.columns, path)
+            self.f = open(path, "w")
+            self.f.write("".join(f"# {m}\n" for m in meta_lines) + ",".join(self.columns) + "\n")
+        self.f.flush()
+
+    def _drop_cut_row(self):
+        """A last line without its newline is a row cut short (bench_csv_read
+        skips it); appending after it would make it a malformed line."""
+        with open(self.path, "rb+") as f:
+            data = f.read()
+            if not data.endswith(b"\n"):
+                keep = data.rfind(b"\n") + 1
+                print(f"torch_peer: warning: {self.path}: incomplete last line dropped", file=sys.stderr)
+                f.truncate(keep)
+
+    def write(self, row):
+        self.f.write(format_row(row, self.columns))
+        self.f.flush()
+
+    def close(self):
+        self.f.close()
+
+
+def summarize(ms):
+    """median, min, max and cv_pct of the step times in ms; the CV with the
+    sample standard deviation (n - 1), as bench/timing.c computes it."""
+    v = sorted(ms)
+    n = len(v)
+    median = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+    mean = sum(v) / n
+    var = sum((x - mean) ** 2 for x in v) / (n - 1) if n > 1 else 0.0
+    return median, v[0], v[-1], 100.0 * math.sqrt(var) / mean if mean > 0 else 0.0
+
+
+# ---- the model in torch ----
+
+def make_resnet18(stem, seed=1):
+    """ResNet-18 as core/nn/resnet.c builds it, initialised as duograd does:
+    conv and linear weights N(0, 2 / fan_in), linear bias 0, batch norm scale 1, shift 0."""
+    import torch
+    import torch.nn as nn
+
+    def conv_bn(cin, cout, k, stride, pad):
+        return [nn.Conv2d(cin, cout, k, stride, pad, bias=False),
+                nn.BatchNorm2d(cout, eps=BN_EPS, momentum=BN_MOMENTUM)]
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.body = nn.Sequential(*conv_bn(cin, cout, 3, stride, 1), nn.ReLU(),
+                                      *conv_bn(cout, cout, 3, 1, 1))
+            self.shortcut = nn.Sequential(*conv_bn(cin, cout, 1, stride, 0)) if stride != 1 else nn.Identity()
+
+        def forward(self, x):
+            return torch.relu(self.body(x) + self.shortcut(x))
+
+    s = STEMS[stem]
+    layers = [*conv_bn(3, 64, s["kernel"], s["stride"], s["pad"]), nn.ReLU()]
+    if s["pool"]:
+        layers.append(nn.MaxPool2d(3, 2, 1))
+    cin = 64
+    for i, cout in enumerate(STAGE_WIDTHS):
+        for b in range(2):
+            layers.append(BasicBlock(cin, cout, 2 if i > 0 and b == 0 else 1))
+            cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, s["classes"])]
+    model = nn.Sequential(*layers)
+
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, (nn.Conv2d, nn.Linear)):
+                fan_in = mod.weight[0].numel()
+                mod.weight.normal_(0.0, math.sqrt(2.0 / fan_in))
+                if mod.bias is not None:
+                    mod.bias.zero_()
+            elif isinstance(mod, nn.BatchNorm2d):
+                mod.weight.fill_(1.0)
+                mod.bias.zero_()
+    n = sum(p.numel() for p in model.parameters())
+    assert n == s["params"] == param_count(stem), f"{s['case']}: {n} parameters, duograd has {s['params']}"
+    return model
+
+
+def hooked_forward_macs(model, stem):
+    """The MACs of the torch model's convs and linear layer at batch 1, seen by
+    forward hooks: proves the geometry behind the FLOP count is the model timed."""
+    import torch
+    import torch.nn as nn
+    macs = 0
+
+    def hook(mod, inputs, out):
+        nonlocal macs
+        per_output = mod.weight[0].numel()  # cin * kh * kw, or in_features
+        macs += out.numel() * per_output
+
+    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    size = STEMS[stem]["size"]
+    model.eval()
+    with torch.no_grad():
+        model(torch.zeros(1, 3, size, size))
+    model.train()
+    for h in handles:
+        h.remove()
+    return macs
+
+
+def train_step(model, opt, x, y):
+    import torch.nn.functional as F
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def sgd(model):
+    import torch
+    return torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
+
+
+def synthetic_batch(stem, batch, seed):
+    """uniform [0, 1) images and random labels of the real shape, on the CPU"""
+    import torch
+    g = torch.Generator().manual_seed(seed)
+    s = STEMS[stem]
+    x = torch.rand(batch, 3, s["size"], s["size"], generator=g)
+    y = torch.randint(0, s["classes"], (batch,), generator=g)
+    return x, y
+
+
+def one_step_delta(model, opt, x, y):
+    """the loss of one step and every parameter's change (updated - initial),
+    concatenated, in float64 on the CPU"""
+    import torch
+    before = [p.detach().double().cpu().clone() for p in model.parameters()]
+    loss = train_step(model, opt, x, y).item()
+    delta = torch.cat([(p.detach().double().cpu() - b).flatten() for p, b in zip(model.parameters(), before)])
+    return loss, delta
+
+
+def check_first_step(model, opt, ref, x, y, device):
+    """the loss's relative error and the parameter updates' relative L2 error
+    of the first step on device, against ref = (loss, delta) in float64"""
+    import torch
+    loss, delta = one_step_delta(model, opt, x.to(device), y.to(device))
+    ref_loss, ref_delta = ref
+    loss_err = abs(loss - ref_loss) / max(abs(ref_loss), 1e-30)
+    upd_err = (torch.linalg.vector_norm(delta - ref_delta) / max(torch.linalg.vector_norm(ref_delta).item(),
+                                                                  1e-300)).item()
+    loss_err = math.inf if math.isnan(loss_err) else loss_err
+    upd_err = math.inf if math.isnan(upd_err) else upd_err
+    return loss_err, upd_err
+
+
+# ---- timing ----
+
+def time_steps(step, device):
+    """Warm-up (>= 5 steps and >= 1 s), then timed steps (>= 20 and >= 2 s).
+    GPU: CUDA events around each step (device time of the whole step), the
+    queue not drained between steps; CPU: perf_counter around each step.
+    Returns (warm-up steps, step times in ms, peak bytes)."""
+    import torch
+    cuda = device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else torch.cpu.synchronize
+    warm, t0 = 0, time.perf_counter()
+    while warm < 5 or time.perf_counter() - t0 < 1.0:
+        step()
+        sync()
+        warm += 1
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    ms, events, t0 = [], [], time.perf_counter()
+    while len(ms) + len(events) < 20 or time.perf_counter() - t0 < 2.0:
+        if cuda:
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            stop.record()
+            events.append((start, stop))
+        else:
+            t = time.perf_counter()
+            step()
+            ms.append(1e3 * (time.perf_counter() - t))
+    sync()
+    ms += [a.elapsed_time(b) for a, b in events]
+    # PyTorch's caching allocator's peak (parameters, gradients, momentum,
+    # inputs and activations together), not an arena as duograd's plan has
+    peak = torch.cuda.max_memory_allocated(device) if cuda else 0
+    return warm, ms, peak
+
+
+# ---- the sweep ----
+
+def base_row(stem, impl, device, batch, threads):
+    return dict(sweep="resnet", case=STEMS[stem]["case"], impl=impl, backend="gpu" if device.type == "cuda" else "cpu",
+                dtype="f32", m=batch, n=0, k=0, batch=batch, threads=threads, transfer=0, tf32=0, cold=0,
+                warmup=0, reps=0, median_ms=math.nan, min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan,
+                gflops=math.nan, gbps=math.nan, scratch_bytes=0, arena_bytes=0, live_bytes=0,
+                max_rel_err=math.nan, check=f"f64-step@b{STEMS[stem]['check_batch']}", status="", note="")
+
+
+def run_impl(out, stem, impl, cudnn_benchmark, batches, device, init_state, ref, threads, summary):
+    import torch
+    torch.backends.cudnn.benchmark = cudnn_benchmark
+    model = make_resnet18(stem)
+    model.load_state_dict(init_state)
+    model.to(device)
+    opt = sgd(model)
+    x, y = synthetic_batch(stem, STEMS[stem]["check_batch"], seed=1)
+    loss_err, upd_err = check_first_step(model, opt, ref, x, y, device)
+    ok = loss_err <= LOSS_TOL and upd_err <= UPDATE_TOL
+    errs = f"loss rel err {loss_err:.3g} (tol {LOSS_TOL:g}); update rel err {upd_err:.3g} (tol {UPDATE_TOL:g})"
+    print(f"torch_peer: {STEMS[stem]['case']} {impl}: first step {'ok' if ok else 'WRONG'}: {errs}", file=sys.stderr)
+    for batch in batches:
+        row = base_row(stem, impl, device, batch, threads)
+        row["max_rel_err"] = max(loss_err, upd_err)
+        if not ok:
+            row.update(status="wrong", note=errs)
+        else:
+            x, y = synthetic_batch(stem, batch, seed=batch)
+            try:
+                x, y = x.to(device), y.to(device)
+                warm, ms, peak = time_steps(lambda: train_step(model, opt, x, y), device)
+                median, lo, hi, cv = summarize(ms)
+                row.update(warmup=warm, reps=len(ms), median_ms=median, min_ms=lo, max_ms=hi, cv_pct=cv,
+                           gflops=step_flops(stem, batch) / (median * 1e6), arena_bytes=peak, status="ok")
+                if cv > MAX_CV_PCT:
+                    row.update(status="noisy", note=f"cv_pct above {MAX_CV_PCT:g} (not measured again)")
+            except torch.cuda.OutOfMemoryError as e:
+                row.update(status="oom", note=str(e).splitlines()[0][:150])  # "CUDA out of memory. Tried to ..."
+            x = y = None  # free the batch before the next (or after an out-of-memory)
+            opt.zero_grad(set_to_none=True)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        out.write(row)
+        summary.append(row)
+        print(f"torch_peer: {row['case']} {impl} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms",
+              file=sys.stderr)
+
+
+def parse_batches(text):
+    b = [int(v) for v in text.split(",") if v.strip()]
+    if not b or min(b) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': a list of batch sizes >= 1")
+    return b
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="PyTorch eager fp32 peer of `bench --sweep resnet`")
+    ap.add_argument("--out", required=True, help="result folder: rows go to DIR/resnet.csv")
+    ap.add_argument("--batches-cifar", type=parse_batches, default=[8, 32, 128, 256])
+    ap.add_argument("--batches-imagenet", type=parse_batches, default=[8, 32, 64])
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--quick", action="store_true", help="one small batch per stem")
+    a = ap.parse_args(argv)
+
+    import torch
+    if a.device == "cuda" and not torch.cuda.is_available():
+        print("torch_peer: no CUDA device answers (torch.cuda.is_available() is False); "
+              "use --device cpu for a smoke test", file=sys.stderr)
+        return 1
+    device = torch.device(a.device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.enabled = True
+    cuda = device.type == "cuda"
+    threads = 0 if cuda else torch.get_num_threads()
+    impls = [("torch-eager", False)] + ([("torch-eager-cudnn-bench", True)] if cuda else [])
+    batches = {"cifar": a.batches_cifar, "imagenet": a.batches_imagenet}
+    if a.quick:
+        batches = {stem: [min(b)] for stem, b in batches.items()}
+
+    where = f"gpu: {torch.cuda.get_device_name(device)}" if cuda else f"cpu: {threads} torch threads"
+    meta = [f"duograd torch peer (bench/torch_peer.py): PyTorch eager fp32 NCHW, {'; '.join(i for i, _ in impls)}",
+            f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}",
+            f"torch: {torch.__version__} (CUDA {torch.version.cuda})",
+            where,
+            f"cudnn: {torch.backends.cudnn.version()}",
+            "tf32: off (torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False)",
+            "timing: GPU: CUDA events around each whole step (zero_grad; forward; loss; backward; "
+            "optimizer.step); CPU: perf_counter; arena_bytes: torch.cuda.max_memory_allocated()"]
+    os.makedirs(a.out, exist_ok=True)
+    try:
+        out = CsvOut(os.path.join(a.out, "resnet.csv"), meta)
+    except ValueError as e:  # a header without a column bench_csv_read requires
+        print(f"torch_peer: {e}", file=sys.stderr)
+        return 2
+    print(f"torch_peer: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {where}, TF32 off "
+          f"-> {out.path} ({len(out.columns)} columns)", file=sys.stderr)
+
+    summary = []
+    for stem in ("cifar", "imagenet"):
+        init = make_resnet18(stem)
+        macs = hooked_forward_macs(init, stem)
+        assert macs == forward_macs(stem), f"{stem}: hooks count {macs} MACs, the geometry {forward_macs(stem)}"
+        print(f"{STEMS[stem]['case']}: {param_count(stem):,} parameters; forward at batch 1: "
+              f"{2 * macs / 1e9:.4f} GFLOPs ({macs / 1e9:.4f} GMACs; convs + linear, 2 per MAC); "
+              f"step = 3 x forward")
+        init_state = {k: v.clone() for k, v in init.state_dict().items()}
+        # the float64 reference: the same initial weights, one step on the CPU
+        ref_model = make_resnet18(stem)
+        ref_model.load_state_dict(init_state)
+        ref_model.double()
+        x, y = synthetic_batch(stem, STEMS[stem]["check_batch"], seed=1)
+        ref = one_step_delta(ref_model, sgd(ref_model), x.double(), y)
+        del ref_model
+        for impl, bench in impls:
+            run_impl(out, stem, impl, bench, batches[stem], device, init_state, ref, threads, summary)
+    out.close()
+
+    print(f"\n{'case':<18} {'impl':<24} {'batch':>5} {'median_ms':>10} {'img/s':>9} {'GFLOP/s':>9} "
+          f"{'cv%':>6} {'peak_MiB':>9} {'err':>9}  status")
+    for r in summary:
+        img_s = r["batch"] / r["median_ms"] * 1e3 if math.isfinite(r["median_ms"]) else math.nan
+        print(f"{r['case']:<18} {r['impl']:<24} {r['batch']:>5} {r['median_ms']:>10.4g} {img_s:>9.1f} "
+              f"{r['gflops']:>9.1f} {r['cv_pct']:>6.2f} {r['arena_bytes'] / 2**20:>9.1f} {r['max_rel_err']:>9.2e}  "
+              f"{r['status']}{' (' + r['note'] + ')' if r['note'] else ''}")
+    print(f"rows appended to {out.path}")
+    return 1 if any(r["status"] == "wrong" for r in summary) else 0  # oom is a result, not a failure
+
+
+if __name__ == "__main__":
+    sys.exit(main())

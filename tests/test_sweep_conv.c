@@ -1,0 +1,298 @@
+/* test_sweep_conv.c: the conv sweep. Its CPU rows through the CLI, read
+ * back from conv.csv (status, check, GEMM columns, scratch, GFLOP/s) and
+ * its summary section; its check (conv_check.h) against the CPU backend's
+ * three convolution nodes on odd geometries (strides, padding, dilation,
+ * groups), and against outputs made wrong on purpose: scaled by 1.001, one
+ * entry unwritten (NaN), a kernel that correlates with flipped weights, a
+ * weight gradient that misses the batch's last image; and a sweep on a CPU
+ * backend whose convolutions are 0.1% off: wrong rows, none timed. */
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conv_check.h"
+#include "core/autodiff.h"
+#include "core/backend_impl.h"
+#include "core/plan.h"
+#include "core/rng.h"
+#include "cpu_backend/cpu_backend.h"
+#include "csv.h"
+#include "shell_util.h"
+#include "sweep.h"
+#include "test_util.h"
+
+/* ---- the CLI ---- */
+
+Test(conv_sweep, cpu_rows_are_checked_and_timed) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
+    tmp_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=2,3 --backends cpu --case 'cnn-conv2:*' --reps 2 "
+             "--min-time 0 --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/conv.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 6, "3 directions x 2 batches of cnn-conv2, got %d rows", n);
+    /* cnn-conv2: x [b,32,14,14], w [64,32,3,3] padding 1: o = 64, cols = 196, r = c*kh*kw = 288 */
+    static const char *const dirs[3] = {"fwd", "bwd-data", "bwd-weight"};
+    for (int i = 0; i < n; i++) {
+        long long b = 2 + i / 3, cols = b * 196;
+        char name[48];
+        snprintf(name, sizeof name, "cnn-conv2:%s", dirs[i % 3]);
+        cr_assert_str_eq(r[i].name, name);
+        cr_assert_str_eq(r[i].impl, "cpu-im2col");
+        cr_assert(!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy"), "%s: status %s (%s)", name,
+                  r[i].status, r[i].note);
+        cr_assert_str_eq(r[i].check, CONV_CHECK_WORD);
+        cr_assert(r[i].max_rel_err <= CONV_CHECK_TOL, "%s: error %g", name, r[i].max_rel_err);
+        cr_assert(r[i].batch == b && r[i].transfer == 0 && r[i].tf32 == 0 && r[i].reps >= 2);
+        long long mnk[3][3] = {{64, cols, 288}, {288, cols, 64}, {64, 288, cols}};
+        cr_assert(r[i].m == mnk[i % 3][0] && r[i].n == mnk[i % 3][1] && r[i].k == mnk[i % 3][2],
+                  "%s: m, n, k = %lld, %lld, %lld", name, r[i].m, r[i].n, r[i].k);
+        /* layout.h: col [288, b*196], and dyT [64, b*196] beside it for the weight gradient */
+        long long scratch = 4 * cols * (288 + (i % 3 == 2 ? 64 : 0));
+        cr_assert_eq(r[i].scratch_bytes, scratch, "%s: scratch %lld, want %lld", name, r[i].scratch_bytes, scratch);
+        double flops = 2.0 * b * 64 * 196 * 288;
+        cr_assert(r[i].gflops > 0 && fabs(r[i].gflops - flops / (r[i].median_ms * 1e6)) < 1e-3 * r[i].gflops,
+                  "%s: %g GFLOP/s in %g ms", name, r[i].gflops, r[i].median_ms);
+    }
+    free(r);
+    snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *sum = read_file(path);
+    cr_assert(strstr(sum, "## Convolutions") && strstr(sum, "| 24 | cnn-conv2 | 32x14x14 -> 64x14x14"),
+              "summary: %s", sum);
+    cr_assert(strstr(sum, "### bwd-weight: 3x3 layers") && strstr(sum, "| 24 | cnn-conv2 | 3 | "), "summary: %s", sum);
+    free(sum);
+    remove_dir(dir);
+}
+
+/* the CPU backend's compute, then every convolution output 0.1% off */
+static const dg_backend_i *cpu_iface;
+static dg_status off_by_a_thousandth(dg_backend *be, const dg_step *s) {
+    dg_status st = cpu_iface->compute(be, s);
+    dg_op op = s->node->op;
+    if (st == DG_OK && (op == DG_OP_CONV2D || op == DG_OP_CONV2D_BACKWARD_DATA || op == DG_OP_CONV2D_BACKWARD_WEIGHT))
+        for (int64_t i = 0; i < dg_node_numel(s->node); i++) ((float *)s->out)[i] *= 1.001f;
+    return st;
+}
+
+Test(conv_sweep, a_wrong_kernel_gives_wrong_rows_untimed) {
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 2));
+    cpu_iface = be->iface;
+    dg_backend_i wrong = *be->iface;
+    wrong.compute = off_by_a_thousandth;
+    be->iface = &wrong;
+    char dir[] = "/tmp/dg-convsweep-XXXXXX", path[256];
+    tmp_dir(dir);
+    bench_ctx ctx = {.out_dir = dir, .cpu = be, .threads = 2, .size_lists = {{.v = {2}, .n = 1}}, .n_size_lists = 1,
+                     .case_filter = "cnn-conv2:*", .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 3};
+    ctx.csv = bench_csv_open(dir, "conv", "# a wrong kernel\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(ctx.csv, "%s", dg_last_error());
+    ASSERT_OK(sweep_conv(&ctx));
+    ASSERT_OK(bench_csv_finish(ctx.csv, dir, "conv", true));
+    snprintf(path, sizeof path, "%s/conv.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 3, "the three directions of cnn-conv2, got %d rows", n);
+    for (int i = 0; i < n; i++)
+        cr_assert(!strcmp(r[i].status, "wrong") && r[i].max_rel_err > CONV_CHECK_TOL && r[i].reps == 0 &&
+                  isnan(r[i].median_ms), "%s: status %s, error %g, %d reps", r[i].name, r[i].status,
+                  r[i].max_rel_err, r[i].reps);
+    cr_assert_eq(ctx.failed, 3);
+    free(r);
+    remove_dir(dir);
+    be->iface = cpu_iface;
+    dg_backend_free(be);
+}
+
+/* The report from rows written by hand: cnn-conv2's GPU beats the CPU
+ * from batch 8, cnn-conv1's only at 32, so the family's crossover is 32;
+ * gpu-implicit is twice gpu-im2col at the largest batch. */
+Test(conv_sweep, report_tables_and_crossover) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[8192], path[256];
+    tmp_dir(dir);
+    FILE *f = bench_csv_open(dir, "conv", "# rows written by hand\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(f, "%s", dg_last_error());
+    static const struct { const char *name, *impl; double ms[3]; } series[] = {
+        {"cnn-conv2:fwd", "cpu-im2col", {1, 2, 4}},   {"cnn-conv2:fwd", "gpu-im2col", {2, 1.5, 1}},
+        {"cnn-conv2:fwd", "gpu-implicit", {2, 1, 0.5}}, {"cnn-conv1:fwd", "cpu-im2col", {1, 2, 4}},
+        {"cnn-conv1:fwd", "gpu-im2col", {3, 3, 1}},
+    };
+    static const long long batches[3] = {1, 8, 32};
+    for (size_t i = 0; i < sizeof series / sizeof *series; i++)
+        for (int b = 0; b < 3; b++) {
+            double ms = series[i].ms[b];
+            bench_row r = {.sweep = "conv", .name = series[i].name, .impl = series[i].impl,
+                           .backend = series[i].impl[0] == 'g' ? "gpu" : "cpu", .m = 64, .n = 196 * batches[b],
+                           .k = 288, .batch = batches[b], .st = {ms, ms, ms, 0, 5, NULL, 0, false},
+                           .flops = 1e6 * (double)batches[b], .max_rel_err = 1e-7, .check = CONV_CHECK_WORD,
+                           .status = "ok"};
+            bench_csv_write(f, &r);
+        }
+    ASSERT_OK(bench_csv_finish(f, dir, "conv", true));
+    snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *sum = read_file(path);
+    /* 32e6 flops in 4, 1 and 0.5 ms */
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 32.0 | 64.0 | 2.00 | - |"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv1; 2 shapes) |"), "summary: %s", sum);
+    free(sum);
+    remove_dir(dir);
+}
+
+/* ---- the check ---- */
+
+/* a convolution with its two gradients run on the CPU backend */
+typedef struct small_conv {
+    dg_backend *be;
+    dg_graph   *g;
+    dg_plan    *p;
+    dg_node    *x, *w, *gy, *out[3]; /* y, dx, dw                          */
+    float      *val[3];              /* x, w, gy (= dy, exactly: 1 * gy)    */
+    float      *res[3];              /* y, dx, dw                           */
+} small_conv;
+
+typedef struct geometry { int n, c, h, w, o, kh, kw, stride, pad, dilation, groups; } geometry;
+
+/* stride 2 with padding; a non-square dilated kernel in two groups */
+static const geometry geometries[] = {
+    {2, 3, 9, 7, 4, 3, 3, 2, 1, 1, 1},
+    {3, 4, 8, 9, 6, 3, 2, 1, 2, 2, 2},
+};
+
+static float *fill(int64_t n, dg_rng *r) {
+    float *v = malloc((size_t)n * sizeof *v);
+    cr_assert_not_null(v);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(2 * dg_rng_uniform(r) - 1);
+    return v;
+}
+
+/* runs the plan on sc's inputs (x, w, gy as given) into res */
+static void run(small_conv *sc, const float *x, const float *w, const float *gy, float **res) {
+    const float *in[3] = {x, w, gy};
+    dg_node *leaf[3] = {sc->x, sc->w, sc->gy};
+    for (int i = 0; i < 3; i++) ASSERT_OK(dg_plan_set(sc->p, leaf[i], in[i], dg_node_bytes(leaf[i])));
+    ASSERT_OK(dg_plan_run(sc->p));
+    for (int d = 0; d < 3; d++) {
+        res[d] = malloc(dg_node_bytes(sc->out[d]));
+        cr_assert_not_null(res[d]);
+        ASSERT_OK(dg_plan_get(sc->p, sc->out[d], res[d], dg_node_bytes(sc->out[d])));
+    }
+}
+
+static void small_conv_new(small_conv *sc, const geometry *ge, uint64_t seed) {
+    ASSERT_OK(dg_cpu_backend_new(&sc->be, 0));
+    sc->g = dg_graph_new();
+    sc->x = dg_input(sc->g, "x", DG_SHAPE(ge->n, ge->c, ge->h, ge->w));
+    sc->w = dg_input(sc->g, "w", DG_SHAPE(ge->o, ge->c / ge->groups, ge->kh, ge->kw));
+    dg_conv2d_opts o = {{ge->stride, ge->stride}, {ge->pad, ge->pad}, {ge->dilation, ge->dilation}, ge->groups};
+    dg_node *y = dg_conv2d(sc->g, sc->x, sc->w, NULL, o);
+    cr_assert_not_null(y, "%s", dg_last_error());
+    sc->gy = dg_input(sc->g, "gy", y->shape);
+    dg_node *wrt[2] = {sc->x, sc->w}, *grads[2];
+    ASSERT_OK(dg_grad(sc->g, dg_sum(sc->g, dg_mul(sc->g, y, sc->gy), DG_ALL_AXES, false), wrt, 2, grads));
+    sc->out[0] = y;
+    sc->out[1] = grads[0];
+    sc->out[2] = grads[1];
+    cr_assert(grads[0]->op == DG_OP_CONV2D_BACKWARD_DATA && grads[1]->op == DG_OP_CONV2D_BACKWARD_WEIGHT);
+    ASSERT_OK(dg_plan_new(&sc->p, sc->g, sc->be, sc->out, 3, NULL));
+    dg_rng r = dg_rng_new(seed);
+    dg_node *leaf[3] = {sc->x, sc->w, sc->gy};
+    for (int i = 0; i < 3; i++) sc->val[i] = fill(dg_node_numel(leaf[i]), &r);
+    run(sc, sc->val[0], sc->val[1], sc->val[2], sc->res);
+}
+
+static void small_conv_free(small_conv *sc) {
+    for (int i = 0; i < 3; i++) {
+        free(sc->val[i]);
+        free(sc->res[i]);
+    }
+    dg_plan_free(sc->p);
+    dg_graph_free(sc->g);
+    dg_backend_free(sc->be);
+}
+
+/* direction d's samples from the true inputs: (x, w), (dy, w), (dy, x) */
+static void sample(const small_conv *sc, int d, conv_sample *s) {
+    static const int inputs[3][2] = {{0, 1}, {2, 1}, {2, 0}};
+    ASSERT_OK(conv_check_sample(sc->out[d], sc->val[inputs[d][0]], sc->val[inputs[d][1]], 99u + (uint64_t)d, s,
+                                CONV_CHECK_SAMPLES));
+}
+
+Test(conv_check, agrees_with_the_cpu_backend) {
+    uint64_t seed = test_seed();
+    for (size_t k = 0; k < sizeof geometries / sizeof *geometries; k++) {
+        small_conv sc;
+        small_conv_new(&sc, &geometries[k], seed);
+        for (int d = 0; d < 3; d++) {
+            conv_sample s[CONV_CHECK_SAMPLES];
+            sample(&sc, d, s);
+            double err = conv_check_error(s, CONV_CHECK_SAMPLES, sc.res[d]);
+            cr_assert(err <= CONV_CHECK_TOL, "geometry %zu, direction %d [seed %llu]: error %g", k, d,
+                      (unsigned long long)seed, err);
+        }
+        small_conv_free(&sc);
+    }
+}
+
+Test(conv_check, flags_wrong_outputs) {
+    uint64_t seed = test_seed();
+    for (size_t k = 0; k < sizeof geometries / sizeof *geometries; k++) {
+        const geometry *ge = &geometries[k];
+        small_conv sc;
+        small_conv_new(&sc, ge, seed);
+        /* wrong kernels: convolution instead of correlation (weights
+         * flipped in both axes), and a weight gradient without the last
+         * image (a chunk of the batch missed) */
+        int64_t nw = dg_node_numel(sc.w), taps = (int64_t)ge->kh * ge->kw, per_image = dg_node_numel(sc.gy) / ge->n;
+        float *flipped = malloc((size_t)nw * sizeof *flipped), *short_dy = malloc(dg_node_bytes(sc.gy));
+        cr_assert(flipped && short_dy);
+        for (int64_t i = 0; i < nw; i++) flipped[i] = sc.val[1][i / taps * taps + taps - 1 - i % taps];
+        memcpy(short_dy, sc.val[2], dg_node_bytes(sc.gy));
+        for (int64_t i = (ge->n - 1) * per_image; i < ge->n * per_image; i++) short_dy[i] = 0;
+        float *by_flipped[3], *by_short[3];
+        run(&sc, sc.val[0], flipped, sc.val[2], by_flipped);
+        run(&sc, sc.val[0], sc.val[1], short_dy, by_short);
+        const float *wrong[3] = {by_flipped[0], by_flipped[1], by_short[2]};
+        for (int d = 0; d < 3; d++) {
+            conv_sample s[CONV_CHECK_SAMPLES];
+            sample(&sc, d, s);
+            double err = conv_check_error(s, CONV_CHECK_SAMPLES, wrong[d]);
+            cr_assert(err > CONV_CHECK_TOL, "geometry %zu, direction %d: a wrong kernel passes (%g)", k, d, err);
+            int64_t n = dg_node_numel(sc.out[d]);
+            float *bad = malloc((size_t)n * sizeof *bad);
+            cr_assert_not_null(bad);
+            for (int64_t i = 0; i < n; i++) bad[i] = sc.res[d][i] * 1.001f;
+            err = conv_check_error(s, CONV_CHECK_SAMPLES, bad);
+            cr_assert(err > CONV_CHECK_TOL, "geometry %zu, direction %d: scaled by 1.001 passes (%g)", k, d, err);
+            memcpy(bad, sc.res[d], (size_t)n * sizeof *bad);
+            bad[s[5].index] = NAN;
+            cr_assert(isinf(conv_check_error(s, CONV_CHECK_SAMPLES, bad)), "geometry %zu, direction %d: NaN", k, d);
+            free(bad);
+        }
+        for (int d = 0; d < 3; d++) {
+            free(by_flipped[d]);
+            free(by_short[d]);
+        }
+        free(flipped);
+        free(short_dy);
+        small_conv_free(&sc);
+    }
+}
+
+Test(conv_check, refuses_what_is_no_convolution) {
+    dg_graph *g = dg_graph_new();
+    dg_node *a = dg_input(g, "a", DG_SHAPE(4));
+    float v[4] = {1, 2, 3, 4};
+    conv_sample s[2];
+    cr_assert_eq(conv_check_sample(dg_relu(g, a), v, v, 1, s, 2), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "not a convolution"), "%s", dg_last_error());
+    cr_assert_eq(conv_check_sample(NULL, v, v, 1, s, 2), DG_ERR_INVALID);
+    dg_graph_free(g);
+}
