@@ -3,7 +3,9 @@
 # test suite, the same suite under compute-sanitizer's memcheck, racecheck,
 # initcheck and synccheck, the other suites, then `bench --sweep $DG_SWEEP` (with DG_BEFORE=path/to/bench: the
 # same sweep by that older binary first, then `bench compare` of the two,
-# back to back on one machine). Everything lands in one tarball,
+# back to back on one machine; with DG_TORCH=1 and the resnet sweep in it,
+# bench/torch_peer.py appends PyTorch's rows of the same step to resnet.csv
+# right after). DG_TESTS=0 skips the test suites (a second call of a run). Everything lands in one tarball,
 # $OUT/gpu-results.tgz (the device returns few files); a short summary is
 # printed last. A missing or broken GPU fails the GPU tests here
 # (DG_REQUIRE_GPU=1) instead of skipping them: this machine exists to run them.
@@ -25,22 +27,29 @@ summary="gpu_probe: $($bin/gpu_probe 2>&1)"
 
 # a suite's synthesis and its skip counts by reason (tests/skip_report.c)
 results() { grep -E 'Synthesis|\] Skipped: |DG_REQUIRE_GPU' "$1" | tr '\n' ' '; }
-$bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
-summary="$summary\ntest_gpu: exit $? :: $(results "$out/test_gpu.log")"
-for t in test_gpu_device test_bench_faults test_optim test_range test_timing test_ref_grad test_misuse test_ops test_conv test_models \
-         test_plan test_seams test_train test_gemm test_shapes; do
-    $bin/$t --jobs 4 > "$out/$t.log" 2>&1
-    summary="$summary\n$t: exit $? :: $(results "$out/$t.log")"
-done
+if [ "${DG_TESTS:-1}" = 1 ]; then
+    $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
+    summary="$summary\ntest_gpu: exit $? :: $(results "$out/test_gpu.log")"
+    for t in test_conv_implicit test_gpu_device test_bench_faults test_optim test_range test_timing test_ref_grad \
+             test_misuse test_ops test_conv test_models test_models_memory test_plan test_seams test_train test_gemm \
+             test_shapes; do
+        $bin/$t --jobs 4 > "$out/$t.log" 2>&1
+        summary="$summary\n$t: exit $? :: $(results "$out/$t.log")"
+    done
+fi
 
 if [ "${DG_SANITIZER:-1}" = 1 ]; then
     # API errors off: one test provokes cudaErrorMemoryAllocation on purpose;
     # every memory access is still checked. test_bench_faults and
     # test_gpu_device stay out: they fault a kernel on purpose.
-    for tool in ${DG_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}; do
-        timeout "${DG_SANITIZER_LIMIT:-240}" compute-sanitizer --tool $tool --report-api-errors no \
-            --target-processes all --error-exitcode 3 $bin/test_gpu --jobs 1 > "$out/test_gpu-$tool.log" 2>&1
-        summary="$summary\n$tool: exit $? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/test_gpu-$tool.log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$out/test_gpu-$tool.log")"
+    # DG_SANITIZER_SUITES: the suites checked (default test_gpu)
+    for suite in ${DG_SANITIZER_SUITES:-test_gpu}; do
+        for tool in ${DG_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}; do
+            log="$out/$suite-$tool.log"
+            timeout "${DG_SANITIZER_LIMIT:-240}" compute-sanitizer --tool $tool --report-api-errors no \
+                --target-processes all --error-exitcode 3 $bin/$suite --jobs 1 > "$log" 2>&1
+            summary="$summary\n$suite $tool: exit $? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$log")"
+        done
     done
 fi
 
@@ -56,6 +65,11 @@ if [ -n "${DG_SWEEP:-}" ]; then
         ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
     summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: ok rows $(grep -c ',ok,' "$out"/bench/*.csv | tr '\n' ' ') noisy rows $(grep -c ',noisy,' "$out"/bench/*.csv | tr '\n' ' ')"
     summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
+    if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/resnet.csv" ]; then
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_peer.py --out "$out/bench" \
+            > "$out/torch_peer.log" 2>&1
+        summary="$summary\ntorch_peer: exit $? :: $(tail -12 "$out/torch_peer.log")"
+    fi
     if [ -n "${DG_BEFORE:-}" ]; then
         $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
         summary="$summary\ncompare: exit $? :: $(tail -1 "$out/compare.log")"
