@@ -31,7 +31,7 @@ static void usage(FILE *f) {
             "what to run:\n"
             "  --sweep LIST       comma-separated sweeps, each once (default: " DEFAULT_SWEEPS "); 'all'\n"
             "                     runs them with their largest sizes too (gemm 8192, ops 64M, mlp batch\n"
-            "                     8192), and the autodiff and train sweeps\n"
+            "                     8192), and the autodiff, train, conv and resnet sweeps\n"
             "  --backends LIST    cpu,gpu (default both; a missing GPU is reported once)\n"
             "  --sizes [SWEEP=]LIST  sizes instead of the sweeps' defaults: 64,128,... or A:B (doubling),\n"
             "                     1 to 2^30, at most %d; SWEEP= gives one sweep its own list (repeatable)\n"
