@@ -4,8 +4,10 @@
  * holds input channels [g*cg, (g+1)*cg) and output channels [g*og,
  * (g+1)*og); its weights w_g are the matrix [og, R], R = cg*KH*KW.
  * Images are unfolded into the step's scratch as core/layout.h lays them
- * out, col [C*KH*KW, chunk*cols], the chunk's images side by side. Then,
- * per image and group (the GEMMs multithreaded by the backend's sgemm):
+ * out, col [C*KH*KW, chunk*cols], the chunk's images side by side (conv2d
+ * unfolds one image at a time into the first cols of each row, so the
+ * GEMM reads its columns from cache). Then, per image and group (the
+ * GEMMs multithreaded by the backend's sgemm):
  *   conv2d:          y_g = w_g col_g                 [og, cols]
  *   backward_data:   col_g = w_g^T dy_g, then col2im folds col into dx
  * and per group over all the unfolded columns at once, dyT [O, chunk*cols]
@@ -146,18 +148,18 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas) {
     float *y = s->out;
     int64_t r = d.cg * d.kh * d.kw;
     col_strides cs = col_strides_of(&d);
-    for (int64_t n0 = 0; n0 < d.n; n0 += d.chunk) {
-        int64_t nb = min64(d.chunk, d.n - n0);
-        const float *col = x + n0 * d.c * d.cols;
+    /* one image at a time: its columns (rows x cols floats, a few MB) are
+     * still in cache when the GEMMs read them */
+    if (!d.direct) cs = (col_strides){d.cols, 0};
+    for (int64_t n = 0; n < d.n; n++) {
+        const float *col = x + n * d.c * d.cols;
         if (!d.direct) {
-            im2col(x, &d, n0 * d.cols, nb * d.cols, s->scratch, cs.ld);
+            im2col(x, &d, n * d.cols, d.cols, s->scratch, cs.ld);
             col = s->scratch;
         }
-        for (int64_t j = 0; j < nb; j++)
-            for (int64_t g = 0; g < d.groups; g++)
-                gemm(blas, false, false, d.og, d.cols, r, w + g * d.og * r, r,
-                     col + j * cs.image_stride + g * r * cs.ld, cs.ld, y + ((n0 + j) * d.o + g * d.og) * d.cols,
-                     d.cols, false);
+        for (int64_t g = 0; g < d.groups; g++)
+            gemm(blas, false, false, d.og, d.cols, r, w + g * d.og * r, r, col + g * r * cs.ld, cs.ld,
+                 y + (n * d.o + g * d.og) * d.cols, d.cols, false);
     }
     return DG_OK;
 }
