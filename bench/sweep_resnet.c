@@ -23,7 +23,11 @@
  * grows to 1e-2..3e-2 in the deepest tensors (an ImageNet image, measured
  * on a 16-core Xeon's OpenBLAS), against 2e-3 at batch 2. A row's
  * max_rel_err is its implementation's check; a failed check makes its
- * rows "wrong", untimed.
+ * rows "wrong", untimed. The full-batch plan then runs its first step once
+ * before timing and its loss must be finite: the only check of the batch
+ * actually timed (batch norm in training mode makes the loss depend on the
+ * whole batch, so no cheaper reference exists); a fault that leaves NaN or
+ * infinity (an unwritten chunk, an overflow) makes the row "wrong".
  *
  * Row: case = the stem's name, m = batch = the batch, n = the image side,
  * k = the classes; flops = 3x the forward's FLOPs, counted as 2 per
@@ -156,13 +160,20 @@ static void run_batch(bench_ctx *ctx, const resnet_case *c, const dg_resnet_cfg 
         st = synth_batch(cfg, batch, (uint64_t)batch, &x, &y);
         dg_plan_opts opts = {.no_replay = !im->replay};
         if (st == DG_OK) st = bench_step_build(&s, be, &spec, batch, x, y, &opts);
-        if (st == DG_OK) {
+        float loss = NAN;
+        if (st == DG_OK) st = dg_plan_run(s.p);
+        if (st == DG_OK) st = dg_plan_get(s.p, s.ts.loss, &loss, sizeof loss);
+        if (st == DG_OK && !isfinite(loss)) {
+            row.status = "wrong";
+            snprintf(why, sizeof why, "first full-batch loss %g, not finite", (double)loss);
+            row.note = why;
+        } else if (st == DG_OK) {
             dg_plan_stats ps = dg_plan_stats_get(s.p);
             row.arena_bytes = (int64_t)ps.arena_bytes;
             row.live_bytes = (int64_t)ps.live_bytes;
             st = bench_time(be, im->gpu, run_plan, s.p, &ctx->timing, &row.st);
         }
-        if (st == DG_OK) {
+        if (st == DG_OK && !row.status) {
             row.status = "ok";
             chk->last_ms = row.st.median_ms;
             chk->last_flops = row.flops;
