@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"

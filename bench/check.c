@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/check/ref.h"
+#include "core/status_internal.h"
 
 /* a leaf's float32 value: the input, or its init spec */
 static dg_status leaf_values(const bench_step *s, const dg_node *nd, const float *x, const int32_t *y, double *out) {

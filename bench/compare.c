@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/status_internal.h"
 #include "json.h"
 #include "options.h"
 #include "stats.h"

@@ -8,6 +8,7 @@
 #include "core/attrs.h"
 #include "core/nn/cnn.h"
 #include "core/nn/resnet.h"
+#include "core/status_internal.h"
 
 const char *const conv_dir_name[CONV_N_DIRS] = {"fwd", "bwd-data", "bwd-weight"};
 

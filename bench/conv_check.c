@@ -15,6 +15,7 @@
 
 #include "core/layout.h"
 #include "core/rng.h"
+#include "core/status_internal.h"
 
 typedef struct dot { double sum, abs_sum; } dot;
 

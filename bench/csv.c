@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "core/status_internal.h"
 
 FILE *bench_csv_open(const char *dir, const char *name, const char *meta, const char *header) {
     char path[1024];

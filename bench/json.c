@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/status_internal.h"
+
 struct bench_json {
     cJSON *root, *benchmarks;
     int    family;    /* the next row's family_index               */

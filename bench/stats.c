@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/status_internal.h"
+
 typedef struct ranked {
     double v;
     bool   in_a;

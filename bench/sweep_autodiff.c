@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/graph_internal.h"
 #include "core/rng.h"
+#include "core/status_internal.h"
 #include "sweep.h"
 
 static const long long default_batches[] = {32, 128, 512, 2048};

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status_internal.h"
 #include "sweep.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"

@@ -36,6 +36,7 @@
 #include "core/layout.h"
 #include "core/plan.h"
 #include "core/rng.h"
+#include "core/status_internal.h"
 #include "env.h"
 #include "sweep.h"
 #ifdef DG_HAVE_CUDA

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
 #include "env.h"
 #include "sweep.h"

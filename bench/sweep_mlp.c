@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/status_internal.h"
 #include "check.h"
 #include "sweep.h"
 

@@ -46,6 +46,7 @@
 #include "check.h"
 #include "core/nn/resnet.h"
 #include "core/rng.h"
+#include "core/status_internal.h"
 #include "sweep.h"
 
 typedef struct resnet_case {

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/status_internal.h"
+
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "status_internal.h"
 
 #ifdef __cplusplus
 extern "C" {

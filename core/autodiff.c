@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "attrs.h"
+#include "graph_internal.h"
 
 /* Builds an internal backward op: same shape as `like`, inputs as given. */
 static dg_node *backward_op(dg_graph *g, dg_op op, const dg_node *like, int n_in, dg_node **in) {

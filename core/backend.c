@@ -1,6 +1,7 @@
 /* backend.c: the core's wrappers around the backend interface, and timing
  * events (a backend's own, or the monotonic clock). */
 #include "backend_impl.h"
+#include "status_internal.h"
 
 #include <stdlib.h>
 #include <time.h>

@@ -3,6 +3,7 @@
 #include "graph.h"
 
 #include "attrs.h"
+#include "graph_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -195,26 +195,6 @@ dg_node *dg_batch_norm_running(dg_graph *g, dg_node *bn, dg_node *running_mean, 
 dg_node *dg_batch_norm_eval(dg_graph *g, dg_node *x, dg_node *scale, dg_node *shift, dg_node *running_mean,
                             dg_node *running_var, float eps);
 
-/* Internal: check_inputs and float32 for every input (graph.c). */
-bool dg__check_f32_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in);
-/* Internal: create a node of `op` after the caller has validated shapes. */
-dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *const *in);
-/* Internal: give `owner` its next side output, of shape s, named
- * "<owner>.<what>". Returns the side node (NULL on error). */
-dg_node *dg__side_new(dg_graph *g, dg_node *owner, dg_shape s, const char *what);
-/* Internal: whether n is a node of g (never sets an error). */
-bool dg__graph_owns(const dg_graph *g, const dg_node *n);
-/* Internal: refuse to work on g, which is in an error state: returns its
- * status with "<who>: the graph is in an error state: <its first error>". */
-dg_status dg__graph_refuse(const dg_graph *g, const char *who);
-/* Internal: put g in an error state with a message (the last error even
- * when g is NULL); returns NULL. */
-dg_node *dg__graph_fail(dg_graph *g, dg_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 
 #include "attrs.h"
 #include "graph.h"
+#include "graph_internal.h"
 
 static const char *hw(const int v[2], char *buf, size_t n) {
     snprintf(buf, n, "%dx%d", v[0], v[1]);

@@ -6,6 +6,7 @@
 
 #include "graph.h"
 #include "layout.h"
+#include "status_internal.h"
 
 #define W0 1u                       /* writes input 0 (the parameter)       */
 #define F  DG_ROLE_FORWARD

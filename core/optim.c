@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attrs.h"
+#include "graph_internal.h"
 
 dg_optim dg_optim_default(dg_optim_kind kind, float lr) {
     return (dg_optim){.kind = kind, .lr = lr, .momentum = 0.9f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};

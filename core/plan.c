@@ -2,6 +2,7 @@
 #include "plan.h"
 
 #include "backend_impl.h"
+#include "graph_internal.h"
 
 #include <limits.h>
 #include <stdint.h>

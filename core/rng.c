@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "status_internal.h"
+
 double dg_rng_normal(dg_rng *r) {
     if (!r) {
         dg__fail(DG_ERR_INVALID, "dg_rng: NULL generator");

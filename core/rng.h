@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "status.h"
+#include "status_internal.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "status_internal.h"
+
 static _Thread_local char last_error[1024];
 
 const char *dg_last_error(void) { return last_error; }

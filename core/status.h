@@ -29,14 +29,6 @@ const char *dg_last_error(void);
 /* Short name of a status: "DG_ERR_SHAPE" ... */
 const char *dg_status_name(dg_status s);
 
-/* Internal: record a formatted message and return `s`, so a failing path can
- * be written `return dg__fail(DG_ERR_SHAPE, "add: %s vs %s", ...);`. */
-dg_status dg__fail(dg_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
 #ifdef __cplusplus
 }
 #endif

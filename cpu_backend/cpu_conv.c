@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../core/layout.h"
+#include "../core/status_internal.h"
 #include "cpu_kernels.h"
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }

@@ -9,6 +9,7 @@
 
 #include "../core/backend_impl.h"
 #include "../core/layout.h"
+#include "../core/status_internal.h"
 #include "gpu_backend.h"
 
 struct gpu_ctx {

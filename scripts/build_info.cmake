@@ -1,10 +1,22 @@
 # Writes OUT (a C file defining dg_build_commit) from the git commit of SRC,
-# with "-dirty" (bd2820c-dirty) when tracked files differ from it; leaves OUT
-# untouched when the text is the same, so nothing rebuilds for nothing. Run
-# at every build (the dg_build_info_gen target), not at configure time.
-execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY ${SRC}
-                OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0 OR NOT commit)
+# duograd's own source folder, with "-dirty" (bd2820c-dirty) when tracked
+# files differ from it; leaves OUT untouched when the text is the same, so
+# nothing rebuilds for nothing. Run at every build (the dg_build_info_gen
+# target), not at configure time. Only duograd's own repository counts: SRC
+# must be the top of the work tree git finds there, or a copy of duograd
+# inside another project's repository would record that project's commit
+# (it records "unknown").
+execute_process(COMMAND git rev-parse --show-toplevel WORKING_DIRECTORY ${SRC}
+                OUTPUT_VARIABLE top OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+if(rc EQUAL 0 AND top)
+  file(REAL_PATH ${top} top)
+  file(REAL_PATH ${SRC} src)
+  if(top STREQUAL src)
+    execute_process(COMMAND git rev-parse --short HEAD WORKING_DIRECTORY ${SRC}
+                    OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  endif()
+endif()
+if(NOT commit OR NOT rc EQUAL 0)
   set(commit unknown)
 else()
   # --no-optional-locks: a status run by a build must not take the index

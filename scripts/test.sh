@@ -1,7 +1,9 @@
 #!/bin/sh
 # Builds duograd twice, warnings as errors (Release, then Debug with ASan +
-# UBSan), and runs every Criterion suite in both builds. CUDA code is
-# compiled whenever nvcc is found; GPU tests skip where no device answers.
+# UBSan), and runs every Criterion suite in both builds; the Release build
+# is also installed and used by the example consumer
+# (scripts/consumer-test.sh). CUDA code is compiled whenever nvcc is
+# found; GPU tests skip where no device answers.
 # Then each libFuzzer harness runs for a bounded time (scripts/fuzz.sh).
 # Last, what was skipped (and so proved nothing here), by suite and reason.
 # Build folders: $DG_BUILD_DIR (default build), $DG_ASAN_BUILD_DIR
@@ -23,7 +25,13 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDG_WERROR=ON
 cmake --build "$build" -j"$jobs"
 # shellcheck disable=SC2086 # $keep is four words
 (cd "$build" && ctest --output-on-failure $keep)
-cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DDG_WERROR=ON -DDG_SANITIZE=ON
+# duograd as an installed library: install into a temporary prefix, build
+# the example consumer by CMake and by pkg-config and run it, and check
+# that libduograd.so exports the public API alone
+scripts/consumer-test.sh "$build"
+# DG_INSTALL=OFF: the installable libraries' second compilation proves
+# nothing more under the sanitizers
+cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=Debug -DDG_WERROR=ON -DDG_SANITIZE=ON -DDG_INSTALL=OFF
 cmake --build "$asan" -j"$jobs"
 # protect_shadow_gap=0: the CUDA runtime maps memory where ASan's shadow gap is;
 # detect_leaks=1: a test that leaks fails (docs/TESTING.md)

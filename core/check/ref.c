@@ -4,6 +4,7 @@
 #include "ref.h"
 
 #include "../attrs.h"
+#include "../status_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

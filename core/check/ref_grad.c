@@ -14,6 +14,7 @@
 
 #include "../attrs.h"
 #include "ref.h"
+#include "../status_internal.h"
 
 /* For each element i of the shape `out` (row-major), the offset of the
  * element it pairs with in a source tensor: stride[a] is the source's step

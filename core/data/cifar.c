@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../status_internal.h"
 #include "stream.h"
 
 #define CIFAR_PIXELS  (DG_CIFAR10_RECORD_BYTES - 1) /* 3 planes of 32x32 */

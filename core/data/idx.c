@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../status_internal.h"
 #include "stream.h"
 
 /* far above any data set this reads, and low enough that every dimension

@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "../status_internal.h"
+
 /* the next chunk of the file into s->in; none at the end of the file */
 static dg_status refill(dg_stream *s) {
     size_t r = fread(s->in, 1, sizeof s->in, s->file);

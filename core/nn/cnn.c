@@ -1,6 +1,7 @@
 /* cnn.c: the small CNN's parameters and forward (cnn.h). */
 #include "cnn.h"
 
+#include "../graph_internal.h"
 #include "layers.h"
 
 dg_cnn_cfg dg_cnn_default(void) { return (dg_cnn_cfg){28, 28, 32, 64, 128, 10}; }

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "../graph_internal.h"
+
 static dg_node *add_param(dg_graph *g, dg_model *m, dg_node *p) {
     if (!p) return NULL;
     if (m->n_params == DG_MODEL_MAX_PARAMS)

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../graph_internal.h"
+
 /* x [batch, widths[0]] -> logits [batch, widths[n-1]]; params in pairs (W_i, b_i) */
 static dg_node *mlp_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
     (void)mode; /* no batch norm: the same in training and evaluation */

@@ -58,10 +58,7 @@ static inline bool dg_model_input_shape(const dg_model *m, int64_t batch, dg_sha
 
 /* NULL, and g in an error state, for a model without a forward; mode NULL
  * is evaluation */
-static inline dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
-    if (!m || !m->forward) return dg__graph_fail(g, DG_ERR_INVALID, "model: NULL model or forward");
-    return m->forward(g, m, x, mode);
-}
+dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode);
 
 /* The number of trainable values: the sum of the parameters' sizes. */
 static inline int64_t dg_model_param_count(const dg_model *m) {

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "../graph_internal.h"
 #include "layers.h"
 
 static const int stage_width[4] = {64, 128, 256, 512};

@@ -7,6 +7,7 @@
 
 #include "../plan.h"
 #include "../rng.h"
+#include "../status_internal.h"
 #include "train_step.h"
 
 static double now_s(void) {

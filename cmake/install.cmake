@@ -1,0 +1,101 @@
+# The installed duograd (included by CMakeLists.txt when DG_INSTALL is on):
+#   lib/libduograd.so.0.1.0 (soname libduograd.so.0.1) and libduograd.a,
+#   include/duograd/ (duograd.h, version.h, and the public headers in the
+#     source layout: core/, core/nn/, core/data/, cpu_backend/, gpu_backend/),
+#   lib/cmake/duograd/ (find_package(duograd CONFIG)), lib/pkgconfig/duograd.pc,
+#   bin/bench (CMakeLists.txt), and a Debian package of it all (cpack -G DEB).
+include(CMakePackageConfigHelpers)
+
+# What a program may include; every other header (attrs.h, layout.h,
+# backend_impl.h, *_internal.h, rng.h, cpu_kernels.h, gpu_common.cuh, the
+# data stream, the checking kit) is the library's own and stays behind.
+set(DG_PUBLIC_HEADERS
+  core/autodiff.h core/backend.h core/graph.h core/ops.h core/plan.h core/status.h
+  core/nn/cnn.h core/nn/layers.h core/nn/mlp.h core/nn/model.h core/nn/resnet.h
+  core/nn/train_step.h core/nn/trainer.h
+  core/data/dataset.h
+  cpu_backend/cpu_backend.h)
+if(DG_HAVE_CUDA)
+  list(APPEND DG_PUBLIC_HEADERS gpu_backend/gpu_backend.h)
+endif()
+
+# Both libraries are made of the layers' position-independent objects (so
+# libduograd.a can go into a program's own shared library too).
+set(DG_LIB_OBJECTS $<TARGET_OBJECTS:dg_core_pic> $<TARGET_OBJECTS:dg_cpu_pic>)
+set(DG_LIB_DEPS ZLIB::ZLIB m OpenMP::OpenMP_C duograd::openblas)
+set(DG_LIB_LANGUAGE C)
+if(DG_HAVE_CUDA)
+  list(APPEND DG_LIB_OBJECTS $<TARGET_OBJECTS:dg_gpu_pic>)
+  list(APPEND DG_LIB_DEPS CUDA::cudart CUDA::cublas)
+  set(DG_LIB_LANGUAGE CUDA)
+endif()
+add_library(duograd_shared SHARED ${DG_LIB_OBJECTS})
+add_library(duograd_static STATIC ${DG_LIB_OBJECTS})
+# 0.x: a minor release may change the ABI, so the soname carries the minor
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(DG_SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+else()
+  set(DG_SOVERSION ${PROJECT_VERSION_MAJOR})
+endif()
+set_target_properties(duograd_shared PROPERTIES OUTPUT_NAME duograd EXPORT_NAME duograd
+  VERSION ${PROJECT_VERSION} SOVERSION ${DG_SOVERSION} LINKER_LANGUAGE ${DG_LIB_LANGUAGE}
+  INSTALL_RPATH "${DG_OPENBLAS_RPATH}" BUILD_WITH_INSTALL_RPATH ON
+  LINK_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/duograd.map)
+set_target_properties(duograd_static PROPERTIES OUTPUT_NAME duograd EXPORT_NAME duograd_static
+  LINKER_LANGUAGE ${DG_LIB_LANGUAGE})
+foreach(t duograd_shared duograd_static)
+  target_include_directories(${t} PUBLIC $<BUILD_INTERFACE:${DG_ROOT_INCLUDE}> $<BUILD_INTERFACE:${DG_GEN_INCLUDE}>
+                                         $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+endforeach()
+# The shared library exports the public dg_ API alone (duograd.map hides the
+# dg__ internals its objects share) and resolves all it calls (-z defs);
+# its dependencies are its own business. The static one hands them on.
+target_link_options(duograd_shared PRIVATE "LINKER:--version-script=${CMAKE_CURRENT_LIST_DIR}/duograd.map"
+                    "LINKER:-z,defs")
+target_link_libraries(duograd_shared PRIVATE ${DG_LIB_DEPS})
+list(TRANSFORM DG_LIB_DEPS REPLACE "(.+)" "$<LINK_ONLY:\\1>")
+target_link_libraries(duograd_static INTERFACE ${DG_LIB_DEPS})
+
+install(TARGETS duograd_shared duograd_static EXPORT duograd-targets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+foreach(h ${DG_PUBLIC_HEADERS})
+  get_filename_component(dir ${h} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duograd/${dir})
+endforeach()
+install(FILES ${DG_GEN_INCLUDE}/duograd/duograd.h ${DG_GEN_INCLUDE}/duograd/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duograd)
+
+# the CMake package
+set(DG_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/duograd)
+install(EXPORT duograd-targets NAMESPACE duograd:: DESTINATION ${DG_CMAKE_DIR})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/duograd-config.cmake.in
+  ${PROJECT_BINARY_DIR}/duograd-config.cmake INSTALL_DESTINATION ${DG_CMAKE_DIR})
+# 0.x: only the same minor release is compatible (as the soname says)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/duograd-config-version.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/duograd-config.cmake ${PROJECT_BINARY_DIR}/duograd-config-version.cmake
+        ${CMAKE_CURRENT_LIST_DIR}/duograd_openblas.cmake DESTINATION ${DG_CMAKE_DIR})
+
+# duograd.pc, relocatable: its prefix is found from its own folder
+# (${pcfiledir}), so an install with --prefix elsewhere still finds itself.
+set(DG_PC_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+file(RELATIVE_PATH DG_PC_UP /${DG_PC_DIR} /)
+set(DG_PC_PREFIX "\${pcfiledir}/${DG_PC_UP}")
+string(REGEX REPLACE "/$" "" DG_PC_PREFIX "${DG_PC_PREFIX}")
+set(DG_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+set(DG_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+set(DG_PC_LIBS_PRIVATE "-L${DUOGRAD_OPENBLAS_LIBDIR} -lopenblas ${OpenMP_C_FLAGS} -lm")
+set(DG_PC_CUDA_WORDS "")
+if(DG_HAVE_CUDA)
+  string(APPEND DG_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")
+  set(DG_PC_CUDA_WORDS " and a CUDA/cuBLAS GPU backend")
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/duograd.pc.in ${PROJECT_BINARY_DIR}/duograd.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/duograd.pc DESTINATION ${DG_PC_DIR})
+
+# CPack writes its configuration to the top of the build tree: the package
+# of duograd's own build, not of a project that adds it
+if(PROJECT_IS_TOP_LEVEL)
+  include(${CMAKE_CURRENT_LIST_DIR}/package.cmake)
+endif()

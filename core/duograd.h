@@ -1,0 +1,41 @@
+/* duograd.h: the public API in one include. A program using duograd
+ * writes #include <duograd/duograd.h> (installed, or the build tree's
+ * include/ folder under add_subdirectory); the paths below are relative to
+ * include/duograd/, where the installed headers keep the source layout.
+ *
+ *   version.h              DG_VERSION_*, DG_HAVE_CUDA, dg_version()
+ *   core/status.h          dg_status, dg_last_error()
+ *   core/graph.h, ops.h    graphs, shapes, the builders
+ *   core/autodiff.h        dg_grad, the optimizers' update nodes
+ *   core/backend.h         memory, copies, events of a backend
+ *   core/plan.h            memory plan and run of a graph on a backend
+ *   core/nn/               models (MLP, CNN, ResNet), their layers, the
+ *                          training step and the trainer
+ *   core/data/dataset.h    IDX (MNIST, Fashion-MNIST) and CIFAR-10 readers
+ *   cpu_backend/           the OpenMP + OpenBLAS backend
+ *   gpu_backend/           the CUDA backend, where it was built */
+#ifndef DG_DUOGRAD_H
+#define DG_DUOGRAD_H
+
+#include <duograd/version.h>
+
+#include "core/autodiff.h"
+#include "core/backend.h"
+#include "core/data/dataset.h"
+#include "core/graph.h"
+#include "core/nn/cnn.h"
+#include "core/nn/layers.h"
+#include "core/nn/mlp.h"
+#include "core/nn/model.h"
+#include "core/nn/resnet.h"
+#include "core/nn/train_step.h"
+#include "core/nn/trainer.h"
+#include "core/ops.h"
+#include "core/plan.h"
+#include "core/status.h"
+#include "cpu_backend/cpu_backend.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
+
+#endif

@@ -1,0 +1,126 @@
+#!/bin/sh
+# Proves duograd usable as an installed library: installs build folder
+# BUILD (default build, configured with DG_INSTALL on, the default) into a
+# temporary prefix and checks that
+#   - the installed tree holds no private header, and neither its headers,
+#     CMake and pkg-config files nor its binaries' rpaths name the build or
+#     source folder;
+#   - libduograd.so exports public dg_ symbols only: no dg__ internal, and
+#     none that no installed header declares;
+#   - the example consumer (docs/examples/consumer) builds against it by
+#     CMake (find_package: shared and static) and by pkg-config, and from
+#     duograd's sources as a subproject (add_subdirectory, whose defaults
+#     leave out tests, bench and install rules), and each build runs: its
+#     MLP's loss falls, and the library's version is its headers';
+#   - a copy of duograd inside another git repository records no commit of
+#     that repository (scripts/build_info.cmake);
+#   - cpack -G DEB packs the same files under /usr;
+#   - README's "Using the library" shows the lines this proves.
+#   scripts/consumer-test.sh [BUILD]
+set -eu
+cd "$(dirname "$0")/.."
+src=$(pwd)
+build=$(cd "${1:-build}" && pwd)
+example=docs/examples/consumer
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dg-consumer.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+fail() { echo "consumer-test: $*" >&2; exit 1; }
+
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" || { cat "$tmp/install.log" >&2; fail "install failed"; }
+lib=$(find "$prefix" -name 'libduograd.so.*' -type f)
+[ -n "$lib" ] || fail "no libduograd.so installed"
+inc=$prefix/include/duograd
+for h in duograd.h version.h; do
+    [ -f "$inc/$h" ] || fail "no $h in $inc"
+done
+private=$(find "$inc" -name '*_internal.h' -o -name attrs.h -o -name layout.h -o -name backend_impl.h \
+          -o -name rng.h -o -name stream.h -o -name cpu_kernels.h -o -name '*.cuh' -o -path '*/check/*')
+[ -z "$private" ] || fail "private headers installed: $private"
+! grep -rn 'dg__' "$inc" || fail "installed headers name dg__ internals (above)"
+# no path of the build or source folder in what a consumer's build reads
+# (headers, CMake and pkg-config files) nor in a binary's rpath
+leaks=$(grep -rlF -e "$build" -e "$src" "$inc" "$(dirname "$lib")"/cmake "$(dirname "$lib")"/pkgconfig || true)
+[ -z "$leaks" ] || fail "installed files name the build or source folder: $leaks"
+for elf in "$lib" "$prefix"/bin/*; do
+    rpath=$(readelf -d "$elf" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
+    case ":$rpath:" in
+    *"$build"* | *"$src"*) fail "$elf: rpath names the build or source folder: $rpath" ;;
+    esac
+done
+
+# defined dynamic symbols: each a dg_ (not dg__) name an installed header declares
+nm -D --defined-only "$lib" | awk '{print $3}' | sort -u >"$tmp/symbols"
+[ -s "$tmp/symbols" ] || fail "libduograd.so exports nothing"
+bad=$(grep -v '^dg_' "$tmp/symbols" | tr '\n' ' ')
+[ -z "$bad" ] || fail "libduograd.so exports non-dg_ symbols: $bad"
+bad=$(grep '^dg__' "$tmp/symbols" | tr '\n' ' ')
+[ -z "$bad" ] || fail "libduograd.so exports dg__ internals: $bad"
+while read -r s; do
+    grep -rqw "$s" "$inc" || bad="$bad $s"
+done <"$tmp/symbols"
+[ -z "$bad" ] || fail "libduograd.so exports symbols no installed header declares:$bad (cmake/duograd.map)"
+echo "consumer-test: libduograd.so exports $(wc -l <"$tmp/symbols") public dg_ symbols, no dg__ one"
+
+# CMake: find_package(duograd CONFIG), shared and static
+cmake -S "$example" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release >"$tmp/cmake.log" 2>&1 ||
+    { cat "$tmp/cmake.log" >&2; fail "the consumer's CMake configure failed"; }
+cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1 || { cat "$tmp/cmake.log" >&2; fail "the consumer's CMake build failed"; }
+run() {
+    echo "consumer-test: $1"
+    shift
+    "$@" >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log" >&2; fail "$* failed"; }
+    sed -n '1p;$p' "$tmp/run.log"
+}
+run "CMake, duograd::duograd (libduograd.so)" "$tmp/cmake/consumer"
+run "CMake, duograd::duograd_static (libduograd.a)" "$tmp/cmake/consumer_static"
+ldd "$tmp/cmake/consumer" | grep -q "$prefix.*libduograd.so" || fail "the CMake consumer does not run with the installed libduograd.so"
+
+# pkg-config: the shared library; the rpath only because the prefix is not
+# one the loader searches
+pcdir=$(dirname "$(find "$prefix" -name duograd.pc)")
+export PKG_CONFIG_PATH="$pcdir"
+libdir=$(pkg-config --variable=libdir duograd)
+# shellcheck disable=SC2046 # pkg-config's flags are several words
+cc -o "$tmp/consumer-pc" "$example/main.c" $(pkg-config --cflags --libs duograd) -Wl,-rpath,"$libdir" ||
+    fail "the pkg-config build failed"
+run "pkg-config $(pkg-config --modversion duograd), cuda=$(pkg-config --variable=cuda duograd)" "$tmp/consumer-pc"
+
+# add_subdirectory: the library alone by default (no tests, bench or
+# install rules of duograd's), <duograd/duograd.h> from the build tree.
+# DG_CUDA=OFF only to keep this build short.
+cmake -S "$example" -B "$tmp/sub" -DDUOGRAD_SOURCE_DIR="$src" -DDG_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
+    >"$tmp/sub.log" 2>&1 || { cat "$tmp/sub.log" >&2; fail "the subproject configure failed"; }
+for opt in DG_BUILD_TESTS DG_BUILD_BENCH DG_INSTALL; do
+    grep -q "^$opt:BOOL=OFF" "$tmp/sub/CMakeCache.txt" || fail "$opt is not off by default in a subproject"
+done
+cmake --build "$tmp/sub" -j"$(nproc)" >>"$tmp/sub.log" 2>&1 || { cat "$tmp/sub.log" >&2; fail "the subproject build failed"; }
+run "add_subdirectory, duograd::duograd (static layers)" "$tmp/sub/consumer"
+
+# the commit stamp of a copy of duograd inside another repository: not
+# that repository's commit
+if command -v git >/dev/null 2>&1; then
+    mkdir -p "$tmp/repo/duograd"
+    git -C "$tmp/repo" init -q
+    git -C "$tmp/repo" -c user.name=consumer-test -c user.email=none commit -q --allow-empty -m empty
+    cmake -DSRC="$tmp/repo/duograd" -DOUT="$tmp/commit.c" -P scripts/build_info.cmake
+    grep -q '"unknown"' "$tmp/commit.c" || fail "a copy inside another repository records its commit: $(cat "$tmp/commit.c")"
+fi
+
+# the Debian package holds what was installed, under /usr
+(cd "$prefix" && find . ! -type d | sed 's|^\./||' | sort) >"$tmp/installed"
+cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/deb" >"$tmp/cpack.log" 2>&1 ||
+    { cat "$tmp/cpack.log" >&2; fail "cpack -G DEB failed"; }
+deb=$(find "$tmp/deb" -maxdepth 1 -name 'duograd_*.deb')
+[ -n "$deb" ] || fail "cpack made no .deb"
+dpkg-deb -c "$deb" | awk '{print $6}' | grep -v '/$' | sed 's|^\./usr/||' | sort >"$tmp/packaged"
+diff "$tmp/installed" "$tmp/packaged" >&2 || fail "$(basename "$deb") does not hold what was installed (diff above: < installed, > packaged)"
+echo "consumer-test: $(basename "$deb"): $(wc -l <"$tmp/packaged") files under /usr, as installed"
+
+# README shows what was proved here
+findline=$(sed -n 's/^ *\(find_package(duograd .*)\)$/\1/p' "$example/CMakeLists.txt")
+[ -n "$findline" ] || fail "no find_package(duograd ...) in $example/CMakeLists.txt"
+for line in "$findline" "duograd::duograd" "pkg-config --cflags --libs duograd" "#include <duograd/duograd.h>"; do
+    grep -qF "$line" README.md || fail "README does not show: $line"
+done
+echo "consumer-test: duograd builds and runs its consumer installed (CMake, pkg-config) and as a subproject"
