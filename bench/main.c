@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends.h"
@@ -13,10 +12,9 @@
 #include "cpu_backend/cpu_backend.h"
 #include "env.h"
 #include "gpu_monitor.h"
-#include "json.h"
 #include "options.h"
+#include "profile.h"
 #include "plot.h"
-#include "samples.h"
 #include "sweep.h"
 #include "train.h"
 #include "wait_policy.h"
@@ -24,87 +22,12 @@
 #include "gpu_backend/gpu_backend.h"
 #endif
 
-static int mkdir_p(const char *dir) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
-}
-
 /* The first SIGINT or SIGTERM finishes the row under way and draws the
  * summary; a second SIGINT stops at once (the finished rows stay in
  * NAME.csv.partial). */
 static void on_signal(int sig) {
     bench_interrupted = 1;
     if (sig == SIGINT) signal(SIGINT, SIG_DFL);
-}
-
-/* the sweep's other files (NAME.json, NAME.samples.csv): closed, and kept
- * when its CSV is */
-static int finish_extras(bench_ctx *ctx, const sweep_def *s, bool keep) {
-    int rc = 0;
-    if (ctx->json && bench_json_finish(ctx->json, ctx->out_dir, s->name, keep) != DG_OK) {
-        fprintf(stderr, "bench: %s\n", dg_last_error());
-        rc = 1;
-    }
-    if (ctx->samples_csv && bench_samples_finish(ctx->samples_csv, ctx->out_dir, s->name, keep) != DG_OK) {
-        fprintf(stderr, "bench: %s\n", dg_last_error());
-        rc = 1;
-    }
-    ctx->json = NULL;
-    ctx->samples_csv = NULL;
-    return rc;
-}
-
-/* runs one sweep into DIR/NAME.csv (and .json, .samples.csv); 0, or 1 when
- * it failed or wrote failed rows */
-static int run_sweep(bench_ctx *ctx, const sweep_def *s) {
-    /* the run's metadata, then the machine's state as this sweep starts */
-    char meta[sizeof ctx->meta + 512], end[512] = "";
-    snprintf(meta, sizeof meta, "%s", ctx->meta);
-    bench_env_snapshot(meta, sizeof meta, "start of sweep");
-    bench_gpu_monitor_snapshot(ctx->gpu_mon, meta, sizeof meta, "start of sweep");
-    ctx->csv = bench_csv_open(ctx->out_dir, s->name, meta, BENCH_CSV_HEADER);
-    ctx->json = ctx->csv ? bench_json_open(meta) : NULL;
-    ctx->samples_csv = ctx->json && ctx->samples ? bench_samples_open(ctx->out_dir, s->name, meta) : NULL;
-    if (!ctx->csv || !ctx->json || (ctx->samples && !ctx->samples_csv)) {
-        fprintf(stderr, "bench: %s\n", dg_last_error());
-        if (ctx->csv) bench_csv_finish(ctx->csv, ctx->out_dir, s->name, false);
-        finish_extras(ctx, s, false);
-        return 1;
-    }
-    ctx->sweep = s->name;
-    ctx->rows = ctx->failed = ctx->noisy = ctx->planned = 0;
-    ctx->t0 = bench_now_s();
-    dg_status st = s->run(ctx);
-    int rc = st != DG_OK || ctx->failed;
-    if (ctx->progress) fprintf(stderr, "\r\033[K");
-    if (st != DG_OK) fprintf(stderr, "bench: %s: %s\n", s->name, dg_last_error());
-    /* and as it ends: '#' lines after the rows, which readers skip */
-    bench_env_snapshot(end, sizeof end, "end of sweep");
-    bench_gpu_monitor_snapshot(ctx->gpu_mon, end, sizeof end, "end of sweep");
-    fputs(end, ctx->csv);
-    /* a sweep that wrote no row leaves an earlier NAME.csv as it was */
-    bool keep = ctx->rows > 0;
-    if (bench_csv_finish(ctx->csv, ctx->out_dir, s->name, keep) != DG_OK) {
-        fprintf(stderr, "bench: %s\n", dg_last_error());
-        finish_extras(ctx, s, false);
-        return 1;
-    }
-    rc |= finish_extras(ctx, s, keep);
-    if (keep)
-        fprintf(stderr, "bench: %s: %d rows (%d failed, %d noisy) in %.1f s -> %s/%s.csv\n", s->name, ctx->rows,
-                ctx->failed, ctx->noisy, bench_now_s() - ctx->t0, ctx->out_dir, s->name);
-    else
-        fprintf(stderr, "bench: %s: no rows%s\n", s->name,
-                ctx->case_filter || ctx->impl_filter ? " (--case / --impl matched nothing here)" : "");
-    ctx->sweep = NULL;
-    return rc;
 }
 
 /* Opens what the command line asked for; a GPU that is there but broken
@@ -158,7 +81,7 @@ static int run_sweeps(int argc, char **argv) {
         fprintf(stderr, "bench: warning: the machine is loaded (%s): rows may be noisy\n", load);
     bool gpu_broken;
     if (open_backends(&ctx, &ch, &gpu_broken)) return 1;
-    if (mkdir_p(ctx.out_dir)) {
+    if (bench_mkdir_p(ctx.out_dir)) {
         fprintf(stderr, "bench: cannot create %s: %s\n", ctx.out_dir, strerror(errno));
         dg_backend_free(ctx.cpu);
         dg_backend_free(ctx.gpu);
@@ -171,7 +94,7 @@ static int run_sweeps(int argc, char **argv) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     rc = gpu_broken;
-    for (int i = 0; i < ch.n_sweeps && !bench_interrupted; i++) rc |= run_sweep(&ctx, ch.sweeps[i]);
+    for (int i = 0; i < ch.n_sweeps && !bench_interrupted; i++) rc |= bench_run_sweep(&ctx, ch.sweeps[i]);
     if (bench_interrupted) fprintf(stderr, "bench: interrupted; every finished row is in %s\n", ctx.out_dir);
     if (bench_plot(ctx.out_dir, stdout)) rc = 1;
     bench_gpu_monitor_close(ctx.gpu_mon);
@@ -184,12 +107,12 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "plot")) {
         if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
             printf("usage: bench plot DIR\n\nDraws the charts (DIR/*.png, *.svg, plot-data/) and writes DIR/summary.md "
-                   "from the sweep CSV files in DIR, on any machine. Exit 1 when a file cannot be read (the others "
+                   "from the sweep CSV files in DIR, and the charts of each profile-MODEL.json, on any machine. Exit 1 when a file cannot be read (the others "
                    "are still drawn).\n");
             return 0;
         }
         if (argc != 3) return bench_usage_error("bench", "plot takes one folder: bench plot DIR");
-        return bench_plot(argv[2], stdout);
+        return bench_plot(argv[2], stdout) | bench_profile_replot(argv[2]);
     }
     if (argc >= 2 && !strcmp(argv[1], "train")) {
         /* before OpenMP starts: it may execute the bench again (OMP_WAIT_POLICY, if set, wins) */
@@ -198,5 +121,10 @@ int main(int argc, char **argv) {
         return bench_train_main(argc - 1, argv + 1);
     }
     if (argc >= 2 && !strcmp(argv[1], "compare")) return bench_compare_main(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "profile")) {
+        char policy[256];
+        if (bench_wait_policy_apply("auto", argv, policy, sizeof policy)) fprintf(stderr, "bench: warning: %s\n", policy);
+        return bench_profile_main(argc - 1, argv + 1);
+    }
     return run_sweeps(argc, argv);
 }

@@ -256,8 +256,7 @@ enum {
     OPT_QUICK, OPT_OUT, OPT_SAMPLES, OPT_DATA, OPT_LIST, OPT_LIST_OPS, OPT_VERSION,
 };
 
-/* the defaults of every setting */
-static bench_ctx default_ctx(void) {
+bench_ctx bench_default_ctx(void) {
     return (bench_ctx){
         .out_dir = "reports/latest",
         .timing = {.warmup = 2, .min_reps = 5, .max_reps = 10000, .min_time_s = 0.1, .max_cv_pct = 5,
@@ -348,7 +347,7 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
         {"list-ops", no_argument, NULL, OPT_LIST_OPS},        {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},                     {NULL, 0, NULL, 0},
     };
-    *ctx = default_ctx();
+    *ctx = bench_default_ctx();
     *ch = (bench_choice){0};
     ctx->argc = argc;
     ctx->argv = argv;

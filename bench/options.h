@@ -28,6 +28,9 @@ typedef struct bench_choice {
  * --list-ops; 2 after a usage error (message on stderr). */
 int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch);
 
+/* every setting at its default (what an empty command line gives) */
+bench_ctx bench_default_ctx(void);
+
 /* strict numbers: the whole string, no sign where lo >= 0, within [lo, hi] */
 bool bench_parse_long(const char *s, long long lo, long long hi, long long *out);
 bool bench_parse_double(const char *s, double lo, double hi, double *out);

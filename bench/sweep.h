@@ -79,6 +79,13 @@ typedef struct sweep_def {
 extern const sweep_def bench_sweeps[];
 extern const int       bench_n_sweeps;
 
+/* Runs sweep s into ctx->out_dir/NAME.csv (and .json, .samples.csv),
+ * with the machine's state before and after in the metadata; 0, or 1 when
+ * it failed or wrote failed rows. A sweep that wrote no row leaves an
+ * earlier NAME.csv as it was. */
+int  bench_run_sweep(bench_ctx *ctx, const sweep_def *s);
+/* mkdir -p: 0, or -1 with errno */
+int  bench_mkdir_p(const char *dir);
 /* writes a row to the CSV, counts failures, shows progress */
 void bench_emit(bench_ctx *ctx, const bench_row *r);
 /* the sizes to run: the user's for this sweep, or `defaults` (n entries) */

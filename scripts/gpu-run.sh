@@ -5,7 +5,7 @@
 # same sweep by that older binary first, then `bench compare` of the two,
 # back to back on one machine; with DG_TORCH=1 and the resnet sweep in it,
 # bench/torch_peer.py appends PyTorch's rows of the same step to resnet.csv
-# right after). DG_TESTS=0 skips the test suites (a second call of a run). Everything lands in one tarball,
+# right after; DG_PROFILE: bench profile of those models, see below). DG_TESTS=0 skips the test suites (a second call of a run). Everything lands in one tarball,
 # $OUT/gpu-results.tgz (the device returns few files); a short summary is
 # printed last. A missing or broken GPU fails the GPU tests here
 # (DG_REQUIRE_GPU=1) instead of skipping them: this machine exists to run them.
@@ -32,7 +32,7 @@ if [ "${DG_TESTS:-1}" = 1 ]; then
     summary="$summary\ntest_gpu: exit $? :: $(results "$out/test_gpu.log")"
     for t in test_conv_implicit test_gpu_device test_bench_faults test_optim test_range test_timing test_ref_grad \
              test_misuse test_ops test_conv test_models test_models_memory test_plan test_seams test_train test_gemm \
-             test_shapes; do
+             test_shapes test_profile; do
         $bin/$t --jobs 4 > "$out/$t.log" 2>&1
         summary="$summary\n$t: exit $? :: $(results "$out/$t.log")"
     done
@@ -73,6 +73,27 @@ if [ -n "${DG_SWEEP:-}" ]; then
     if [ -n "${DG_BEFORE:-}" ]; then
         $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
         summary="$summary\ncompare: exit $? :: $(tail -1 "$out/compare.log")"
+    fi
+fi
+# DG_PROFILE="mlp cnn ...": bench profile of each model on both backends,
+# the ceilings measured once by the first; with nsys on the machine, one
+# --run-once step of the first model under it, its NVTX ranges summarised
+if [ -n "${DG_PROFILE:-}" ]; then
+    ceil=""
+    for model in $DG_PROFILE; do
+        timeout -s INT "${DG_PROFILE_LIMIT:-200}" $bin/bench profile --model "$model" --backend both $ceil \
+            ${DG_PROFILE_ARGS:-} --out "$out/profile" > "$out/profile-$model.log" 2>&1
+        summary="$summary\nprofile $model: exit $? :: $(grep -E '^step:|^== ' "$out/profile-$model.log" | tr '\n' ' ')"
+        ceil="--ceilings $out/profile"
+    done
+    first=${DG_PROFILE%% *}
+    if command -v nsys >/dev/null 2>&1; then
+        nsys profile --trace=cuda,nvtx --force-overwrite true -o "$out/nsys-$first" $bin/bench profile --model "$first" \
+            --backend gpu --run-once --out "$out/nsys-run" > "$out/nsys.log" 2>&1
+        nsys stats --report nvtx_sum --format csv "$out/nsys-$first.nsys-rep" > "$out/nsys-nvtx.csv" 2>&1
+        summary="$summary\nnsys: $(grep -c . "$out/nsys-nvtx.csv") lines of NVTX ranges :: $(head -4 "$out/nsys-nvtx.csv" | tr '\n' ' ')"
+    else
+        summary="$summary\nnsys: not on this machine"
     fi
 fi
 if [ "${DG_TRAIN:-0}" = 1 ]; then

@@ -1,6 +1,8 @@
 /* train_step.c: forward, loss, gradients and updates of one step. */
 #include "train_step.h"
 
+#include "../graph_internal.h"
+
 dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, dg_train_step *out) {
     if (!g || !m || !o || !out)
         return dg__fail(DG_ERR_INVALID, "train step: NULL %s", !g ? "graph" : !m ? "model" : !o ? "optimizer" : "out");
@@ -20,9 +22,11 @@ dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const d
     out->logits = out->x ? dg_model_forward(g, m, out->x, &mode) : NULL;
     out->loss = dg_softmax_cross_entropy(g, out->logits, out->y);
     if (!out->loss) return dg_graph_status(g);
+    out->first_backward_id = dg_graph_size(g);
     dg_status st = dg_grad(g, out->loss, m->params, m->n_params, out->grads);
     if (st != DG_OK) return st;
     out->outputs[0] = out->loss;
+    out->first_optimizer_id = dg_graph_size(g);
     if ((st = dg_optim_apply(g, o, m->params, out->grads, m->n_params, out->outputs + 1)) != DG_OK) return st;
     out->n_outputs = 1 + m->n_params;
     for (int i = 0; i < mode.n_updates; i++) out->outputs[out->n_outputs++] = mode.updates[i];

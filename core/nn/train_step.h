@@ -22,6 +22,11 @@ typedef struct dg_train_step {
                        /* loss, the optimizer's updates, then the
                           running statistics' updates                 */
     int      n_outputs;
+    /* The step's phases by node id (ids are creation order): below
+     * first_backward_id the forward and the loss (with the running
+     * statistics' updates), then the gradient's nodes, and from
+     * first_optimizer_id on the optimizer's. */
+    int      first_backward_id, first_optimizer_id;
 } dg_train_step;
 
 /* Appends the step of model m (its parameters already on g) for a batch.

@@ -1,0 +1,289 @@
+/* test_profile.c: bench profile on the CPU. The per-node table matches the
+ * graph (names, ops, phases), the op table's FLOP and byte formulas hold
+ * on shapes worked by hand, the node times add up to the profiled step
+ * exactly, the memory figures are the plan's, bound and % of ceiling
+ * follow the ridge, and the CLI writes a valid Chrome trace with one slice
+ * per node per step, CSV files with one row per node, and refuses bad
+ * options. On a GPU: the same bookkeeping, and the plan's replayed CUDA
+ * graph still computes the same steps after per-node profiling. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/graph.h"
+#include "cpu_backend/cpu_backend.h"
+#include "gpu_util.h"
+#include "profile.h"
+#include "shell_util.h"
+#include "test_util.h"
+
+typedef struct fixture { dg_backend *cpu; bench_profile p; } fixture;
+
+static void profile_model(fixture *f, const char *model, int batch, int steps) {
+    ASSERT_OK(dg_cpu_backend_new(&f->cpu, 2));
+    bench_prof_opts o = {.model = bench_prof_model_find(model), .batch = batch, .steps = steps, .warmup = 1,
+                         .peak_gflops = NAN, .peak_gbps = NAN};
+    cr_assert_not_null(o.model, "model %s", model);
+    ASSERT_OK(bench_profile_run(f->cpu, &o, &f->p));
+    cr_assert(f->p.check_ok, "%s failed its check: %g", model, f->p.rel_err);
+}
+
+static void fixture_free(fixture *f) {
+    bench_profile_free(&f->p);
+    dg_backend_free(f->cpu);
+}
+
+Test(profile, nodes_are_the_plans_steps_with_their_phases) {
+    fixture f = {0};
+    profile_model(&f, "mlp", 16, 3);
+    int n_steps;
+    const dg_step *steps = dg_plan_steps(f.p.step.p, &n_steps);
+    cr_assert_eq(f.p.n_nodes, n_steps);
+    const dg_train_step *ts = &f.p.step.ts;
+    int per_phase[BENCH_N_PHASES] = {0};
+    for (int i = 0; i < f.p.n_nodes; i++) {
+        const bench_prof_node *x = &f.p.nodes[i];
+        cr_assert_eq(x->node, steps[i].node, "node %d is not the plan's step %d", i, i);
+        per_phase[x->phase]++;
+        dg_op op = x->node->op;
+        /* the loss and everything before it is the forward; the gradient's
+         * softmax-CE backward follows; Adam's updates close the step */
+        if (x->node->id <= ts->loss->id) cr_assert_eq(x->phase, BENCH_PHASE_FORWARD, "%s", x->node->name);
+        if (op == DG_OP_SOFTMAX_CE_BACKWARD || op == DG_OP_RELU_BACKWARD)
+            cr_assert_eq(x->phase, BENCH_PHASE_BACKWARD, "%s", x->node->name);
+        if (op == DG_OP_ADAM_UPDATE) cr_assert_eq(x->phase, BENCH_PHASE_OPTIMIZER, "%s", x->node->name);
+    }
+    /* 784-256-100-10: 3 matmuls, 3 bias adds, 2 ReLUs, the loss; 6 updates */
+    cr_assert_eq(per_phase[BENCH_PHASE_FORWARD], 9);
+    cr_assert_eq(per_phase[BENCH_PHASE_OPTIMIZER], 7, "6 Adam updates and the step counter: %d",
+                 per_phase[BENCH_PHASE_OPTIMIZER]);
+    cr_assert_gt(per_phase[BENCH_PHASE_BACKWARD], 6);
+    fixture_free(&f);
+}
+
+Test(profile, op_table_costs_on_shapes_worked_by_hand) {
+    dg_graph *g = dg_graph_new();
+    dg_node *a = dg_input(g, "a", DG_SHAPE(8, 32)), *b = dg_input(g, "b", DG_SHAPE(32, 16));
+    dg_node *mm = dg_matmul(g, a, b, false, false);             /* [8,16] */
+    dg_node *sum = dg_add(g, mm, mm);
+    dg_node *x = dg_input(g, "x", DG_SHAPE(2, 3, 10, 10)), *w = dg_input(g, "w", DG_SHAPE(4, 3, 3, 3));
+    dg_node *conv = dg_conv2d(g, x, w, NULL, (dg_conv2d_opts){.pad = {1, 1}}); /* [2,4,10,10] */
+    ASSERT_OK(dg_graph_status(g));
+    dg_cost c = dg_node_cost(mm);
+    cr_assert_eq(c.flops, 2.0 * 8 * 16 * 32, "matmul: 2 m n k, got %g", c.flops);
+    cr_assert_eq(c.bytes, 4.0 * (8 * 32 + 32 * 16 + 8 * 16), "matmul: A, B and C once, got %g", c.bytes);
+    c = dg_node_cost(sum);
+    cr_assert_eq(c.flops, 8.0 * 16, "add: one per element, got %g", c.flops);
+    cr_assert_eq(c.bytes, 3 * 4.0 * 8 * 16, "add: two reads, one write, got %g", c.bytes);
+    c = dg_node_cost(conv);
+    cr_assert_eq(c.flops, 2.0 * 2 * 4 * 100 * 3 * 9, "conv: 2 N O OH OW C KH KW, got %g", c.flops);
+    cr_assert_eq(c.bytes, 4.0 * (2 * 3 * 100 + 4 * 27 + 2 * 4 * 100), "conv: x, w and y once, got %g", c.bytes);
+    dg_graph_free(g);
+}
+
+Test(profile, node_times_add_up_to_the_profiled_step) {
+    fixture f = {0};
+    profile_model(&f, "logreg", 32, 4);
+    for (int s = 0; s < f.p.steps; s++) {
+        double sum = 0, prev_end = f.p.step_start_ms[s];
+        for (int i = 0; i < f.p.n_nodes; i++) {
+            const bench_prof_node *x = &f.p.nodes[i];
+            cr_assert(x->dur_ms[s] >= 0, "node %d step %d: %g ms", i, s, x->dur_ms[s]);
+            /* the events are back to back: each node starts where the last ended */
+            cr_assert(fabs(x->start_ms[s] - prev_end) < 1e-9, "node %d of step %d starts at %g, the last ended at %g",
+                      i, s, x->start_ms[s], prev_end);
+            prev_end = x->start_ms[s] + x->dur_ms[s];
+            sum += x->dur_ms[s];
+        }
+        if (s > 0) cr_assert_gt(f.p.step_start_ms[s], f.p.step_start_ms[s - 1]);
+    }
+    double sum = 0;
+    for (int i = 0; i < f.p.n_nodes; i++) sum += f.p.nodes[i].median_ms;
+    cr_assert(fabs(sum - f.p.sum_ms) < 1e-9 * fmax(1, sum));
+    cr_assert(f.p.plan_ms > 0 && f.p.profiled_ms > 0, "un-profiled %g, profiled %g", f.p.plan_ms, f.p.profiled_ms);
+    cr_assert(isnan(f.p.plan_nodes_ms), "node by node without events is the GPU's figure only");
+    fixture_free(&f);
+}
+
+Test(profile, memory_is_the_plans_own_accounting) {
+    fixture f = {0};
+    profile_model(&f, "cnn", 8, 2);
+    dg_plan_stats ps = dg_plan_stats_get(f.p.step.p);
+    cr_assert_eq(f.p.arena_bytes, ps.arena_bytes);
+    cr_assert_eq(f.p.live_peak_bytes, ps.live_bytes);
+    cr_assert_eq(f.p.persistent_bytes, ps.persistent_bytes);
+    cr_assert_eq(f.p.allocs_during_runs, 0, "the plan allocated %lld times while running", f.p.allocs_during_runs);
+    size_t most = 0;
+    for (int i = 0; i < f.p.n_nodes; i++)
+        if (f.p.nodes[i].live_bytes > most) most = f.p.nodes[i].live_bytes;
+    cr_assert_eq(most, ps.live_bytes, "the most alive at one node %zu, the plan's peak %zu", most, ps.live_bytes);
+    /* conv1.w 32x1x3x3, conv2.w 64x32x3x3, fc1 3136x128 + 128, fc2 128x10 + 10; each batch norm's
+     * scale, shift, running mean and variance */
+    size_t params = 4 * (288 + 18432 + 3136 * 128 + 128 + 1280 + 10 + 4 * 32 + 4 * 64);
+    cr_assert_eq(f.p.param_bytes, params, "%zu", f.p.param_bytes);
+    cr_assert_eq(f.p.input_bytes, 4 * (8 * 28 * 28 + 8));
+    cr_assert(f.p.persistent_bytes > f.p.param_bytes + f.p.input_bytes, "momentum buffers are persistent too");
+    fixture_free(&f);
+}
+
+Test(profile, bound_and_ceiling_follow_the_ridge) {
+    bench_profile p = {.peak_gflops = 100, .peak_gbps = 10}; /* ridge at 10 FLOP per byte */
+    bench_prof_node mm = {.flops = 2e9, .bytes = 1e8, .median_ms = 40}; /* 20 FLOP/B: 50 GFLOP/s */
+    bench_prof_node add = {.flops = 1e6, .bytes = 1.2e7, .median_ms = 2}; /* 6 GB/s */
+    cr_assert_str_eq(bench_prof_bound(&p, &mm), "compute");
+    cr_assert(fabs(bench_prof_ceiling_frac(&p, &mm) - 0.5) < 1e-12, "%g", bench_prof_ceiling_frac(&p, &mm));
+    cr_assert_str_eq(bench_prof_bound(&p, &add), "memory");
+    cr_assert(fabs(bench_prof_ceiling_frac(&p, &add) - 0.6) < 1e-12, "%g", bench_prof_ceiling_frac(&p, &add));
+    p.peak_gbps = NAN;
+    cr_assert_str_eq(bench_prof_bound(&p, &mm), "-");
+    cr_assert(isnan(bench_prof_ceiling_frac(&p, &mm)));
+}
+
+/* the CLI's tests need the bench at its build path, which a packed copy
+ * of the suite (the GPU machine's) does not have */
+static void bench_or_skip(void) {
+    if (access(DG_BENCH_PATH, X_OK)) cr_skip_test("%s is missing (a packed copy of the suite has no bench)", DG_BENCH_PATH);
+}
+
+/* the lines of a file that are not '#' metadata, the header included */
+static int data_lines(const char *path) {
+    char *text = read_file(path);
+    int n = 0;
+    for (char *l = text; l && *l;) {
+        if (*l != '#') n++;
+        char *nl = strchr(l, '\n');
+        l = nl ? nl + 1 : l + strlen(l);
+    }
+    free(text);
+    return n;
+}
+
+Test(profile, cli_writes_a_trace_with_one_slice_per_node_per_step) {
+    bench_or_skip();
+    char dir[] = "/tmp/dg-profile-XXXXXX", cmd[1024], out[1 << 16], path[256];
+    tmp_dir(dir);
+    /* --ceilings at a folder without ceiling.csv: no bounds, nothing measured */
+    snprintf(cmd, sizeof cmd, "%s profile --model logreg --backend cpu --batch 16 --steps 3 --warmup 0 --top 5 "
+             "--ceilings %s --out %s", DG_BENCH_PATH, dir, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "top 5 of ") && strstr(out, "check f64-step: ok") && strstr(out, "allocations during"),
+              "%s", out);
+    fixture f = {0};
+    profile_model(&f, "logreg", 16, 1); /* the same graph: its node names */
+    snprintf(path, sizeof path, "%s/profile-logreg-trace.json", dir);
+    char *text = read_file(path);
+    cJSON *root = cJSON_Parse(text);
+    cr_assert_not_null(root, "the trace is not valid JSON");
+    cJSON *ev = cJSON_GetObjectItem(root, "traceEvents"), *e;
+    cr_assert(cJSON_IsArray(ev));
+    int slices = 0, steps = 0, per_node[64] = {0};
+    cr_assert_leq(f.p.n_nodes, 64);
+    cJSON_ArrayForEach(e, ev) {
+        const char *ph = cJSON_GetStringValue(cJSON_GetObjectItem(e, "ph"));
+        cr_assert_not_null(ph);
+        if (strcmp(ph, "X")) continue;
+        cr_assert(cJSON_GetObjectItem(e, "ts")->valuedouble >= 0 && cJSON_GetObjectItem(e, "dur")->valuedouble >= 0);
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(e, "name"));
+        if (cJSON_GetObjectItem(e, "tid")->valueint == 1) {
+            steps++;
+            continue;
+        }
+        slices++;
+        int i = 0;
+        while (i < f.p.n_nodes && strcmp(f.p.nodes[i].node->name, name)) i++;
+        cr_assert_lt(i, f.p.n_nodes, "slice '%s' names no node", name);
+        per_node[i]++;
+        cJSON *args = cJSON_GetObjectItem(e, "args");
+        cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(args, "phase")), bench_phase_name(f.p.nodes[i].phase));
+        cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(args, "op")), dg_op_name(f.p.nodes[i].node->op));
+    }
+    cr_assert_eq(steps, 3);
+    cr_assert_eq(slices, 3 * f.p.n_nodes, "%d slices for %d nodes x 3 steps", slices, f.p.n_nodes);
+    for (int i = 0; i < f.p.n_nodes; i++) cr_assert_eq(per_node[i], 3, "%s: %d slices", f.p.nodes[i].node->name, per_node[i]);
+    cJSON_Delete(root);
+    free(text);
+    snprintf(path, sizeof path, "%s/profile-logreg-cpu-nodes.csv", dir);
+    cr_assert_eq(data_lines(path), 1 + f.p.n_nodes, "a header and one row per node");
+    snprintf(path, sizeof path, "%s/profile-logreg.json", dir);
+    text = read_file(path);
+    root = cJSON_Parse(text);
+    cr_assert_not_null(root, "profile-logreg.json is not valid JSON");
+    cJSON *prof = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "profiles"), 0);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(prof, "nodes")), f.p.n_nodes);
+    cJSON_Delete(root);
+    free(text);
+    fixture_free(&f);
+    remove_dir(dir);
+}
+
+Test(profile, cli_refuses_bad_options) {
+    bench_or_skip();
+    static const char *bad[] = {"--model nope", "--batch 0", "--backend tpu", "--steps x", "stray", "--top -1"};
+    char cmd[512], out[4096];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(cmd, sizeof cmd, "%s profile %s --out /nonexistent/never", DG_BENCH_PATH, bad[i]);
+        cr_assert_eq(sh(cmd, out, sizeof out), 2, "'%s' should be a usage error: %s", bad[i], out);
+        cr_assert(strstr(out, "bench profile: bad"), "'%s': %s", bad[i], out);
+    }
+    snprintf(cmd, sizeof cmd, "%s profile --help", DG_BENCH_PATH);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "resnet18-cifar") && strstr(out, "--run-once"), "%s", out);
+}
+
+/* A profile on the GPU interleaves three ways of running the same plan:
+ * its replayed CUDA graph, its steps queued one by one, and the profiled
+ * steps with events between nodes. All of them must compute the same
+ * training steps: after the profile, the parameters must equal those of a
+ * plan run node by node (no replay) the same number of times. */
+Test(profile, gpu_profile_keeps_replay_and_steps_intact) {
+    dg_backend *gpu = test_backend_open(true);
+    bench_prof_opts o = {.model = bench_prof_model_find("mlp"), .batch = 64, .steps = 3, .warmup = 2,
+                         .peak_gflops = NAN, .peak_gbps = NAN};
+    bench_profile p;
+    ASSERT_OK(bench_profile_run(gpu, &o, &p));
+    cr_assert(p.check_ok, "the GPU step failed its check: %g", p.rel_err);
+    cr_assert_eq(p.allocs_during_runs, 0);
+    cr_assert(p.plan_ms > 0 && p.plan_nodes_ms > 0 && p.profiled_ms > 0, "%g %g %g", p.plan_ms, p.plan_nodes_ms,
+              p.profiled_ms);
+    for (int s = 0; s < p.steps; s++) {
+        double sum = 0;
+        for (int i = 0; i < p.n_nodes; i++) sum += p.nodes[i].dur_ms[s];
+        double profiled = p.nodes[p.n_nodes - 1].start_ms[s] + p.nodes[p.n_nodes - 1].dur_ms[s] - p.step_start_ms[s];
+        cr_assert(fabs(sum - profiled) < 1e-3 * profiled, "step %d: nodes %g ms, step %g ms", s, sum, profiled);
+    }
+    /* the runs so far: the check, the warm-up, and per round the replayed
+     * plan, the steps one by one and the profiled steps */
+    int runs = 1 + o.warmup + 3 * o.steps;
+    bench_step ref = {0};
+    dg_mlp_cfg cfg = {{784, 256, 100, 10}, 4};
+    bench_step_spec spec = bench_mlp_step(&cfg);
+    int64_t nx = 64 * 784;
+    float *x = malloc((size_t)nx * sizeof *x);
+    int32_t y[64];
+    /* profile_run.c's synthetic batch for this batch size comes from its own
+     * seed: read the profiled plan's inputs back instead */
+    ASSERT_OK(dg_plan_get(p.step.p, p.step.ts.x, x, (size_t)nx * sizeof *x));
+    ASSERT_OK(dg_plan_get(p.step.p, p.step.ts.y, y, sizeof y));
+    ASSERT_OK(bench_step_build(&ref, gpu, &spec, 64, x, y, &(dg_plan_opts){.no_replay = true}));
+    for (int r = 0; r < runs; r++) ASSERT_OK(dg_plan_run(ref.p));
+    for (int i = 0; i < p.step.model.n_params; i++) {
+        size_t n = (size_t)dg_node_numel(p.step.model.params[i]);
+        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        ASSERT_OK(dg_plan_get(p.step.p, p.step.model.params[i], a, n * sizeof *a));
+        ASSERT_OK(dg_plan_get(ref.p, ref.model.params[i], b, n * sizeof *b));
+        double num = 0, den = 0;
+        for (size_t j = 0; j < n; j++) {
+            num += ((double)a[j] - b[j]) * ((double)a[j] - b[j]);
+            den += (double)b[j] * b[j];
+        }
+        cr_assert(sqrt(num / fmax(den, 1e-300)) < 1e-6, "parameter %d differs after %d steps: %g", i, runs,
+                  sqrt(num / fmax(den, 1e-300)));
+        free(a);
+        free(b);
+    }
+    free(x);
+    bench_step_free(&ref);
+    bench_profile_free(&p);
+    dg_backend_free(gpu);
+}
