@@ -9,33 +9,28 @@
  * plan's matmul step with DG_STEP_TF32, or dg_gpu_sgemm's tf32 argument.
  *
  * naive: one thread per element of C, k-loop from global memory.
- * tiled: a 128x128 tile of C per block of 256 threads, 8x8 outputs per thread
- * in registers; each k-step of 8 stages an A tile (transposed, so a thread
- * reads its 8 rows contiguously) and a B tile in shared memory. */
+ * tiled: one kernel for every shape, transpose and alignment. A BM x BN tile
+ * of C per block (128x128, 128x64 or 64x64, picked per shape so the grid
+ * fills the GPU), 8x8 outputs per thread in registers. Each k-step of 8
+ * stages op(A)'s BM x 8 and op(B)'s 8 x BN slices in shared memory, both
+ * stored k-major, so a thread reads its rows and columns as float4. The
+ * slices are double-buffered: the next one is loaded from global memory
+ * into registers while the current one is computed, then stored into the
+ * other buffer, one barrier per k-step. Loads outside the matrices read as
+ * zero and stores outside C are skipped (predicated edge tiles), so a size
+ * that is not a multiple of the tile costs only its partly idle edge
+ * blocks. Global loads are float4 where the operand's contiguous axis
+ * allows it (leading dimension and batch stride multiples of 4, 16-byte
+ * aligned base), single floats otherwise. */
 #include "gpu_common.cuh"
 
-#define TM 128
-#define TN 128
-#define TK 8
+#define BK 8   /* k per staged slice                                            */
+#define PAD 4  /* floats after each shared row: the k-contiguous operands' scalar
+                  stores (8 rows of a slice written at once) hit distinct banks */
 
 /* op(X)(r, c) for a row-major X with row stride ld */
 __device__ __forceinline__ float at(const float *X, bool t, int ld, int r, int c) {
     return t ? X[(long long)c * ld + r] : X[(long long)r * ld + c];
-}
-
-/* acc (8x8 of this thread) += the staged TK-slice: rows ty*8.., cols tx*8.. */
-__device__ __forceinline__ void tile_fma(const float (*As)[TM], const float (*Bs)[TN], float (*acc)[8], int tx, int ty) {
-#pragma unroll
-    for (int p = 0; p < TK; p++) {
-        float4 a0 = *(const float4 *)&As[p][ty * 8], a1 = *(const float4 *)&As[p][ty * 8 + 4];
-        float4 b0 = *(const float4 *)&Bs[p][tx * 8], b1 = *(const float4 *)&Bs[p][tx * 8 + 4];
-        float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-        float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-#pragma unroll
-            for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-    }
 }
 
 __global__ void k_gemm_naive(bool ta, bool tb, int m, int n, int k, const float *__restrict__ A, int lda,
@@ -47,92 +42,207 @@ __global__ void k_gemm_naive(bool ta, bool tb, int m, int n, int k, const float 
     C[(long long)row * ldc + col] = acc;
 }
 
-__global__ void __launch_bounds__(256) k_gemm_tiled(bool ta, bool tb, int m, int n, int k, const float *__restrict__ A,
-                                                    int lda, const float *__restrict__ B, int ldb,
-                                                    float *__restrict__ C, int ldc) {
-    __shared__ float As[TK][TM]; /* As[p][r] = op(A)(row0 + r, p0 + p) */
-    __shared__ float Bs[TK][TN]; /* Bs[p][c] = op(B)(p0 + p, col0 + c) */
-    int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    int row0 = blockIdx.y * TM, col0 = blockIdx.x * TN;
-    float acc[8][8] = {{0.0f}};
-    /* loader roles: A: row tid/2, k 4*(tid%2)..+3; B: k tid/32, col 4*(tid%32)..+3 */
-    int ar = tid >> 1, ak = (tid & 1) * 4, bk = tid >> 5, bc = (tid & 31) * 4;
-    for (int p0 = 0; p0 < k; p0 += TK) {
-        for (int q = 0; q < 4; q++) {
-            int r = row0 + ar, pa = p0 + ak + q;
-            As[ak + q][ar] = (r < m && pa < k) ? at(A, ta, lda, r, pa) : 0.0f;
-            int cc = col0 + bc + q, pb = p0 + bk;
-            Bs[bk][bc + q] = (cc < n && pb < k) ? at(B, tb, ldb, pb, cc) : 0.0f;
+/* The tiled kernel's arguments: one batch item is blockIdx.z (+ z0). */
+struct gemm_args {
+    int m, n, k, lda, ldb, ldc;
+    long long sa, sb, sc;        /* batch strides, in floats               */
+    const float *A, *B;
+    float *C;
+    bool vec_a, vec_b, vec_c;    /* float4 access allowed on A, B, C       */
+};
+
+/* Four consecutive floats from p of which `valid` (possibly <= 0) lie
+ * inside the matrix; the rest read as zero. */
+__device__ __forceinline__ float4 load4(const float *__restrict__ p, int valid, bool vec) {
+    if (vec && valid >= 4) return __ldg((const float4 *)p);
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (valid > 0) v.x = __ldg(p);
+    if (valid > 1) v.y = __ldg(p + 1);
+    if (valid > 2) v.z = __ldg(p + 2);
+    if (valid > 3) v.w = __ldg(p + 3);
+    return v;
+}
+
+/* One operand's BX x BK slice (BX along m for A, along n for B; k from k0),
+ * loaded by NT threads as groups of 4 along the operand's contiguous axis:
+ * KC (k-contiguous: A not transposed, B transposed) X[x * ld + p], else
+ * X[p * ld + x]. Stored k-major: S[p][x]. */
+template <int BX, int NT, bool KC> struct slice {
+    static constexpr int G = BK * BX / 4 / NT; /* groups per thread */
+    static_assert(G >= 1 && BK * BX == 4 * G * NT, "slice must split evenly over the threads");
+
+    __device__ static void load(float4 (&v)[G], const float *__restrict__ X, int ld, int x0, int xdim, int k0,
+                                int kdim, bool vec) {
+#pragma unroll
+        for (int q = 0; q < G; q++) {
+            int g = threadIdx.x + NT * q;
+            if (KC) {
+                int x = x0 + g / (BK / 4), p = k0 + (g % (BK / 4)) * 4;
+                v[q] = load4(X + (long long)x * ld + p, x < xdim ? kdim - p : 0, vec);
+            } else {
+                int p = k0 + g / (BX / 4), x = x0 + (g % (BX / 4)) * 4;
+                v[q] = load4(X + (long long)p * ld + x, p < kdim ? xdim - x : 0, vec);
+            }
         }
-        __syncthreads();
-        tile_fma(As, Bs, acc, tx, ty);
+    }
+
+    __device__ static void store(float (*S)[BX + PAD], const float4 (&v)[G]) {
+#pragma unroll
+        for (int q = 0; q < G; q++) {
+            int g = threadIdx.x + NT * q;
+            if (KC) {
+                int x = g / (BK / 4), p = (g % (BK / 4)) * 4;
+                S[p][x] = v[q].x; S[p + 1][x] = v[q].y; S[p + 2][x] = v[q].z; S[p + 3][x] = v[q].w;
+            } else {
+                *(float4 *)&S[g / (BX / 4)][(g % (BX / 4)) * 4] = v[q];
+            }
+        }
+    }
+};
+
+/* Thread (tx, ty) owns rows ty*4.. and BM/2 + ty*4.., columns tx*4.. and
+ * BN/2 + tx*4..: the 8 threads of a quarter-warp read 128 consecutive bytes
+ * of a B slice row (no bank conflicts), and a warp's float4 stores of C
+ * cover whole 128-byte lines. acc[i][j]: row half i/4, column half j/4. */
+template <int BM, int BN>
+__device__ __forceinline__ void slice_fma(const float (*As)[BM + PAD], const float (*Bs)[BN + PAD], float (&acc)[8][8],
+                                          int tx, int ty) {
+#pragma unroll
+    for (int p = 0; p < BK; p++) {
+        float4 a0 = *(const float4 *)&As[p][ty * 4], a1 = *(const float4 *)&As[p][BM / 2 + ty * 4];
+        float4 b0 = *(const float4 *)&Bs[p][tx * 4], b1 = *(const float4 *)&Bs[p][BN / 2 + tx * 4];
+        float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+#pragma unroll
+            for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+}
+
+/* C tile (blockIdx.y, blockIdx.x) of batch item z0 + blockIdx.z. MINB
+ * blocks per SM keep 16 warps resident (at most 128 registers a thread). */
+template <int BM, int BN, int MINB, bool TA, bool TB>
+__global__ void __launch_bounds__(BM * BN / 64, MINB) k_gemm_tiled(gemm_args g, int z0) {
+    constexpr int NT = BM * BN / 64;
+    typedef slice<BM, NT, !TA> slice_a;
+    typedef slice<BN, NT, TB> slice_b;
+    __shared__ __align__(16) float As[2][BK][BM + PAD];
+    __shared__ __align__(16) float Bs[2][BK][BN + PAD];
+    long long z = z0 + blockIdx.z;
+    const float *A = g.A + z * g.sa, *B = g.B + z * g.sb;
+    float *C = g.C + z * g.sc;
+    int tx = threadIdx.x % (BN / 8), ty = threadIdx.x / (BN / 8);
+    int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+    float4 ra[slice_a::G], rb[slice_b::G];
+    slice_a::load(ra, A, g.lda, row0, g.m, 0, g.k, g.vec_a);
+    slice_b::load(rb, B, g.ldb, col0, g.n, 0, g.k, g.vec_b);
+    slice_a::store(As[0], ra);
+    slice_b::store(Bs[0], rb);
+    __syncthreads();
+    int steps = (g.k + BK - 1) / BK;
+    for (int t = 0; t < steps; t++) {
+        int cur = t & 1;
+        bool next = t + 1 < steps;
+        if (next) { /* in flight during this slice's FMAs */
+            slice_a::load(ra, A, g.lda, row0, g.m, (t + 1) * BK, g.k, g.vec_a);
+            slice_b::load(rb, B, g.ldb, col0, g.n, (t + 1) * BK, g.k, g.vec_b);
+        }
+        slice_fma<BM, BN>(As[cur], Bs[cur], acc, tx, ty);
+        if (next) { /* the other buffer: its last readers passed the previous barrier */
+            slice_a::store(As[cur ^ 1], ra);
+            slice_b::store(Bs[cur ^ 1], rb);
+        }
         __syncthreads();
     }
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        int r = row0 + ty * 8 + i;
-        if (r >= m) continue;
+        int r = row0 + (i < 4 ? 0 : BM / 2) + ty * 4 + i % 4;
+        if (r >= g.m) continue;
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            int cc = col0 + tx * 8 + j;
-            if (cc < n) C[(long long)r * ldc + cc] = acc[i][j];
+        for (int h = 0; h < 2; h++) {
+            int c = col0 + h * (BN / 2) + tx * 4;
+            float *dst = C + (long long)r * g.ldc + c;
+            const float *v = &acc[i][4 * h];
+            if (g.vec_c && c + 3 < g.n) {
+                *(float4 *)dst = make_float4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (c + e < g.n) dst[e] = v[e];
+            }
         }
     }
 }
 
-/* The same tiling for the common case (no transposes, every dimension a
- * multiple of the tile, rows 16-byte aligned): float4 global loads, and the
- * next k-slice is fetched into registers while the current one is computed,
- * so global-memory latency hides behind the FMAs. */
-__global__ void __launch_bounds__(256) k_gemm_tiled_vec(int m, int n, int k, const float *__restrict__ A, int lda,
-                                                        const float *__restrict__ B, int ldb, float *__restrict__ C,
-                                                        int ldc) {
-    __shared__ float As[TK][TM];
-    __shared__ float Bs[TK][TN];
-    int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-    int row0 = blockIdx.y * TM, col0 = blockIdx.x * TN;
-    int ar = tid >> 1, ak = (tid & 1) * 4, bk = tid >> 5, bc = (tid & 31) * 4;
-    const float *a_src = A + (long long)(row0 + ar) * lda + ak;
-    const float *b_src = B + (long long)bk * ldb + col0 + bc;
-    float acc[8][8] = {{0.0f}};
-    float4 a_next = *(const float4 *)a_src, b_next = *(const float4 *)b_src;
-    for (int p0 = 0; p0 < k; p0 += TK) {
-        As[ak + 0][ar] = a_next.x; As[ak + 1][ar] = a_next.y; As[ak + 2][ar] = a_next.z; As[ak + 3][ar] = a_next.w;
-        *(float4 *)&Bs[bk][bc] = b_next;
-        __syncthreads();
-        if (p0 + TK < k) { /* prefetch the next slice; used after this one's FMAs */
-            a_next = *(const float4 *)(a_src + p0 + TK);
-            b_next = *(const float4 *)(b_src + (long long)(p0 + TK) * ldb);
-        }
-        tile_fma(As, Bs, acc, tx, ty);
-        __syncthreads();
+/* The tile shapes, largest first. `weight`: a block's time relative to its
+ * output area (a smaller tile re-reads more of A and B per FMA and meets a
+ * barrier more often), from H100 timings of each shape alone on full grids
+ * (4096^3: 40.9, 37.2, 36.0 TFLOP/s) and on the 1000-3000 sizes where the
+ * choice is close. */
+struct tile_shape { int bm, bn; double weight; };
+static const tile_shape tile_shapes[] = {{128, 128, 1.0}, {128, 64, 1.1}, {64, 64, 1.35}};
+#define N_TILE_SHAPES (int)(sizeof tile_shapes / sizeof *tile_shapes)
+
+/* The shape with the least predicted time: the busiest SM's blocks (a grid
+ * of 64 blocks on 132 SMs leaves half of them idle) times a block's cost. */
+static int pick_tile(const gpu_ctx *c, int m, int n, int batch) {
+    int best = 0;
+    double best_t = 0, sms = c->prop.multiProcessorCount;
+    for (int i = 0; i < N_TILE_SHAPES; i++) {
+        const tile_shape *t = &tile_shapes[i];
+        double blocks = (double)((m + t->bm - 1) / t->bm) * ((n + t->bn - 1) / t->bn) * batch;
+        double time = ceil(blocks / sms) * t->bm * t->bn * t->weight;
+        if (i == 0 || time < best_t) { best = i; best_t = time; }
     }
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        float *crow = C + (long long)(row0 + ty * 8 + i) * ldc + col0 + tx * 8;
-        *(float4 *)crow = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-        *(float4 *)(crow + 4) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
-    }
+    return best;
 }
 
-static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-
-/* The handle's math mode for the next cuBLAS call: TF32 tensor cores only
- * where allowed. The mode is set on the host (so a CUDA-graph capture bakes
- * in the mode of each captured call); it is changed only when it differs. */
-static dg_status set_math(gpu_ctx *c, bool tf32) {
-    if (c->cublas_tf32 != tf32) {
-        DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-        c->cublas_tf32 = tf32;
+template <int BM, int BN, int MINB>
+static dg_status launch_tiled(gpu_ctx *c, bool ta, bool tb, const gemm_args &g, int batch) {
+    dim3 block(BM * BN / 64);
+    unsigned gx = (unsigned)((g.n + BN - 1) / BN), gy = (unsigned)((g.m + BM - 1) / BM);
+    if (gy > 65535)
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: tiled sgemm with m = %d exceeds the grid (%d rows a block)", g.m, BM);
+    for (int z0 = 0; z0 < batch; z0 += 65535) { /* gridDim.z is at most 65535 */
+        dim3 grid(gx, gy, (unsigned)(batch - z0 < 65535 ? batch - z0 : 65535));
+        if (!ta && !tb) k_gemm_tiled<BM, BN, MINB, false, false><<<grid, block, 0, c->stream>>>(g, z0);
+        else if (ta && !tb) k_gemm_tiled<BM, BN, MINB, true, false><<<grid, block, 0, c->stream>>>(g, z0);
+        else if (!ta && tb) k_gemm_tiled<BM, BN, MINB, false, true><<<grid, block, 0, c->stream>>>(g, z0);
+        else k_gemm_tiled<BM, BN, MINB, true, true><<<grid, block, 0, c->stream>>>(g, z0);
+        DG_CUDA_CHECK_LAUNCH();
     }
     return DG_OK;
+}
+
+/* float4 access to X + i * stride (i < batch) at leading dimension ld */
+static bool vec_ok(const void *X, int ld, long long stride, int batch) {
+    return ((uintptr_t)X & 15) == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
+}
+
+static dg_status sgemm_tiled(gpu_ctx *c, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                             const float *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
+                             long long sc) {
+    if (m <= 0 || n <= 0 || batch <= 0) return DG_OK;
+    gemm_args g = {m, n, k, lda, ldb, ldc, sa, sb, sc, A, B, C,
+                   vec_ok(A, lda, sa, batch), vec_ok(B, ldb, sb, batch), vec_ok(C, ldc, sc, batch)};
+    switch (pick_tile(c, m, n, batch)) {
+    case 0: return launch_tiled<128, 128, 2>(c, ta, tb, g, batch);
+    case 1: return launch_tiled<128, 64, 4>(c, ta, tb, g, batch);
+    default: return launch_tiled<64, 64, 8>(c, ta, tb, g, batch);
+    }
 }
 
 dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                         const float *A, int lda, const float *B, int ldb, float *C, int ldc, int batch,
                         long long sa, long long sb, long long sc) {
     if (impl == DG_GPU_GEMM_CUBLAS) {
-        dg_status st = set_math(c, tf32);
+        dg_status st = dg__gpu_cublas_math(c, tf32);
         if (st != DG_OK) return st;
         const float one = 1.0f, zero = 0.0f;
         cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -143,19 +253,11 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
                                                       &zero, C, ldc, sc, batch));
         return DG_OK;
     }
+    if (impl == DG_GPU_GEMM_TILED) return sgemm_tiled(c, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, batch, sa, sb, sc);
     for (int i = 0; i < batch; i++) {
-        const float *Ai = A + i * sa, *Bi = B + i * sb;
-        float *Ci = C + i * sc;
-        if (impl == DG_GPU_GEMM_NAIVE) {
-            dim3 block(16, 16), grid((n + 15) / 16, (m + 15) / 16);
-            k_gemm_naive<<<grid, block, 0, c->stream>>>(ta, tb, m, n, k, Ai, lda, Bi, ldb, Ci, ldc);
-        } else {
-            dim3 grid((n + TN - 1) / TN, (m + TM - 1) / TM);
-            bool vec = !ta && !tb && m % TM == 0 && n % TN == 0 && k % TK == 0 && lda % 4 == 0 && ldb % 4 == 0 &&
-                       ldc % 4 == 0 && aligned16(Ai) && aligned16(Bi) && aligned16(Ci);
-            if (vec) k_gemm_tiled_vec<<<grid, 256, 0, c->stream>>>(m, n, k, Ai, lda, Bi, ldb, Ci, ldc);
-            else k_gemm_tiled<<<grid, 256, 0, c->stream>>>(ta, tb, m, n, k, Ai, lda, Bi, ldb, Ci, ldc);
-        }
+        dim3 block(16, 16), grid((n + 15) / 16, (m + 15) / 16);
+        k_gemm_naive<<<grid, block, 0, c->stream>>>(ta, tb, m, n, k, A + i * sa, lda, B + i * sb, ldb, C + i * sc,
+                                                     ldc);
         DG_CUDA_CHECK_LAUNCH();
     }
     return DG_OK;

@@ -1,14 +1,24 @@
 /* gpu_softmax.cu: row-wise softmax, log-softmax, softmax cross-entropy and
- * their backward ops (cpu_softmax.c's counterpart). A row is the last axis.
- * A warp owns a row: one pass keeps a running max and a rescaled running
- * sum (online softmax), a second pass writes. Softmax cross-entropy writes
- * one loss per row into the backend's scratch buffer, then one block sums
- * them in a fixed order: deterministic without atomics, and every row's
- * work spread over the whole GPU. It also saves each row's log-sum-exp (its
- * side output), so its backward reads it instead of reducing the row again. */
+ * their backward ops (cpu_softmax.c's counterpart). A row is the last axis;
+ * a warp owns a row.
+ *
+ * Rows of c <= 1024 floats with c % 4 == 0 and 16-byte aligned starts (the
+ * common case) are held in registers: each lane loads V float4 (c <= 128 V,
+ * V = 1, 2, 4 or 8), the row is read from memory once, its max and its sum
+ * of exponentials are two warp reductions over registers, and the outputs
+ * are written from the same registers. Other rows take two passes: one
+ * keeps a running max and a rescaled running sum (online softmax), the
+ * second writes.
+ *
+ * Softmax cross-entropy writes one loss per row into the backend's scratch
+ * buffer, then one block sums them in a fixed order: deterministic without
+ * atomics, and every row's work spread over the whole GPU. It also saves
+ * each row's log-sum-exp (its side output), so its backward reads it
+ * instead of reducing the row again. */
 #include "gpu_common.cuh"
 
 #define WARPS_PER_BLOCK 8
+#define MAX_V 8 /* float4 a lane holds: rows up to 32 * 4 * MAX_V = 1024 floats */
 
 /* combine (max, sum) pairs across the warp */
 __device__ __forceinline__ void warp_max_sum(float &m, float &s) {
@@ -18,6 +28,11 @@ __device__ __forceinline__ void warp_max_sum(float &m, float &s) {
         s = (m == -INFINITY ? 0.0f : s * __expf(m - mx)) + (m2 == -INFINITY ? 0.0f : s2 * __expf(m2 - mx));
         m = mx;
     }
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
 }
 
 /* log-sum-exp of a row, computed by the whole warp */
@@ -36,6 +51,129 @@ __device__ __forceinline__ float row_lse(const float *xr, long long c, int lane)
     int lane = threadIdx.x & 31;                                                                \
     long long warps = (long long)gridDim.x * (blockDim.x / 32);                                 \
     for (long long r = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; r < (rows); r += warps)
+
+/* ---- rows in registers: v[i] is float4 number lane + 32 i of the row ---- */
+
+/* the row's float4 lane + 32 i for i < V, `fill` past its c4 float4 */
+template <int V>
+__device__ __forceinline__ void load_row(float4 (&v)[V], const float *__restrict__ xr, int c4, int lane, float fill) {
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        int j = lane + 32 * i;
+        v[i] = j < c4 ? __ldg((const float4 *)xr + j) : make_float4(fill, fill, fill, fill);
+    }
+}
+
+template <int V>
+__device__ __forceinline__ void store_row(float *__restrict__ yr, const float4 (&v)[V], int c4, int lane) {
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        int j = lane + 32 * i;
+        if (j < c4) ((float4 *)yr)[j] = v[i];
+    }
+}
+
+/* log-sum-exp of a row held in registers (the padding is -inf) */
+template <int V>
+__device__ __forceinline__ float reg_lse(const float4 (&v)[V]) {
+    float m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < V; i++) m = fmaxf(m, fmaxf(fmaxf(v[i].x, v[i].y), fmaxf(v[i].z, v[i].w)));
+    m = warp_max(m);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < V; i++)
+        s += (__expf(v[i].x - m) + __expf(v[i].y - m)) + (__expf(v[i].z - m) + __expf(v[i].w - m));
+    return m + logf(warp_sum(s));
+}
+
+template <int V>
+__global__ void k_softmax_reg(const float *__restrict__ x, float *__restrict__ y, long long rows, int c, bool log_out) {
+    int c4 = c / 4;
+    FOR_EACH_ROW(rows) {
+        float4 v[V];
+        load_row(v, x + r * c, c4, lane, -INFINITY);
+        float lse = reg_lse(v);
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            if (log_out) v[i] = make_float4(v[i].x - lse, v[i].y - lse, v[i].z - lse, v[i].w - lse);
+            else v[i] = make_float4(__expf(v[i].x - lse), __expf(v[i].y - lse), __expf(v[i].z - lse),
+                                    __expf(v[i].w - lse));
+        }
+        store_row(y + r * c, v, c4, lane);
+    }
+}
+
+/* dx = y (dy - <dy, y>) (softmax) or dy - exp(y) sum(dy) (log-softmax) */
+template <int V>
+__global__ void k_softmax_backward_reg(const float *__restrict__ dy, const float *__restrict__ y,
+                                       float *__restrict__ dx, long long rows, int c, bool log_out) {
+    int c4 = c / 4;
+    FOR_EACH_ROW(rows) {
+        float4 g[V], p[V];
+        load_row(g, dy + r * c, c4, lane, 0.0f);
+        load_row(p, y + r * c, c4, lane, 0.0f);
+        float dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            dot += log_out ? (g[i].x + g[i].y) + (g[i].z + g[i].w)
+                           : (g[i].x * p[i].x + g[i].y * p[i].y) + (g[i].z * p[i].z + g[i].w * p[i].w);
+        dot = warp_sum(dot);
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            if (log_out) g[i] = make_float4(g[i].x - __expf(p[i].x) * dot, g[i].y - __expf(p[i].y) * dot,
+                                            g[i].z - __expf(p[i].z) * dot, g[i].w - __expf(p[i].w) * dot);
+            else g[i] = make_float4(p[i].x * (g[i].x - dot), p[i].y * (g[i].y - dot), p[i].z * (g[i].z - dot),
+                                    p[i].w * (g[i].w - dot));
+        }
+        store_row(dx + r * c, g, c4, lane);
+    }
+}
+
+/* k_softmax_ce_rows for a row in registers (see there) */
+template <int V>
+__global__ void k_softmax_ce_rows_reg(const float *__restrict__ x, const int *__restrict__ label,
+                                      float *__restrict__ row_loss, float *__restrict__ lse_out, long long rows,
+                                      int c) {
+    int c4 = c / 4;
+    FOR_EACH_ROW(rows) {
+        float4 v[V];
+        load_row(v, x + r * c, c4, lane, -INFINITY);
+        float lse = reg_lse(v);
+        if (lane == 0) {
+            int l = label[r];
+            lse_out[r] = lse;
+            row_loss[r] = (l >= 0 && l < c) ? lse - x[r * c + l] : NAN;
+        }
+    }
+}
+
+/* k_softmax_ce_backward for rows of whole float4 (see there) */
+template <int V>
+__global__ void k_softmax_ce_backward_reg(const float *__restrict__ dloss, const float *__restrict__ x,
+                                          const int *__restrict__ label, const float *__restrict__ lse_in,
+                                          float *__restrict__ dx, long long rows, int c) {
+    float g = dloss[0] / (float)rows;
+    int c4 = c / 4;
+    FOR_EACH_ROW(rows) {
+        float4 v[V];
+        load_row(v, x + r * c, c4, lane, 0.0f);
+        float lse = lse_in[r];
+        int l = label[r];
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            int j = 4 * (lane + 32 * i);
+            v[i] = make_float4((__expf(v[i].x - lse) - (j == l ? 1.0f : 0.0f)) * g,
+                               (__expf(v[i].y - lse) - (j + 1 == l ? 1.0f : 0.0f)) * g,
+                               (__expf(v[i].z - lse) - (j + 2 == l ? 1.0f : 0.0f)) * g,
+                               (__expf(v[i].w - lse) - (j + 3 == l ? 1.0f : 0.0f)) * g);
+        }
+        if (lane == 0 && (l < 0 || l >= c)) v[0].x = NAN;
+        store_row(dx + r * c, v, c4, lane);
+    }
+}
+
+/* ---- any row: two passes ---- */
 
 __global__ void k_softmax(const float *__restrict__ x, float *__restrict__ y, long long rows, long long c, bool log_out) {
     FOR_EACH_ROW(rows) {
@@ -73,22 +211,6 @@ __global__ void k_softmax_ce_rows(const float *__restrict__ x, const int *__rest
     }
 }
 
-/* loss[0] = mean of v[0..n): one block, a fixed summation order */
-__global__ void k_mean_fixed(const float *__restrict__ v, float *__restrict__ loss, long long n) {
-    __shared__ float part[32];
-    float acc = 0.0f;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) acc += v[i];
-    acc = warp_sum(acc);
-    int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    if (lane == 0) part[warp] = acc;
-    __syncthreads();
-    if (warp == 0) {
-        float t = lane < nwarps ? part[lane] : 0.0f;
-        t = warp_sum(t);
-        if (lane == 0) loss[0] = t / (float)n;
-    }
-}
-
 /* dx[r, j] = (exp(x[r, j] - lse[r]) - (j == label[r])) * dloss / rows for
  * x, dx [rows, c], label and lse [rows] (lse saved by the forward); a label
  * outside [0, c) puts NaN in dx[r, 0]. A warp per row, one pass. */
@@ -106,22 +228,71 @@ __global__ void k_softmax_ce_backward(const float *__restrict__ dloss, const flo
     }
 }
 
+/* loss[0] = mean of v[0..n) for a 16-byte aligned v: one block, a fixed
+ * summation order; four float4 loads of each thread in flight at a time */
+__global__ void k_mean_fixed(const float *__restrict__ v, float *__restrict__ loss, long long n) {
+    __shared__ float part[32];
+    float acc = 0.0f;
+    long long n4 = n / 4;
+#pragma unroll 4
+    for (long long i = threadIdx.x; i < n4; i += blockDim.x) {
+        float4 t = __ldg((const float4 *)v + i);
+        acc += (t.x + t.y) + (t.z + t.w);
+    }
+    for (long long i = 4 * n4 + threadIdx.x; i < n; i += blockDim.x) acc += v[i];
+    acc = warp_sum(acc);
+    int lane = threadIdx.x & 31, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    if (lane == 0) part[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        float t = lane < nwarps ? part[lane] : 0.0f;
+        t = warp_sum(t);
+        if (lane == 0) loss[0] = t / (float)n;
+    }
+}
+
 static long long last_dim(const dg_node *n) { return n->shape.d[n->shape.ndim - 1]; }
 static unsigned row_grid(long long rows) { return grid_for(rows, WARPS_PER_BLOCK); }
 
+/* float4 a lane holds for rows of c floats at the given bases, or 0 when
+ * such rows take the two-pass kernels (c % 4 != 0, c > 1024, unaligned) */
+static int reg_v(long long c, const void *p0, const void *p1, const void *p2) {
+    if (c % 4 || c > 128 * MAX_V || (((uintptr_t)p0 | (uintptr_t)p1 | (uintptr_t)p2) & 15)) return 0;
+    int v = 1;
+    while (128 * v < c) v *= 2;
+    return v;
+}
+
+/* launch KERNEL<V> for the V of v (1, 2, 4 or 8) on the row grid */
+#define LAUNCH_V(KERNEL, v, rows, ...)                                                                            \
+    do {                                                                                                          \
+        unsigned grid_ = row_grid(rows), block_ = 32 * WARPS_PER_BLOCK;                                           \
+        if ((v) == 1) KERNEL<1><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                     \
+        else if ((v) == 2) KERNEL<2><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                \
+        else if ((v) == 4) KERNEL<4><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                \
+        else KERNEL<8><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                              \
+    } while (0)
+
 dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s) {
     long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols;
-    k_softmax<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(
-        (const float *)s->in[0], (float *)s->out, rows, cols, s->node->op == DG_OP_LOG_SOFTMAX);
+    const float *x = (const float *)s->in[0];
+    float *y = (float *)s->out;
+    bool log_out = s->node->op == DG_OP_LOG_SOFTMAX;
+    int v = reg_v(cols, x, y, y);
+    if (v) LAUNCH_V(k_softmax_reg, v, rows, x, y, rows, (int)cols, log_out);
+    else k_softmax<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(x, y, rows, cols, log_out);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }
 
 dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s) {
     long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols;
-    k_softmax_backward<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(
-        (const float *)s->in[0], (const float *)s->in[1], (float *)s->out, rows, cols,
-        s->node->op == DG_OP_LOG_SOFTMAX_BACKWARD);
+    const float *dy = (const float *)s->in[0], *y = (const float *)s->in[1];
+    float *dx = (float *)s->out;
+    bool log_out = s->node->op == DG_OP_LOG_SOFTMAX_BACKWARD;
+    int v = reg_v(cols, dy, y, dx);
+    if (v) LAUNCH_V(k_softmax_backward_reg, v, rows, dy, y, dx, rows, (int)cols, log_out);
+    else k_softmax_backward<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(dy, y, dx, rows, cols, log_out);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }
@@ -144,8 +315,13 @@ dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s) {
     if (!s->side[0])
         return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (softmax_cross_entropy): the step gives no storage for "
                         "its side output (the row log-sum-exp)", s->node->name);
-    k_softmax_ce_rows<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(
-        (const float *)s->in[0], (const int *)s->in[1], c->scratch, (float *)s->side[0], rows, cols);
+    const float *x = (const float *)s->in[0];
+    const int *label = (const int *)s->in[1];
+    float *lse = (float *)s->side[0];
+    int v = reg_v(cols, x, x, x);
+    if (v) LAUNCH_V(k_softmax_ce_rows_reg, v, rows, x, label, c->scratch, lse, rows, (int)cols);
+    else k_softmax_ce_rows<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(x, label, c->scratch, lse, rows,
+                                                                                   cols);
     DG_CUDA_CHECK_LAUNCH();
     k_mean_fixed<<<1, 1024, 0, c->stream>>>(c->scratch, (float *)s->out, rows);
     DG_CUDA_CHECK_LAUNCH();
@@ -155,9 +331,13 @@ dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s) {
 /* (dloss [1], logits [rows, c], labels i32 [rows], lse [rows]) -> dx [rows, c] */
 dg_status dg__gpu_softmax_ce_backward(gpu_ctx *c, const dg_step *s) {
     long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols;
-    k_softmax_ce_backward<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(
-        (const float *)s->in[0], (const float *)s->in[1], (const int *)s->in[2], (const float *)s->in[3],
-        (float *)s->out, rows, cols);
+    const float *dloss = (const float *)s->in[0], *x = (const float *)s->in[1], *lse = (const float *)s->in[3];
+    const int *label = (const int *)s->in[2];
+    float *dx = (float *)s->out;
+    int v = reg_v(cols, x, dx, dx);
+    if (v) LAUNCH_V(k_softmax_ce_backward_reg, v, rows, dloss, x, label, lse, dx, rows, (int)cols);
+    else k_softmax_ce_backward<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(dloss, x, label, lse, dx, rows,
+                                                                                       cols);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }

@@ -103,6 +103,92 @@ Test(gpu, sgemm_implementations) {
     dg_backend_free(gpu);
 }
 
+/* The tiled kernel at sizes that are not multiples of any of its tiles
+ * (128x128, 128x64, 64x64; which one runs depends on the shape), every
+ * transpose, k not a multiple of its k-step of 8: the predicated edge
+ * tiles. Odd n and k give unaligned rows (single-float loads), the even
+ * sizes float4 loads with partial tiles. Against float64. */
+Test(gpu, sgemm_tiled_ragged_edges) {
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    const int sizes[][3] = {{2047, 2049, 67}, {1000, 1032, 132}, {515, 700, 35}, {129, 1000, 1003}, {33, 4097, 9}};
+    uint64_t seed = test_seed();
+    dg_rng r = dg_rng_new(seed);
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int m = sizes[si][0], n = sizes[si][1], k = sizes[si][2];
+        size_t ba = sizeof(float) * m * k, bb = sizeof(float) * k * n, bc = sizeof(float) * m * n;
+        float *A = malloc(ba), *B = malloc(bb), *C = malloc(bc);
+        double *R = malloc(sizeof(double) * m * n);
+        cr_assert(A && B && C && R);
+        for (int i = 0; i < m * k; i++) A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+        for (int i = 0; i < k * n; i++) B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+        void *dA, *dB, *dC;
+        ASSERT_OK(dg_backend_alloc(gpu, ba, &dA));
+        ASSERT_OK(dg_backend_alloc(gpu, bb, &dB));
+        ASSERT_OK(dg_backend_alloc(gpu, bc, &dC));
+        ASSERT_OK(dg_backend_upload(gpu, dA, A, ba));
+        ASSERT_OK(dg_backend_upload(gpu, dB, B, bb));
+        for (int t = 0; t < 4; t++) {
+            bool ta = t & 1, tb = t & 2;
+            ref_sgemm(ta, tb, m, n, k, A, B, R);
+            for (size_t i = 0; i < (size_t)m * n; i++) C[i] = NAN; /* every element must be written */
+            ASSERT_OK(dg_backend_upload(gpu, dC, C, bc));
+            ASSERT_OK(dg_gpu_sgemm(gpu, DG_GPU_GEMM_TILED, false, ta, tb, m, n, k, dA, dB, dC));
+            ASSERT_OK(dg_backend_download(gpu, C, dC, bc));
+            char name[64];
+            snprintf(name, sizeof name, "tiled %dx%dx%d ta=%d tb=%d", m, n, k, ta, tb);
+            ASSERT_CLOSE(cmp_f32(C, R, (int64_t)m * n), 1e-5, "sgemm", name, seed);
+        }
+        dg_backend_release(gpu, dA);
+        dg_backend_release(gpu, dB);
+        dg_backend_release(gpu, dC);
+        free(A); free(B); free(C); free(R);
+    }
+    dg_backend_free(gpu);
+}
+
+/* softmax, log-softmax and softmax cross-entropy, forward and gradients, at
+ * row widths around the register kernels' limits: whole and partly filled
+ * float4 sets of 1, 2, 4 and 8 per lane (4 .. 1024 floats), and widths
+ * that take the two-pass kernels (not a multiple of 4, over 1024). GPU
+ * against the float64 reference and against the CPU. */
+Test(gpu, softmax_row_widths) {
+    dg_backend *gpu = gpu_open_or_skip(NULL), *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 0));
+    const char *names[] = {"softmax", "log_softmax", "softmax_ce"};
+    const int widths[] = {4, 100, 128, 132, 256, 260, 512, 1000, 1024, 1026, 1028, 2048};
+    const int rows = 37;
+    uint64_t seed = test_seed();
+    for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
+        const op_case *c = NULL;
+        for (int i = 0; i < dg_n_op_cases && !c; i++)
+            if (!strcmp(dg_op_cases[i].name, names[ni])) c = &dg_op_cases[i];
+        cr_assert(c, "no op case named %s", names[ni]);
+        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
+            dg_shape shape[OP_CASE_MAX_IN] = {DG_SHAPE(rows, widths[wi]), DG_SHAPE(rows)};
+            char name[64];
+            snprintf(name, sizeof name, "%s [%d, %d]", names[ni], rows, widths[wi]);
+            case_graph cg;
+            ASSERT_OK(case_graph_new_at(&cg, c, shape, seed));
+            case_result rg, rc;
+            case_ref ref;
+            ASSERT_OK(case_run(&cg, gpu, &rg));
+            ASSERT_OK(case_run(&cg, cpu, &rc));
+            ASSERT_OK(case_ref_run(&cg, &ref));
+            ASSERT_NMSE(cmp_f32_f32(rg.out, rc.out, rg.n_out), "forward", name, seed);
+            ASSERT_CLOSE(cmp_f32(rg.out, ref.out, rg.n_out), c->tol, "gpu forward vs float64", name, seed);
+            cr_assert(cg.grad[0], "%s: no gradient of the logits", name);
+            ASSERT_NMSE(cmp_f32_f32(rg.grad[0], rc.grad[0], rg.n_grad[0]), "gradient", name, seed);
+            ASSERT_CLOSE(cmp_f32(rg.grad[0], ref.grad[0], rg.n_grad[0]), c->tol, "gpu grad vs float64", name, seed);
+            case_result_free(&rg);
+            case_result_free(&rc);
+            case_ref_free(&ref);
+            case_graph_free(&cg);
+        }
+    }
+    dg_backend_free(cpu);
+    dg_backend_free(gpu);
+}
+
 /* the backend's matmul on its own kernels: every matmul row of the op table,
  * forward and gradients, against the float64 reference */
 Test(gpu, backend_matmul_with_own_kernels) {
