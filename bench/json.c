@@ -349,8 +349,7 @@ dg_status bench_json_finish(bench_json *j, const char *dir, const char *name, bo
 
 #define MAX_JSON_BYTES (1L << 30)
 
-/* the whole file, NUL-terminated; NULL with a message */
-static char *slurp(const char *path, size_t *len) {
+char *bench_json_slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         dg__fail(DG_ERR_IO, "cannot read %s: %s", path, strerror(errno));
@@ -498,7 +497,7 @@ static dg_status read_benchmarks(const cJSON *list, const char *path, bench_json
 bench_json_rec *bench_json_read(const char *path, int *n) {
     *n = 0;
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = bench_json_slurp(path, &len);
     if (!text) return NULL;
     cJSON *root = cJSON_ParseWithLength(text, len);
     const char *error_at = root ? NULL : cJSON_GetErrorPtr(); /* NULL too when out of memory */

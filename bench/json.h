@@ -72,4 +72,8 @@ typedef struct bench_json_rec {
 bench_json_rec *bench_json_read(const char *path, int *n);
 void            bench_json_recs_free(bench_json_rec *recs, int n);
 
+/* the whole file (at most 1 GiB), NUL-terminated, for the caller to free;
+ * NULL with a message */
+char *bench_json_slurp(const char *path, size_t *len);
+
 #endif

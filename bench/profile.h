@@ -94,6 +94,9 @@ typedef struct bench_profile {
 dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_profile *out);
 void      bench_profile_free(bench_profile *p);
 
+/* "cpu" or "gpu": the kind of the backend a profile ran on (file names) */
+const char *bench_prof_device(const bench_profile *p);
+
 /* each node's derived figures */
 double bench_prof_intensity(const bench_prof_node *n);   /* FLOPs per byte; 0 without bytes */
 /* "compute" when its intensity is at or above the ridge, else "memory";

@@ -18,11 +18,10 @@
 #include <sys/stat.h>
 
 #include "gnuplot.h"
+#include "json.h"
 #include "profile.h"
 
 #define TOP_OPS 8
-
-static const char *short_name(const bench_profile *p) { return strncmp(p->backend, "cpu", 3) ? "gpu" : "cpu"; }
 
 /* opens DIR/plot-data/NAME.EXT for writing */
 static FILE *open_data(const char *dir, const char *name, const char *ext) {
@@ -81,7 +80,7 @@ static int plot_ops(const char *dir, bench_profile *const *p, int n) {
     for (int b = 0; b < n; b++) {
         bench_prof_group g[64];
         int ng = bench_prof_groups(p[b], false, g, 64);
-        fprintf(f, "%s:%.3gms", short_name(p[b]), p[b]->sum_ms);
+        fprintf(f, "%s:%.3gms", bench_prof_device(p[b]), p[b]->sum_ms);
         double other = 100;
         for (int i = 0; i < shown; i++) {
             double share = 0;
@@ -107,7 +106,7 @@ static int plot_ops(const char *dir, bench_profile *const *p, int n) {
 static int plot_roofline(const char *dir, const bench_profile *p) {
     if (!(p->peak_gflops > 0) || !(p->peak_gbps > 0)) return 0;
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-roofline-%s", p->model, short_name(p));
+    snprintf(name, sizeof name, "profile-%s-roofline-%s", p->model, bench_prof_device(p));
     FILE *f = open_data(dir, name, "dat");
     if (!f) return 1;
     int left_out = 0;
@@ -146,7 +145,7 @@ static int plot_roofline(const char *dir, const bench_profile *p) {
              "'plot-data/%s.dat' index 0 using 1:2 with points pt 7 ps 0.8 title 'forward', "
              "'' index 1 using 1:2 with points pt 5 ps 0.8 title 'backward', "
              "'' index 2 using 1:2 with points pt 9 ps 0.9 title 'optimizer'\n",
-             p->model, short_name(p), left_out, lo, hi, p->peak_gbps, p->peak_gflops, p->peak_gbps, p->peak_gflops,
+             p->model, bench_prof_device(p), left_out, lo, hi, p->peak_gbps, p->peak_gflops, p->peak_gbps, p->peak_gflops,
              p->peak_gbps, p->peak_gflops, name);
     return draw(dir, name, script);
 }
@@ -157,7 +156,7 @@ static int plot_live(const char *dir, bench_profile *const *p, int n) {
     FILE *f = open_data(dir, name, "dat");
     if (!f) return 1;
     for (int b = 0; b < n; b++) {
-        fprintf(f, "# %s: step index, MiB alive\n", short_name(p[b]));
+        fprintf(f, "# %s: step index, MiB alive\n", bench_prof_device(p[b]));
         for (int i = 0; i < p[b]->n_nodes; i++)
             fprintf(f, "%d %.4f\n", i, (double)p[b]->nodes[i].live_bytes / (1 << 20));
         fprintf(f, "\n\n");
@@ -173,7 +172,7 @@ static int plot_live(const char *dir, bench_profile *const *p, int n) {
         len += snprintf(script + len, sizeof script - (size_t)len,
                         "'plot-data/%s.dat' index %d using 1:2 with steps lw 2 title '%s alive', %g with lines dt 2 "
                         "title '%s arena (%.1f MiB)'%s",
-                        name, b, short_name(p[b]), (double)p[b]->arena_bytes / (1 << 20), short_name(p[b]),
+                        name, b, bench_prof_device(p[b]), (double)p[b]->arena_bytes / (1 << 20), bench_prof_device(p[b]),
                         (double)p[b]->arena_bytes / (1 << 20), b + 1 < n ? ", " : "\n");
     return draw(dir, name, script);
 }
@@ -232,14 +231,8 @@ static bool profile_from_json(const cJSON *j, const char *model, bench_profile *
 static int replot_file(const char *dir, const char *file) {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "r");
-    char *text = NULL;
     size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    int c;
-    while (f && m && (c = fgetc(f)) != EOF) fputc(c, m);
-    if (f) fclose(f);
-    if (m) fclose(m);
+    char *text = bench_json_slurp(path, &len);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
     const cJSON *profiles = cJSON_GetObjectItem(root, "profiles");

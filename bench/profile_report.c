@@ -106,11 +106,9 @@ void bench_profile_print_compare(FILE *f, const bench_profile *cpu, const bench_
 
 /* ---- files ---- */
 
-static const char *short_backend(const bench_profile *p) { return strncmp(p->backend, "cpu", 3) ? "gpu" : "cpu"; }
-
 static dg_status write_nodes(const char *dir, const char *meta, const bench_profile *p) {
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-%s-nodes", p->model, short_backend(p));
+    snprintf(name, sizeof name, "profile-%s-%s-nodes", p->model, bench_prof_device(p));
     FILE *f = bench_csv_open(dir, name, meta,
                              "model,backend,batch,index,node_id,name,op,phase,shapes,flops,bytes,median_ms,min_ms,"
                              "share_pct,gflops,gbps,intensity,bound,ceiling_pct,live_bytes");
@@ -120,7 +118,7 @@ static dg_status write_nodes(const char *dir, const char *meta, const bench_prof
         char shapes[512];
         shapes_of(x->node, shapes, sizeof shapes, true);
         fprintf(f, "%s,%s,%d,%d,%d,%s,%s,%s,%s,%.0f,%.0f,%.6f,%.6f,%.3f,%.3f,%.3f,%.4f,%s,%.2f,%zu\n", p->model,
-                short_backend(p), p->batch, i, x->node->id, x->name, x->op,
+                bench_prof_device(p), p->batch, i, x->node->id, x->name, x->op,
                 bench_phase_name(x->phase), shapes, x->flops, x->bytes, x->median_ms, x->min_ms,
                 pct(x->median_ms, p->sum_ms), gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms),
                 bench_prof_intensity(x), bench_prof_bound(p, x), 100 * bench_prof_ceiling_frac(p, x), x->live_bytes);
@@ -130,14 +128,14 @@ static dg_status write_nodes(const char *dir, const char *meta, const bench_prof
 
 static dg_status write_groups(const char *dir, const char *meta, const bench_profile *p) {
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-%s-ops", p->model, short_backend(p));
+    snprintf(name, sizeof name, "profile-%s-%s-ops", p->model, bench_prof_device(p));
     FILE *f = bench_csv_open(dir, name, meta, "model,backend,batch,group,key,nodes,ms,share_pct,flops,bytes,gflops,gbps");
     if (!f) return DG_ERR_IO;
     for (int by_phase = 0; by_phase < 2; by_phase++) {
         bench_prof_group g[MAX_GROUPS];
         int n = bench_prof_groups(p, by_phase, g, MAX_GROUPS);
         for (int i = 0; i < n; i++)
-            fprintf(f, "%s,%s,%d,%s,%s,%d,%.6f,%.3f,%.0f,%.0f,%.3f,%.3f\n", p->model, short_backend(p), p->batch,
+            fprintf(f, "%s,%s,%d,%s,%s,%d,%.6f,%.3f,%.0f,%.0f,%.3f,%.3f\n", p->model, bench_prof_device(p), p->batch,
                     by_phase ? "phase" : "op", g[i].key, g[i].nodes, g[i].ms, pct(g[i].ms, p->sum_ms), g[i].flops,
                     g[i].bytes, gflops_of(g[i].flops, g[i].ms), gflops_of(g[i].bytes, g[i].ms));
     }

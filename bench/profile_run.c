@@ -149,16 +149,11 @@ static dg_status run_nodes(dg_backend *be, const dg_step *steps, int n) {
     return st;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* the median of v[0..n), sorted into scratch */
-static double median_of(const double *v, int n, double *scratch) {
+/* the statistics of v[0..n) (timing.c's), sorted in a copy: v keeps the
+ * rounds' order for the trace */
+static bench_stats stats_of(const double *v, int n, double *scratch) {
     memcpy(scratch, v, (size_t)n * sizeof *v);
-    qsort(scratch, (size_t)n, sizeof *scratch, cmp_double);
-    return n % 2 ? scratch[n / 2] : 0.5 * (scratch[n / 2 - 1] + scratch[n / 2]);
+    return bench_stats_of(scratch, n);
 }
 
 /* ms between two events around one un-profiled step: the plan run
@@ -225,14 +220,15 @@ static dg_status profile_steps(dg_backend *be, bool gpu, bool run_once, int warm
     for (int i = 0; st == DG_OK && i < warmup; i++) st = dg_plan_run(p->step.p);
     if (st == DG_OK) st = profile_rounds(be, gpu, !run_once, p, ev, times, times + k, times + 2 * k);
     if (st == DG_OK) {
-        if (!run_once) p->plan_ms = median_of(times, k, scratch);
-        if (!run_once && gpu) p->plan_nodes_ms = median_of(times + k, k, scratch);
-        p->profiled_ms = median_of(times + 2 * k, k, scratch);
+        if (!run_once) p->plan_ms = stats_of(times, k, scratch).median_ms;
+        if (!run_once && gpu) p->plan_nodes_ms = stats_of(times + k, k, scratch).median_ms;
+        p->profiled_ms = stats_of(times + 2 * k, k, scratch).median_ms;
         p->sum_ms = 0;
         for (int i = 0; i < n; i++) {
             bench_prof_node *x = &p->nodes[i];
-            x->median_ms = median_of(x->dur_ms, k, scratch);
-            x->min_ms = scratch[0];
+            bench_stats st = stats_of(x->dur_ms, k, scratch);
+            x->median_ms = st.median_ms;
+            x->min_ms = st.min_ms;
             p->sum_ms += x->median_ms;
         }
     }
@@ -272,7 +268,7 @@ dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_prof
                          .peak_gflops = o->peak_gflops, .peak_gbps = o->peak_gbps, .check = "none",
                          .rel_err = NAN, .check_ok = o->run_once};
     snprintf(p->backend, sizeof p->backend, "%s", dg_backend_name(be));
-    bool gpu = strncmp(p->backend, "cpu", 3) != 0;
+    bool gpu = !strcmp(bench_prof_device(p), "gpu");
     model_setup ms;
     setup_model(o->model, &ms);
     float *x = NULL;
@@ -302,6 +298,8 @@ void bench_profile_free(bench_profile *p) {
     bench_step_free(&p->step);
     *p = (bench_profile){0};
 }
+
+const char *bench_prof_device(const bench_profile *p) { return strncmp(p->backend, "cpu", 3) ? "gpu" : "cpu"; }
 
 double bench_prof_intensity(const bench_prof_node *n) { return n->bytes > 0 ? n->flops / n->bytes : 0; }
 

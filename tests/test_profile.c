@@ -85,6 +85,7 @@ Test(profile, op_table_costs_on_shapes_worked_by_hand) {
 Test(profile, node_times_add_up_to_the_profiled_step) {
     fixture f = {0};
     profile_model(&f, "logreg", 32, 4);
+    cr_assert_eq(f.p.steps, 4);
     for (int s = 0; s < f.p.steps; s++) {
         double sum = 0, prev_end = f.p.step_start_ms[s];
         for (int i = 0; i < f.p.n_nodes; i++) {
@@ -99,7 +100,24 @@ Test(profile, node_times_add_up_to_the_profiled_step) {
         if (s > 0) cr_assert_gt(f.p.step_start_ms[s], f.p.step_start_ms[s - 1]);
     }
     double sum = 0;
-    for (int i = 0; i < f.p.n_nodes; i++) sum += f.p.nodes[i].median_ms;
+    for (int i = 0; i < f.p.n_nodes; i++) {
+        const bench_prof_node *x = &f.p.nodes[i];
+        double least = INFINITY;
+        for (int s = 0; s < f.p.steps; s++) least = fmin(least, x->dur_ms[s]);
+        cr_assert_eq(x->min_ms, least, "node %d: min %g, its fastest step %g", i, x->min_ms, least);
+        /* 4 steps: the median is the mean of the middle two */
+        double v[4];
+        memcpy(v, x->dur_ms, sizeof v);
+        for (int a = 1; a < 4; a++)
+            for (int b = a; b > 0 && v[b] < v[b - 1]; b--) {
+                double t = v[b];
+                v[b] = v[b - 1];
+                v[b - 1] = t;
+            }
+        cr_assert(fabs(x->median_ms - 0.5 * (v[1] + v[2])) < 1e-12, "node %d: median %g, want %g", i, x->median_ms,
+                  0.5 * (v[1] + v[2]));
+        sum += x->median_ms;
+    }
     cr_assert(fabs(sum - f.p.sum_ms) < 1e-9 * fmax(1, sum));
     cr_assert(f.p.plan_ms > 0 && f.p.profiled_ms > 0, "un-profiled %g, profiled %g", f.p.plan_ms, f.p.profiled_ms);
     cr_assert(isnan(f.p.plan_nodes_ms), "node by node without events is the GPU's figure only");
