@@ -18,7 +18,7 @@
 extern const char *const dg_build_commit;
 
 #define DEFAULT_SWEEPS "ceiling,gemm,ops,mlp"
-#define ALL_SWEEPS DEFAULT_SWEEPS ",autodiff,train,conv,resnet"
+#define ALL_SWEEPS DEFAULT_SWEEPS ",autodiff,train,conv,resnet,attention,transformer"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -31,10 +31,12 @@ static void usage(FILE *f) {
             "what to run:\n"
             "  --sweep LIST       comma-separated sweeps, each once (default: " DEFAULT_SWEEPS "); 'all'\n"
             "                     runs them with their largest sizes too (gemm 8192, ops 64M, mlp batch\n"
-            "                     8192), and the autodiff, train, conv and resnet sweeps\n"
+            "                     8192), and the autodiff, train, conv, resnet, attention and\n"
+            "                     transformer sweeps\n"
             "  --backends LIST    cpu,gpu (default both; a missing GPU is reported once)\n"
             "  --sizes [SWEEP=]LIST  sizes instead of the sweeps' defaults: 64,128,... or A:B (doubling),\n"
-            "                     1 to 2^30, at most %d; SWEEP= gives one sweep its own list (repeatable)\n"
+            "                     1 to 2^30, at most %d; SWEEP= gives one sweep its own list (repeatable);\n"
+            "                     attention=LIST: sequence lengths T, transformer=LIST: context lengths\n"
             "  --shapes LIST      the gemm sweep runs these shapes instead: MxNxK[:OP] comma-separated,\n"
             "                     OP = NN, NT, TN or TT (op(A) op(B), T = transposed), e.g. 512x64x4096:NT\n"
             "  --case LIST        only the cases (gemm shape names, op names, model names...) matching\n"
@@ -322,7 +324,7 @@ static int take_option(int c, const char *arg, bench_ctx *ctx, const char **swee
         if (!path_ok(arg)) return bench_usage_error("bench", "bad --data '%.80s' (1 to 900 characters)", arg);
         ctx->data_dir = arg; break;
     case OPT_LIST:
-        for (int i = 0; i < bench_n_sweeps; i++) printf("%-8s %s\n", bench_sweeps[i].name, bench_sweeps[i].what);
+        for (int i = 0; i < bench_n_sweeps; i++) printf("%-11s %s\n", bench_sweeps[i].name, bench_sweeps[i].what);
         return 0;
     case OPT_LIST_OPS: return bench_list_ops(stdout);
     case OPT_VERSION: printf("duograd bench %s (commit %s)\n", DG_VERSION, dg_build_commit); return 0;

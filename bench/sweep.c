@@ -43,6 +43,14 @@ const sweep_def bench_sweeps[] = {
      .what = "ResNet-18 training step (SGD, momentum, weight decay) over batch sizes, CIFAR and ImageNet "
              "stems; GPU with and without CUDA-graph replay; images/s and arena bytes",
      .run = sweep_resnet, .report = bench_report_resnet},
+    {.name = "attention",
+     .what = "scaled dot-product attention, composed (matmul, softmax, matmul) and fused, forward and "
+             "forward+backward, B=16 H=8 Dh=64 over T 128..8192, causal and not; time, TFLOP/s, arena bytes",
+     .run = sweep_attention, .report = bench_report_attention},
+    {.name = "transformer",
+     .what = "char-LM training step (4 pre-norm blocks, width 256, Adam) over batch and context, fused and "
+             "composed attention; GPU with and without CUDA-graph replay; tokens/s and arena bytes",
+     .run = sweep_transformer, .report = bench_report_transformer},
 };
 const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof bench_sweeps[0]);
 
@@ -123,6 +131,12 @@ void bench_emit(bench_ctx *ctx, const bench_row *given) {
                 r->name, r->impl, (long long)r->m, (long long)r->n, (long long)r->k, r->status, r->note ? ": " : "",
                 r->note ? r->note : "");
     if (ctx->progress) show_progress(ctx, r);
+}
+
+void bench_emit_finding(bench_ctx *ctx, const bench_row *r) {
+    int failed = ctx->failed;
+    bench_emit(ctx, r);
+    ctx->failed = failed;
 }
 
 void bench_plan_rows(bench_ctx *ctx, int n) { ctx->planned += n; }

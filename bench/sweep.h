@@ -88,6 +88,10 @@ int  bench_run_sweep(bench_ctx *ctx, const sweep_def *s);
 int  bench_mkdir_p(const char *dir);
 /* writes a row to the CSV, counts failures, shows progress */
 void bench_emit(bench_ctx *ctx, const bench_row *r);
+/* bench_emit for a row whose status is a finding, not a failure (the
+ * composed attention's `oom` at long sequences): it is not counted in
+ * ctx->failed, so the sweep's exit code stays 0 */
+void bench_emit_finding(bench_ctx *ctx, const bench_row *r);
 /* the sizes to run: the user's for this sweep, or `defaults` (n entries) */
 int  bench_sizes(const bench_ctx *ctx, const long long *defaults, int n, const long long **out);
 /* whether the user gave this sweep its sizes */
@@ -118,5 +122,10 @@ dg_status sweep_conv(bench_ctx *ctx);
 bool      bench_report_conv(bench_report *rep, const bench_table *t);
 dg_status sweep_resnet(bench_ctx *ctx);
 bool      bench_report_resnet(bench_report *rep, const bench_table *t);
+dg_status sweep_attention(bench_ctx *ctx);
+/* also the rows of bench/torch_attention_peer.py (torch_attention.csv) */
+bool      bench_report_attention(bench_report *rep, const bench_table *t);
+dg_status sweep_transformer(bench_ctx *ctx);
+bool      bench_report_transformer(bench_report *rep, const bench_table *t);
 
 #endif

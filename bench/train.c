@@ -26,9 +26,11 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: bench train [options]\n"
             "\n"
-            "  --model M         logreg | mlp | cnn | resnet18-cifar (default mlp); cnn: two\n"
+            "  --model M         logreg | mlp | cnn | resnet18-cifar | charlm (default mlp); cnn: two\n"
             "                    conv-bn-relu-maxpool blocks, then two linear layers (core/nn/cnn.h);\n"
-            "                    resnet18-cifar: ResNet-18 with the 3x3 stem on CIFAR-10 (needs --data)\n"
+            "                    resnet18-cifar: ResNet-18 with the 3x3 stem on CIFAR-10 (needs --data);\n"
+            "                    charlm: a character-level transformer on a text file (its own options:\n"
+            "                    bench train --model charlm --help)\n"
             "  --widths W        MLP layer widths (default 784-256-100-10)\n"
             "  --backend B       cpu | gpu (default cpu)\n"
             "  --epochs N        (default 10)\n"
@@ -79,6 +81,10 @@ int bench_train_main(int argc, char **argv) {
         {"threads", required_argument, NULL, 't'}, {"data", required_argument, NULL, 'd'},
         {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
+    for (int i = 1; i < argc; i++) /* the language model takes options of its own */
+        if ((!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "charlm")) ||
+            !strcmp(argv[i], "--model=charlm"))
+            return bench_train_charlm_main(argc, argv);
     const char *model = "mlp", *widths = "784-256-100-10", *backend = "cpu", *data = NULL, *out = "reports/latest";
     dg_train_opts o = {.epochs = 10, .batch = 128, .seed = 1, .loss_every = 1};
     dg_optim_kind kind = DG_OPTIM_ADAM;

@@ -54,6 +54,17 @@ typedef struct dg_attr_conv { int kernel[2], stride[2], pad[2], dilation[2], gro
  * count, the values per channel (N*H*W) that make the variance unbiased */
 typedef struct dg_attr_norm { float eps, momentum; int64_t count; } dg_attr_norm;
 
+/* softmax, log_softmax and their backward ops: y = softmax(scale x) over
+ * the last axis. causal: x read as matrices [..., R, C] (R the second-last
+ * axis, 1 for a 1-D x), column j of row i is masked when j > i: its
+ * probability is exactly 0 and a row with every column masked is all 0
+ * (log_softmax is never masked: dg_log_softmax builds scale 1, causal off). */
+typedef struct dg_attr_softmax { float scale; bool causal; } dg_attr_softmax;
+
+/* attention and its backward: scores = scale q k^T; causal: key j is masked
+ * for query i when j > i */
+typedef struct dg_attr_attention { float scale; bool causal; } dg_attr_attention;
+
 /* Internal: whether n's op carries the attribute family `kind`; sets the
  * last error when it does not. */
 static inline bool dg__attr_family_is(const dg_node *n, dg_attr_kind kind, const char *fam) {
@@ -87,6 +98,8 @@ DG__ATTR_ACCESSORS(optim, DG_ATTR_OPTIM)
 DG__ATTR_ACCESSORS(side, DG_ATTR_SIDE)
 DG__ATTR_ACCESSORS(conv, DG_ATTR_CONV)
 DG__ATTR_ACCESSORS(norm, DG_ATTR_NORM)
+DG__ATTR_ACCESSORS(softmax, DG_ATTR_SOFTMAX)
+DG__ATTR_ACCESSORS(attention, DG_ATTR_ATTENTION)
 
 /* The scalar of a node whose op has one, 0 for the others (and NULL): lets
  * one elementwise kernel serve neg, exp, ... and the scalar ops alike. */

@@ -19,7 +19,7 @@ static dg_node *backward_op(dg_graph *g, dg_op op, const dg_node *like, int n_in
 static dg_node *windowed_backward(dg_graph *g, dg_op op, const dg_node *y, const dg_node *like, int n_in,
                                   dg_node **in) {
     dg_node *d = backward_op(g, op, like, n_in, in);
-    if (d && y->op == DG_OP_BATCH_NORM) dg__attr_norm_set(d, dg_attr_norm_of(y));
+    if (d && (y->op == DG_OP_BATCH_NORM || y->op == DG_OP_LAYER_NORM)) dg__attr_norm_set(d, dg_attr_norm_of(y));
     else if (d) dg__attr_conv_set(d, dg_attr_conv_of(y));
     return d;
 }
@@ -134,8 +134,14 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
         }
         break;
     case DG_OP_BROADCAST_TO: if (na) accumulate(g, grad, a, reduce_to(g, dy, a->shape)); break;
-    case DG_OP_SOFTMAX:     if (na) accumulate(g, grad, a, bw2(g, DG_OP_SOFTMAX_BACKWARD, dy, y)); break;
-    case DG_OP_LOG_SOFTMAX: if (na) accumulate(g, grad, a, bw2(g, DG_OP_LOG_SOFTMAX_BACKWARD, dy, y)); break;
+    case DG_OP_SOFTMAX:
+    case DG_OP_LOG_SOFTMAX:
+        if (na) { /* the forward's scale and mask */
+            dg_node *d = bw2(g, y->op == DG_OP_SOFTMAX ? DG_OP_SOFTMAX_BACKWARD : DG_OP_LOG_SOFTMAX_BACKWARD, dy, y);
+            if (d) dg__attr_softmax_set(d, dg_attr_softmax_of(y));
+            accumulate(g, grad, a, d);
+        }
+        break;
     case DG_OP_SOFTMAX_CE:
         if (na) { /* reads the forward's saved row log-sum-exp */
             dg_node *in[4] = {dy, a, b, y->side[0]};
@@ -177,6 +183,43 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
                                           : dg_sum(g, dy, 0x1u, false));
         break;
     }
+    case DG_OP_LAYER_NORM: { /* as batch norm, per row instead of per channel */
+        dg_node *shift = y->in[2], *stats = y->side[0];
+        if (na) {
+            dg_node *in[4] = {dy, a, b, stats};
+            accumulate(g, grad, a, windowed_backward(g, DG_OP_LAYER_NORM_BACKWARD, y, a, 4, in));
+        }
+        if (nb) {
+            dg_node *in[3] = {dy, a, stats};
+            accumulate(g, grad, b, windowed_backward(g, DG_OP_LAYER_NORM_BACKWARD_SCALE, y, b, 3, in));
+        }
+        if (needs[shift->id]) /* column sums of dy read as [rows, D] */
+            accumulate(g, grad, shift,
+                       dg_sum(g, dg_reshape(g, dy, DG_SHAPE(dg_node_numel(dy) / shift->shape.d[0],
+                                                            shift->shape.d[0])), 0x1u, false));
+        break;
+    }
+    case DG_OP_EMBEDDING: /* the ids (b) are integers: no gradient */
+        if (na) {
+            dg_node *in[2] = {dy, b};
+            accumulate(g, grad, a, backward_op(g, DG_OP_EMBEDDING_BACKWARD, a, 2, in));
+        }
+        break;
+    case DG_OP_ATTENTION: { /* one backward step writes dq, and dk, dv as side outputs */
+        dg_node *c = y->in[2];
+        if (na || nb || needs[c->id]) {
+            dg_node *in[6] = {dy, a, b, c, y, y->side[0]};
+            dg_node *dq = backward_op(g, DG_OP_ATTENTION_BACKWARD, a, 6, in);
+            if (!dq) break;
+            dg__attr_attention_set(dq, dg_attr_attention_of(y));
+            dg_node *dk = dg__side_new(g, dq, b->shape, "dk"), *dv = dk ? dg__side_new(g, dq, c->shape, "dv") : NULL;
+            if (!dv) break;
+            if (na) accumulate(g, grad, a, dq);
+            if (nb) accumulate(g, grad, b, dk);
+            if (needs[c->id]) accumulate(g, grad, c, dv);
+        }
+        break;
+    }
     case DG_OP_SIDE_OUTPUT: /* saved for a backward op, not part of the function */
         dg__graph_fail(g, DG_ERR_UNSUPPORTED, "dg_grad: the loss depends on side output '%s', which has no "
                        "gradient", y->name);
@@ -196,6 +239,10 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_AVG_POOL2D_BACKWARD:
     case DG_OP_BATCH_NORM_BACKWARD:
     case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_LAYER_NORM_BACKWARD:
+    case DG_OP_LAYER_NORM_BACKWARD_SCALE:
+    case DG_OP_EMBEDDING_BACKWARD:
+    case DG_OP_ATTENTION_BACKWARD:
     case DG_OP_BATCH_NORM_RUNNING:
     case DG_OP_SGD_UPDATE:
     case DG_OP_MOMENTUM_UPDATE:

@@ -5,6 +5,7 @@
 #include "attrs.h"
 #include "graph_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,11 +347,18 @@ dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans
         dg_node *c2 = dg_matmul(g, a2, b, false, trans_b);
         return c2 ? dg_reshape(g, c2, DG_SHAPE(as.d[0], as.d[1], c2->shape.d[1])) : NULL;
     }
+    /* [B,H,m,k] x [B,H,k,n]: the leading axes folded into one batch (views) */
+    if (as.ndim == 4 && bs.ndim == 4 && as.d[0] == bs.d[0] && as.d[1] == bs.d[1]) {
+        dg_node *a3 = dg_reshape(g, a, DG_SHAPE(as.d[0] * as.d[1], as.d[2], as.d[3]));
+        dg_node *b3 = dg_reshape(g, b, DG_SHAPE(bs.d[0] * bs.d[1], bs.d[2], bs.d[3]));
+        dg_node *c3 = dg_matmul(g, a3, b3, trans_a, trans_b);
+        return c3 ? dg_reshape(g, c3, DG_SHAPE(as.d[0], as.d[1], c3->shape.d[1], c3->shape.d[2])) : NULL;
+    }
     bool batched = as.ndim == 3 && bs.ndim == 3 && as.d[0] == bs.d[0];
     if (!(as.ndim == 2 && bs.ndim == 2) && !batched)
         return dg__graph_fail(g, DG_ERR_SHAPE,
                               "matmul: operands %s and %s must both be 2-D, both 3-D with the same batch, "
-                              "or 3-D x 2-D", dg_shape_str(as, sa, sizeof sa), dg_shape_str(bs, sb, sizeof sb));
+                              "both 4-D with the same two leading axes, or 3-D x 2-D", dg_shape_str(as, sa, sizeof sa), dg_shape_str(bs, sb, sizeof sb));
     int r = as.ndim - 2;
     int64_t m = trans_a ? as.d[r + 1] : as.d[r], ka = trans_a ? as.d[r] : as.d[r + 1];
     int64_t kb = trans_b ? bs.d[r + 1] : bs.d[r], n = trans_b ? bs.d[r] : bs.d[r + 1];
@@ -455,8 +463,21 @@ dg_node *dg_broadcast_to(dg_graph *g, dg_node *a, dg_shape s) {
 
 /* ---- softmax family ---- */
 
-dg_node *dg_softmax(dg_graph *g, dg_node *a) { return unary(g, DG_OP_SOFTMAX, a, 0); }
-dg_node *dg_log_softmax(dg_graph *g, dg_node *a) { return unary(g, DG_OP_LOG_SOFTMAX, a, 0); }
+static dg_node *softmax_op(dg_graph *g, dg_op op, dg_node *a, float scale, bool causal) {
+    const char *name = dg_op_name(op);
+    if (!check_inputs(g, name, 1, &a) || !check_f32(g, name, a)) return NULL;
+    if (!isfinite(scale) || scale == 0.0f)
+        return dg__graph_fail(g, DG_ERR_INVALID, "%s: scale %g must be finite and non-zero", name, (double)scale);
+    dg_node *n = dg__node_new(g, op, a->shape, 1, &a);
+    if (n) dg__attr_softmax_set(n, (dg_attr_softmax){scale, causal});
+    return n;
+}
+
+dg_node *dg_softmax(dg_graph *g, dg_node *a) { return softmax_op(g, DG_OP_SOFTMAX, a, 1.0f, false); }
+dg_node *dg_softmax_ex(dg_graph *g, dg_node *a, float scale, bool causal) {
+    return softmax_op(g, DG_OP_SOFTMAX, a, scale, causal);
+}
+dg_node *dg_log_softmax(dg_graph *g, dg_node *a) { return softmax_op(g, DG_OP_LOG_SOFTMAX, a, 1.0f, false); }
 
 dg_node *dg_softmax_cross_entropy(dg_graph *g, dg_node *logits, dg_node *labels) {
     dg_node *in[2] = {logits, labels};

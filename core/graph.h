@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define DG_MAX_DIMS   4
-#define DG_MAX_INPUTS 5
+#define DG_MAX_INPUTS 6
 #define DG_ALL_AXES   0xFu   /* reduction mask selecting every axis */
 /* The most elements a tensor may have (4 TiB of float32): element and byte
  * counts, and the backends' offsets, stay far from overflowing. */
@@ -146,8 +146,9 @@ dg_node *dg_tanh(dg_graph *g, dg_node *a);
 dg_node *dg_gelu(dg_graph *g, dg_node *a);
 
 /* matmul: a [m,k] (or [k,m] if trans_a), b [k,n] (or [n,k] if trans_b) -> [m,n].
- * Batched: a [B,m,k] with b [B,k,n]; a [B,m,k] with a 2-D b is folded into
- * one [B*m,k]x[k,n] product. */
+ * Batched: a [B,m,k] with b [B,k,n]; a [B,H,m,k] with b [B,H,k,n] (the
+ * leading axes folded into one batch of B*H products); a [B,m,k] with a
+ * 2-D b is folded into one [B*m,k]x[k,n] product. */
 dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b);
 dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm);
 dg_node *dg_transpose(dg_graph *g, dg_node *a);       /* swaps the last two axes */
@@ -158,6 +159,9 @@ dg_node *dg_mean(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims);
 dg_node *dg_broadcast_to(dg_graph *g, dg_node *a, dg_shape s);
 
 dg_node *dg_softmax(dg_graph *g, dg_node *a);
+/* softmax(scale * a) over the last axis; causal: a read as matrices
+ * [..., R, C], column j of row i gets probability exactly 0 when j > i */
+dg_node *dg_softmax_ex(dg_graph *g, dg_node *a, float scale, bool causal);
 dg_node *dg_log_softmax(dg_graph *g, dg_node *a);
 /* logits [r, c] (any rank: rows = all but the last axis), labels int32 with
  * r elements in [0, c); returns the mean over rows of -log softmax[label],
@@ -194,6 +198,20 @@ dg_node *dg_batch_norm_running(dg_graph *g, dg_node *bn, dg_node *running_mean, 
  * running_var [C]), composed of elementwise ops. */
 dg_node *dg_batch_norm_eval(dg_graph *g, dg_node *x, dg_node *scale, dg_node *shift, dg_node *running_mean,
                             dg_node *running_var, float eps);
+
+/* attention and language models, built in graph_attention.c */
+
+/* x [..., D] normalised per row of D: scale * (x - mean) / sqrt(var + eps)
+ * + shift, the variance biased; scale, shift [D]. */
+dg_node *dg_layer_norm(dg_graph *g, dg_node *x, dg_node *scale, dg_node *shift, float eps);
+/* table [V, D], ids int32 [...] (at most 3 axes) -> [..., D]. The ids are
+ * data: dg_plan_set refuses ids outside [0, V) with a message. */
+dg_node *dg_embedding(dg_graph *g, dg_node *table, dg_node *ids);
+/* Fused scaled dot-product attention of q, k, v [B,H,T,Dh] (the same
+ * shape, 1 <= Dh <= DG_ATTENTION_MAX_HEAD): softmax(scale q k^T) v with
+ * key j masked for query i when causal and j > i -> [B,H,T,Dh]. */
+#define DG_ATTENTION_MAX_HEAD 128
+dg_node *dg_attention(dg_graph *g, dg_node *q, dg_node *k, dg_node *v, float scale, bool causal);
 
 #ifdef __cplusplus
 }

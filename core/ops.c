@@ -39,22 +39,25 @@ static const dg_op_info op_info[] = {
     [DG_OP_SUM]         = {"sum",           1, F, DG_ATTR_REDUCE,  0, 0},
     [DG_OP_MEAN]        = {"mean",          1, F, DG_ATTR_REDUCE,  0, 0},
     [DG_OP_BROADCAST_TO]= {"broadcast_to",  1, F, DG_ATTR_NONE,    0, 0},
-    [DG_OP_SOFTMAX]     = {"softmax",       1, F, DG_ATTR_NONE,    0, 0},
-    [DG_OP_LOG_SOFTMAX] = {"log_softmax",   1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_SOFTMAX]     = {"softmax",       1, F, DG_ATTR_SOFTMAX, 0, 0},
+    [DG_OP_LOG_SOFTMAX] = {"log_softmax",   1, F, DG_ATTR_SOFTMAX, 0, 0},
     [DG_OP_SOFTMAX_CE]  = {"softmax_cross_entropy", 2, F, DG_ATTR_NONE, 0, 1},
     [DG_OP_SIDE_OUTPUT] = {"side_output",   1, DG_ROLE_SIDE, DG_ATTR_SIDE, 0, 0},
     [DG_OP_CONV2D]      = {"conv2d",        2, F, DG_ATTR_CONV,    0, 0},
     [DG_OP_MAX_POOL2D]  = {"max_pool2d",    1, F, DG_ATTR_CONV,    0, 1},
     [DG_OP_AVG_POOL2D]  = {"avg_pool2d",    1, F, DG_ATTR_CONV,    0, 0},
     [DG_OP_BATCH_NORM]  = {"batch_norm",    3, F, DG_ATTR_NORM,    0, 1},
+    [DG_OP_LAYER_NORM]  = {"layer_norm",    3, F, DG_ATTR_NORM,    0, 1},
+    [DG_OP_EMBEDDING]   = {"embedding",     2, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_ATTENTION]   = {"attention",     3, F, DG_ATTR_ATTENTION, 0, 1},
     [DG_OP_RELU_BACKWARD]        = {"relu_backward",        2, B, DG_ATTR_NONE,   0, 0},
     [DG_OP_LEAKY_RELU_BACKWARD]  = {"leaky_relu_backward",  2, B, DG_ATTR_SCALAR, 0, 0},
     [DG_OP_ABS_BACKWARD]         = {"abs_backward",         2, B, DG_ATTR_NONE,   0, 0},
     [DG_OP_SIGMOID_BACKWARD]     = {"sigmoid_backward",     2, B, DG_ATTR_NONE,   0, 0},
     [DG_OP_TANH_BACKWARD]        = {"tanh_backward",        2, B, DG_ATTR_NONE,   0, 0},
     [DG_OP_GELU_BACKWARD]        = {"gelu_backward",        2, B, DG_ATTR_NONE,   0, 0},
-    [DG_OP_SOFTMAX_BACKWARD]     = {"softmax_backward",     2, B, DG_ATTR_NONE,   0, 0},
-    [DG_OP_LOG_SOFTMAX_BACKWARD] = {"log_softmax_backward", 2, B, DG_ATTR_NONE,   0, 0},
+    [DG_OP_SOFTMAX_BACKWARD]     = {"softmax_backward",     2, B, DG_ATTR_SOFTMAX, 0, 0},
+    [DG_OP_LOG_SOFTMAX_BACKWARD] = {"log_softmax_backward", 2, B, DG_ATTR_SOFTMAX, 0, 0},
     [DG_OP_SOFTMAX_CE_BACKWARD]  = {"softmax_cross_entropy_backward", 4, B, DG_ATTR_NONE, 0, 0},
     [DG_OP_CONV2D_BACKWARD_DATA]   = {"conv2d_backward_data",   2, B, DG_ATTR_CONV, 0, 0},
     [DG_OP_CONV2D_BACKWARD_WEIGHT] = {"conv2d_backward_weight", 2, B, DG_ATTR_CONV, 0, 0},
@@ -62,6 +65,10 @@ static const dg_op_info op_info[] = {
     [DG_OP_AVG_POOL2D_BACKWARD]    = {"avg_pool2d_backward",    1, B, DG_ATTR_CONV, 0, 0},
     [DG_OP_BATCH_NORM_BACKWARD]    = {"batch_norm_backward",    4, B, DG_ATTR_NORM, 0, 0},
     [DG_OP_BATCH_NORM_BACKWARD_SCALE] = {"batch_norm_backward_scale", 3, B, DG_ATTR_NORM, 0, 0},
+    [DG_OP_LAYER_NORM_BACKWARD]    = {"layer_norm_backward",    4, B, DG_ATTR_NORM, 0, 0},
+    [DG_OP_LAYER_NORM_BACKWARD_SCALE] = {"layer_norm_backward_scale", 3, B, DG_ATTR_NORM, 0, 0},
+    [DG_OP_EMBEDDING_BACKWARD]     = {"embedding_backward",     2, B, DG_ATTR_NONE, 0, 0},
+    [DG_OP_ATTENTION_BACKWARD]     = {"attention_backward",     6, B, DG_ATTR_ATTENTION, 0, 2},
     /* updates write the parameter (input 0) and their state inputs */
     [DG_OP_SGD_UPDATE]      = {"sgd_update",      2, U, DG_ATTR_OPTIM, W0, 0},
     [DG_OP_MOMENTUM_UPDATE] = {"momentum_update", 3, U, DG_ATTR_OPTIM, W0 | 1u << 2, 0},
@@ -116,6 +123,18 @@ static double flops_per_element(dg_op op) {
         return 10; /* two channel sums, then the combination */
     case DG_OP_BATCH_NORM_RUNNING:
         return 8;  /* per channel */
+    case DG_OP_LAYER_NORM:
+        return 7;  /* as batch_norm, per row */
+    case DG_OP_LAYER_NORM_BACKWARD:
+        return 10;
+    case DG_OP_LAYER_NORM_BACKWARD_SCALE:
+        return 3;  /* per input element */
+    case DG_OP_EMBEDDING:
+        return 0;  /* a copy */
+    case DG_OP_EMBEDDING_BACKWARD:
+        return 0;  /* counted per input element below */
+    case DG_OP_ATTENTION: case DG_OP_ATTENTION_BACKWARD:
+        return 0;  /* counted from their dimensions */
     case DG_OP_AVG_POOL2D_BACKWARD:
         return 1;
     case DG_OP_MATMUL: case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
@@ -141,7 +160,7 @@ dg_cost dg_node_cost(const dg_node *n) {
     for (int i = 0; i < n->n_side; i++) c.bytes += (double)dg_node_bytes(n->side[i]);
     /* reductions and the softmax family count per input element */
     bool per_input = n->op == DG_OP_SUM || n->op == DG_OP_MEAN || n->op == DG_OP_SOFTMAX_CE ||
-                     n->op == DG_OP_BATCH_NORM_BACKWARD_SCALE;
+                     n->op == DG_OP_BATCH_NORM_BACKWARD_SCALE || n->op == DG_OP_LAYER_NORM_BACKWARD_SCALE;
     double elems = (double)dg_node_numel(per_input ? n->in[0] : n);
     c.flops = flops_per_element(n->op) * elems;
     if (n->op == DG_OP_MATMUL) c.flops = 2.0 * (double)dg_node_numel(n) * (double)dg_gemm_dims_of(n).k;
@@ -156,7 +175,21 @@ dg_cost dg_node_cost(const dg_node *n) {
         c.flops = (double)dg_node_numel(n) * (double)(d.kh * d.kw); /* a compare or add per tap */
     }
     if (n->op == DG_OP_MAX_POOL2D_BACKWARD) c.flops = (double)dg_node_numel(n->in[0]); /* an add per max */
+    if (n->op == DG_OP_EMBEDDING_BACKWARD) c.flops = (double)dg_node_numel(n->in[0]); /* an add per dy element */
+    if (n->op == DG_OP_ATTENTION || n->op == DG_OP_ATTENTION_BACKWARD) c.flops = dg_attention_flops(n);
     return c;
+}
+
+/* The multiply-adds of the products with the score matrix, two FLOPs each:
+ * forward QK^T and PV (2 products of T*T*Dh per head), backward QK^T again,
+ * dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q (5); the causal mask
+ * leaves (T+1)/(2T) of the scores. Softmax's exponentials are not counted. */
+double dg_attention_flops(const dg_node *n) {
+    const dg_shape s = n->in[n->op == DG_OP_ATTENTION ? 0 : 1]->shape;
+    double b = (double)s.d[0], h = (double)s.d[1], t = (double)s.d[2], dh = (double)s.d[3];
+    double products = n->op == DG_OP_ATTENTION ? 2 : 5;
+    double kept = dg_attr_attention_of(n).causal ? (t + 1) / (2 * t) : 1;
+    return 2 * products * b * h * t * t * dh * kept;
 }
 
 size_t dg_node_scratch_bytes(const dg_node *n) {
@@ -164,6 +197,8 @@ size_t dg_node_scratch_bytes(const dg_node *n) {
         dg__fail(DG_ERR_INVALID, "dg_node_scratch_bytes: NULL node");
         return 0;
     }
+    if (n->op == DG_OP_ATTENTION_BACKWARD) /* one float per query row */
+        return (size_t)dg_node_numel(n) / (size_t)n->shape.d[3] * sizeof(float);
     if (n->op != DG_OP_CONV2D && n->op != DG_OP_CONV2D_BACKWARD_DATA && n->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
         return 0;
     dg_conv_dims d = dg_conv_dims_of(n);

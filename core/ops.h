@@ -31,7 +31,8 @@ typedef enum dg_op {
     DG_OP_RESHAPE,           /* a view: shares its input's storage            */
     DG_OP_SUM, DG_OP_MEAN,   /* dg_attr_reduce: axes (bit mask), keepdims     */
     DG_OP_BROADCAST_TO,
-    DG_OP_SOFTMAX, DG_OP_LOG_SOFTMAX,             /* over the last axis       */
+    DG_OP_SOFTMAX, DG_OP_LOG_SOFTMAX,  /* over the last axis; dg_attr_softmax:
+                                          a scale, and the causal mask      */
     DG_OP_SOFTMAX_CE,        /* (logits [r,c], labels i32 [r]) -> mean loss [1];
                                 side output: row log-sum-exp [r]             */
     DG_OP_SIDE_OUTPUT,       /* (owner): a side output of its owner's step    */
@@ -45,6 +46,20 @@ typedef enum dg_op {
                                 shape, normalised with the batch's statistics
                                 over all axes but 1; dg_attr_norm; side
                                 output: stats [2,C] (mean, 1/sqrt(var+eps)) */
+    /* attention and language models */
+    DG_OP_LAYER_NORM,        /* (x [..., D], scale [D], shift [D]) -> x's shape,
+                                each row of D normalised with its own mean and
+                                (biased) variance; dg_attr_norm (eps); side
+                                output: stats [2, rows] (mean, 1/sqrt(var+eps)) */
+    DG_OP_EMBEDDING,         /* (table [V, D], ids i32 [...]) -> [..., D]: row
+                                ids[p] of table at position p; an id outside
+                                [0, V) gives a row of zeros (dg_plan_set
+                                refuses such ids before any kernel runs)     */
+    DG_OP_ATTENTION,         /* (q, k, v [B,H,T,Dh]) -> [B,H,T,Dh]: fused
+                                softmax(scale q k^T, causal mask) v, the score
+                                matrix never stored; dg_attr_attention; side
+                                output: lse [B,H,T], each row's natural
+                                log-sum-exp of its unmasked scaled scores    */
     /* backward ops: emitted by dg_grad where composing would waste work */
     DG_OP_RELU_BACKWARD,       /* (dy, x) -> dy * (x > 0)                     */
     DG_OP_LEAKY_RELU_BACKWARD, /* (dy, x) -> dy * (x > 0 ? 1 : slope)         */
@@ -63,6 +78,17 @@ typedef enum dg_op {
     DG_OP_BATCH_NORM_BACKWARD,    /* (dy, x, scale, stats) -> dx              */
     DG_OP_BATCH_NORM_BACKWARD_SCALE, /* (dy, x, stats) -> dscale [C] =
                                         sum over N,H,W of dy * xhat          */
+    DG_OP_LAYER_NORM_BACKWARD,       /* (dy, x, scale, stats) -> dx          */
+    DG_OP_LAYER_NORM_BACKWARD_SCALE, /* (dy, x, stats) -> dscale [D] = sum
+                                        over rows of dy * xhat               */
+    DG_OP_EMBEDDING_BACKWARD,  /* (dy [..., D], ids) -> dtable [V, D]: row v =
+                                  sum of dy's rows at positions whose id is v,
+                                  added in position order (the same bits every
+                                  run, on every backend's own order); ids
+                                  outside [0, V) add nothing                  */
+    DG_OP_ATTENTION_BACKWARD,  /* (dout, q, k, v, out, lse) -> dq; side outputs
+                                  dk, dv; dg_attr_attention; scratch: one
+                                  float per row (B*H*T), sum(dout * out)      */
     /* optimizer updates: write their parameter and state in place (the
      * `writes` mask of their row); attributes: dg_attr_optim. Each reads
      * the gradient as g = dw + weight_decay w. */
@@ -95,6 +121,8 @@ typedef enum dg_attr_kind {
     DG_ATTR_SIDE,      /* dg_attr_side    */
     DG_ATTR_CONV,      /* dg_attr_conv    */
     DG_ATTR_NORM,      /* dg_attr_norm    */
+    DG_ATTR_SOFTMAX,   /* dg_attr_softmax */
+    DG_ATTR_ATTENTION, /* dg_attr_attention */
 } dg_attr_kind;
 
 typedef struct dg_op_info {
@@ -118,6 +146,9 @@ struct dg_node;
  * and the profiler's bound classification read these. */
 typedef struct dg_cost { double flops, bytes; } dg_cost;
 dg_cost dg_node_cost(const struct dg_node *n);   /* zeros for NULL */
+/* The FLOPs of an attention or attention_backward node's products (ops.c
+ * says which); the attention sweep counts the same. */
+double dg_attention_flops(const struct dg_node *n);
 
 /* The working memory a node's kernel needs beside its inputs and output
  * (the im2col columns of a convolution, layout.h), which the plan places in

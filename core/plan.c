@@ -362,10 +362,28 @@ static dg_status check_node(const dg_plan *p, const dg_node *n, const void *host
     return DG_OK;
 }
 
+/* ids fed to an embedding must name a row of its table: checked here, on
+ * the host, so no kernel ever reads past a table */
+static dg_status check_ids(const dg_plan *p, const dg_node *ids, const int32_t *host) {
+    for (int i = ids->id + 1; i < dg_graph_size(p->g); i++) {
+        const dg_node *e = dg_graph_node(p->g, i);
+        if (e->op != DG_OP_EMBEDDING || e->in[1] != ids) continue;
+        int64_t rows = e->in[0]->shape.d[0], n = dg_node_numel(ids);
+        for (int64_t j = 0; j < n; j++)
+            if (host[j] < 0 || host[j] >= rows)
+                return dg__fail(DG_ERR_INVALID,
+                                "dg_plan_set: id %ld at position %lld of '%s' is outside [0, %lld), the rows of "
+                                "embedding table '%s'", (long)host[j], (long long)j, ids->name, (long long)rows,
+                                e->in[0]->name);
+    }
+    return DG_OK;
+}
+
 dg_status dg_plan_set(dg_plan *p, const dg_node *n, const void *host, size_t bytes) {
     dg_status st = check_node(p, n, host, bytes, "dg_plan_set");
     if (st != DG_OK) return st;
     if (n->op != DG_OP_LEAF) return dg__fail(DG_ERR_INVALID, "dg_plan_set: node '%s' is not a leaf", n->name);
+    if (n->dtype == DG_I32 && (st = check_ids(p, n, host)) != DG_OK) return st;
     return dg_backend_upload(p->be, p->data[n->id], host, bytes);
 }
 

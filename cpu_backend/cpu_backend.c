@@ -16,6 +16,7 @@ typedef struct cpu_ctx {
     int         threads;
     dg_cpu_gemm gemm;
     float      *pack;   /* dg_cpu_sgemm_own scratch for `threads` threads */
+    float      *attn;   /* fused attention's tiles for `threads` threads   */
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(const dg_backend *be) { return be->ctx; }
@@ -24,6 +25,7 @@ static const char *cpu_name(const dg_backend *be) { (void)be; return "cpu"; }
 
 static void cpu_free(dg_backend *be) {
     free(ctx_of(be)->pack);
+    free(ctx_of(be)->attn);
     free(be->ctx);
     free(be);
 }
@@ -126,6 +128,13 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_BATCH_NORM_BACKWARD:    dg__cpu_batch_norm_backward(s); break;
     case DG_OP_BATCH_NORM_BACKWARD_SCALE: dg__cpu_batch_norm_backward_scale(s); break;
     case DG_OP_BATCH_NORM_RUNNING:     dg__cpu_batch_norm_running(s); break;
+    case DG_OP_LAYER_NORM:             dg__cpu_layer_norm(s); break;
+    case DG_OP_LAYER_NORM_BACKWARD:    dg__cpu_layer_norm_backward(s); break;
+    case DG_OP_LAYER_NORM_BACKWARD_SCALE: dg__cpu_layer_norm_backward_scale(s); break;
+    case DG_OP_EMBEDDING:              dg__cpu_embedding(s); break;
+    case DG_OP_EMBEDDING_BACKWARD:     dg__cpu_embedding_backward(s); break;
+    case DG_OP_ATTENTION:              dg__cpu_attention(s, ctx_of(be)->attn); break;
+    case DG_OP_ATTENTION_BACKWARD:     dg__cpu_attention_backward(s, ctx_of(be)->attn); break;
     case DG_OP_LEAF:
     case DG_OP_COUNT:
         return dg__fail(DG_ERR_UNSUPPORTED, "cpu: op %s cannot be computed", dg_op_name(s->node->op));
@@ -168,12 +177,13 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
     if (threads <= 0) threads = omp_get_max_threads();
     cpu_ctx *c = calloc(1, sizeof *c);
     float *pack = malloc(dg_cpu_gemm_own_pack_floats(threads) * sizeof(float));
-    dg_backend *be = c && pack ? dg__backend_new(&cpu_iface, c) : NULL;
+    float *attn = malloc((size_t)threads * dg_cpu_attention_work_floats() * sizeof(float));
+    dg_backend *be = c && pack && attn ? dg__backend_new(&cpu_iface, c) : NULL;
     if (!be) {
-        free(c); free(pack);
+        free(c); free(pack); free(attn);
         return dg__fail(DG_ERR_OOM, "cpu: out of memory creating the backend");
     }
-    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, pack};
+    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, pack, attn};
     apply_threads(c); /* so code around the backend sees the same count */
     *out = be;
     return DG_OK;

@@ -43,4 +43,16 @@ void dg__cpu_batch_norm_backward(const dg_step *s);
 void dg__cpu_batch_norm_backward_scale(const dg_step *s);
 void dg__cpu_batch_norm_running(const dg_step *s); /* in place, inout[0] and [1] */
 
+/* attention and language models */
+void dg__cpu_layer_norm(const dg_step *s);     /* y and the stats side output   */
+void dg__cpu_layer_norm_backward(const dg_step *s);
+void dg__cpu_layer_norm_backward_scale(const dg_step *s);
+void dg__cpu_embedding(const dg_step *s);
+void dg__cpu_embedding_backward(const dg_step *s);
+/* fused attention by tiles (cpu_attention.c); work: the backend's
+ * workspace of dg_cpu_attention_work_floats() per OpenMP thread */
+size_t dg_cpu_attention_work_floats(void);
+void dg__cpu_attention(const dg_step *s, float *work);
+void dg__cpu_attention_backward(const dg_step *s, float *work);
+
 #endif

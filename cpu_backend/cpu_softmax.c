@@ -1,10 +1,17 @@
 /* cpu_softmax.c: row-wise softmax, log-softmax, softmax cross-entropy and
  * their backward ops. A row is the last axis; every row is reduced with the
- * max subtracted first (log-sum-exp), so large logits cannot overflow. */
+ * max subtracted first (log-sum-exp), so large logits cannot overflow.
+ *
+ * softmax and log_softmax (and their backward ops) carry dg_attr_softmax:
+ * y = softmax(scale x) and, when causal, row i of each [R, C] matrix keeps
+ * only its columns j <= i (R the second-last axis, 1 for a 1-D tensor): the
+ * masked columns are never read and come out 0 (log_softmax: -inf), their
+ * gradient 0. Scale 1 without the mask keeps the plain loops. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
 
+#include "../core/attrs.h"
 #include "cpu_kernels.h"
 
 #define MAX_THREADS 1024
@@ -20,40 +27,114 @@ static double logsumexp(const float *x, int64_t c) {
     return (double)mx + log(sum);
 }
 
+/* log(sum_{j<n} exp(scale x[j])), n >= 1 */
+static double logsumexp_scaled(const float *x, int64_t n, float scale) {
+    float mx = scale * x[0];
+    for (int64_t j = 1; j < n; j++) {
+        float z = scale * x[j];
+        mx = z > mx ? z : mx;
+    }
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; j++) sum += expf(scale * x[j] - mx);
+    return (double)mx + log(sum);
+}
+
+/* How a softmax-family node reads its rows: c columns, rows of them; the
+ * unmasked columns of flat row r are [0, row_keep(&g, r)). */
+typedef struct sm_geom {
+    int64_t c, rows, r_per; /* r_per: rows of one causal matrix, 0 unmasked */
+    float   scale;
+} sm_geom;
+
+static sm_geom sm_geom_of(const dg_node *nd) {
+    dg_attr_softmax a = dg_attr_softmax_of(nd);
+    sm_geom g;
+    g.c = row_len(nd);
+    g.rows = dg_node_numel(nd) / g.c;
+    g.r_per = a.causal ? (nd->shape.ndim >= 2 ? nd->shape.d[nd->shape.ndim - 2] : 1) : 0;
+    g.scale = a.scale;
+    return g;
+}
+
+static int64_t row_keep(const sm_geom *g, int64_t r) {
+    if (!g->r_per) return g->c;
+    int64_t i = r % g->r_per;
+    return i + 1 < g->c ? i + 1 : g->c;
+}
+
+static bool plain(const sm_geom *g) { return g->scale == 1.0f && !g->r_per; }
+
 void dg__cpu_softmax(const dg_step *s) {
     const dg_node *nd = s->node;
     const float *x = s->in[0];
     float *y = s->out;
-    int64_t c = row_len(nd), rows = dg_node_numel(nd) / c;
+    sm_geom g = sm_geom_of(nd);
+    int64_t c = g.c, rows = g.rows;
     bool log_out = nd->op == DG_OP_LOG_SOFTMAX;
+    if (plain(&g)) {
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * c;
+            float *yr = y + r * c;
+            float lse = (float)logsumexp(xr, c);
+            if (log_out)
+                for (int64_t j = 0; j < c; j++) yr[j] = xr[j] - lse;
+            else
+                for (int64_t j = 0; j < c; j++) yr[j] = expf(xr[j] - lse);
+        }
+        return;
+    }
+    float scale = g.scale, masked = log_out ? -INFINITY : 0.0f;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         float *yr = y + r * c;
-        float lse = (float)logsumexp(xr, c);
+        int64_t n = row_keep(&g, r);
+        float lse = n > 0 ? (float)logsumexp_scaled(xr, n, scale) : 0.0f;
         if (log_out)
-            for (int64_t j = 0; j < c; j++) yr[j] = xr[j] - lse;
+            for (int64_t j = 0; j < n; j++) yr[j] = scale * xr[j] - lse;
         else
-            for (int64_t j = 0; j < c; j++) yr[j] = expf(xr[j] - lse);
+            for (int64_t j = 0; j < n; j++) yr[j] = expf(scale * xr[j] - lse);
+        for (int64_t j = n; j < c; j++) yr[j] = masked;
     }
 }
 
-/* softmax:     dx = y * (dy - sum(dy * y))
- * log_softmax: dx = dy - exp(y) * sum(dy)        (y is the forward output) */
+/* softmax:     dx = scale y (dy - sum(dy * y))
+ * log_softmax: dx = scale (dy - exp(y) sum(dy))     (y is the forward output);
+ * the sums over the unmasked columns, the masked ones 0 */
 void dg__cpu_softmax_backward(const dg_step *s) {
     const dg_node *nd = s->node;
     const float *dy = s->in[0], *y = s->in[1];
     float *dx = s->out;
-    int64_t c = row_len(nd), rows = dg_node_numel(nd) / c;
+    sm_geom g = sm_geom_of(nd);
+    int64_t c = g.c, rows = g.rows;
     bool log_out = nd->op == DG_OP_LOG_SOFTMAX_BACKWARD;
+    if (plain(&g)) {
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *dyr = dy + r * c, *yr = y + r * c;
+            float *dxr = dx + r * c;
+            double dot = 0.0;
+            for (int64_t j = 0; j < c; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
+            for (int64_t j = 0; j < c; j++)
+                dxr[j] = log_out ? dyr[j] - expf(yr[j]) * (float)dot : yr[j] * (dyr[j] - (float)dot);
+        }
+        return;
+    }
+    float scale = g.scale;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * c, *yr = y + r * c;
         float *dxr = dx + r * c;
+        int64_t n = row_keep(&g, r);
         double dot = 0.0;
-        for (int64_t j = 0; j < c; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
-        for (int64_t j = 0; j < c; j++)
-            dxr[j] = log_out ? dyr[j] - expf(yr[j]) * (float)dot : yr[j] * (dyr[j] - (float)dot);
+        for (int64_t j = 0; j < n; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
+        float d = (float)dot;
+        if (log_out)
+            for (int64_t j = 0; j < n; j++) dxr[j] = scale * (dyr[j] - expf(yr[j]) * d);
+        else
+            for (int64_t j = 0; j < n; j++) dxr[j] = scale * (yr[j] * (dyr[j] - d));
+        for (int64_t j = n; j < c; j++) dxr[j] = 0.0f;
     }
 }
 

@@ -182,6 +182,7 @@ static bool gpu_supports(const dg_backend *be, const dg_node *n) {
     if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT)
         return dg__gpu_conv_fits(n);
     if (n->op == DG_OP_MAX_POOL2D || n->op == DG_OP_MAX_POOL2D_BACKWARD) return dg__gpu_argmax_fits(n);
+    if (n->op == DG_OP_ATTENTION || n->op == DG_OP_ATTENTION_BACKWARD) return dg__gpu_attention_fits(n);
     return true;
 }
 
@@ -222,6 +223,13 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     case DG_OP_BATCH_NORM_BACKWARD:       return dg__gpu_batch_norm_backward(c, s);
     case DG_OP_BATCH_NORM_BACKWARD_SCALE: return dg__gpu_batch_norm_backward_scale(c, s);
     case DG_OP_BATCH_NORM_RUNNING:        return dg__gpu_batch_norm_running(c, s);
+    case DG_OP_LAYER_NORM:                return dg__gpu_layer_norm(c, s);
+    case DG_OP_LAYER_NORM_BACKWARD:       return dg__gpu_layer_norm_backward(c, s);
+    case DG_OP_LAYER_NORM_BACKWARD_SCALE: return dg__gpu_layer_norm_backward_scale(c, s);
+    case DG_OP_EMBEDDING:                 return dg__gpu_embedding(c, s);
+    case DG_OP_EMBEDDING_BACKWARD:        return dg__gpu_embedding_backward(c, s);
+    case DG_OP_ATTENTION:                 return dg__gpu_attention(c, s);
+    case DG_OP_ATTENTION_BACKWARD:        return dg__gpu_attention_backward(c, s);
     case DG_OP_LEAF:
     case DG_OP_COUNT:
         break;

@@ -173,5 +173,17 @@ dg_status dg__gpu_batch_norm(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_batch_norm_backward(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_batch_norm_backward_scale(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_batch_norm_running(gpu_ctx *c, const dg_step *s);
+/* gpu_layer_norm.cu */
+dg_status dg__gpu_layer_norm(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_layer_norm_backward(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_layer_norm_backward_scale(gpu_ctx *c, const dg_step *s);
+/* gpu_embedding.cu */
+dg_status dg__gpu_embedding(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_embedding_backward(gpu_ctx *c, const dg_step *s);
+/* gpu_attention.cu: the fused (flash) attention kernels; attention_fits:
+ * the node's head size and extents are ones the kernels handle */
+bool      dg__gpu_attention_fits(const dg_node *n);
+dg_status dg__gpu_attention(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_attention_backward(gpu_ctx *c, const dg_step *s);
 
 #endif

@@ -10,6 +10,14 @@
  * keeps a running max and a rescaled running sum (online softmax), the
  * second writes.
  *
+ * softmax, log_softmax and their backward ops carry dg_attr_softmax: y =
+ * softmax(scale x) and, when causal, row i of each [R, C] matrix keeps only
+ * its columns j <= i (R the second-last axis); the masked columns are not
+ * read, cost no exponential and come out 0 (log_softmax -inf), their
+ * gradient 0. Scale 1 without the mask takes the plain register kernels
+ * unchanged; the others take their _ex forms (or the two-pass kernels,
+ * which take the scale and the mask as arguments).
+ *
  * Softmax cross-entropy writes one loss per row into the backend's scratch
  * buffer, then one block sums them in a fixed order: deterministic without
  * atomics, and every row's work spread over the whole GPU. It also saves
@@ -35,16 +43,28 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-/* log-sum-exp of a row, computed by the whole warp */
-__device__ __forceinline__ float row_lse(const float *xr, long long c, int lane) {
+/* log-sum-exp of scale * xr[j] over the row's first n columns, computed by
+ * the whole warp */
+__device__ __forceinline__ float row_lse_n(const float *xr, long long n, float scale, int lane) {
     float m = -INFINITY, s = 0.0f;
-    for (long long j = lane; j < c; j += 32) {
-        float v = xr[j];
+    for (long long j = lane; j < n; j += 32) {
+        float v = scale * xr[j];
         if (v > m) { s = s * __expf(m - v) + 1.0f; m = v; }
         else s += __expf(v - m);
     }
     warp_max_sum(m, s);
     return m + logf(s);
+}
+
+/* log-sum-exp of a row, computed by the whole warp */
+__device__ __forceinline__ float row_lse(const float *xr, long long c, int lane) { return row_lse_n(xr, c, 1.0f, lane); }
+
+/* columns of flat row r that the causal mask keeps (all c when r_per is 0:
+ * no mask); r_per: rows of one [R, C] matrix */
+__device__ __forceinline__ long long row_keep(long long r, long long c, long long r_per) {
+    if (!r_per) return c;
+    long long i = r % r_per + 1;
+    return i < c ? i : c;
 }
 
 #define FOR_EACH_ROW(rows)                                                                      \
@@ -130,6 +150,137 @@ __global__ void k_softmax_backward_reg(const float *__restrict__ dy, const float
     }
 }
 
+/* v's components at columns j0, j0+1, j0+2, j0+3 where < n, fill elsewhere */
+__device__ __forceinline__ float4 keep4(float4 v, int j0, int n, float fill) {
+    return make_float4(j0 < n ? v.x : fill, j0 + 1 < n ? v.y : fill, j0 + 2 < n ? v.z : fill,
+                       j0 + 3 < n ? v.w : fill);
+}
+
+/* k_softmax_reg with a scale and (CAUSAL) the mask, r_per the rows of one
+ * matrix: the row's first n columns are kept; float4 wholly past them are
+ * neither read nor exponentiated */
+template <int V, bool CAUSAL>
+__global__ void k_softmax_reg_ex(const float *__restrict__ x, float *__restrict__ y, long long rows, int c,
+                                 bool log_out, float scale, long long r_per) {
+    int c4 = c / 4;
+    FOR_EACH_ROW(rows) {
+        int n = CAUSAL ? (int)row_keep(r, c, r_per) : c, n4 = CAUSAL ? (n + 3) / 4 : c4;
+        float4 v[V];
+        load_row(v, x + r * c, n4, lane, 0.0f);
+#pragma unroll
+        for (int i = 0; i < V; i++) { /* scaled, then -inf past the kept columns (and the row) */
+            int j = lane + 32 * i;
+            float4 z = make_float4(scale * v[i].x, scale * v[i].y, scale * v[i].z, scale * v[i].w);
+            if (CAUSAL) v[i] = keep4(z, 4 * j, n, -INFINITY);
+            else v[i] = j < c4 ? z : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+        }
+        float lse;
+        if (CAUSAL) {
+            float m = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < V; i++) m = fmaxf(m, fmaxf(fmaxf(v[i].x, v[i].y), fmaxf(v[i].z, v[i].w)));
+            m = warp_max(m);
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < V; i++)
+                if (lane + 32 * i < n4)
+                    s += (__expf(v[i].x - m) + __expf(v[i].y - m)) + (__expf(v[i].z - m) + __expf(v[i].w - m));
+            lse = m + logf(warp_sum(s));
+        } else {
+            lse = reg_lse(v);
+        }
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            if (log_out) v[i] = make_float4(v[i].x - lse, v[i].y - lse, v[i].z - lse, v[i].w - lse);
+            else if (!CAUSAL || lane + 32 * i < n4)
+                v[i] = make_float4(__expf(v[i].x - lse), __expf(v[i].y - lse), __expf(v[i].z - lse),
+                                   __expf(v[i].w - lse));
+            else v[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+        store_row(y + r * c, v, c4, lane);
+    }
+}
+
+/* 2^x, the hardware approximation __expf is built on */
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* k_softmax_reg for a scale > 0 without the mask, as cheap as scale 1: the
+ * scale is folded into the exponent's multiply, exp(scale (x - m)) =
+ * 2^(k x - k m), k = scale log2(e), m the row's max (scale > 0 keeps it the
+ * max of scale x, and the -inf padding -inf) */
+template <int V>
+__global__ void k_softmax_reg_scaled(const float *__restrict__ x, float *__restrict__ y, long long rows, int c,
+                                     bool log_out, float scale) {
+    const int c4 = c / 4;
+    const float k = scale * 1.44269504088896341f;
+    FOR_EACH_ROW(rows) {
+        float4 v[V];
+        load_row(v, x + r * c, c4, lane, -INFINITY);
+        float m = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < V; i++) m = fmaxf(m, fmaxf(fmaxf(v[i].x, v[i].y), fmaxf(v[i].z, v[i].w)));
+        float mk = warp_max(m) * k, s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < V; i++)
+            s += (ex2(fmaf(v[i].x, k, -mk)) + ex2(fmaf(v[i].y, k, -mk))) +
+                 (ex2(fmaf(v[i].z, k, -mk)) + ex2(fmaf(v[i].w, k, -mk)));
+        float b = mk + log2f(warp_sum(s)); /* log2 of the row's sum of exp(scale x) */
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            if (log_out) /* (k x - b) ln 2 = scale x - lse */
+                v[i] = make_float4(fmaf(v[i].x, k, -b) * 0.69314718055994531f, fmaf(v[i].y, k, -b) * 0.69314718055994531f,
+                                   fmaf(v[i].z, k, -b) * 0.69314718055994531f, fmaf(v[i].w, k, -b) * 0.69314718055994531f);
+            else v[i] = make_float4(ex2(fmaf(v[i].x, k, -b)), ex2(fmaf(v[i].y, k, -b)), ex2(fmaf(v[i].z, k, -b)),
+                                    ex2(fmaf(v[i].w, k, -b)));
+        }
+        store_row(y + r * c, v, c4, lane);
+    }
+}
+
+/* k_softmax_backward_reg with the scale and the causal mask: dx = scale y
+ * (dy - <dy, y>) or scale (dy - exp(y) sum(dy)), sums over the kept
+ * columns, 0 at the masked ones */
+template <int V>
+__global__ void k_softmax_backward_reg_ex(const float *__restrict__ dy, const float *__restrict__ y,
+                                          float *__restrict__ dx, long long rows, int c, bool log_out, float scale,
+                                          long long r_per) {
+    int c4 = c / 4;
+    FOR_EACH_ROW(rows) {
+        int n = (int)row_keep(r, c, r_per), n4 = (n + 3) / 4;
+        float4 g[V], p[V];
+        load_row(g, dy + r * c, n4, lane, 0.0f);
+        load_row(p, y + r * c, n4, lane, 0.0f);
+        float dot = 0.0f;
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            int j0 = 4 * (lane + 32 * i);
+            g[i] = keep4(g[i], j0, n, 0.0f);
+            p[i] = keep4(p[i], j0, n, 0.0f);
+            dot += log_out ? (g[i].x + g[i].y) + (g[i].z + g[i].w)
+                           : (g[i].x * p[i].x + g[i].y * p[i].y) + (g[i].z * p[i].z + g[i].w * p[i].w);
+        }
+        dot = warp_sum(dot);
+#pragma unroll
+        for (int i = 0; i < V; i++) {
+            if (lane + 32 * i >= n4) {
+                g[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                continue;
+            }
+            if (log_out) g[i] = make_float4(g[i].x - __expf(p[i].x) * dot, g[i].y - __expf(p[i].y) * dot,
+                                            g[i].z - __expf(p[i].z) * dot, g[i].w - __expf(p[i].w) * dot);
+            else g[i] = make_float4(p[i].x * (g[i].x - dot), p[i].y * (g[i].y - dot), p[i].z * (g[i].z - dot),
+                                    p[i].w * (g[i].w - dot));
+            g[i] = keep4(make_float4(scale * g[i].x, scale * g[i].y, scale * g[i].z, scale * g[i].w),
+                         4 * (lane + 32 * i), n, 0.0f);
+        }
+        store_row(dx + r * c, g, c4, lane);
+    }
+}
+
 /* k_softmax_ce_rows for a row in registers (see there) */
 template <int V>
 __global__ void k_softmax_ce_rows_reg(const float *__restrict__ x, const int *__restrict__ label,
@@ -175,23 +326,33 @@ __global__ void k_softmax_ce_backward_reg(const float *__restrict__ dloss, const
 
 /* ---- any row: two passes ---- */
 
-__global__ void k_softmax(const float *__restrict__ x, float *__restrict__ y, long long rows, long long c, bool log_out) {
+/* softmax(scale x) of each row's first n = row_keep columns, the masked
+ * rest 0 (log_softmax: -inf) */
+__global__ void k_softmax(const float *__restrict__ x, float *__restrict__ y, long long rows, long long c, bool log_out,
+                          float scale, long long r_per) {
     FOR_EACH_ROW(rows) {
         const float *xr = x + r * c;
-        float lse = row_lse(xr, c, lane);
-        for (long long j = lane; j < c; j += 32) y[r * c + j] = log_out ? xr[j] - lse : __expf(xr[j] - lse);
+        long long n = row_keep(r, c, r_per);
+        float lse = row_lse_n(xr, n, scale, lane);
+        for (long long j = lane; j < n; j += 32)
+            y[r * c + j] = log_out ? scale * xr[j] - lse : __expf(scale * xr[j] - lse);
+        for (long long j = n + lane; j < c; j += 32) y[r * c + j] = log_out ? -INFINITY : 0.0f;
     }
 }
 
+/* dx = scale y (dy - <dy, y>) or scale (dy - exp(y) sum(dy)) over each
+ * row's kept columns, 0 at the masked ones */
 __global__ void k_softmax_backward(const float *__restrict__ dy, const float *__restrict__ y, float *__restrict__ dx,
-                                   long long rows, long long c, bool log_out) {
+                                   long long rows, long long c, bool log_out, float scale, long long r_per) {
     FOR_EACH_ROW(rows) {
         const float *dyr = dy + r * c, *yr = y + r * c;
+        long long n = row_keep(r, c, r_per);
         float dot = 0.0f;
-        for (long long j = lane; j < c; j += 32) dot += log_out ? dyr[j] : dyr[j] * yr[j];
+        for (long long j = lane; j < n; j += 32) dot += log_out ? dyr[j] : dyr[j] * yr[j];
         dot = warp_sum(dot);
-        for (long long j = lane; j < c; j += 32)
-            dx[r * c + j] = log_out ? dyr[j] - __expf(yr[j]) * dot : yr[j] * (dyr[j] - dot);
+        for (long long j = lane; j < n; j += 32)
+            dx[r * c + j] = scale * (log_out ? dyr[j] - __expf(yr[j]) * dot : yr[j] * (dyr[j] - dot));
+        for (long long j = n + lane; j < c; j += 32) dx[r * c + j] = 0.0f;
     }
 }
 
@@ -273,26 +434,54 @@ static int reg_v(long long c, const void *p0, const void *p1, const void *p2) {
         else KERNEL<8><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                              \
     } while (0)
 
+/* the node's dg_attr_softmax: its scale, and for a causal mask the rows of
+ * one matrix (the second-last axis, 1 for a 1-D tensor), else 0 */
+static float softmax_scale(const dg_node *n, long long *r_per) {
+    dg_attr_softmax a = dg_attr_softmax_of(n);
+    *r_per = a.causal ? (n->shape.ndim >= 2 ? n->shape.d[n->shape.ndim - 2] : 1) : 0;
+    return a.scale;
+}
+
+/* scale 1 without a mask takes the plain register kernels (tuned against
+ * PyTorch), anything else their _ex forms or the two-pass kernels */
+/* launch KERNEL<V, B> for the V of v and the flag B */
+#define LAUNCH_V2(KERNEL, B, v, rows, ...)                                                                        \
+    do {                                                                                                          \
+        unsigned grid_ = row_grid(rows), block_ = 32 * WARPS_PER_BLOCK;                                           \
+        if ((v) == 1) KERNEL<1, B><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                  \
+        else if ((v) == 2) KERNEL<2, B><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                             \
+        else if ((v) == 4) KERNEL<4, B><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                             \
+        else KERNEL<8, B><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                           \
+    } while (0)
+
 dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s) {
-    long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols;
+    long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols, r_per;
+    float scale = softmax_scale(s->node, &r_per);
     const float *x = (const float *)s->in[0];
     float *y = (float *)s->out;
-    bool log_out = s->node->op == DG_OP_LOG_SOFTMAX;
+    bool log_out = s->node->op == DG_OP_LOG_SOFTMAX, plain = scale == 1.0f && !r_per;
     int v = reg_v(cols, x, y, y);
-    if (v) LAUNCH_V(k_softmax_reg, v, rows, x, y, rows, (int)cols, log_out);
-    else k_softmax<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(x, y, rows, cols, log_out);
+    if (v && plain) LAUNCH_V(k_softmax_reg, v, rows, x, y, rows, (int)cols, log_out);
+    else if (v && !r_per && scale > 0.0f && scale <= 1e30f)
+        LAUNCH_V(k_softmax_reg_scaled, v, rows, x, y, rows, (int)cols, log_out, scale);
+    else if (v && r_per) LAUNCH_V2(k_softmax_reg_ex, true, v, rows, x, y, rows, (int)cols, log_out, scale, r_per);
+    else if (v) LAUNCH_V2(k_softmax_reg_ex, false, v, rows, x, y, rows, (int)cols, log_out, scale, r_per);
+    else k_softmax<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(x, y, rows, cols, log_out, scale, r_per);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }
 
 dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s) {
-    long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols;
+    long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols, r_per;
+    float scale = softmax_scale(s->node, &r_per);
     const float *dy = (const float *)s->in[0], *y = (const float *)s->in[1];
     float *dx = (float *)s->out;
-    bool log_out = s->node->op == DG_OP_LOG_SOFTMAX_BACKWARD;
+    bool log_out = s->node->op == DG_OP_LOG_SOFTMAX_BACKWARD, plain = scale == 1.0f && !r_per;
     int v = reg_v(cols, dy, y, dx);
-    if (v) LAUNCH_V(k_softmax_backward_reg, v, rows, dy, y, dx, rows, (int)cols, log_out);
-    else k_softmax_backward<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(dy, y, dx, rows, cols, log_out);
+    if (v && plain) LAUNCH_V(k_softmax_backward_reg, v, rows, dy, y, dx, rows, (int)cols, log_out);
+    else if (v) LAUNCH_V(k_softmax_backward_reg_ex, v, rows, dy, y, dx, rows, (int)cols, log_out, scale, r_per);
+    else k_softmax_backward<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(dy, y, dx, rows, cols, log_out,
+                                                                                    scale, r_per);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }

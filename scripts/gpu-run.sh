@@ -32,7 +32,7 @@ if [ "${DG_TESTS:-1}" = 1 ]; then
     summary="$summary\ntest_gpu: exit $? :: $(results "$out/test_gpu.log")"
     for t in test_conv_implicit test_gpu_device test_bench_faults test_optim test_range test_timing test_ref_grad \
              test_misuse test_ops test_conv test_models test_models_memory test_plan test_seams test_train test_gemm \
-             test_shapes test_profile; do
+             test_shapes test_profile test_attention test_sweep_attention; do
         $bin/$t --jobs 4 > "$out/$t.log" 2>&1
         summary="$summary\n$t: exit $? :: $(results "$out/$t.log")"
     done
@@ -69,6 +69,12 @@ if [ -n "${DG_SWEEP:-}" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_peer.py --out "$out/bench" \
             > "$out/torch_peer.log" 2>&1
         summary="$summary\ntorch_peer: exit $? :: $(tail -12 "$out/torch_peer.log")"
+    fi
+    # PyTorch's scaled_dot_product_attention at the attention sweep's peer shapes
+    if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/attention.csv" ]; then
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_attention_peer.py --out "$out/bench" \
+            > "$out/torch_attention_peer.log" 2>&1
+        summary="$summary\ntorch_attention_peer: exit $? :: $(tail -12 "$out/torch_attention_peer.log")"
     fi
     if [ -n "${DG_BEFORE:-}" ]; then
         $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
@@ -107,6 +113,17 @@ if [ "${DG_TRAIN:-0}" = 1 ]; then
     $bin/bench train --model mlp --backend gpu --epochs 3 --copy-batches --data .gpu/data --out "$out/bench" \
         > "$out/train-mlp-gpu-copy.log" 2>&1
     summary="$summary\ntrain mlp gpu copy-batches: exit $? :: $(tail -1 "$out/train-mlp-gpu-copy.log")"
+fi
+# DG_CHARLM=1: the character-level language model on both backends from one
+# seed (DG_CHARLM_ARGS: more options; the CPU gets DG_CHARLM_CPU_STEPS)
+if [ "${DG_CHARLM:-0}" = 1 ]; then
+    for be in gpu cpu; do
+        steps=${DG_CHARLM_STEPS:-1500}
+        [ "$be" = cpu ] && steps=${DG_CHARLM_CPU_STEPS:-300}
+        timeout -s INT "${DG_CHARLM_LIMIT:-200}" $bin/bench train --model charlm --backend "$be" --steps "$steps" \
+            ${DG_CHARLM_ARGS:-} --out "$out/bench" > "$out/train-charlm-$be.log" 2>&1
+        summary="$summary\ntrain charlm $be: exit $? :: $(head -1 "$out/train-charlm-$be.log") :: $(tail -1 "$out/train-charlm-$be.log")"
+    done
 fi
 tar -C "$work" -czf "${OUT:-.}/gpu-results.tgz" results
 printf "%b\n" "$summary"

@@ -63,7 +63,8 @@ dg_status case_graph_new_at(case_graph *cg, const op_case *c, const dg_shape *sh
         cg->in_val[i] = malloc((size_t)n * sizeof(float));
         if (!cg->in_val[i]) return DG_ERR_OOM;
         if (c->dom[i] == DOM_LABELS) {
-            int64_t classes = shape[0].d[shape[0].ndim - 1];
+            /* an embedding's ids name rows of its table, labels classes */
+            int64_t classes = c->op == DG_OP_EMBEDDING ? shape[0].d[0] : shape[0].d[shape[0].ndim - 1];
             int32_t *lab = (int32_t *)cg->in_val[i];
             for (int64_t j = 0; j < n; j++) lab[j] = (int32_t)(dg_rng_u64(&rng) % (uint64_t)classes);
             cg->in[i] = dg_input_i32(cg->g, "labels", shape[i]);

@@ -152,6 +152,28 @@ const op_case dg_op_cases[] = {
     {"batch_norm",     DG_OP_BATCH_NORM, 3, {S(4, 3, 3, 3), S(3), S(3)}, .scalar = 1e-5f, .tol = TOL},
     {"batch_norm_2d",  DG_OP_BATCH_NORM, 3, {S(8, 5), S(5), S(5)}, .scalar = 1e-5f, .tol = TOL},
     {"batch_norm_one_image", DG_OP_BATCH_NORM, 3, {S(1, 2, 4, 5), S(2), S(2)}, .scalar = 1e-3f, .tol = TOL},
+    /* attention and language models */
+    {"softmax_scaled", DG_OP_SOFTMAX, 1, {S(3, 9)}, .scalar = 0.35f, .tol = TOL},
+    {"softmax_causal", DG_OP_SOFTMAX, 1, {S(2, 5, 7)}, .scalar = 0.5f, .causal = true, .tol = TOL},
+    {"softmax_causal_wide", DG_OP_SOFTMAX, 1, {S(2, 2, 3, 6)}, .scalar = 1.5f, .causal = true, .tol = TOL},
+    {"layer_norm",     DG_OP_LAYER_NORM, 3, {S(2, 5, 8), S(8), S(8)}, .scalar = 1e-5f, .tol = TOL},
+    {"layer_norm_one_row", DG_OP_LAYER_NORM, 3, {S(1, 13), S(13), S(13)}, .scalar = 1e-3f, .tol = TOL},
+    {"embedding",      DG_OP_EMBEDDING, 2, {S(7, 5), S(3, 4)}, {DOM_ANY, DOM_LABELS}, .tol = TOL},
+    {"embedding_repeats", DG_OP_EMBEDDING, 2, {S(3, 6), S(2, 5, 2)}, {DOM_ANY, DOM_LABELS}, .tol = TOL},
+    {"matmul_4d",      DG_OP_MATMUL, 2, {S(2, 3, 4, 5), S(2, 3, 5, 6)}, .tol = TOL},
+    {"matmul_4d_tt",   DG_OP_MATMUL, 2, {S(2, 2, 5, 4), S(2, 2, 3, 5)}, .ta = true, .tb = true, .tol = TOL},
+    {"attention",      DG_OP_ATTENTION, 3, {S(2, 2, 7, 5), S(2, 2, 7, 5), S(2, 2, 7, 5)}, .scalar = 0.45f,
+                       .tol = TOL},
+    {"attention_causal", DG_OP_ATTENTION, 3, {S(1, 3, 9, 4), S(1, 3, 9, 4), S(1, 3, 9, 4)}, .scalar = 0.5f,
+                       .causal = true, .tol = TOL},
+    /* two positions, causal: query 0 sees only key 0 (its dq is exactly 0), query 1 both */
+    {"attention_two_rows", DG_OP_ATTENTION, 3, {S(2, 1, 2, 3), S(2, 1, 2, 3), S(2, 1, 2, 3)}, .scalar = 1.0f,
+                       .causal = true, .tol = TOL},
+    /* more than one 64-key tile (the CPU's): the running max grows in later tiles for some rows */
+    {"attention_long", DG_OP_ATTENTION, 3, {S(1, 1, 130, 8), S(1, 1, 130, 8), S(1, 1, 130, 8)}, .scalar = 0.35f,
+                       .tol = TOL},
+    {"attention_long_causal", DG_OP_ATTENTION, 3, {S(1, 2, 70, 8), S(1, 2, 70, 8), S(1, 2, 70, 8)},
+                       .scalar = 0.35f, .causal = true, .tol = TOL},
     {"small_cnn",      DG_OP_CONV2D, 3, {S(2, 3, 6, 4), S(4, 3, 3, 3), S(2)}, {DOM_ANY, DOM_ANY, DOM_LABELS},
                        .build = build_small_cnn, .tol = TOL},
 };
@@ -264,13 +286,16 @@ dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
     case DG_OP_SUM:          return dg_sum(g, a, c->axes, c->keepdims);
     case DG_OP_MEAN:         return dg_mean(g, a, c->axes, c->keepdims);
     case DG_OP_BROADCAST_TO: return dg_broadcast_to(g, a, c->target);
-    case DG_OP_SOFTMAX:      return dg_softmax(g, a);
+    case DG_OP_SOFTMAX:      return c->scalar ? dg_softmax_ex(g, a, c->scalar, c->causal) : dg_softmax(g, a);
     case DG_OP_LOG_SOFTMAX:  return dg_log_softmax(g, a);
     case DG_OP_SOFTMAX_CE:   return dg_softmax_cross_entropy(g, a, b);
     case DG_OP_CONV2D:       return dg_conv2d(g, a, b, c->n_in > 2 ? in[2] : NULL, c->conv);
     case DG_OP_MAX_POOL2D:   return dg_max_pool2d(g, a, c->pool);
     case DG_OP_AVG_POOL2D:   return dg_avg_pool2d(g, a, c->pool);
     case DG_OP_BATCH_NORM:   return dg_batch_norm(g, a, b, in[2], c->scalar);
+    case DG_OP_LAYER_NORM:   return dg_layer_norm(g, a, b, in[2], c->scalar);
+    case DG_OP_EMBEDDING:    return dg_embedding(g, a, b);
+    case DG_OP_ATTENTION:    return dg_attention(g, a, b, in[2], c->scalar, c->causal);
     default:                 return NULL; /* no forward builder: not a table op */
     }
 }

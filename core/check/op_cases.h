@@ -11,7 +11,8 @@ typedef enum input_domain {
     DOM_ANY,     /* uniform in [-2, 2]                                   */
     DOM_AWAY0,   /* |x| in [0.2, 2], random sign: kinks stay out of reach */
     DOM_POS,     /* uniform in [0.5, 2]: log, sqrt, divisors, powers      */
-    DOM_LABELS,  /* int32 class labels in [0, last dim of input 0)        */
+    DOM_LABELS,  /* int32 class labels in [0, last dim of input 0); an
+                    embedding's ids: in [0, rows of its table)           */
     DOM_DISTINCT, /* a shuffle of n values evenly spaced in [-2, 2]: no
                      two within 4/n, so no max-pool window holds a tie, nor
                      one that a finite-difference step could make        */
@@ -58,7 +59,10 @@ struct op_case {
     int          n_in;
     dg_shape     shape[OP_CASE_MAX_IN];
     input_domain dom[OP_CASE_MAX_IN];
-    float        scalar;             /* scalar ops, leaky slope, batch_norm eps */
+    float        scalar;             /* scalar ops, leaky slope, batch_norm and
+                                        layer_norm eps, softmax and attention
+                                        scale                              */
+    bool         causal;             /* softmax and attention              */
     uint32_t     axes;
     bool         keepdims, ta, tb;
     int          perm[DG_MAX_DIMS];

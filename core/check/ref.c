@@ -4,6 +4,7 @@
 #include "ref.h"
 
 #include "../attrs.h"
+#include "ref_attention.h"
 #include "../status_internal.h"
 
 #include <math.h>
@@ -426,6 +427,12 @@ static dg_status side_output(const dg_node *n, double **vals, double *y) {
             channel_stats(ch, x, c, dg_attr_norm_of(owner).eps, &y[c], &y[ch.C + c]);
         return DG_OK;
     }
+    case DG_OP_LAYER_NORM: ref_layer_norm_stats(owner, vals, y); return DG_OK;
+    case DG_OP_ATTENTION: ref_attention(owner, vals, NULL, y); return DG_OK;
+    case DG_OP_ATTENTION_BACKWARD: /* dk, dv */
+        ref_attention_backward(owner, vals, NULL, dg_attr_side_of(n).index == 0 ? y : NULL,
+                               dg_attr_side_of(n).index == 1 ? y : NULL);
+        return DG_OK;
     default: return DG_ERR_UNSUPPORTED;
     }
 }
@@ -496,16 +503,22 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         }
         break;
     case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: {
-        int64_t C = s.d[s.ndim - 1];
+        /* softmax(scale x) over the columns j <= i of row i when causal */
+        dg_attr_softmax sa = dg_attr_softmax_of(n);
+        int64_t C = s.d[s.ndim - 1], R = s.ndim > 1 ? s.d[s.ndim - 2] : 1;
 #pragma omp parallel for
         for (int64_t r = 0; r < numel / C; r++) {
-            double lse = row_lse(a + r * C, C);
+            int64_t kept = sa.causal ? (r % R + 1 < C ? r % R + 1 : C) : C;
+            double *row = y + r * C;
+            for (int64_t j = 0; j < kept; j++) row[j] = sa.scale * a[r * C + j];
+            double lse = row_lse(row, kept);
             for (int64_t j = 0; j < C; j++)
-                y[r * C + j] = n->op == DG_OP_SOFTMAX ? exp(a[r * C + j] - lse) : a[r * C + j] - lse;
+                row[j] = j >= kept ? 0 : n->op == DG_OP_SOFTMAX ? exp(row[j] - lse) : row[j] - lse;
         }
         break;
     }
     case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD: {
+        double scale = dg_attr_softmax_of(n).scale;
         int64_t C = s.d[s.ndim - 1];
 #pragma omp parallel for
         for (int64_t r = 0; r < numel / C; r++) {
@@ -513,7 +526,8 @@ static dg_status eval_node(const dg_node *n, double **vals) {
             double dot = 0;
             for (int64_t j = 0; j < C; j++) dot += n->op == DG_OP_SOFTMAX_BACKWARD ? dy[j] * yy[j] : dy[j];
             for (int64_t j = 0; j < C; j++)
-                y[r * C + j] = n->op == DG_OP_SOFTMAX_BACKWARD ? yy[j] * (dy[j] - dot) : dy[j] - exp(yy[j]) * dot;
+                y[r * C + j] = scale * (n->op == DG_OP_SOFTMAX_BACKWARD ? yy[j] * (dy[j] - dot)
+                                                                        : dy[j] - exp(yy[j]) * dot);
         }
         break;
     }
@@ -571,6 +585,14 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         batch_norm_backward(n, vals, y, n->op == DG_OP_BATCH_NORM_BACKWARD_SCALE);
         break;
     case DG_OP_BATCH_NORM_RUNNING: batch_norm_running(n, vals, y); break;
+    case DG_OP_LAYER_NORM: ref_layer_norm(n, vals, y); break;
+    case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE:
+        ref_layer_norm_backward(n, vals, y, n->op == DG_OP_LAYER_NORM_BACKWARD_SCALE);
+        break;
+    case DG_OP_EMBEDDING: ref_embedding(n, vals, y); break;
+    case DG_OP_EMBEDDING_BACKWARD: ref_embedding_backward(n, vals, y); break;
+    case DG_OP_ATTENTION: ref_attention(n, vals, y, NULL); break;
+    case DG_OP_ATTENTION_BACKWARD: ref_attention_backward(n, vals, y, NULL, NULL); break;
     case DG_OP_COUNT: return DG_ERR_UNSUPPORTED;
     }
     return DG_OK;

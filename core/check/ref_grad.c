@@ -14,6 +14,7 @@
 
 #include "../attrs.h"
 #include "ref.h"
+#include "ref_attention.h"
 #include "../status_internal.h"
 
 /* For each element i of the shape `out` (row-major), the offset of the
@@ -225,11 +226,14 @@ static void rows_of(dg_shape s, int64_t *R, int64_t *C) {
 
 /* y_j = e^{x_j} / sum_k e^{x_k}: dy_j/dx_i = y_j ([i=j] - y_i), so
  * dx_i = y_i (g_i - sum_j g_j y_j). log_softmax y_j = x_j - lse(x):
- * dy_j/dx_i = [i=j] - p_i with p = e^y, so dx_i = g_i - p_i sum_j g_j. */
+ * dy_j/dx_i = [i=j] - p_i with p = e^y, so dx_i = g_i - p_i sum_j g_j.
+ * With a scale s (y = softmax(s x)) each dx_i gains the factor s; a masked
+ * x_i does not reach y at all, and y_i = 0 there gives dx_i = 0. */
 static void vjp_softmax(backward *bw, const dg_node *n) {
     const double *g = bw->adj[n->id], *y = bw->val[n->id];
     double *dx = bw->adj[n->in[0]->id];
     const bool log_form = n->op == DG_OP_LOG_SOFTMAX;
+    const double scale = dg_attr_softmax_of(n).scale;
     int64_t R, C;
     rows_of(n->shape, &R, &C);
 #pragma omp parallel for
@@ -238,7 +242,7 @@ static void vjp_softmax(backward *bw, const dg_node *n) {
         double s = 0;
         for (int64_t j = 0; j < C; j++) s += log_form ? gr[j] : gr[j] * yr[j];
         for (int64_t i = 0; i < C; i++)
-            dx[r * C + i] += log_form ? gr[i] - exp(yr[i]) * s : yr[i] * (gr[i] - s);
+            dx[r * C + i] += scale * (log_form ? gr[i] - exp(yr[i]) * s : yr[i] * (gr[i] - s));
     }
 }
 
@@ -404,6 +408,57 @@ static void vjp_batch_norm(backward *bw, const dg_node *y) {
     }
 }
 
+/* y = s (x - mu) r + t per row of D, r = 1/sqrt(v + eps), v biased:
+ * dx = r (G - mean(G) - xhat mean(G xhat)) with G = g s (the mean's and
+ * the variance's paths through every element of the row), ds = sum g xhat,
+ * dt = sum g, the sums over rows. */
+static void vjp_layer_norm(backward *bw, const dg_node *y) {
+    const dg_node *xn = y->in[0], *sn = y->in[1], *tn = y->in[2];
+    const int64_t D = sn->shape.d[0], R = dg_node_numel(xn) / D;
+    const double eps = dg_attr_norm_of(y).eps;
+    const double *g = bw->adj[y->id], *x = bw->val[xn->id], *s = bw->val[sn->id];
+    double *dx = bw->adj[xn->id], *ds = bw->adj[sn->id], *dt = bw->adj[tn->id];
+    for (int64_t r = 0; r < R; r++) {
+        const double *xr = x + r * D, *gr = g + r * D;
+        double mu = 0, v = 0, mg = 0, mgx = 0;
+        for (int64_t j = 0; j < D; j++) mu += xr[j];
+        mu /= (double)D;
+        for (int64_t j = 0; j < D; j++) v += (xr[j] - mu) * (xr[j] - mu);
+        const double rs = 1 / sqrt(v / (double)D + eps);
+        for (int64_t j = 0; j < D; j++) {
+            mg += gr[j] * s[j];
+            mgx += gr[j] * s[j] * (xr[j] - mu) * rs;
+            if (ds) ds[j] += gr[j] * (xr[j] - mu) * rs;
+            if (dt) dt[j] += gr[j];
+        }
+        mg /= (double)D;
+        mgx /= (double)D;
+        if (dx)
+            for (int64_t j = 0; j < D; j++) dx[r * D + j] += rs * (gr[j] * s[j] - mg - (xr[j] - mu) * rs * mgx);
+    }
+}
+
+/* y[p] = table[ids[p]]: each g row adds into the row of the table it read */
+static void vjp_embedding(backward *bw, const dg_node *y) {
+    const dg_node *tn = y->in[0];
+    const double *g = bw->adj[y->id], *ids = bw->val[y->in[1]->id];
+    double *dt = bw->adj[tn->id];
+    const int64_t V = tn->shape.d[0], D = tn->shape.d[1], P = dg_node_numel(y->in[1]);
+    for (int64_t p = 0; p < P; p++) {
+        int64_t id = (int64_t)ids[p];
+        if (id >= 0 && id < V)
+            for (int64_t j = 0; j < D; j++) dt[id * D + j] += g[p * D + j];
+    }
+}
+
+/* o = softmax(scale q k^T, mask) v, per head: the products of
+ * ref_attention_vjp, derived from that composition */
+static void vjp_attention(backward *bw, const dg_node *y) {
+    const dg_node *q = y->in[0], *k = y->in[1], *v = y->in[2];
+    ref_attention_vjp(y, q->shape, bw->val[q->id], bw->val[k->id], bw->val[v->id], bw->adj[y->id], bw->adj[q->id],
+                      bw->adj[k->id], bw->adj[v->id]);
+}
+
 /* Adds n's contributions into the adjoints of its inputs that have one. A
  * node with an adjoint lies on a path from a float input, so a one-input
  * op's input always has one; of two inputs, one may not (w, labels). */
@@ -438,6 +493,9 @@ static dg_status vjp(backward *bw, const dg_node *n) {
     case DG_OP_CONV2D: vjp_conv2d(bw, n); return DG_OK;
     case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: vjp_pool2d(bw, n); return DG_OK;
     case DG_OP_BATCH_NORM: vjp_batch_norm(bw, n); return DG_OK;
+    case DG_OP_LAYER_NORM: vjp_layer_norm(bw, n); return DG_OK;
+    case DG_OP_EMBEDDING: vjp_embedding(bw, n); return DG_OK;
+    case DG_OP_ATTENTION: vjp_attention(bw, n); return DG_OK;
     /* not forward ops of a case: the graph up to the loss holds none on a
      * path to the loss, and a new forward op lands here until it has a VJP */
     case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT:
@@ -448,6 +506,8 @@ static dg_status vjp(backward *bw, const dg_node *n) {
     case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
     case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
     case DG_OP_BATCH_NORM_RUNNING:
+    case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
+    case DG_OP_ATTENTION_BACKWARD:
     case DG_OP_COUNT:
         break;
     }

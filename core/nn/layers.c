@@ -28,6 +28,10 @@ dg_node *dg_kaiming_param(dg_graph *g, dg_model *m, const char *name, dg_shape s
     return add_param(g, m, dg_param(g, name, s, (dg_init){DG_INIT_NORMAL, 0.0f, std, seed}));
 }
 
+dg_node *dg_normal_param(dg_graph *g, dg_model *m, const char *name, dg_shape s, float std, uint64_t seed) {
+    return add_param(g, m, dg_param(g, name, s, (dg_init){DG_INIT_NORMAL, 0.0f, std, seed}));
+}
+
 dg_node *dg_fill_param(dg_graph *g, dg_model *m, const char *name, dg_shape s, float value) {
     return add_param(g, m, dg_param(g, name, s, (dg_init){DG_INIT_FILL, value, 0, 0}));
 }

@@ -31,6 +31,8 @@ dg_node *dg_bn_layer_apply(dg_graph *g, const dg_bn_layer *l, dg_node *x, dg_for
 /* A weight drawn from N(0, 2 / fan_in) (Kaiming, for ReLU), appended to
  * m's params; NULL with g in an error state when m has no room left. */
 dg_node *dg_kaiming_param(dg_graph *g, dg_model *m, const char *name, dg_shape s, int64_t fan_in, uint64_t seed);
+/* A weight drawn from N(0, std^2), appended to m's params. */
+dg_node *dg_normal_param(dg_graph *g, dg_model *m, const char *name, dg_shape s, float std, uint64_t seed);
 /* A parameter filled with `value`, appended to m's params. */
 dg_node *dg_fill_param(dg_graph *g, dg_model *m, const char *name, dg_shape s, float value);
 

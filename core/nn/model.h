@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define DG_MODEL_MAX_PARAMS 64
+#define DG_MODEL_MAX_PARAMS 128
 #define DG_MODEL_MAX_UPDATES 32   /* running-statistics updates of one forward */
 
 typedef struct dg_model dg_model;
@@ -28,14 +28,21 @@ typedef struct dg_forward_mode {
     int      n_updates;
 } dg_forward_mode;
 
-/* x [batch, in_shape...] -> logits [batch, classes]; mode may be NULL */
+/* x [batch, in_shape...] -> logits [batch, classes] (a language model's:
+ * [batch, targets, classes]); mode may be NULL */
 typedef dg_node *(*dg_forward_fn)(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode);
 
 struct dg_model {
     const char   *name;       /* "mlp", "logreg", "cnn", ...                 */
     dg_shape      in_shape;   /* one example: [784] for a flat image         */
+    dg_dtype      in_dtype;   /* DG_F32 (0) for images, DG_I32 for ids        */
+    int           targets;    /* labels per example: 0 or 1 for a classifier
+                                 (labels [batch]), T for a language model
+                                 (labels [batch, T], logits [batch, T, V])   */
     int           classes;
     dg_forward_fn forward;
+    int64_t       settings[4]; /* what the forward reads beside the shapes
+                                 (charlm: heads, layers, composed)          */
     int           n_params;
     dg_node      *params[DG_MODEL_MAX_PARAMS]; /* in the model's fixed order */
     int           n_state;    /* persistent non-trained tensors (running

@@ -16,8 +16,8 @@ dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const d
     dg_shape xs;
     if (!dg_model_input_shape(m, batch, &xs))
         return dg__fail(DG_ERR_SHAPE, "train step: examples of %d dims do not fit", m->in_shape.ndim);
-    out->x = dg_input(g, "x", xs);
-    out->y = dg_input_i32(g, "y", DG_SHAPE(batch));
+    out->x = m->in_dtype == DG_I32 ? dg_input_i32(g, "x", xs) : dg_input(g, "x", xs);
+    out->y = dg_input_i32(g, "y", m->targets > 1 ? DG_SHAPE(batch, m->targets) : DG_SHAPE(batch));
     dg_forward_mode mode = {.training = true};
     out->logits = out->x ? dg_model_forward(g, m, out->x, &mode) : NULL;
     out->loss = dg_softmax_cross_entropy(g, out->logits, out->y);

@@ -13,9 +13,9 @@ extern "C" {
 #endif
 
 typedef struct dg_train_step {
-    dg_node *x;        /* input  [batch, in_shape...]                */
-    dg_node *y;        /* labels [batch], int32                      */
-    dg_node *logits;   /* [batch, classes]                           */
+    dg_node *x;        /* input  [batch, in_shape...] (m->in_dtype)  */
+    dg_node *y;        /* labels [batch] (or [batch, targets]), int32 */
+    dg_node *logits;   /* [batch, classes] (or [batch, targets, classes]) */
     dg_node *loss;     /* [1]                                        */
     dg_node *grads[DG_MODEL_MAX_PARAMS];       /* of model->params    */
     dg_node *outputs[1 + DG_MODEL_MAX_PARAMS + DG_MODEL_MAX_UPDATES];

@@ -1,0 +1,120 @@
+/* sweep_transformer_report.c: the transformer sweep's report: per
+ * attention form a chart of tokens/s over the context for every
+ * implementation and batch (transformer_tokens_FORM, the first batch's
+ * crossover of graph replay over the CPU marked), the crossovers in
+ * summary.md, and a table of step time, tokens/s and plan memory. */
+#include <math.h>
+#include <string.h>
+
+#include "sweep.h"
+#include "sweep_transformer.h"
+
+/* a step-time series over T as tokens per second: batch * T / time */
+static bench_series tokens_per_s(bench_series s, int batch) {
+    for (int i = 0; i < s.n; i++) {
+        double ms = s.y[i], lo = s.lo[i], hi = s.hi[i], tok = (double)batch * s.x[i];
+        s.y[i] = 1e3 * tok / ms;
+        s.lo[i] = 1e3 * tok / hi;
+        s.hi[i] = 1e3 * tok / lo;
+    }
+    return s;
+}
+
+static const csv_rec *row_at(const bench_table *t, const char *name, const char *impl, long long ctx) {
+    const csv_rec *r = NULL;
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == ctx) r = &t->r[i];
+    return r;
+}
+
+/* the contexts of the rows of case name, ascending */
+static int contexts_of(const bench_table *t, const char *name, long long *out, int max) {
+    int n = 0;
+    for (int i = 0; i < t->n; i++) {
+        if (strcmp(t->r[i].name, name)) continue;
+        long long x = t->r[i].m;
+        int at = 0;
+        while (at < n && out[at] < x) at++;
+        if ((at < n && out[at] == x) || n == max) continue;
+        memmove(out + at + 1, out + at, (size_t)(n - at) * sizeof *out);
+        out[at] = x;
+        n++;
+    }
+    return n;
+}
+
+static void form_table(FILE *f, const bench_table *t, int form) {
+    bool any = false;
+    for (int b = 0; b < LM_N_BATCHES; b++) {
+        char name[48];
+        snprintf(name, sizeof name, "charlm-%s-b%d", lm_forms[form], lm_batches[b]);
+        long long cs[BENCH_MAX_PTS];
+        int nc = contexts_of(t, name, cs, BENCH_MAX_PTS);
+        for (int k = 0; k < nc; k++) {
+            if (!any)
+                fprintf(f, "### %s attention: step time and tokens/s per implementation, plan memory (MB)\n\n"
+                           "| batch | T | cpu | gpu | gpu-graph | arena | peak live |\n|---|---|---|---|---|---|---|\n",
+                        lm_forms[form]);
+            any = true;
+            long long arena = 0, live = 0;
+            fprintf(f, "| %d | %lld |", lm_batches[b], cs[k]);
+            for (int i = 0; i < LM_N_IMPLS; i++) {
+                const csv_rec *r = row_at(t, name, lm_impls[i].name, cs[k]);
+                if (r && bench_row_measured(r))
+                    fprintf(f, " %.4g ms, %.0f/s |", r->median_ms, 1e3 * (double)lm_batches[b] * cs[k] / r->median_ms);
+                else fprintf(f, " %s |", r ? r->status : "-");
+                if (r && r->arena_bytes > 0 && !arena) {
+                    arena = r->arena_bytes;
+                    live = r->live_bytes;
+                }
+            }
+            char b1[32], b2[32];
+            fprintf(f, " %s | %s |\n", bench_fmt_num(arena ? (double)arena / 1e6 : NAN, "%.1f", b1, sizeof b1),
+                    bench_fmt_num(live ? (double)live / 1e6 : NAN, "%.1f", b2, sizeof b2));
+        }
+    }
+    if (any) fprintf(f, "\n");
+}
+
+/* Per form: a chart of tokens/s over T for every implementation and batch
+ * (transformer_tokens_FORM; the first batch's crossover of graph replay
+ * over the CPU marked), the crossovers, and a table. */
+bool bench_report_transformer(bench_report *rep, const bench_table *t) {
+    if (!t->n) return false;
+    FILE *f = rep->sum;
+    fprintf(f, "## Transformer (char-LM) training step, tokens/s\n\n"
+               "Vocabulary %d, width %d, %d heads of %d, %d pre-norm blocks, causal attention, Adam; one step = "
+               "forward, loss over every position, backward, update, as one plan. Checked first (f64-step+grad: "
+               "the step at batch %d, context min(T, %d), its loss, gradients and updates against the float64 "
+               "evaluation of its graph; the full-size loss finite). Crossover: the smallest context T from which the GPU is faster "
+               "at every larger T.\n\n| attention | batch | GPU (graph replay) vs CPU | GPU (no graph) vs CPU |\n"
+               "|---|---|---|---|\n", LM_VOCAB, LM_WIDTH, LM_HEADS, LM_WIDTH / LM_HEADS, LM_LAYERS, LM_CHECK_BATCH,
+            LM_CHECK_CONTEXT);
+    for (int form = 0; form < 2; form++) {
+        char file[48], title[128];
+        snprintf(file, sizeof file, "transformer_tokens_%s", lm_forms[form]);
+        snprintf(title, sizeof title, "char-LM training step, %s attention: tokens/s", lm_forms[form]);
+        bench_chart ch = {file, title, "context T", "tokens/s", true, .vline = NAN};
+        for (int b = 0; b < LM_N_BATCHES; b++) {
+            char name[48], c0[96], c1[96];
+            snprintf(name, sizeof name, "charlm-%s-b%d", lm_forms[form], lm_batches[b]);
+            bench_series s[LM_N_IMPLS];
+            for (int i = 0; i < LM_N_IMPLS; i++) {
+                char title_s[64];
+                snprintf(title_s, sizeof title_s, "%s, batch %d", lm_impls[i].name, lm_batches[b]);
+                s[i] = bench_pick(t, name, lm_impls[i].name, NULL, false, BENCH_MS, title_s);
+                bench_chart_add(&ch, tokens_per_s(s[i], lm_batches[b]));
+            }
+            if (!s[0].n && !s[1].n && !s[2].n) continue;
+            bench_series s0 = bench_speedup(&s[0], &s[2], ""), s1 = bench_speedup(&s[0], &s[1], "");
+            if (isnan(ch.vline)) ch.vline = bench_crossover(&s0);
+            bench_crossover_str(&s0, c0, sizeof c0);
+            bench_crossover_str(&s1, c1, sizeof c1);
+            fprintf(f, "| %s | %d | %s | %s |\n", lm_forms[form], lm_batches[b], c0, c1);
+        }
+        bench_chart_draw(rep, &ch);
+    }
+    fprintf(f, "\n");
+    for (int form = 0; form < 2; form++) form_table(f, t, form);
+    return true;
+}

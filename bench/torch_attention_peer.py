@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""torch_attention_peer.py: PyTorch's figures for duograd's fused attention
+(DG_OP_ATTENTION and its backward): torch.nn.functional.
+scaled_dot_product_attention in fp32 with TF32 off, forward alone and forward
++ backward, for each of SDPA's fp32 backends (math: explicit matmuls and
+softmax; efficient: the memory-efficient CUTLASS kernel, which does its fp32
+products as 3xTF32 on the tensor cores), at batch 16, 8 heads, head size 64
+and T = 512, 2048 (--seqs), causal and not, on the same GPU, in the same run.
+
+    python3 bench/torch_attention_peer.py --out DIR [--seqs 512,2048]
+
+Rows go to DIR/torch_attention.csv in bench/csv.h's column order: sweep
+"attention", case "full" or "causal", impl "torch-math-fwd",
+"torch-math-fwdbwd", "torch-efficient-fwd", "torch-efficient-fwdbwd";
+m = n = T, k = the head size, batch = B*H (B*H products of T x T x Dh).
+The softmax scale is SDPA's default, 1/sqrt(Dh); causal is SDPA's
+is_causal (key j masked for query i when j > i, as duograd's).
+
+FLOPs, duograd's convention (core/ops.c, dg_attention_flops): two per
+multiply-add of the products with the score matrix, forward QK^T and PV
+(4 B H T^2 Dh), backward QK^T again, dV, dP, dQ, dK (10 B H T^2 Dh), so
+forward + backward counts 14 B H T^2 Dh, 3.5 times the forward; causal keeps
+(T+1)/(2T) of it (the unmasked scores); softmax's exponentials are not
+counted. A "fwdbwd" row times the forward and torch.autograd.grad for q, k, v
+(PyTorch's own backward, whatever it recomputes).
+
+Each result is checked against float64 (the same formula on the GPU) before
+it is timed; T > --full-check-max checks a subset of the batch and heads
+(--check-bh, default 2 x 2). A mismatch (max |x - ref| / max |ref| above
+--tol, any of o, dq, dk, dv) is a row with status "wrong" and no time.
+"""
+import argparse
+import datetime
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_ops_peer import base_row, emit, rel_err  # noqa: E402
+from torch_peer import CsvOut  # noqa: E402
+
+BACKENDS = {"math": "MATH", "efficient": "EFFICIENT_ATTENTION"}
+
+
+def attention_flops(b, h, t, dh, causal, backward):
+    """duograd's FLOP count (core/ops.c): forward 4 B H T^2 Dh, + 10 for the backward"""
+    kept = (t + 1) / (2 * t) if causal else 1.0
+    return (14.0 if backward else 4.0) * b * h * t * t * dh * kept
+
+
+def reference(q, k, v, scale, causal):
+    """softmax(scale q k^T, mask) v in the inputs' dtype (float64 here)"""
+    import torch
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        t = q.shape[-2]
+        s = s.masked_fill(torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ v
+
+
+def rows_for(out, dev, b, h, t, dh, causal, backends, args):
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    gen = torch.Generator(device=dev).manual_seed(1000 + t + int(causal))
+    q, k, v, dout = (torch.randn(b, h, t, dh, device=dev, generator=gen) for _ in range(4))
+    scale = 1.0 / math.sqrt(dh)
+    # the float64 reference, on a subset of (batch, head) for long sequences
+    nb, nh = (b, h) if t <= args.full_check_max else (min(b, args.check_bh[0]), min(h, args.check_bh[1]))
+    sub = (slice(0, nb), slice(0, nh))
+    q64, k64, v64 = (x[sub].double().requires_grad_(True) for x in (q, k, v))
+    o64 = reference(q64, k64, v64, scale, causal)
+    g64 = torch.autograd.grad(o64, (q64, k64, v64), dout[sub].double())
+    o64 = o64.detach()
+    del q64, k64, v64
+    case = "causal" if causal else "full"
+    qg, kg, vg = (x.clone().requires_grad_(True) for x in (q, k, v))
+    for name in backends:
+        backend = getattr(SDPBackend, BACKENDS[name])
+
+        def fwd():
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        def fwdbwd():
+            with sdpa_kernel(backend):
+                o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal)
+            return torch.autograd.grad(o, (qg, kg, vg), dout)
+
+        for impl, fn, backward in ((f"torch-{name}-fwd", fwd, False), (f"torch-{name}-fwdbwd", fwdbwd, True)):
+            row = base_row("attention", case, impl, t, t, dh)
+            row["batch"] = b * h
+            try:
+                with torch.no_grad() if not backward else torch.enable_grad():
+                    res = fn()
+                if backward:
+                    err = max(rel_err(x[sub], r) for x, r in zip(res, g64))
+                    with sdpa_kernel(backend):
+                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    err = max(err, rel_err(o[sub], o64))
+                else:
+                    err = rel_err(res[sub], o64)
+                del res
+            except RuntimeError as e:  # the backend refuses this shape or dtype
+                row.update(status="unsupported", note=str(e).splitlines()[0][:150])
+                out.write(row)
+                print(f"attention {case} {impl} T={t}: unsupported ({row['note']})", flush=True)
+                torch.cuda.empty_cache()
+                continue
+            emit(out, row, fn, err, args.tol, flops=attention_flops(b, h, t, dh, causal, backward))
+            torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="FLOP convention and checks: see the module docstring (pydoc).")
+    ap.add_argument("--out", required=True, help="result folder (torch_attention.csv is written or appended to)")
+    ap.add_argument("--seqs", default="512,2048", help="sequence lengths T, comma-separated (default 512,2048)")
+    ap.add_argument("--batch", type=int, default=16, help="batch B (default 16)")
+    ap.add_argument("--heads", type=int, default=8, help="heads H (default 8)")
+    ap.add_argument("--head-dim", type=int, default=64, help="head size Dh (default 64)")
+    ap.add_argument("--backends", default="math,efficient", help="SDPA backends: math, efficient (default both)")
+    ap.add_argument("--causal", default="0,1", help="0 (full), 1 (causal) or both (default 0,1)")
+    ap.add_argument("--tol", type=float, default=1e-4, help="max relative error against float64 (default 1e-4)")
+    ap.add_argument("--full-check-max", type=int, default=1024,
+                    help="longest T checked on every (batch, head); longer ones check --check-bh (default 1024)")
+    ap.add_argument("--check-bh", default="2,2", help="batches,heads checked above --full-check-max (default 2,2)")
+    args = ap.parse_args()
+    try:
+        seqs = [int(s) for s in args.seqs.split(",") if s]
+        causals = [bool(int(c)) for c in args.causal.split(",") if c]
+        args.check_bh = [int(x) for x in args.check_bh.split(",")]
+    except ValueError:
+        ap.error("--seqs, --causal and --check-bh take comma-separated integers")
+    backends = [s for s in args.backends.split(",") if s]
+    if any(b not in BACKENDS for b in backends):
+        ap.error(f"--backends: each one of {', '.join(BACKENDS)}")
+    if (not seqs or any(s < 1 for s in seqs) or args.batch < 1 or args.heads < 1 or args.head_dim < 1
+            or len(args.check_bh) != 2 or min(args.check_bh) < 1):
+        ap.error("sizes must be positive")
+    import torch
+    if not torch.cuda.is_available():
+        print("torch_attention_peer: no CUDA device", file=sys.stderr)
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    dev = torch.device("cuda")
+    os.makedirs(args.out, exist_ok=True)
+    meta = [f"torch_attention_peer: PyTorch {torch.__version__}, CUDA {torch.version.cuda}",
+            f"gpu: {torch.cuda.get_device_name(dev)}", "tf32: off",
+            f"shape: B {args.batch}, H {args.heads}, Dh {args.head_dim}, scale 1/sqrt(Dh)",
+            "flops: forward 4 B H T^2 Dh, forward+backward 14 B H T^2 Dh, causal x (T+1)/(2T)",
+            f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"]
+    out = CsvOut(os.path.join(args.out, "torch_attention.csv"), meta)
+    try:
+        for t in seqs:
+            for causal in causals:
+                rows_for(out, dev, args.batch, args.heads, t, args.head_dim, causal, backends, args)
+    finally:
+        out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
