@@ -459,7 +459,7 @@ Test(misuse, model_and_train_step) {
     ASSERT_FAILS(dg_train_step_build(g, &m, 0, &o, &ts), DG_ERR_INVALID, "batch 0");
     dg_model many = m;
     many.n_params = DG_MODEL_MAX_PARAMS + 1;
-    ASSERT_FAILS(dg_train_step_build(g, &many, 8, &o, &ts), DG_ERR_INVALID, "has 65 parameters");
+    ASSERT_FAILS(dg_train_step_build(g, &many, 8, &o, &ts), DG_ERR_INVALID, "has 129 parameters");
     ASSERT_FAILS(dg_train_step_build(g, &m, 8, &bad, &ts), DG_ERR_INVALID, "unknown optimizer kind 9");
     dg_graph_free(g);
 }
