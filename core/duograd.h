@@ -9,9 +9,10 @@
  *   core/autodiff.h        dg_grad, the optimizers' update nodes
  *   core/backend.h         memory, copies, events of a backend
  *   core/plan.h            memory plan and run of a graph on a backend
- *   core/nn/               models (MLP, CNN, ResNet), their layers, the
- *                          training step and the trainer
+ *   core/nn/               models (MLP, CNN, ResNet, the char-LM), their
+ *                          layers, the training step and the trainers
  *   core/data/dataset.h    IDX (MNIST, Fashion-MNIST) and CIFAR-10 readers
+ *   core/data/text.h       a text file as character ids
  *   cpu_backend/           the OpenMP + OpenBLAS backend
  *   gpu_backend/           the CUDA backend, where it was built */
 #ifndef DG_DUOGRAD_H
@@ -22,14 +23,17 @@
 #include "core/autodiff.h"
 #include "core/backend.h"
 #include "core/data/dataset.h"
+#include "core/data/text.h"
 #include "core/graph.h"
 #include "core/nn/cnn.h"
 #include "core/nn/layers.h"
+#include "core/nn/lm_trainer.h"
 #include "core/nn/mlp.h"
 #include "core/nn/model.h"
 #include "core/nn/resnet.h"
 #include "core/nn/train_step.h"
 #include "core/nn/trainer.h"
+#include "core/nn/transformer.h"
 #include "core/ops.h"
 #include "core/plan.h"
 #include "core/status.h"

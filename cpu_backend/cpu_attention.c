@@ -10,7 +10,7 @@
  * offset (b H + h) T Dh. The tile products go to OpenBLAS, called from
  * inside the OpenMP loop over (head, tile) pairs (its OpenMP build then
  * runs each call on the calling thread). Each thread works in its own
- * slice of the backend's attention workspace (dg_cpu_attention_work_floats
+ * slice of the backend's attention workspace (dg__cpu_attention_work_floats
  * per thread, allocated with the backend). */
 #include <cblas.h>
 #include <math.h>
@@ -22,7 +22,7 @@
 
 #define ATT_TILE 64
 
-size_t dg_cpu_attention_work_floats(void) {
+size_t dg__cpu_attention_work_floats(void) {
     /* S or P, dP or dS [tile, tile]; two accumulators [tile, Dh max]; m, l */
     return 2 * ATT_TILE * ATT_TILE + 2 * ATT_TILE * DG_ATTENTION_MAX_HEAD + 2 * ATT_TILE;
 }
@@ -63,7 +63,7 @@ void dg__cpu_attention(const dg_step *s, float *work) {
     int64_t pairs = d.heads * d.tiles;
 #pragma omp parallel
     {
-        float *S = work + (size_t)omp_get_thread_num() * dg_cpu_attention_work_floats();
+        float *S = work + (size_t)omp_get_thread_num() * dg__cpu_attention_work_floats();
         float *acc = S + 2 * ATT_TILE * ATT_TILE, *m = acc + 2 * ATT_TILE * DG_ATTENTION_MAX_HEAD, *l = m + ATT_TILE;
 #pragma omp for schedule(dynamic, 1)
         for (int64_t p = 0; p < pairs; p++) {
@@ -127,7 +127,7 @@ void dg__cpu_attention_backward(const dg_step *s, float *work) {
     }
 #pragma omp parallel
     {
-        float *P = work + (size_t)omp_get_thread_num() * dg_cpu_attention_work_floats();
+        float *P = work + (size_t)omp_get_thread_num() * dg__cpu_attention_work_floats();
         float *dS = P + ATT_TILE * ATT_TILE, *dk = dS + ATT_TILE * ATT_TILE, *dv = dk + ATT_TILE * DG_ATTENTION_MAX_HEAD;
         /* pass 1, by key tiles: dV = P^T dO, dK = scale dS^T Q */
 #pragma omp for schedule(dynamic, 1)

@@ -177,7 +177,7 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
     if (threads <= 0) threads = omp_get_max_threads();
     cpu_ctx *c = calloc(1, sizeof *c);
     float *pack = malloc(dg_cpu_gemm_own_pack_floats(threads) * sizeof(float));
-    float *attn = malloc((size_t)threads * dg_cpu_attention_work_floats() * sizeof(float));
+    float *attn = malloc((size_t)threads * dg__cpu_attention_work_floats() * sizeof(float));
     dg_backend *be = c && pack && attn ? dg__backend_new(&cpu_iface, c) : NULL;
     if (!be) {
         free(c); free(pack); free(attn);

@@ -50,8 +50,8 @@ void dg__cpu_layer_norm_backward_scale(const dg_step *s);
 void dg__cpu_embedding(const dg_step *s);
 void dg__cpu_embedding_backward(const dg_step *s);
 /* fused attention by tiles (cpu_attention.c); work: the backend's
- * workspace of dg_cpu_attention_work_floats() per OpenMP thread */
-size_t dg_cpu_attention_work_floats(void);
+ * workspace of dg__cpu_attention_work_floats() per OpenMP thread */
+size_t dg__cpu_attention_work_floats(void);
 void dg__cpu_attention(const dg_step *s, float *work);
 void dg__cpu_attention_backward(const dg_step *s, float *work);
 
