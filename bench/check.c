@@ -10,10 +10,11 @@
 #include "core/status_internal.h"
 
 /* a leaf's float32 value: the input, or its init spec */
-static dg_status leaf_values(const bench_step *s, const dg_node *nd, const float *x, const int32_t *y, double *out) {
+static dg_status leaf_values(const bench_step *s, const dg_node *nd, const void *x, const int32_t *y, double *out) {
     int64_t cnt = dg_node_numel(nd);
-    if (nd == s->ts.y) {
-        for (int64_t j = 0; j < cnt; j++) out[j] = (double)y[j];
+    const int32_t *ints = nd == s->ts.y ? y : nd == s->ts.x && nd->dtype == DG_I32 ? x : NULL;
+    if (ints) {
+        for (int64_t j = 0; j < cnt; j++) out[j] = (double)ints[j];
         return DG_OK;
     }
     float *tmp = malloc((size_t)cnt * sizeof *tmp);
@@ -36,7 +37,8 @@ static const dg_node *update_of(const dg_graph *g, const dg_node *w) {
 
 void bench_step_ref_free(bench_step_ref *ref) {
     for (int i = 0; i < ref->n_params + ref->n_state; i++) free(ref->delta[i]);
-    *ref = (bench_step_ref){0};
+    for (int i = 0; i < ref->n_params; i++) free(ref->grad[i]);
+    *ref = (bench_step_ref){.keep_grads = ref->keep_grads};
 }
 
 /* the model's persistent tensors in the reference's order: parameters, then state */
@@ -44,7 +46,7 @@ static const dg_node *tracked(const dg_model *m, int i) {
     return i < m->n_params ? m->params[i] : m->state[i - m->n_params];
 }
 
-dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t *y, bench_step_ref *ref) {
+dg_status bench_step_ref_run(const bench_step *s, const void *x, const int32_t *y, bench_step_ref *ref) {
     const dg_train_step *t = &s->ts;
     int n = dg_graph_size(s->g);
     double **v = calloc((size_t)n, sizeof *v);
@@ -55,9 +57,14 @@ dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t 
         v[id] = malloc((size_t)dg_node_numel(nd) * sizeof(double));
         st = v[id] ? leaf_values(s, nd, x, y, v[id]) : dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
     }
-    *ref = (bench_step_ref){.n_params = s->model.n_params, .n_state = s->model.n_state};
+    *ref = (bench_step_ref){.keep_grads = ref->keep_grads, .n_params = s->model.n_params, .n_state = s->model.n_state};
     if (st == DG_OK) st = ref_eval(s->g, n, v);
     if (st == DG_OK) ref->loss = v[t->loss->id][0];
+    for (int i = 0; i < s->model.n_params && st == DG_OK && ref->keep_grads; i++) {
+        size_t bytes = (size_t)dg_node_numel(t->grads[i]) * sizeof(double);
+        if (!(ref->grad[i] = malloc(bytes))) st = dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
+        else memcpy(ref->grad[i], v[t->grads[i]->id], bytes);
+    }
     for (int i = 0; i < s->model.n_params && st == DG_OK; i++)
         if (!update_of(s->g, s->model.params[i]))
             st = dg__fail(DG_ERR_INVALID, "bench: parameter %d of the step has no update", i);

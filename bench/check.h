@@ -43,10 +43,13 @@ typedef struct bench_step {
  * initial): the model's parameters, then its state (running statistics). */
 typedef struct bench_step_ref {
     bool    done;
+    bool    keep_grads;  /* set by the caller: also keep each parameter's
+                            gradient (grad[]), for a check of the gradients */
     double  loss;
     int     n_params, n_state;
     int64_t numel[2 * DG_MODEL_MAX_PARAMS];
     double *delta[2 * DG_MODEL_MAX_PARAMS]; /* [n_params + n_state] */
+    double *grad[DG_MODEL_MAX_PARAMS];      /* [n_params] with keep_grads */
 } bench_step_ref;
 
 /* what an MLP step row's max_rel_err compares (the check column) */
@@ -92,10 +95,11 @@ bench_step_spec bench_mlp_step(const dg_mlp_cfg *cfg);
  * decay 5e-4, checked with the tolerances above: the resnet sweep's step. */
 bench_step_spec bench_resnet_step(const dg_resnet_cfg *cfg);
 
-/* Evaluates the whole step graph in float64 for inputs x, y, and every
- * other leaf (parameters, running statistics, optimizer state) from its
- * init spec (the values of a fresh plan). */
-dg_status bench_step_ref_run(const bench_step *s, const float *x, const int32_t *y, bench_step_ref *ref);
+/* Evaluates the whole step graph in float64 for inputs x (float32, or
+ * int32 ids where the model's in_dtype says so), y, and every other leaf
+ * (parameters, running statistics, optimizer state) from its init spec
+ * (the values of a fresh plan). */
+dg_status bench_step_ref_run(const bench_step *s, const void *x, const int32_t *y, bench_step_ref *ref);
 void      bench_step_ref_free(bench_step_ref *ref);
 
 /* reads a persistent tensor's current value from wherever a step keeps it */

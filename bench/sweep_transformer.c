@@ -46,7 +46,6 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/check/ref.h"
 #include "core/nn/transformer.h"
 #include "core/rng.h"
 #include "core/status_internal.h"
@@ -136,77 +135,10 @@ static dg_status step_plan(bench_step *s, dg_backend *be, bool replay, bool grad
     return st;
 }
 
-/* The float64 step of the check, computed once and shared by the
- * implementations: the loss and each parameter's change (bench_step_ref),
- * and each parameter's gradient. */
-typedef struct lm_ref {
-    bench_step_ref step;
-    double        *grad[DG_MODEL_MAX_PARAMS];
-} lm_ref;
-
-static void lm_ref_free(lm_ref *r) {
-    bench_step_ref_free(&r->step);
-    for (int i = 0; i < DG_MODEL_MAX_PARAMS; i++) free(r->grad[i]);
-    *r = (lm_ref){0};
-}
-
-/* check.h's bench_step_ref_run for int32 ids (that one reads its input as
- * floats), keeping the gradients: every leaf from the ids, the labels or
- * its init spec, the whole graph through ref_eval. */
-static dg_status ref_run(const bench_step *s, const int32_t *x, const int32_t *y, lm_ref *lr) {
-    bench_step_ref *ref = &lr->step;
-    int n = dg_graph_size(s->g);
-    double **v = calloc((size_t)n, sizeof *v);
-    dg_status st = v ? DG_OK : dg__fail(DG_ERR_OOM, "transformer: out of memory for the reference");
-    for (int id = 0; id < n && st == DG_OK; id++) {
-        const dg_node *nd = dg_graph_node(s->g, id);
-        if (nd->op != DG_OP_LEAF) continue;
-        int64_t cnt = dg_node_numel(nd);
-        float *tmp = nd == s->ts.x || nd == s->ts.y ? NULL : malloc((size_t)cnt * sizeof *tmp);
-        v[id] = malloc((size_t)cnt * sizeof(double));
-        if (!v[id] || (!tmp && nd != s->ts.x && nd != s->ts.y))
-            st = dg__fail(DG_ERR_OOM, "transformer: out of memory for the reference");
-        else if (tmp)
-            st = dg_init_fill(nd->init, tmp, cnt);
-        for (int64_t j = 0; j < cnt && st == DG_OK; j++)
-            v[id][j] = nd == s->ts.x ? x[j] : nd == s->ts.y ? y[j] : tmp[j];
-        free(tmp);
-    }
-    *ref = (bench_step_ref){.n_params = s->model.n_params};
-    if (st == DG_OK) st = ref_eval(s->g, n, v);
-    if (st == DG_OK) ref->loss = v[s->ts.loss->id][0];
-    for (int i = 0; i < s->model.n_params && st == DG_OK; i++) {
-        int64_t cnt = dg_node_numel(s->ts.grads[i]);
-        if (!(lr->grad[i] = malloc((size_t)cnt * sizeof(double))))
-            st = dg__fail(DG_ERR_OOM, "transformer: out of memory for the reference");
-        else memcpy(lr->grad[i], v[s->ts.grads[i]->id], (size_t)cnt * sizeof(double));
-    }
-    float *init = NULL;
-    for (int i = 0; i < s->model.n_params && st == DG_OK; i++) {
-        const dg_node *w = s->model.params[i];
-        int64_t cnt = ref->numel[i] = dg_node_numel(w);
-        ref->delta[i] = malloc((size_t)cnt * sizeof(double));
-        float *grown = realloc(init, (size_t)cnt * sizeof *init);
-        if (!ref->delta[i] || !grown) {
-            st = dg__fail(DG_ERR_OOM, "transformer: out of memory for the reference");
-            break;
-        }
-        init = grown;
-        st = dg_init_fill(w->init, init, cnt); /* Adam wrote the slot in place: the change is slot - init */
-        for (int64_t j = 0; j < cnt && st == DG_OK; j++) ref->delta[i][j] = v[w->id][j] - init[j];
-    }
-    free(init);
-    if (v) ref_free(v, n);
-    free(v);
-    if (st != DG_OK) lm_ref_free(lr);
-    ref->done = st == DG_OK;
-    return st;
-}
-
 /* || g - g_ref || / || g_ref || over every parameter's gradient as one
  * vector (a parameter whose true gradient is 0, such as a key bias under
  * softmax's shift invariance, has no relative error of its own) */
-static dg_status grad_error(const bench_step *s, const lm_ref *ref, double *err) {
+static dg_status grad_error(const bench_step *s, const bench_step_ref *ref, double *err) {
     double num = 0, den = 0;
     dg_status st = DG_OK;
     for (int i = 0; i < s->model.n_params && st == DG_OK; i++) {
@@ -239,7 +171,7 @@ typedef struct lm_check {
     double    last_ms, last_flops; /* the CPU's predictor: the last run timed */
 } lm_check;
 
-static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, lm_ref *ref, lm_check *out) {
+static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, bench_step_ref *ref, lm_check *out) {
     dg_charlm_cfg cfg = lm_cfg(tc, form == 1);
     bench_step_spec spec = lm_spec(&cfg);
     int32_t *x = NULL, *y = NULL;
@@ -253,12 +185,12 @@ static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, lm_r
     if (st == DG_OK) st = dg_plan_run(s.p);
     if (st == DG_OK) st = dg_plan_get(s.p, s.ts.loss, &loss, sizeof loss);
     double t0 = bench_now_s();
-    bool fresh = !ref->step.done;
-    if (st == DG_OK && fresh) st = ref_run(&s, x, y, ref);
+    bool fresh = !ref->done;
+    if (st == DG_OK && fresh) st = bench_step_ref_run(&s, x, y, ref);
     if (st == DG_OK && fresh)
         fprintf(stderr, "bench: transformer %s: float64 reference of the batch-%d, context-%d step: %.1f s\n",
                 lm_forms[form], LM_CHECK_BATCH, tc, bench_now_s() - t0);
-    if (st == DG_OK) st = bench_step_error(&s.model, plan_fetch, s.p, loss, &ref->step, spec.tol, &out->step_err, &out->ok);
+    if (st == DG_OK) st = bench_step_error(&s.model, plan_fetch, s.p, loss, ref, spec.tol, &out->step_err, &out->ok);
     if (st == DG_OK) st = grad_error(&s, ref, &out->grad_err);
     if (st == DG_OK) {
         out->ok = out->ok && out->grad_err <= LM_GRAD_TOL;
@@ -379,7 +311,7 @@ dg_status sweep_transformer(bench_ctx *ctx) {
             bool first = true;
             for (int j = 0; j < g; j++) first &= check_context(ts[j]) != tc;
             if (!first) continue;
-            lm_ref ref = {0}; /* one graph and data for every implementation: one reference */
+            bench_step_ref ref = {.keep_grads = true}; /* one graph and data for every implementation: one reference */
             for (int i = 0; i < LM_N_IMPLS && !bench_interrupted; i++) {
                 bool any = false;
                 for (int b = 0; b < N_BATCHES(ctx); b++) any |= row_wanted(ctx, form, lm_batches[b], &lm_impls[i]);
@@ -394,7 +326,7 @@ dg_status sweep_transformer(bench_ctx *ctx) {
                             run_row(ctx, form, &lm_impls[i], be, &chk, lm_batches[b], (int)ts[k]);
                 }
             }
-            lm_ref_free(&ref);
+            bench_step_ref_free(&ref);
         }
     return DG_OK;
 }
