@@ -33,6 +33,27 @@ bench_table bench_table_load(const char *dir, const char *sweep) {
     return t;
 }
 
+const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m) {
+    const csv_rec *r = NULL;
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == m) r = &t->r[i];
+    return r;
+}
+
+int bench_table_ms(const bench_table *t, const char *name, long long *out, int n, int max) {
+    for (int i = 0; i < t->n; i++) {
+        if (strcmp(t->r[i].name, name)) continue;
+        long long x = t->r[i].m;
+        int at = 0;
+        while (at < n && out[at] < x) at++;
+        if ((at < n && out[at] == x) || n == max) continue;
+        memmove(out + at + 1, out + at, (size_t)(n - at) * sizeof *out);
+        out[at] = x;
+        n++;
+    }
+    return n;
+}
+
 bool bench_row_measured(const csv_rec *r) {
     return (!strcmp(r->status, "ok") || !strcmp(r->status, "noisy")) && isfinite(r->median_ms);
 }

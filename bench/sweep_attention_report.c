@@ -22,28 +22,9 @@
 static const char *const masks[2] = {"full", "causal"};
 static const char *const peer_impls[2] = {"torch-math", "torch-efficient"};
 
-/* the last row of case, impl and T in t (a re-run appends), or NULL */
-static const csv_rec *row_at(const bench_table *t, const char *name, const char *impl, long long tt) {
-    const csv_rec *r = NULL;
-    for (int i = 0; i < t->n; i++)
-        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == tt) r = &t->r[i];
-    return r;
-}
-
 /* the sequence lengths of the main cases in t, ascending, without repeats */
-static int lengths_of(const bench_table *t, long long *out, int max) {
-    int n = 0;
-    for (int i = 0; i < t->n; i++) {
-        if (strcmp(t->r[i].name, "full") && strcmp(t->r[i].name, "causal")) continue;
-        long long x = t->r[i].m;
-        int at = 0;
-        while (at < n && out[at] < x) at++;
-        if ((at < n && out[at] == x) || n == max) continue;
-        memmove(out + at + 1, out + at, (size_t)(n - at) * sizeof *out);
-        out[at] = x;
-        n++;
-    }
-    return n;
+static int lengths_of(const bench_table *t, long long *out) {
+    return bench_table_ms(t, "causal", out, bench_table_ms(t, "full", out, 0, BENCH_MAX_PTS), BENCH_MAX_PTS);
 }
 
 static bench_series scaled(bench_series s, double f) {
@@ -95,12 +76,12 @@ static bench_series arena_series(const bench_table *t, int form, int pass) {
     bench_series s = {.n = 0};
     snprintf(s.title, sizeof s.title, "%s %s", att_forms[form], att_passes[pass]);
     long long ts[BENCH_MAX_PTS];
-    int n = lengths_of(t, ts, BENCH_MAX_PTS);
+    int n = lengths_of(t, ts);
     for (int i = 0; i < n; i++)
         for (int bk = 0; bk < ATT_N_BACKENDS; bk++) {
             char impl[32];
             impl_of(bk, form, pass, impl, sizeof impl);
-            const csv_rec *r = row_at(t, "full", impl, ts[i]);
+            const csv_rec *r = bench_table_row(t, "full", impl, ts[i]);
             if (!r || r->arena_bytes <= 0) continue;
             s.x[s.n] = (double)ts[i];
             s.y[s.n] = s.lo[s.n] = s.hi[s.n] = (double)r->arena_bytes / 1e6;
@@ -118,7 +99,7 @@ static void cell(FILE *f, const csv_rec *r) {
 
 static void time_table(FILE *f, const bench_table *t, const bench_table *peer, int mk, int pass) {
     long long ts[BENCH_MAX_PTS];
-    int n = lengths_of(t, ts, BENCH_MAX_PTS);
+    int n = lengths_of(t, ts);
     char impl[32];
     fprintf(f, "### %s mask, %s: median ms (TFLOP/s)\n\n| T |", masks[mk], pass == ATT_FWD ? "forward" : "forward + backward");
     for (int bk = 0; bk < ATT_N_BACKENDS; bk++)
@@ -132,11 +113,11 @@ static void time_table(FILE *f, const bench_table *t, const bench_table *peer, i
         for (int bk = 0; bk < ATT_N_BACKENDS; bk++)
             for (int form = 0; form < 2; form++) {
                 impl_of(bk, form, pass, impl, sizeof impl);
-                cell(f, row_at(t, masks[mk], impl, ts[i]));
+                cell(f, bench_table_row(t, masks[mk], impl, ts[i]));
             }
         for (int p = 0; p < 2; p++) {
             snprintf(impl, sizeof impl, "%s-%s", peer_impls[p], att_passes[pass]);
-            cell(f, row_at(peer, masks[mk], impl, ts[i]));
+            cell(f, bench_table_row(peer, masks[mk], impl, ts[i]));
         }
         fprintf(f, "\n");
     }
@@ -151,7 +132,7 @@ static void memory_table(FILE *f, const bench_table *t) {
                "is laid out before memory is asked)\n\n| T | composed fwd | fused fwd | composed fwdbwd | fused "
                "fwdbwd | composed / fused, fwdbwd |\n|---|---|---|---|---|---|\n");
     long long ts[BENCH_MAX_PTS];
-    int n = lengths_of(t, ts, BENCH_MAX_PTS);
+    int n = lengths_of(t, ts);
     for (int i = 0; i < n; i++) {
         double v[2][2];
         char b[2][2][32], ratio[32];
@@ -225,7 +206,7 @@ static void variants(FILE *f, const bench_table *t) {
             for (int form = 0; form < 2; form++) {
                 char impl[32];
                 impl_of(bk, form, ATT_FWDBWD, impl, sizeof impl);
-                cell(f, row_at(t, att_cases[c].name, impl, ATT_VARIANT_T));
+                cell(f, bench_table_row(t, att_cases[c].name, impl, ATT_VARIANT_T));
             }
         fprintf(f, "\n");
     }

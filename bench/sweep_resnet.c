@@ -246,31 +246,6 @@ static int impls_of(const bench_table *t, const char *name, const char **out, in
     return n;
 }
 
-/* the batches of case `name` in t, ascending, without repeats */
-static int batches_of(const bench_table *t, const char *name, long long *out, int max) {
-    int n = 0;
-    for (int i = 0; i < t->n; i++) {
-        if (strcmp(t->r[i].name, name)) continue;
-        long long b = t->r[i].m;
-        int at = 0;
-        while (at < n && out[at] < b) at++;
-        if ((at < n && out[at] == b) || n == max) continue;
-        memmove(out + at + 1, out + at, (size_t)(n - at) * sizeof *out);
-        out[at] = b;
-        n++;
-    }
-    return n;
-}
-
-/* the row of case `name`, impl and batch (the last one, as a re-run
- * appends), or NULL */
-static const csv_rec *row_of(const bench_table *t, const char *name, const char *impl, long long batch) {
-    const csv_rec *r = NULL;
-    for (int i = 0; i < t->n; i++)
-        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == batch) r = &t->r[i];
-    return r;
-}
-
 /* one table row: step ms and images/s per implementation (or the row's
  * status), then the plan's arena, its peak of live bytes and their ratio */
 static void table_row(FILE *f, const bench_table *t, const char *name, const char *const *im, int n_im,
@@ -278,7 +253,7 @@ static void table_row(FILE *f, const bench_table *t, const char *name, const cha
     long long arena = 0, live = 0;
     fprintf(f, "| %lld |", batch);
     for (int j = 0; j < n_im; j++) {
-        const csv_rec *r = row_of(t, name, im[j], batch);
+        const csv_rec *r = bench_table_row(t, name, im[j], batch);
         double rate = r ? 1e3 * (double)batch / r->median_ms : NAN;
         if (r && bench_row_measured(r)) fprintf(f, " %.1f ms, %.*f/s |", r->median_ms, rate < 100 ? 1 : 0, rate);
         else fprintf(f, " %s |", r ? r->status : "-");
@@ -327,7 +302,7 @@ bool bench_report_resnet(bench_report *rep, const bench_table *t) {
         const resnet_case *c = &cases[ci];
         const char *im[12];
         long long batches[BENCH_MAX_PTS];
-        int n_im = impls_of(t, c->name, im, 12), n_b = batches_of(t, c->name, batches, BENCH_MAX_PTS);
+        int n_im = impls_of(t, c->name, im, 12), n_b = bench_table_ms(t, c->name, batches, 0, BENCH_MAX_PTS);
         if (!n_im) continue;
         fprintf(f, "### %s: step time and images/s per implementation, plan memory (MB)\n\n| batch |", c->name);
         for (int j = 0; j < n_im; j++) fprintf(f, " %s |", im[j]);

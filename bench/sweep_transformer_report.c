@@ -20,36 +20,13 @@ static bench_series tokens_per_s(bench_series s, int batch) {
     return s;
 }
 
-static const csv_rec *row_at(const bench_table *t, const char *name, const char *impl, long long ctx) {
-    const csv_rec *r = NULL;
-    for (int i = 0; i < t->n; i++)
-        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == ctx) r = &t->r[i];
-    return r;
-}
-
-/* the contexts of the rows of case name, ascending */
-static int contexts_of(const bench_table *t, const char *name, long long *out, int max) {
-    int n = 0;
-    for (int i = 0; i < t->n; i++) {
-        if (strcmp(t->r[i].name, name)) continue;
-        long long x = t->r[i].m;
-        int at = 0;
-        while (at < n && out[at] < x) at++;
-        if ((at < n && out[at] == x) || n == max) continue;
-        memmove(out + at + 1, out + at, (size_t)(n - at) * sizeof *out);
-        out[at] = x;
-        n++;
-    }
-    return n;
-}
-
 static void form_table(FILE *f, const bench_table *t, int form) {
     bool any = false;
     for (int b = 0; b < LM_N_BATCHES; b++) {
         char name[48];
         snprintf(name, sizeof name, "charlm-%s-b%d", lm_forms[form], lm_batches[b]);
         long long cs[BENCH_MAX_PTS];
-        int nc = contexts_of(t, name, cs, BENCH_MAX_PTS);
+        int nc = bench_table_ms(t, name, cs, 0, BENCH_MAX_PTS);
         for (int k = 0; k < nc; k++) {
             if (!any)
                 fprintf(f, "### %s attention: step time and tokens/s per implementation, plan memory (MB)\n\n"
@@ -59,7 +36,7 @@ static void form_table(FILE *f, const bench_table *t, int form) {
             long long arena = 0, live = 0;
             fprintf(f, "| %d | %lld |", lm_batches[b], cs[k]);
             for (int i = 0; i < LM_N_IMPLS; i++) {
-                const csv_rec *r = row_at(t, name, lm_impls[i].name, cs[k]);
+                const csv_rec *r = bench_table_row(t, name, lm_impls[i].name, cs[k]);
                 if (r && bench_row_measured(r))
                     fprintf(f, " %.4g ms, %.0f/s |", r->median_ms, 1e3 * (double)lm_batches[b] * cs[k] / r->median_ms);
                 else fprintf(f, " %s |", r ? r->status : "-");
