@@ -53,8 +53,8 @@ def time_gpu(fn, min_reps=20, min_s=0.3):
 def base_row(sweep, case, impl, m, n, k):
     return dict(sweep=sweep, case=case, impl=impl, backend="gpu", dtype="f32", m=m, n=n, k=k, batch=1,
                 threads=1, transfer=0, tf32=0, cold=0, warmup=3, reps=0, median_ms=math.nan, min_ms=math.nan,
-                max_ms=math.nan, cv_pct=math.nan, gflops=math.nan, gbps=math.nan, max_rel_err=math.nan,
-                check="f64", status="ok", note="")
+                max_ms=math.nan, cv_pct=math.nan, gflops=math.nan, gbps=math.nan, scratch_bytes=0, arena_bytes=0,
+                live_bytes=0, max_rel_err=math.nan, check="f64", status="ok", note="")
 
 
 def emit(out, row, fn, err, tol, flops=0.0, nbytes=0.0):

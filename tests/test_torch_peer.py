@@ -145,6 +145,18 @@ def test_stats():
     assert tp.csv_field(float("nan")) == "NaN" and tp.csv_field(1234567.0) == "1.23457e+06"
 
 
+def test_ops_and_attention_rows_fill_every_numeric_column():
+    """bench's CSV reader refuses an empty integer field: a peer row that
+    left scratch_bytes, arena_bytes or live_bytes empty made every row of
+    torch_attention.csv unreadable, so the attention report showed no
+    PyTorch figures"""
+    import torch_ops_peer as op
+    row = op.base_row("attention", "causal", "torch-efficient-fwdbwd", 512, 512, 64)
+    fields = tp.format_row(row, EXPECTED).rstrip("\n").split(",")
+    empty = [c for c, v in zip(EXPECTED, fields) if v == "" and c != "note"]
+    assert not empty, f"columns left empty: {empty}"
+
+
 def main():
     assert "torch" not in sys.modules, "importing torch_peer imported torch"
     failed = 0

@@ -13,9 +13,13 @@ plot 'plot-data/attention_time_full_fwd-0.dat' using 1:2:3:4 with yerrorlines lw
      'plot-data/attention_time_full_fwd-3.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-fused-fwd', \
      'plot-data/attention_time_full_fwd-4.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-graph-composed-fwd', \
      'plot-data/attention_time_full_fwd-5.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-graph-fused-fwd', \
+     'plot-data/attention_time_full_fwd-6.dat' using 1:2:3:4 with yerrorlines lw 2 title 'torch-math-fwd', \
+     'plot-data/attention_time_full_fwd-7.dat' using 1:2:3:4 with yerrorlines lw 2 title 'torch-efficient-fwd', \
      'plot-data/attention_time_full_fwd-0.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' title 'noisy (cv above --max-cv)', \
      'plot-data/attention_time_full_fwd-1.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
      'plot-data/attention_time_full_fwd-2.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
      'plot-data/attention_time_full_fwd-3.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
      'plot-data/attention_time_full_fwd-4.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
-     'plot-data/attention_time_full_fwd-5.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle
+     'plot-data/attention_time_full_fwd-5.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/attention_time_full_fwd-6.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/attention_time_full_fwd-7.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle
