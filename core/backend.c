@@ -1,10 +1,10 @@
 /* backend.c: the core's wrappers around the backend interface, and timing
  * events (a backend's own, or the monotonic clock). */
 #include "backend_impl.h"
+#include "clock_internal.h"
 #include "status_internal.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 dg_backend *dg__backend_new(const dg_backend_i *iface, void *ctx) {
     if (!iface || iface->version != DG_BACKEND_IFACE_VERSION) {
@@ -112,11 +112,7 @@ struct dg_event {
     double      t_ms;  /* host clock at record, when dev is NULL     */
 };
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
+static double now_ms(void) { return 1e3 * dg__monotonic_s(); }
 
 static bool has_events(const dg_backend *be) { return be->iface->event_new != NULL; }
 

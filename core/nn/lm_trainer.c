@@ -4,18 +4,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../clock_internal.h"
 #include "../plan.h"
 #include "../rng.h"
 #include "../status_internal.h"
 #include "train_step.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct lm_trainer {
     dg_graph     *g;
@@ -104,10 +98,10 @@ dg_status dg_lm_train(dg_backend *be, const dg_lm_train_opts *o, const dg_text *
         for (int i = 0; i < o->batch; i++)
             starts[i] = (int64_t)(dg_rng_u64(&rng) % (uint64_t)(n_train - cfg.context));
         fill_windows(&t, text->ids, starts, o->batch, cfg.context);
-        double t0 = now_s();
+        double t0 = dg__monotonic_s();
         float l;
         st = run_batch(t.step, t.ts.x, t.ts.y, t.ts.loss, &t, ids * sizeof(int32_t), &l);
-        s.train_s += now_s() - t0;
+        s.train_s += dg__monotonic_s() - t0;
         if (st != DG_OK) break;
         if (step == 1 && first_loss) *first_loss = l;
         if (!isfinite(l)) {

@@ -3,18 +3,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "../clock_internal.h"
 #include "../plan.h"
 #include "../rng.h"
 #include "../status_internal.h"
 #include "train_step.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct trainer {
     dg_graph     *g;
@@ -145,7 +139,7 @@ dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *tra
             int j = (int)(dg_rng_u64(&rng) % (uint64_t)(i + 1));
             int32_t tmp = t.perm[i]; t.perm[i] = t.perm[j]; t.perm[j] = tmp;
         }
-        double t0 = now_s(), loss_sum = 0;
+        double t0 = dg__monotonic_s(), loss_sum = 0;
         int loss_n = 0;
         if (!o->copy_batches) st = dg_backend_upload(be, t.dev_perm, t.perm, (size_t)n * sizeof(int32_t));
         for (int b = 0; b < steps && st == DG_OK; b++) {
@@ -174,7 +168,7 @@ dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *tra
         }
         if (st == DG_OK) st = dg_backend_sync(be);
         s.epoch = e;
-        s.epoch_s = now_s() - t0;
+        s.epoch_s = dg__monotonic_s() - t0;
         s.total_s += s.epoch_s;
         s.train_loss = loss_n ? loss_sum / loss_n : NAN;
         if (st == DG_OK) st = evaluate(&t, test, eb, classes, &s.test_acc);
