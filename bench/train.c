@@ -70,6 +70,30 @@ static void on_epoch(const dg_epoch_stats *s, void *arg) {
     fflush(e->csv);
 }
 
+FILE *bench_train_open(const char *backend, int threads, const char *out, const char *name, const char *header,
+                       int argc, char **argv, dg_backend **be) {
+    if (bench_backend_open(backend, threads, be) != DG_OK) {
+        fprintf(stderr, "bench train: %s backend: %s\n", backend, dg_last_error());
+        return NULL;
+    }
+    FILE *csv = NULL;
+    if (mkdir(out, 0755) && errno != EEXIST) {
+        fprintf(stderr, "bench train: cannot create %s: %s\n", out, strerror(errno));
+    } else {
+        char meta[4096];
+        dg_backend *gpu = !strcmp(backend, "gpu") ? *be : NULL;
+        bench_env_meta(meta, sizeof meta, threads, gpu);
+        bench_env_meta_more(meta, sizeof meta, argc, argv, gpu);
+        /* written as NAME.csv.partial: an earlier NAME.csv is replaced only by a finished run */
+        if (!(csv = bench_csv_open(out, name, meta, header))) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    }
+    if (!csv) {
+        dg_backend_free(*be);
+        *be = NULL;
+    }
+    return csv;
+}
+
 int bench_train_main(int argc, char **argv) {
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'M'}, {"widths", required_argument, NULL, 'W'},
@@ -157,46 +181,31 @@ int bench_train_main(int argc, char **argv) {
         fprintf(stderr, "bench train: %s\n", dg_last_error());
         return 1;
     }
-    dg_backend *be;
-    if (bench_backend_open(backend, threads, &be) != DG_OK) {
-        fprintf(stderr, "bench train: %s backend: %s\n", backend, dg_last_error());
-        dg_dataset_free(&train);
-        dg_dataset_free(&test);
-        return 1;
-    }
-    if (mkdir(out, 0755) && errno != EEXIST) {
-        fprintf(stderr, "bench train: cannot create %s: %s\n", out, strerror(errno));
-        dg_backend_free(be);
-        dg_dataset_free(&train);
-        dg_dataset_free(&test);
-        return 1;
-    }
-    char name[64], meta[4096];
+    char name[64];
     snprintf(name, sizeof name, "train-%s-%s%s", model, backend, o.copy_batches ? "-copy" : "");
-    bench_env_meta(meta, sizeof meta, threads, !strcmp(backend, "gpu") ? be : NULL);
-    bench_env_meta_more(meta, sizeof meta, argc, argv, !strcmp(backend, "gpu") ? be : NULL);
-    /* written as NAME.csv.partial: an earlier NAME.csv is replaced only by a finished run */
-    FILE *csv = bench_csv_open(out, name, meta, "epoch,model,backend,optimizer,data,batch,lr,seed,train_loss,"
-                                                "test_acc,epoch_s,total_s");
-    dg_status st = DG_ERR_IO;
-    if (!csv) fprintf(stderr, "bench train: %s\n", dg_last_error());
-    else {
-        epoch_out eo = {csv, model, backend, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
-                        (unsigned long long)o.seed};
-        printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n", model,
-               widths, backend, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay, (unsigned long long)o.seed,
-               eo.mode);
-        dg_epoch_stats last;
-        st = dg_train(be, &o, &train, &test, on_epoch, &eo, &last);
-        if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
-        dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
-        if (fin != DG_OK) {
-            fprintf(stderr, "bench train: %s\n", dg_last_error());
-            st = fin;
-        } else if (st == DG_OK) {
-            printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s/%s.csv\n",
-                   100 * last.test_acc, last.epoch, last.total_s, out, name);
-        }
+    dg_backend *be;
+    FILE *csv = bench_train_open(backend, threads, out, name, "epoch,model,backend,optimizer,data,batch,lr,seed,"
+                                 "train_loss,test_acc,epoch_s,total_s", argc, argv, &be);
+    if (!csv) {
+        dg_dataset_free(&train);
+        dg_dataset_free(&test);
+        return 1;
+    }
+    epoch_out eo = {csv, model, backend, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
+                    (unsigned long long)o.seed};
+    printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n", model,
+           widths, backend, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay, (unsigned long long)o.seed,
+           eo.mode);
+    dg_epoch_stats last;
+    dg_status st = dg_train(be, &o, &train, &test, on_epoch, &eo, &last);
+    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
+    if (fin != DG_OK) {
+        fprintf(stderr, "bench train: %s\n", dg_last_error());
+        st = fin;
+    } else if (st == DG_OK) {
+        printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s/%s.csv\n",
+               100 * last.test_acc, last.epoch, last.total_s, out, name);
     }
     dg_backend_free(be);
     dg_dataset_free(&train);

@@ -8,19 +8,15 @@
  * train-charlm-BACKEND.csv. */
 #include "train.h"
 
-#include <errno.h>
 #include <float.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "backends.h"
 #include "core/nn/lm_trainer.h"
 #include "csv.h"
-#include "env.h"
 #include "options.h"
 
 static void usage(FILE *f) {
@@ -113,46 +109,34 @@ int bench_train_charlm_main(int argc, char **argv) {
         fprintf(stderr, "bench train: %s\n", dg_last_error());
         return 1;
     }
-    dg_backend *be;
-    if (bench_backend_open(backend, threads, &be) != DG_OK) {
-        fprintf(stderr, "bench train: %s backend: %s\n", backend, dg_last_error());
-        dg_text_free(&text);
-        return 1;
-    }
-    if (mkdir(out, 0755) && errno != EEXIST) {
-        fprintf(stderr, "bench train: cannot create %s: %s\n", out, strerror(errno));
-        dg_backend_free(be);
-        dg_text_free(&text);
-        return 1;
-    }
-    char name[64], meta[4096];
+    char name[64];
     snprintf(name, sizeof name, "train-charlm-%s", backend);
-    bench_env_meta(meta, sizeof meta, threads, !strcmp(backend, "gpu") ? be : NULL);
-    bench_env_meta_more(meta, sizeof meta, argc, argv, !strcmp(backend, "gpu") ? be : NULL);
-    FILE *csv = bench_csv_open(out, name, meta, "step,model,backend,train_loss,val_loss,train_s");
-    dg_status st = DG_ERR_IO;
-    if (!csv) fprintf(stderr, "bench train: %s\n", dg_last_error());
-    else {
-        printf("text %s: %lld characters, %d distinct; unigram entropy %.4f nats per character (the loss of "
-               "a model of character frequencies alone)\n", text_path, (long long)text.n, text.vocab,
-               text.unigram_nats);
-        printf("training charlm (width %d, %d heads, %d layers, context %d, %s attention) on %s: %d steps, "
-               "batch %d, adam lr %g, seed %llu\n", o.model.width, o.model.heads, o.model.layers, o.model.context,
-               o.model.composed ? "composed" : "fused", backend, o.steps, o.batch, lr, (unsigned long long)o.seed);
-        curve_out co = {csv, backend};
-        dg_lm_stats last;
-        double first;
-        st = dg_lm_train(be, &o, &text, on_eval, &co, &last, &first);
-        if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
-        dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
-        if (fin != DG_OK) {
-            fprintf(stderr, "bench train: %s\n", dg_last_error());
-            st = fin;
-        } else if (st == DG_OK) {
-            printf("first step loss %.6f; final held-out loss %.4f against the unigram entropy %.4f (%s) after %d "
-                   "steps (%.2f s of training) -> %s/%s.csv\n", first, last.val_loss, text.unigram_nats,
-                   last.val_loss < text.unigram_nats ? "below" : "NOT below", last.step, last.train_s, out, name);
-        }
+    dg_backend *be;
+    FILE *csv = bench_train_open(backend, threads, out, name, "step,model,backend,train_loss,val_loss,train_s", argc,
+                                 argv, &be);
+    if (!csv) {
+        dg_text_free(&text);
+        return 1;
+    }
+    printf("text %s: %lld characters, %d distinct; unigram entropy %.4f nats per character (the loss of "
+           "a model of character frequencies alone)\n", text_path, (long long)text.n, text.vocab,
+           text.unigram_nats);
+    printf("training charlm (width %d, %d heads, %d layers, context %d, %s attention) on %s: %d steps, "
+           "batch %d, adam lr %g, seed %llu\n", o.model.width, o.model.heads, o.model.layers, o.model.context,
+           o.model.composed ? "composed" : "fused", backend, o.steps, o.batch, lr, (unsigned long long)o.seed);
+    curve_out co = {csv, backend};
+    dg_lm_stats last;
+    double first;
+    dg_status st = dg_lm_train(be, &o, &text, on_eval, &co, &last, &first);
+    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
+    if (fin != DG_OK) {
+        fprintf(stderr, "bench train: %s\n", dg_last_error());
+        st = fin;
+    } else if (st == DG_OK) {
+        printf("first step loss %.6f; final held-out loss %.4f against the unigram entropy %.4f (%s) after %d "
+               "steps (%.2f s of training) -> %s/%s.csv\n", first, last.val_loss, text.unigram_nats,
+               last.val_loss < text.unigram_nats ? "below" : "NOT below", last.step, last.train_s, out, name);
     }
     dg_backend_free(be);
     dg_text_free(&text);
