@@ -275,6 +275,39 @@ static __device__ __forceinline__ void presplit(float *big, float *small, int ti
 /* acc[16 x NT*8] += A (16 rows r0.. of tile sa) B^T, B the rows n0.. of tile
  * sb stored [n][k] (sbs: its small parts when PS), over the KT*8 columns of
  * both */
+/* With PS, splits two stage tiles of R rows into their big and small
+ * parts in place (each tile's small part R * LD floats after it). */
+template <int R, int D, int NTH, int LD, bool PS>
+static __device__ __forceinline__ void presplit_pair(float *a, float *b, int tid) {
+    if constexpr (PS) {
+        presplit<R, D, NTH>(a, a + R * LD, tid);
+        presplit<R, D, NTH>(b, b + R * LD, tid);
+        __syncthreads();
+    }
+}
+
+/* The stage kb of nk of a double-buffered pair of streamed tiles (K and V
+ * of R rows each, stage buffers TS floats apart): starts the copy of stage
+ * kb + 1 into the other buffer, waits for stage kb's, then splits it (PS).
+ * Returns stage kb's buffer offset. Every thread of the block calls it. */
+template <int R, int D, int NTH, int TS, int LD, bool PS>
+static __device__ __forceinline__ int stream_kv(float *sK, float *sV, const float *__restrict__ k,
+                                                const float *__restrict__ v, int kb, int nk, int T, int Dh, bool vec,
+                                                int tid) {
+    int st = kb & 1;
+    if (kb + 1 < nk) {
+        load_tile<R, D, NTH>(sK + (st ^ 1) * TS, k, (kb + 1) * R, T, Dh, vec, tid);
+        load_tile<R, D, NTH>(sV + (st ^ 1) * TS, v, (kb + 1) * R, T, Dh, vec, tid);
+        cp_commit();
+        cp_wait<1>();
+    } else {
+        cp_wait<0>();
+    }
+    __syncthreads();
+    presplit_pair<R, D, NTH, LD, PS>(sK + st * TS, sV + st * TS, tid);
+    return st * TS;
+}
+
 template <int LD, int KT, int NT, bool PS>
 static __device__ __forceinline__ void mm_nt(float (&acc)[NT][4], const float *sa, int r0, const float *sb,
                                              const float *sbs, int n0, int g, int t) {
@@ -411,22 +444,8 @@ __global__ void __launch_bounds__(C::NTH, C::MINB)
     zero(acc);
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f; /* rows ia, ib (base 2); l: this lane's part */
     for (int kb = 0; kb < nkb; kb++) {
-        int st = kb & 1, j0 = kb * BN;
-        if (kb + 1 < nkb) {
-            load_tile<BN, D, NTH>(sK + (st ^ 1) * TS, k, j0 + BN, T, Dh, vec, tid);
-            load_tile<BN, D, NTH>(sV + (st ^ 1) * TS, v, j0 + BN, T, Dh, vec, tid);
-            cp_commit();
-            cp_wait<1>();
-        } else {
-            cp_wait<0>();
-        }
-        __syncthreads();
-        const float *tK = sK + st * TS, *tV = sV + st * TS, *tKs = tK + BN * LD, *tVs = tV + BN * LD;
-        if constexpr (C::PS) {
-            presplit<BN, D, NTH>(sK + st * TS, sK + st * TS + BN * LD, tid);
-            presplit<BN, D, NTH>(sV + st * TS, sV + st * TS + BN * LD, tid);
-            __syncthreads();
-        }
+        int j0 = kb * BN, at = stream_kv<BN, D, NTH, TS, LD, C::PS>(sK, sV, k, v, kb, nkb, T, Dh, vec, tid);
+        const float *tK = sK + at, *tV = sV + at, *tKs = tK + BN * LD, *tVs = tV + BN * LD;
         if (!causal || j0 <= i0 + rw + 15) { /* the warp's rows see a key of this tile */
             float s[NT][4];
             zero(s);
@@ -523,22 +542,8 @@ __global__ void __launch_bounds__(C::NTH, C::MINB)
     float acc[KT][4];
     zero(acc);
     for (int kb = 0; kb < nkb; kb++) {
-        int st = kb & 1, j0 = kb * BN;
-        if (kb + 1 < nkb) {
-            load_tile<BN, D, NTH>(sK + (st ^ 1) * TS, k, j0 + BN, T, Dh, vec, tid);
-            load_tile<BN, D, NTH>(sV + (st ^ 1) * TS, v, j0 + BN, T, Dh, vec, tid);
-            cp_commit();
-            cp_wait<1>();
-        } else {
-            cp_wait<0>();
-        }
-        __syncthreads();
-        const float *tK = sK + st * TS, *tV = sV + st * TS, *tKs = tK + BN * LD, *tVs = tV + BN * LD;
-        if constexpr (C::PS) {
-            presplit<BN, D, NTH>(sK + st * TS, sK + st * TS + BN * LD, tid);
-            presplit<BN, D, NTH>(sV + st * TS, sV + st * TS + BN * LD, tid);
-            __syncthreads();
-        }
+        int j0 = kb * BN, at = stream_kv<BN, D, NTH, TS, LD, C::PS>(sK, sV, k, v, kb, nkb, T, Dh, vec, tid);
+        const float *tK = sK + at, *tV = sV + at, *tKs = tK + BN * LD, *tVs = tV + BN * LD;
         if (!causal || j0 <= i0 + rw + 15) {
             float s[NT][4], dp[NT][4];
             zero(s);
@@ -614,11 +619,7 @@ __global__ void __launch_bounds__(C::NTH, C::MINB)
         __syncthreads();
         const float *tQ = sQ + st * TS, *tO = sO + st * TS, *tQs = tQ + BM * LD, *tOs = tO + BM * LD;
         const float *tL = sL + st * BM, *tD = sD + st * BM;
-        if constexpr (C::PS) {
-            presplit<BM, D, NTH>(sQ + st * TS, sQ + st * TS + BM * LD, tid);
-            presplit<BM, D, NTH>(sO + st * TS, sO + st * TS + BM * LD, tid);
-            __syncthreads();
-        }
+        presplit_pair<BM, D, NTH, LD, C::PS>(sQ + st * TS, sO + st * TS, tid);
         if (!causal || i0 + BM - 1 >= j0 + rw) { /* some query of the tile sees a key of the warp */
             float s[MT][4], dp[MT][4];
             zero(s);
