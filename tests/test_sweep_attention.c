@@ -7,7 +7,9 @@
  * actually tried), and kernels made wrong on purpose (an attention output
  * 0.1% off, a last query row wrong only beyond the reduced check's T, an
  * entry left NaN, an Adam update 10% too large): wrong rows, none timed.
- * The CLI tests skip, saying why, where the bench binary is missing. */
+ * `bench train --model charlm`: bad options exit 2, a file that is not
+ * text exits 1, a short run writes its curve. The CLI tests skip, saying
+ * why, where the bench binary is missing. */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -396,4 +398,47 @@ Test(transformer_sweep, a_wrong_update_is_wrong) { wrong_step(ADAM_TEN_PERCENT, 
  * few percent only (about lr * sign(g)): the gradients' check fails it */
 Test(transformer_sweep, a_backward_a_few_thousandths_off_is_wrong) {
     wrong_step(LAYER_NORM_DX_0_3_PERCENT, "layer norm dx x 1.003");
+}
+
+/* `bench train --model charlm`: bad options exit 2 naming the option, a
+ * text that is not text exits 1 naming the file, nothing written either
+ * way; a short run writes its curve and reports the unigram entropy. */
+Test(charlm_cli, bad_input_is_refused_and_a_short_run_writes_its_curve) {
+    need_bench();
+    char dir[] = "/tmp/dg-charlm-XXXXXX", cmd[1024], out[8192], path[512];
+    tmp_dir(dir);
+    static const char *const bad[][2] = {
+        {"--heads 3 --width 10", "3 heads do not divide the width 10"},
+        {"--attention sparse", "--attention"},
+        {"--layers 0", "--layers"},
+        {"--steps -5", "--steps"},
+        {"--model charlm --unknown", "unknown"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(cmd, sizeof cmd, "%s train --model charlm %s --out %s", DG_BENCH_PATH, bad[i][0], dir);
+        cr_assert_eq(sh(cmd, out, sizeof out), 2, "%s: %s", bad[i][0], out);
+        cr_assert(strstr(out, bad[i][1]), "%s: '%s' not in: %s", bad[i][0], bad[i][1], out);
+    }
+    snprintf(path, sizeof path, "%s/binary.txt", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 100; i++) fputc(i % 2 ? 'x' : 3, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s train --model charlm --text %s --out %s", DG_BENCH_PATH, path, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "not text") && strstr(out, "binary.txt"), "%s", out);
+    snprintf(path, sizeof path, "%s/train-charlm-cpu.csv", dir);
+    cr_assert(access(path, F_OK) != 0, "a refused run wrote %s", path);
+    snprintf(cmd, sizeof cmd, "%s train --model charlm --steps 4 --eval-every 2 --context 16 --width 16 --heads 2 "
+             "--layers 1 --batch 4 --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "unigram entropy 3.1700") && strstr(out, "first step loss"), "%s", out);
+    int n = 0;
+    FILE *c = fopen(path, "r");
+    cr_assert_not_null(c, "no %s", path);
+    char line[512];
+    while (fgets(line, sizeof line, c)) n += line[0] != '#';
+    fclose(c);
+    cr_assert_eq(n, 3, "header and 2 evaluations, got %d lines", n);
+    remove_dir(dir);
 }
