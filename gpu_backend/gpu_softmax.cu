@@ -93,9 +93,10 @@ __device__ __forceinline__ void store_row(float *__restrict__ yr, const float4 (
     }
 }
 
-/* log-sum-exp of a row held in registers (the padding is -inf) */
-template <int V>
-__device__ __forceinline__ float reg_lse(const float4 (&v)[V]) {
+/* log-sum-exp of a row held in registers (the padding is -inf); SKIP: the
+ * float4s from n4 on are wholly masked and cost no exponential */
+template <int V, bool SKIP = false>
+__device__ __forceinline__ float reg_lse(const float4 (&v)[V], int lane = 0, int n4 = 0) {
     float m = -INFINITY;
 #pragma unroll
     for (int i = 0; i < V; i++) m = fmaxf(m, fmaxf(fmaxf(v[i].x, v[i].y), fmaxf(v[i].z, v[i].w)));
@@ -103,7 +104,8 @@ __device__ __forceinline__ float reg_lse(const float4 (&v)[V]) {
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < V; i++)
-        s += (__expf(v[i].x - m) + __expf(v[i].y - m)) + (__expf(v[i].z - m) + __expf(v[i].w - m));
+        if (!SKIP || lane + 32 * i < n4)
+            s += (__expf(v[i].x - m) + __expf(v[i].y - m)) + (__expf(v[i].z - m) + __expf(v[i].w - m));
     return m + logf(warp_sum(s));
 }
 
@@ -174,21 +176,7 @@ __global__ void k_softmax_reg_ex(const float *__restrict__ x, float *__restrict_
             if (CAUSAL) v[i] = keep4(z, 4 * j, n, -INFINITY);
             else v[i] = j < c4 ? z : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
         }
-        float lse;
-        if (CAUSAL) {
-            float m = -INFINITY;
-#pragma unroll
-            for (int i = 0; i < V; i++) m = fmaxf(m, fmaxf(fmaxf(v[i].x, v[i].y), fmaxf(v[i].z, v[i].w)));
-            m = warp_max(m);
-            float s = 0.0f;
-#pragma unroll
-            for (int i = 0; i < V; i++)
-                if (lane + 32 * i < n4)
-                    s += (__expf(v[i].x - m) + __expf(v[i].y - m)) + (__expf(v[i].z - m) + __expf(v[i].w - m));
-            lse = m + logf(warp_sum(s));
-        } else {
-            lse = reg_lse(v);
-        }
+        float lse = reg_lse<V, CAUSAL>(v, lane, n4);
 #pragma unroll
         for (int i = 0; i < V; i++) {
             if (log_out) v[i] = make_float4(v[i].x - lse, v[i].y - lse, v[i].z - lse, v[i].w - lse);
