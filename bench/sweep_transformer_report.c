@@ -2,8 +2,11 @@
  * attention form a chart of tokens/s over the context for every
  * implementation and batch (transformer_tokens_FORM, the first batch's
  * crossover of graph replay over the CPU marked), the crossovers in
- * summary.md, and a table of step time, tokens/s and plan memory. */
+ * summary.md, and a table of step time, tokens/s and plan memory. Also
+ * the curves of `bench train --model charlm` (train-charlm-BACKEND.csv),
+ * drawn with the text's unigram entropy, whether or not the sweep ran. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sweep.h"
@@ -56,8 +59,79 @@ static void form_table(FILE *f, const bench_table *t, int form) {
 /* Per form: a chart of tokens/s over T for every implementation and batch
  * (transformer_tokens_FORM; the first batch's crossover of graph replay
  * over the CPU marked), the crossovers, and a table. */
+/* one train-charlm-BACKEND.csv: a row per evaluation; n = 0 when the
+ * file is absent. unigram: NaN in files written before the column was. */
+typedef struct lm_curve {
+    int    n;
+    double step[BENCH_MAX_PTS], train[BENCH_MAX_PTS], val[BENCH_MAX_PTS], secs[BENCH_MAX_PTS];
+    double unigram;
+} lm_curve;
+
+static lm_curve load_lm_curve(const char *dir, const char *backend) {
+    lm_curve c = {.unigram = NAN};
+    char path[1200], line[512];
+    snprintf(path, sizeof path, "%s/train-charlm-%s.csv", dir, backend);
+    FILE *f = fopen(path, "r");
+    /* more evaluations than a chart holds: the first BENCH_MAX_PTS */
+    while (f && fgets(line, sizeof line, f) && c.n < BENCH_MAX_PTS) {
+        int step;
+        double tr, va, ts, uni = NAN;
+        int got = line[0] == '#' ? 0 : sscanf(line, "%d,charlm,%*[^,],%lf,%lf,%lf,%lf", &step, &tr, &va, &ts, &uni);
+        if (got < 4) continue; /* the header, metadata */
+        c.step[c.n] = step; c.train[c.n] = tr; c.val[c.n] = va; c.secs[c.n++] = ts;
+        if (got == 5) c.unigram = uni;
+    }
+    if (f) fclose(f);
+    return c;
+}
+
+static bench_series lm_series(const lm_curve *c, const double *y, const char *title) {
+    bench_series s = {.n = c->n};
+    snprintf(s.title, sizeof s.title, "%s", title);
+    for (int i = 0; i < c->n; i++) { s.x[i] = c->step[i]; s.y[i] = s.lo[i] = s.hi[i] = y[i]; } /* one run: no bar */
+    return s;
+}
+
+/* train and held-out loss per step on each backend against the unigram
+ * entropy (train_charlm_loss), and a table of where each run got to */
+static bool report_lm_curves(bench_report *rep) {
+    static const char *const backends[2] = {"cpu", "gpu"};
+    lm_curve c[2];
+    for (int b = 0; b < 2; b++) c[b] = load_lm_curve(rep->dir, backends[b]);
+    if (!c[0].n && !c[1].n) return false;
+    FILE *f = rep->sum;
+    fprintf(f, "## Char-LM training (bench train --model charlm)\n\nLosses in nats per character; held-out: fixed "
+               "windows of the text's last tenth. The unigram entropy is the loss of a model of character "
+               "frequencies alone.\n\n| backend | steps | first held-out | best held-out (step) | last held-out | "
+               "unigram entropy | training s |\n|---|---|---|---|---|---|---|\n");
+    bench_chart ch = {"train_charlm_loss", "char-LM: loss per step", "step", "loss (nats per character)", false,
+                      true, .vline = NAN};
+    for (int b = 0; b < 2; b++) {
+        const lm_curve *k = &c[b];
+        if (!k->n) continue;
+        char tt[32], tv[32], u[32];
+        snprintf(tt, sizeof tt, "%s train", backends[b]);
+        snprintf(tv, sizeof tv, "%s held-out", backends[b]);
+        bench_chart_add(&ch, lm_series(k, k->train, tt));
+        bench_chart_add(&ch, lm_series(k, k->val, tv));
+        int best = 0;
+        for (int i = 1; i < k->n; i++) if (k->val[i] < k->val[best]) best = i;
+        fprintf(f, "| %s | %.0f | %.4f | %.4f (%.0f) | %.4f | %s | %.2f |\n", backends[b], k->step[k->n - 1],
+                k->val[0], k->val[best], k->step[best], k->val[k->n - 1], bench_fmt_num(k->unigram, "%.4f", u,
+                sizeof u), k->secs[k->n - 1]);
+        if (!isnan(k->unigram) && ch.n_hline == 0) {
+            ch.hline[ch.n_hline] = k->unigram;
+            ch.hline_title[ch.n_hline++] = "unigram entropy";
+        }
+    }
+    fprintf(f, "\n");
+    bench_chart_draw(rep, &ch);
+    return true;
+}
+
 bool bench_report_transformer(bench_report *rep, const bench_table *t) {
-    if (!t->n) return false;
+    bool curves = report_lm_curves(rep);
+    if (!t->n) return curves;
     FILE *f = rep->sum;
     fprintf(f, "## Transformer (char-LM) training step, tokens/s\n\n"
                "Vocabulary %d, width %d, %d heads of %d, %d pre-norm blocks, causal attention, Adam; one step = "

@@ -5,7 +5,8 @@
  * across backends to float rounding). Prints the text's unigram entropy,
  * the bar a model that learns anything beyond character frequencies must
  * get under, and the held-out loss as training goes; writes
- * train-charlm-BACKEND.csv. */
+ * train-charlm-BACKEND.csv (one row per evaluation, the text's unigram
+ * entropy in each: the report draws it as the bar to beat). */
 #include "train.h"
 
 #include <float.h>
@@ -46,14 +47,15 @@ static int bad(const char *what, const char *arg) {
     return bench_usage_error("bench train", "bad %s '%.80s'", what, arg);
 }
 
-typedef struct curve_out { FILE *csv; const char *backend; } curve_out;
+typedef struct curve_out { FILE *csv; const char *backend; double unigram_nats; } curve_out;
 
 static void on_eval(const dg_lm_stats *s, void *arg) {
     curve_out *c = arg;
     printf("step %5d  train loss %.4f  held-out loss %.4f  %.2f s\n", s->step, s->train_loss, s->val_loss,
            s->train_s);
     fflush(stdout);
-    fprintf(c->csv, "%d,charlm,%s,%.6f,%.6f,%.6f\n", s->step, c->backend, s->train_loss, s->val_loss, s->train_s);
+    fprintf(c->csv, "%d,charlm,%s,%.6f,%.6f,%.6f,%.6f\n", s->step, c->backend, s->train_loss, s->val_loss,
+            s->train_s, c->unigram_nats);
     fflush(c->csv);
 }
 
@@ -112,8 +114,8 @@ int bench_train_charlm_main(int argc, char **argv) {
     char name[64];
     snprintf(name, sizeof name, "train-charlm-%s", backend);
     dg_backend *be;
-    FILE *csv = bench_train_open(backend, threads, out, name, "step,model,backend,train_loss,val_loss,train_s", argc,
-                                 argv, &be);
+    FILE *csv = bench_train_open(backend, threads, out, name,
+                                 "step,model,backend,train_loss,val_loss,train_s,unigram_nats", argc, argv, &be);
     if (!csv) {
         dg_text_free(&text);
         return 1;
@@ -124,7 +126,7 @@ int bench_train_charlm_main(int argc, char **argv) {
     printf("training charlm (width %d, %d heads, %d layers, context %d, %s attention) on %s: %d steps, "
            "batch %d, adam lr %g, seed %llu\n", o.model.width, o.model.heads, o.model.layers, o.model.context,
            o.model.composed ? "composed" : "fused", backend, o.steps, o.batch, lr, (unsigned long long)o.seed);
-    curve_out co = {csv, backend};
+    curve_out co = {csv, backend, text.unigram_nats};
     dg_lm_stats last;
     double first;
     dg_status st = dg_lm_train(be, &o, &text, on_eval, &co, &last, &first);

@@ -402,7 +402,8 @@ Test(transformer_sweep, a_backward_a_few_thousandths_off_is_wrong) {
 
 /* `bench train --model charlm`: bad options exit 2 naming the option, a
  * text that is not text exits 1 naming the file, nothing written either
- * way; a short run writes its curve and reports the unigram entropy. */
+ * way; a short run writes its curve and reports the unigram entropy, and
+ * bench plot draws that curve. */
 Test(charlm_cli, bad_input_is_refused_and_a_short_run_writes_its_curve) {
     need_bench();
     char dir[] = "/tmp/dg-charlm-XXXXXX", cmd[1024], out[8192], path[512];
@@ -440,5 +441,17 @@ Test(charlm_cli, bad_input_is_refused_and_a_short_run_writes_its_curve) {
     while (fgets(line, sizeof line, c)) n += line[0] != '#';
     fclose(c);
     cr_assert_eq(n, 3, "header and 2 evaluations, got %d lines", n);
+    /* the report finds the curve without a sweep beside it: its table
+     * names the last step and the text's unigram entropy */
+    snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    c = fopen(path, "r");
+    cr_assert_not_null(c, "bench plot wrote no %s", path);
+    size_t len = fread(out, 1, sizeof out - 1, c);
+    out[len] = '\0';
+    fclose(c);
+    cr_assert(strstr(out, "## Char-LM training") && strstr(out, "| cpu | 4 |") && strstr(out, "| 3.1700 |"),
+              "no char-LM curve table in summary.md:\n%s", out);
     remove_dir(dir);
 }
