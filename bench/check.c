@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/check/ref.h"
+#include "core/rng.h"
 #include "core/status_internal.h"
 
 /* a leaf's float32 value: the input, or its init spec */
@@ -145,11 +146,31 @@ bench_step_spec bench_resnet_step(const dg_resnet_cfg *cfg) {
                              {BENCH_RESNET_LOSS_TOL, BENCH_RESNET_UPDATE_TOL, BENCH_RESNET_STATE_TOL, true}};
 }
 
+bench_step_spec bench_charlm_step(const dg_charlm_cfg *cfg) {
+    return (bench_step_spec){dg_charlm_new, cfg, dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
+                             {BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL, BENCH_STEP_UPDATE_TOL, false}};
+}
+
+dg_status bench_charlm_batch(int batch, int t, int vocab, uint64_t seed, int32_t **x, int32_t **y) {
+    *x = malloc((size_t)batch * t * sizeof **x);
+    *y = malloc((size_t)batch * t * sizeof **y);
+    if (!*x || !*y) return dg__fail(DG_ERR_OOM, "bench: out of host memory for a char-LM batch of %d x %d", batch, t);
+    dg_rng r = dg_rng_new(seed);
+    for (int b = 0; b < batch; b++) {
+        int32_t prev = (int32_t)(dg_rng_u64(&r) % (uint64_t)vocab);
+        for (int i = 0; i < t; i++) {
+            (*x)[(size_t)b * t + i] = prev;
+            (*y)[(size_t)b * t + i] = prev = (int32_t)(dg_rng_u64(&r) % (uint64_t)vocab);
+        }
+    }
+    return DG_OK;
+}
+
 static dg_status plan_fetch(void *plan, const dg_node *param, float *host, size_t bytes) {
     return dg_plan_get(plan, param, host, bytes);
 }
 
-dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const float *x,
+dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const void *x,
                            const int32_t *y, const dg_plan_opts *opts) {
     *s = (bench_step){0};
     s->g = dg_graph_new();
@@ -161,7 +182,7 @@ dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec 
     return st;
 }
 
-dg_status bench_step_check(bench_step *s, const bench_step_spec *spec, const float *x, const int32_t *y,
+dg_status bench_step_check(bench_step *s, const bench_step_spec *spec, const void *x, const int32_t *y,
                            bench_step_ref *ref, double *rel_err, bool *ok) {
     float loss = NAN;
     *rel_err = NAN;
@@ -173,7 +194,7 @@ dg_status bench_step_check(bench_step *s, const bench_step_spec *spec, const flo
     return st;
 }
 
-dg_status bench_step_new(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const float *x,
+dg_status bench_step_new(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const void *x,
                          const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err,
                          bool *ok) {
     *rel_err = NAN;

@@ -6,6 +6,7 @@
 
 #include "core/nn/mlp.h"
 #include "core/nn/resnet.h"
+#include "core/nn/transformer.h"
 #include "core/nn/train_step.h"
 #include "core/plan.h"
 
@@ -95,6 +96,14 @@ bench_step_spec bench_mlp_step(const dg_mlp_cfg *cfg);
  * decay 5e-4, checked with the tolerances above: the resnet sweep's step. */
 bench_step_spec bench_resnet_step(const dg_resnet_cfg *cfg);
 
+/* The char-LM of cfg trained by Adam (lr 1e-3), checked with the MLP's
+ * tolerances: the transformer sweep's and bench profile's step. */
+bench_step_spec bench_charlm_step(const dg_charlm_cfg *cfg);
+/* A char-LM batch: ids x [batch, t] and labels y [batch, t], seeded
+ * sequences of t + 1 ids uniform over vocab, the labels the ids one
+ * position on; the caller frees both (also on failure). */
+dg_status bench_charlm_batch(int batch, int t, int vocab, uint64_t seed, int32_t **x, int32_t **y);
+
 /* Evaluates the whole step graph in float64 for inputs x (float32, or
  * int32 ids where the model's in_dtype says so), y, and every other leaf
  * (parameters, running statistics, optimizer state) from its init spec
@@ -115,19 +124,20 @@ typedef dg_status (*bench_param_fetch)(void *arg, const dg_node *param, float *h
 dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg, float loss,
                            const bench_step_ref *ref, bench_step_tol tol, double *rel_err, bool *ok);
 
-/* Builds spec's step on be for a batch, inputs x [batch, in_shape...] and
- * labels y [batch] uploaded, not run. opts: the plan's options (NULL:
+/* Builds spec's step on be for a batch, inputs x [batch, in_shape...]
+ * (floats, or int32 ids for a model whose in_dtype says so) and labels y
+ * [batch] or [batch, T] uploaded, not run. opts: the plan's options (NULL:
  * defaults). */
-dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const float *x,
+dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const void *x,
                            const int32_t *y, const dg_plan_opts *opts);
 /* Runs a built step once and compares it with the float64 reference
  * (computed into *ref first when it is not done). The plan is then ready
  * to be timed (its parameters have moved by one step: later runs time the
  * same work). */
-dg_status bench_step_check(bench_step *s, const bench_step_spec *spec, const float *x, const int32_t *y,
+dg_status bench_step_check(bench_step *s, const bench_step_spec *spec, const void *x, const int32_t *y,
                            bench_step_ref *ref, double *rel_err, bool *ok);
 /* bench_step_build, then bench_step_check */
-dg_status bench_step_new(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const float *x,
+dg_status bench_step_new(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const void *x,
                          const int32_t *y, const dg_plan_opts *opts, bench_step_ref *ref, double *rel_err,
                          bool *ok);
 void      bench_step_free(bench_step *s);

@@ -31,7 +31,8 @@ bench_phase bench_phase_of(const dg_train_step *ts, const dg_node *n);
 
 /* a model `bench profile --model NAME` knows */
 typedef struct bench_prof_model {
-    const char *name;          /* mlp, logreg, cnn, resnet18-cifar, resnet18 */
+    const char *name;          /* mlp, logreg, cnn, resnet18-cifar, resnet18,
+                                  charlm, charlm-composed                  */
     const char *what;          /* --help                                     */
     int         default_batch;
     int         check_batch;   /* the float64 check's batch; 0: the profiled batch */

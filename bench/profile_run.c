@@ -1,8 +1,9 @@
 /* profile_run.c: one model's step planned, checked, then run node by node
  * with a backend event between every two nodes (profile.h). The data are
  * seeded synthetic examples of the model's input shape (uniform in [0, 1),
- * labels uniform over the classes): a step's time depends on the shapes,
- * not on the pixels. */
+ * labels uniform over the classes; for the char-LM, ids uniform over the
+ * vocabulary, labels the next id): a step's time depends on the shapes,
+ * not on the values. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "core/status_internal.h"
 #include "profile.h"
 #include "sweep.h"
+#include "sweep_transformer.h"
 
 const bench_prof_model bench_prof_models[] = {
     {"mlp", "784-256-100-10 MLP, Adam (the mlp sweep's step)", 128, 0},
@@ -19,6 +21,9 @@ const bench_prof_model bench_prof_models[] = {
     {"cnn", "two conv-BN-ReLU-maxpool blocks + 2 linear, 28x28, SGD momentum", 128, 2},
     {"resnet18-cifar", "ResNet-18, 3x3 stem, 3x32x32, 10 classes, SGD momentum + weight decay", 32, 2},
     {"resnet18", "ResNet-18, ImageNet stem, 3x224x224, 1000 classes, SGD momentum + weight decay", 16, 2},
+    {"charlm", "char-LM (the transformer sweep's: 4 blocks, width 256, 4 heads), context 256, fused attention, Adam",
+     16, 2},
+    {"charlm-composed", "the same char-LM with composed attention (matmul, masked softmax, matmul)", 16, 2},
 };
 const int bench_n_prof_models = (int)(sizeof bench_prof_models / sizeof *bench_prof_models);
 
@@ -44,7 +49,8 @@ typedef struct model_setup {
     dg_mlp_cfg      mlp;
     dg_cnn_cfg      cnn;
     dg_resnet_cfg   resnet;
-    bench_step_spec spec;
+    dg_charlm_cfg   lm, check_lm;  /* check_lm: the check's shorter context   */
+    bench_step_spec spec, check;   /* check: the float64 check's step         */
     size_t          example_floats;
     int             classes;
 } model_setup;
@@ -67,30 +73,52 @@ static void setup_model(const bench_prof_model *m, model_setup *s) {
         s->spec.cfg = &s->cnn;
         s->example_floats = (size_t)s->cnn.height * s->cnn.width;
         s->classes = s->cnn.classes;
+    } else if (!strncmp(m->name, "charlm", 6)) {
+        s->lm = (dg_charlm_cfg){.vocab = LM_VOCAB, .context = 256, .width = LM_WIDTH, .heads = LM_HEADS,
+                                .layers = LM_LAYERS, .composed = strstr(m->name, "composed") != NULL};
+        s->spec = bench_charlm_step(&s->lm);
+        /* the float64 step of 256 positions takes seconds: the check runs
+         * the same model at 64 (as the transformer sweep's does) */
+        s->check_lm = s->lm;
+        s->check_lm.context = 64;
+        s->check = bench_charlm_step(&s->check_lm);
     } else {
         s->resnet = dg_resnet18_default(!strcmp(m->name, "resnet18") ? DG_RESNET_IMAGENET : DG_RESNET_CIFAR);
         s->spec = bench_resnet_step(&s->resnet);
         s->example_floats = (size_t)s->resnet.channels * s->resnet.height * s->resnet.width;
         s->classes = s->resnet.classes;
     }
+    if (!s->check.model) s->check = s->spec;
 }
 
-static dg_status synth_batch(const model_setup *s, int batch, uint64_t seed, float **x, int32_t **y) {
+/* x: floats [batch, example], or the char-LM's ids [batch, context] (the
+ * check's context when `check`); the caller frees x and y (also on
+ * failure) */
+static dg_status synth_batch(const model_setup *s, bool check, int batch, uint64_t seed, void **x, int32_t **y) {
+    if (s->lm.vocab) {
+        int32_t *ids = NULL;
+        int t = check ? s->check_lm.context : s->lm.context;
+        dg_status st = bench_charlm_batch(batch, t, s->lm.vocab, seed, &ids, y);
+        *x = ids;
+        return st;
+    }
     size_t n = (size_t)batch * s->example_floats;
-    *x = malloc(n * sizeof **x);
+    float *px = malloc(n * sizeof *px);
+    *x = px;
     *y = malloc((size_t)batch * sizeof **y);
-    if (!*x || !*y) return dg__fail(DG_ERR_OOM, "profile: out of host memory for a batch of %d", batch);
+    if (!px || !*y) return dg__fail(DG_ERR_OOM, "profile: out of host memory for a batch of %d", batch);
     dg_rng r = dg_rng_new(seed);
-    for (size_t i = 0; i < n; i++) (*x)[i] = (float)dg_rng_uniform(&r);
+    for (size_t i = 0; i < n; i++) px[i] = (float)dg_rng_uniform(&r);
     for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)s->classes);
     return DG_OK;
 }
 
 /* The check before anything is timed. At the profiled batch when the
  * model's float64 step is cheap; otherwise (batch norm: the loss depends
- * on the whole batch) at the model's reduced batch, and the profiled
- * plan's first step must give a finite loss. */
-static dg_status check_step(dg_backend *be, const bench_prof_opts *o, const model_setup *ms, const float *x,
+ * on the whole batch; the char-LM: its float64 attention) at the model's
+ * reduced batch (and the char-LM's context 64), and the profiled plan's
+ * first step must give a finite loss. */
+static dg_status check_step(dg_backend *be, const bench_prof_opts *o, const model_setup *ms, const void *x,
                             const int32_t *y, const dg_plan_opts *popts, bench_profile *p) {
     bench_step_ref ref = {0};
     dg_status st;
@@ -100,13 +128,14 @@ static dg_status check_step(dg_backend *be, const bench_prof_opts *o, const mode
         bench_step_ref_free(&ref);
         return st;
     }
-    p->check = "f64-step@b2+finite";
-    float *cx = NULL, loss = NAN;
+    p->check = ms->lm.vocab ? "f64-step@b2t64+finite" : "f64-step@b2+finite";
+    void *cx = NULL;
+    float loss = NAN;
     int32_t *cy = NULL;
     bench_step c = {0};
-    st = synth_batch(ms, o->model->check_batch, 1000, &cx, &cy);
+    st = synth_batch(ms, true, o->model->check_batch, 1000, &cx, &cy);
     if (st == DG_OK)
-        st = bench_step_new(&c, be, &ms->spec, o->model->check_batch, cx, cy, popts, &ref, &p->rel_err, &p->check_ok);
+        st = bench_step_new(&c, be, &ms->check, o->model->check_batch, cx, cy, popts, &ref, &p->rel_err, &p->check_ok);
     bench_step_free(&c);
     bench_step_ref_free(&ref);
     free(cx);
@@ -271,10 +300,10 @@ dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_prof
     bool gpu = !strcmp(bench_prof_device(p), "gpu");
     model_setup ms;
     setup_model(o->model, &ms);
-    float *x = NULL;
+    void *x = NULL;
     int32_t *y = NULL;
     dg_plan_opts popts = {.tf32 = o->tf32};
-    dg_status st = synth_batch(&ms, o->batch, (uint64_t)o->batch, &x, &y);
+    dg_status st = synth_batch(&ms, false, o->batch, (uint64_t)o->batch, &x, &y);
     if (st == DG_OK) st = bench_step_build(&p->step, be, &ms.spec, o->batch, x, y, &popts);
     if (st == DG_OK && !o->run_once) st = check_step(be, o, &ms, x, y, &popts, p);
     free(x);

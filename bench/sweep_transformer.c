@@ -47,13 +47,11 @@
 
 #include "check.h"
 #include "core/nn/transformer.h"
-#include "core/rng.h"
 #include "core/status_internal.h"
 #include "plan_predict.h"
 #include "sweep.h"
 #include "sweep_attention.h"
 #include "sweep_transformer.h"
-
 
 static const long long default_ctx[] = {64, 128, 256, 512};
 static const long long quick_ctx[] = {64, 128};
@@ -66,11 +64,6 @@ const lm_impl lm_impls[LM_N_IMPLS] = {{"cpu", false, true}, {"gpu", true, false}
 static dg_charlm_cfg lm_cfg(int context, bool composed) {
     return (dg_charlm_cfg){.vocab = LM_VOCAB, .context = context, .width = LM_WIDTH, .heads = LM_HEADS,
                            .layers = LM_LAYERS, .composed = composed};
-}
-
-static bench_step_spec lm_spec(const dg_charlm_cfg *cfg) {
-    return (bench_step_spec){dg_charlm_new, cfg, dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
-                             {BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL, BENCH_STEP_UPDATE_TOL, false}};
 }
 
 /* The step's products: per token 12 C^2 multiply-adds in each block (q, k,
@@ -92,23 +85,6 @@ static double graph_flops(const dg_graph *g) {
             f += dg_node_cost(n).flops;
     }
     return f;
-}
-
-/* ids [batch, t] and labels [batch, t]: seeded sequences of t + 1 ids, the
- * labels the ids one position on */
-static dg_status synth(int batch, int t, uint64_t seed, int32_t **x, int32_t **y) {
-    *x = malloc((size_t)batch * t * sizeof **x);
-    *y = malloc((size_t)batch * t * sizeof **y);
-    if (!*x || !*y) return dg__fail(DG_ERR_OOM, "transformer: out of host memory for a batch");
-    dg_rng r = dg_rng_new(seed);
-    for (int b = 0; b < batch; b++) {
-        int32_t prev = (int32_t)(dg_rng_u64(&r) % LM_VOCAB);
-        for (int i = 0; i < t; i++) {
-            (*x)[b * t + i] = prev;
-            (*y)[b * t + i] = prev = (int32_t)(dg_rng_u64(&r) % LM_VOCAB);
-        }
-    }
-    return DG_OK;
 }
 
 /* graph, model and step of spec for a batch, laid out without memory (*ps) */
@@ -173,13 +149,13 @@ typedef struct lm_check {
 
 static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, bench_step_ref *ref, lm_check *out) {
     dg_charlm_cfg cfg = lm_cfg(tc, form == 1);
-    bench_step_spec spec = lm_spec(&cfg);
+    bench_step_spec spec = bench_charlm_step(&cfg);
     int32_t *x = NULL, *y = NULL;
     bench_step s = {0};
     dg_plan_stats ps;
     float loss = NAN;
     *out = (lm_check){.err = NAN, .step_err = NAN, .grad_err = NAN};
-    dg_status st = synth(LM_CHECK_BATCH, tc, 500u + (uint64_t)tc, &x, &y);
+    dg_status st = bench_charlm_batch(LM_CHECK_BATCH, tc, LM_VOCAB, 500u + (uint64_t)tc, &x, &y);
     if (st == DG_OK) st = step_graph(&s, &spec, LM_CHECK_BATCH, &ps);
     if (st == DG_OK) st = step_plan(&s, be, im->replay, true, x, y);
     if (st == DG_OK) st = dg_plan_run(s.p);
@@ -219,7 +195,7 @@ static void run_row(bench_ctx *ctx, int form, const lm_impl *im, dg_backend *be,
                      .warmup = ctx->timing.warmup, .st = BENCH_NO_STATS, .flops = step_flops(batch, t),
                      .max_rel_err = chk->err, .check = check};
     dg_charlm_cfg cfg = lm_cfg(t, form == 1);
-    bench_step_spec spec = lm_spec(&cfg);
+    bench_step_spec spec = bench_charlm_step(&cfg);
     int32_t *x = NULL, *y = NULL;
     bench_step s = {0};
     dg_plan_stats ps = {0};
@@ -255,7 +231,7 @@ static void run_row(bench_ctx *ctx, int form, const lm_impl *im, dg_backend *be,
             snprintf(why, sizeof why, "predicted %.3g s per run > cap %.3g s (--cpu-cap)", s_pred, ctx->cpu_cap_s);
         }
     }
-    if (!status && st == DG_OK) st = synth(batch, t, (uint64_t)batch << 20 ^ (uint64_t)t, &x, &y);
+    if (!status && st == DG_OK) st = bench_charlm_batch(batch, t, LM_VOCAB, (uint64_t)batch << 20 ^ (uint64_t)t, &x, &y);
     if (!status && st == DG_OK) st = step_plan(&s, be, im->replay, false, x, y);
     float loss = NAN;
     if (!status && st == DG_OK) st = dg_plan_run(s.p);

@@ -62,6 +62,38 @@ Test(profile, nodes_are_the_plans_steps_with_their_phases) {
     fixture_free(&f);
 }
 
+/* The char-LM, fused and composed, batch 1: the fused step profiles one
+ * attention node per block in the forward and one attention_backward per
+ * block in the backward, each counted at the attention FLOPs of its shape;
+ * the composed step has none (its scores are matmul and causal softmax
+ * nodes); the check ran at the reduced context. */
+Test(profile, charlm_attention_nodes_fused_and_composed) {
+    static const char *const models[2] = {"charlm", "charlm-composed"};
+    for (int m = 0; m < 2; m++) {
+        fixture f = {0};
+        profile_model(&f, models[m], 1, 1);
+        cr_assert_str_eq(f.p.check, "f64-step@b2t64+finite");
+        int fwd = 0, bwd = 0, softmax = 0;
+        for (int i = 0; i < f.p.n_nodes; i++) {
+            const bench_prof_node *x = &f.p.nodes[i];
+            const dg_node *n = x->node;
+            if (n->op == DG_OP_SOFTMAX) softmax++;
+            if (n->op != DG_OP_ATTENTION && n->op != DG_OP_ATTENTION_BACKWARD) continue;
+            bool forward = n->op == DG_OP_ATTENTION;
+            fwd += forward;
+            bwd += !forward;
+            cr_assert_eq(x->phase, forward ? BENCH_PHASE_FORWARD : BENCH_PHASE_BACKWARD, "%s", n->name);
+            /* q [1, 4 heads, 256, 64], causal: 4 B H T^2 Dh (T + 1) / 2T forward, 10 for the backward */
+            double t = 256, full = 4.0 * 4 * t * t * 64 * (t + 1) / (2 * t);
+            cr_assert_float_eq(x->flops, forward ? full : 2.5 * full, 1e-6 * full, "%s: %g", n->name, x->flops);
+        }
+        cr_assert_eq(fwd, m ? 0 : 4, "%s: %d attention nodes", models[m], fwd);
+        cr_assert_eq(bwd, m ? 0 : 4, "%s: %d attention_backward nodes", models[m], bwd);
+        cr_assert_eq(softmax, m ? 4 : 0, "%s: %d softmax nodes", models[m], softmax);
+        fixture_free(&f);
+    }
+}
+
 Test(profile, op_table_costs_on_shapes_worked_by_hand) {
     dg_graph *g = dg_graph_new();
     dg_node *a = dg_input(g, "a", DG_SHAPE(8, 32)), *b = dg_input(g, "b", DG_SHAPE(32, 16));
