@@ -43,12 +43,14 @@ if [ "${DG_SANITIZER:-1}" = 1 ]; then
     # API errors off: one test provokes cudaErrorMemoryAllocation on purpose;
     # every memory access is still checked. test_bench_faults and
     # test_gpu_device stay out: they fault a kernel on purpose.
-    # DG_SANITIZER_SUITES: the suites checked (default test_gpu)
+    # DG_SANITIZER_SUITES: the suites checked (default test_gpu);
+    # DG_SANITIZER_FILTER: a Criterion --filter pattern for them
     for suite in ${DG_SANITIZER_SUITES:-test_gpu}; do
         for tool in ${DG_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}; do
             log="$out/$suite-$tool.log"
             timeout "${DG_SANITIZER_LIMIT:-240}" compute-sanitizer --tool $tool --report-api-errors no \
-                --target-processes all --error-exitcode 3 $bin/$suite --jobs 1 > "$log" 2>&1
+                --target-processes all --error-exitcode 3 $bin/$suite --jobs 1 \
+                ${DG_SANITIZER_FILTER:+--filter "$DG_SANITIZER_FILTER"} > "$log" 2>&1
             summary="$summary\n$suite $tool: exit $? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$log")"
         done
     done

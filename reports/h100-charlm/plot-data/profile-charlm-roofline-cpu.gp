@@ -1,0 +1,10 @@
+set title 'profile-charlm on cpu: roofline, one point per node (33 nodes without FLOPs not shown)'
+set logscale xy
+set xlabel 'arithmetic intensity (FLOP per byte moved)'
+set ylabel 'GFLOP/s'
+set xrange [0.0208333:390.095]
+set key bottom right
+set grid
+set samples 400
+roof(x) = x * 102.254 < 1170.29 ? x * 102.254 : 1170.29
+plot roof(x) with lines lw 2 lc 'black' title 'ceiling (102 GB/s, 1170 GFLOP/s)', 'plot-data/profile-charlm-roofline-cpu.dat' index 0 using 1:2 with points pt 7 ps 0.8 title 'forward', '' index 1 using 1:2 with points pt 5 ps 0.8 title 'backward', '' index 2 using 1:2 with points pt 9 ps 0.9 title 'optimizer'
