@@ -51,6 +51,10 @@ const sweep_def bench_sweeps[] = {
      .what = "char-LM training step (4 pre-norm blocks, width 256, Adam) over batch and context, fused and "
              "composed attention; GPU with and without CUDA-graph replay; tokens/s and arena bytes",
      .run = sweep_transformer, .report = bench_report_transformer},
+    {.name = "scaling",
+     .what = "data parallelism over 1, 2, 4, 8 GPUs (NCCL): all-reduce bus bandwidth per message size (NCCL's "
+             "own call and the graph's node), and MLP, ResNet-18 and char-LM steps, weak and strong scaling",
+     .run = sweep_scaling, .report = bench_report_scaling},
 };
 const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof bench_sweeps[0]);
 

@@ -127,5 +127,7 @@ dg_status sweep_attention(bench_ctx *ctx);
 bool      bench_report_attention(bench_report *rep, const bench_table *t);
 dg_status sweep_transformer(bench_ctx *ctx);
 bool      bench_report_transformer(bench_report *rep, const bench_table *t);
+dg_status sweep_scaling(bench_ctx *ctx);
+bool      bench_report_scaling(bench_report *rep, const bench_table *t);
 
 #endif

@@ -12,7 +12,7 @@ include(CMakePackageConfigHelpers)
 set(DG_PUBLIC_HEADERS
   core/autodiff.h core/backend.h core/graph.h core/ops.h core/plan.h core/status.h
   core/nn/cnn.h core/nn/layers.h core/nn/mlp.h core/nn/model.h core/nn/resnet.h
-  core/nn/train_step.h core/nn/trainer.h core/nn/transformer.h core/nn/lm_trainer.h
+  core/nn/train_step.h core/nn/trainer.h core/nn/transformer.h core/nn/lm_trainer.h core/nn/data_parallel.h
   core/data/dataset.h core/data/text.h
   cpu_backend/cpu_backend.h)
 if(DG_HAVE_CUDA)

@@ -98,6 +98,9 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_SIGMOID: if (na) accumulate(g, grad, a, bw2(g, DG_OP_SIGMOID_BACKWARD, dy, y)); break;
     case DG_OP_TANH:    if (na) accumulate(g, grad, a, bw2(g, DG_OP_TANH_BACKWARD, dy, y)); break;
     case DG_OP_GELU:    if (na) accumulate(g, grad, a, bw2(g, DG_OP_GELU_BACKWARD, dy, a)); break;
+    /* the mean over replicas is linear and the same on every replica: its
+     * transpose is itself */
+    case DG_OP_ALL_REDUCE: if (na) accumulate(g, grad, a, dg_all_reduce(g, dy)); break;
     case DG_OP_MATMUL: {
         /* C = op(A) op(B); each case is the product rule with the transposes
          * folded into the flags, so no transposed copy is materialised. */
@@ -274,7 +277,43 @@ static dg_status check_args(const dg_graph *g, const dg_node *loss, dg_node *con
     return DG_OK;
 }
 
+/* pending[k]: the consumers of wrt[k] below top whose contributions are
+ * still to come (each consumer once, whatever its number of uses) */
+static void count_consumers(const dg_graph *g, int top, const int *wrt_of, int *pending) {
+    for (int id = 0; id < top; id++) {
+        const dg_node *y = dg_graph_node(g, id);
+        for (int j = 0; j < y->n_in; j++) {
+            int k = y->in[j]->id < top ? wrt_of[y->in[j]->id] : -1;
+            bool seen = false;
+            for (int p = 0; p < j; p++) seen |= y->in[p] == y->in[j];
+            if (k >= 0 && !seen) pending[k]++;
+        }
+    }
+}
+
+/* y's contributions are in: each wrt input of y with no consumer left has
+ * its final gradient, handed to ready */
+static dg_status consumer_done(dg_graph *g, const dg_node *y, const int *wrt_of, int *pending, dg_node **grad,
+                               dg_grad_ready_fn ready, void *arg, bool *readied) {
+    for (int j = 0; j < y->n_in; j++) {
+        const dg_node *x = y->in[j];
+        int k = wrt_of[x->id];
+        bool seen = false;
+        for (int p = 0; p < j; p++) seen |= y->in[p] == x;
+        if (k < 0 || seen || --pending[k] > 0 || !grad[x->id]) continue;
+        grad[x->id] = ready(g, k, grad[x->id], arg);
+        readied[k] = true;
+        if (!grad[x->id]) return dg_graph_status(g);
+    }
+    return DG_OK;
+}
+
 dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads) {
+    return dg_grad_ex(g, loss, wrt, n, grads, NULL, NULL);
+}
+
+dg_status dg_grad_ex(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads,
+                     dg_grad_ready_fn ready, void *arg) {
     dg_status st = check_args(g, loss, wrt, n, grads);
     if (st != DG_OK) return st;
     if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "dg_grad");
@@ -287,10 +326,17 @@ dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_nod
     int top = loss->id + 1;
     bool *needs = calloc((size_t)top, sizeof *needs);
     dg_node **grad = calloc((size_t)top, sizeof *grad);
-    if (!needs || !grad) {
+    int *wrt_of = malloc((size_t)top * sizeof *wrt_of);     /* node id -> its first index in wrt, or -1 */
+    int *pending = calloc((size_t)n + 1, sizeof *pending);
+    bool *readied = calloc((size_t)n + 1, sizeof *readied);
+    if (!needs || !grad || !wrt_of || !pending || !readied) {
         st = dg__fail(DG_ERR_OOM, "dg_grad: out of memory");
         goto done;
     }
+    for (int id = 0; id < top; id++) wrt_of[id] = -1;
+    for (int i = n - 1; i >= 0; i--)
+        if (wrt[i]->id < top) wrt_of[wrt[i]->id] = i;
+    if (ready) count_consumers(g, top, wrt_of, pending);
     /* needs[x]: x depends on some wrt node, so a gradient must flow into it */
     for (int i = 0; i < n; i++)
         if (wrt[i]->id < top) needs[wrt[i]->id] = true;
@@ -302,8 +348,15 @@ dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_nod
     for (int id = top - 1; id >= 0 && st == DG_OK; id--) {
         dg_node *y = dg_graph_node(g, id);
         if (grad[id] && needs[id] && y->op != DG_OP_LEAF) st = backprop(g, y, grad[id], needs, grad);
+        if (st == DG_OK && ready) st = consumer_done(g, y, wrt_of, pending, grad, ready, arg, readied);
     }
     if (st == DG_OK) st = dg_graph_status(g);
+    /* a wrt with no consumer below the loss: the loss itself */
+    for (int i = 0; i < n && st == DG_OK && ready; i++) {
+        int id = wrt[i]->id;
+        if (id < top && wrt_of[id] == i && !readied[i] && grad[id] && !(grad[id] = ready(g, i, grad[id], arg)))
+            st = dg_graph_status(g);
+    }
     for (int i = 0; i < n && st == DG_OK; i++) {
         dg_node *d = wrt[i]->id < top ? grad[wrt[i]->id] : NULL;
         grads[i] = d ? d : dg_const(g, "zero_grad", wrt[i]->shape, 0.0f);
@@ -312,5 +365,8 @@ dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_nod
 done:
     free(needs);
     free(grad);
+    free(wrt_of);
+    free(pending);
+    free(readied);
     return st;
 }

@@ -21,6 +21,19 @@ extern "C" {
  * g. */
 dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads);
 
+/* Called by dg_grad_ex as soon as the gradient of wrt[i] is complete (the
+ * contribution of its last consumer added), with that gradient; returns the
+ * node that stands for it from then on (NULL: g's error). Nodes it adds get
+ * the next ids, and so a place in a plan's order (node id order) right
+ * after the gradient's own nodes, before the backward of earlier layers:
+ * data parallelism all-reduces each gradient there, so the exchange can
+ * overlap the rest of the backward. */
+typedef dg_node *(*dg_grad_ready_fn)(dg_graph *g, int i, dg_node *grad, void *arg);
+/* dg_grad, calling ready (when not NULL) once for each wrt[i] whose
+ * gradient is not the constant zero, in the order the gradients complete. */
+dg_status dg_grad_ex(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads,
+                     dg_grad_ready_fn ready, void *arg);
+
 typedef enum dg_optim_kind { DG_OPTIM_SGD, DG_OPTIM_MOMENTUM, DG_OPTIM_ADAM } dg_optim_kind;
 
 typedef struct dg_optim {

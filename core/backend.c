@@ -65,6 +65,22 @@ dg_status dg_backend_download(dg_backend *be, void *dst, const void *src, size_t
     return st != DG_OK || !bytes ? st : be->iface->download(be, dst, src, bytes);
 }
 
+dg_status dg_backend_group(dg_backend *const *bes, int n) {
+    if (!bes || n < 2) return dg__fail(DG_ERR_INVALID, "dg_backend_group: %d backends: a group needs 2 or more", bes ? n : 0);
+    for (int i = 0; i < n; i++) {
+        if (!bes[i]) return null_arg("dg_backend_group", "backend");
+        if (bes[i]->iface != bes[0]->iface)
+            return dg__fail(DG_ERR_INVALID, "dg_backend_group: backend %d is %s, backend 0 %s: one kind per group", i,
+                            dg_backend_name(bes[i]), dg_backend_name(bes[0]));
+        for (int j = 0; j < i; j++)
+            if (bes[j] == bes[i]) return dg__fail(DG_ERR_INVALID, "dg_backend_group: backend %d is backend %d again", i, j);
+    }
+    if (!bes[0]->iface->group)
+        return dg__fail(DG_ERR_UNSUPPORTED, "dg_backend_group: the %s backend has no collectives: data parallelism "
+                        "needs GPU backends", dg_backend_name(bes[0]));
+    return bes[0]->iface->group(bes, n);
+}
+
 dg_status dg_backend_sync(dg_backend *be) {
     if (!be) return null_arg("dg_backend_sync", "backend");
     return be->iface->sync ? be->iface->sync(be) : DG_OK;

@@ -60,6 +60,14 @@ dg_status   dg_backend_compute(dg_backend *be, const dg_step *s);
 dg_status   dg_backend_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
                                    size_t row_bytes);
 size_t      dg_backend_n_allocs(const dg_backend *be);
+/* Data parallelism: joins n >= 2 backends of one kind, one per device, into
+ * a group whose plans' all_reduce nodes average over the group (the same
+ * graph planned on each; dg_dp_new does this). For the life of the
+ * backends; grouping the same backends again in the same order is a no-op
+ * (several dg_dp on one group). DG_ERR_INVALID: fewer than 2, NULL or repeated backends, mixed
+ * kinds, two on one device, one already grouped; DG_ERR_UNSUPPORTED: a kind
+ * without collectives (the CPU) or a GPU build without NCCL. */
+dg_status   dg_backend_group(dg_backend *const *bes, int n);
 /* Tests: the n-th next allocation fails with DG_ERR_OOM (n <= 0: none);
  * nothing for a NULL backend. */
 void        dg_backend_fail_alloc_after(dg_backend *be, int n);

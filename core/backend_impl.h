@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define DG_BACKEND_IFACE_VERSION 2
+#define DG_BACKEND_IFACE_VERSION 3
 
 typedef struct dg_backend_i {
     int          version;   /* DG_BACKEND_IFACE_VERSION the backend was written for */
@@ -41,6 +41,10 @@ typedef struct dg_backend_i {
     void        (*event_free)(dg_backend *be, void *ev);
     dg_status   (*event_record)(dg_backend *be, void *ev);
     dg_status   (*event_elapsed)(dg_backend *be, void *start, void *stop, double *ms);
+    /* Version 3. Joins bes[0..n) (n >= 2, all of this backend's kind) into
+     * one all-reduce group (dg_backend_group). Optional: NULL for a kind
+     * without collectives. */
+    dg_status   (*group)(dg_backend *const *bes, int n);
 } dg_backend_i;
 
 struct dg_backend {

@@ -26,6 +26,7 @@
 #include "core/data/text.h"
 #include "core/graph.h"
 #include "core/nn/cnn.h"
+#include "core/nn/data_parallel.h"
 #include "core/nn/layers.h"
 #include "core/nn/lm_trainer.h"
 #include "core/nn/mlp.h"

@@ -145,6 +145,11 @@ dg_node *dg_sigmoid(dg_graph *g, dg_node *a);
 dg_node *dg_tanh(dg_graph *g, dg_node *a);
 dg_node *dg_gelu(dg_graph *g, dg_node *a);
 
+/* The mean of a over the replicas of the group its plan's backend belongs
+ * to (dg_backend_group: the same graph planned on several devices, each
+ * with its own a); outside a group, a itself. */
+dg_node *dg_all_reduce(dg_graph *g, dg_node *a);
+
 /* matmul: a [m,k] (or [k,m] if trans_a), b [k,n] (or [n,k] if trans_b) -> [m,n].
  * Batched: a [B,m,k] with b [B,k,n]; a [B,H,m,k] with b [B,H,k,n] (the
  * leading axes folded into one batch of B*H products); a [B,m,k] with a

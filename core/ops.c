@@ -50,6 +50,7 @@ static const dg_op_info op_info[] = {
     [DG_OP_LAYER_NORM]  = {"layer_norm",    3, F, DG_ATTR_NORM,    0, 1},
     [DG_OP_EMBEDDING]   = {"embedding",     2, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_ATTENTION]   = {"attention",     3, F, DG_ATTR_ATTENTION, 0, 1},
+    [DG_OP_ALL_REDUCE]  = {"all_reduce",    1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_RELU_BACKWARD]        = {"relu_backward",        2, B, DG_ATTR_NONE,   0, 0},
     [DG_OP_LEAKY_RELU_BACKWARD]  = {"leaky_relu_backward",  2, B, DG_ATTR_SCALAR, 0, 0},
     [DG_OP_ABS_BACKWARD]         = {"abs_backward",         2, B, DG_ATTR_NONE,   0, 0},
@@ -103,6 +104,7 @@ static double flops_per_element(dg_op op) {
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS:
     case DG_OP_RELU: case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
     case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_ADAM_STEP:
+    case DG_OP_ALL_REDUCE: /* an add per element and replica: counted as one */
         return 1;
     case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
     case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:

@@ -60,6 +60,12 @@ typedef enum dg_op {
                                 matrix never stored; dg_attr_attention; side
                                 output: lse [B,H,T], each row's natural
                                 log-sum-exp of its unmasked scaled scores    */
+    /* data parallelism */
+    DG_OP_ALL_REDUCE,        /* (x) -> x's shape: the mean of x over the
+                                replicas of the backend's group (the same
+                                graph on several devices, dg_backend_group);
+                                a backend in no group is one replica: a copy.
+                                Gradient: the all-reduce of dy             */
     /* backward ops: emitted by dg_grad where composing would waste work */
     DG_OP_RELU_BACKWARD,       /* (dy, x) -> dy * (x > 0)                     */
     DG_OP_LEAKY_RELU_BACKWARD, /* (dy, x) -> dy * (x > 0 ? 1 : slope)         */

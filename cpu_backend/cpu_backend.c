@@ -105,6 +105,9 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_MATMUL:       cpu_matmul(ctx_of(be), s); break;
     case DG_OP_PERMUTE:      dg__cpu_permute(s); break;
     case DG_OP_RESHAPE:      break; /* a view: nothing to compute */
+    case DG_OP_ALL_REDUCE:   /* no group on the CPU: one replica, its own mean */
+        memcpy(s->out, s->in[0], dg_node_bytes(s->node));
+        break;
     case DG_OP_SIDE_OUTPUT:  break; /* written by its owner's step  */
     case DG_OP_SUM: case DG_OP_MEAN:
         dg__cpu_reduce(s); break;
@@ -170,6 +173,7 @@ static const dg_backend_i cpu_iface = {
     /* .event_free = */ NULL,
     /* .event_record = */ NULL,
     /* .event_elapsed = */ NULL,
+    /* .group      = */ NULL, /* no collectives: all_reduce is one replica's copy */
 };
 
 dg_status dg_cpu_backend_new(dg_backend **out, int threads) {

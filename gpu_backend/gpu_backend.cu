@@ -95,6 +95,7 @@ static void gpu_free(dg_backend *be) {
     gpu_ctx *c = gpu_of(be);
     DG_CUDA_NOTE(cudaSetDevice(c->device));
     if (c->stream) DG_CUDA_NOTE(cudaStreamSynchronize(c->stream));
+    dg__gpu_comm_free(c);
     if (c->cublas) {
         cublasStatus_t s = cublasDestroy(c->cublas);
         if (s != CUBLAS_STATUS_SUCCESS) (void)dg__cublas_fail(s, "cublasDestroy(c->cublas)", __FILE__, __LINE__);
@@ -134,6 +135,8 @@ static void gpu_release(dg_backend *be, void *ptr) {
 static dg_status gpu_upload(dg_backend *be, void *dst, const void *src, size_t bytes) {
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
+    dg_status st = dg__gpu_comm_join(c); /* no all-reduce still reads what this overwrites */
+    if (st != DG_OK) return st;
     for (size_t off = 0; off < bytes; off += c->staging_bytes) {
         size_t n = bytes - off < c->staging_bytes ? bytes - off : c->staging_bytes;
         DG_CUDA_CHECK(cudaStreamSynchronize(c->stream)); /* staging free again */
@@ -147,6 +150,8 @@ static dg_status gpu_upload(dg_backend *be, void *dst, const void *src, size_t b
 static dg_status gpu_download(dg_backend *be, void *dst, const void *src, size_t bytes) {
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
+    dg_status st = dg__gpu_comm_join(c);
+    if (st != DG_OK) return st;
     for (size_t off = 0; off < bytes; off += c->staging_bytes) {
         size_t n = bytes - off < c->staging_bytes ? bytes - off : c->staging_bytes;
         DG_CUDA_CHECK(cudaMemcpyAsync(c->staging, (const char *)src + off, n, cudaMemcpyDeviceToHost, c->stream));
@@ -159,6 +164,8 @@ static dg_status gpu_download(dg_backend *be, void *dst, const void *src, size_t
 static dg_status gpu_sync(dg_backend *be) {
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
+    dg_status st = dg__gpu_comm_join(c);
+    if (st != DG_OK) return st;
     DG_CUDA_CHECK(cudaStreamSynchronize(c->stream));
     return DG_OK;
 }
@@ -230,6 +237,7 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     case DG_OP_EMBEDDING_BACKWARD:        return dg__gpu_embedding_backward(c, s);
     case DG_OP_ATTENTION:                 return dg__gpu_attention(c, s);
     case DG_OP_ATTENTION_BACKWARD:        return dg__gpu_attention_backward(c, s);
+    case DG_OP_ALL_REDUCE:                return dg__gpu_all_reduce(c, s);
     case DG_OP_LEAF:
     case DG_OP_COUNT:
         break;
@@ -243,7 +251,8 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
  * kernel's run. Without an attached tool NVTX calls return at once. */
 static dg_status dispatch_named(gpu_ctx *c, const dg_step *s) {
     nvtxRangePushA(s->node->name);
-    dg_status st = dispatch(c, s);
+    dg_status st = dg__gpu_comm_before(c, s); /* waits for the all-reduces it touches */
+    if (st == DG_OK) st = dispatch(c, s);
     nvtxRangePop();
     return st;
 }
@@ -263,10 +272,13 @@ static dg_status compute_step(gpu_ctx *c, const dg_step *s) {
     return st;
 }
 
+/* One node alone (the profiler, the node-by-node timings): an all-reduce
+ * is joined at once, so the events around it time the exchange itself. */
 static dg_status gpu_compute(dg_backend *be, const dg_step *s) {
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
-    return compute_step(c, s);
+    dg_status st = compute_step(c, s);
+    return st == DG_OK && s->node->op == DG_OP_ALL_REDUCE ? dg__gpu_comm_join(c) : st;
 }
 
 typedef struct graph_cache {
@@ -291,6 +303,7 @@ static dg_status capture(gpu_ctx *c, const dg_step *steps, int n, graph_cache *g
     DG_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
     dg_status st = DG_OK;
     for (int i = 0; i < n && st == DG_OK; i++) st = dispatch_named(c, &steps[i]);
+    if (st == DG_OK) st = dg__gpu_comm_join(c); /* the capture must join the comm stream it forked */
     cudaError_t e = cudaStreamEndCapture(c->stream, &gc->graph);
     if (st != DG_OK) return st;
     DG_CUDA_CHECK(e);
@@ -308,7 +321,7 @@ static dg_status gpu_run_steps(dg_backend *be, const dg_step *steps, int n, bool
             dg_status st = compute_step(c, &steps[i]);
             if (st != DG_OK) return st;
         }
-        return DG_OK;
+        return dg__gpu_comm_join(c);
     }
     if (!*cache) {
         graph_cache *gc = (graph_cache *)calloc(1, sizeof *gc);
@@ -382,6 +395,7 @@ static const dg_backend_i gpu_iface = {
     /* .event_free    = */ gpu_event_free,
     /* .event_record  = */ gpu_event_record,
     /* .event_elapsed = */ gpu_event_elapsed,
+    /* .group         = */ dg__gpu_group,
 };
 
 static dg_status gpu_init(gpu_ctx *c) {

@@ -95,6 +95,14 @@ dg_status dg_gpu_flush_l2(dg_backend *be);
  * GPU backend or buf cannot hold it (n >= 13 always can). */
 dg_status dg_gpu_pci_bus_id(const dg_backend *be, char *buf, size_t n);
 
+/* The replicas of be's all-reduce group (dg_backend_group); 1 outside one. */
+int       dg_gpu_group_size(const dg_backend *be);
+/* NCCL's own all-reduce (average, in place) of count floats at bufs[i] on
+ * each backend of a group, issued as one NCCL group call from this thread
+ * and waited for: the ceiling the all_reduce node is measured against.
+ * bes: the whole group, in the order it was made. */
+dg_status dg_gpu_all_reduce_raw(dg_backend *const *bes, int n, float *const *bufs, size_t count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,8 @@
 #include "../core/status_internal.h"
 #include "gpu_backend.h"
 
+struct gpu_comm; /* gpu_collective.cu */
+
 struct gpu_ctx {
     int            device;         /* made current on every entry (cudaSetDevice) */
     cudaStream_t   stream;
@@ -30,6 +32,7 @@ struct gpu_ctx {
     dg_gpu_gemm    gemm;
     dg_gpu_conv    conv;
     cudaDeviceProp prop;
+    gpu_comm      *comm;           /* the all-reduce group's part here; NULL: in none */
 };
 
 static inline gpu_ctx *gpu_of(const dg_backend *be) { return (gpu_ctx *)be->ctx; }
@@ -122,6 +125,17 @@ static __device__ __forceinline__ long long window_at(long long i, long long k, 
     t /= stride;
     return t < out ? t : -1;
 }
+
+/* gpu_collective.cu: all_reduce over NCCL on the comm stream; before a
+ * step, the compute stream waits for the all-reduces whose memory the step
+ * touches; join: for all of them (before a download, a sync, the end of a
+ * run or a capture) */
+dg_status dg__gpu_all_reduce(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_comm_before(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_comm_join(gpu_ctx *c);
+void      dg__gpu_comm_free(gpu_ctx *c);
+dg_status dg__gpu_group(dg_backend *const *bes, int n);
+#define DG_GPU_MAX_GROUP 64
 
 /* kernels, by family (one .cu file each); each returns the launch status.
  * The caller (gpu_backend.cu) has made the backend's device current. */

@@ -16,6 +16,13 @@ out="$work/results"
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bin=.gpu/bin
+# NCCL (several GPUs) is loaded at run time: the system's, else PyTorch's
+# copy (the toolkit's, 200+ MB, is too large to carry)
+if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+    nccl_dir=$(python3 -c 'import glob, site; c = [d for p in site.getsitepackages() for d in glob.glob(p + "/nvidia/nccl/lib")]; print(c[0] if c else "")' 2>/dev/null)
+    [ -n "$nccl_dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"
+fi
+export NCCL_NVLS_ENABLE=0 # never NVLink multicast on the shared machines
 # the OpenMP OpenBLAS travels xz-compressed (the tree that travels is capped)
 [ -f .gpu/lib/libopenblas.so.0.xz ] && xz -dkf .gpu/lib/libopenblas.so.0.xz
 # Debian's OpenBLAS 0.3.21 does not know every recent Xeon and falls back to

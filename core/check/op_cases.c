@@ -76,6 +76,8 @@ const op_case dg_op_cases[] = {
     {"tanh",           DG_OP_TANH, 1, {S(3, 5)}, .tol = TOL},
     {"gelu",           DG_OP_GELU, 1, {S(3, 5)}, .tol = TOL,
                        .sweep = {"gelu", OP_SCALE_FLAT, DG_OP_GELU_BACKWARD, false, false}},
+    /* a backend in no group: one replica (the group's are test_data_parallel's) */
+    {"all_reduce",     DG_OP_ALL_REDUCE, 1, {S(3, 5)}, .tol = TOL},
     {"exp",            DG_OP_EXP, 1, {S(3, 5)}, .tol = TOL,
                        .sweep = {"exp", OP_SCALE_FLAT, DG_OP_MUL, false, false}},
     {"matmul",         DG_OP_MATMUL, 2, {S(5, 7), S(7, 3)}, .tol = TOL},
@@ -280,6 +282,7 @@ dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
     case DG_OP_SIGMOID:      return dg_sigmoid(g, a);
     case DG_OP_TANH:         return dg_tanh(g, a);
     case DG_OP_GELU:         return dg_gelu(g, a);
+    case DG_OP_ALL_REDUCE:   return dg_all_reduce(g, a);
     case DG_OP_MATMUL:       return dg_matmul(g, a, b, c->ta, c->tb);
     case DG_OP_PERMUTE:      return dg_permute(g, a, c->perm);
     case DG_OP_RESHAPE:      return dg_reshape(g, a, c->target);

@@ -478,6 +478,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         break;
     }
     case DG_OP_RESHAPE: memcpy(y, a, (size_t)numel * sizeof *y); break;
+    case DG_OP_ALL_REDUCE: memcpy(y, a, (size_t)numel * sizeof *y); break; /* one replica: its mean is itself */
     case DG_OP_SUM: case DG_OP_MEAN: {
         dg_shape in = n->in[0]->shape, kept = in;
         uint32_t axes = dg_attr_reduce_of(n).axes;

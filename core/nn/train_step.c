@@ -3,7 +3,18 @@
 
 #include "../graph_internal.h"
 
+static dg_node *all_reduce_ready(dg_graph *g, int i, dg_node *grad, void *arg) {
+    (void)i;
+    (void)arg;
+    return dg_all_reduce(g, grad);
+}
+
 dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, dg_train_step *out) {
+    return dg_train_step_build_ex(g, m, batch, o, false, out);
+}
+
+dg_status dg_train_step_build_ex(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, bool all_reduce,
+                                 dg_train_step *out) {
     if (!g || !m || !o || !out)
         return dg__fail(DG_ERR_INVALID, "train step: NULL %s", !g ? "graph" : !m ? "model" : !o ? "optimizer" : "out");
     *out = (dg_train_step){0};
@@ -23,7 +34,8 @@ dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const d
     out->loss = dg_softmax_cross_entropy(g, out->logits, out->y);
     if (!out->loss) return dg_graph_status(g);
     out->first_backward_id = dg_graph_size(g);
-    dg_status st = dg_grad(g, out->loss, m->params, m->n_params, out->grads);
+    dg_status st = dg_grad_ex(g, out->loss, m->params, m->n_params, out->grads, all_reduce ? all_reduce_ready : NULL,
+                              NULL);
     if (st != DG_OK) return st;
     out->outputs[0] = out->loss;
     out->first_optimizer_id = dg_graph_size(g);

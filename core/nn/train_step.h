@@ -34,6 +34,12 @@ typedef struct dg_train_step {
  * DG_MODEL_MAX_PARAMS parameters, or anything dg_grad and dg_optim_apply
  * refuse (parameters of another graph, an unknown optimizer kind). */
 dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, dg_train_step *out);
+/* The same with all_reduce: each gradient goes through an all_reduce node
+ * as soon as it is complete (dg_grad_ex), so a replica of a data-parallel
+ * group (core/nn/data_parallel.h) updates with the mean gradient over the
+ * group while its backward goes on. grads[] are then those nodes. */
+dg_status dg_train_step_build_ex(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, bool all_reduce,
+                                 dg_train_step *out);
 
 #ifdef __cplusplus
 }

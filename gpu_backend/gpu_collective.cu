@@ -1,0 +1,332 @@
+/* gpu_collective.cu: data parallelism's all_reduce over NCCL, and the
+ * groups of backends it runs in (dg_backend_group).
+ *
+ * NCCL is loaded when a group is first made (dlopen of libnccl.so.2), not
+ * linked: the library is 200+ MB, most runs never need it, and a machine
+ * without it keeps every other part of the backend. Only nccl.h is needed
+ * at build time (the CUDA toolkit ships it; DG_HAVE_NCCL).
+ *
+ * Each all_reduce runs on the backend's second stream, the comm stream,
+ * so that the backward of earlier layers (on the compute stream) runs
+ * while the gradient travels: the compute stream's state is forked to the
+ * comm stream by an event before the NCCL call, and an event recorded
+ * after it is what later work waits on. A later step waits only when it
+ * touches the all-reduce's memory: it reads the output, or writes the
+ * input or the output (the plan may hand a dead gradient's arena bytes to
+ * a later node while NCCL still reads them). Before a download, a sync or
+ * the end of a plan run (and of a CUDA-graph capture, which must join
+ * every stream it forked) the compute stream waits for all of them. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_common.cuh"
+
+#ifdef DG_HAVE_NCCL
+#include <nccl.h>
+
+/* the NCCL entry points, resolved from the loaded library */
+typedef struct nccl_api {
+    ncclResult_t (*comm_init_all)(ncclComm_t *, int, const int *);
+    ncclResult_t (*comm_destroy)(ncclComm_t);
+    ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                               cudaStream_t);
+    const char *(*error_string)(ncclResult_t);
+    ncclResult_t (*get_version)(int *);
+    ncclResult_t (*group_start)(void);
+    ncclResult_t (*group_end)(void);
+} nccl_api;
+
+static nccl_api nccl;
+static bool     nccl_loaded;
+
+static dg_status load_nccl(void) {
+    if (nccl_loaded) return DG_OK;
+    void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *err = dlerror();
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: NCCL cannot be loaded (%s): several GPUs need libnccl.so.2 on "
+                        "the library path", err ? err : "libnccl.so.2");
+    }
+    nccl.comm_init_all = (ncclResult_t(*)(ncclComm_t *, int, const int *))dlsym(lib, "ncclCommInitAll");
+    nccl.comm_destroy = (ncclResult_t(*)(ncclComm_t))dlsym(lib, "ncclCommDestroy");
+    nccl.all_reduce = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                       cudaStream_t))dlsym(lib, "ncclAllReduce");
+    nccl.error_string = (const char *(*)(ncclResult_t))dlsym(lib, "ncclGetErrorString");
+    nccl.get_version = (ncclResult_t(*)(int *))dlsym(lib, "ncclGetVersion");
+    nccl.group_start = (ncclResult_t(*)(void))dlsym(lib, "ncclGroupStart");
+    nccl.group_end = (ncclResult_t(*)(void))dlsym(lib, "ncclGroupEnd");
+    if (!nccl.comm_init_all || !nccl.comm_destroy || !nccl.all_reduce || !nccl.error_string || !nccl.get_version ||
+        !nccl.group_start || !nccl.group_end) {
+        dlclose(lib);
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: libnccl.so.2 lacks an entry point duograd calls");
+    }
+    int v = 0;
+    if (nccl.get_version(&v) != ncclSuccess || v < 21000) { /* ncclAvg: NCCL 2.10 */
+        dlclose(lib);
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: libnccl.so.2 is version %d; the all-reduce's average needs 2.10 "
+                        "or later", v);
+    }
+    nccl_loaded = true; /* kept loaded for the process: communicators may outlive any one group */
+    return DG_OK;
+}
+
+#define DG_NCCL_CHECK(expr)                                                                            \
+    do {                                                                                               \
+        ncclResult_t r_ = (expr);                                                                      \
+        if (r_ != ncclSuccess)                                                                         \
+            return dg__fail(DG_ERR_BACKEND, "gpu: %s failed: %s at %s:%d", #expr, nccl.error_string(r_), \
+                            __FILE__, __LINE__);                                                       \
+    } while (0)
+#endif /* DG_HAVE_NCCL */
+
+/* an all-reduce in flight on the comm stream: its memory, and the event
+ * recorded after it */
+typedef struct in_flight {
+    const char *in, *out;
+    size_t      bytes;
+    cudaEvent_t done;
+} in_flight;
+
+struct gpu_comm {
+#ifdef DG_HAVE_NCCL
+    ncclComm_t nccl;
+#endif
+    int          ranks, rank;
+    cudaStream_t stream;
+    cudaEvent_t  fork;      /* the compute stream's state, handed to the comm stream */
+    in_flight   *flight;    /* [n_flight] in flight; events [0, n_events) made */
+    int          n_flight, n_events, cap;
+};
+
+int dg_gpu_group_size(const dg_backend *be) { return gpu_of(be)->comm ? gpu_of(be)->comm->ranks : 1; }
+
+static bool overlaps(const void *p, size_t n, const char *q, size_t m) {
+    const char *a = (const char *)p;
+    return p && n && a < q + m && q < a + n;
+}
+
+/* the compute stream waits for in-flight all-reduce k, which is then done */
+static dg_status join_one(gpu_ctx *c, int k) {
+    gpu_comm *m = c->comm;
+    DG_CUDA_CHECK(cudaStreamWaitEvent(c->stream, m->flight[k].done, 0));
+    in_flight t = m->flight[k]; /* keep its event for reuse at the end of the made ones */
+    m->flight[k] = m->flight[--m->n_flight];
+    m->flight[m->n_flight] = t;
+    return DG_OK;
+}
+
+dg_status dg__gpu_comm_before(gpu_ctx *c, const dg_step *s) {
+    gpu_comm *m = c->comm;
+    if (!m || !m->n_flight) return DG_OK;
+    const dg_node *n = s->node;
+    size_t out_bytes = dg_node_bytes(n), scratch_bytes = dg_node_scratch_bytes(n);
+    for (int k = m->n_flight - 1; k >= 0; k--) {
+        const in_flight *f = &m->flight[k];
+        bool hazard = overlaps(s->out, out_bytes, f->in, f->bytes) || overlaps(s->out, out_bytes, f->out, f->bytes) ||
+                      overlaps(s->scratch, scratch_bytes, f->in, f->bytes) ||
+                      overlaps(s->scratch, scratch_bytes, f->out, f->bytes);
+        for (int i = 0; i < n->n_in && !hazard; i++) {
+            size_t b = dg_node_bytes(n->in[i]);
+            hazard = overlaps(s->in[i], b, f->out, f->bytes) || overlaps(s->inout[i], b, f->in, f->bytes);
+        }
+        for (int i = 0; i < n->n_side && !hazard; i++) {
+            size_t b = dg_node_bytes(n->side[i]);
+            hazard = overlaps(s->side[i], b, f->in, f->bytes) || overlaps(s->side[i], b, f->out, f->bytes);
+        }
+        if (hazard) {
+            dg_status st = join_one(c, k);
+            if (st != DG_OK) return st;
+        }
+    }
+    return DG_OK;
+}
+
+dg_status dg__gpu_comm_join(gpu_ctx *c) {
+    while (c->comm && c->comm->n_flight) {
+        dg_status st = join_one(c, c->comm->n_flight - 1);
+        if (st != DG_OK) return st;
+    }
+    return DG_OK;
+}
+
+/* room for one more in flight, its event made; host memory and events
+ * grow only while the first run finds more all-reduces than before */
+static dg_status reserve(gpu_comm *m) {
+    if (m->n_flight == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 64;
+        in_flight *f = (in_flight *)realloc(m->flight, (size_t)cap * sizeof *f);
+        if (!f) return dg__fail(DG_ERR_OOM, "gpu: out of host memory for the all-reduces in flight");
+        m->flight = f;
+        m->cap = cap;
+    }
+    if (m->n_flight == m->n_events) {
+        DG_CUDA_CHECK(cudaEventCreateWithFlags(&m->flight[m->n_events].done, cudaEventDisableTiming));
+        m->n_events++;
+    }
+    return DG_OK;
+}
+
+dg_status dg__gpu_all_reduce(gpu_ctx *c, const dg_step *s) {
+    size_t bytes = dg_node_bytes(s->node);
+    if (!c->comm) { /* one replica: the mean is the tensor itself */
+        if (s->out != s->in[0])
+            DG_CUDA_CHECK(cudaMemcpyAsync(s->out, s->in[0], bytes, cudaMemcpyDeviceToDevice, c->stream));
+        return DG_OK;
+    }
+#ifdef DG_HAVE_NCCL
+    gpu_comm *m = c->comm;
+    dg_status st = reserve(m);
+    if (st != DG_OK) return st;
+    in_flight *f = &m->flight[m->n_flight];
+    DG_CUDA_CHECK(cudaEventRecord(m->fork, c->stream));
+    DG_CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->fork, 0));
+    DG_NCCL_CHECK(nccl.all_reduce(s->in[0], s->out, (size_t)dg_node_numel(s->node), ncclFloat, ncclAvg, m->nccl,
+                                  m->stream));
+    DG_CUDA_CHECK(cudaEventRecord(f->done, m->stream));
+    f->in = (const char *)s->in[0];
+    f->out = (const char *)s->out;
+    f->bytes = bytes;
+    m->n_flight++;
+    return DG_OK;
+#else
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: a group without NCCL"); /* dg_backend_group refused it */
+#endif
+}
+
+void dg__gpu_comm_free(gpu_ctx *c) {
+    gpu_comm *m = c->comm;
+    if (!m) return;
+    if (m->stream) DG_CUDA_NOTE(cudaStreamSynchronize(m->stream));
+#ifdef DG_HAVE_NCCL
+    if (m->nccl) {
+        ncclResult_t r = nccl.comm_destroy(m->nccl);
+        if (r != ncclSuccess) dg__fail(DG_ERR_BACKEND, "gpu: ncclCommDestroy failed: %s", nccl.error_string(r));
+    }
+#endif
+    for (int i = 0; i < m->n_events; i++) DG_CUDA_NOTE(cudaEventDestroy(m->flight[i].done));
+    if (m->fork) DG_CUDA_NOTE(cudaEventDestroy(m->fork));
+    if (m->stream) DG_CUDA_NOTE(cudaStreamDestroy(m->stream));
+    free(m->flight);
+    free(m);
+    c->comm = NULL;
+}
+
+#ifdef DG_HAVE_NCCL
+/* backend i's comm: its stream and fork event on its device, NCCL's
+ * communicator of rank i */
+static dg_status comm_new(gpu_ctx *c, int rank, int ranks, ncclComm_t nc) {
+    gpu_comm *m = (gpu_comm *)calloc(1, sizeof *m);
+    if (!m) return dg__fail(DG_ERR_OOM, "gpu: out of host memory for a group");
+    m->nccl = nc;
+    m->rank = rank;
+    m->ranks = ranks;
+    c->comm = m;
+    DG_GPU_USE_DEVICE(c);
+    DG_CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
+    DG_CUDA_CHECK(cudaEventCreateWithFlags(&m->fork, cudaEventDisableTiming));
+    return DG_OK;
+}
+#endif
+
+#ifdef DG_HAVE_NCCL
+/* One all-reduce of a float over the new group, outside any capture: an
+ * NCCL that still connects at its first collective does it here. */
+static dg_status warm_up(dg_backend *const *bes, int n) {
+    float *one[DG_GPU_MAX_GROUP] = {0};
+    dg_status st = DG_OK;
+    for (int i = 0; i < n && st == DG_OK; i++) {
+        gpu_ctx *c = gpu_of(bes[i]);
+        cudaError_t e = cudaSetDevice(c->device);
+        if (e == cudaSuccess) e = cudaMalloc((void **)&one[i], sizeof(float));
+        if (e == cudaSuccess) e = cudaMemsetAsync(one[i], 0, sizeof(float), c->comm->stream);
+        if (e != cudaSuccess) st = dg__cuda_fail(e, "the group's warm-up buffer", __FILE__, __LINE__);
+    }
+    if (st == DG_OK) st = dg_gpu_all_reduce_raw(bes, n, one, 1);
+    for (int i = 0; i < n; i++)
+        if (one[i]) {
+            DG_CUDA_NOTE(cudaSetDevice(gpu_of(bes[i])->device));
+            DG_CUDA_NOTE(cudaFree(one[i]));
+        }
+    return st;
+}
+#endif
+
+dg_status dg__gpu_group(dg_backend *const *bes, int n) {
+    if (n > DG_GPU_MAX_GROUP)
+        return dg__fail(DG_ERR_INVALID, "dg_backend_group: %d backends, at most %d", n, DG_GPU_MAX_GROUP);
+    int devices[DG_GPU_MAX_GROUP];
+    bool same = true; /* already this group, in this order: nothing to do */
+    for (int i = 0; i < n; i++) {
+        const gpu_comm *m = gpu_of(bes[i])->comm;
+        same = same && m && m->ranks == n && m->rank == i;
+    }
+    if (same) return DG_OK;
+    for (int i = 0; i < n; i++) {
+        gpu_ctx *c = gpu_of(bes[i]);
+        if (c->comm)
+            return dg__fail(DG_ERR_INVALID, "dg_backend_group: backend %d (device %d) is already in another group", i,
+                            c->device);
+        devices[i] = c->device;
+        for (int j = 0; j < i; j++)
+            if (devices[j] == devices[i])
+                return dg__fail(DG_ERR_INVALID, "dg_backend_group: backends %d and %d are both on device %d: one "
+                                "backend per device", j, i, devices[i]);
+    }
+#ifdef DG_HAVE_NCCL
+    dg_status st = load_nccl();
+    if (st != DG_OK) return st;
+    /* NVLink SHARP (multicast) stays off unless the environment says
+     * otherwise: multicast objects can take shared GPUs out of service */
+    setenv("NCCL_NVLS_ENABLE", "0", 0);
+    /* connections made at init, not at the first collective: that one may
+     * be inside a CUDA-graph capture, where NCCL cannot set them up */
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+    ncclComm_t comms[DG_GPU_MAX_GROUP] = {0};
+    DG_NCCL_CHECK(nccl.comm_init_all(comms, n, devices));
+    for (int i = 0; i < n && st == DG_OK; i++) st = comm_new(gpu_of(bes[i]), i, n, comms[i]);
+    if (st == DG_OK) st = warm_up(bes, n);
+    if (st != DG_OK) {
+        for (int i = 0; i < n; i++) {
+            if (gpu_of(bes[i])->comm) dg__gpu_comm_free(gpu_of(bes[i])); /* destroys its communicator */
+            else if (comms[i]) nccl.comm_destroy(comms[i]);
+        }
+    }
+    return st;
+#else
+    (void)bes;
+    return dg__fail(DG_ERR_UNSUPPORTED, "dg_backend_group: this build has no NCCL (nccl.h was not found at build "
+                    "time): one GPU only");
+#endif
+}
+
+dg_status dg_gpu_all_reduce_raw(dg_backend *const *bes, int n, float *const *bufs, size_t count) {
+    for (int i = 0; i < n; i++)
+        if (!bes || !bes[i] || !gpu_of(bes[i])->comm || gpu_of(bes[i])->comm->ranks != n ||
+            gpu_of(bes[i])->comm->rank != i)
+            return dg__fail(DG_ERR_INVALID, "dg_gpu_all_reduce_raw: the backends are not one group of %d in order", n);
+#ifdef DG_HAVE_NCCL
+    DG_NCCL_CHECK(nccl.group_start());
+    dg_status st = DG_OK;
+    for (int i = 0; i < n && st == DG_OK; i++) {
+        gpu_ctx *c = gpu_of(bes[i]);
+        cudaError_t e = cudaSetDevice(c->device);
+        ncclResult_t r = e == cudaSuccess ? nccl.all_reduce(bufs[i], bufs[i], count, ncclFloat, ncclAvg,
+                                                            c->comm->nccl, c->comm->stream)
+                                          : ncclSuccess;
+        if (e != cudaSuccess) st = dg__cuda_fail(e, "cudaSetDevice", __FILE__, __LINE__);
+        else if (r != ncclSuccess) st = dg__fail(DG_ERR_BACKEND, "gpu: ncclAllReduce failed: %s", nccl.error_string(r));
+    }
+    DG_NCCL_CHECK(nccl.group_end()); /* closes the group whatever happened inside it */
+    for (int i = 0; i < n && st == DG_OK; i++) {
+        gpu_ctx *c = gpu_of(bes[i]);
+        DG_GPU_USE_DEVICE(c);
+        DG_CUDA_CHECK(cudaStreamSynchronize(c->comm->stream));
+    }
+    return st;
+#else
+    (void)bufs;
+    (void)count;
+    return DG_ERR_UNSUPPORTED; /* no group can exist */
+#endif
+}
