@@ -1,6 +1,7 @@
 /* train.c: `bench train`: logistic regression or an MLP on Fashion-MNIST,
- * on the CPU or the GPU, from the same seed (same initial weights, same
- * batches); per-epoch loss, test accuracy and time to stdout and CSV. */
+ * on the CPU, the GPU or data parallel over several GPUs, from the same
+ * seed (same initial weights, same batches); per-epoch loss, test accuracy
+ * and time to stdout and CSV. */
 #include "train.h"
 
 #include <errno.h>
@@ -15,12 +16,16 @@
 
 #include "backends.h"
 #include "core/nn/cnn.h"
+#include "core/nn/data_parallel.h"
 #include "core/nn/mlp.h"
 #include "core/nn/resnet.h"
 #include "core/nn/trainer.h"
 #include "csv.h"
 #include "env.h"
 #include "options.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -33,6 +38,8 @@ static void usage(FILE *f) {
             "                    bench train --model charlm --help)\n"
             "  --widths W        MLP layer widths (default 784-256-100-10)\n"
             "  --backend B       cpu | gpu (default cpu)\n"
+            "  --gpus N          data parallel over GPUs 0..N-1 (1 to 16, default 1; needs --backend gpu): --batch\n"
+            "                    is the global batch, split evenly over the GPUs; file train-MODEL-gpuN[-copy].csv\n"
             "  --epochs N        (default 10)\n"
             "  --batch B         (default 128)\n"
             "  --optimizer O     sgd | momentum | adam (default adam)\n"
@@ -94,6 +101,42 @@ FILE *bench_train_open(const char *backend, int threads, const char *out, const 
     return csv;
 }
 
+/* frees the replicas' backends bes[0..n) (NULL ones skipped) */
+static void close_replicas(dg_backend **bes, int n) {
+    for (int i = 0; i < n; i++) dg_backend_free(bes[i]);
+}
+
+/* `--gpus n`, n >= 2: replicas 1..n-1 on devices 1..n-1 into bes[1..n)
+ * (replica 0, on device 0, opens with the result file), before the data
+ * set is read. 1, with the reason on stderr and nothing left open, where
+ * fewer than n devices answer. */
+static int open_replicas(int n, dg_backend **bes) {
+#ifdef DG_HAVE_CUDA
+    char why[512];
+    if (dg_gpu_probe(why, sizeof why) != DG_GPU_PRESENT) {
+        fprintf(stderr, "bench train: --gpus %d: %s\n", n, why);
+        return 1;
+    }
+    int have = dg_gpu_device_count();
+    if (n > have) {
+        fprintf(stderr, "bench train: --gpus %d, but this machine has %d CUDA device%s\n", n, have,
+                have == 1 ? "" : "s");
+        return 1;
+    }
+    for (int i = 1; i < n; i++)
+        if (dg_gpu_backend_new(&bes[i], &(dg_gpu_opts){.device = i}) != DG_OK) {
+            fprintf(stderr, "bench train: gpu backend on device %d: %s\n", i, dg_last_error());
+            close_replicas(bes, i);
+            return 1;
+        }
+    return 0;
+#else
+    (void)bes;
+    fprintf(stderr, "bench train: --gpus %d: no CUDA device: this build has no CUDA backend\n", n);
+    return 1;
+#endif
+}
+
 int bench_train_main(int argc, char **argv) {
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'M'}, {"widths", required_argument, NULL, 'W'},
@@ -102,7 +145,8 @@ int bench_train_main(int argc, char **argv) {
         {"lr", required_argument, NULL, 'l'}, {"weight-decay", required_argument, NULL, 'w'},
         {"seed", required_argument, NULL, 's'},
         {"copy-batches", no_argument, NULL, 'c'}, {"subset", required_argument, NULL, 'S'},
-        {"threads", required_argument, NULL, 't'}, {"data", required_argument, NULL, 'd'},
+        {"threads", required_argument, NULL, 't'}, {"gpus", required_argument, NULL, 'g'},
+        {"data", required_argument, NULL, 'd'},
         {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     for (int i = 1; i < argc; i++) /* the language model takes options of its own */
@@ -113,7 +157,8 @@ int bench_train_main(int argc, char **argv) {
     dg_train_opts o = {.epochs = 10, .batch = 128, .seed = 1, .loss_every = 1};
     dg_optim_kind kind = DG_OPTIM_ADAM;
     double lr = NAN, weight_decay = 0;
-    int threads = 0, c;
+    int threads = 0, gpus = 1, c;
+    bool gpus_given = false;
     long long v;
     optind = 0; /* glibc: start over */
     opterr = 0;
@@ -137,6 +182,12 @@ int bench_train_main(int argc, char **argv) {
         case 'c': o.copy_batches = true; break;
         case 'S': if (!bench_parse_long(optarg, 1, INT_MAX, &v)) return bad("--subset", optarg); o.subset = (int)v; break;
         case 't': if (!bench_parse_long(optarg, 1, 1024, &v)) return bad("--threads (1 to 1024)", optarg); threads = (int)v; break;
+        case 'g':
+            if (!bench_parse_long(optarg, 1, DG_DP_MAX_REPLICAS, &v))
+                return bench_usage_error("bench train", "bad --gpus (1 to %d) '%.80s'", DG_DP_MAX_REPLICAS, optarg);
+            gpus = (int)v;
+            gpus_given = true;
+            break;
         case 'd': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--data", optarg); data = optarg; break;
         case 'o': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--out", optarg); out = optarg; break;
         case 'h': usage(stdout); return 0;
@@ -144,6 +195,11 @@ int bench_train_main(int argc, char **argv) {
         }
     }
     if (optind < argc) return bad("argument", argv[optind]);
+    if (gpus_given && strcmp(backend, "gpu"))
+        return bench_usage_error("bench train", "--gpus needs --backend gpu (the %s backend has no collectives)",
+                                 backend);
+    if (o.batch % gpus) /* the trainer would refuse it too, after the data set was read */
+        return bench_usage_error("bench train", "--batch %d does not split evenly over --gpus %d", o.batch, gpus);
     dg_mlp_cfg cfg;
     dg_cnn_cfg cnn = dg_cnn_default();
     dg_resnet_cfg resnet = dg_resnet18_default(DG_RESNET_CIFAR);
@@ -171,6 +227,8 @@ int bench_train_main(int argc, char **argv) {
     o.optim = dg_optim_default(kind, (float)lr);
     o.optim.weight_decay = (float)weight_decay;
 
+    dg_backend *bes[DG_DP_MAX_REPLICAS] = {0};
+    if (gpus > 1 && open_replicas(gpus, bes) != 0) return 1;
     dg_dataset train, test;
     dg_status loaded = cifar ? dg_cifar10_load(data, "train", &train) : dg_dataset_load(data, "train", &train);
     if (loaded == DG_OK) {
@@ -179,25 +237,32 @@ int bench_train_main(int argc, char **argv) {
     }
     if (loaded != DG_OK) {
         fprintf(stderr, "bench train: %s\n", dg_last_error());
+        close_replicas(bes, gpus);
         return 1;
     }
-    char name[64];
-    snprintf(name, sizeof name, "train-%s-%s%s", model, backend, o.copy_batches ? "-copy" : "");
-    dg_backend *be;
+    /* the backend's name in the file name and the rows: gpuN for N replicas */
+    char label[16], name[64];
+    if (gpus > 1) snprintf(label, sizeof label, "gpu%d", gpus);
+    else snprintf(label, sizeof label, "%s", backend);
+    snprintf(name, sizeof name, "train-%s-%s%s", model, label, o.copy_batches ? "-copy" : "");
+    /* replica 0 on device 0, whose description goes into the metadata */
     FILE *csv = bench_train_open(backend, threads, out, name, "epoch,model,backend,optimizer,data,batch,lr,seed,"
-                                 "train_loss,test_acc,epoch_s,total_s", argc, argv, &be);
+                                 "train_loss,test_acc,epoch_s,total_s", argc, argv, &bes[0]);
     if (!csv) {
+        close_replicas(bes, gpus);
         dg_dataset_free(&train);
         dg_dataset_free(&test);
         return 1;
     }
-    epoch_out eo = {csv, model, backend, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
+    epoch_out eo = {csv, model, label, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
                     (unsigned long long)o.seed};
     printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n", model,
            widths, backend, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay, (unsigned long long)o.seed,
            eo.mode);
+    if (gpus > 1)
+        printf("on %d GPUs (data parallel, global batch %d, %d per GPU)\n", gpus, o.batch, o.batch / gpus);
     dg_epoch_stats last;
-    dg_status st = dg_train(be, &o, &train, &test, on_epoch, &eo, &last);
+    dg_status st = dg_train_multi(bes, gpus, &o, &train, &test, on_epoch, &eo, &last);
     if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
     dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
     if (fin != DG_OK) {
@@ -207,7 +272,7 @@ int bench_train_main(int argc, char **argv) {
         printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s/%s.csv\n",
                100 * last.test_acc, last.epoch, last.total_s, out, name);
     }
-    dg_backend_free(be);
+    close_replicas(bes, gpus);
     dg_dataset_free(&train);
     dg_dataset_free(&test);
     return st == DG_OK ? 0 : 1;

@@ -340,6 +340,8 @@ void dg_plan_free(dg_plan *p) {
     free(p);
 }
 
+bool dg_plan_captured(const dg_plan *p) { return p && p->cache && !p->opts.no_replay; }
+
 dg_status dg_plan_run(dg_plan *p) {
     if (!p) return dg__fail(DG_ERR_INVALID, "dg_plan_run: NULL plan");
     if (p->be->iface->run_steps)

@@ -80,6 +80,11 @@ void     *dg_plan_data(const dg_plan *p, const dg_node *n);
  * for NULL or a node of another graph. */
 bool                  dg_plan_has(const dg_plan *p, const dg_node *n);
 dg_plan_stats         dg_plan_stats_get(const dg_plan *p);
+/* Whether the backend holds a captured graph of the plan (a replay plan
+ * that has run once): dg_plan_run then only launches it, with no host-side
+ * work per node (data parallelism then launches every replica from one
+ * thread). */
+bool                  dg_plan_captured(const dg_plan *p);
 const dg_plan_buffer *dg_plan_buffers(const dg_plan *p, int *n);
 const dg_step        *dg_plan_steps(const dg_plan *p, int *n);
 /* x's step as its kernel sees it, from the storage of every node by id

@@ -23,6 +23,8 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
     [ -n "$nccl_dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"
 fi
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on the shared machines
+# the Fashion-MNIST files carried in .gpu/data, for the suites too
+[ -d .gpu/data ] && export DG_FASHION_DIR="$PWD/.gpu/data"
 # the OpenMP OpenBLAS travels xz-compressed (the tree that travels is capped)
 [ -f .gpu/lib/libopenblas.so.0.xz ] && xz -dkf .gpu/lib/libopenblas.so.0.xz
 # Debian's OpenBLAS 0.3.21 does not know every recent Xeon and falls back to
@@ -123,6 +125,15 @@ if [ "${DG_TRAIN:-0}" = 1 ]; then
     $bin/bench train --model mlp --backend gpu --epochs 3 --copy-batches --data .gpu/data --out "$out/bench" \
         > "$out/train-mlp-gpu-copy.log" 2>&1
     summary="$summary\ntrain mlp gpu copy-batches: exit $? :: $(tail -1 "$out/train-mlp-gpu-copy.log")"
+fi
+# DG_TRAIN_GPUS=N: Fashion-MNIST data-parallel on N GPUs and on one GPU
+# with the same global batch (DG_TRAIN_GPUS_ARGS: more options)
+if [ -n "${DG_TRAIN_GPUS:-}" ]; then
+    for g in 1 "$DG_TRAIN_GPUS"; do
+        timeout -s INT "${DG_TRAIN_GPUS_LIMIT:-150}" $bin/bench train --model mlp --backend gpu --gpus "$g" \
+            --data .gpu/data ${DG_TRAIN_GPUS_ARGS:-} --out "$out/bench" > "$out/train-mlp-gpus$g.log" 2>&1
+        summary="$summary\ntrain mlp --gpus $g: exit $? :: $(tail -2 "$out/train-mlp-gpus$g.log" | tr '\n' ' ')"
+    done
 fi
 # DG_CHARLM=1: the character-level language model on both backends from one
 # seed (DG_CHARLM_ARGS: more options; the CPU gets DG_CHARLM_CPU_STEPS)

@@ -10,6 +10,9 @@
 
 #include "csv.h"
 #include "shell_util.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
 
@@ -156,6 +159,64 @@ Test(bench_hostile, a_failed_train_run_keeps_the_earlier_csv) {
     char *kept = read_file(path);
     cr_assert_str_eq(kept, "# an earlier run\nepoch,model\n1,mlp\n");
     free(kept);
+    remove_dir(dir);
+}
+
+/* --gpus out of range or not a number, without --backend gpu, or with a
+ * batch it does not divide: usage errors naming the options, before
+ * anything is opened or written. */
+Test(bench_hostile, gpus_usage_errors_name_the_option) {
+    static const struct { const char *args[7], *says[2]; } cases[] = {
+        {{"--gpus", "0", "--backend", "gpu"}, {"--gpus (1 to 16)", "'0'"}},
+        {{"--gpus", "17", "--backend", "gpu"}, {"--gpus (1 to 16)", "'17'"}},
+        {{"--gpus", "x", "--backend", "gpu"}, {"--gpus (1 to 16)", "'x'"}},
+        {{"--gpus", "2", "--backend", "cpu"}, {"--gpus needs --backend gpu", "cpu backend"}},
+        {{"--backend", "gpu", "--gpus", "3", "--batch", "128"}, {"--batch 128", "--gpus 3"}},
+    };
+    char dir[] = "/tmp/dg-gpus-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/res", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *argv[12] = {"train", "--out", path};
+        int n = 3;
+        for (int j = 0; cases[i].args[j]; j++) argv[n++] = cases[i].args[j];
+        int rc = run_bench("/tmp", argv, out, err, 30);
+        cr_expect_eq(rc, 2, "case %zu: exit %d\n%s", i, rc, err);
+        cr_expect(strstr(err, cases[i].says[0]) && strstr(err, cases[i].says[1]), "case %zu: want '%s' and '%s': %s",
+                  i, cases[i].says[0], cases[i].says[1], err);
+        cr_expect_str_empty(out, "case %zu", i);
+        cr_expect_not(exists(path), "case %zu: a refused run created %s", i, path);
+    }
+    remove_dir(dir);
+}
+
+/* More GPUs than the machine has: exit 1 naming the devices, before the
+ * data set is read (it does not exist here) and before anything is
+ * written. Where two devices exist, they open and the missing data set
+ * fails the run instead, just as cleanly. */
+Test(bench_hostile, gpus_beyond_the_devices_write_nothing) {
+#ifdef DG_HAVE_CUDA
+    int have = dg_gpu_device_count();
+#else
+    int have = 0;
+#endif
+    char dir[] = "/tmp/dg-gpus-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/res", dir);
+    static const char *const counts[] = {"2", "16"};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"train", "--backend", "gpu", "--gpus", counts[i], "--data", "/nonexistent", "--out", path,
+                              NULL};
+        int rc = run_bench("/tmp", argv, out, err, 60);
+        cr_assert_eq(rc, 1, "--gpus %s on %d devices: exit %d\n%s", counts[i], have, rc, err);
+        if (have < atoi(counts[i]))
+            cr_assert(strstr(err, "--gpus ") && strstr(err, "CUDA device"), "--gpus %s on %d devices: %s", counts[i],
+                      have, err);
+        else
+            cr_assert(strstr(err, "/nonexistent"), "--gpus %s on %d devices: %s", counts[i], have, err);
+        cr_assert_str_empty(out);
+        cr_assert_not(exists(path), "--gpus %s: created %s", counts[i], path);
+    }
     remove_dir(dir);
 }
 

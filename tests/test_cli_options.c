@@ -68,6 +68,8 @@ static const bad_case cases[] = {
     {"train", "--subset", ""}, {"train", "--subset", "0"}, {"train", "--subset", "-5"},
     {"train", "--subset", "4294967297"},
     {"train", "--threads", ""}, {"train", "--threads", "0"}, {"train", "--threads", "4294967297"},
+    {"train", "--gpus", ""}, {"train", "--gpus", "0"}, {"train", "--gpus", "-1"}, {"train", "--gpus", "17"},
+    {"train", "--gpus", "4294967298"}, {"train", "--gpus", "x"}, {"train", "--gpus", "2"} /* the cpu backend */,
     {"train", "--data", ""}, {"train", "--data", LONG_VALUE}, {"train", "--out", ""}, {"train", "--out", LONG_VALUE},
     {"train", "--nope", NULL}, {"train", "--epochs", NULL}, {"train", "extra", NULL},
     /* bench plot / compare: the folder count */

@@ -118,8 +118,31 @@ int dg_dp_replicas(const dg_dp *dp) { return dp ? dp->n : 0; }
 
 dg_plan *dg_dp_plan(const dg_dp *dp, int i) { return dp && i >= 0 && i < dp->n ? dp->plan[i] : NULL; }
 
+/* Every replica's step is a captured graph (run once before): each launch
+ * returns at once and NCCL's kernels inside wait for one another on the
+ * devices, so the calling thread launches them all, then waits for each.
+ * No thread wakes up per step: where other threads hold every core (an
+ * OpenMP team spinning after its region), a woken worker could wait a
+ * whole scheduler tick for one. */
+static bool launch_all(dg_dp *dp) {
+    for (int i = 0; i < dp->n; i++)
+        if (!dg_plan_captured(dp->plan[i])) return false;
+    for (int i = 0; i < dp->n; i++) dp->st[i] = dg_plan_run(dp->plan[i]);
+    for (int i = 0; i < dp->n; i++) {
+        dg_status st = dg_backend_sync(dp->be[i]);
+        if (dp->st[i] == DG_OK) dp->st[i] = st;
+        if (dp->st[i] != DG_OK) snprintf(dp->why[i], sizeof dp->why[i], "%s", dg_last_error());
+    }
+    return true;
+}
+
 dg_status dg_dp_run(dg_dp *dp) {
     if (!dp) return dg__fail(DG_ERR_INVALID, "dg_dp_run: NULL dp");
+    if (launch_all(dp)) {
+        for (int i = 0; i < dp->n; i++)
+            if (dp->st[i] != DG_OK) return dg__fail(dp->st[i], "replica %d: %s", i, dp->why[i]);
+        return DG_OK;
+    }
     if (dp->n > 1) {
         pthread_mutex_lock(&dp->mu);
         dp->done = 0;

@@ -8,23 +8,29 @@
 #include "../plan.h"
 #include "../rng.h"
 #include "../status_internal.h"
+#include "data_parallel.h"
 #include "train_step.h"
 
 typedef struct trainer {
+    int           n;                         /* replicas                          */
+    dg_backend   *be[DG_DP_MAX_REPLICAS];
     dg_graph     *g;
     dg_model      model;
-    dg_train_step ts;
-    dg_node      *x, *y, *loss, *xt, *logits_t;
-    dg_plan      *step, *eval;
-    void     *dev_x, *dev_y, *dev_perm;    /* resident data set (not copy_batches) */
-    float    *host_x;                      /* batch / eval buffers on the host     */
+    dg_train_step ts;                        /* for one replica's slice           */
+    dg_node      *xt, *logits_t;
+    dg_dp        *dp;                        /* the step on every replica         */
+    dg_plan      *eval;                      /* on replica 0, its parameters      */
+    /* each replica's resident copy of the data set (not copy_batches) */
+    void     *dev_x[DG_DP_MAX_REPLICAS], *dev_y[DG_DP_MAX_REPLICAS], *dev_perm[DG_DP_MAX_REPLICAS];
+    float    *host_x;                        /* one slice / eval batch on the host */
     int32_t  *host_y, *perm;
     float    *logits;
 } trainer;
 
-/* the training step and, on the same parameters, the evaluation forward
- * over batches of eval_batch */
-static dg_status build(trainer *t, dg_backend *be, const dg_train_opts *o, int eval_batch) {
+/* the training step for slices of batch / n (its gradients averaged over
+ * the replicas when n >= 2) planned on every replica and, on replica 0's
+ * parameters, the evaluation forward over batches of eval_batch */
+static dg_status build(trainer *t, const dg_train_opts *o, int eval_batch) {
     t->g = dg_graph_new();
     if (!t->g) return dg__fail(DG_ERR_OOM, "train: out of memory");
     dg_graph *g = t->g;
@@ -36,21 +42,20 @@ static dg_status build(trainer *t, dg_backend *be, const dg_train_opts *o, int e
     t->xt = dg_input(g, "x_eval", xs);
     t->logits_t = dg_model_forward(g, &t->model, t->xt, NULL);
     if (!t->logits_t) return dg_graph_status(g);
-    if ((st = dg_train_step_build(g, &t->model, o->batch, &o->optim, &t->ts)) != DG_OK) return st;
-    t->x = t->ts.x;
-    t->y = t->ts.y;
-    t->loss = t->ts.loss;
-    if ((st = dg_plan_new(&t->step, g, be, t->ts.outputs, t->ts.n_outputs, NULL)) != DG_OK) return st;
-    return dg_plan_new(&t->eval, g, be, &t->logits_t, 1, &(dg_plan_opts){.share_leaves = t->step});
+    if ((st = dg_train_step_build_ex(g, &t->model, o->batch / t->n, &o->optim, t->n > 1, &t->ts)) != DG_OK) return st;
+    if ((st = dg_dp_new(&t->dp, t->be, t->n, g, t->ts.outputs, t->ts.n_outputs, NULL)) != DG_OK) return st;
+    return dg_plan_new(&t->eval, g, t->be[0], &t->logits_t, 1, &(dg_plan_opts){.share_leaves = dg_dp_plan(t->dp, 0)});
 }
 
-static void trainer_free(trainer *t, dg_backend *be) {
+static void trainer_free(trainer *t) {
     dg_plan_free(t->eval);
-    dg_plan_free(t->step);
+    dg_dp_free(t->dp);
     dg_graph_free(t->g);
-    dg_backend_release(be, t->dev_x);
-    dg_backend_release(be, t->dev_y);
-    dg_backend_release(be, t->dev_perm);
+    for (int r = 0; r < t->n; r++) {
+        dg_backend_release(t->be[r], t->dev_x[r]);
+        dg_backend_release(t->be[r], t->dev_y[r]);
+        dg_backend_release(t->be[r], t->dev_perm[r]);
+    }
     free(t->host_x);
     free(t->host_y);
     free(t->perm);
@@ -77,6 +82,50 @@ static dg_status evaluate(trainer *t, const dg_dataset *test, int eb, int classe
     return st;
 }
 
+/* Global batch b into the replicas' inputs: replica r takes the rows
+ * perm[b*batch + r*per ...] (per = batch / n of them), so the replicas
+ * together see the examples one replica would. */
+static dg_status feed(trainer *t, const dg_train_opts *o, const dg_dataset *train, int b) {
+    int dim = train->rows * train->cols, per = o->batch / t->n;
+    dg_status st = DG_OK;
+    for (int r = 0; r < t->n && st == DG_OK; r++) {
+        dg_plan *p = dg_dp_plan(t->dp, r);
+        size_t first = (size_t)b * o->batch + (size_t)r * per;
+        if (o->copy_batches) {
+            const int32_t *idx = t->perm + first;
+            for (int i = 0; i < per; i++) {
+                memcpy(t->host_x + (size_t)i * dim, train->x + (size_t)idx[i] * dim, (size_t)dim * sizeof(float));
+                t->host_y[i] = train->y[idx[i]];
+            }
+            st = dg_plan_set(p, t->ts.x, t->host_x, (size_t)per * dim * sizeof(float));
+            if (st == DG_OK) st = dg_plan_set(p, t->ts.y, t->host_y, (size_t)per * sizeof(int32_t));
+        } else {
+            const int32_t *didx = (const int32_t *)t->dev_perm[r] + first;
+            st = dg_backend_gather_rows(t->be[r], dg_plan_data(p, t->ts.x), t->dev_x[r], didx, per,
+                                        (size_t)dim * sizeof(float));
+            if (st == DG_OK)
+                st = dg_backend_gather_rows(t->be[r], dg_plan_data(p, t->ts.y), t->dev_y[r], didx, per,
+                                            sizeof(int32_t));
+        }
+    }
+    return st;
+}
+
+/* The data set on every replica's backend, once; labels and the
+ * permutation beside it. */
+static dg_status upload_dataset(trainer *t, const dg_dataset *train, int n) {
+    size_t xb = (size_t)n * train->rows * train->cols * sizeof(float), yb = (size_t)n * sizeof(int32_t);
+    dg_status st = DG_OK;
+    for (int r = 0; r < t->n && st == DG_OK; r++) {
+        st = dg_backend_alloc(t->be[r], xb, &t->dev_x[r]);
+        if (st == DG_OK) st = dg_backend_alloc(t->be[r], yb, &t->dev_y[r]);
+        if (st == DG_OK) st = dg_backend_alloc(t->be[r], yb, &t->dev_perm[r]);
+        if (st == DG_OK) st = dg_backend_upload(t->be[r], t->dev_x[r], train->x, xb);
+        if (st == DG_OK) st = dg_backend_upload(t->be[r], t->dev_y[r], train->y, yb);
+    }
+    return st;
+}
+
 /* A data set the loop can index: positive sizes, a feature count (and its
  * byte counts) that fits, images and labels present. */
 static dg_status check_dataset(const dg_dataset *d, const char *which) {
@@ -89,9 +138,16 @@ static dg_status check_dataset(const dg_dataset *d, const char *which) {
     return DG_OK;
 }
 
-static dg_status check_args(const dg_backend *be, const dg_train_opts *o, const dg_dataset *train,
+static dg_status check_args(dg_backend *const *bes, int replicas, const dg_train_opts *o, const dg_dataset *train,
                             const dg_dataset *test) {
-    if (!be || !o) return dg__fail(DG_ERR_INVALID, "train: NULL %s", be ? "options" : "backend");
+    if (!bes || !o) return dg__fail(DG_ERR_INVALID, "train: NULL %s", bes ? "options" : "backend");
+    if (replicas < 1 || replicas > DG_DP_MAX_REPLICAS)
+        return dg__fail(DG_ERR_INVALID, "train: %d replicas (1 to %d)", replicas, DG_DP_MAX_REPLICAS);
+    for (int r = 0; r < replicas; r++)
+        if (!bes[r]) {
+            if (replicas == 1) return dg__fail(DG_ERR_INVALID, "train: NULL backend");
+            return dg__fail(DG_ERR_INVALID, "train: NULL backend for replica %d", r);
+        }
     dg_status st = check_dataset(train, "training");
     if (st == DG_OK) st = check_dataset(test, "test");
     if (st != DG_OK) return st;
@@ -102,34 +158,40 @@ static dg_status check_args(const dg_backend *be, const dg_train_opts *o, const 
     if (!o->model || o->batch < 1 || o->batch > n || o->epochs < 1)
         return dg__fail(DG_ERR_INVALID, "train: batch %d, epochs %d do not fit a data set of %d examples%s", o->batch,
                         o->epochs, n, o->model ? "" : " (and no model)");
+    /* slices of unequal size would weigh their examples unequally in the
+     * mean gradient; dropping the rest would skip examples */
+    if (o->batch % replicas)
+        return dg__fail(DG_ERR_INVALID, "train: batch %d does not split evenly over %d replicas", o->batch,
+                        replicas);
     return DG_OK;
 }
 
 dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *train, const dg_dataset *test,
                    dg_epoch_fn cb, void *arg, dg_epoch_stats *last) {
-    dg_status st = check_args(be, o, train, test);
+    return dg_train_multi(&be, 1, o, train, test, cb, arg, last);
+}
+
+dg_status dg_train_multi(dg_backend *const *bes, int replicas, const dg_train_opts *o, const dg_dataset *train,
+                         const dg_dataset *test, dg_epoch_fn cb, void *arg, dg_epoch_stats *last) {
+    dg_status st = check_args(bes, replicas, o, train, test);
     if (st != DG_OK) return st;
     int dim = train->rows * train->cols, n = o->subset > 0 && o->subset < train->n ? o->subset : train->n;
     int eb = test->n % 1000 == 0 ? 1000 : test->n; /* evaluation batch: divides the test set */
-    trainer t = {0};
-    st = build(&t, be, o, eb);
+    int per = o->batch / replicas;
+    trainer t = {.n = replicas};
+    memcpy(t.be, bes, (size_t)replicas * sizeof *bes);
+    st = build(&t, o, eb);
     int classes = t.model.classes;
     if (st == DG_OK && (dg_shape_numel(t.model.in_shape) != dim || classes != train->classes))
         st = dg__fail(DG_ERR_INVALID, "train: model %s takes %lld features into %d classes; the data set has %d "
                       "features and %d classes", t.model.name, (long long)dg_shape_numel(t.model.in_shape), classes,
                       dim, train->classes);
-    t.host_x = malloc((size_t)o->batch * dim * sizeof(float));
-    t.host_y = malloc((size_t)o->batch * sizeof(int32_t));
+    t.host_x = malloc((size_t)per * dim * sizeof(float));
+    t.host_y = malloc((size_t)per * sizeof(int32_t));
     t.perm = malloc((size_t)n * sizeof(int32_t));
     t.logits = malloc((size_t)eb * classes * sizeof(float));
     if (st == DG_OK && (!t.host_x || !t.host_y || !t.perm || !t.logits)) st = dg__fail(DG_ERR_OOM, "train: out of memory");
-    if (st == DG_OK && !o->copy_batches) { /* the data set goes to the backend once */
-        st = dg_backend_alloc(be, (size_t)n * dim * sizeof(float), &t.dev_x);
-        if (st == DG_OK) st = dg_backend_alloc(be, (size_t)n * sizeof(int32_t), &t.dev_y);
-        if (st == DG_OK) st = dg_backend_alloc(be, (size_t)n * sizeof(int32_t), &t.dev_perm);
-        if (st == DG_OK) st = dg_backend_upload(be, t.dev_x, train->x, (size_t)n * dim * sizeof(float));
-        if (st == DG_OK) st = dg_backend_upload(be, t.dev_y, train->y, (size_t)n * sizeof(int32_t));
-    }
+    if (st == DG_OK && !o->copy_batches) st = upload_dataset(&t, train, n);
     for (int i = 0; i < n && t.perm; i++) t.perm[i] = i;
     dg_rng rng = dg_rng_new(o->seed ^ 0x5eedu);
     dg_epoch_stats s = {0};
@@ -141,32 +203,21 @@ dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *tra
         }
         double t0 = dg__monotonic_s(), loss_sum = 0;
         int loss_n = 0;
-        if (!o->copy_batches) st = dg_backend_upload(be, t.dev_perm, t.perm, (size_t)n * sizeof(int32_t));
+        for (int r = 0; r < replicas && st == DG_OK && !o->copy_batches; r++)
+            st = dg_backend_upload(t.be[r], t.dev_perm[r], t.perm, (size_t)n * sizeof(int32_t));
         for (int b = 0; b < steps && st == DG_OK; b++) {
-            const int32_t *idx = t.perm + (size_t)b * o->batch;
-            if (o->copy_batches) {
-                for (int i = 0; i < o->batch; i++) {
-                    memcpy(t.host_x + (size_t)i * dim, train->x + (size_t)idx[i] * dim, (size_t)dim * sizeof(float));
-                    t.host_y[i] = train->y[idx[i]];
-                }
-                st = dg_plan_set(t.step, t.x, t.host_x, (size_t)o->batch * dim * sizeof(float));
-                if (st == DG_OK) st = dg_plan_set(t.step, t.y, t.host_y, (size_t)o->batch * sizeof(int32_t));
-            } else {
-                const int32_t *didx = (const int32_t *)t.dev_perm + (size_t)b * o->batch;
-                st = dg_backend_gather_rows(be, dg_plan_data(t.step, t.x), t.dev_x, didx, o->batch,
-                                            (size_t)dim * sizeof(float));
-                if (st == DG_OK)
-                    st = dg_backend_gather_rows(be, dg_plan_data(t.step, t.y), t.dev_y, didx, o->batch, sizeof(int32_t));
-            }
-            if (st == DG_OK) st = dg_plan_run(t.step);
+            st = feed(&t, o, train, b);
+            /* one replica skips dg_dp_run's wait for the device: the host
+             * queues the next batch while the device works */
+            if (st == DG_OK) st = replicas == 1 ? dg_plan_run(dg_dp_plan(t.dp, 0)) : dg_dp_run(t.dp);
             if (st == DG_OK && (b % every == 0 || b == steps - 1)) {
                 float l;
-                st = dg_plan_get(t.step, t.loss, &l, sizeof l);
+                st = dg_dp_mean(t.dp, t.ts.loss, &l);
                 loss_sum += l;
                 loss_n++;
             }
         }
-        if (st == DG_OK) st = dg_backend_sync(be);
+        for (int r = 0; r < replicas && st == DG_OK; r++) st = dg_backend_sync(t.be[r]);
         s.epoch = e;
         s.epoch_s = dg__monotonic_s() - t0;
         s.total_s += s.epoch_s;
@@ -175,6 +226,6 @@ dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *tra
         if (st == DG_OK && cb) cb(&s, arg);
     }
     if (last) *last = s;
-    trainer_free(&t, be);
+    trainer_free(&t);
     return st;
 }

@@ -2,7 +2,7 @@
  * labelled data set (a dg_dataset): one training-step plan and one
  * evaluation plan that share the parameters, seeded shuffling, the data set
  * resident on the backend (batches gathered there) or copied batch by batch
- * from the host. */
+ * from the host; on one backend or data parallel over several. */
 #ifndef DG_TRAINER_H
 #define DG_TRAINER_H
 
@@ -43,9 +43,22 @@ typedef void (*dg_epoch_fn)(const dg_epoch_stats *s, void *arg);
  * arrays or test examples of another size than the training ones, no model
  * constructor, a batch outside 1..examples or epochs < 1; the model's
  * constructor and the step's builders check the rest (the model's
- * configuration, the optimizer kind). */
+ * configuration, the optimizer kind). dg_train_multi(&be, 1, ...). */
 dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *train, const dg_dataset *test,
                    dg_epoch_fn cb, void *arg, dg_epoch_stats *last);
+/* The same, data parallel over bes[0..n) (core/nn/data_parallel.h; one
+ * backend per device, grouped: GPUs): o->batch is the global batch, each
+ * replica steps on its slice of batch / n rows of the same seeded shuffle,
+ * so a step sees the examples one backend would. Each replica keeps its own
+ * copy of the data set (not copy_batches). The test set is evaluated on
+ * bes[0]; a model's running statistics (batch norm) are replica 0's own.
+ * n = 1 is dg_train. DG_ERR_INVALID as dg_train, and for n outside
+ * 1..DG_DP_MAX_REPLICAS, a NULL backend among bes, or a batch that n does
+ * not divide (checked before anything is made); what dg_dp_new refuses
+ * (DG_ERR_UNSUPPORTED: backends without collectives, such as the CPU's),
+ * with its status. */
+dg_status dg_train_multi(dg_backend *const *bes, int n, const dg_train_opts *o, const dg_dataset *train,
+                         const dg_dataset *test, dg_epoch_fn cb, void *arg, dg_epoch_stats *last);
 
 #ifdef __cplusplus
 }
