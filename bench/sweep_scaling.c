@@ -190,6 +190,17 @@ static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const
 
 static dg_status run_dp(void *dp) { return dg_dp_run(dp); }
 
+/* writes the row; a failure's status and message (why: the row's note
+ * buffer, n bytes) replace what it had */
+static void emit_row(bench_ctx *ctx, bench_row *row, dg_status st, char *why, size_t n) {
+    if (st != DG_OK) {
+        row->status = bench_status_word(st);
+        snprintf(why, n, "%s", dg_last_error());
+    }
+    if (why[0]) row->note = why;
+    bench_emit(ctx, row);
+}
+
 /* one model row: n GPUs (bes), `global` examples split evenly */
 static void model_row(bench_ctx *ctx, dg_backend **bes, int n, const dp_model *m, const char *kind, int global) {
     char name[64], why[512] = "", note[256];
@@ -246,12 +257,7 @@ static void model_row(bench_ctx *ctx, dg_backend **bes, int n, const dp_model *m
         snprintf(note, sizeof note, "%d all-reduced gradients, %.1f MB per step", d.model.n_params, row.k / 1e6);
         row.note = note;
     }
-    if (st != DG_OK) {
-        row.status = bench_status_word(st);
-        snprintf(why, sizeof why, "%s", dg_last_error());
-    }
-    if (why[0]) row.note = why;
-    bench_emit(ctx, &row);
+    emit_row(ctx, &row, st, why, sizeof why);
     dg_dp_free(dp);
     graph_free(&d);
     free(x);
@@ -332,12 +338,7 @@ static void allreduce_rows(bench_ctx *ctx, dg_backend **bes, int n, size_t bytes
                 row.note = note;
             }
         }
-        if (st != DG_OK) {
-            row.status = bench_status_word(st);
-            snprintf(why, sizeof why, "%s", dg_last_error());
-        }
-        if (why[0]) row.note = why;
-        bench_emit(ctx, &row);
+        emit_row(ctx, &row, st, why, sizeof why);
         dg_dp_free(dp);
         dp = NULL;
         dg_graph_free(g.g);
