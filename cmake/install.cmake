@@ -22,7 +22,7 @@ endif()
 # Both libraries are made of the layers' position-independent objects (so
 # libduograd.a can go into a program's own shared library too).
 set(DG_LIB_OBJECTS $<TARGET_OBJECTS:dg_core_pic> $<TARGET_OBJECTS:dg_cpu_pic>)
-set(DG_LIB_DEPS ZLIB::ZLIB m OpenMP::OpenMP_C duograd::openblas)
+set(DG_LIB_DEPS ZLIB::ZLIB m OpenMP::OpenMP_C duograd::openblas duograd::sleef)
 set(DG_LIB_LANGUAGE C)
 if(DG_HAVE_CUDA)
   list(APPEND DG_LIB_OBJECTS $<TARGET_OBJECTS:dg_gpu_pic>)
@@ -75,7 +75,8 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/duograd-config.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/duograd-config-version.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/duograd-config.cmake ${PROJECT_BINARY_DIR}/duograd-config-version.cmake
-        ${CMAKE_CURRENT_LIST_DIR}/duograd_openblas.cmake DESTINATION ${DG_CMAKE_DIR})
+        ${CMAKE_CURRENT_LIST_DIR}/duograd_openblas.cmake ${CMAKE_CURRENT_LIST_DIR}/duograd_sleef.cmake
+        DESTINATION ${DG_CMAKE_DIR})
 
 # duograd.pc, relocatable: its prefix is found from its own folder
 # (${pcfiledir}), so an install with --prefix elsewhere still finds itself.
@@ -85,7 +86,7 @@ set(DG_PC_PREFIX "\${pcfiledir}/${DG_PC_UP}")
 string(REGEX REPLACE "/$" "" DG_PC_PREFIX "${DG_PC_PREFIX}")
 set(DG_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
 set(DG_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
-set(DG_PC_LIBS_PRIVATE "-L${DUOGRAD_OPENBLAS_LIBDIR} -lopenblas ${OpenMP_C_FLAGS} -lm")
+set(DG_PC_LIBS_PRIVATE "-L${DUOGRAD_OPENBLAS_LIBDIR} -lopenblas -L${DUOGRAD_SLEEF_LIBDIR} -lsleef ${OpenMP_C_FLAGS} -lm")
 set(DG_PC_CUDA_WORDS "")
 if(DG_HAVE_CUDA)
   string(APPEND DG_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")

@@ -22,6 +22,6 @@ if(DG_HAVE_CUDA)
   # package dpkg-shlibdeps could name: it is told they are private
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR})
 endif()
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas-openmp-dev, zlib1g-dev")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas-openmp-dev, libsleef-dev, zlib1g-dev")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "gnuplot-nox")
 include(CPack)

@@ -1,13 +1,15 @@
 /* cpu_elementwise.c: unary ops, broadcasting binary ops, their backward
  * ops. One OpenMP loop per op; the op switch sits outside
- * the loop so each loop body is simple enough to vectorise. */
+ * the loop so each loop body is simple enough to vectorise. The ops built
+ * on exp and tanh run SLEEF's vector functions (cpu_vmath.h) instead of a
+ * libm call per element. */
 #include <math.h>
 #include <stdint.h>
 
 #include "../core/attrs.h"
 #include "../core/layout.h"
-#include "../core/scalar_math.h"
 #include "cpu_kernels.h"
+#include "cpu_vmath.h"
 
 #define PAR_FOR _Pragma("omp parallel for simd schedule(static)")
 #define MAP(expr)                                       \
@@ -15,25 +17,36 @@
         PAR_FOR for (int64_t i = 0; i < n; i++) { float v = x[i]; y[i] = (expr); } \
     } while (0)
 
+/* cpu_vmath.h's kernels take blocks of VM_BLOCK floats, shared out
+ * statically: each thread walks one contiguous range */
+#define VM_BLOCK ((int64_t)16384)
+static inline int64_t block_len(int64_t n, int64_t i) { return n - i < VM_BLOCK ? n - i : VM_BLOCK; }
+
+static void vm_map(void (*f)(float *, const float *, int64_t), float *y, const float *x, int64_t n) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i += VM_BLOCK) f(y + i, x + i, block_len(n, i));
+}
+
 void dg__cpu_unary(const dg_step *s) {
     const dg_node *nd = s->node;
     const float *x = s->in[0];
     float *y = s->out, c = dg_attr_scalar_or0(nd);
     int64_t n = dg_node_numel(nd);
+    const dg_vmath *vm = dg__vmath();
     switch (nd->op) {
     case DG_OP_NEG:        MAP(-v); break;
     case DG_OP_ADD_SCALAR: MAP(v + c); break;
     case DG_OP_MUL_SCALAR: MAP(v * c); break;
     case DG_OP_POW_SCALAR: MAP(powf(v, c)); break;
-    case DG_OP_EXP:        MAP(expf(v)); break;
+    case DG_OP_EXP:        vm_map(vm->exp, y, x, n); break;
     case DG_OP_LOG:        MAP(logf(v)); break;
     case DG_OP_SQRT:       MAP(sqrtf(v)); break;
     case DG_OP_ABS:        MAP(fabsf(v)); break;
     case DG_OP_RELU:       MAP(v > 0.0f ? v : 0.0f); break;
     case DG_OP_LEAKY_RELU: MAP(v > 0.0f ? v : c * v); break;
-    case DG_OP_SIGMOID:    MAP(dg_sigmoidf(v)); break;
-    case DG_OP_TANH:       MAP(tanhf(v)); break;
-    case DG_OP_GELU:       MAP(dg_geluf(v)); break;
+    case DG_OP_SIGMOID:    vm_map(vm->sigmoid, y, x, n); break;
+    case DG_OP_TANH:       vm_map(vm->tanh, y, x, n); break;
+    case DG_OP_GELU:       vm_map(vm->gelu, y, x, n); break;
     default: break; /* the dispatcher only routes the ops above here */
     }
 }
@@ -55,7 +68,12 @@ void dg__cpu_unary_backward(const dg_step *s) {
     case DG_OP_ABS_BACKWARD:        MAP2(v > 0.0f ? g : (v < 0.0f ? -g : 0.0f)); break;
     case DG_OP_SIGMOID_BACKWARD:    MAP2(g * v * (1.0f - v)); break;
     case DG_OP_TANH_BACKWARD:       MAP2(g * (1.0f - v * v)); break;
-    case DG_OP_GELU_BACKWARD:       MAP2(g * dg_gelu_gradf(v)); break;
+    case DG_OP_GELU_BACKWARD: {
+        void (*f)(float *, const float *, const float *, int64_t) = dg__vmath()->gelu_backward;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i += VM_BLOCK) f(dx + i, dy + i, x + i, block_len(n, i));
+        break;
+    }
     default: break;
     }
 }

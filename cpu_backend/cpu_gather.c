@@ -1,8 +1,10 @@
 /* cpu_gather.c: ops that copy their input through strides: broadcast_to
  * (stride 0 along broadcast axes) and permute (permuted strides). Writes are
- * contiguous, one output row (last axis) at a time. */
+ * contiguous, one output row (last axis) at a time, except for a permute
+ * that moves the input's last axis (a transpose), which goes by tiles. */
 #include <stdint.h>
 
+#include "../core/attrs.h"
 #include "../core/layout.h"
 #include "cpu_kernels.h"
 
@@ -17,6 +19,39 @@ static void gather(const float *x, float *y, dg_dims4 o, dg_dims4 st) {
     }
 }
 
+/* The same copy when x is contiguous along output axis p < 3 instead of
+ * the last one (a transpose): row by row, every element read would be in
+ * a cache line of its own. So the plane of axes (p, 3) goes in TILE x TILE
+ * tiles, shared out over the threads with the other two axes: a tile
+ * reads TILE stretches of TILE floats of x and writes TILE of y, whole
+ * cache lines each (x is contiguous along p: st.d[p] is 1). Consecutive
+ * tiles step along p, so a thread streams down TILE rows of x at a time.
+ * (Measured on a 4096 x 4096 transpose, 2 cores: this ~12 GB/s; a
+ * buffered tile, 4x4 SSE transposes, streaming stores and 256 x 256
+ * blocks of tiles were no faster; 1024 x 1024: ~27 GB/s.) */
+#define TILE 32
+
+static void gather_tiled(const float *x, float *y, dg_dims4 o, dg_dims4 st, int p) {
+    dg_dims4 os; /* y's strides */
+    int64_t s = 1;
+    for (int a = 3; a >= 0; a--) { os.d[a] = s; s *= o.d[a]; }
+    int q0 = p == 0 ? 1 : 0, q1 = p == 2 ? 1 : 2; /* the outer axes */
+    int64_t rows = o.d[p], cols = o.d[3];
+    int64_t tr = (rows + TILE - 1) / TILE, tc = (cols + TILE - 1) / TILE;
+    int64_t tiles = o.d[q0] * o.d[q1] * tr * tc;
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < tiles; t++) {
+        int64_t it = t % tr, jt = t / tr % tc, b = t / (tr * tc);
+        int64_t b1 = b % o.d[q1], b0 = b / o.d[q1];
+        int64_t i0 = it * TILE, j0 = jt * TILE;
+        int64_t ni = rows - i0 < TILE ? rows - i0 : TILE, nj = cols - j0 < TILE ? cols - j0 : TILE;
+        const float *xt = x + b0 * st.d[q0] + b1 * st.d[q1] + i0 + j0 * st.d[3];
+        float *yt = y + b0 * os.d[q0] + b1 * os.d[q1] + i0 * os.d[p] + j0;
+        for (int64_t i = 0; i < ni; i++)
+            for (int64_t j = 0; j < nj; j++) yt[i * os.d[p] + j] = xt[i + j * st.d[3]];
+    }
+}
+
 void dg__cpu_broadcast_to(const dg_step *s) {
     const dg_node *nd = s->node;
     gather(s->in[0], s->out, dg_dims4_of(nd->shape), dg_bcast_strides(nd->in[0]->shape, nd->shape));
@@ -24,5 +59,13 @@ void dg__cpu_broadcast_to(const dg_step *s) {
 
 void dg__cpu_permute(const dg_step *s) {
     const dg_node *nd = s->node;
-    gather(s->in[0], s->out, dg_dims4_of(nd->shape), dg_permute_strides(nd->in[0]->shape, dg_attr_permute_of(nd).perm));
+    dg_dims4 o = dg_dims4_of(nd->shape);
+    dg_dims4 st = dg_permute_strides(nd->in[0]->shape, dg_attr_permute_of(nd).perm);
+    if (st.d[3] != 1 && o.d[3] > 1)
+        for (int p = 0; p < 3; p++)
+            if (st.d[p] == 1 && o.d[p] > 1) {
+                gather_tiled(s->in[0], s->out, o, st, p);
+                return;
+            }
+    gather(s->in[0], s->out, o, st);
 }

@@ -1,42 +1,29 @@
 /* cpu_softmax.c: row-wise softmax, log-softmax, softmax cross-entropy and
  * their backward ops. A row is the last axis; every row is reduced with the
- * max subtracted first (log-sum-exp), so large logits cannot overflow.
+ * max subtracted first (log-sum-exp), so large logits cannot overflow. The
+ * exponentials are SLEEF's vector ones (cpu_vmath.h), one per element.
  *
  * softmax and log_softmax (and their backward ops) carry dg_attr_softmax:
  * y = softmax(scale x) and, when causal, row i of each [R, C] matrix keeps
  * only its columns j <= i (R the second-last axis, 1 for a 1-D tensor): the
  * masked columns are never read and come out 0 (log_softmax: -inf), their
- * gradient 0. Scale 1 without the mask keeps the plain loops. */
+ * gradient 0. Without them, scale is 1 and every row is whole. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
 
 #include "../core/attrs.h"
 #include "cpu_kernels.h"
+#include "cpu_vmath.h"
 
 #define MAX_THREADS 1024
 
 static int64_t row_len(const dg_node *n) { return n->shape.d[n->shape.ndim - 1]; }
 
-/* log(sum_j exp(x[j])) computed stably */
-static double logsumexp(const float *x, int64_t c) {
-    float mx = x[0];
-    for (int64_t j = 1; j < c; j++) mx = x[j] > mx ? x[j] : mx;
-    double sum = 0.0; /* expf per element (vectorisable), the sum in double */
-    for (int64_t j = 0; j < c; j++) sum += expf(x[j] - mx);
-    return (double)mx + log(sum);
-}
-
-/* log(sum_{j<n} exp(scale x[j])), n >= 1 */
-static double logsumexp_scaled(const float *x, int64_t n, float scale) {
-    float mx = scale * x[0];
-    for (int64_t j = 1; j < n; j++) {
-        float z = scale * x[j];
-        mx = z > mx ? z : mx;
-    }
-    double sum = 0.0;
-    for (int64_t j = 0; j < n; j++) sum += expf(scale * x[j] - mx);
-    return (double)mx + log(sum);
+/* log(sum_{j<n} exp(a x[j])), n >= 1, computed stably */
+static double logsumexp(const dg_vmath *vm, const float *x, int64_t n, float a) {
+    float mx = vm->max(x, n, a);
+    return (double)mx + log(vm->exp_sum(NULL, x, n, a, mx));
 }
 
 /* How a softmax-family node reads its rows: c columns, rows of them; the
@@ -62,8 +49,8 @@ static int64_t row_keep(const sm_geom *g, int64_t r) {
     return i + 1 < g->c ? i + 1 : g->c;
 }
 
-static bool plain(const sm_geom *g) { return g->scale == 1.0f && !g->r_per; }
-
+/* softmax:     y = exp(scale x - max) / sum(exp(scale x - max))
+ * log_softmax: y = scale x - logsumexp(scale x) */
 void dg__cpu_softmax(const dg_step *s) {
     const dg_node *nd = s->node;
     const float *x = s->in[0];
@@ -71,30 +58,20 @@ void dg__cpu_softmax(const dg_step *s) {
     sm_geom g = sm_geom_of(nd);
     int64_t c = g.c, rows = g.rows;
     bool log_out = nd->op == DG_OP_LOG_SOFTMAX;
-    if (plain(&g)) {
-#pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xr = x + r * c;
-            float *yr = y + r * c;
-            float lse = (float)logsumexp(xr, c);
-            if (log_out)
-                for (int64_t j = 0; j < c; j++) yr[j] = xr[j] - lse;
-            else
-                for (int64_t j = 0; j < c; j++) yr[j] = expf(xr[j] - lse);
-        }
-        return;
-    }
     float scale = g.scale, masked = log_out ? -INFINITY : 0.0f;
+    const dg_vmath *vm = dg__vmath();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         float *yr = y + r * c;
         int64_t n = row_keep(&g, r);
-        float lse = n > 0 ? (float)logsumexp_scaled(xr, n, scale) : 0.0f;
-        if (log_out)
+        if (log_out) {
+            float lse = (float)logsumexp(vm, xr, n, scale);
             for (int64_t j = 0; j < n; j++) yr[j] = scale * xr[j] - lse;
-        else
-            for (int64_t j = 0; j < n; j++) yr[j] = expf(scale * xr[j] - lse);
+        } else {
+            float mx = vm->max(xr, n, scale);
+            vm->scale(yr, n, (float)(1.0 / vm->exp_sum(yr, xr, n, scale, mx)));
+        }
         for (int64_t j = n; j < c; j++) yr[j] = masked;
     }
 }
@@ -109,19 +86,8 @@ void dg__cpu_softmax_backward(const dg_step *s) {
     sm_geom g = sm_geom_of(nd);
     int64_t c = g.c, rows = g.rows;
     bool log_out = nd->op == DG_OP_LOG_SOFTMAX_BACKWARD;
-    if (plain(&g)) {
-#pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *dyr = dy + r * c, *yr = y + r * c;
-            float *dxr = dx + r * c;
-            double dot = 0.0;
-            for (int64_t j = 0; j < c; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
-            for (int64_t j = 0; j < c; j++)
-                dxr[j] = log_out ? dyr[j] - expf(yr[j]) * (float)dot : yr[j] * (dyr[j] - (float)dot);
-        }
-        return;
-    }
     float scale = g.scale;
+    const dg_vmath *vm = dg__vmath();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         const float *dyr = dy + r * c, *yr = y + r * c;
@@ -130,10 +96,12 @@ void dg__cpu_softmax_backward(const dg_step *s) {
         double dot = 0.0;
         for (int64_t j = 0; j < n; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
         float d = (float)dot;
-        if (log_out)
-            for (int64_t j = 0; j < n; j++) dxr[j] = scale * (dyr[j] - expf(yr[j]) * d);
-        else
+        if (log_out) {
+            vm->exp_scaled(dxr, yr, n, 1.0f, 0.0f, -d); /* -d exp(y) */
+            for (int64_t j = 0; j < n; j++) dxr[j] = scale * (dyr[j] + dxr[j]);
+        } else {
             for (int64_t j = 0; j < n; j++) dxr[j] = scale * (yr[j] * (dyr[j] - d));
+        }
         for (int64_t j = n; j < c; j++) dxr[j] = 0.0f;
     }
 }
@@ -152,6 +120,7 @@ void dg__cpu_softmax_ce(const dg_step *s) {
      * order: the same loss on every run (an OpenMP reduction clause may
      * combine partials in any order) */
     double part[MAX_THREADS] = {0};
+    const dg_vmath *vm = dg__vmath();
     int nt = omp_get_max_threads() < MAX_THREADS ? omp_get_max_threads() : MAX_THREADS;
 #pragma omp parallel num_threads(nt)
     {
@@ -159,7 +128,7 @@ void dg__cpu_softmax_ce(const dg_step *s) {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             int32_t l = label[r];
-            double lr = logsumexp(x + r * c, c);
+            double lr = logsumexp(vm, x + r * c, c, 1.0f);
             lse[r] = (float)lr;
             acc += (l >= 0 && l < c) ? lr - x[r * c + l] : NAN;
         }
@@ -180,13 +149,14 @@ void dg__cpu_softmax_ce_backward(const dg_step *s) {
     float *dx = s->out;
     int64_t c = row_len(nd), rows = dg_node_numel(nd) / c;
     double g = (double)dloss[0] / (double)rows;
+    const dg_vmath *vm = dg__vmath();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         float *dxr = dx + r * c;
         float gf = (float)g;
         int32_t l = label[r];
-        for (int64_t j = 0; j < c; j++) dxr[j] = expf(xr[j] - lse[r]) * gf;
+        vm->exp_scaled(dxr, xr, c, 1.0f, lse[r], gf);
         if (l >= 0 && l < c) dxr[l] -= gf;
         if (l < 0 || l >= c) dxr[0] = NAN;
     }
