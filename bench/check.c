@@ -166,6 +166,24 @@ dg_status bench_charlm_batch(int batch, int t, int vocab, uint64_t seed, int32_t
     return DG_OK;
 }
 
+dg_status bench_synth_batch(bench_batch_shape s, int batch, uint64_t seed, void **x, int32_t **y) {
+    if (s.lm_vocab) {
+        int32_t *ids = NULL;
+        dg_status st = bench_charlm_batch(batch, s.lm_context, s.lm_vocab, seed, &ids, y);
+        *x = ids;
+        return st;
+    }
+    size_t n = (size_t)batch * s.example_floats;
+    float *f = malloc(n * sizeof *f);
+    *x = f;
+    *y = malloc((size_t)batch * sizeof **y);
+    if (!f || !*y) return dg__fail(DG_ERR_OOM, "bench: out of host memory for a batch of %d", batch);
+    dg_rng r = dg_rng_new(seed);
+    for (size_t i = 0; i < n; i++) f[i] = (float)dg_rng_uniform(&r);
+    for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)s.classes);
+    return DG_OK;
+}
+
 static dg_status plan_fetch(void *plan, const dg_node *param, float *host, size_t bytes) {
     return dg_plan_get(plan, param, host, bytes);
 }

@@ -104,6 +104,19 @@ bench_step_spec bench_charlm_step(const dg_charlm_cfg *cfg);
  * position on; the caller frees both (also on failure). */
 dg_status bench_charlm_batch(int batch, int t, int vocab, uint64_t seed, int32_t **x, int32_t **y);
 
+/* What a model's step takes per example: example_floats floats and a
+ * label in 0..classes-1, or (lm_vocab > 0) a char-LM's lm_context ids. */
+typedef struct bench_batch_shape {
+    size_t example_floats;
+    int    classes;
+    int    lm_vocab, lm_context;
+} bench_batch_shape;
+/* A seeded synthetic batch of that shape: floats uniform in [0, 1) and
+ * labels uniform over the classes (a step's time depends on the shapes,
+ * not the values), or bench_charlm_batch's ids; x [batch, ...], y. The
+ * caller frees both (also on failure). */
+dg_status bench_synth_batch(bench_batch_shape s, int batch, uint64_t seed, void **x, int32_t **y);
+
 /* Evaluates the whole step graph in float64 for inputs x (float32, or
  * int32 ids where the model's in_dtype says so), y, and every other leaf
  * (parameters, running statistics, optimizer state) from its init spec

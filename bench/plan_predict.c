@@ -96,3 +96,8 @@ const char *bench_memory_verdict(const dg_plan_stats *ps, double host_extra, boo
     }
     return NULL;
 }
+
+void bench_plan_failure(const dg_plan_stats *ps, char *why, size_t n) {
+    snprintf(why, n, "%s (plan predicted %.4g GB, arena %.4g GB)", dg_last_error(),
+             ((double)ps->persistent_bytes + (double)ps->arena_bytes) / 1e9, (double)ps->arena_bytes / 1e9);
+}

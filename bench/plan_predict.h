@@ -29,4 +29,8 @@ double bench_mem_total(void);
  * the oom row. */
 const char *bench_memory_verdict(const dg_plan_stats *ps, double host_extra, bool gpu, char *why, size_t n);
 
+/* A failed row's note: the last error, and what the plan was predicted
+ * to need (*ps), so an oom row says how far it was from fitting. */
+void bench_plan_failure(const dg_plan_stats *ps, char *why, size_t n);
+
 #endif

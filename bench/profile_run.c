@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "core/nn/cnn.h"
-#include "core/rng.h"
 #include "core/status_internal.h"
 #include "profile.h"
 #include "sweep.h"
@@ -91,26 +90,12 @@ static void setup_model(const bench_prof_model *m, model_setup *s) {
     if (!s->check.model) s->check = s->spec;
 }
 
-/* x: floats [batch, example], or the char-LM's ids [batch, context] (the
- * check's context when `check`); the caller frees x and y (also on
- * failure) */
+/* the profiled batch's inputs, or (check) the check's: the char-LM's
+ * check runs at its shorter context */
 static dg_status synth_batch(const model_setup *s, bool check, int batch, uint64_t seed, void **x, int32_t **y) {
-    if (s->lm.vocab) {
-        int32_t *ids = NULL;
-        int t = check ? s->check_lm.context : s->lm.context;
-        dg_status st = bench_charlm_batch(batch, t, s->lm.vocab, seed, &ids, y);
-        *x = ids;
-        return st;
-    }
-    size_t n = (size_t)batch * s->example_floats;
-    float *px = malloc(n * sizeof *px);
-    *x = px;
-    *y = malloc((size_t)batch * sizeof **y);
-    if (!px || !*y) return dg__fail(DG_ERR_OOM, "profile: out of host memory for a batch of %d", batch);
-    dg_rng r = dg_rng_new(seed);
-    for (size_t i = 0; i < n; i++) px[i] = (float)dg_rng_uniform(&r);
-    for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)s->classes);
-    return DG_OK;
+    bench_batch_shape shape = {s->example_floats, s->classes, s->lm.vocab,
+                               check ? s->check_lm.context : s->lm.context};
+    return bench_synth_batch(shape, batch, seed, x, y);
 }
 
 /* The check before anything is timed. At the profiled batch when the

@@ -233,8 +233,7 @@ static void run_row(att_state *S, att_problem *pb, int ii) {
         S->ms_per_flop[pb->ci][ii] = row.st.median_ms / row.flops;
     if (st != DG_OK) {
         status = bench_status_word(st);
-        snprintf(why, sizeof why, "%s (plan predicted %.4g GB, arena %.4g GB)", dg_last_error(),
-                 ((double)ps.persistent_bytes + (double)ps.arena_bytes) / 1e9, (double)ps.arena_bytes / 1e9);
+        bench_plan_failure(&ps, why, sizeof why);
     }
     row.status = status;
     row.note = why[0] ? why : NULL;

@@ -19,8 +19,8 @@
  * on n GPUs: weak scaling keeps the batch per GPU (the global batch grows
  * with n), strong scaling keeps the global batch (the largest count's
  * weak one) and splits it. impl "gpu-dp": each replica's step is a
- * replayed CUDA graph; the time is one dg_dp_run, all replicas started
- * and waited for. Row: m = GPUs, batch = global batch, n = batch per GPU,
+ * replayed CUDA graph; the time is one dg_dp_run and dg_dp_sync, all
+ * replicas queued and waited for. Row: m = GPUs, batch = global batch, n = batch per GPU,
  * k = the model's gradient bytes (what each step all-reduces).
  *
  * Check before timing (column check): on one GPU ("f64-step@b2") the same
@@ -42,7 +42,6 @@
 
 #include "check.h"
 #include "core/nn/data_parallel.h"
-#include "core/rng.h"
 #include "core/status_internal.h"
 #include "sweep.h"
 #include "sweep_scaling.h"
@@ -57,9 +56,7 @@ typedef struct dp_model {
     const char     *name;
     int             per_gpu;       /* examples per GPU of the weak rows */
     bench_step_spec spec;
-    int             lm_vocab, lm_context; /* the char-LM: ids, not floats  */
-    size_t          example_floats;
-    int             classes;
+    bench_batch_shape in;          /* its inputs per example            */
 } dp_model;
 
 static dg_mlp_cfg    mlp_cfg = {{784, 2048, 2048, 10}, 4};
@@ -69,31 +66,12 @@ static dg_charlm_cfg lm_cfg = {.vocab = 96, .context = 256, .width = 256, .heads
 static int models_new(dp_model *m) {
     dg_optim mom = dg_optim_default(DG_OPTIM_MOMENTUM, 0.01f);
     res_cfg = dg_resnet18_default(DG_RESNET_CIFAR);
-    m[0] = (dp_model){"mlp", 1024, bench_mlp_step(&mlp_cfg), 0, 0, 784, 10};
+    m[0] = (dp_model){"mlp", 1024, bench_mlp_step(&mlp_cfg), {784, 10, 0, 0}};
     m[0].spec.optim = mom;
-    m[1] = (dp_model){"resnet18-cifar", 64, bench_resnet_step(&res_cfg), 0, 0, 3 * 32 * 32, 10};
-    m[2] = (dp_model){"charlm", 16, bench_charlm_step(&lm_cfg), lm_cfg.vocab, lm_cfg.context, 0, 0};
+    m[1] = (dp_model){"resnet18-cifar", 64, bench_resnet_step(&res_cfg), {3 * 32 * 32, 10, 0, 0}};
+    m[2] = (dp_model){"charlm", 16, bench_charlm_step(&lm_cfg), {0, 0, lm_cfg.vocab, lm_cfg.context}};
     m[2].spec.optim = mom;
     return 3;
-}
-
-/* the global batch's inputs: floats or ids [batch, ...], labels */
-static dg_status synth(const dp_model *m, int batch, uint64_t seed, void **x, int32_t **y) {
-    if (m->lm_vocab) {
-        int32_t *ids = NULL;
-        dg_status st = bench_charlm_batch(batch, m->lm_context, m->lm_vocab, seed, &ids, y);
-        *x = ids;
-        return st;
-    }
-    size_t n = (size_t)batch * m->example_floats;
-    float *f = malloc(n * sizeof *f);
-    *x = f;
-    *y = malloc((size_t)batch * sizeof **y);
-    if (!f || !*y) return dg__fail(DG_ERR_OOM, "scaling: out of host memory for a batch of %d", batch);
-    dg_rng r = dg_rng_new(seed);
-    for (size_t i = 0; i < n; i++) f[i] = (float)dg_rng_uniform(&r);
-    for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)m->classes);
-    return DG_OK;
 }
 
 /* a step graph for `batch` examples per replica, all-reduced or not */
@@ -109,8 +87,10 @@ static dg_status graph_new(dp_graph *d, const dp_model *m, int batch, bool all_r
 static void graph_free(dp_graph *d) { dg_graph_free(d->g); }
 
 /* bytes of one example's input and labels */
-static size_t x_bytes(const dp_model *m) { return m->lm_vocab ? (size_t)m->lm_context * 4 : m->example_floats * 4; }
-static size_t y_bytes(const dp_model *m) { return m->lm_vocab ? (size_t)m->lm_context * 4 : 4; }
+static size_t x_bytes(const dp_model *m) {
+    return 4 * (m->in.lm_vocab ? (size_t)m->in.lm_context : m->in.example_floats);
+}
+static size_t y_bytes(const dp_model *m) { return m->in.lm_vocab ? 4 * (size_t)m->in.lm_context : 4; }
 
 static dg_status set_slice(dg_plan *p, const dp_graph *d, const dp_model *m, const void *x, const int32_t *y, int first,
                            int count) {
@@ -188,7 +168,11 @@ static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const
     return st;
 }
 
-static dg_status run_dp(void *dp) { return dg_dp_run(dp); }
+/* one step of every replica, waited for (the host clock times it) */
+static dg_status run_dp(void *dp) {
+    dg_status st = dg_dp_run(dp);
+    return st == DG_OK ? dg_dp_sync(dp) : st;
+}
 
 /* writes the row; a failure's status and message (why: the row's note
  * buffer, n bytes) replace what it had */
@@ -215,7 +199,7 @@ static void model_row(bench_ctx *ctx, dg_backend **bes, int n, const dp_model *m
     void *x = NULL;
     int32_t *y = NULL;
     bool ok = false;
-    dg_status st = synth(m, global, 77u + (uint64_t)global, &x, &y);
+    dg_status st = bench_synth_batch(m->in, global, 77u + (uint64_t)global, &x, &y);
     if (st == DG_OK) st = graph_new(&d, m, per, n > 1);
     if (st == DG_OK) st = dg_dp_new(&dp, bes, n, d.g, d.ts.outputs, d.ts.n_outputs, NULL);
     for (int r = 0; r < n && st == DG_OK; r++) st = set_slice(dg_dp_plan(dp, r), &d, m, x, y, r * per, per);
@@ -226,19 +210,16 @@ static void model_row(bench_ctx *ctx, dg_backend **bes, int n, const dp_model *m
         bench_step_ref ref = {0};
         void *cx = NULL;
         int32_t *cy = NULL;
-        st = synth(m, 2, 5, &cx, &cy);
         dg_charlm_cfg small = lm_cfg;
         bench_step_spec spec = m->spec;
-        if (m->lm_vocab) { /* float64 attention over 256 positions takes long: the check's context is 64 */
-            dp_model short_lm = *m;
-            short_lm.lm_context = small.context = 64;
+        bench_batch_shape in = m->in;
+        if (in.lm_vocab) { /* float64 attention over 256 positions takes long: the check's context is 64 */
+            in.lm_context = small.context = 64;
             spec.cfg = &small;
-            free(cx);
-            free(cy);
-            st = synth(&short_lm, 2, 5, &cx, &cy);
         }
+        st = bench_synth_batch(in, 2, 5, &cx, &cy);
         if (st == DG_OK) st = bench_step_new(&c, bes[0], &spec, 2, cx, cy, NULL, &ref, &row.max_rel_err, &ok);
-        if (m->lm_vocab) row.check = "f64-step@b2t64";
+        if (in.lm_vocab) row.check = "f64-step@b2t64";
         bench_step_free(&c);
         bench_step_ref_free(&ref);
         free(cx);
@@ -320,7 +301,7 @@ static void allreduce_rows(bench_ctx *ctx, dg_backend **bes, int n, size_t bytes
             }
         }
         /* the check: once, from the patterns */
-        if (st == DG_OK) st = impl ? dg_dp_run(dp) : run_raw(&a);
+        if (st == DG_OK) st = impl ? run_dp(dp) : run_raw(&a);
         for (int r = 0; r < n && st == DG_OK && ok; r++) {
             st = impl ? dg_plan_get(dg_dp_plan(dp, r), y, host, bytes) : dg_backend_download(bes[r], host, dev[r], bytes);
             ok = st == DG_OK && averaged(host, count, n);

@@ -250,8 +250,7 @@ static void run_row(bench_ctx *ctx, int form, const lm_impl *im, dg_backend *be,
     }
     if (st != DG_OK) {
         status = bench_status_word(st);
-        snprintf(why, sizeof why, "%s (plan predicted %.4g GB, arena %.4g GB)", dg_last_error(),
-                 ((double)ps.persistent_bytes + (double)ps.arena_bytes) / 1e9, (double)ps.arena_bytes / 1e9);
+        bench_plan_failure(&ps, why, sizeof why);
     }
     row.status = status;
     row.note = why[0] ? why : NULL;

@@ -137,6 +137,13 @@ static int open_replicas(int n, dg_backend **bes) {
 #endif
 }
 
+dg_status bench_train_close(FILE *csv, const char *out, const char *name, dg_status st) {
+    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
+    if (fin != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    return st != DG_OK ? st : fin;
+}
+
 int bench_train_main(int argc, char **argv) {
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'M'}, {"widths", required_argument, NULL, 'W'},
@@ -262,13 +269,9 @@ int bench_train_main(int argc, char **argv) {
     if (gpus > 1)
         printf("on %d GPUs (data parallel, global batch %d, %d per GPU)\n", gpus, o.batch, o.batch / gpus);
     dg_epoch_stats last;
-    dg_status st = dg_train_multi(bes, gpus, &o, &train, &test, on_epoch, &eo, &last);
-    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
-    dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
-    if (fin != DG_OK) {
-        fprintf(stderr, "bench train: %s\n", dg_last_error());
-        st = fin;
-    } else if (st == DG_OK) {
+    dg_status st = bench_train_close(csv, out, name, dg_train_multi(bes, gpus, &o, &train, &test, on_epoch, &eo,
+                                                                    &last));
+    if (st == DG_OK) {
         printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s/%s.csv\n",
                100 * last.test_acc, last.epoch, last.total_s, out, name);
     }

@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "core/status.h"
+
 struct dg_backend;
 /* `bench train ...`: trains on Fashion-MNIST and writes per-epoch CSV. */
 int bench_train_main(int argc, char **argv);
@@ -12,6 +14,10 @@ int bench_train_main(int argc, char **argv);
  * of them fails. */
 FILE *bench_train_open(const char *backend, int threads, const char *out, const char *name, const char *header,
                        int argc, char **argv, struct dg_backend **be);
+/* After the training (st its status): closes csv, keeping out/NAME.csv
+ * only when st is DG_OK, and says on stderr what failed. The run's final
+ * status. */
+dg_status bench_train_close(FILE *csv, const char *out, const char *name, dg_status st);
 /* `bench train --model charlm ...` (train_charlm.c), its own options */
 int bench_train_charlm_main(int argc, char **argv);
 #endif

@@ -129,13 +129,8 @@ int bench_train_charlm_main(int argc, char **argv) {
     curve_out co = {csv, backend, text.unigram_nats};
     dg_lm_stats last;
     double first;
-    dg_status st = dg_lm_train(be, &o, &text, on_eval, &co, &last, &first);
-    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
-    dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
-    if (fin != DG_OK) {
-        fprintf(stderr, "bench train: %s\n", dg_last_error());
-        st = fin;
-    } else if (st == DG_OK) {
+    dg_status st = bench_train_close(csv, out, name, dg_lm_train(be, &o, &text, on_eval, &co, &last, &first));
+    if (st == DG_OK) {
         printf("first step loss %.6f; final held-out loss %.4f against the unigram entropy %.4f (%s) after %d "
                "steps (%.2f s of training) -> %s/%s.csv\n", first, last.val_loss, text.unigram_nats,
                last.val_loss < text.unigram_nats ? "below" : "NOT below", last.step, last.train_s, out, name);

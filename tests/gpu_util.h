@@ -47,6 +47,21 @@ static inline dg_backend *gpu_open_or_skip(const dg_gpu_opts *opts) {
     return be;
 }
 
+#ifdef DG_HAVE_CUDA
+/* GPU backends on devices 0..want-1, or the test skips where fewer
+ * devices answer (a machine without any fails under DG_REQUIRE_GPU=1;
+ * one with too few skips with the count: data parallelism's tests) */
+static inline void gpus_open_or_skip(dg_backend **be, int want) {
+    gpu_usable_or_skip();
+    int n = dg_gpu_device_count();
+    if (n < want) cr_skip_test("%d CUDA device%s: this test needs %d", n, n == 1 ? "" : "s", want);
+    for (int i = 0; i < want; i++) {
+        dg_status st = dg_gpu_backend_new(&be[i], &(dg_gpu_opts){.device = i});
+        cr_assert_eq(st, DG_OK, "gpu backend on device %d: %s", i, dg_last_error());
+    }
+}
+#endif
+
 /* the CPU backend (all threads), or the GPU one as gpu_open_or_skip; a
  * build without CUDA skips (fails under DG_REQUIRE_GPU=1) the GPU side */
 static inline dg_backend *test_backend_open(bool gpu) {

@@ -156,21 +156,12 @@ Test(data_parallel, bad_groups_and_replica_counts_are_refused) {
 }
 
 #ifdef DG_HAVE_CUDA
-/* n GPU backends on devices 0..n-1, or the test skips (fails under
- * DG_REQUIRE_GPU=1 only where not even one GPU answers) */
-static int open_gpus(dg_backend **be, int want) {
-    gpu_usable_or_skip();
-    int n = dg_gpu_device_count();
-    if (n < want) cr_skip_test("%d CUDA device%s: the data-parallel tests need %d", n, n == 1 ? "" : "s", want);
-    for (int i = 0; i < want; i++) ASSERT_OK(dg_gpu_backend_new(&be[i], &(dg_gpu_opts){.device = i}));
-    return want;
-}
-
 static void *run_plan(void *p) { return (void *)(intptr_t)dg_plan_run(p); }
 
 Test(data_parallel_gpu, all_reduce_node_averages_what_each_replica_holds) {
-    dg_backend *be[2];
-    int n = open_gpus(be, 2);
+    enum { n = 2 };
+    dg_backend *be[n];
+    gpus_open_or_skip(be, n);
     ASSERT_OK(dg_backend_group(be, n));
     cr_assert_eq(dg_gpu_group_size(be[0]), 2);
     dg_graph *g = dg_graph_new();
@@ -206,8 +197,9 @@ Test(data_parallel_gpu, all_reduce_node_averages_what_each_replica_holds) {
 /* two replicas of half the batch each against one GPU with the whole batch */
 Test(data_parallel_gpu, replicas_stay_identical_and_equal_one_gpu_of_the_global_batch) {
     enum { BATCH = 32, STEPS = 4 };
-    dg_backend *be[2], *one;
-    int n = open_gpus(be, 2);
+    enum { n = 2 };
+    dg_backend *be[n], *one;
+    gpus_open_or_skip(be, n);
     ASSERT_OK(dg_gpu_backend_new(&one, &(dg_gpu_opts){.device = 0}));
     blobs b;
     cr_assert_eq(blobs_new(&b, BATCH, 12, 4, 5), 0);

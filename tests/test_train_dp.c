@@ -260,18 +260,9 @@ Test(train_multi, every_failed_allocation_of_a_replica_is_cleaned_up) {
 }
 
 #ifdef DG_HAVE_CUDA
-/* n GPU backends on devices 0..n-1, or the test skips (fails under
- * DG_REQUIRE_GPU=1 only where not even one GPU answers) */
-static void open_gpus(dg_backend **be, int want) {
-    gpu_usable_or_skip();
-    int n = dg_gpu_device_count();
-    if (n < want) cr_skip_test("%d CUDA device%s: the data-parallel trainer test needs %d", n, n == 1 ? "" : "s", want);
-    for (int i = 0; i < want; i++) ASSERT_OK(dg_gpu_backend_new(&be[i], &(dg_gpu_opts){.device = i}));
-}
-
 Test(train_multi_gpu, two_gpus_learn_fashion_mnist_as_one_on_the_same_global_batch) {
     dg_backend *be[2];
-    open_gpus(be, 2);
+    gpus_open_or_skip(be, 2);
     dg_dataset train, test;
     fashion_or_skip(&train, &test);
     const dg_mlp_cfg mlp = {{784, 256, 100, 10}, 4};

@@ -1,8 +1,7 @@
 /* data_parallel.c: the replicas' plans, their group, and the threads that
- * run them together (data_parallel.h). A replica's run is its plan's run
- * then a wait for its backend: NCCL's collectives need every replica's
- * work queued, which one thread per device gives without ordering
- * constraints between them. */
+ * queue them together (data_parallel.h): NCCL's collectives need every
+ * replica's work queued, which one thread per device gives without
+ * ordering constraints between them. */
 #include "data_parallel.h"
 
 #include <pthread.h>
@@ -30,11 +29,19 @@ struct dg_dp {
     char            why[DG_DP_MAX_REPLICAS][256]; /* a worker's error: dg_last_error is per thread */
 };
 
-static void run_replica(dg_dp *dp, int i) {
-    dg_status st = dg_plan_run(dp->plan[i]);
-    if (st == DG_OK) st = dg_backend_sync(dp->be[i]);
+/* replica i's status, and its message (dg_last_error is per thread) */
+static void record(dg_dp *dp, int i, dg_status st) {
     dp->st[i] = st;
     if (st != DG_OK) snprintf(dp->why[i], sizeof dp->why[i], "%s", dg_last_error());
+}
+
+static void run_replica(dg_dp *dp, int i) { record(dp, i, dg_plan_run(dp->plan[i])); }
+
+/* the first failing replica's status, with its message */
+static dg_status first_failure(const dg_dp *dp) {
+    for (int i = 0; i < dp->n; i++)
+        if (dp->st[i] != DG_OK) return dg__fail(dp->st[i], "replica %d: %s", i, dp->why[i]);
+    return DG_OK;
 }
 
 typedef struct worker_arg { dg_dp *dp; int i; } worker_arg;
@@ -120,29 +127,19 @@ dg_plan *dg_dp_plan(const dg_dp *dp, int i) { return dp && i >= 0 && i < dp->n ?
 
 /* Every replica's step is a captured graph (run once before): each launch
  * returns at once and NCCL's kernels inside wait for one another on the
- * devices, so the calling thread launches them all, then waits for each.
- * No thread wakes up per step: where other threads hold every core (an
- * OpenMP team spinning after its region), a woken worker could wait a
- * whole scheduler tick for one. */
+ * devices, so the calling thread launches them all. No thread wakes up
+ * per step: where other threads hold every core (an OpenMP team spinning
+ * after its region), a woken worker could wait a whole scheduler tick. */
 static bool launch_all(dg_dp *dp) {
     for (int i = 0; i < dp->n; i++)
         if (!dg_plan_captured(dp->plan[i])) return false;
-    for (int i = 0; i < dp->n; i++) dp->st[i] = dg_plan_run(dp->plan[i]);
-    for (int i = 0; i < dp->n; i++) {
-        dg_status st = dg_backend_sync(dp->be[i]);
-        if (dp->st[i] == DG_OK) dp->st[i] = st;
-        if (dp->st[i] != DG_OK) snprintf(dp->why[i], sizeof dp->why[i], "%s", dg_last_error());
-    }
+    for (int i = 0; i < dp->n; i++) run_replica(dp, i);
     return true;
 }
 
 dg_status dg_dp_run(dg_dp *dp) {
     if (!dp) return dg__fail(DG_ERR_INVALID, "dg_dp_run: NULL dp");
-    if (launch_all(dp)) {
-        for (int i = 0; i < dp->n; i++)
-            if (dp->st[i] != DG_OK) return dg__fail(dp->st[i], "replica %d: %s", i, dp->why[i]);
-        return DG_OK;
-    }
+    if (launch_all(dp)) return first_failure(dp);
     if (dp->n > 1) {
         pthread_mutex_lock(&dp->mu);
         dp->done = 0;
@@ -156,9 +153,13 @@ dg_status dg_dp_run(dg_dp *dp) {
         while (dp->done < dp->n - 1) pthread_cond_wait(&dp->finished, &dp->mu);
         pthread_mutex_unlock(&dp->mu);
     }
-    for (int i = 0; i < dp->n; i++)
-        if (dp->st[i] != DG_OK) return dg__fail(dp->st[i], "replica %d: %s", i, dp->why[i]);
-    return DG_OK;
+    return first_failure(dp);
+}
+
+dg_status dg_dp_sync(dg_dp *dp) {
+    if (!dp) return dg__fail(DG_ERR_INVALID, "dg_dp_sync: NULL dp");
+    for (int i = 0; i < dp->n; i++) record(dp, i, dg_backend_sync(dp->be[i]));
+    return first_failure(dp);
 }
 
 dg_status dg_dp_mean(dg_dp *dp, const dg_node *scalar, float *mean) {

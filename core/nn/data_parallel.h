@@ -38,14 +38,17 @@ dg_status dg_dp_new(dg_dp **out, dg_backend *const *bes, int n, dg_graph *g, dg_
                     const dg_plan_opts *opts);
 int       dg_dp_replicas(const dg_dp *dp);
 dg_plan  *dg_dp_plan(const dg_dp *dp, int i);       /* NULL outside 0..n-1 */
-/* One step on every replica at once, and waits for all: while a replica's
- * plan is not yet a captured graph (its first run, or plans that do not
- * replay), replica 0 runs on the calling thread and the others on threads
- * of the dp's own, made once (NCCL's host calls need every replica's turn
- * at once); once all are captured, the calling thread launches every
- * replica's graph, then waits for each. The first failing replica's
+/* Queues one step on every replica, as dg_plan_run queues one plan (the
+ * devices may still be working when it returns; dg_dp_sync waits). While
+ * a replica's plan is not yet a captured graph (its first run, or plans
+ * that do not replay), replica 0 is queued from the calling thread and the
+ * others from threads of the dp's own, made once (NCCL's host calls need
+ * every replica's turn at once); once all are captured, the calling
+ * thread launches every replica's graph. The first failing replica's
  * status; the others' runs still complete or fail on their own. */
 dg_status dg_dp_run(dg_dp *dp);
+/* Waits for every replica's device; the first failing replica's status. */
+dg_status dg_dp_sync(dg_dp *dp);
 /* The mean over the replicas of one-element node `scalar` after the last
  * run (a step's loss: the global batch's mean loss). */
 dg_status dg_dp_mean(dg_dp *dp, const dg_node *scalar, float *mean);

@@ -207,9 +207,7 @@ dg_status dg_train_multi(dg_backend *const *bes, int replicas, const dg_train_op
             st = dg_backend_upload(t.be[r], t.dev_perm[r], t.perm, (size_t)n * sizeof(int32_t));
         for (int b = 0; b < steps && st == DG_OK; b++) {
             st = feed(&t, o, train, b);
-            /* one replica skips dg_dp_run's wait for the device: the host
-             * queues the next batch while the device works */
-            if (st == DG_OK) st = replicas == 1 ? dg_plan_run(dg_dp_plan(t.dp, 0)) : dg_dp_run(t.dp);
+            if (st == DG_OK) st = dg_dp_run(t.dp); /* queued: the host feeds the next batch meanwhile */
             if (st == DG_OK && (b % every == 0 || b == steps - 1)) {
                 float l;
                 st = dg_dp_mean(t.dp, t.ts.loss, &l);
@@ -217,7 +215,7 @@ dg_status dg_train_multi(dg_backend *const *bes, int replicas, const dg_train_op
                 loss_n++;
             }
         }
-        for (int r = 0; r < replicas && st == DG_OK; r++) st = dg_backend_sync(t.be[r]);
+        if (st == DG_OK) st = dg_dp_sync(t.dp);
         s.epoch = e;
         s.epoch_s = dg__monotonic_s() - t0;
         s.total_s += s.epoch_s;
