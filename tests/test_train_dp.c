@@ -1,8 +1,8 @@
 /* test_train_dp.c: the trainer over several replicas (dg_train_multi).
  *
- * Everywhere: one replica is dg_train, bit for bit; a batch the replicas
- * cannot split evenly is refused before anything is made, CPU backends
- * (no collectives) with their reason, and nothing leaks on any failure.
+ * Everywhere: a batch the replicas cannot split evenly is refused before
+ * anything is made, CPU backends (no collectives) with their reason, and
+ * nothing leaks on any failure.
  * Two CPU backends joined by a stand-in all-reduce (a barrier between the
  * replicas' threads where GPUs have NCCL) run the whole multi-replica loop:
  * on their slices of the same shuffle they train as one backend does on the
@@ -42,41 +42,6 @@ static dg_train_opts blob_opts(int batch) {
 
 static void cpu_pair(dg_backend **be) {
     for (int i = 0; i < 2; i++) ASSERT_OK(dg_cpu_backend_new(&be[i], 1));
-}
-
-/* Fashion-MNIST (from $DG_FASHION_DIR where set: the GPU machine gets a
- * carried copy), or the test skips where it is absent */
-static void fashion_or_skip(dg_dataset *train, dg_dataset *test) {
-    const char *dir = getenv("DG_FASHION_DIR") ? getenv("DG_FASHION_DIR") : DG_FASHION_MNIST_DIR;
-    if (access(dir, R_OK) != 0) cr_skip_test("%s not installed (apt-get install dataset-fashion-mnist)", dir);
-    ASSERT_OK(dg_dataset_load(dir, "train", train));
-    ASSERT_OK(dg_dataset_load(dir, "t10k", test));
-}
-
-Test(train_multi, one_replica_is_dg_train_bit_for_bit) {
-    dg_dataset train, test;
-    fashion_or_skip(&train, &test);
-    dg_backend *be;
-    ASSERT_OK(dg_cpu_backend_new(&be, 0));
-    const dg_mlp_cfg mlp = {{784, 32, 10}, 3};
-    dg_train_opts o = {.model = dg_mlp_new, .model_cfg = &mlp, .optim = dg_optim_default(DG_OPTIM_SGD, 0.1f),
-                       .epochs = 2, .batch = 50, .seed = test_seed(), .loss_every = 3, .subset = 2000};
-    for (int copy = 0; copy < 2; copy++) {
-        o.copy_batches = copy;
-        run_log one = {0}, multi = {0};
-        ASSERT_OK(dg_train(be, &o, &train, &test, log_epoch, &one, NULL));
-        ASSERT_OK(dg_train_multi(&be, 1, &o, &train, &test, log_epoch, &multi, NULL));
-        cr_assert(one.n == 2 && multi.n == 2, "%d and %d epochs reported", one.n, multi.n);
-        for (int e = 0; e < 2; e++)
-            cr_assert(one.s[e].epoch == multi.s[e].epoch && one.s[e].train_loss == multi.s[e].train_loss &&
-                          one.s[e].test_acc == multi.s[e].test_acc,
-                      "%s, epoch %d: dg_train loss %.9g acc %.6f; dg_train_multi loss %.9g acc %.6f",
-                      copy ? "copied" : "resident", e + 1, one.s[e].train_loss, one.s[e].test_acc,
-                      multi.s[e].train_loss, multi.s[e].test_acc);
-    }
-    dg_backend_free(be);
-    dg_dataset_free(&train);
-    dg_dataset_free(&test);
 }
 
 Test(train_multi, a_batch_the_replicas_cannot_split_is_refused_before_anything_is_made) {
@@ -260,6 +225,15 @@ Test(train_multi, every_failed_allocation_of_a_replica_is_cleaned_up) {
 }
 
 #ifdef DG_HAVE_CUDA
+/* Fashion-MNIST (from $DG_FASHION_DIR where set: the GPU machine gets a
+ * carried copy), or the test skips where it is absent */
+static void fashion_or_skip(dg_dataset *train, dg_dataset *test) {
+    const char *dir = getenv("DG_FASHION_DIR") ? getenv("DG_FASHION_DIR") : DG_FASHION_MNIST_DIR;
+    if (access(dir, R_OK) != 0) cr_skip_test("%s not installed (apt-get install dataset-fashion-mnist)", dir);
+    ASSERT_OK(dg_dataset_load(dir, "train", train));
+    ASSERT_OK(dg_dataset_load(dir, "t10k", test));
+}
+
 Test(train_multi_gpu, two_gpus_learn_fashion_mnist_as_one_on_the_same_global_batch) {
     dg_backend *be[2];
     gpus_open_or_skip(be, 2);
