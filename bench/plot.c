@@ -208,7 +208,7 @@ void bench_chart_draw(bench_report *rep, const bench_chart *c) {
 
 /* the ceilings every chart's lines come from, from the sweep that measures them */
 static bool load_ceilings(const char *dir, bench_ceilings *c, bool *failed) {
-    *c = (bench_ceilings){NAN, NAN, NAN, NAN, NAN};
+    *c = BENCH_NO_CEILINGS;
     bool found = false;
     for (int i = 0; i < bench_n_sweeps; i++) {
         if (!bench_sweeps[i].ceilings) continue;

@@ -52,7 +52,12 @@ typedef struct bench_chart {
 typedef struct bench_ceilings {
     double cpu_gflops, gpu_gflops, gpu_tf32_gflops; /* large sgemm           */
     double cpu_gbps, gpu_gbps;                      /* streaming copy        */
+    double pinned_gbps[2];                          /* host -> device [0] and
+                                                     * back [1] from and to
+                                                     * pinned host memory    */
 } bench_ceilings;
+/* nothing measured */
+#define BENCH_NO_CEILINGS ((bench_ceilings){NAN, NAN, NAN, NAN, NAN, {NAN, NAN}})
 
 /* what a sweep's report gets */
 typedef struct bench_report {

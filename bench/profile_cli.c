@@ -115,7 +115,7 @@ static int measure_ceilings(const prof_cli *c, dg_backend *cpu, dg_backend *gpu,
  * --tf32 on the GPU) and the copy rate */
 static void read_ceilings(const char *dir, bool gpu, bool tf32, bench_prof_opts *o) {
     bench_table t = bench_table_load(dir, "ceiling");
-    bench_ceilings ceil = {NAN, NAN, NAN, NAN, NAN};
+    bench_ceilings ceil = BENCH_NO_CEILINGS;
     if (t.n > 0) bench_ceilings_read(&t, &ceil);
     free(t.r);
     o->peak_gflops = gpu ? (tf32 ? ceil.gpu_tf32_gflops : ceil.gpu_gflops) : ceil.cpu_gflops;

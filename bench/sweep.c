@@ -13,8 +13,10 @@
 
 /* in the order `bench plot` writes their sections and `bench compare` their rows */
 const sweep_def bench_sweeps[] = {
-    {.name = "ceiling", .what = "each device's measured peak: large sgemm and streaming copy",
-     .run = sweep_ceilings, .ceilings = bench_ceilings_read},
+    {.name = "ceiling",
+     .what = "each device's measured peak: large sgemm, streaming copy, and host-device transfers from pinned "
+             "and pageable memory",
+     .run = sweep_ceilings, .report = bench_report_ceiling, .ceilings = bench_ceilings_read},
     {.name = "gemm",
      .what = "sgemm: square 32..8192 and non-square shapes; cpu-naive, cpu-omp, cpu-openblas, gpu-naive, "
              "gpu-tiled, gpu-cublas, gpu-cublas-tf32; GPU with and without transfers",

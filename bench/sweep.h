@@ -105,6 +105,11 @@ const char *bench_status_word(dg_status st);
 
 dg_status sweep_ceilings(bench_ctx *ctx);
 void      bench_ceilings_read(const bench_table *t, bench_ceilings *c);
+bool      bench_report_ceiling(bench_report *rep, const bench_table *t);
+/* ceiling_transfer.c: h2d and d2h rows, pinned and pageable (GPU only); the
+ * pinned rates as ceilings */
+void      bench_transfer_ceilings(bench_ctx *ctx);
+void      bench_transfer_ceilings_read(const bench_table *t, bench_ceilings *c);
 dg_status sweep_gemm(bench_ctx *ctx);
 bool      bench_report_gemm(bench_report *rep, const bench_table *t);
 /* one ceiling row: square sgemm of `size` by `impl` */

@@ -1,6 +1,8 @@
 /* sweep_ceiling.c: each device's measured limits, the lines every chart
  * draws: a large sgemm (GFLOP/s) and a streaming copy (GB/s, bytes read plus
- * bytes written). Copies are checked by comparing destination and source. */
+ * bytes written); on the GPU also the host-device transfer rates
+ * (ceiling_transfer.c). Copies are checked by comparing destination and
+ * source. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -83,12 +85,13 @@ dg_status sweep_ceilings(bench_ctx *ctx) {
         bench_gemm_ceiling(ctx, 8192, "gpu-cublas");
         bench_gemm_ceiling(ctx, 8192, "gpu-cublas-tf32");
         copy_row(ctx, true, (size_t)1 << 30);
+        bench_transfer_ceilings(ctx);
     }
     return DG_OK;
 }
 
 /* the best of each device's rows above: sgemm by the libraries (fp32 and
- * TF32) and the copies */
+ * TF32), the copies and the transfers */
 void bench_ceilings_read(const bench_table *t, bench_ceilings *c) {
     bench_series s = bench_pick(t, NULL, "cpu-openblas", NULL, false, BENCH_GFLOPS, "");
     c->cpu_gflops = bench_series_max(&s, NULL);
@@ -100,4 +103,5 @@ void bench_ceilings_read(const bench_table *t, bench_ceilings *c) {
     c->cpu_gbps = bench_series_max(&s, NULL);
     s = bench_pick(t, NULL, "gpu-memcpy", NULL, false, BENCH_GBPS, "");
     c->gpu_gbps = bench_series_max(&s, NULL);
+    bench_transfer_ceilings_read(t, c);
 }

@@ -39,6 +39,8 @@ typedef struct gemm_run {
     int m, n, k;
     bool ta, tb;                  /* A stored [k,m] / B stored [n,k]              */
     float *A, *B, *C;             /* host                                         */
+    float *hA, *hB, *hC;          /* what a transfer row copies: A, B, C, or their
+                                   * pinned copies (gpu-cublas-pinned)             */
     void *dA, *dB, *dC;           /* device                                       */
 } gemm_run;
 
@@ -71,6 +73,8 @@ struct gemm_impl {
     bool        gpu;        /* runs on ctx->gpu (backend column "gpu"), else on ctx->cpu */
     bool        tf32;       /* TF32 tensor cores on; tolerance TOL_TF32                 */
     bool        transfer;   /* also timed with the host-device copies inside            */
+    bool        transfer_only; /* only with the copies inside: the kernel is another's  */
+    bool        pinned;     /* the copies from and to page-locked host memory           */
     bool        speedup;    /* the CPU or the GPU side (fp32 both) of the speedup chart */
     int         cap, cap_quick; /* largest m timed, and under --quick; 0: no cap        */
     bench_fn    run;        /* the product on a gemm_run (GPU: device buffers)          */
@@ -83,6 +87,8 @@ static const gemm_impl impls[] = {
     {"gpu-naive", .gpu = true, .run = GPU_FN(gpu_naive)},
     {"gpu-tiled", .gpu = true, .run = GPU_FN(gpu_tiled)},
     {"gpu-cublas", .gpu = true, .transfer = true, .speedup = true, .run = GPU_FN(gpu_cublas)},
+    {"gpu-cublas-pinned", .gpu = true, .transfer = true, .transfer_only = true, .pinned = true,
+     .run = GPU_FN(gpu_cublas)},
     {"gpu-cublas-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_cublas_tf32)},
 };
 #define N_IMPLS (int)(sizeof impls / sizeof *impls)
@@ -93,10 +99,10 @@ static dg_status run_transfer(void *arg) {
     gemm_run *g = arg;
     dg_backend *be = g->ctx->gpu;
     dg_status st;
-    if ((st = dg_backend_upload(be, g->dA, g->A, sizeof(float) * (size_t)g->m * g->k)) != DG_OK) return st;
-    if ((st = dg_backend_upload(be, g->dB, g->B, sizeof(float) * (size_t)g->k * g->n)) != DG_OK) return st;
+    if ((st = dg_backend_upload(be, g->dA, g->hA, sizeof(float) * (size_t)g->m * g->k)) != DG_OK) return st;
+    if ((st = dg_backend_upload(be, g->dB, g->hB, sizeof(float) * (size_t)g->k * g->n)) != DG_OK) return st;
     if ((st = g->impl->run(g)) != DG_OK) return st;
-    return dg_backend_download(be, g->C, g->dC, sizeof(float) * (size_t)g->m * g->n);
+    return dg_backend_download(be, g->hC, g->dC, sizeof(float) * (size_t)g->m * g->n);
 }
 #endif
 
@@ -116,7 +122,8 @@ static double freivalds(const gemm_run *g, const double *x, const double *z) {
 }
 
 static bool applies(const bench_ctx *ctx, const gemm_impl *im, const char *name, int m, const char *only) {
-    if ((im->gpu ? !ctx->gpu : !ctx->cpu) || (only && strcmp(only, im->name) != 0)) return false;
+    if ((im->gpu ? !ctx->gpu : !ctx->cpu) || (only && (im->transfer_only || strcmp(only, im->name) != 0)))
+        return false;
     if (!bench_wanted(ctx, name, im->name)) return false;
     int cap = ctx->quick ? im->cap_quick : im->cap;
     return !cap || m <= cap;
@@ -128,7 +135,8 @@ static bool applies(const bench_ctx *ctx, const gemm_impl *im, const char *name,
 static void probe_rate(bench_ctx *ctx, const gemm_impl *im, double *ms, double *flops) {
     int s = im->cap ? im->cap / 2 : 1024;
     size_t nn = (size_t)s * s;
-    gemm_run g = {ctx, im, s, s, s, false, false, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4), NULL, NULL, NULL};
+    gemm_run g = {ctx, im, s, s, s, false, false, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4),
+                  NULL, NULL, NULL, NULL, NULL, NULL};
     bench_timing once = {.warmup = 1, .min_reps = 1, .max_reps = 1, .min_time_s = 0};
     bench_stats st;
     if (g.A && g.B && g.C && bench_time(NULL, false, im->run, &g, &once, &st) == DG_OK) {
@@ -158,7 +166,8 @@ static const char *skip_reason(bench_ctx *ctx, int i, int m, double flops, doubl
 static int rows_of(const bench_ctx *ctx, const char *name, int m, const char *only) {
     int n = 0;
     for (int i = 0; i < N_IMPLS; i++)
-        if (applies(ctx, &impls[i], name, m, only)) n += 1 + (impls[i].transfer && !only);
+        if (applies(ctx, &impls[i], name, m, only))
+            n += !impls[i].transfer_only + (impls[i].transfer && !only);
     return n;
 }
 
@@ -178,6 +187,30 @@ static void freivalds_prepare(const gemm_run *g, const double *x, double *bx, do
         z[i] = s;
     }
 }
+
+#ifdef DG_HAVE_CUDA
+/* g->impl's row with the copies inside the timed region: from and to the
+ * pinned copies (impl->pinned) or the pageable A, B, C; then checked */
+static void transfer_row(bench_ctx *ctx, gemm_run *g, bench_row *row, const double *x, const double *z,
+                         float *const *pinned) {
+    size_t nc = (size_t)g->m * g->n;
+    bool pin = g->impl->pinned;
+    g->hA = pin ? pinned[0] : g->A;
+    g->hB = pin ? pinned[1] : g->B;
+    g->hC = pin ? pinned[2] : g->C;
+    for (size_t q = 0; q < nc; q++) g->hC[q] = NAN; /* poison: every element must arrive */
+    row->transfer = true;
+    row->st = BENCH_NO_STATS;
+    dg_status st = bench_time(ctx->gpu, false, run_transfer, g, &ctx->timing, &row->st);
+    if (pin) memcpy(g->C, g->hC, nc * 4);
+    row->max_rel_err = st == DG_OK ? freivalds(g, x, z) : NAN;
+    row->status = st != DG_OK ? bench_status_word(st)
+                : row->max_rel_err <= (row->tf32 ? TOL_TF32 : TOL_FP32) ? "ok" : "wrong";
+    row->note = st != DG_OK ? dg_last_error() : NULL;
+    bench_emit(ctx, row);
+    row->note = NULL;
+}
+#endif
 
 /* Times every implementation (or only `only`) on one shape and writes a
  * row per implementation into the current CSV under `sweep`: skipped rows
@@ -214,13 +247,16 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const 
         row.impl = impls[i].name;
         row.backend = impls[i].gpu ? "gpu" : "cpu";
         row.tf32 = impls[i].tf32;
+        row.transfer = impls[i].transfer_only;
         row.status = "skipped";
         row.note = why;
         bench_emit(ctx, &row);
         row.note = NULL;
+        row.transfer = false;
     }
     if (!n_run) return;
-    gemm_run g = {ctx, NULL, m, n, k, sh->ta, sh->tb, malloc(na * 4), malloc(nb * 4), malloc(nc * 4), NULL, NULL, NULL};
+    gemm_run g = {ctx, NULL, m, n, k, sh->ta, sh->tb, malloc(na * 4), malloc(nb * 4), malloc(nc * 4),
+                  NULL, NULL, NULL, NULL, NULL, NULL};
     double *x = malloc((size_t)n * sizeof *x), *bx = malloc((size_t)k * sizeof *bx), *z = malloc((size_t)m * sizeof *z);
     if (!g.A || !g.B || !g.C || !x || !bx || !z) {
         row.impl = "all"; row.backend = "host"; row.status = "oom"; row.max_rel_err = NAN;
@@ -234,6 +270,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const 
     for (int j = 0; j < n; j++) x[j] = 2 * dg_rng_uniform(&r) - 1;
     freivalds_prepare(&g, x, bx, z);
 #ifdef DG_HAVE_CUDA
+    float *pinned[3] = {NULL, NULL, NULL}; /* A, B, C in page-locked memory, for the pinned transfer rows */
     bool gpu_ready = false;
     char gpu_why[256] = "";
     if (ctx->gpu) {
@@ -242,6 +279,17 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const 
         if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, nc * 4, &g.dC);
         if (st == DG_OK) st = dg_backend_upload(ctx->gpu, g.dA, g.A, na * 4);
         if (st == DG_OK) st = dg_backend_upload(ctx->gpu, g.dB, g.B, nb * 4);
+        for (int i = 0; i < N_IMPLS && st == DG_OK; i++)
+            if (run[i] && impls[i].pinned) {
+                size_t sz[3] = {na, nb, nc};
+                for (int j = 0; j < 3 && st == DG_OK; j++)
+                    st = dg_backend_host_alloc(ctx->gpu, sz[j] * 4, (void **)&pinned[j]);
+                if (st == DG_OK) {
+                    memcpy(pinned[0], g.A, na * 4);
+                    memcpy(pinned[1], g.B, nb * 4);
+                }
+                break;
+            }
         gpu_ready = st == DG_OK;
         if (!gpu_ready) snprintf(gpu_why, sizeof gpu_why, "device buffers: %s", dg_last_error());
     }
@@ -263,7 +311,10 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const 
         }
 #ifdef DG_HAVE_CUDA
         else if (!gpu_ready) st = dg__fail(DG_ERR_OOM, "%s", gpu_why);
-        else {
+        else if (im->transfer_only) {
+            if (!only) transfer_row(ctx, &g, &row, x, z, pinned);
+            continue;
+        } else {
             st = dg_backend_upload(ctx->gpu, g.dC, g.C, nc * 4);
             if (st == DG_OK) st = bench_time(ctx->gpu, true, im->run, &g, &ctx->timing, &row.st);
             if (st == DG_OK) st = dg_backend_download(ctx->gpu, g.C, g.dC, nc * 4);
@@ -282,18 +333,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const 
         last_ms[i] = row.st.median_ms;
         last_flops[i] = flops;
 #ifdef DG_HAVE_CUDA
-        if (im->transfer && !only && !bench_interrupted) { /* and once with the copies inside */
-            for (size_t q = 0; q < nc; q++) g.C[q] = NAN;
-            row.transfer = true;
-            row.st = BENCH_NO_STATS;
-            st = bench_time(ctx->gpu, false, run_transfer, &g, &ctx->timing, &row.st);
-            row.max_rel_err = st == DG_OK ? freivalds(&g, x, z) : NAN;
-            row.status = st != DG_OK ? bench_status_word(st)
-                       : row.max_rel_err <= (row.tf32 ? TOL_TF32 : TOL_FP32) ? "ok" : "wrong";
-            row.note = st != DG_OK ? dg_last_error() : NULL;
-            bench_emit(ctx, &row);
-            row.note = NULL;
-        }
+        if (im->transfer && !only && !bench_interrupted) transfer_row(ctx, &g, &row, x, z, pinned);
 #endif
     }
 #ifdef DG_HAVE_CUDA
@@ -301,6 +341,7 @@ static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const 
         dg_backend_release(ctx->gpu, g.dA);
         dg_backend_release(ctx->gpu, g.dB);
         dg_backend_release(ctx->gpu, g.dC);
+        for (int j = 0; j < 3; j++) dg_backend_host_free(ctx->gpu, pinned[j]);
     }
 #endif
 done:
@@ -355,12 +396,38 @@ void bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl) {
     run_case(ctx, "ceiling", "sgemm", &sh, impl, last_ms, last_flops);
 }
 
+/* The copies' share of each transfer row: time with copies minus the
+ * kernel's time, against what the measured pinned ceilings give for the
+ * same bytes (A and B up, C down): the rate pageable memory could reach
+ * too, were it pinned. */
+static void transfer_table(bench_report *rep, const bench_table *t, const char *kernel_impl) {
+    const bench_ceilings *c = &rep->ceil;
+    fprintf(rep->sum, "| n | host memory | copies ms | copies GB/s | %% of the pinned ceiling |\n|---|---|---|---|---|\n");
+    bench_series k = bench_pick(t, "square", kernel_impl, NULL, false, BENCH_MS, "");
+    for (int i = 0; i < N_IMPLS; i++) {
+        if (!impls[i].transfer) continue;
+        bench_series x = bench_pick(t, "square", impls[i].name, NULL, true, BENCH_MS, "");
+        const double *up = c->pinned_gbps;
+        for (int a = 0; a < x.n; a++)
+            for (int b = 0; b < k.n; b++) {
+                if (k.x[b] != x.x[a]) continue;
+                double n = x.x[a], ms = x.y[a] - k.y[b], bytes = 4.0 * 3 * n * n; /* A, B up; C down */
+                double ideal_ms = (4.0 * 2 * n * n / up[0] + 4.0 * n * n / up[1]) / 1e6;
+                char pct[32];
+                fprintf(rep->sum, "| %.0f | %s | %.3f | %.1f | %s |\n", n, impls[i].pinned ? "pinned" : "pageable", ms,
+                        bytes / ms / 1e6, bench_fmt_num(100.0 * ideal_ms / ms, "%.0f%%", pct, sizeof pct));
+            }
+    }
+    fprintf(rep->sum, "\n");
+}
+
 /* Charts gemm_time, gemm_gflops (against the ceilings), gemm_speedup (the
- * `speedup` pair, kernels only and with transfers) and the summary's
- * crossover and peak tables; square shapes only, x = n. */
+ * `speedup` pair, kernels only and with transfers from pageable and from
+ * pinned memory) and the summary's crossover, peak and transfer tables;
+ * square shapes only, x = n. */
 bool bench_report_gemm(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
-    const gemm_impl *cpu = NULL, *gpu = NULL;
+    const gemm_impl *cpu = NULL, *gpu = NULL, *pin = NULL;
     bench_chart tm = {"gemm_time", "sgemm time, square n x n x n", "n", "median ms", true, .vline = NAN};
     bench_chart gf = {"gemm_gflops", "sgemm throughput against measured ceilings", "n", "GFLOP/s", true, .vline = NAN};
     for (int i = 0; i < N_IMPLS; i++) {
@@ -368,12 +435,13 @@ bool bench_report_gemm(bench_report *rep, const bench_table *t) {
         bench_chart_add(&gf, bench_pick(t, "square", impls[i].name, NULL, false, BENCH_GFLOPS, impls[i].name));
         if (impls[i].speedup && impls[i].gpu) gpu = &impls[i];
         else if (impls[i].speedup) cpu = &impls[i];
+        if (impls[i].pinned) pin = &impls[i];
     }
+    char titles[N_IMPLS][64];
     for (int i = 0; i < N_IMPLS; i++)
         if (impls[i].transfer) {
-            char title[64];
-            snprintf(title, sizeof title, "%s incl. transfers", impls[i].name);
-            bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, true, BENCH_MS, title));
+            snprintf(titles[i], sizeof titles[i], "%s incl. transfers", impls[i].name);
+            bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, true, BENCH_MS, titles[i]));
         }
     bench_chart_hline(&gf, rep->ceil.cpu_gflops, "CPU ceiling (OpenBLAS)");
     bench_chart_hline(&gf, rep->ceil.gpu_gflops, "GPU ceiling (cuBLAS fp32)");
@@ -381,19 +449,24 @@ bool bench_report_gemm(bench_report *rep, const bench_table *t) {
     bench_series c = bench_pick(t, "square", cpu->name, NULL, false, BENCH_MS, "");
     bench_series g0 = bench_pick(t, "square", gpu->name, NULL, false, BENCH_MS, "");
     bench_series g1 = bench_pick(t, "square", gpu->name, NULL, true, BENCH_MS, "");
+    bench_series g2 = bench_pick(t, "square", pin->name, NULL, true, BENCH_MS, "");
     char title[64];
     snprintf(title, sizeof title, "%s / %s", gpu->name, cpu->name);
-    bench_series s0 = bench_speedup(&c, &g0, title), s1 = bench_speedup(&c, &g1, "incl. host-device transfers");
+    bench_series s0 = bench_speedup(&c, &g0, title), s1 = bench_speedup(&c, &g1, "incl. transfers, pageable host");
+    bench_series s2 = bench_speedup(&c, &g2, "incl. transfers, pinned host");
     bench_chart sp = {"gemm_speedup", "sgemm speedup, GPU over CPU (>1: GPU faster)", "n", "speedup", true,
                       .vline = bench_crossover(&s1)};
     bench_chart_add(&sp, s0);
     bench_chart_add(&sp, s1);
+    bench_chart_add(&sp, s2);
     bench_chart_hline(&sp, 1.0, "break-even");
-    char c0[96], c1[96];
+    char c0[96], c1[96], c2[96];
     bench_crossover_str(&s0, c0, sizeof c0);
     bench_crossover_str(&s1, c1, sizeof c1);
+    bench_crossover_str(&s2, c2, sizeof c2);
     fprintf(rep->sum, "## GEMM (square, %s fp32 vs %s)\n\n| timing | crossover n |\n|---|---|\n"
-                      "| kernels only | %s |\n| with host-device transfers | %s |\n\n", gpu->name, cpu->name, c0, c1);
+                      "| kernels only | %s |\n| with host-device transfers, pageable host memory | %s |\n"
+                      "| with host-device transfers, pinned host memory | %s |\n\n", gpu->name, cpu->name, c0, c1, c2);
     fprintf(rep->sum, "| impl | peak GFLOP/s | at n |\n|---|---|---|\n");
     for (int i = 0; i < N_IMPLS; i++) {
         bench_series s = bench_pick(t, "square", impls[i].name, NULL, false, BENCH_GFLOPS, "");
@@ -401,6 +474,7 @@ bool bench_report_gemm(bench_report *rep, const bench_table *t) {
         if (s.n) fprintf(rep->sum, "| %s | %.1f | %.0f |\n", impls[i].name, best, at);
     }
     fprintf(rep->sum, "\n");
+    if (g1.n || g2.n) transfer_table(rep, t, gpu->name);
     bench_chart_draw(rep, &tm);
     bench_chart_draw(rep, &gf);
     bench_chart_draw(rep, &sp);

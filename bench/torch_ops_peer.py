@@ -15,6 +15,13 @@ input and output once), GFLOP/s 2 m n k.
 
 Each result is checked against float64 on the GPU before it is timed
 (a wrong result is a row with status "wrong" and no time).
+
+Host-device transfers (the ceiling sweep's h2d and d2h rows, --transfers):
+a tensor copied between the GPU and a pinned or a pageable host tensor
+(impl "torch-pinned", "torch-pageable"), at the sizes duograd's ceiling
+sweep uses, timed like duograd's transfer rows: the host clock around the
+copy and a synchronize; GB/s counts the bytes moved once. Checked: the bytes
+that arrive equal the bytes sent.
 """
 import argparse
 import datetime
@@ -72,6 +79,63 @@ def emit(out, row, fn, err, tol, flops=0.0, nbytes=0.0):
     out.write(row)
     print(f"{row['sweep']} {row['case']} {row['impl']} {row['m']}x{row['n']}x{row['k']}: "
           f"{row['median_ms']:.4g} ms {row['gflops']:.4g} GFLOP/s {row['gbps']:.4g} GB/s {row['status']}", flush=True)
+
+
+def time_host(fn, min_reps=20, min_s=0.3):
+    """Median, min, max, CV (ms) of fn() + synchronize by the host clock,
+    after warm-up: the copies include waiting for them, as duograd's
+    transfer rows (CLOCK_MONOTONIC around a synchronised region)."""
+    import time
+    import torch
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ms, t0 = [], time.perf_counter()
+    while len(ms) < min_reps or time.perf_counter() - t0 < min_s:
+        a = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ms.append(1e3 * (time.perf_counter() - a))
+        if len(ms) >= 10000:
+            break
+    return len(ms), summarize(ms)
+
+
+TRANSFER_BYTES = (1 << 20, 16 << 20, 256 << 20)  # bench/ceiling_transfer.c's full sizes
+
+
+def transfer_rows(out, dev):
+    import torch
+    for nbytes in TRANSFER_BYTES:
+        n = nbytes // 4
+        sent = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32)  # any bit pattern
+        gpu = torch.empty(n, dtype=torch.int32, device=dev)
+        for pinned in (True, False):
+            host = torch.empty(n, dtype=torch.int32, pin_memory=pinned)
+            impl = "torch-pinned" if pinned else "torch-pageable"
+            for case, fn in (("h2d", lambda: gpu.copy_(host)), ("d2h", lambda: host.copy_(gpu))):
+                row = base_row("ceiling", case, impl, n, 1, 1)
+                row.update(transfer=1, check="bitwise")
+                if case == "h2d":
+                    host.copy_(sent)
+                    gpu.zero_()
+                else:
+                    gpu.copy_(sent.to(dev))
+                    host.zero_()
+                fn()
+                torch.cuda.synchronize()
+                same = torch.equal(gpu.cpu() if case == "h2d" else host, sent)
+                row["max_rel_err"] = 0.0 if same else 1.0
+                if not same:
+                    row.update(status="wrong", note="the bytes that arrived differ from those sent")
+                else:
+                    reps, (med, lo, hi, cv) = time_host(fn)
+                    row.update(reps=reps, median_ms=med, min_ms=lo, max_ms=hi, cv_pct=cv, gbps=nbytes / med / 1e6,
+                               status="noisy" if cv > MAX_CV_PCT else "ok")
+                out.write(row)
+                print(f"ceiling {case} {impl} {nbytes} B: {row['median_ms']:.4g} ms {row['gbps']:.4g} GB/s "
+                      f"{row['status']}", flush=True)
+            del host
 
 
 def rel_err(x, ref):
@@ -150,6 +214,7 @@ def main():
     ap.add_argument("--ops-sizes", default="16777216,67108864", help="ops sizes in elements, multiples of 1024")
     ap.add_argument("--no-gemm", action="store_true")
     ap.add_argument("--no-ops", action="store_true")
+    ap.add_argument("--transfers", action="store_true", help="also the host-device transfer rows (ceiling sweep)")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -171,6 +236,8 @@ def main():
             ops_rows(out, dev, sizes)
         if not args.no_gemm:
             gemm_rows(out, dev)
+        if args.transfers:
+            transfer_rows(out, dev)
     finally:
         out.close()
     return 0

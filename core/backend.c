@@ -65,6 +65,22 @@ dg_status dg_backend_download(dg_backend *be, void *dst, const void *src, size_t
     return st != DG_OK || !bytes ? st : be->iface->download(be, dst, src, bytes);
 }
 
+dg_status dg_backend_host_alloc(dg_backend *be, size_t bytes, void **out) {
+    if (!be || !out) return null_arg("dg_backend_host_alloc", be ? "out" : "backend");
+    *out = NULL;
+    if (be->iface->host_alloc) return be->iface->host_alloc(be, bytes ? bytes : 1, out);
+    size_t rounded = (bytes + 63) & ~(size_t)63; /* aligned_alloc: a multiple of the alignment */
+    if (rounded < bytes || !(*out = aligned_alloc(64, rounded ? rounded : 64)))
+        return dg__fail(DG_ERR_OOM, "%s: out of host memory allocating %zu bytes", dg_backend_name(be), bytes);
+    return DG_OK;
+}
+
+void dg_backend_host_free(dg_backend *be, void *ptr) {
+    if (!be || !ptr) return;
+    if (be->iface->host_free) be->iface->host_free(be, ptr);
+    else free(ptr);
+}
+
 dg_status dg_backend_group(dg_backend *const *bes, int n) {
     if (!bes || n < 2) return dg__fail(DG_ERR_INVALID, "dg_backend_group: %d backends: a group needs 2 or more", bes ? n : 0);
     for (int i = 0; i < n; i++) {

@@ -49,6 +49,16 @@ dg_status   dg_backend_alloc(dg_backend *be, size_t bytes, void **out);
 void        dg_backend_release(dg_backend *be, void *ptr);
 dg_status   dg_backend_upload(dg_backend *be, void *dst, const void *src, size_t bytes);
 dg_status   dg_backend_download(dg_backend *be, void *dst, const void *src, size_t bytes);
+/* Host memory that the backend's upload and download move fastest: page-
+ * locked on the GPU (the DMA engine reads it directly, as a data loader's
+ * pinned batches), 64-byte aligned ordinary memory on the CPU. Any host
+ * memory may be copied; other memory goes through the backend's staging.
+ * Page-locked memory is a scarce system resource: allocate it once, for the
+ * buffers that move every step. The block stays usable by every backend of
+ * the same kind (every device) and must be freed with the backend that made
+ * it; dg_backend_host_free(be, NULL) does nothing. */
+dg_status   dg_backend_host_alloc(dg_backend *be, size_t bytes, void **out);
+void        dg_backend_host_free(dg_backend *be, void *ptr);
 dg_status   dg_backend_sync(dg_backend *be);
 /* Whether the backend can run this node (its op, shapes, dtypes and
  * attributes); a plan refuses a graph with a node it cannot. */

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define DG_BACKEND_IFACE_VERSION 3
+#define DG_BACKEND_IFACE_VERSION 4
 
 typedef struct dg_backend_i {
     int          version;   /* DG_BACKEND_IFACE_VERSION the backend was written for */
@@ -45,6 +45,10 @@ typedef struct dg_backend_i {
      * one all-reduce group (dg_backend_group). Optional: NULL for a kind
      * without collectives. */
     dg_status   (*group)(dg_backend *const *bes, int n);
+    /* Version 4. Host memory the backend copies fastest (dg_backend_host_alloc);
+     * optional: NULL for a backend whose copies are memcpy (aligned malloc). */
+    dg_status   (*host_alloc)(dg_backend *be, size_t bytes, void **out);
+    void        (*host_free)(dg_backend *be, void *ptr);
 } dg_backend_i;
 
 struct dg_backend {

@@ -174,6 +174,9 @@ static const dg_backend_i cpu_iface = {
     /* .event_record = */ NULL,
     /* .event_elapsed = */ NULL,
     /* .group      = */ NULL, /* no collectives: all_reduce is one replica's copy */
+    /* host memory: the core's aligned malloc (copies are memcpy) */
+    /* .host_alloc = */ NULL,
+    /* .host_free  = */ NULL,
 };
 
 dg_status dg_cpu_backend_new(dg_backend **out, int threads) {

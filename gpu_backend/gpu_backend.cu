@@ -1,6 +1,5 @@
 /* gpu_backend.cu: the CUDA backend's vtable (cpu_backend.c's counterpart):
- * device discovery and selection, memory, transfers through pinned staging,
- * op dispatch, CUDA-graph replay and timing events. Every entry that
+ * device discovery and selection, memory, op dispatch, CUDA-graph replay and timing events. Every entry that
  * touches the device first makes the backend's device current, so backends
  * on several devices can live in one process (and one thread). */
 #include <dlfcn.h>
@@ -14,7 +13,6 @@
 
 #include "gpu_common.cuh"
 
-#define STAGING_BYTES ((size_t)16 << 20)
 #define CUBLAS_WS_BYTES ((size_t)32 << 20)
 #define SCRATCH_FLOATS ((size_t)4 << 20) /* 16 MiB of reduction partials */
 
@@ -103,7 +101,7 @@ static void gpu_free(dg_backend *be) {
     DG_CUDA_NOTE(cudaFree(c->cublas_ws));
     DG_CUDA_NOTE(cudaFree(c->scratch));
     DG_CUDA_NOTE(cudaFree(c->l2_flush));
-    DG_CUDA_NOTE(cudaFreeHost(c->staging));
+    dg__gpu_staging_free(c);
     if (c->stream) DG_CUDA_NOTE(cudaStreamDestroy(c->stream));
     free(c);
     free(be);
@@ -129,36 +127,6 @@ static void gpu_release(dg_backend *be, void *ptr) {
     DG_CUDA_NOTE(cudaSetDevice(c->device));
     DG_CUDA_NOTE(cudaStreamSynchronize(c->stream)); /* kernels may still read it */
     DG_CUDA_NOTE(cudaFree(ptr));
-}
-
-/* host -> pinned staging -> device, in staging-sized chunks */
-static dg_status gpu_upload(dg_backend *be, void *dst, const void *src, size_t bytes) {
-    gpu_ctx *c = gpu_of(be);
-    DG_GPU_USE_DEVICE(c);
-    dg_status st = dg__gpu_comm_join(c); /* no all-reduce still reads what this overwrites */
-    if (st != DG_OK) return st;
-    for (size_t off = 0; off < bytes; off += c->staging_bytes) {
-        size_t n = bytes - off < c->staging_bytes ? bytes - off : c->staging_bytes;
-        DG_CUDA_CHECK(cudaStreamSynchronize(c->stream)); /* staging free again */
-        memcpy(c->staging, (const char *)src + off, n);
-        DG_CUDA_CHECK(cudaMemcpyAsync((char *)dst + off, c->staging, n, cudaMemcpyHostToDevice, c->stream));
-    }
-    DG_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    return DG_OK;
-}
-
-static dg_status gpu_download(dg_backend *be, void *dst, const void *src, size_t bytes) {
-    gpu_ctx *c = gpu_of(be);
-    DG_GPU_USE_DEVICE(c);
-    dg_status st = dg__gpu_comm_join(c);
-    if (st != DG_OK) return st;
-    for (size_t off = 0; off < bytes; off += c->staging_bytes) {
-        size_t n = bytes - off < c->staging_bytes ? bytes - off : c->staging_bytes;
-        DG_CUDA_CHECK(cudaMemcpyAsync(c->staging, (const char *)src + off, n, cudaMemcpyDeviceToHost, c->stream));
-        DG_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-        memcpy((char *)dst + off, c->staging, n);
-    }
-    return DG_OK;
 }
 
 static dg_status gpu_sync(dg_backend *be) {
@@ -383,8 +351,8 @@ static const dg_backend_i gpu_iface = {
     /* .free          = */ gpu_free,
     /* .alloc         = */ gpu_alloc,
     /* .release       = */ gpu_release,
-    /* .upload        = */ gpu_upload,
-    /* .download      = */ gpu_download,
+    /* .upload        = */ dg__gpu_upload,
+    /* .download      = */ dg__gpu_download,
     /* .sync          = */ gpu_sync,
     /* .supports      = */ gpu_supports,
     /* .compute       = */ gpu_compute,
@@ -396,6 +364,8 @@ static const dg_backend_i gpu_iface = {
     /* .event_record  = */ gpu_event_record,
     /* .event_elapsed = */ gpu_event_elapsed,
     /* .group         = */ dg__gpu_group,
+    /* .host_alloc    = */ dg__gpu_host_alloc,
+    /* .host_free     = */ dg__gpu_host_free,
 };
 
 static dg_status gpu_init(gpu_ctx *c) {
@@ -415,9 +385,7 @@ static dg_status gpu_init(gpu_ctx *c) {
     c->cublas_tf32 = false;
     c->scratch_floats = SCRATCH_FLOATS;
     DG_CUDA_CHECK(cudaMalloc(&c->scratch, c->scratch_floats * sizeof(float)));
-    c->staging_bytes = STAGING_BYTES;
-    DG_CUDA_CHECK(cudaMallocHost((void **)&c->staging, c->staging_bytes));
-    return DG_OK;
+    return dg__gpu_staging_init(c);
 }
 
 /* ---- is there a usable device: absent (nothing to use) or broken (a

@@ -79,6 +79,10 @@ bool      dg_gpu_faulted(const dg_backend *be, char *why, size_t n);
  * pointer, which leaves the device faulted. Returns DG_ERR_BACKEND. */
 dg_status dg_gpu_inject_fault(dg_backend *be);
 
+/* A host <-> device copy handed to cudaMemcpyAsync as it is, waited for:
+ * for pageable host memory the CUDA driver stages it itself. The bench's
+ * reference for the backend's own staging (dg_backend_upload/download). */
+dg_status dg_gpu_copy_unstaged(dg_backend *be, void *dst, const void *src, size_t bytes, bool upload);
 /* Device-to-device copy on the backend's stream (the bandwidth ceiling). */
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes);
 

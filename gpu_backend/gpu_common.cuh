@@ -21,7 +21,8 @@ struct gpu_ctx {
     bool           cublas_tf32;    /* the handle's math mode: TF32 tensor ops or default */
     void          *cublas_ws;      /* fixed workspace: cuBLAS is graph-capture safe */
     size_t         cublas_ws_bytes;
-    float         *staging;        /* pinned host buffer for uploads/downloads */
+    float         *staging;        /* pinned host buffer for pageable copies, */
+    cudaEvent_t    staged[2];      /* in two halves (gpu_transfer.cu)         */
     float         *scratch;        /* device partial sums of two-pass reductions,  */
     size_t         scratch_floats; /* allocated once: runs stay allocation-free     */
     size_t         staging_bytes;
@@ -125,6 +126,14 @@ static __device__ __forceinline__ long long window_at(long long i, long long k, 
     t /= stride;
     return t < out ? t : -1;
 }
+
+/* gpu_transfer.cu: host <-> device copies and pinned host memory */
+dg_status dg__gpu_staging_init(gpu_ctx *c);
+void      dg__gpu_staging_free(gpu_ctx *c);
+dg_status dg__gpu_upload(dg_backend *be, void *dst, const void *src, size_t bytes);
+dg_status dg__gpu_download(dg_backend *be, void *dst, const void *src, size_t bytes);
+dg_status dg__gpu_host_alloc(dg_backend *be, size_t bytes, void **out);
+void      dg__gpu_host_free(dg_backend *be, void *ptr);
 
 /* gpu_collective.cu: all_reduce over NCCL on the comm stream; before a
  * step, the compute stream waits for the all-reduces whose memory the step

@@ -82,6 +82,12 @@ if [ -n "${DG_SWEEP:-}" ]; then
             > "$out/torch_peer.log" 2>&1
         summary="$summary\ntorch_peer: exit $? :: $(tail -12 "$out/torch_peer.log")"
     fi
+    # PyTorch's host-device copies from pinned and pageable tensors, beside the ceiling's
+    if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/ceiling.csv" ]; then
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_ops_peer.py --out "$out/bench" \
+            --no-ops --no-gemm --transfers > "$out/torch_transfer_peer.log" 2>&1
+        summary="$summary\ntorch transfers: exit $? :: $(grep -c ' ok$' "$out/torch_transfer_peer.log") ok rows"
+    fi
     # PyTorch's scaled_dot_product_attention at the attention sweep's peer shapes
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/attention.csv" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_attention_peer.py --out "$out/bench" \

@@ -186,6 +186,29 @@ Test(seams, backend_interface_version_is_checked) {
     cr_assert(strstr(dg_last_error(), "version"), "%s", dg_last_error());
 }
 
+Test(seams, cpu_host_memory_is_aligned_usable_and_checked) {
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    size_t sizes[] = {0, 1, 63, 65, 4096};
+    for (int i = 0; i < 5; i++) {
+        unsigned char *p = NULL;
+        ASSERT_OK(dg_backend_host_alloc(be, sizes[i], (void **)&p));
+        cr_assert_not_null(p);
+        cr_assert_eq((uintptr_t)p % 64, 0, "%zu bytes at %p: not 64-byte aligned", sizes[i], (void *)p);
+        memset(p, 0xab, sizes[i]); /* ASan: every byte asked for is there */
+        dg_backend_host_free(be, p);
+    }
+    void *p = &p;
+    cr_assert_eq(dg_backend_host_alloc(NULL, 8, &p), DG_ERR_INVALID);
+    cr_assert_eq(dg_backend_host_alloc(be, 8, NULL), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "dg_backend_host_alloc"), "%s", dg_last_error());
+    cr_assert_eq(dg_backend_host_alloc(be, SIZE_MAX - 8, &p), DG_ERR_OOM, "a size that overflows the rounding");
+    cr_assert_null(p);
+    dg_backend_host_free(be, NULL);
+    dg_backend_host_free(NULL, NULL);
+    dg_backend_free(be);
+}
+
 Test(seams, supports_sees_the_node) {
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 1));

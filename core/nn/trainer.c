@@ -22,7 +22,9 @@ typedef struct trainer {
     dg_plan      *eval;                      /* on replica 0, its parameters      */
     /* each replica's resident copy of the data set (not copy_batches) */
     void     *dev_x[DG_DP_MAX_REPLICAS], *dev_y[DG_DP_MAX_REPLICAS], *dev_perm[DG_DP_MAX_REPLICAS];
-    float    *host_x;                        /* one slice / eval batch on the host */
+    /* copy_batches: one slice on the host, in pinned memory (replica 0's
+     * backend allocates it; it serves every replica) */
+    float    *host_x;
     int32_t  *host_y, *perm;
     float    *logits;
 } trainer;
@@ -56,8 +58,8 @@ static void trainer_free(trainer *t) {
         dg_backend_release(t->be[r], t->dev_y[r]);
         dg_backend_release(t->be[r], t->dev_perm[r]);
     }
-    free(t->host_x);
-    free(t->host_y);
+    dg_backend_host_free(t->be[0], t->host_x);
+    dg_backend_host_free(t->be[0], t->host_y);
     free(t->perm);
     free(t->logits);
 }
@@ -186,11 +188,13 @@ dg_status dg_train_multi(dg_backend *const *bes, int replicas, const dg_train_op
         st = dg__fail(DG_ERR_INVALID, "train: model %s takes %lld features into %d classes; the data set has %d "
                       "features and %d classes", t.model.name, (long long)dg_shape_numel(t.model.in_shape), classes,
                       dim, train->classes);
-    t.host_x = malloc((size_t)per * dim * sizeof(float));
-    t.host_y = malloc((size_t)per * sizeof(int32_t));
+    if (st == DG_OK && o->copy_batches)
+        st = dg_backend_host_alloc(t.be[0], (size_t)per * dim * sizeof(float), (void **)&t.host_x);
+    if (st == DG_OK && o->copy_batches)
+        st = dg_backend_host_alloc(t.be[0], (size_t)per * sizeof(int32_t), (void **)&t.host_y);
     t.perm = malloc((size_t)n * sizeof(int32_t));
     t.logits = malloc((size_t)eb * classes * sizeof(float));
-    if (st == DG_OK && (!t.host_x || !t.host_y || !t.perm || !t.logits)) st = dg__fail(DG_ERR_OOM, "train: out of memory");
+    if (st == DG_OK && (!t.perm || !t.logits)) st = dg__fail(DG_ERR_OOM, "train: out of memory");
     if (st == DG_OK && !o->copy_batches) st = upload_dataset(&t, train, n);
     for (int i = 0; i < n && t.perm; i++) t.perm[i] = i;
     dg_rng rng = dg_rng_new(o->seed ^ 0x5eedu);
