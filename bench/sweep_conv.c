@@ -24,8 +24,10 @@
  * K = o/groups; backward-weight M = o/groups, N = c/groups*kh*kw,
  * K = batch*oh*ow. flops = 2*batch*o*oh*ow*(c/groups)*kh*kw in every
  * direction, bytes = the node's two inputs and its output, scratch_bytes =
- * dg_node_scratch_bytes of the timed node (the im2col columns; gpu-implicit
- * needs none, but the plan still reserves them, so its rows show them). */
+ * dg_backend_scratch_bytes of the timed node with the row's kernels (the
+ * im2col columns; for gpu-implicit none, or backward-weight's split
+ * partials). The GPU plan is made with im2col selected, so it reserves the
+ * columns and both GPU implementations run on it. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +59,7 @@ static const long long quick_batches[] = {1, 8};
 enum { IN_X, IN_W, IN_DY };
 static const int dir_inputs[CONV_N_DIRS][2] = {{IN_X, IN_W}, {IN_DY, IN_W}, {IN_DY, IN_X}};
 
-static void select_conv(bench_ctx *ctx, bool implicit) {
+static void select_conv(const bench_ctx *ctx, bool implicit) {
 #ifdef DG_HAVE_CUDA
     if (ctx->gpu) dg_gpu_set_conv(ctx->gpu, implicit ? DG_GPU_CONV_IMPLICIT : DG_GPU_CONV_IM2COL);
 #else
@@ -67,7 +69,7 @@ static void select_conv(bench_ctx *ctx, bool implicit) {
 }
 
 /* the backend's own choice again, for the rows and sweeps that follow */
-static void restore_conv(bench_ctx *ctx) {
+static void restore_conv(const bench_ctx *ctx) {
 #ifdef DG_HAVE_CUDA
     if (ctx->gpu) dg_gpu_set_conv(ctx->gpu, DG_GPU_CONV_DEFAULT);
 #else
@@ -212,11 +214,15 @@ static bench_row row_of(const bench_ctx *ctx, const conv_problem *pb, int d, con
     int64_t r = g.cg * g.kh * g.kw, cols = g.n * g.cols;
     int64_t mnk[CONV_N_DIRS][3] = {{g.og, cols, r}, {r, cols, g.og}, {g.og, r, cols}};
     dg_cost cost = dg_node_cost(nd);
+    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
+    select_conv(ctx, im->implicit);
+    size_t scratch = be ? dg_backend_scratch_bytes(be, nd) : dg_node_scratch_bytes(nd);
+    restore_conv(ctx);
     return (bench_row){.sweep = "conv", .name = pb->name[d], .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
                        .m = mnk[d][0], .n = mnk[d][1], .k = mnk[d][2], .batch = pb->batch,
                        .threads = ctx->threads, .transfer = im->transfer, .warmup = ctx->timing.warmup,
                        .st = BENCH_NO_STATS, .flops = cost.flops, .bytes = cost.bytes,
-                       .scratch_bytes = (int64_t)dg_node_scratch_bytes(nd), .max_rel_err = NAN,
+                       .scratch_bytes = (int64_t)scratch, .max_rel_err = NAN,
                        .check = CONV_CHECK_WORD};
 }
 
@@ -309,7 +315,9 @@ static void run_backend(bench_ctx *ctx, conv_problem *pb, bool gpu, cpu_pred *pr
     if (!n_run) return;
     dg_backend *be = gpu ? ctx->gpu : ctx->cpu;
     dg_plan *p = NULL;
+    select_conv(ctx, false); /* the im2col columns reserved: every implementation runs on this plan */
     dg_status st = dg_plan_new(&p, pb->g, be, pb->out, CONV_N_DIRS, &(dg_plan_opts){0});
+    restore_conv(ctx);
     char why[256];
     snprintf(why, sizeof why, "%s", st != DG_OK ? dg_last_error() : "");
     for (int i = 0; i < CONV_N_IMPLS; i++)

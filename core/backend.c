@@ -65,6 +65,11 @@ dg_status dg_backend_download(dg_backend *be, void *dst, const void *src, size_t
     return st != DG_OK || !bytes ? st : be->iface->download(be, dst, src, bytes);
 }
 
+size_t dg_backend_scratch_bytes(const dg_backend *be, const dg_node *n) {
+    if (!be || !n) return 0;
+    return be->iface->scratch_bytes ? be->iface->scratch_bytes(be, n) : dg_node_scratch_bytes(n);
+}
+
 dg_status dg_backend_host_alloc(dg_backend *be, size_t bytes, void **out) {
     if (!be || !out) return null_arg("dg_backend_host_alloc", be ? "out" : "backend");
     *out = NULL;

@@ -70,6 +70,11 @@ dg_status   dg_backend_compute(dg_backend *be, const dg_step *s);
 dg_status   dg_backend_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
                                    size_t row_bytes);
 size_t      dg_backend_n_allocs(const dg_backend *be);
+/* The working memory (bytes) the backend's step for n needs, which a plan
+ * reserves for it: dg_node_scratch_bytes(n) unless the backend's own
+ * algorithm needs another amount (the GPU's implicit-GEMM convolutions need
+ * no im2col columns). 0 for a NULL backend or node. */
+size_t      dg_backend_scratch_bytes(const dg_backend *be, const dg_node *n);
 /* Data parallelism: joins n >= 2 backends of one kind, one per device, into
  * a group whose plans' all_reduce nodes average over the group (the same
  * graph planned on each; dg_dp_new does this). For the life of the

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define DG_BACKEND_IFACE_VERSION 4
+#define DG_BACKEND_IFACE_VERSION 5
 
 typedef struct dg_backend_i {
     int          version;   /* DG_BACKEND_IFACE_VERSION the backend was written for */
@@ -49,6 +49,11 @@ typedef struct dg_backend_i {
      * optional: NULL for a backend whose copies are memcpy (aligned malloc). */
     dg_status   (*host_alloc)(dg_backend *be, size_t bytes, void **out);
     void        (*host_free)(dg_backend *be, void *ptr);
+    /* Version 5. The working memory this backend's step for n needs (a plan
+     * reserves it beside the step's buffers); optional: NULL means
+     * dg_node_scratch_bytes(n), what the portable algorithms need (the im2col
+     * columns of a convolution). */
+    size_t      (*scratch_bytes)(const dg_backend *be, const dg_node *n);
 } dg_backend_i;
 
 struct dg_backend {

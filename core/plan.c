@@ -270,7 +270,7 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
             const dg_node *sd = x->side[j];
             p->bufs[p->n_bufs++] = (dg_plan_buffer){sd->id, 0, dg_node_bytes(sd), id, last[sd->id], false};
         }
-        size_t scratch = dg_node_scratch_bytes(x);
+        size_t scratch = dg_backend_scratch_bytes(be, x);
         if (scratch) p->bufs[p->n_bufs++] = (dg_plan_buffer){id, 0, scratch, id, id, true};
     }
     size_t arena = place_buffers(p->bufs, p->n_bufs, !o.no_reuse);

@@ -177,6 +177,7 @@ static const dg_backend_i cpu_iface = {
     /* host memory: the core's aligned malloc (copies are memcpy) */
     /* .host_alloc = */ NULL,
     /* .host_free  = */ NULL,
+    /* .scratch_bytes = */ NULL, /* dg_node_scratch_bytes: im2col columns */
 };
 
 dg_status dg_cpu_backend_new(dg_backend **out, int threads) {

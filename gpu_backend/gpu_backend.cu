@@ -161,6 +161,13 @@ static bool gpu_supports(const dg_backend *be, const dg_node *n) {
     return true;
 }
 
+/* a convolution's scratch depends on the kernels selected (dg_gpu_set_conv) */
+static size_t gpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
+    if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT)
+        return dg__gpu_conv_scratch_bytes(gpu_of(be), n);
+    return dg_node_scratch_bytes(n);
+}
+
 static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     switch (s->node->op) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
@@ -366,6 +373,7 @@ static const dg_backend_i gpu_iface = {
     /* .group         = */ dg__gpu_group,
     /* .host_alloc    = */ dg__gpu_host_alloc,
     /* .host_free     = */ dg__gpu_host_free,
+    /* .scratch_bytes = */ gpu_scratch_bytes,
 };
 
 static dg_status gpu_init(gpu_ctx *c) {

@@ -21,7 +21,12 @@ typedef enum dg_gpu_gemm {
 /* How conv2d and its backward ops run (every node of those ops on this
  * backend): the geometry is core/layout.h's dg_conv_dims either way. The
  * default is IMPLICIT; a node whose sizes overflow its 32-bit indexing
- * runs as IM2COL. */
+ * runs as IM2COL. A plan reserves the scratch its convolutions need with
+ * the kernels selected when it is made (dg_backend_scratch_bytes): made
+ * with IMPLICIT it holds no im2col columns, and a convolution of it run
+ * after switching to IM2COL fails with DG_ERR_INVALID and says so; made
+ * with IM2COL it runs with either. A plan that replays a CUDA graph keeps
+ * the kernels of the run it captured. */
 typedef enum dg_gpu_conv {
     DG_GPU_CONV_IM2COL,   /* im2col into the step's scratch + cuBLAS GEMMs  */
     DG_GPU_CONV_IMPLICIT, /* the project's implicit-GEMM kernels: columns

@@ -175,6 +175,8 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
                         long long sa, long long sb, long long sc);
 /* gpu_conv.cu; conv_fits: the node's GEMM dimensions fit cuBLAS's int */
 bool      dg__gpu_conv_fits(const dg_node *n);
+/* the scratch a conv node's step needs with the kernels selected now */
+size_t    dg__gpu_conv_scratch_bytes(const gpu_ctx *c, const dg_node *n);
 dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s);

@@ -118,7 +118,9 @@ static dg_status check_step(const dg_step *s) {
                         dg_op_name(nd->op));
     if (dg_node_scratch_bytes(nd) && !s->scratch)
         return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (%s): the step gives no scratch for its %zu bytes of "
-                        "im2col columns", nd->name, dg_op_name(nd->op), dg_node_scratch_bytes(nd));
+                        "im2col columns (a plan made while the implicit kernels were selected reserves none: make "
+                        "it after dg_gpu_set_conv(be, DG_GPU_CONV_IM2COL))", nd->name, dg_op_name(nd->op),
+                        dg_node_scratch_bytes(nd));
     return DG_OK;
 }
 

@@ -735,13 +735,32 @@ static dg_status launch_weight(gpu_ctx *c, const dg_conv_dims &d, const float *d
     return DG_OK;
 }
 
+/* backward_weight's tile: the split count, not the tile, fills the SMs, so
+ * the largest tile that fits */
+static ig_tile weight_tile(const dg_conv_dims &d) {
+    long long ncols = d.cg * d.kh * d.kw;
+    return d.og <= 64 ? (ncols <= 64 ? IG_64x64 : IG_64x128) : IG_128x128;
+}
+
+/* With the implicit kernels selected: no columns for the forward and
+ * backward-data, and for backward-weight the partials of the split count
+ * that the im2col columns' room would allow (so the split, and the result,
+ * are those of a plan that reserved the columns). Else the columns. */
+size_t dg__gpu_conv_scratch_bytes(const gpu_ctx *c, const dg_node *n) {
+    size_t cols = dg_node_scratch_bytes(n);
+    if (c->conv != DG_GPU_CONV_IMPLICIT || !dg__gpu_conv_implicit_fits(n)) return cols;
+    if (n->op != DG_OP_CONV2D_BACKWARD_WEIGHT) return 0;
+    dg_conv_dims d = dg_conv_dims_of(n);
+    long long splits = weight_splits(c, d, weight_tile(d), cols);
+    return splits > 1 ? (size_t)splits * (size_t)(d.o * d.cg * d.kh * d.kw) * sizeof(float) : 0;
+}
+
 /* (dy [n,o,oh,ow], x [n,c,h,w]) -> dw [o,cg,kh,kw] */
 dg_status dg__gpu_conv2d_backward_weight_implicit(gpu_ctx *c, const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
-    long long ncols = d.cg * d.kh * d.kw;
-    /* the split count, not the tile, fills the SMs: the largest tile that fits */
-    ig_tile tile = d.og <= 64 ? (ncols <= 64 ? IG_64x64 : IG_64x128) : IG_128x128;
-    size_t scratch_bytes = s->scratch ? dg_node_scratch_bytes(s->node) : 0;
+    ig_tile tile = weight_tile(d);
+    /* the room the plan reserved (the columns, or what the line above asks) */
+    size_t scratch_bytes = s->scratch ? dg__gpu_conv_scratch_bytes(c, s->node) : 0;
     return launch_weight(c, d, (const float *)s->in[0], (const float *)s->in[1], (float *)s->out,
                          (float *)s->scratch, tile, weight_splits(c, d, tile, scratch_bytes));
 }

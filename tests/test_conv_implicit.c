@@ -271,3 +271,70 @@ Test(conv_implicit, same_bits_run_to_run) {
     }
     dg_backend_free(be);
 }
+
+/* A plan reserves the scratch of the kernels selected when it is made:
+ * with the implicit kernels no im2col columns (backward-weight only its
+ * split partials), so its arena is smaller; a plan made with im2col runs
+ * the implicit kernels too, with the same split and so the same bits; a
+ * plan made with the implicit kernels refuses im2col with a message
+ * instead of writing columns into memory it never reserved. */
+Test(conv_implicit, scratch_follows_the_kernels_selected_at_planning) {
+    dg_backend *be = gpu_open_or_skip(NULL);
+    conv_case cc;
+    conv_case_new(&cc, &geos[N_GEOS - 1], test_seed()); /* split-K: backward-weight has partials */
+    const dg_node *y = cc.out[0], *dx = cc.out[1], *dw = cc.out[2];
+    dg_gpu_set_conv(be, DG_GPU_CONV_IMPLICIT);
+    cr_assert_eq(dg_backend_scratch_bytes(be, y), 0);
+    cr_assert_eq(dg_backend_scratch_bytes(be, dx), 0);
+    size_t partials = dg_backend_scratch_bytes(be, dw);
+    cr_assert(partials > 0 && partials < dg_node_scratch_bytes(dw), "partials %zu, columns %zu", partials,
+              dg_node_scratch_bytes(dw));
+    dg_plan *implicit_plan, *im2col_plan;
+    dg_gpu_set_conv(be, DG_GPU_CONV_IMPLICIT);
+    ASSERT_OK(dg_plan_new(&implicit_plan, cc.g, be, cc.out, 3, NULL));
+    dg_gpu_set_conv(be, DG_GPU_CONV_IM2COL);
+    cr_assert_eq(dg_backend_scratch_bytes(be, y), dg_node_scratch_bytes(y));
+    ASSERT_OK(dg_plan_new(&im2col_plan, cc.g, be, cc.out, 3, NULL));
+    size_t a_impl = dg_plan_stats_get(implicit_plan).arena_bytes, a_cols = dg_plan_stats_get(im2col_plan).arena_bytes;
+    cr_assert(a_impl < a_cols, "arena with the implicit kernels %zu, with im2col %zu", a_impl, a_cols);
+
+    /* the implicit kernels on both plans: the same bits */
+    dg_gpu_set_conv(be, DG_GPU_CONV_IMPLICIT);
+    dg_node *ins[3] = {cc.x, cc.w, cc.dy};
+    float *got[2][3];
+    dg_plan *plans[2] = {implicit_plan, im2col_plan};
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 3; k++) ASSERT_OK(dg_plan_set(plans[i], ins[k], cc.in[k], dg_node_bytes(ins[k])));
+        ASSERT_OK(dg_plan_run(plans[i]));
+        for (int k = 0; k < 3; k++) {
+            got[i][k] = malloc(dg_node_bytes(cc.out[k]));
+            cr_assert_not_null(got[i][k]);
+            ASSERT_OK(dg_plan_get(plans[i], cc.out[k], got[i][k], dg_node_bytes(cc.out[k])));
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        cr_assert(memcmp(got[0][k], got[1][k], dg_node_bytes(cc.out[k])) == 0,
+                  "%s differs between the plan made with implicit kernels and the one made with im2col",
+                  out_names[k]);
+        free(got[0][k]);
+        free(got[1][k]);
+    }
+
+    /* im2col on a plan without columns: refused, and named. (A plan that
+     * replays a CUDA graph, as both above after their first run, keeps the
+     * kernels it captured: this one does not replay, so it meets the
+     * switch.) */
+    dg_plan *unreplayed;
+    ASSERT_OK(dg_plan_new(&unreplayed, cc.g, be, cc.out, 3, &(dg_plan_opts){.no_replay = true}));
+    for (int k = 0; k < 3; k++) ASSERT_OK(dg_plan_set(unreplayed, ins[k], cc.in[k], dg_node_bytes(ins[k])));
+    dg_gpu_set_conv(be, DG_GPU_CONV_IM2COL);
+    cr_assert_eq(dg_plan_run(unreplayed), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "dg_gpu_set_conv"), "%s", dg_last_error());
+    ASSERT_OK(dg_backend_sync(be)); /* the backend goes on */
+    ASSERT_OK(dg_plan_run(im2col_plan));
+    dg_plan_free(unreplayed);
+    dg_plan_free(implicit_plan);
+    dg_plan_free(im2col_plan);
+    conv_case_free(&cc);
+    dg_backend_free(be);
+}

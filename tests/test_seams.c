@@ -209,6 +209,51 @@ Test(seams, cpu_host_memory_is_aligned_usable_and_checked) {
     dg_backend_free(be);
 }
 
+/* the plan reserves what the backend's scratch_bytes says, not the
+ * portable columns: a conv graph's arena with a hook that asks nothing,
+ * the default (dg_node_scratch_bytes), and one that asks 64 MiB */
+static size_t scratch_calls;
+static size_t scratch_none(const dg_backend *be, const dg_node *n) {
+    (void)be;
+    scratch_calls += n->op == DG_OP_CONV2D;
+    return 0;
+}
+static size_t scratch_big(const dg_backend *be, const dg_node *n) {
+    (void)be;
+    return n->op == DG_OP_CONV2D ? (size_t)64 << 20 : dg_node_scratch_bytes(n);
+}
+
+Test(seams, plan_reserves_the_backends_scratch) {
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_input(g, "x", DG_SHAPE(2, 8, 16, 16)), *w = dg_input(g, "w", DG_SHAPE(8, 8, 3, 3));
+    dg_node *y = dg_conv2d(g, x, w, NULL, (dg_conv2d_opts){.stride = {1, 1}, .pad = {1, 1}, .dilation = {1, 1}, .groups = 1});
+    cr_assert_not_null(y, "%s", dg_last_error());
+    cr_assert_gt(dg_node_scratch_bytes(y), 0, "im2col columns expected");
+    size_t arena[3];
+    const dg_backend_i *cpu_iface = be->iface;
+    dg_backend_i hooked = *cpu_iface;
+    size_t (*hooks[3])(const dg_backend *, const dg_node *) = {scratch_none, NULL, scratch_big};
+    for (int i = 0; i < 3; i++) {
+        hooked.scratch_bytes = hooks[i];
+        be->iface = &hooked;
+        dg_plan *p;
+        ASSERT_OK(dg_plan_new(&p, g, be, &y, 1, NULL));
+        arena[i] = dg_plan_stats_get(p).arena_bytes;
+        dg_plan_free(p);
+    }
+    be->iface = cpu_iface;
+    cr_assert_gt(scratch_calls, 0, "the plan never asked the backend");
+    cr_assert_eq(arena[0], dg_node_bytes(y), "no scratch: only y (%zu bytes), got %zu", dg_node_bytes(y), arena[0]);
+    cr_assert_geq(arena[1], dg_node_bytes(y) + dg_node_scratch_bytes(y));
+    cr_assert_geq(arena[2], ((size_t)64 << 20) + dg_node_bytes(y));
+    cr_assert_eq(dg_backend_scratch_bytes(be, y), dg_node_scratch_bytes(y));
+    cr_assert_eq(dg_backend_scratch_bytes(NULL, y), 0);
+    dg_graph_free(g);
+    dg_backend_free(be);
+}
+
 Test(seams, supports_sees_the_node) {
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 1));
