@@ -81,8 +81,74 @@ dg_status sweep_mlp(bench_ctx *ctx) {
     return DG_OK;
 }
 
+/* The CPU peers bench/numpy_mlp_peer.py appends to mlp.csv: the same step
+ * in NumPy (its BLAS: OpenBLAS on Debian) and in PyTorch eager on the CPU. */
+static const char *const peers[] = {"numpy", "torch-cpu"};
+#define N_PEERS (int)(sizeof peers / sizeof *peers)
+
+/* a cell: the row's median ms, its status where it has no time, "-" where there is no row */
+static const char *ms_cell(const csv_rec *r, char *buf, size_t n) {
+    if (!r) return "-";
+    if (!bench_row_measured(r) || !isfinite(r->median_ms)) return r->status;
+    snprintf(buf, n, "%.4g", r->median_ms);
+    return buf;
+}
+
+/* how many times longer the peer's step takes than duograd's, "-" where either has no time */
+static const char *ratio_cell(const csv_rec *duo, const csv_rec *peer, char *buf, size_t n) {
+    bool both = duo && peer && bench_row_measured(duo) && bench_row_measured(peer) && duo->median_ms > 0;
+    return bench_fmt_num(both ? peer->median_ms / duo->median_ms : NAN, "%.2fx", buf, n);
+}
+
+/* One table row per network and batch that a peer measured: duograd's cpu
+ * step (ms, GFLOP/s and its share of the CPU sgemm ceiling) beside each
+ * peer's. Nothing where mlp.csv has no peer rows, so older folders redraw
+ * as before. */
+static void report_peers(bench_report *rep, const bench_table *t) {
+    bool peer[N_PEERS] = {false}, any = false;
+    for (int i = 0; i < t->n; i++)
+        for (int p = 0; p < N_PEERS; p++)
+            if (!strcmp(t->r[i].impl, peers[p])) any = peer[p] = true;
+    if (!any) return;
+    FILE *f = rep->sum;
+    fprintf(f, "### MLP step on the CPU: duograd against its peers (bench/numpy_mlp_peer.py, same machine)\n\n"
+               "| widths | batch | duograd cpu ms | duograd GFLOP/s | of CPU sgemm ceiling |");
+    for (int p = 0; p < N_PEERS; p++)
+        if (peer[p]) fprintf(f, " %s ms | %s / duograd |", peers[p], peers[p]);
+    fprintf(f, "\n|---|---|---|---|---|");
+    for (int p = 0; p < N_PEERS; p++)
+        if (peer[p]) fprintf(f, "---|---|");
+    fprintf(f, "\n");
+    for (int wi = 0; wi < N_WIDTHS; wi++) {
+        long long batches[BENCH_MAX_PTS];
+        int nb = bench_table_ms(t, widths_list[wi], batches, 0, BENCH_MAX_PTS);
+        for (int b = 0; b < nb; b++) {
+            const csv_rec *duo = bench_table_row(t, widths_list[wi], "cpu", batches[b]), *pr[N_PEERS];
+            bool has_peer = false;
+            for (int p = 0; p < N_PEERS; p++) {
+                pr[p] = bench_table_row(t, widths_list[wi], peers[p], batches[b]);
+                has_peer |= pr[p] != NULL;
+            }
+            if (!has_peer) continue;
+            bool timed = duo && bench_row_measured(duo);
+            double gf = timed ? duo->gflops : NAN;
+            char c0[32], c1[32], c2[32], c3[32], c4[32];
+            fprintf(f, "| %s | %lld | %s | %s | %s |", widths_list[wi], batches[b], ms_cell(duo, c0, sizeof c0),
+                    bench_fmt_num(gf, "%.1f", c1, sizeof c1),
+                    bench_fmt_num(100 * gf / rep->ceil.cpu_gflops, "%.0f%%", c2, sizeof c2));
+            for (int p = 0; p < N_PEERS; p++)
+                if (peer[p])
+                    fprintf(f, " %s | %s |", ms_cell(pr[p], c3, sizeof c3), ratio_cell(duo, pr[p], c4, sizeof c4));
+            fprintf(f, "\n");
+        }
+    }
+    fprintf(f, "\n");
+}
+
 /* One chart per network: step time of cpu, gpu and gpu-graph over the batch
- * size, the crossover of the graph replay marked; the summary's crossovers. */
+ * size, the crossover of the graph replay marked, and the CPU peers' steps
+ * where mlp.csv has them; the summary's crossovers, and duograd's CPU step
+ * against its peers. */
 bool bench_report_mlp(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     fprintf(rep->sum, "## MLP training step (Adam), crossover in batch size\n\n"
@@ -100,6 +166,9 @@ bool bench_report_mlp(bench_report *rep, const bench_table *t) {
         bench_chart_add(&ch, c);
         bench_chart_add(&ch, g);
         bench_chart_add(&ch, gg);
+        /* the CPU peers' rows (bench/numpy_mlp_peer.py), where present */
+        for (int p = 0; p < N_PEERS; p++)
+            bench_chart_add(&ch, bench_pick(t, w, peers[p], "cpu", false, BENCH_MS, peers[p]));
         bench_series s0 = bench_speedup(&c, &gg, ""), s1 = bench_speedup(&c, &g, "");
         ch.vline = bench_crossover(&s0);
         bench_crossover_str(&s0, c0, sizeof c0);
@@ -108,5 +177,6 @@ bool bench_report_mlp(bench_report *rep, const bench_table *t) {
         bench_chart_draw(rep, &ch);
     }
     fprintf(rep->sum, "\n");
+    report_peers(rep, t);
     return true;
 }

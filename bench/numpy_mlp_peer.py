@@ -1,0 +1,677 @@
+#!/usr/bin/env python3
+"""numpy_mlp_peer.py: the NumPy (and PyTorch CPU) peer of `bench --sweep mlp`.
+
+Times the same training step as bench/sweep_mlp.c's cpu rows (the MLP of
+core/nn/mlp.c: linear layers with biases and ReLU between them, softmax
+cross-entropy averaged over the batch, backward, Adam with lr 1e-3) on the
+same widths, batch sizes, initial weights and data, in float32, and appends
+the rows to DIR/mlp.csv in that file's own column order. Run it right after
+duograd's sweep, on the same machine:
+
+    build/bench --sweep mlp --out DIR
+    python3 bench/numpy_mlp_peer.py --out DIR      # then: build/bench plot DIR
+
+Impls: "numpy" (NumPy float32; matmul is the BLAS NumPy loaded, OpenBLAS
+on Debian; buffers allocated once, ops in place) and "torch-cpu" (PyTorch
+eager on the CPU, torch.optim.Adam), the latter only where `import torch`
+works. Before timing, each impl's first step is checked against an
+independent float64 evaluation of the same step (the loss, and every
+parameter's update, with bench/check.h's BENCH_STEP_* tolerances), as
+duograd checks its rows: a failed check is a row with status "wrong" and
+no times. Timing follows bench/timing.c's rules and defaults.
+"""
+import argparse
+import datetime
+import gc
+import math
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import torch_peer as tp  # noqa: E402  the CSV code (it needs no torch)
+
+# ---- what bench/sweep_mlp.c times (tests/test_numpy_peer.py reads them
+# back out of the C sources, so a change there fails the test) ----
+
+WIDTHS_LIST = ("784-256-100-10", "784-1024-1024-10")  # widths_list; --quick: the first only
+DEFAULT_BATCHES = (32, 128, 512, 2048)                 # default_batches without --sweep all's 8192
+ALL_BATCHES = DEFAULT_BATCHES + (8192,)                # default_batches
+QUICK_BATCHES = (32, 256, 2048)                        # quick_batches
+SEED = 1                                               # bench_step_build: the model's seed
+LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8         # bench_mlp_step, dg_optim_default (core/optim.c)
+LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2                      # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL
+CHECK_WORD = "f64-loss+update"                         # BENCH_STEP_CHECK
+IMPLS = ("numpy", "torch-cpu")
+
+
+class PeerError(Exception):
+    """a refusal the user can act on: printed as one line, exit status 2"""
+
+
+def parse_widths(spec):
+    w = [int(v) for v in spec.split("-")]
+    if len(w) < 2 or min(w) < 1:
+        raise ValueError(f"bad widths '{spec}'")
+    return w
+
+
+def step_flops(widths, batch):
+    """as sweep_mlp.c counts a step: 6 flops per weight and row (forward 2,
+    backward 4); biases, ReLU, the loss and Adam are not counted"""
+    return 6.0 * batch * sum(a * b for a, b in zip(widths, widths[1:]))
+
+
+# ---- the same numbers as duograd: core/rng.h's splitmix64, vectorised ----
+
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def splitmix64(np, seed, n, skip=0):
+    """draws skip+1 .. skip+n of dg_rng_new(seed), as uint64"""
+    with np.errstate(over="ignore"):  # the C code's arithmetic is mod 2^64
+        k = np.arange(skip + 1, skip + n + 1, dtype=np.uint64)
+        z = np.uint64((seed ^ GOLDEN) & (2**64 - 1)) + k * np.uint64(GOLDEN)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def uniform(np, draws):
+    """dg_rng_uniform: the top 53 bits, in [0, 1)"""
+    return (draws >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def init_params(np, widths, seed=SEED):
+    """dg_mlp_new's parameters, float32 as a fresh plan holds them: W_i
+    [w_i, w_i+1] ~ N(0, sqrt(gain / w_i)) from seed * 1000 + i (gain 2, 1 for
+    logistic regression), drawn by dg_rng_normal (Box-Muller, one value per
+    two uniforms); b_i = 0. Order: W0, b0, W1, b1, ..."""
+    layers = len(widths) - 1
+    gain = 1.0 if layers == 1 else 2.0
+    params = []
+    for i in range(layers):
+        n = widths[i] * widths[i + 1]
+        u = uniform(np, splitmix64(np, seed * 1000 + i, 2 * n))
+        u1 = np.maximum(u[0::2], 1e-300)
+        normal = np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586 * u[1::2])
+        std = float(np.float32(math.sqrt(gain / widths[i])))  # dg_init's b is a float
+        params.append((std * normal).astype(np.float32).reshape(widths[i], widths[i + 1]))
+        params.append(np.zeros(widths[i + 1], np.float32))
+    return params
+
+
+def make_batch(np, widths, batch):
+    """sweep_mlp.c's data: x [batch, w0] uniform in [0, 1), then y [batch]
+    uniform over the classes, from dg_rng_new(batch)"""
+    n = batch * widths[0]
+    x = uniform(np, splitmix64(np, batch, n)).astype(np.float32).reshape(batch, widths[0])
+    y = (splitmix64(np, batch, batch, skip=n) % np.uint64(widths[-1])).astype(np.int64)
+    return x, y
+
+
+# ---- the float64 reference: the step from its definitions, written apart
+# from the timed impls (a bug in an impl's step is not repeated here) ----
+
+def reference_gradients(np, params, x, y):
+    """the loss and d loss / d param of the step, float64, allocating freely:
+    z_i = h_i W_i + b_i, h_i+1 = relu(z_i) but for the last layer;
+    loss = mean over rows of log-sum-exp(z) - z[label]"""
+    Ws, bs = params[0::2], params[1::2]
+    L, B = len(Ws), x.shape[0]
+    hs, zs = [x], []
+    for i in range(L):
+        z = hs[-1] @ Ws[i] + bs[i]
+        zs.append(z)
+        hs.append(z if i == L - 1 else np.where(z > 0, z, 0.0))
+    logits, rows = zs[-1], np.arange(B)
+    top = logits.max(axis=1)
+    lse = top + np.log(np.exp(logits - top[:, None]).sum(axis=1))
+    loss = float(np.mean(lse - logits[rows, y]))
+    d = np.exp(logits - lse[:, None])  # softmax; minus the one-hot, over B: d loss / d logits
+    d[rows, y] -= 1.0
+    d /= B
+    grads = [None] * (2 * L)
+    for i in reversed(range(L)):
+        grads[2 * i] = hs[i].T @ d
+        grads[2 * i + 1] = d.sum(axis=0)
+        if i > 0:
+            d = (d @ Ws[i].T) * (zs[i - 1] > 0)
+    return loss, grads
+
+
+def reference_first_update(np, grads):
+    """Adam's first step (t = 1) as Kingma and Ba write it: m, v from zero,
+    bias-corrected, w -= lr m_hat / (sqrt(v_hat) + eps); returns the changes"""
+    out = []
+    for g in grads:
+        m, v = (1 - BETA1) * g, (1 - BETA2) * g * g
+        m_hat, v_hat = m / (1 - BETA1), v / (1 - BETA2)
+        out.append(-LR * m_hat / (np.sqrt(v_hat) + EPS))
+    return out
+
+
+def reference_step(np, params32, x, y):
+    """(loss, the parameters' changes) of the first step in float64, from
+    the float32 initial values the impls start from"""
+    p64 = [p.astype(np.float64) for p in params32]
+    loss, grads = reference_gradients(np, p64, x.astype(np.float64), y)
+    return loss, reference_first_update(np, grads)
+
+
+def check_error(np, loss, before, after, ref):
+    """bench_step_error for a model without running statistics: the loss's
+    relative error, and || delta - delta_ref || / || delta_ref || over all
+    parameters as one vector (float64); NaN counts as infinite"""
+    ref_loss, ref_delta = ref
+    loss_err = abs(loss - ref_loss) / max(abs(ref_loss), 1e-30)
+    num = den = 0.0
+    for b, a, d in zip(before, after, ref_delta):
+        diff = a.astype(np.float64) - b.astype(np.float64) - d
+        num += float(np.sum(diff * diff))
+        den += float(np.sum(d * d))
+    upd_err = math.sqrt(num / max(den, 1e-300))
+    return (math.inf if math.isnan(loss_err) else loss_err), (math.inf if math.isnan(upd_err) else upd_err)
+
+
+# ---- the timed impls: step() runs one training step and returns its loss;
+# params() gives the current parameters as float32 NumPy arrays ----
+
+class NumpyStep:
+    """The step in NumPy float32 as a careful NumPy user writes it: every
+    buffer allocated once, elementwise ops in place, the matmuls straight
+    to BLAS sgemm (transposes as strided views, no copies); Adam with its
+    bias correction folded into the step size, as cpu_backend/cpu_optim.c."""
+
+    def __init__(self, np, widths, params, x, y):
+        self.np, f = np, np.float32
+        self.W = [p.astype(f) for p in params[0::2]]
+        self.b = [p.astype(f) for p in params[1::2]]
+        self.x, self.y = np.ascontiguousarray(x, f), y
+        B = x.shape[0]
+        self.rows, self.inv_batch = np.arange(B), 1.0 / B
+        self.h = [np.empty((B, w), f) for w in widths[1:]]   # layer outputs, ReLU applied in place
+        self.dz = [np.empty((B, w), f) for w in widths[1:]]  # d loss / d pre-activation
+        self.grad = [np.empty_like(p) for p in self._flat()]
+        self.m = [np.zeros_like(p) for p in self._flat()]
+        self.v = [np.zeros_like(p) for p in self._flat()]
+        self.tmp = [np.empty_like(p) for p in self._flat()]
+        self.t = 0
+
+    def _flat(self):
+        return [p for pair in zip(self.W, self.b) for p in pair]
+
+    def params(self):
+        return [p.copy() for p in self._flat()]
+
+    def gradients(self):
+        """forward, loss, backward into self.grad; returns the loss"""
+        np, L = self.np, len(self.W)
+        a = self.x
+        for i in range(L):
+            z = self.h[i]
+            np.matmul(a, self.W[i], out=z)
+            z += self.b[i]
+            if i + 1 < L:
+                np.maximum(z, 0, out=z)
+            a = z
+        logits, p = a, self.dz[L - 1]
+        top = logits.max(axis=1, keepdims=True)
+        np.subtract(logits, top, out=p)
+        np.exp(p, out=p)
+        s = p.sum(axis=1, keepdims=True)
+        loss = float(np.mean(np.log(s[:, 0]) + top[:, 0] - logits[self.rows, self.y]))
+        p /= s
+        p[self.rows, self.y] -= 1.0
+        p *= self.inv_batch
+        dz = p
+        for i in reversed(range(L)):
+            np.matmul(self.x.T if i == 0 else self.h[i - 1].T, dz, out=self.grad[2 * i])
+            np.sum(dz, axis=0, out=self.grad[2 * i + 1])
+            if i > 0:
+                np.matmul(dz, self.W[i].T, out=self.dz[i - 1])
+                self.relu_backward(self.dz[i - 1], self.h[i - 1])
+                dz = self.dz[i - 1]
+        return loss
+
+    @staticmethod
+    def relu_backward(d, out):
+        """d *= relu'(z), in place: ReLU's output is > 0 exactly where its input was"""
+        d *= out > 0
+
+    def step_size(self):
+        """(lr_t, eps_t) of step t: Adam's bias correction folded in, as
+        cpu_backend/cpu_optim.c folds it"""
+        c2 = math.sqrt(1.0 - BETA2**self.t)
+        return LR * c2 / (1.0 - BETA1**self.t), EPS * c2
+
+    def adam(self):
+        np = self.np
+        self.t += 1
+        lr_t, eps_t = self.step_size()
+        for w, g, m, v, tmp in zip(self._flat(), self.grad, self.m, self.v, self.tmp):
+            m *= BETA1
+            np.multiply(g, 1.0 - BETA1, out=tmp)
+            m += tmp
+            v *= BETA2
+            np.multiply(g, g, out=tmp)
+            tmp *= 1.0 - BETA2
+            v += tmp
+            np.sqrt(v, out=tmp)
+            tmp += eps_t
+            np.divide(m, tmp, out=tmp)
+            tmp *= lr_t
+            w -= tmp
+
+    def step(self):
+        loss = self.gradients()
+        self.adam()
+        return loss
+
+
+class TorchStep:
+    """The step in PyTorch eager on the CPU: addmm and ReLU, F.cross_entropy
+    (mean over the batch), backward, torch.optim.Adam with the same
+    hyper-parameters. The weights are [in, out], as duograd's."""
+
+    def __init__(self, np, widths, params, x, y):
+        import torch
+        self.torch = torch
+        self.p = [torch.tensor(p, dtype=torch.float32, requires_grad=True) for p in params]
+        self.x = torch.from_numpy(np.ascontiguousarray(x, np.float32))
+        self.y = torch.from_numpy(y.astype(np.int64))
+        self.opt = torch.optim.Adam(self.p, lr=LR, betas=(BETA1, BETA2), eps=EPS)
+
+    def params(self):
+        return [p.detach().numpy().copy() for p in self.p]
+
+    def step(self):
+        import torch.nn.functional as F
+        self.opt.zero_grad(set_to_none=True)
+        a, L = self.x, len(self.p) // 2
+        for i in range(L):
+            a = self.torch.addmm(self.p[2 * i + 1], a, self.p[2 * i])
+            if i + 1 < L:
+                a = self.torch.relu(a)
+        loss = F.cross_entropy(a, self.y)
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+
+def first_step_error(np, impl, ref):
+    """runs impl's first step from fresh parameters: (loss err, update err)"""
+    before = impl.params()
+    loss = float(impl.step())
+    return check_error(np, loss, before, impl.params(), ref)
+
+
+# ---- timing: bench/timing.c's rules and bench's defaults ----
+
+class Timing:
+    def __init__(self, warmup=2, warmup_time=0.0, reps=5, min_time=0.1, max_reps=10000, max_cv=5.0, retries=2):
+        self.warmup, self.warmup_time, self.reps, self.min_time = warmup, warmup_time, reps, min_time
+        self.max_reps, self.max_cv, self.retries = max(max_reps, reps), max_cv, retries
+
+
+def run_once(fn):
+    t0 = time.perf_counter()
+    fn()
+    return 1e3 * (time.perf_counter() - t0)
+
+
+def time_reps(fn, t, warm_ms):
+    """timed runs until --reps and --min-time, or --max-reps; a run longer
+    than the whole time budget needs only 3 (as bench/timing.c)"""
+    long_run = t.min_time > 0 and warm_ms > 1e3 * t.min_time
+    min_reps = 3 if long_run and t.reps > 3 else t.reps
+    ms, total = [], 0.0
+    while len(ms) < t.max_reps and (len(ms) < min_reps or total < 1e3 * t.min_time):
+        ms.append(run_once(fn))
+        total += ms[-1]
+    med, lo, hi, cv = tp.summarize(ms)
+    return dict(reps=len(ms), median=med, min=lo, max=hi, cv=cv,
+                capped=len(ms) == t.max_reps and total < 1e3 * t.min_time)
+
+
+def measure(fn, t):
+    """warm-up (a count and a time), then timed runs; a row whose CV is above
+    --max-cv is measured again up to --retries times, keeping the steadiest
+    attempt. The garbage collector is off meanwhile, as timeit does: its
+    pauses would be the collector's time, not the step's."""
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        warm, warm_ms, t0 = 0, 0.0, time.perf_counter()
+        while warm < t.warmup or time.perf_counter() - t0 < t.warmup_time:
+            warm_ms = run_once(fn)
+            warm += 1
+        best, retries = time_reps(fn, t, warm_ms), 0
+        while t.max_cv > 0 and best["cv"] > t.max_cv and retries < t.retries:
+            again = time_reps(fn, t, warm_ms)
+            retries += 1
+            if again["cv"] < best["cv"]:
+                best = again
+    finally:
+        if gc_was_on:
+            gc.enable()
+    best.update(warmup=warm, retries=retries)
+    return best
+
+
+# ---- rows and the CSV ----
+
+def base_row(widths_spec, impl, batch, threads):
+    """a row as sweep_mlp.c fills one: m = batch, n = widths[1], k = widths[0]"""
+    w = parse_widths(widths_spec)
+    return dict(sweep="mlp", case=widths_spec, impl=impl, backend="cpu", dtype="f32", m=batch, n=w[1], k=w[0],
+                batch=batch, threads=threads, transfer=0, tf32=0, cold=0, warmup=0, reps=0, median_ms=math.nan,
+                min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan, gflops=math.nan, gbps=math.nan,
+                scratch_bytes=0, arena_bytes=0, live_bytes=0, max_rel_err=math.nan, check=CHECK_WORD, status="",
+                note="")
+
+
+def timed_row(row, stats, flops, t):
+    """fills row with a measurement: status ok, or noisy above --max-cv, and
+    bench's notes for retries and a --max-reps cut"""
+    row.update(warmup=stats["warmup"], reps=stats["reps"], median_ms=stats["median"], min_ms=stats["min"],
+               max_ms=stats["max"], cv_pct=stats["cv"], gflops=flops / (stats["median"] * 1e6), status="ok")
+    notes = [row["note"]] if row["note"] else []
+    if stats["retries"]:
+        notes.append(f"measured {stats['retries'] + 1} times (cv above {t.max_cv:.3g}%)")
+    if stats["capped"]:
+        notes.append(f"--max-reps {t.max_reps} reached before --min-time")
+    if t.max_cv > 0 and stats["cv"] > t.max_cv:
+        row["status"] = "noisy"
+    row["note"] = "; ".join(notes)
+    return row
+
+
+class MlpCsv:
+    """DIR/mlp.csv, appended to in its own header's column order. It must
+    exist with a header: the peer's rows stand beside duograd's from the
+    same run, never alone."""
+
+    def __init__(self, path, meta_lines):
+        self.path = path
+        if not os.path.isfile(path):
+            raise PeerError(f"{path}: no such file: run `bench --sweep mlp --out {os.path.dirname(path) or '.'}` "
+                            "first (the peer's rows go beside duograd's)")
+        self.columns = tp.read_header(path)
+        if self.columns is None:
+            raise PeerError(f"{path}: no header line (the sweep stopped before its first row?): no rows appended")
+        try:
+            tp.check_header(self.columns, path)
+        except ValueError as e:
+            raise PeerError(str(e)) from None
+        self._drop_cut_row()
+        self.f = open(path, "a")
+        # '#' lines between rows are skipped by bench_csv_read and by gnuplot
+        self.f.write("# numpy peer rows (bench/numpy_mlp_peer.py): " + "; ".join(meta_lines) + "\n")
+        self.f.flush()
+
+    def _drop_cut_row(self):
+        """a last line without its newline is a row cut short by a killed run
+        (bench_csv_read skips it); appending after it would garble a row"""
+        with open(self.path, "rb+") as f:
+            data = f.read()
+            if data and not data.endswith(b"\n"):
+                print(f"numpy_mlp_peer: warning: {self.path}: incomplete last line dropped", file=sys.stderr)
+                f.truncate(data.rfind(b"\n") + 1)
+
+    def write(self, row):
+        self.f.write(tp.format_row(row, self.columns))
+        self.f.flush()
+
+    def close(self):
+        self.f.close()
+
+
+def read_rows(path):
+    """the rows of a bench CSV as dicts by header name ('#' lines skipped)"""
+    header, rows = None, []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\r\n")
+            if not line or line.startswith("#"):
+                continue
+            if header is None:
+                header = line.split(",")
+            else:
+                rows.append(dict(zip(header, line.split(","))))
+    return rows
+
+
+# ---- the machine: which BLAS NumPy runs on, with how many threads ----
+
+def blas_info(threads=None):
+    """(description, threads): the BLAS library mapped into this process
+    once NumPy is imported (from /proc/self/maps), and for OpenBLAS its
+    configuration and thread count (openblas_get_num_threads: the OpenMP
+    build's count, from OMP_NUM_THREADS or the processor count), after
+    setting it to `threads` when given (as bench --threads does)"""
+    import ctypes
+    libs = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                if "blas" in os.path.basename(path) and path not in libs:
+                    libs.append(path)
+    except OSError:
+        pass
+    for path in libs:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            config = lib.openblas_get_config().decode(errors="replace")
+            if threads:
+                lib.openblas_set_num_threads(threads)
+            return f"{os.path.realpath(path)}: {config}", int(lib.openblas_get_num_threads())
+        except (OSError, AttributeError):
+            continue
+    return ("not OpenBLAS: " + (", ".join(libs) or "no BLAS library found mapped")), threads or 1
+
+
+# ---- the sweep ----
+
+def parse_sizes(text):
+    try:
+        b = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        b = []
+    if not b or min(b) < 1 or max(b) > 1 << 20:
+        raise argparse.ArgumentTypeError(f"'{text}': a comma-separated list of batch sizes 1 to 1048576")
+    return b
+
+
+def parse_impls(text):
+    names = [v for v in text.split(",") if v]
+    bad = [v for v in names if v not in IMPLS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"'{text}': impls are {', '.join(IMPLS)}")
+    return names
+
+
+def parse_widths_list(text):
+    specs = [v for v in text.split(",") if v]
+    try:
+        for s in specs:
+            if len(parse_widths(s)) < 2:
+                raise ValueError
+    except ValueError:
+        specs = []
+    if not specs:
+        raise argparse.ArgumentTypeError(f"'{text}': widths as in bench, e.g. 784-256-100-10 (comma-separated)")
+    return specs
+
+
+def bounded(kind, lo, hi):
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not lo <= v <= hi or (kind is float and math.isnan(v)):
+            raise argparse.ArgumentTypeError(f"'{text}': {lo} to {hi}")
+        return v
+    return parse
+
+
+def make_parser():
+    ap = argparse.ArgumentParser(
+        prog="numpy_mlp_peer.py",
+        description="The NumPy (and PyTorch CPU) peer of `bench --sweep mlp`: the same MLP training step "
+                    "(forward, softmax cross-entropy, backward, Adam), checked against float64, timed, "
+                    "appended to DIR/mlp.csv as impls numpy and torch-cpu.",
+        epilog="Run it after `bench --sweep mlp --out DIR` with the same --quick/--all/--sizes, then "
+               "`bench plot DIR`. Exit status: 0, 1 when a row is wrong or failed, 2 for bad arguments or "
+               "a missing or foreign mlp.csv.")
+    ap.add_argument("--out", required=True, metavar="DIR", help="result folder: rows are appended to DIR/mlp.csv")
+    ap.add_argument("--quick", action="store_true", help="as bench --quick: the first widths, batches 32,256,2048")
+    ap.add_argument("--all", action="store_true", help="as bench --sweep all: batch 8192 too")
+    ap.add_argument("--sizes", type=parse_sizes, metavar="LIST", help="batch sizes instead of the default ones")
+    ap.add_argument("--widths", type=parse_widths_list, metavar="LIST",
+                    help=f"networks instead of the sweep's ({','.join(WIDTHS_LIST)})")
+    ap.add_argument("--impl", type=parse_impls, metavar="LIST",
+                    help="numpy,torch-cpu (default: both, torch-cpu where `import torch` works)")
+    ap.add_argument("--threads", type=bounded(int, 1, 1024), metavar="N",
+                    help="threads for OpenBLAS and PyTorch, as bench --threads (default: OpenBLAS's, all cores)")
+    ap.add_argument("--warmup", type=bounded(int, 0, 1000), default=2, metavar="N",
+                    help="untimed runs first (default 2)")
+    ap.add_argument("--warmup-time", type=bounded(float, 0, 60), default=0.0, metavar="S",
+                    help="and at least S seconds of them (default 0)")
+    ap.add_argument("--reps", type=bounded(int, 1, 100000), default=5, metavar="N",
+                    help="at least N timed runs (default 5)")
+    ap.add_argument("--min-time", type=bounded(float, 0, 3600), default=0.1, metavar="S",
+                    help="and at least S seconds of them (default 0.1)")
+    ap.add_argument("--max-reps", type=bounded(int, 1, 1000000), default=10000, metavar="N",
+                    help="at most N timed runs (default 10000)")
+    ap.add_argument("--max-cv", type=bounded(float, 0, 1000), default=5.0, metavar="PCT",
+                    help="a row above it is measured again, then 'noisy' (default 5)")
+    ap.add_argument("--retries", type=bounded(int, 0, 10), default=2, metavar="N",
+                    help="more measurements of a noisy row (default 2)")
+    return ap
+
+
+def run_impl(np, out, name, cls, widths_spec, batch, params, x, y, ref, threads, timing):
+    """one row: the impl's first step checked against ref, then timed"""
+    row = base_row(widths_spec, name, batch, threads)
+    try:
+        impl = cls(np, parse_widths(widths_spec), params, x, y)
+        loss_err, upd_err = first_step_error(np, impl, ref)
+        row["max_rel_err"] = max(loss_err, upd_err)
+        errs = (f"loss rel err {loss_err:.3g} (tol {LOSS_TOL:g}); update rel err {upd_err:.3g} "
+                f"(tol {UPDATE_TOL:g})")
+        if loss_err <= LOSS_TOL and upd_err <= UPDATE_TOL:
+            timed_row(row, measure(impl.step, timing), step_flops(parse_widths(widths_spec), batch), timing)
+        else:  # a failed check: no times (base_row's reps 0 and NaN, as bench writes a wrong row)
+            row.update(status="wrong", note=errs)
+    except MemoryError:
+        row.update(status="oom", note=f"out of host memory at batch {batch}")
+    except Exception as e:  # a row that failed says why; the sweep goes on
+        row.update(status="error", note=f"{type(e).__name__}: {e}"[:200])
+    out.write(row)
+    print(f"numpy_mlp_peer: {widths_spec} {name} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms "
+          f"err {row['max_rel_err']:.2g}{' (' + row['note'] + ')' if row['note'] else ''}", file=sys.stderr)
+    return row
+
+
+def batches_of(a):
+    if a.sizes:
+        return a.sizes
+    return list(QUICK_BATCHES if a.quick else ALL_BATCHES if a.all else DEFAULT_BATCHES)
+
+
+def import_torch(asked):
+    """torch, or None: skipped with a line on stderr unless asked for by --impl"""
+    try:
+        import torch
+        return torch
+    except Exception as e:  # ImportError, or a broken install raising anything
+        msg = f"import torch failed ({type(e).__name__}: {e})"
+        if asked:
+            raise PeerError(f"--impl torch-cpu: {msg}") from None
+        print(f"numpy_mlp_peer: {msg}: no torch-cpu rows", file=sys.stderr)
+        return None
+
+
+def print_summary(path, rows):
+    """the peer's rows beside duograd's cpu rows of the same file"""
+    duo = {(r.get("case"), r.get("batch")): r for r in read_rows(path)
+           if r.get("impl") == "cpu" and r.get("status") in ("ok", "noisy")}
+    print(f"\n{'widths':<18} {'impl':<10} {'batch':>6} {'median_ms':>10} {'GFLOP/s':>8} {'cv%':>6} {'err':>8} "
+          f"{'duograd_ms':>10} {'peer/duograd':>12}  status")
+    for r in rows:
+        d = duo.get((r["case"], str(r["batch"])))
+        d_ms = float(d["median_ms"]) if d else math.nan
+        ratio = r["median_ms"] / d_ms if d and d_ms > 0 else math.nan
+        print(f"{r['case']:<18} {r['impl']:<10} {r['batch']:>6} {r['median_ms']:>10.4g} {r['gflops']:>8.1f} "
+              f"{r['cv_pct']:>6.2f} {r['max_rel_err']:>8.2g} {d_ms:>10.4g} {ratio:>12.3g}  {r['status']}")
+    print(f"rows appended to {path}; `bench plot {os.path.dirname(path) or '.'}` draws them")
+
+
+def main(argv=None):
+    a = make_parser().parse_args(argv)  # bad arguments: argparse's message, exit 2
+    try:
+        import numpy as np
+    except ImportError as e:
+        print(f"numpy_mlp_peer: import numpy failed ({e}): install python3-numpy", file=sys.stderr)
+        return 2
+    impls = a.impl or list(IMPLS)
+    timing = Timing(a.warmup, a.warmup_time, a.reps, a.min_time, a.max_reps, a.max_cv, a.retries)
+    if a.max_reps < a.reps:
+        print(f"numpy_mlp_peer: --max-reps {a.max_reps} is below --reps {a.reps}", file=sys.stderr)
+        return 2
+    widths_list = a.widths or (WIDTHS_LIST[:1] if a.quick else WIDTHS_LIST)
+    batches = batches_of(a)
+    try:
+        blas, threads = blas_info(a.threads)  # before torch, whose libraries could be mapped too
+        torch = import_torch(a.impl is not None and "torch-cpu" in a.impl) if "torch-cpu" in impls else None
+        if not blas.startswith("/"):
+            print(f"numpy_mlp_peer: warning: NumPy's BLAS is {blas}: the numpy rows are not OpenBLAS's",
+                  file=sys.stderr)
+        meta = [f"numpy {np.__version__}", f"python {platform.python_version()}", f"blas: {blas}",
+                f"blas threads: {threads}", f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}",
+                f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}",
+                f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}"]
+        if torch is not None:
+            # every impl gets the cores duograd's cpu rows use (bench's default:
+            # all); Debian's PyTorch would otherwise run on one thread
+            torch.set_num_threads(threads)
+            meta.append(f"torch {torch.__version__}, {torch.get_num_threads()} threads (set to the BLAS count)")
+        out = MlpCsv(os.path.join(a.out, "mlp.csv"), meta)
+    except PeerError as e:
+        print(f"numpy_mlp_peer: {e}", file=sys.stderr)
+        return 2
+    print(f"numpy_mlp_peer: numpy {np.__version__} on {blas}, {threads} BLAS threads -> {out.path}", file=sys.stderr)
+
+    cls = {"numpy": (NumpyStep, threads)}
+    if torch is not None:
+        cls["torch-cpu"] = (TorchStep, torch.get_num_threads())
+    rows = []
+    try:
+        for spec in widths_list:
+            widths = parse_widths(spec)
+            params = init_params(np, widths)
+            for batch in batches:
+                x, y = make_batch(np, widths, batch)
+                ref = reference_step(np, params, x, y)  # one float64 step, shared by the impls
+                for name in impls:
+                    if name in cls:
+                        rows.append(run_impl(np, out, name, cls[name][0], spec, batch, params, x, y, ref,
+                                             cls[name][1], timing))
+    except KeyboardInterrupt:
+        print("numpy_mlp_peer: interrupted: the rows written so far are kept", file=sys.stderr)
+        out.close()
+        return 130
+    out.close()
+    print_summary(out.path, rows)
+    return 1 if any(r["status"] not in ("ok", "noisy") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

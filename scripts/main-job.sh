@@ -1,0 +1,72 @@
+#!/bin/sh
+# The main job (README's first set-up command): bench's default sweeps
+# (ceiling,gemm,ops,mlp) into reports/latest, then the mlp sweep's CPU peers
+# (bench/numpy_mlp_peer.py: the same step in NumPy, and in PyTorch where it
+# is installed) appended to that run's mlp.csv, then the charts and
+# summary.md redrawn so they show duograd beside its peers.
+#
+#   scripts/main-job.sh [BUILD_DIR] [--quick] [--out DIR]
+#
+# BUILD_DIR: where the bench was built (default build). --quick and --out
+# go to both the bench and the peer. PYTHON names the interpreter; by
+# default the first of python3 and /usr/bin/python3 that imports numpy.
+# Exit status: the bench's, or 1 where the peer failed or could not run.
+set -u
+usage() { echo "usage: scripts/main-job.sh [BUILD_DIR] [--quick] [--out DIR]" >&2; exit 2; }
+build=build
+out=reports/latest
+quick=""
+case "${1:-}" in -*|"") ;; *) build=$1; shift ;; esac
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) quick=--quick ;;
+    --out) [ $# -ge 2 ] || usage; out=$2; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) usage ;;
+    esac
+    shift
+done
+here=$(dirname "$0")
+bench="$build/bench"
+[ -x "$bench" ] || { echo "main-job: no bench at $bench: build first (cmake --build $build)" >&2; exit 2; }
+
+# bench's --wait-policy auto reads the 1-min load average, which right after
+# `cmake --build build -j` still counts the compilers that just finished: it
+# would pick passive waits, and every parallel region of a step would wake a
+# sleeping thread (twice the MLP step at batch 128: docs/PERF.md). Decide by
+# the last second instead: less than half a core busy now, active waits;
+# otherwise bench decides. OMP_WAIT_POLICY, if set, wins as always.
+policy_opt=""
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
+if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -r /proc/stat ]; then
+    t0=$(cpu_ticks); sleep 1; t1=$(cpu_ticks)
+    idle=$(echo "$t0 $t1" | awk -v n="$(nproc)" \
+        '{ busy = $3 - $1; all = busy + $4 - $2; print (all > 0 && 2 * busy * n < all) }')
+    [ "$idle" != 1 ] || policy_opt="--wait-policy active"
+fi
+# shellcheck disable=SC2086 # $quick and $policy_opt are words or nothing
+"$bench" --out "$out" $quick $policy_opt
+rc=$?
+[ "$rc" -le 1 ] || exit "$rc" # bad options or a crash: nothing for the peer to stand beside
+[ -f "$out/mlp.csv" ] || { echo "main-job: no $out/mlp.csv: the NumPy peer did not run" >&2; exit 1; }
+
+# a machine may put a python3 without numpy first on PATH (pyenv, a venv)
+py=""
+for p in ${PYTHON:-python3 /usr/bin/python3}; do
+    if "$p" -c "import numpy" >/dev/null 2>&1; then py=$p; break; fi
+done
+if [ -z "$py" ]; then
+    echo "main-job: no python3 with numpy (scripts/install-deps.sh installs python3-numpy):" \
+        "the NumPy peer did not run" >&2
+    exit 1
+fi
+# OpenBLAS's threads under NumPy wait as duograd's did in this run (bench
+# picks OpenMP's wait policy by the load unless OMP_WAIT_POLICY is set)
+policy=$(sed -n 's/^# openmp wait policy: \([a-z]*\).*/\1/p' "$out/mlp.csv" | head -n 1)
+[ -n "${OMP_WAIT_POLICY:-}" ] || [ -z "$policy" ] || export OMP_WAIT_POLICY="$policy"
+# shellcheck disable=SC2086
+"$py" "$here/../bench/numpy_mlp_peer.py" --out "$out" $quick || rc=1
+# redraw with the peer's rows (the summary went to stdout once already)
+"$bench" plot "$out" >/dev/null || rc=1
+echo "main-job: $out/summary.md and charts now show duograd's CPU step beside NumPy's" >&2
+exit "$rc"
