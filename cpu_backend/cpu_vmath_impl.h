@@ -58,13 +58,19 @@ static void vm_sigmoid(float *y, const float *x, int64_t n) {
 /* gelu's u, which has the sign of x */
 static inline float gelu_u(float x) { return DG_GELU_C * (x + GELU_K * x * x * x); }
 
+/* a[j] = exp(-2 |u(x[j])|), j < m: the one exponential gelu and its
+ * derivative are built from */
+static void gelu_exp(float *a, const float *x, int64_t m) {
+    for (int64_t j = 0; j < m; j++) a[j] = -2.0f * fabsf(gelu_u(x[j]));
+    map(VM_EXP, a, a, m);
+}
+
 static void vm_gelu(float *y, const float *x, int64_t n) {
     _Alignas(64) float a[CHUNK];
     for (int64_t i = 0; i < n; i += CHUNK) {
         int64_t m = chunk_len(n, i);
         const float *xc = x + i;
-        for (int64_t j = 0; j < m; j++) a[j] = -2.0f * fabsf(gelu_u(xc[j]));
-        map(VM_EXP, a, a, m);
+        gelu_exp(a, xc, m);
         for (int64_t j = 0; j < m; j++) {
             float v = xc[j];
             y[i + j] = (v >= 0.0f ? v : v * a[j]) / (1.0f + a[j]);
@@ -77,8 +83,7 @@ static void vm_gelu_backward(float *dx, const float *dy, const float *x, int64_t
     for (int64_t i = 0; i < n; i += CHUNK) {
         int64_t m = chunk_len(n, i);
         const float *xc = x + i;
-        for (int64_t j = 0; j < m; j++) a[j] = -2.0f * fabsf(gelu_u(xc[j]));
-        map(VM_EXP, a, a, m);
+        gelu_exp(a, xc, m);
         for (int64_t j = 0; j < m; j++) {
             float v = xc[j], e = a[j], r = 1.0f / (1.0f + e); /* one division: the slow part */
             float s = v >= 0.0f ? r : e * r, q = e * r * r;

@@ -187,8 +187,12 @@ Test(bench_plot, redraws_the_committed_h100_results) {
  * without gnuplot, so no chart is drawn) must write them byte for byte, plus
  * the note that charts were not drawn. */
 Test(bench_plot, reproduces_the_committed_summaries) {
-    static const char *const folders[] = {"h100", "cpu-2core", "h100-run1", "h100-run3"};
-    for (int i = 0; i < 4; i++) {
+    /* h100-transfer: the transfer ceilings (PyTorch's beside them, from
+     * torch_ops.csv) and the gemm copies' table; h100-conv-scratch: conv
+     * and resnet */
+    static const char *const folders[] = {"h100", "cpu-2core", "h100-run1", "h100-run3", "h100-transfer/final/bench",
+                                          "h100-conv-scratch/bench"};
+    for (int i = 0; i < 6; i++) {
         char dir[] = "/tmp/dg-sum-XXXXXX", cmd[1024], out[1 << 16], path[512];
         tmp_dir(dir);
         snprintf(cmd, sizeof cmd, "cp %s/reports/%s/*.csv %s/ && env PATH=/nonexistent %s plot %s", DG_SOURCE_DIR,
