@@ -61,6 +61,7 @@ static dg_status gpu_naive(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_NAIVE,
 static dg_status gpu_tiled(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED, false); }
 static dg_status gpu_cublas(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS, false); }
 static dg_status gpu_cublas_tf32(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS, true); }
+static dg_status gpu_tiled_tf32(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED, true); }
 #define GPU_FN(f) f
 #else
 #define GPU_FN(f) NULL /* never called: no GPU backend is opened */
@@ -90,6 +91,7 @@ static const gemm_impl impls[] = {
     {"gpu-cublas-pinned", .gpu = true, .transfer = true, .transfer_only = true, .pinned = true,
      .run = GPU_FN(gpu_cublas)},
     {"gpu-cublas-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_cublas_tf32)},
+    {"gpu-tiled-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_tiled_tf32)}, /* the own tensor-core kernel */
 };
 #define N_IMPLS (int)(sizeof impls / sizeof *impls)
 
@@ -421,6 +423,31 @@ static void transfer_table(bench_report *rep, const bench_table *t, const char *
     fprintf(rep->sum, "\n");
 }
 
+/* s's y at x, NAN where s has no point there */
+static double y_at(const bench_series *s, double x) {
+    for (int i = 0; i < s->n; i++)
+        if (s->x[i] == x) return s->y[i];
+    return NAN;
+}
+
+/* The own kernels' throughput as a share of cuBLAS's in the same math, per
+ * square n: where the own TF32 kernel has rows. */
+static void own_vs_cublas_table(bench_report *rep, const bench_table *t) {
+    bench_series f = bench_pick(t, "square", "gpu-tiled", NULL, false, BENCH_GFLOPS, "");
+    bench_series fc = bench_pick(t, "square", "gpu-cublas", NULL, false, BENCH_GFLOPS, "");
+    bench_series x = bench_pick(t, "square", "gpu-tiled-tf32", NULL, false, BENCH_GFLOPS, "");
+    bench_series xc = bench_pick(t, "square", "gpu-cublas-tf32", NULL, false, BENCH_GFLOPS, "");
+    if (!x.n) return;
+    fprintf(rep->sum, "| n | gpu-tiled / gpu-cublas (fp32) | gpu-tiled-tf32 / gpu-cublas-tf32 |\n|---|---|---|\n");
+    for (int a = 0; a < x.n; a++) {
+        double fp = y_at(&f, x.x[a]) / y_at(&fc, x.x[a]), tf = x.y[a] / y_at(&xc, x.x[a]);
+        char p0[32], p1[32];
+        fprintf(rep->sum, "| %.0f | %s | %s |\n", x.x[a], bench_fmt_num(100 * fp, "%.0f%%", p0, sizeof p0),
+                bench_fmt_num(100 * tf, "%.0f%%", p1, sizeof p1));
+    }
+    fprintf(rep->sum, "\n");
+}
+
 /* Charts gemm_time, gemm_gflops (against the ceilings), gemm_speedup (the
  * `speedup` pair, kernels only and with transfers from pageable and from
  * pinned memory) and the summary's crossover, peak and transfer tables;
@@ -474,6 +501,7 @@ bool bench_report_gemm(bench_report *rep, const bench_table *t) {
         if (s.n) fprintf(rep->sum, "| %s | %.1f | %.0f |\n", impls[i].name, best, at);
     }
     fprintf(rep->sum, "\n");
+    own_vs_cublas_table(rep, t);
     if (g1.n || g2.n) transfer_table(rep, t, gpu->name);
     bench_chart_draw(rep, &tm);
     bench_chart_draw(rep, &gf);

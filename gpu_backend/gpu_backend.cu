@@ -101,6 +101,7 @@ static void gpu_free(dg_backend *be) {
     DG_CUDA_NOTE(cudaFree(c->cublas_ws));
     DG_CUDA_NOTE(cudaFree(c->scratch));
     DG_CUDA_NOTE(cudaFree(c->l2_flush));
+    DG_CUDA_NOTE(cudaFree(c->tf32_ws));
     dg__gpu_staging_free(c);
     if (c->stream) DG_CUDA_NOTE(cudaStreamDestroy(c->stream));
     free(c);
@@ -161,10 +162,12 @@ static bool gpu_supports(const dg_backend *be, const dg_node *n) {
     return true;
 }
 
-/* a convolution's scratch depends on the kernels selected (dg_gpu_set_conv) */
+/* a convolution's scratch depends on the kernels selected (dg_gpu_set_conv),
+ * a matmul's on the GEMM (dg_gpu_set_gemm) */
 static size_t gpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
     if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT)
         return dg__gpu_conv_scratch_bytes(gpu_of(be), n);
+    if (n->op == DG_OP_MATMUL) return sizeof(float) * dg__gpu_matmul_scratch_floats(gpu_of(be), n);
     return dg_node_scratch_bytes(n);
 }
 
@@ -491,7 +494,7 @@ dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts) {
     char why[512];
     dg_gpu_state state = probe_count(&count, why, sizeof why);
     if (state != DG_GPU_PRESENT) return dg__fail(state == DG_GPU_ABSENT ? DG_ERR_NO_DEVICE : DG_ERR_BACKEND, "%s", why);
-    dg_gpu_opts o = opts ? *opts : dg_gpu_opts{0, false};
+    dg_gpu_opts o = opts ? *opts : dg_gpu_opts{0, false, DG_GPU_TF32_AUTO};
     if (o.device < 0 || o.device >= count)
         return dg__fail(DG_ERR_INVALID, "gpu: device index %d is out of range: %d CUDA device%s (0..%d)", o.device,
                         count, count == 1 ? "" : "s", count - 1);
@@ -543,7 +546,19 @@ dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, boo
                        const float *A, const float *B, float *C) {
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
-    return dg__gpu_sgemm(c, impl, tf32, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, 1, 0, 0, 0);
+    int lda = ta ? m : k, ldb = tb ? k : n;
+    if (impl != DG_GPU_GEMM_TILED || !tf32)
+        return dg__gpu_sgemm(c, impl, tf32, ta, tb, m, n, k, A, lda, B, ldb, C, n, 1, 0, 0, 0);
+    size_t need = dg__gpu_tf32_scratch_floats(c, ta, tb, m, n, k, 1);
+    if (need > c->tf32_ws_floats) { /* the old workspace may be in use by queued work */
+        DG_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+        DG_CUDA_CHECK(cudaFree(c->tf32_ws));
+        c->tf32_ws = NULL, c->tf32_ws_floats = 0;
+        dg_status st = gpu_alloc(be, sizeof(float) * need, (void **)&c->tf32_ws);
+        if (st != DG_OK) return st;
+        c->tf32_ws_floats = need;
+    }
+    return dg__gpu_sgemm_tf32(c, ta, tb, m, n, k, A, lda, B, ldb, C, n, 1, 0, 0, 0, c->tf32_ws, c->tf32_ws_floats);
 }
 
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes) {

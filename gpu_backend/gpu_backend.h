@@ -35,6 +35,17 @@ typedef enum dg_gpu_conv {
 } dg_gpu_conv;
 #define DG_GPU_CONV_DEFAULT DG_GPU_CONV_IMPLICIT
 
+/* Which of the own TF32 tensor-core kernels the tiled GEMM runs when TF32
+ * is allowed. AUTO: Hopper's wgmma (compute capability 9.0, in a build
+ * whose targets include it) where its 128-row tiles fill the SMs, mma.sync
+ * otherwise; the others force one (WGMMA on another device or build: the
+ * product fails with DG_ERR_UNSUPPORTED). */
+typedef enum dg_gpu_tf32_kernel {
+    DG_GPU_TF32_AUTO,
+    DG_GPU_TF32_MMA_SYNC, /* mma.sync.m16n8k8, compute capability 8.0 and up */
+    DG_GPU_TF32_WGMMA,    /* wgmma.mma_async, compute capability 9.0        */
+} dg_gpu_tf32_kernel;
+
 /* TF32 and CUDA-graph replay are not backend settings: they are options of
  * each plan (dg_plan_opts) and an argument of dg_gpu_sgemm. */
 typedef struct dg_gpu_opts {
@@ -43,6 +54,7 @@ typedef struct dg_gpu_opts {
                           devices can live in one process                    */
     bool sync_debug;   /* synchronise after every node so a fault names it; also
                           on when the environment sets DG_GPU_SYNC=1          */
+    dg_gpu_tf32_kernel tf32_kernel; /* default AUTO                          */
 } dg_gpu_opts;
 
 /* Whether this machine has a usable CUDA device, without making a backend.
@@ -71,8 +83,11 @@ void      dg_gpu_set_conv(dg_backend *be, dg_gpu_conv impl);
 const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n);
 
 /* Row-major C[m,n] = op(A) op(B) on device pointers, on the backend's
- * stream (the bench times these directly); tf32: cuBLAS may use TF32
- * tensor cores (DG_GPU_GEMM_CUBLAS only). */
+ * stream (the bench times these directly); tf32: TF32 tensor cores
+ * allowed: cuBLAS's TF32 math, or for DG_GPU_GEMM_TILED the own TF32
+ * kernels (dg_gpu_tf32_kernel; the wgmma kernel's operand transposes go
+ * to a device workspace allocated on first use and kept with the
+ * backend); the naive kernel stays fp32. */
 dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                        const float *A, const float *B, float *C);
 

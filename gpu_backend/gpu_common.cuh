@@ -28,6 +28,8 @@ struct gpu_ctx {
     size_t         staging_bytes;
     size_t         l2_bytes;       /* cudaDevAttrL2CacheSize, read once at creation  */
     void          *l2_flush;       /* dg_gpu_flush_l2's buffer (2 x L2), made on first use */
+    float         *tf32_ws;        /* dg_gpu_sgemm's room for the wgmma kernel's     */
+    size_t         tf32_ws_floats; /* transposes, grown on first use of a size       */
     size_t         l2_flush_bytes;
     dg_gpu_opts    opts;
     dg_gpu_gemm    gemm;
@@ -168,11 +170,36 @@ dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_softmax_ce_backward(gpu_ctx *c, const dg_step *s);
 /* gpu_optim.cu */
 dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s);
-/* gpu_gemm.cu; tf32: cuBLAS may use TF32 tensor cores (ignored by the own kernels) */
+/* gpu_gemm.cu; tf32: TF32 tensor cores allowed: cuBLAS's TF32 math, or for
+ * DG_GPU_GEMM_TILED the own TF32 kernel (gpu_gemm_tf32.cu); the naive
+ * kernel ignores it */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s);
+/* the room a matmul node's TF32 product takes with the kernels selected
+ * when a plan is made (0 unless DG_GPU_GEMM_TILED), reserved whether or
+ * not the plan allows TF32: the step does not know it yet */
+size_t    dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n);
 dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                         const float *A, int lda, const float *B, int ldb, float *C, int ldc, int batch,
                         long long sa, long long sb, long long sc);
+/* gpu_gemm_tf32.cu: the same product on TF32 tensor cores, by the kernel
+ * dg_gpu_tf32_kernel picks; scratch (may be NULL) of scratch_floats: room
+ * for the wgmma kernel's operand transposes, which it needs
+ * dg__gpu_tf32_scratch_floats of (0 where another kernel runs) and does
+ * without, slower, when given less. DG_ERR_UNSUPPORTED below compute
+ * capability 8.0. */
+dg_status dg__gpu_sgemm_tf32(gpu_ctx *c, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                             const float *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
+                             long long sc, float *scratch, size_t scratch_floats);
+size_t    dg__gpu_tf32_scratch_floats(const gpu_ctx *c, bool ta, bool tb, int m, int n, int k, int batch);
+/* gpu_gemm_wgmma.cu (built where the targets include compute capability
+ * 9.0: DG_HAVE_WGMMA): the same on Hopper's wgmma, block tiles 128 x bn
+ * (bn 128 or 256), MN-major operands transposed into scratch first where
+ * it holds dg__gpu_wgmma_transpose_floats; DG_ERR_UNSUPPORTED on any
+ * device but compute capability 9.0 */
+dg_status dg__gpu_sgemm_wgmma(gpu_ctx *c, int bn, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                              const float *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
+                              long long sc, float *scratch, size_t scratch_floats);
+size_t    dg__gpu_wgmma_transpose_floats(bool ta, bool tb, int m, int n, int k, int batch);
 /* gpu_conv.cu; conv_fits: the node's GEMM dimensions fit cuBLAS's int */
 bool      dg__gpu_conv_fits(const dg_node *n);
 /* the scratch a conv node's step needs with the kernels selected now */

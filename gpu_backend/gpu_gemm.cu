@@ -7,6 +7,8 @@
  *
  * cuBLAS runs in default (full fp32) math unless the caller allows TF32: a
  * plan's matmul step with DG_STEP_TF32, or dg_gpu_sgemm's tf32 argument.
+ * TF32 allowed turns the tiled kernel into the own tensor-core kernel of
+ * gpu_gemm_tf32.cu; the naive kernel stays fp32.
  *
  * naive: one thread per element of C, k-loop from global memory.
  * tiled: one kernel for every shape, transpose and alignment. A BM x BN tile
@@ -253,7 +255,9 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
                                                       &zero, C, ldc, sc, batch));
         return DG_OK;
     }
-    if (impl == DG_GPU_GEMM_TILED) return sgemm_tiled(c, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, batch, sa, sb, sc);
+    if (impl == DG_GPU_GEMM_TILED)
+        return tf32 ? dg__gpu_sgemm_tf32(c, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, batch, sa, sb, sc, NULL, 0)
+                    : sgemm_tiled(c, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, batch, sa, sb, sc);
     for (int i = 0; i < batch; i++) {
         dim3 block(16, 16), grid((n + 15) / 16, (m + 15) / 16);
         k_gemm_naive<<<grid, block, 0, c->stream>>>(ta, tb, m, n, k, A + i * sa, lda, B + i * sb, ldb, C + i * sc,
@@ -263,10 +267,21 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
     return DG_OK;
 }
 
+size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n) {
+    if (c->gemm != DG_GPU_GEMM_TILED) return 0;
+    dg_gemm_dims g = dg_gemm_dims_of(n);
+    return dg__gpu_tf32_scratch_floats(c, g.ta, g.tb, g.m, g.n, g.k, g.batch);
+}
+
 /* out [batch,]m,n = op(in0) op(in1); dimensions, leading dimensions and
  * batch strides from the core's dg_gemm_dims_of (shared with the CPU) */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s) {
     dg_gemm_dims g = dg_gemm_dims_of(s->node);
+    if (c->gemm == DG_GPU_GEMM_TILED && (s->flags & DG_STEP_TF32)) /* with the room the plan reserved */
+        return dg__gpu_sgemm_tf32(c, g.ta, g.tb, g.m, g.n, g.k, (const float *)s->in[0], g.lda,
+                                  (const float *)s->in[1], g.ldb, (float *)s->out, g.ldc, g.batch, g.stride_a,
+                                  g.stride_b, g.stride_c, (float *)s->scratch,
+                                  s->scratch ? dg__gpu_matmul_scratch_floats(c, s->node) : 0);
     return dg__gpu_sgemm(c, c->gemm, (s->flags & DG_STEP_TF32) != 0, g.ta, g.tb, g.m, g.n, g.k,
                          (const float *)s->in[0], g.lda, (const float *)s->in[1], g.ldb, (float *)s->out, g.ldc,
                          g.batch, g.stride_a, g.stride_b, g.stride_c);
