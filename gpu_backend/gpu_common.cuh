@@ -170,9 +170,9 @@ dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_softmax_ce_backward(gpu_ctx *c, const dg_step *s);
 /* gpu_optim.cu */
 dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s);
-/* gpu_gemm.cu; tf32: TF32 tensor cores allowed: cuBLAS's TF32 math, or for
- * DG_GPU_GEMM_TILED the own TF32 kernel (gpu_gemm_tf32.cu); the naive
- * kernel ignores it */
+/* gpu_gemm.cu; dg__gpu_sgemm's tf32: cuBLAS's TF32 math (the own kernels
+ * ignore it: the own TF32 products are dg__gpu_sgemm_tf32, which
+ * dg__gpu_matmul and dg_gpu_sgemm call with room for its transposes) */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s);
 /* the room a matmul node's TF32 product takes with the kernels selected
  * when a plan is made (0 unless DG_GPU_GEMM_TILED), reserved whether or

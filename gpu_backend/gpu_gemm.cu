@@ -7,8 +7,9 @@
  *
  * cuBLAS runs in default (full fp32) math unless the caller allows TF32: a
  * plan's matmul step with DG_STEP_TF32, or dg_gpu_sgemm's tf32 argument.
- * TF32 allowed turns the tiled kernel into the own tensor-core kernel of
- * gpu_gemm_tf32.cu; the naive kernel stays fp32.
+ * TF32 allowed turns the tiled kernel into the own tensor-core kernels of
+ * gpu_gemm_tf32.cu: dg__gpu_matmul and dg_gpu_sgemm call them with the
+ * room for their transposes; the naive kernel stays fp32.
  *
  * naive: one thread per element of C, k-loop from global memory.
  * tiled: one kernel for every shape, transpose and alignment. A BM x BN tile
@@ -255,9 +256,7 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
                                                       &zero, C, ldc, sc, batch));
         return DG_OK;
     }
-    if (impl == DG_GPU_GEMM_TILED)
-        return tf32 ? dg__gpu_sgemm_tf32(c, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, batch, sa, sb, sc, NULL, 0)
-                    : sgemm_tiled(c, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, batch, sa, sb, sc);
+    if (impl == DG_GPU_GEMM_TILED) return sgemm_tiled(c, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, batch, sa, sb, sc);
     for (int i = 0; i < batch; i++) {
         dim3 block(16, 16), grid((n + 15) / 16, (m + 15) / 16);
         k_gemm_naive<<<grid, block, 0, c->stream>>>(ta, tb, m, n, k, A + i * sa, lda, B + i * sb, ldb, C + i * sc,
