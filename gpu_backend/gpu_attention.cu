@@ -85,6 +85,7 @@
 #include <stdint.h>
 
 #include "gpu_common.cuh"
+#include "gpu_tiles.cuh"
 
 #define AT_LOG2E 1.4426950408889634f
 #define AT_LN2 0.6931471805599453f
@@ -97,33 +98,6 @@
 
 /* the swizzle of a tile row: columns c and c ^ 8 swap on rows with bit 2 set */
 static __device__ __forceinline__ int swz(int r) { return (r & 4) << 1; }
-
-static __device__ __forceinline__ void cp_async16(float *dst, const float *src, int bytes) {
-#ifndef AT_OLD_ARCH
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes) : "memory");
-#endif
-}
-
-static __device__ __forceinline__ void cp_async4(float *dst, const float *src, int bytes) {
-#ifndef AT_OLD_ARCH
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(bytes) : "memory");
-#endif
-}
-
-static __device__ __forceinline__ void cp_commit() {
-#ifndef AT_OLD_ARCH
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-/* wait until at most N committed groups are still in flight */
-template <int N> static __device__ __forceinline__ void cp_wait() {
-#ifndef AT_OLD_ARCH
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
 
 static __device__ __forceinline__ float ex2(float x) {
     float y;

@@ -170,6 +170,13 @@ dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_softmax_ce_backward(gpu_ctx *c, const dg_step *s);
 /* gpu_optim.cu */
 dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s);
+/* 16-byte access to a matrix X + i * stride (i < batch) with rows ld
+ * floats apart: the GEMM kernels' test for float4 loads and 16-byte
+ * cp.async copies */
+static inline bool dg__gpu_vec4_ok(const void *X, int ld, long long stride, int batch) {
+    return ((uintptr_t)X & 15) == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
+}
+
 /* gpu_gemm.cu; dg__gpu_sgemm's tf32: cuBLAS's TF32 math (the own kernels
  * ignore it: the own TF32 products are dg__gpu_sgemm_tf32, which
  * dg__gpu_matmul and dg_gpu_sgemm call with room for its transposes) */

@@ -223,17 +223,13 @@ static dg_status launch_tiled(gpu_ctx *c, bool ta, bool tb, const gemm_args &g, 
     return DG_OK;
 }
 
-/* float4 access to X + i * stride (i < batch) at leading dimension ld */
-static bool vec_ok(const void *X, int ld, long long stride, int batch) {
-    return ((uintptr_t)X & 15) == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
-}
-
 static dg_status sgemm_tiled(gpu_ctx *c, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
                              const float *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
                              long long sc) {
     if (m <= 0 || n <= 0 || batch <= 0) return DG_OK;
     gemm_args g = {m, n, k, lda, ldb, ldc, sa, sb, sc, A, B, C,
-                   vec_ok(A, lda, sa, batch), vec_ok(B, ldb, sb, batch), vec_ok(C, ldc, sc, batch)};
+                   dg__gpu_vec4_ok(A, lda, sa, batch), dg__gpu_vec4_ok(B, ldb, sb, batch),
+                   dg__gpu_vec4_ok(C, ldc, sc, batch)};
     switch (pick_tile(c, m, n, batch)) {
     case 0: return launch_tiled<128, 128, 2>(c, ta, tb, g, batch);
     case 1: return launch_tiled<128, 64, 4>(c, ta, tb, g, batch);

@@ -42,6 +42,7 @@
 #include <stdint.h>
 
 #include "gpu_common.cuh"
+#include "gpu_tiles.cuh"
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define TC_OLD_ARCH 1 /* compiled for a device without mma TF32: the kernels trap (never launched) */
@@ -65,33 +66,6 @@ struct tc_args {
 };
 
 /* ---- device helpers ---- */
-
-static __device__ __forceinline__ void tc_cp16(float *dst, const float *src, int bytes) {
-#ifndef TC_OLD_ARCH
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes) : "memory");
-#endif
-}
-
-static __device__ __forceinline__ void tc_cp4(float *dst, const float *src, int bytes) {
-#ifndef TC_OLD_ARCH
-    unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(bytes) : "memory");
-#endif
-}
-
-static __device__ __forceinline__ void tc_commit(void) {
-#ifndef TC_OLD_ARCH
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-/* wait until at most N committed groups are still in flight */
-template <int N> static __device__ __forceinline__ void tc_wait(void) {
-#ifndef TC_OLD_ARCH
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
 
 static __device__ __forceinline__ uint32_t tc_round(float x) {
     uint32_t r;
@@ -152,10 +126,10 @@ template <int BX, bool KC> struct tc_tile {
             float *dst = S + at(x, kk);
             const float *src = valid > 0 ? X + off : X; /* no byte is read at src-size 0 */
             if (VEC) {
-                tc_cp16(dst, src, 4 * valid);
+                cp_async16(dst, src, 4 * valid);
             } else {
 #pragma unroll
-                for (int e = 0; e < 4; e++) tc_cp4(dst + e, e < valid ? src + e : X, e < valid ? 4 : 0);
+                for (int e = 0; e < 4; e++) cp_async4(dst + e, e < valid ? src + e : X, e < valid ? 4 : 0);
             }
         }
     }
@@ -177,12 +151,8 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MINB) k_gemm_tf32(tc_args g
     const float *A = g.A + z * g.sa, *B = g.B + z * g.sb;
     float *C = g.C + z * g.sc;
 
-    /* grouped tile order: blocks next to each other in launch order cover
-     * TC_GROUP_M tile rows by a few tile columns */
-    int tiles_m = (g.m + BM - 1) / BM, tiles_n = (g.n + BN - 1) / BN;
-    int in_group = TC_GROUP_M * tiles_n, group = blockIdx.x / in_group;
-    int first_m = group * TC_GROUP_M, rows = min(tiles_m - first_m, TC_GROUP_M);
-    int tm = first_m + (blockIdx.x % in_group) % rows, tn = (blockIdx.x % in_group) / rows;
+    int tm, tn;
+    grouped_tile(blockIdx.x, (g.m + BM - 1) / BM, (g.n + BN - 1) / BN, TC_GROUP_M, &tm, &tn);
     int row0 = tm * BM, col0 = tn * BN;
 
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gq = lane / 4, tq = lane % 4;
@@ -206,11 +176,11 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MINB) k_gemm_tf32(tc_args g
             tile_a::template load<NT, VEC>(S, A, g.lda, row0, g.m, s * TC_BK, g.k);
             tile_b::template load<NT, VEC>(S + tile_a::FLOATS, B, g.ldb, col0, g.n, s * TC_BK, g.k);
         }
-        tc_commit();
+        cp_commit();
     }
 
     for (int t = 0; t < ktiles; t++) {
-        tc_wait<STAGES - 2>(); /* this thread's copies of tile t have landed */
+        cp_wait<STAGES - 2>(); /* this thread's copies of tile t have landed */
         __syncthreads();          /* everyone's have, and tile t-1's stage is free */
         int next = t + STAGES - 1;
         if (next < ktiles) {
@@ -218,7 +188,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MINB) k_gemm_tf32(tc_args g
             tile_a::template load<NT, VEC>(S, A, g.lda, row0, g.m, next * TC_BK, g.k);
             tile_b::template load<NT, VEC>(S + tile_a::FLOATS, B, g.ldb, col0, g.n, next * TC_BK, g.k);
         }
-        tc_commit();
+        cp_commit();
 
         const float *As = smem + (t % STAGES) * STAGE, *Bs = As + tile_a::FLOATS;
 #pragma unroll
@@ -244,7 +214,7 @@ __global__ void __launch_bounds__(CFG::THREADS, CFG::MINB) k_gemm_tf32(tc_args g
                 for (int j = 0; j < NTL; j++) tc_mma(acc[i][j], a[i], b[j]);
         }
     }
-    tc_wait<0>(); /* no copy may land after the block has gone */
+    cp_wait<0>(); /* no copy may land after the block has gone */
 
     bool pair = ((uintptr_t)C & 7) == 0 && g.ldc % 2 == 0 && (gridDim.z == 1 || g.sc % 2 == 0);
 #pragma unroll
@@ -291,11 +261,6 @@ static int pick_tf32_tile(const gpu_ctx *c, int m, int n, int batch) {
         if (i == 0 || time < best_t) { best = i; best_t = time; }
     }
     return best;
-}
-
-/* 16-byte copies from X + i * stride (i < batch) at leading dimension ld */
-static bool tc_vec_ok(const void *X, int ld, long long stride, int batch) {
-    return ((uintptr_t)X & 15) == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
 }
 
 template <class CFG, bool TA, bool TB, bool VEC>
@@ -376,7 +341,7 @@ dg_status dg__gpu_sgemm_tf32(gpu_ctx *c, bool ta, bool tb, int m, int n, int k, 
 #endif
     }
     tc_args g = {m, n, k, lda, ldb, ldc, sa, sb, sc, A, B, C};
-    bool vec = tc_vec_ok(A, lda, sa, batch) && tc_vec_ok(B, ldb, sb, batch);
+    bool vec = dg__gpu_vec4_ok(A, lda, sa, batch) && dg__gpu_vec4_ok(B, ldb, sb, batch);
     switch (pick_tf32_tile(c, m, n, batch)) { /* the cases' template arguments are tc_configs' rows */
     case 0: return tc_launch<tc_cfg<128, 128, 64, 64, 3, 2>>(c, ta, tb, vec, g, batch);
     default: return tc_launch<tc_cfg<64, 64, 32, 32, 3, 4>>(c, ta, tb, vec, g, batch);

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "gpu_common.cuh"
+#include "gpu_tiles.cuh"
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define WG_NO_WGMMA 1 /* a pass for another target: the kernel traps (never launched) */
@@ -55,18 +56,6 @@ struct wg_args {
     float *C;
 };
 
-static __device__ __forceinline__ void wg_cp16(uint32_t dst, const float *src, int bytes) {
-#ifndef WG_NO_WGMMA
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-#endif
-}
-
-static __device__ __forceinline__ void wg_cp4(uint32_t dst, const float *src, int bytes) {
-#ifndef WG_NO_WGMMA
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-#endif
-}
-
 /* A tile's 16-byte chunk c of row r: the byte offset under the 128-byte swizzle */
 static __device__ __forceinline__ uint32_t wg_chunk(int r, int c) { return (uint32_t)(r * 128 + ((c ^ (r & 7)) << 4)); }
 
@@ -82,14 +71,14 @@ static __device__ __forceinline__ void wg_load(uint32_t S, const float *__restri
             int i = threadIdx.x + q * WG_THREADS, r = i / 8, c = i % 8;
             int x = x0 + r, k = k0 + 4 * c, left = kdim - k;
             int valid = x < xdim ? (left < 4 ? (left > 0 ? left : 0) : 4) : 0;
-            wg_cp16(S + wg_chunk(r, c), valid ? X + (long long)x * ld + k : X, 4 * valid);
+            cp_async16(S + wg_chunk(r, c), valid ? X + (long long)x * ld + k : X, 4 * valid);
         }
     } else if (KC) { /* 4-byte copies along k: a warp covers one row's 32 k */
 #pragma unroll 4
         for (int r = warp; r < R; r += WG_THREADS / 32) {
             int x = x0 + r, k = k0 + lane;
             bool in = x < xdim && k < kdim;
-            wg_cp4(S + wg_chunk(r, lane / 4) + 4 * (lane % 4), in ? X + (long long)x * ld + k : X, in ? 4 : 0);
+            cp_async4(S + wg_chunk(r, lane / 4) + 4 * (lane % 4), in ? X + (long long)x * ld + k : X, in ? 4 : 0);
         }
     } else { /* transposed on the way in: a warp covers 8 rows x 4 k */
         int e = lane % 4, j = lane / 4;
@@ -99,7 +88,7 @@ static __device__ __forceinline__ void wg_load(uint32_t S, const float *__restri
             int r = (b / 8) * 8 + j, c = b % 8;
             int x = x0 + r, k = k0 + 4 * c + e;
             bool in = x < xdim && k < kdim;
-            wg_cp4(S + wg_chunk(r, c) + 4 * e, in ? X + (long long)k * ld + x : X, in ? 4 : 0);
+            cp_async4(S + wg_chunk(r, c) + 4 * e, in ? X + (long long)k * ld + x : X, in ? 4 : 0);
         }
     }
 }
@@ -188,16 +177,6 @@ template <int N> static __device__ __forceinline__ void wg_wait(void) {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }
-template <int N> static __device__ __forceinline__ void cp_wait(void) {
-#ifndef WG_NO_WGMMA
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-static __device__ __forceinline__ void cp_commit(void) {
-#ifndef WG_NO_WGMMA
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
 /* this thread's cp.async writes made visible to the tensor cores' reads */
 static __device__ __forceinline__ void proxy_fence(void) {
 #ifndef WG_NO_WGMMA
@@ -218,10 +197,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1) k_gemm_wgmma(wg_args g, int z0)
     long long z = z0 + blockIdx.z;
     const float *A = g.A + z * g.sa, *B = g.B + z * g.sb;
     float *C = g.C + z * g.sc;
-    int tiles_m = (g.m + WG_BM - 1) / WG_BM, tiles_n = (g.n + BN - 1) / BN;
-    int in_group = WG_GROUP_M * tiles_n, group = blockIdx.x / in_group;
-    int first_m = group * WG_GROUP_M, rows = min(tiles_m - first_m, WG_GROUP_M);
-    int row0 = (first_m + (blockIdx.x % in_group) % rows) * WG_BM, col0 = (blockIdx.x % in_group) / rows * BN;
+    int tm, tn;
+    grouped_tile(blockIdx.x, (g.m + WG_BM - 1) / WG_BM, (g.n + BN - 1) / BN, WG_GROUP_M, &tm, &tn);
+    int row0 = tm * WG_BM, col0 = tn * BN;
     int wg = threadIdx.x / 128;
 
     float d[BN / 2];
@@ -286,10 +264,6 @@ __global__ void __launch_bounds__(WG_THREADS, 1) k_gemm_wgmma(wg_args g, int z0)
 
 /* ---- host side ---- */
 
-static bool wg_vec_ok(const void *X, int ld, long long stride, int batch) {
-    return ((uintptr_t)X & 15) == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
-}
-
 template <int BN, bool TA, bool TB, bool VEC>
 static dg_status wg_launch_one(gpu_ctx *c, const wg_args &g, int batch) {
     constexpr size_t smem = (size_t)WG_STAGES * (WG_BM + BN) * 128 + 1024; /* + alignment slack */
@@ -319,7 +293,7 @@ static dg_status wg_launch_vec(gpu_ctx *c, bool ta, bool tb, const wg_args &g, i
 
 template <int BN>
 static dg_status wg_launch(gpu_ctx *c, bool ta, bool tb, const wg_args &g, int batch) {
-    bool vec = wg_vec_ok(g.A, g.lda, g.sa, batch) && wg_vec_ok(g.B, g.ldb, g.sb, batch);
+    bool vec = dg__gpu_vec4_ok(g.A, g.lda, g.sa, batch) && dg__gpu_vec4_ok(g.B, g.ldb, g.sb, batch);
     return vec ? wg_launch_vec<BN, true>(c, ta, tb, g, batch) : wg_launch_vec<BN, false>(c, ta, tb, g, batch);
 }
 
