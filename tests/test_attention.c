@@ -107,10 +107,14 @@ Test(transformer, gpu_composed_blocks_match_float64) { check_blocks(true, true);
 /* ---- the char-LM's steps ---- */
 
 static char text_dir[] = "/tmp/dg_test_text_XXXXXX";
+static bool text_dir_made; /* mkdtemp's random suffix may itself end in 'X' */
 
 static const char *write_file(const char *name, const void *bytes, size_t n) {
     static char path[256];
-    if (text_dir[strlen(text_dir) - 1] == 'X') cr_assert_not_null(mkdtemp(text_dir));
+    if (!text_dir_made) {
+        cr_assert_not_null(mkdtemp(text_dir));
+        text_dir_made = true;
+    }
     snprintf(path, sizeof path, "%s/%s", text_dir, name);
     FILE *f = fopen(path, "wb");
     cr_assert_not_null(f);
