@@ -3,7 +3,7 @@
  * reference on small cases computed by hand (so a wrong formula in ref.c is
  * caught whatever the kernels do), and, on the CPU backend, what the table
  * cannot hold: the side outputs, the running statistics update and a batch
- * larger than one im2col chunk. */
+ * larger than one im2col chunk or one unfolding pass. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -631,11 +631,11 @@ Test(conv_cpu, side_outputs_match_the_reference) {
     ref_done(g, v);
 }
 
-/* A convolution over more images than one im2col pass holds (2 + 1 here):
- * forward and both gradients against the float64 reference. */
-Test(conv_cpu, a_batch_over_several_chunks_matches_the_reference, .timeout = 300) {
-    dg_graph *g = dg_graph_new();
-    dg_node *x, *w, *y = chunked_conv(g, &x, &w);
+/* y = conv2d(x, w) forward and both gradients on the CPU backend against
+ * the float64 reference, from x's and w's init and a uniform dy; `what`
+ * names the case; tol covers float32 sums of up to 100k products. */
+static void assert_conv_matches_reference(dg_graph *g, dg_node *x, dg_node *w, dg_node *y, double tol,
+                                          const char *what_case) {
     cr_assert_not_null(y, "%s", dg_last_error());
     dg_node *dy = dg_input(g, "dy", y->shape), *wrt[2] = {x, w}, *grads[2];
     ASSERT_OK(dg_grad(g, dg_sum(g, dg_mul(g, y, dy), DG_ALL_AXES, false), wrt, 2, grads));
@@ -669,8 +669,7 @@ Test(conv_cpu, a_batch_over_several_chunks_matches_the_reference, .timeout = 300
         float *got = malloc((size_t)n * sizeof *got);
         cr_assert_not_null(got);
         ASSERT_OK(dg_plan_get(p, outs[k], got, (size_t)n * sizeof *got));
-        /* sums of 400 (y, dx) and 100k (dw) products in float32 */
-        ASSERT_CLOSE(cmp_f32(got, v[outs[k]->id], n), 1e-5, what[k], "conv2d over 2 chunks", test_seed());
+        ASSERT_CLOSE(cmp_f32(got, v[outs[k]->id], n), tol, what[k], what_case, test_seed());
         free(got);
     }
     dg_plan_free(p);
@@ -682,4 +681,46 @@ Test(conv_cpu, a_batch_over_several_chunks_matches_the_reference, .timeout = 300
     free(xd);
     free(wd);
     free(dyd);
+}
+
+/* A convolution over more images than one im2col chunk holds (2 + 1 here,
+ * one image per pass): forward and both gradients against the float64
+ * reference. */
+Test(conv_cpu, a_batch_over_several_chunks_matches_the_reference, .timeout = 300) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = chunked_conv(g, &x, &w);
+    /* sums of 400 (y, dx) and 100k (dw) products in float32 */
+    assert_conv_matches_reference(g, x, w, y, 1e-5, "conv2d over 2 chunks");
+}
+
+/* x [5,16,hw,hw], w [4,8,3,3], padding 1, 2 groups: 144 rows of columns
+ * (and 4 of dyT for the weight's gradient); the groups' rows and channels
+ * are offset inside each pass */
+static dg_node *grouped_conv(dg_graph *g, int64_t hw, dg_node **x, dg_node **w) {
+    *x = dg_param(g, "x", S(5, 16, hw, hw), (dg_init){DG_INIT_UNIFORM, -1, 1, 10});
+    *w = dg_param(g, "w", S(4, 8, 3, 3), (dg_init){DG_INIT_UNIFORM, -1, 1, 11});
+    return dg_conv2d(g, *x, *w, NULL, CONV(.pad = {1, 1}, .groups = 2));
+}
+
+/* The forward and dx in passes of several images and a shorter last one
+ * (cpu_conv.c unfolds as many images as fit its 1 MiB UNFOLD_BYTES at
+ * once): at 26x26, 144 x 676 floats (0.39 MB) per image, passes of 2, 2
+ * and 1 images (the weight's gradient: one pass of 5). */
+Test(conv_cpu, unfolding_passes_of_several_images_match_the_reference, .timeout = 300) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = grouped_conv(g, 26, &x, &w);
+    /* sums of 72 (y), 18 (dx) and 3380 (dw) products in float32 */
+    assert_conv_matches_reference(g, x, w, y, 1e-5, "conv2d unfolded 2, 2 and 1 images at a time");
+}
+
+/* The weight's gradient in passes of several images and a shorter last
+ * one (as many as fit the 4 MiB WEIGHT_PASS_BYTES, their dy transposed
+ * beside the columns): at 52x52, (144 + 4) x 2704 floats (1.6 MB) per
+ * image, passes of 2, 2 and 1 images (the forward and dx: one image per
+ * pass). */
+Test(conv_cpu, weight_gradient_passes_of_several_images_match_the_reference, .timeout = 300) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = grouped_conv(g, 52, &x, &w);
+    /* sums of 72 (y), 18 (dx) and 13520 (dw) products in float32 */
+    assert_conv_matches_reference(g, x, w, y, 1e-5, "conv2d's weight gradient over passes of 2, 2 and 1 images");
 }
