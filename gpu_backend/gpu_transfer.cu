@@ -42,7 +42,7 @@ static void staging_memcpy(void *dst, const void *src, size_t n) {
         memcpy(dst, src, n);
         return;
     }
-    size_t slice = (n / (size_t)threads + 63) & ~(size_t)63;
+    size_t slice = ((n + (size_t)threads - 1) / (size_t)threads + 63) & ~(size_t)63; /* threads * slice >= n */
 #pragma omp parallel num_threads(threads)
     {
         size_t lo = (size_t)omp_get_thread_num() * slice, hi = lo + slice < n ? lo + slice : n;

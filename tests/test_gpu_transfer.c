@@ -15,8 +15,15 @@
 
 /* 1 byte; odd sizes; around the 256 KiB least chunk; a quarter-size chunk
  * (1 MiB + 7: four chunks and a tail); more than twice the two 8 MiB halves
- * (each half reused after waiting for its event) */
-static const size_t sizes[] = {1, 3, 4096 + 5, (256 << 10) - 1, (256 << 10) + 1, MIB + 7, 41 * MIB + 13};
+ * (each half reused after waiting for its event); four 8 MiB chunks and a
+ * last one of t * 256 KiB + 1 bytes, which t threads copy (where the host
+ * has t): an exact 64-byte multiple per thread plus one byte that a slice
+ * rounded from the floor of n / t leaves behind; 2047^2 floats, where
+ * that first showed (its last quarter copied by 8 threads, 4 bytes over). */
+static const size_t sizes[] = {1,           3,          4096 + 5,   (256 << 10) - 1, (256 << 10) + 1,
+                               MIB + 7,     41 * MIB + 13,
+                               32 * MIB + 2 * (256 << 10) + 1, 32 * MIB + 3 * (256 << 10) + 1,
+                               32 * MIB + 8 * (256 << 10) + 1, (size_t)2047 * 2047 * 4};
 #define N_SIZES (int)(sizeof sizes / sizeof *sizes)
 
 /* bytes that never repeat with a period (a multiplicative hash's high
