@@ -94,6 +94,20 @@ if [ -n "${DG_SWEEP:-}" ]; then
             > "$out/torch_attention_peer.log" 2>&1
         summary="$summary\ntorch_attention_peer: exit $? :: $(tail -12 "$out/torch_attention_peer.log")"
     fi
+    # DG_PEER_OPS=1: PyTorch's sgemm, softmax and sums at the gemm and ops
+    # sweeps' shapes (torch_ops.csv; DG_PEER_OPS_ARGS: more options);
+    # DG_PEER_MLP=1: NumPy's and PyTorch's CPU mlp step appended to mlp.csv,
+    # as the main job does (DG_PEER_MLP_ARGS: bench/numpy_mlp_peer.py's)
+    if [ "${DG_PEER_OPS:-0}" = 1 ]; then
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_ops_peer.py --out "$out/bench" \
+            ${DG_PEER_OPS_ARGS:-} > "$out/torch_ops_peer.log" 2>&1
+        summary="$summary\ntorch_ops_peer: exit $? :: $(grep -c ' ok$' "$out/torch_ops_peer.log") ok rows"
+    fi
+    if [ "${DG_PEER_MLP:-0}" = 1 ] && [ -f "$out/bench/mlp.csv" ]; then
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/numpy_mlp_peer.py --out "$out/bench" \
+            ${DG_PEER_MLP_ARGS:-} > "$out/numpy_mlp_peer.log" 2>&1
+        summary="$summary\nnumpy_mlp_peer: exit $? :: $(tail -2 "$out/numpy_mlp_peer.log" | tr '\n' ' ')"
+    fi
     if [ -n "${DG_BEFORE:-}" ]; then
         $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
         summary="$summary\ncompare: exit $? :: $(tail -1 "$out/compare.log")"

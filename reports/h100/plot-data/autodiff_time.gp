@@ -11,4 +11,9 @@ plot 'plot-data/autodiff_time-0.dat' using 1:2:3:4 with yerrorlines lw 2 title '
      'plot-data/autodiff_time-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu graph', \
      'plot-data/autodiff_time-2.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu manual', \
      'plot-data/autodiff_time-3.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu graph', \
-     'plot-data/autodiff_time-4.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu graph + CUDA graph'
+     'plot-data/autodiff_time-4.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu graph + CUDA graph', \
+     'plot-data/autodiff_time-0.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' title 'noisy (cv above --max-cv)', \
+     'plot-data/autodiff_time-1.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/autodiff_time-2.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/autodiff_time-3.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/autodiff_time-4.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle

@@ -14,6 +14,15 @@ plot 'plot-data/gemm_gflops-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cp
      'plot-data/gemm_gflops-4.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-tiled', \
      'plot-data/gemm_gflops-5.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-cublas', \
      'plot-data/gemm_gflops-6.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-cublas-tf32', \
-     1318.03 with lines dt 3 lw 2 title 'CPU ceiling (OpenBLAS)', \
-     51644.5 with lines dt 3 lw 2 title 'GPU ceiling (cuBLAS fp32)', \
-     401324 with lines dt 3 lw 2 title 'GPU ceiling (cuBLAS TF32)'
+     'plot-data/gemm_gflops-7.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-tiled-tf32', \
+     'plot-data/gemm_gflops-0.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' title 'noisy (cv above --max-cv)', \
+     'plot-data/gemm_gflops-1.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_gflops-2.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_gflops-3.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_gflops-4.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_gflops-5.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_gflops-6.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_gflops-7.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     1035.63 with lines dt 3 lw 2 title 'CPU ceiling (OpenBLAS)', \
+     51570.5 with lines dt 3 lw 2 title 'GPU ceiling (cuBLAS fp32)', \
+     378276 with lines dt 3 lw 2 title 'GPU ceiling (cuBLAS TF32)'

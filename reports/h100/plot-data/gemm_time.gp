@@ -14,4 +14,16 @@ plot 'plot-data/gemm_time-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu-
      'plot-data/gemm_time-4.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-tiled', \
      'plot-data/gemm_time-5.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-cublas', \
      'plot-data/gemm_time-6.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-cublas-tf32', \
-     'plot-data/gemm_time-7.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-cublas incl. transfers'
+     'plot-data/gemm_time-7.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-tiled-tf32', \
+     'plot-data/gemm_time-8.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-cublas incl. transfers', \
+     'plot-data/gemm_time-9.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu-cublas-pinned incl. transfers', \
+     'plot-data/gemm_time-0.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' title 'noisy (cv above --max-cv)', \
+     'plot-data/gemm_time-1.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_time-2.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_time-3.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_time-4.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_time-5.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_time-6.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_time-7.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_time-8.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/gemm_time-9.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle

@@ -11,4 +11,11 @@ set arrow from 32, graph 0 to 32, graph 1 nohead dt 2 lc rgb 'red'
 set label 'crossover 32' at 32, graph 0.95 tc rgb 'red' offset 0.5,0
 plot 'plot-data/mlp_time_1-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu', \
      'plot-data/mlp_time_1-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu', \
-     'plot-data/mlp_time_1-2.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu (CUDA graph)'
+     'plot-data/mlp_time_1-2.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu (CUDA graph)', \
+     'plot-data/mlp_time_1-3.dat' using 1:2:3:4 with yerrorlines lw 2 title 'numpy', \
+     'plot-data/mlp_time_1-4.dat' using 1:2:3:4 with yerrorlines lw 2 title 'torch-cpu', \
+     'plot-data/mlp_time_1-0.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' title 'noisy (cv above --max-cv)', \
+     'plot-data/mlp_time_1-1.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/mlp_time_1-2.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/mlp_time_1-3.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/mlp_time_1-4.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle

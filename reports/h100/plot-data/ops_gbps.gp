@@ -15,5 +15,13 @@ plot 'plot-data/ops_gbps-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu a
      'plot-data/ops_gbps-5.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu sum_rows', \
      'plot-data/ops_gbps-6.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu softmax', \
      'plot-data/ops_gbps-7.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu softmax', \
-     122.634 with lines dt 3 lw 2 title 'CPU copy ceiling', \
-     3001.49 with lines dt 3 lw 2 title 'GPU copy ceiling'
+     'plot-data/ops_gbps-0.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' title 'noisy (cv above --max-cv)', \
+     'plot-data/ops_gbps-1.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/ops_gbps-2.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/ops_gbps-3.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/ops_gbps-4.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/ops_gbps-5.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/ops_gbps-6.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     'plot-data/ops_gbps-7.dat' using 1:($5 > 0 ? $2 : NaN) with points pt 6 ps 2.5 lc rgb 'red' notitle, \
+     90.7908 with lines dt 3 lw 2 title 'CPU copy ceiling', \
+     2985 with lines dt 3 lw 2 title 'GPU copy ceiling'
