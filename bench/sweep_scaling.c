@@ -20,7 +20,9 @@
  * with n), strong scaling keeps the global batch (the largest count's
  * weak one) and splits it. impl "gpu-dp": each replica's step is a
  * replayed CUDA graph; the time is one dg_dp_run and dg_dp_sync, all
- * replicas queued and waited for. Row: m = GPUs, batch = global batch, n = batch per GPU,
+ * replicas queued and waited for; the gradients go in buckets of up to
+ * DG_GPU_BUCKET_BYTES_DEFAULT. impl "gpu-dp-unbucketed" (weak rows, n >= 2):
+ * the same step with every gradient its own NCCL call. Row: m = GPUs, batch = global batch, n = batch per GPU,
  * k = the model's gradient bytes (what each step all-reduces).
  *
  * Check before timing (column check): on one GPU ("f64-step@b2") the same
@@ -185,13 +187,15 @@ static void emit_row(bench_ctx *ctx, bench_row *row, dg_status st, char *why, si
     bench_emit(ctx, row);
 }
 
-/* one model row: n GPUs (bes), `global` examples split evenly */
-static void model_row(bench_ctx *ctx, dg_backend **bes, int n, const dp_model *m, const char *kind, int global) {
+/* one model row: n GPUs (bes), `global` examples split evenly; impl
+ * names how the backends bucket the all-reduces */
+static void model_row(bench_ctx *ctx, dg_backend **bes, int n, const dp_model *m, const char *kind, int global,
+                      const char *impl) {
     char name[64], why[512] = "", note[256];
     snprintf(name, sizeof name, "%s-%s", m->name, kind);
-    if (!bench_wanted(ctx, name, "gpu-dp")) return;
+    if (!bench_wanted(ctx, name, impl)) return;
     int per = global / n;
-    bench_row row = {.sweep = "scaling", .name = name, .impl = "gpu-dp", .backend = "gpu", .m = n, .n = per,
+    bench_row row = {.sweep = "scaling", .name = name, .impl = impl, .backend = "gpu", .m = n, .n = per,
                      .batch = global, .st = BENCH_NO_STATS, .max_rel_err = NAN,
                      .check = n == 1 ? "f64-step@b2" : "dp=mean-of-slices", .status = "ok"};
     dp_graph d = {0};
@@ -235,7 +239,14 @@ static void model_row(bench_ctx *ctx, dg_backend **bes, int n, const dp_model *m
         for (int i = 0; i < dg_graph_size(d.g); i++) row.flops += dg_node_cost(dg_graph_node(d.g, i)).flops;
         row.flops *= n; /* every replica's */
         st = bench_time(NULL, false, run_dp, dp, &ctx->timing, &row.st);
-        snprintf(note, sizeof note, "%d all-reduced gradients, %.1f MB per step", d.model.n_params, row.k / 1e6);
+        if (n == 1)
+            snprintf(note, sizeof note, "%d gradients, %.1f MB per step", d.model.n_params, row.k / 1e6);
+        else if (!strcmp(impl, "gpu-dp"))
+            snprintf(note, sizeof note, "%d all-reduced gradients, %.1f MB per step, in buckets of up to %lld KiB",
+                     d.model.n_params, row.k / 1e6, DG_GPU_BUCKET_BYTES_DEFAULT >> 10);
+        else
+            snprintf(note, sizeof note, "%d all-reduced gradients, %.1f MB per step, each its own all-reduce",
+                     d.model.n_params, row.k / 1e6);
         row.note = note;
     }
     emit_row(ctx, &row, st, why, sizeof why);
@@ -337,6 +348,30 @@ static void skipped_row(bench_ctx *ctx, const char *why) {
     bench_emit(ctx, &row);
 }
 
+/* GPU backends on devices 0..n-1 with all_reduce_bucket_bytes = bucket,
+ * grouped when n >= 2; a failure is one skipped row (bes then holds what
+ * was opened, for the caller to free) */
+static dg_status open_group(bench_ctx *ctx, dg_backend **bes, int n, long long bucket) {
+    dg_status st = DG_OK;
+    for (int r = 0; r < n; r++) bes[r] = NULL;
+    for (int r = 0; r < n && st == DG_OK; r++)
+        st = dg_gpu_backend_new(&bes[r], &(dg_gpu_opts){.device = r, .all_reduce_bucket_bytes = bucket});
+    if (st == DG_OK && n > 1) st = dg_backend_group(bes, n);
+    if (st != DG_OK) {
+        char why[768];
+        snprintf(why, sizeof why, "%d GPUs: %s", n, dg_last_error());
+        skipped_row(ctx, why);
+    }
+    return st;
+}
+
+static void close_group(dg_backend **bes, int n) {
+    for (int r = 0; r < n; r++) {
+        dg_backend_free(bes[r]);
+        bes[r] = NULL;
+    }
+}
+
 static const long long default_bytes[] = {4096, 65536, 1 << 20, 16 << 20, 256 << 20};
 static const long long quick_bytes[] = {65536, 16 << 20};
 
@@ -360,21 +395,21 @@ dg_status sweep_scaling(bench_ctx *ctx) {
         if (n > devices) break;
         /* fresh backends per count: a backend joins one group for life */
         dg_backend *bes[DG_DP_MAX_REPLICAS] = {0};
-        dg_status st = DG_OK;
-        for (int r = 0; r < n && st == DG_OK; r++) st = dg_gpu_backend_new(&bes[r], &(dg_gpu_opts){.device = r});
-        if (st == DG_OK && n > 1) st = dg_backend_group(bes, n);
-        if (st != DG_OK) {
-            char why[768];
-            snprintf(why, sizeof why, "%d GPUs: %s", n, dg_last_error());
-            skipped_row(ctx, why);
+        if (open_group(ctx, bes, n, 0) == DG_OK) {
+            for (int i = 0; i < n_sizes && n > 1 && !bench_interrupted; i++)
+                allreduce_rows(ctx, bes, n, (size_t)sizes[i]);
+            for (int k = 0; k < n_models && !bench_interrupted; k++) {
+                model_row(ctx, bes, n, &models[k], "weak", models[k].per_gpu * n, "gpu-dp");
+                model_row(ctx, bes, n, &models[k], "strong", models[k].per_gpu * max_n, "gpu-dp");
+            }
         }
-        for (int i = 0; i < n_sizes && n > 1 && st == DG_OK && !bench_interrupted; i++)
-            allreduce_rows(ctx, bes, n, (size_t)sizes[i]);
-        for (int k = 0; k < n_models && st == DG_OK && !bench_interrupted; k++) {
-            model_row(ctx, bes, n, &models[k], "weak", models[k].per_gpu * n);
-            model_row(ctx, bes, n, &models[k], "strong", models[k].per_gpu * max_n);
-        }
-        for (int r = 0; r < n; r++) dg_backend_free(bes[r]);
+        close_group(bes, n);
+        /* the weak steps again with every gradient its own all-reduce: what
+         * the buckets buy */
+        if (n > 1 && !bench_interrupted && open_group(ctx, bes, n, -1) == DG_OK)
+            for (int k = 0; k < n_models && !bench_interrupted; k++)
+                model_row(ctx, bes, n, &models[k], "weak", models[k].per_gpu * n, "gpu-dp-unbucketed");
+        close_group(bes, n);
     }
     return DG_OK;
 }

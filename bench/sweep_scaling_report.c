@@ -132,6 +132,35 @@ static void models_report(bench_report *rep, const bench_table *t) {
     bench_chart_draw(rep, &ch);
 }
 
+/* the weak steps with the gradients in buckets against each alone, where
+ * the sweep measured both */
+static void buckets_report(bench_report *rep, const bench_table *t) {
+    char models[8][48];
+    int n_models = model_names(t, models, 8), rows = 0;
+    for (int m = 0; m < n_models; m++) {
+        char weak[64];
+        snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
+        const csv_rec *w1 = find(t, weak, "gpu-dp", 1, -1);
+        for (int c = 1; c < SCALING_N_COUNTS; c++) {
+            int n = scaling_counts[c];
+            const csv_rec *b = find(t, weak, "gpu-dp", n, -1), *a = find(t, weak, "gpu-dp-unbucketed", n, -1);
+            if (!a || !b) continue;
+            if (!rows++)
+                fprintf(rep->sum, "### Gradient buckets (weak steps)\n\nThe same step with the gradients packed into "
+                                  "buckets, one NCCL call each (gpu-dp), and with every gradient its own call "
+                                  "(gpu-dp-unbucketed).\n\n| model | GPUs | each alone ms | buckets ms | ratio | weak "
+                                  "eff alone | weak eff buckets |\n|---|---|---|---|---|---|---|\n");
+            char f[5][32];
+            fprintf(rep->sum, "| %s | %d | %s | %s | %s | %s | %s |\n", models[m], n,
+                    bench_fmt_num(a->median_ms, "%.3f", f[0], 32), bench_fmt_num(b->median_ms, "%.3f", f[1], 32),
+                    bench_fmt_num(b->median_ms / a->median_ms, "%.3f", f[2], 32),
+                    bench_fmt_num(w1 ? 100 * w1->median_ms / a->median_ms : NAN, "%.1f%%", f[3], 32),
+                    bench_fmt_num(w1 ? 100 * w1->median_ms / b->median_ms : NAN, "%.1f%%", f[4], 32));
+        }
+    }
+    if (rows) fprintf(rep->sum, "\n");
+}
+
 bool bench_report_scaling(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     fprintf(rep->sum, "## Several GPUs: data parallelism over NCCL\n\n");
@@ -144,5 +173,6 @@ bool bench_report_scaling(bench_report *rep, const bench_table *t) {
     if (skipped == t->n) return true;
     allreduce_report(rep, t);
     models_report(rep, t);
+    buckets_report(rep, t);
     return true;
 }

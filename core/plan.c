@@ -250,6 +250,16 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         if (last[r] < id) last[r] = id;
     }
     for (int i = 0; i < n_out; i++) last[storage_root(outputs[i])->id] = INT32_MAX;
+    /* a backend may read an all_reduce's input after the node has been
+     * queued (NCCL on another stream, gradients packed into buckets): the
+     * input lives as long as the result does, so no later node's buffer
+     * lands on it while the exchange may still read it */
+    for (int id = 0; id < n; id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        if (!needed[id] || x->op != DG_OP_ALL_REDUCE) continue;
+        int r = storage_root(x->in[0])->id, done = last[storage_root(x)->id];
+        if (last[r] < done) last[r] = done;
+    }
 
     /* persistent leaves: shared or in one region of our own */
     size_t persist = 0;

@@ -55,7 +55,16 @@ typedef struct dg_gpu_opts {
     bool sync_debug;   /* synchronise after every node so a fault names it; also
                           on when the environment sets DG_GPU_SYNC=1          */
     dg_gpu_tf32_kernel tf32_kernel; /* default AUTO                          */
+    long long all_reduce_bucket_bytes; /* in a group of several GPUs: the
+                          all-reduces a run queues one after another are
+                          packed into buckets of at most this many bytes, each
+                          averaged by one NCCL call (fewer, larger messages,
+                          as PyTorch's DistributedDataParallel buckets its
+                          gradients); 0: DG_GPU_BUCKET_BYTES_DEFAULT; negative:
+                          every all-reduce alone                             */
 } dg_gpu_opts;
+
+#define DG_GPU_BUCKET_BYTES_DEFAULT (4ll << 20)
 
 /* Whether this machine has a usable CUDA device, without making a backend.
  * ABSENT: nothing to use (no driver library, or a driver that sees no

@@ -15,7 +15,18 @@
  * input or the output (the plan may hand a dead gradient's arena bytes to
  * a later node while NCCL still reads them). Before a download, a sync or
  * the end of a plan run (and of a CUDA-graph capture, which must join
- * every stream it forked) the compute stream waits for all of them. */
+ * every stream it forked) the compute stream waits for all of them.
+ *
+ * Buckets: an all-reduce is not issued at once but queued; the queue is
+ * issued as one bucket when the next would take it past the backend's
+ * all_reduce_bucket_bytes (dg_gpu_opts), when a step touches a queued
+ * tensor's memory, or at a join. A bucket of several tensors is packed by
+ * one kernel into the group's bucket buffer, averaged by one NCCL call and
+ * unpacked by one kernel, all on the comm stream: many small gradients (a
+ * transformer's biases and norms) then pay NCCL's per-call latency once.
+ * A tensor of the bucket size or more goes alone, unpacked. Every replica
+ * runs the same steps on the same arena layout, so every one cuts the same
+ * buckets and NCCL sees the same calls in the same order. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +99,13 @@ typedef struct in_flight {
     cudaEvent_t done;
 } in_flight;
 
+/* the most tensors in one bucket: the pack kernel takes their pointers as
+ * its argument (24 bytes each, within the 4 KiB a launch passes) */
+#define BUCKET_MAX_MEMBERS 64
+
+/* an all-reduce queued for the next bucket: in[0, count) averaged into out */
+typedef struct queued { const float *in; float *out; size_t count; } queued;
+
 struct gpu_comm {
 #ifdef DG_HAVE_NCCL
     ncclComm_t nccl;
@@ -97,7 +115,39 @@ struct gpu_comm {
     cudaEvent_t  fork;      /* the compute stream's state, handed to the comm stream */
     in_flight   *flight;    /* [n_flight] in flight; events [0, n_events) made */
     int          n_flight, n_events, cap;
+    size_t       bucket_bytes;  /* a bucket's most bytes; 0: every all-reduce alone */
+    float       *bucket;        /* device [bucket_bytes / 4]: a bucket's tensors packed */
+    queued       queue[BUCKET_MAX_MEMBERS];
+    int          n_queued;
+    size_t       queued_bytes;
 };
+
+/* dst[j][0, count[j]) = src[j][0, count[j]) for j < n: blockIdx.y picks the
+ * tensor, the x blocks stride over it */
+typedef struct copy_list {
+    const float *src[BUCKET_MAX_MEMBERS];
+    float       *dst[BUCKET_MAX_MEMBERS];
+    long long    count[BUCKET_MAX_MEMBERS];
+} copy_list;
+
+__global__ void k_copy_list(copy_list l) {
+    int j = blockIdx.y;
+    const float *src = l.src[j];
+    float *dst = l.dst[j];
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < l.count[j];
+         i += (long long)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
+#ifdef DG_HAVE_NCCL
+static dg_status copy_list_launch(const copy_list *l, int n, size_t most, cudaStream_t stream) {
+    size_t blocks = (most + 1023) / 1024; /* 256 threads, about 4 floats each */
+    dim3 grid((unsigned)(blocks < 1 ? 1 : blocks > 256 ? 256 : blocks), (unsigned)n);
+    k_copy_list<<<grid, 256, 0, stream>>>(*l);
+    DG_CUDA_CHECK(cudaGetLastError());
+    return DG_OK;
+}
+#endif
 
 int dg_gpu_group_size(const dg_backend *be) { return gpu_of(be)->comm ? gpu_of(be)->comm->ranks : 1; }
 
@@ -116,33 +166,46 @@ static dg_status join_one(gpu_ctx *c, int k) {
     return DG_OK;
 }
 
-dg_status dg__gpu_comm_before(gpu_ctx *c, const dg_step *s) {
-    gpu_comm *m = c->comm;
-    if (!m || !m->n_flight) return DG_OK;
+/* whether step s, run now, would race an all-reduce of in -> out (bytes
+ * each): it writes either, or reads the output */
+static bool races(const dg_step *s, const char *in, const char *out, size_t bytes) {
     const dg_node *n = s->node;
     size_t out_bytes = dg_node_bytes(n), scratch_bytes = dg_node_scratch_bytes(n);
-    for (int k = m->n_flight - 1; k >= 0; k--) {
-        const in_flight *f = &m->flight[k];
-        bool hazard = overlaps(s->out, out_bytes, f->in, f->bytes) || overlaps(s->out, out_bytes, f->out, f->bytes) ||
-                      overlaps(s->scratch, scratch_bytes, f->in, f->bytes) ||
-                      overlaps(s->scratch, scratch_bytes, f->out, f->bytes);
-        for (int i = 0; i < n->n_in && !hazard; i++) {
-            size_t b = dg_node_bytes(n->in[i]);
-            hazard = overlaps(s->in[i], b, f->out, f->bytes) || overlaps(s->inout[i], b, f->in, f->bytes);
+    bool hazard = overlaps(s->out, out_bytes, in, bytes) || overlaps(s->out, out_bytes, out, bytes) ||
+                  overlaps(s->scratch, scratch_bytes, in, bytes) || overlaps(s->scratch, scratch_bytes, out, bytes);
+    for (int i = 0; i < n->n_in && !hazard; i++) {
+        size_t b = dg_node_bytes(n->in[i]);
+        hazard = overlaps(s->in[i], b, out, bytes) || overlaps(s->inout[i], b, in, bytes);
+    }
+    for (int i = 0; i < n->n_side && !hazard; i++) {
+        size_t b = dg_node_bytes(n->side[i]);
+        hazard = overlaps(s->side[i], b, in, bytes) || overlaps(s->side[i], b, out, bytes);
+    }
+    return hazard;
+}
+
+static dg_status flush(gpu_ctx *c);
+
+dg_status dg__gpu_comm_before(gpu_ctx *c, const dg_step *s) {
+    gpu_comm *m = c->comm;
+    if (!m) return DG_OK;
+    for (int k = 0; k < m->n_queued; k++) /* a queued tensor it touches: the bucket goes now */
+        if (races(s, (const char *)m->queue[k].in, (const char *)m->queue[k].out, m->queue[k].count * sizeof(float))) {
+            dg_status st = flush(c);
+            if (st != DG_OK) return st;
+            break;
         }
-        for (int i = 0; i < n->n_side && !hazard; i++) {
-            size_t b = dg_node_bytes(n->side[i]);
-            hazard = overlaps(s->side[i], b, f->in, f->bytes) || overlaps(s->side[i], b, f->out, f->bytes);
-        }
-        if (hazard) {
+    for (int k = m->n_flight - 1; k >= 0; k--)
+        if (races(s, m->flight[k].in, m->flight[k].out, m->flight[k].bytes)) {
             dg_status st = join_one(c, k);
             if (st != DG_OK) return st;
         }
-    }
     return DG_OK;
 }
 
 dg_status dg__gpu_comm_join(gpu_ctx *c) {
+    dg_status st = c->comm ? flush(c) : DG_OK;
+    if (st != DG_OK) return st;
     while (c->comm && c->comm->n_flight) {
         dg_status st = join_one(c, c->comm->n_flight - 1);
         if (st != DG_OK) return st;
@@ -167,31 +230,71 @@ static dg_status reserve(gpu_comm *m) {
     return DG_OK;
 }
 
-dg_status dg__gpu_all_reduce(gpu_ctx *c, const dg_step *s) {
-    size_t bytes = dg_node_bytes(s->node);
-    if (!c->comm) { /* one replica: the mean is the tensor itself */
-        if (s->out != s->in[0])
-            DG_CUDA_CHECK(cudaMemcpyAsync(s->out, s->in[0], bytes, cudaMemcpyDeviceToDevice, c->stream));
-        return DG_OK;
-    }
-#ifdef DG_HAVE_NCCL
+/* The queued all-reduces, issued on the comm stream once the compute
+ * stream's work so far is done: one alone in place, several packed into
+ * the bucket buffer, averaged there by one call and unpacked. Each becomes
+ * an all-reduce in flight, its event recorded after the unpacking. */
+static dg_status flush(gpu_ctx *c) {
     gpu_comm *m = c->comm;
-    dg_status st = reserve(m);
-    if (st != DG_OK) return st;
-    in_flight *f = &m->flight[m->n_flight];
+    int n = m->n_queued;
+    if (!n) return DG_OK;
+    m->n_queued = 0;
+    m->queued_bytes = 0;
+#ifdef DG_HAVE_NCCL
     DG_CUDA_CHECK(cudaEventRecord(m->fork, c->stream));
     DG_CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->fork, 0));
-    DG_NCCL_CHECK(nccl.all_reduce(s->in[0], s->out, (size_t)dg_node_numel(s->node), ncclFloat, ncclAvg, m->nccl,
-                                  m->stream));
-    DG_CUDA_CHECK(cudaEventRecord(f->done, m->stream));
-    f->in = (const char *)s->in[0];
-    f->out = (const char *)s->out;
-    f->bytes = bytes;
-    m->n_flight++;
+    if (n == 1) {
+        DG_NCCL_CHECK(nccl.all_reduce(m->queue[0].in, m->queue[0].out, m->queue[0].count, ncclFloat, ncclAvg, m->nccl,
+                                      m->stream));
+    } else {
+        copy_list pack, unpack;
+        size_t at = 0, most = 0;
+        for (int k = 0; k < n; k++) {
+            const queued *q = &m->queue[k];
+            pack.src[k] = q->in;
+            pack.dst[k] = m->bucket + at;
+            unpack.src[k] = m->bucket + at;
+            unpack.dst[k] = q->out;
+            pack.count[k] = unpack.count[k] = (long long)q->count;
+            at += q->count;
+            if (q->count > most) most = q->count;
+        }
+        dg_status st = copy_list_launch(&pack, n, most, m->stream);
+        if (st != DG_OK) return st;
+        DG_NCCL_CHECK(nccl.all_reduce(m->bucket, m->bucket, at, ncclFloat, ncclAvg, m->nccl, m->stream));
+        if ((st = copy_list_launch(&unpack, n, most, m->stream)) != DG_OK) return st;
+    }
+    for (int k = 0; k < n; k++) {
+        dg_status st = reserve(m);
+        if (st != DG_OK) return st;
+        in_flight *f = &m->flight[m->n_flight];
+        DG_CUDA_CHECK(cudaEventRecord(f->done, m->stream));
+        f->in = (const char *)m->queue[k].in;
+        f->out = (const char *)m->queue[k].out;
+        f->bytes = m->queue[k].count * sizeof(float);
+        m->n_flight++;
+    }
     return DG_OK;
 #else
     return dg__fail(DG_ERR_UNSUPPORTED, "gpu: a group without NCCL"); /* dg_backend_group refused it */
 #endif
+}
+
+dg_status dg__gpu_all_reduce(gpu_ctx *c, const dg_step *s) {
+    size_t bytes = dg_node_bytes(s->node);
+    gpu_comm *m = c->comm;
+    if (!m) { /* one replica: the mean is the tensor itself */
+        if (s->out != s->in[0])
+            DG_CUDA_CHECK(cudaMemcpyAsync(s->out, s->in[0], bytes, cudaMemcpyDeviceToDevice, c->stream));
+        return DG_OK;
+    }
+    dg_status st = DG_OK;
+    if (m->n_queued == BUCKET_MAX_MEMBERS || (m->n_queued && m->queued_bytes + bytes > m->bucket_bytes))
+        st = flush(c); /* this one would not fit: the bucket so far goes first */
+    if (st != DG_OK) return st;
+    m->queue[m->n_queued++] = (queued){(const float *)s->in[0], (float *)s->out, (size_t)dg_node_numel(s->node)};
+    m->queued_bytes += bytes;
+    return m->queued_bytes >= m->bucket_bytes ? flush(c) : DG_OK; /* full, or one of the bucket's size alone */
 }
 
 void dg__gpu_comm_free(gpu_ctx *c) {
@@ -205,6 +308,7 @@ void dg__gpu_comm_free(gpu_ctx *c) {
     }
 #endif
     for (int i = 0; i < m->n_events; i++) DG_CUDA_NOTE(cudaEventDestroy(m->flight[i].done));
+    if (m->bucket) DG_CUDA_NOTE(cudaFree(m->bucket));
     if (m->fork) DG_CUDA_NOTE(cudaEventDestroy(m->fork));
     if (m->stream) DG_CUDA_NOTE(cudaStreamDestroy(m->stream));
     free(m->flight);
@@ -222,9 +326,12 @@ static dg_status comm_new(gpu_ctx *c, int rank, int ranks, ncclComm_t nc) {
     m->rank = rank;
     m->ranks = ranks;
     c->comm = m;
+    long long want = c->opts.all_reduce_bucket_bytes;
+    m->bucket_bytes = want < 0 ? 0 : want == 0 ? (size_t)DG_GPU_BUCKET_BYTES_DEFAULT : (size_t)want;
     DG_GPU_USE_DEVICE(c);
     DG_CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
     DG_CUDA_CHECK(cudaEventCreateWithFlags(&m->fork, cudaEventDisableTiming));
+    if (m->bucket_bytes) DG_CUDA_CHECK(cudaMalloc((void **)&m->bucket, m->bucket_bytes));
     return DG_OK;
 }
 #endif

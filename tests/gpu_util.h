@@ -50,16 +50,18 @@ static inline dg_backend *gpu_open_or_skip(const dg_gpu_opts *opts) {
 #ifdef DG_HAVE_CUDA
 /* GPU backends on devices 0..want-1, or the test skips where fewer
  * devices answer (a machine without any fails under DG_REQUIRE_GPU=1;
- * one with too few skips with the count: data parallelism's tests) */
-static inline void gpus_open_or_skip(dg_backend **be, int want) {
+ * one with too few skips with the count: data parallelism's tests);
+ * bucket: their dg_gpu_opts.all_reduce_bucket_bytes */
+static inline void gpus_open_with_or_skip(dg_backend **be, int want, long long bucket) {
     gpu_usable_or_skip();
     int n = dg_gpu_device_count();
     if (n < want) cr_skip_test("%d CUDA device%s: this test needs %d", n, n == 1 ? "" : "s", want);
     for (int i = 0; i < want; i++) {
-        dg_status st = dg_gpu_backend_new(&be[i], &(dg_gpu_opts){.device = i});
+        dg_status st = dg_gpu_backend_new(&be[i], &(dg_gpu_opts){.device = i, .all_reduce_bucket_bytes = bucket});
         cr_assert_eq(st, DG_OK, "gpu backend on device %d: %s", i, dg_last_error());
     }
 }
+static inline void gpus_open_or_skip(dg_backend **be, int want) { gpus_open_with_or_skip(be, want, 0); }
 #endif
 
 /* the CPU backend (all threads), or the GPU one as gpu_open_or_skip; a

@@ -155,6 +155,39 @@ Test(data_parallel, bad_groups_and_replica_counts_are_refused) {
     dg_backend_free(be[1]);
 }
 
+/* The exchange may read an all_reduce's input after the node was queued
+ * (another stream, a bucket sent later), so the plan keeps that input's
+ * bytes until the result's last reader: no node in between is placed on
+ * them. */
+Test(data_parallel, an_all_reduce_input_outlives_the_result_readers) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_input(g, "x", DG_SHAPE(256));
+    dg_node *grad = dg_mul_scalar(g, x, 2.0f);
+    dg_node *avg = dg_all_reduce(g, grad);
+    dg_node *h = x;
+    for (int i = 0; i < 4; i++) h = dg_mul_scalar(g, h, 1.5f); /* buffers of grad's size, made after it died */
+    dg_node *out = dg_add(g, avg, h);
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, be, &out, 1, NULL));
+    int n;
+    const dg_plan_buffer *b = dg_plan_buffers(p, &n), *gb = NULL;
+    for (int i = 0; i < n; i++)
+        if (b[i].node_id == grad->id) gb = &b[i];
+    cr_assert_not_null(gb);
+    cr_assert_geq(gb->last, out->id, "the all_reduce input's bytes are free after step %d, its result is read at %d",
+                  gb->last, out->id);
+    for (int i = 0; i < n; i++) {
+        if (&b[i] == gb || b[i].last < gb->first || b[i].first > gb->last) continue;
+        bool apart = b[i].offset + b[i].bytes <= gb->offset || gb->offset + gb->bytes <= b[i].offset;
+        cr_assert(apart, "node %d's buffer overlaps the all_reduce input's while both live", b[i].node_id);
+    }
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+}
+
 #ifdef DG_HAVE_CUDA
 static void *run_plan(void *p) { return (void *)(intptr_t)dg_plan_run(p); }
 
@@ -194,12 +227,13 @@ Test(data_parallel_gpu, all_reduce_node_averages_what_each_replica_holds) {
     for (int r = 0; r < n; r++) dg_backend_free(be[r]);
 }
 
-/* two replicas of half the batch each against one GPU with the whole batch */
-Test(data_parallel_gpu, replicas_stay_identical_and_equal_one_gpu_of_the_global_batch) {
+/* two replicas of half the batch each against one GPU with the whole
+ * batch; bucket: the backends' all_reduce_bucket_bytes */
+static void replicas_against_one_gpu(long long bucket) {
     enum { BATCH = 32, STEPS = 4 };
     enum { n = 2 };
     dg_backend *be[n], *one;
-    gpus_open_or_skip(be, n);
+    gpus_open_with_or_skip(be, n, bucket);
     ASSERT_OK(dg_gpu_backend_new(&one, &(dg_gpu_opts){.device = 0}));
     blobs b;
     cr_assert_eq(blobs_new(&b, BATCH, 12, 4, 5), 0);
@@ -246,4 +280,14 @@ Test(data_parallel_gpu, replicas_stay_identical_and_equal_one_gpu_of_the_global_
     dg_backend_free(one);
     for (int r = 0; r < n; r++) dg_backend_free(be[r]);
 }
+
+/* The step's six gradients (W1 768 bytes, b1 64, W2 512, b2 32, W3 128,
+ * b3 16, handed over from the last layer back) in the default bucket: all
+ * six packed into one NCCL call */
+Test(data_parallel_gpu, replicas_stay_identical_and_equal_one_gpu_of_the_global_batch) { replicas_against_one_gpu(0); }
+/* every gradient its own call, no packing */
+Test(data_parallel_gpu, unbucketed_replicas_equal_one_gpu) { replicas_against_one_gpu(-1); }
+/* buckets of at most 600 bytes: the small gradients packed by twos and
+ * threes, W1 (768 bytes, over the size) alone */
+Test(data_parallel_gpu, small_buckets_mix_packed_and_lone_gradients) { replicas_against_one_gpu(600); }
 #endif

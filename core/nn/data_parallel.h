@@ -5,7 +5,9 @@
  * own slice of the global batch, on its own host thread. Each gradient is
  * averaged over the replicas by its all_reduce node, placed right after the
  * gradient's last contribution, so the exchange overlaps the rest of the
- * backward; every replica then applies the same update to the same
+ * backward (GPU backends pack the queued gradients into buckets, one NCCL
+ * call each: dg_gpu_opts.all_reduce_bucket_bytes); every replica then
+ * applies the same update to the same
  * parameters (the same seed gave the same initial ones): they stay equal.
  * The mean of the replicas' losses is the global batch's mean loss.
  *
