@@ -494,7 +494,7 @@ dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts) {
     char why[512];
     dg_gpu_state state = probe_count(&count, why, sizeof why);
     if (state != DG_GPU_PRESENT) return dg__fail(state == DG_GPU_ABSENT ? DG_ERR_NO_DEVICE : DG_ERR_BACKEND, "%s", why);
-    dg_gpu_opts o = opts ? *opts : dg_gpu_opts{0, false, DG_GPU_TF32_AUTO};
+    dg_gpu_opts o = opts ? *opts : dg_gpu_opts{0, false, DG_GPU_TF32_AUTO, 0};
     if (o.device < 0 || o.device >= count)
         return dg__fail(DG_ERR_INVALID, "gpu: device index %d is out of range: %d CUDA device%s (0..%d)", o.device,
                         count, count == 1 ? "" : "s", count - 1);

@@ -90,6 +90,20 @@ static inline dg_status dg__gpu_cublas_math(gpu_ctx *c, bool tf32) {
     return DG_OK;
 }
 
+/* kern<<<(gx, gy, slice), block, smem, stream>>>(args..., z0) for z0 from 0
+ * up to batch in slices of at most 65535 (gridDim.z's limit): the batched
+ * kernels index their matrix as z0 + blockIdx.z */
+template <class... P, class... A>
+static dg_status launch_z_sliced(void (*kern)(P...), unsigned gx, unsigned gy, dim3 block, size_t smem,
+                                 cudaStream_t stream, int batch, A... args) {
+    for (int z0 = 0; z0 < batch; z0 += 65535) {
+        dim3 grid(gx, gy, (unsigned)(batch - z0 < 65535 ? batch - z0 : 65535));
+        kern<<<grid, block, smem, stream>>>(args..., z0);
+        DG_CUDA_CHECK_LAUNCH();
+    }
+    return DG_OK;
+}
+
 /* grid for a grid-stride loop over n items */
 static inline unsigned grid_for(long long n, int block) {
     long long g = (n + block - 1) / block;

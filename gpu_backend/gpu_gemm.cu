@@ -212,15 +212,11 @@ static dg_status launch_tiled(gpu_ctx *c, bool ta, bool tb, const gemm_args &g, 
     unsigned gx = (unsigned)((g.n + BN - 1) / BN), gy = (unsigned)((g.m + BM - 1) / BM);
     if (gy > 65535)
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu: tiled sgemm with m = %d exceeds the grid (%d rows a block)", g.m, BM);
-    for (int z0 = 0; z0 < batch; z0 += 65535) { /* gridDim.z is at most 65535 */
-        dim3 grid(gx, gy, (unsigned)(batch - z0 < 65535 ? batch - z0 : 65535));
-        if (!ta && !tb) k_gemm_tiled<BM, BN, MINB, false, false><<<grid, block, 0, c->stream>>>(g, z0);
-        else if (ta && !tb) k_gemm_tiled<BM, BN, MINB, true, false><<<grid, block, 0, c->stream>>>(g, z0);
-        else if (!ta && tb) k_gemm_tiled<BM, BN, MINB, false, true><<<grid, block, 0, c->stream>>>(g, z0);
-        else k_gemm_tiled<BM, BN, MINB, true, true><<<grid, block, 0, c->stream>>>(g, z0);
-        DG_CUDA_CHECK_LAUNCH();
-    }
-    return DG_OK;
+    void (*kern)(gemm_args, int) = !ta && !tb  ? k_gemm_tiled<BM, BN, MINB, false, false>
+                                   : ta && !tb ? k_gemm_tiled<BM, BN, MINB, true, false>
+                                   : !ta && tb ? k_gemm_tiled<BM, BN, MINB, false, true>
+                                               : k_gemm_tiled<BM, BN, MINB, true, true>;
+    return launch_z_sliced(kern, gx, gy, block, 0, c->stream, batch, g);
 }
 
 static dg_status sgemm_tiled(gpu_ctx *c, bool ta, bool tb, int m, int n, int k, const float *A, int lda,

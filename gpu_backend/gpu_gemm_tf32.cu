@@ -277,12 +277,7 @@ static dg_status tc_launch_one(gpu_ctx *c, const tc_args &g, int batch) {
     long long tiles = (long long)((g.m + CFG::BM - 1) / CFG::BM) * ((g.n + CFG::BN - 1) / CFG::BN);
     if (tiles > INT_MAX)
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu: TF32 sgemm of %d x %d has more tiles than a grid holds", g.m, g.n);
-    for (int z0 = 0; z0 < batch; z0 += 65535) { /* gridDim.z is at most 65535 */
-        dim3 grid((unsigned)tiles, 1, (unsigned)(batch - z0 < 65535 ? batch - z0 : 65535));
-        kern<<<grid, CFG::THREADS, smem, c->stream>>>(g, z0);
-        DG_CUDA_CHECK_LAUNCH();
-    }
-    return DG_OK;
+    return launch_z_sliced(kern, (unsigned)tiles, 1, CFG::THREADS, smem, c->stream, batch, g);
 }
 
 template <class CFG, bool VEC>

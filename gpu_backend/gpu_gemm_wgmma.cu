@@ -275,12 +275,7 @@ static dg_status wg_launch_one(gpu_ctx *c, const wg_args &g, int batch) {
     long long tiles = (long long)((g.m + WG_BM - 1) / WG_BM) * ((g.n + BN - 1) / BN);
     if (tiles > INT_MAX)
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu: wgmma sgemm of %d x %d has more tiles than a grid holds", g.m, g.n);
-    for (int z0 = 0; z0 < batch; z0 += 65535) { /* gridDim.z is at most 65535 */
-        dim3 grid((unsigned)tiles, 1, (unsigned)(batch - z0 < 65535 ? batch - z0 : 65535));
-        kern<<<grid, WG_THREADS, smem, c->stream>>>(g, z0);
-        DG_CUDA_CHECK_LAUNCH();
-    }
-    return DG_OK;
+    return launch_z_sliced(kern, (unsigned)tiles, 1, WG_THREADS, smem, c->stream, batch, g);
 }
 
 template <int BN, bool VEC>
@@ -319,12 +314,8 @@ static dg_status transpose(gpu_ctx *c, const float *X, int rows, int cols, int l
     dim3 block(32, 8);
     unsigned gy = (unsigned)((rows + 31) / 32);
     if (gy > 65535) return dg__fail(DG_ERR_UNSUPPORTED, "gpu: transpose of %d rows exceeds the grid", rows);
-    for (int z0 = 0; z0 < batch; z0 += 65535) {
-        dim3 grid((unsigned)((cols + 31) / 32), gy, (unsigned)(batch - z0 < 65535 ? batch - z0 : 65535));
-        k_transpose<<<grid, block, 0, c->stream>>>(X, rows, cols, ld, sx, Y, z0);
-        DG_CUDA_CHECK_LAUNCH();
-    }
-    return DG_OK;
+    return launch_z_sliced(k_transpose, (unsigned)((cols + 31) / 32), gy, block, 0, c->stream, batch, X, rows, cols,
+                           ld, sx, Y);
 }
 
 size_t dg__gpu_wgmma_transpose_floats(bool ta, bool tb, int m, int n, int k, int batch) {
