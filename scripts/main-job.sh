@@ -30,22 +30,8 @@ here=$(dirname "$0")
 bench="$build/bench"
 [ -x "$bench" ] || { echo "main-job: no bench at $bench: build first (cmake --build $build)" >&2; exit 2; }
 
-# bench's --wait-policy auto reads the 1-min load average, which right after
-# `cmake --build build -j` still counts the compilers that just finished: it
-# would pick passive waits, and every parallel region of a step would wake a
-# sleeping thread (twice the MLP step at batch 128: docs/PERF.md). Decide by
-# the last second instead: less than half a core busy now, active waits;
-# otherwise bench decides. OMP_WAIT_POLICY, if set, wins as always.
-policy_opt=""
-cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
-if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -r /proc/stat ]; then
-    t0=$(cpu_ticks); sleep 1; t1=$(cpu_ticks)
-    idle=$(echo "$t0 $t1" | awk -v n="$(nproc)" \
-        '{ busy = $3 - $1; all = busy + $4 - $2; print (all > 0 && 2 * busy * n < all) }')
-    [ "$idle" != 1 ] || policy_opt="--wait-policy active"
-fi
-# shellcheck disable=SC2086 # $quick and $policy_opt are words or nothing
-"$bench" --out "$out" $quick $policy_opt
+# shellcheck disable=SC2086 # $quick is a word or nothing
+"$bench" --out "$out" $quick
 rc=$?
 [ "$rc" -le 1 ] || exit "$rc" # bad options or a crash: nothing for the peer to stand beside
 [ -f "$out/mlp.csv" ] || { echo "main-job: no $out/mlp.csv: the NumPy peer did not run" >&2; exit 1; }
@@ -61,7 +47,8 @@ if [ -z "$py" ]; then
     exit 1
 fi
 # OpenBLAS's threads under NumPy wait as duograd's did in this run (bench
-# picks OpenMP's wait policy by the load unless OMP_WAIT_POLICY is set)
+# picks OpenMP's wait policy by what runs beside it unless OMP_WAIT_POLICY
+# is set)
 policy=$(sed -n 's/^# openmp wait policy: \([a-z]*\).*/\1/p' "$out/mlp.csv" | head -n 1)
 [ -n "${OMP_WAIT_POLICY:-}" ] || [ -z "$policy" ] || export OMP_WAIT_POLICY="$policy"
 # shellcheck disable=SC2086

@@ -149,15 +149,42 @@ Test(bench_env, the_load_snapshot_is_appended_and_the_loaded_verdict_matches_its
     assert_matches(buf, "^# earlier line\n# load at end of sweep: [0-9.]+ [0-9.]+ [0-9.]+ \\(1, 5, 15 min; "
                         "[0-9]+ online cores\\)\n$");
     char why[160], op[3];
-    double load, half;
+    double busy, bar;
     long cores;
+    int ms;
     bool loaded = bench_env_loaded(why, sizeof why);
-    cr_assert_eq(sscanf(why, "1-min load %lf %2s %lf (half of %ld online cores)", &load, op, &half, &cores), 4,
-                 "%s", why);
+    cr_assert_eq(sscanf(why, "%lf of %ld cores busy over %d ms %2s %lf", &busy, &cores, &ms, op, &bar), 5, "%s",
+                 why);
     cr_assert_eq(cores, sysconf(_SC_NPROCESSORS_ONLN));
-    cr_assert_float_eq(half, cores / 2.0, 0.051);
+    cr_assert_eq(ms, BENCH_BUSY_SAMPLE_MS);
+    cr_assert(busy >= 0 && busy <= cores + 0.005, "%s", why);
     cr_assert_str_eq(op, loaded ? ">=" : "<", "%s", why);
-    cr_assert_eq(loaded, load >= cores / 2.0, "%s", why);
+    cr_assert_eq(loaded, busy >= 0.5, "%s", why);
+}
+
+Test(bench_env, cpu_ticks_count_user_nice_system_irq_softirq_as_busy_and_idle_iowait_as_idle) {
+    char path[] = "/tmp/dg-stat-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    /*                                      user nice sys idle iowait irq softirq steal guest guest_nice */
+    static const char stat[] = "cpu  1000 20 300 5000 40 6 7 800 0 0\ncpu0 500 10 150 2500 20 3 3 400 0 0\n";
+    cr_assert_eq(write(fd, stat, sizeof stat - 1), (ssize_t)(sizeof stat - 1));
+    close(fd);
+    unsigned long long busy = 0, idle = 0;
+    cr_assert(bench_cpu_ticks(path, &busy, &idle));
+    cr_assert_eq(busy, 1000 + 20 + 300 + 6 + 7, "busy %llu", busy);
+    cr_assert_eq(idle, 5000 + 40, "idle %llu", idle);
+    unlink(path);
+    cr_assert_not(bench_cpu_ticks(path, &busy, &idle), "a missing file reads as ticks");
+}
+
+Test(bench_env, busy_cores_are_the_busy_share_of_the_ticks_between_two_samples_times_the_cores) {
+    /* 2 cores, 200 ticks passed, 50 of them busy: half a core */
+    cr_assert_float_eq(bench_busy_cores(1000, 5000, 1050, 5150, 2), 0.5, 1e-12);
+    cr_assert_float_eq(bench_busy_cores(1000, 5000, 1200, 5000, 2), 2.0, 1e-12);
+    cr_assert_float_eq(bench_busy_cores(1000, 5000, 1000, 5400, 16), 0.0, 1e-12);
+    cr_assert_lt(bench_busy_cores(1000, 5000, 1000, 5000, 2), 0, "no tick passed");
+    cr_assert_lt(bench_busy_cores(1000, 5000, 900, 5200, 2), 0, "a counter went back");
 }
 
 /* runs scripts/build_info.cmake on the git repository `repo`; the
@@ -316,18 +343,18 @@ Test(bench_wait_policy, the_choice_is_set_and_the_program_executed_again_with_it
     apply_in_child("active", NULL, "stale (marker)", "/bin/sh", show_env, out, sizeof out);
     cr_assert_str_eq(out, "active|active (asked for with --wait-policy active)");
     apply_in_child("auto", NULL, NULL, "/bin/sh", show_env, out, sizeof out);
-    assert_matches(out, "^(active|passive)\\|(active|passive) \\(auto: 1-min load [0-9.]+ (>=|<) [0-9.]+ \\(half "
-                        "of [0-9]+ online cores\\)\\)$");
+    assert_matches(out, "^(active|passive)\\|(active|passive) \\(auto: [0-9.]+ of [0-9]+ cores busy over [0-9]+ ms "
+                        "(>=|<) 0\\.5\\)$");
     cr_assert_eq(strncmp(out, "passive", 7) == 0, strstr(out, " >= ") != NULL, "passive exactly when loaded: %s",
                  out);
 }
 
 Test(bench_wait_policy, the_executed_image_reports_the_policy_in_force) {
     char out[1024];
-    apply_in_child("auto", "passive", "passive (auto: 1-min load 1.90 >= 1.0 (half of 2 online cores))", "/bin/sh",
+    apply_in_child("auto", "passive", "passive (auto: 1.90 of 2 cores busy over 200 ms >= 0.5)", "/bin/sh",
                    show_env, out, sizeof out);
-    cr_assert_str_eq(out, "returned 0: passive (auto: 1-min load 1.90 >= 1.0 (half of 2 online cores)) [env passive "
-                          "passive (auto: 1-min load 1.90 >= 1.0 (half of 2 online cores))]");
+    cr_assert_str_eq(out, "returned 0: passive (auto: 1.90 of 2 cores busy over 200 ms >= 0.5) [env passive "
+                          "passive (auto: 1.90 of 2 cores busy over 200 ms >= 0.5)]");
 }
 
 Test(bench_wait_policy, a_failed_exec_restores_the_environment_and_says_what_libgomp_keeps) {
