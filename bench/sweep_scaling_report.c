@@ -161,6 +161,45 @@ static void buckets_report(bench_report *rep, const bench_table *t) {
     if (rows) fprintf(rep->sum, "\n");
 }
 
+/* duograd's weak and strong rows beside PyTorch DistributedDataParallel's
+ * (impl torch-ddp, bench/torch_ddp_peer.py) of the same file, where the
+ * peer ran */
+static void peer_report(bench_report *rep, const bench_table *t) {
+    char models[8][48];
+    int n_models = model_names(t, models, 8), rows = 0;
+    for (int m = 0; m < n_models; m++) {
+        char weak[64], strong[64];
+        snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
+        snprintf(strong, sizeof strong, "%.40s-strong", models[m]);
+        const csv_rec *dw1 = find(t, weak, "gpu-dp", 1, -1), *ds1 = find(t, strong, "gpu-dp", 1, -1);
+        const csv_rec *pw1 = find(t, weak, "torch-ddp", 1, -1), *ps1 = find(t, strong, "torch-ddp", 1, -1);
+        for (int c = 0; c < SCALING_N_COUNTS; c++) {
+            int n = scaling_counts[c];
+            const csv_rec *dw = find(t, weak, "gpu-dp", n, -1), *ds = find(t, strong, "gpu-dp", n, -1);
+            const csv_rec *pw = find(t, weak, "torch-ddp", n, -1), *ps = find(t, strong, "torch-ddp", n, -1);
+            if (!pw && !ps) continue;
+            if (!rows++)
+                fprintf(rep->sum, "### Beside PyTorch DistributedDataParallel (same file)\n\nPyTorch eager fp32, one "
+                                  "process per GPU, DDP's default buckets (bench/torch_ddp_peer.py); each side's "
+                                  "efficiency against its own one-GPU step.\n\n| model | GPUs | weak ms duograd | "
+                                  "weak ms PyTorch | weak eff duograd | weak eff PyTorch | strong ms duograd | "
+                                  "strong ms PyTorch | strong eff duograd | strong eff PyTorch |\n"
+                                  "|---|---|---|---|---|---|---|---|---|---|\n");
+            char f[8][32];
+            fprintf(rep->sum, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m], n,
+                    bench_fmt_num(dw ? dw->median_ms : NAN, "%.3f", f[0], 32),
+                    bench_fmt_num(pw ? pw->median_ms : NAN, "%.3f", f[1], 32),
+                    bench_fmt_num(dw && dw1 ? 100 * dw1->median_ms / dw->median_ms : NAN, "%.1f%%", f[2], 32),
+                    bench_fmt_num(pw && pw1 ? 100 * pw1->median_ms / pw->median_ms : NAN, "%.1f%%", f[3], 32),
+                    bench_fmt_num(ds ? ds->median_ms : NAN, "%.3f", f[4], 32),
+                    bench_fmt_num(ps ? ps->median_ms : NAN, "%.3f", f[5], 32),
+                    bench_fmt_num(ds && ds1 ? 100 * ds1->median_ms / (n * ds->median_ms) : NAN, "%.1f%%", f[6], 32),
+                    bench_fmt_num(ps && ps1 ? 100 * ps1->median_ms / (n * ps->median_ms) : NAN, "%.1f%%", f[7], 32));
+        }
+    }
+    if (rows) fprintf(rep->sum, "\n");
+}
+
 bool bench_report_scaling(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     fprintf(rep->sum, "## Several GPUs: data parallelism over NCCL\n\n");
@@ -174,5 +213,6 @@ bool bench_report_scaling(bench_report *rep, const bench_table *t) {
     allreduce_report(rep, t);
     models_report(rep, t);
     buckets_report(rep, t);
+    peer_report(rep, t);
     return true;
 }

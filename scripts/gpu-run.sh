@@ -108,6 +108,13 @@ if [ -n "${DG_SWEEP:-}" ]; then
             ${DG_PEER_MLP_ARGS:-} > "$out/numpy_mlp_peer.log" 2>&1
         summary="$summary\nnumpy_mlp_peer: exit $? :: $(tail -2 "$out/numpy_mlp_peer.log" | tr '\n' ' ')"
     fi
+    # DG_PEER_DDP=1: PyTorch DDP's steps of the scaling sweep appended to
+    # scaling.csv (DG_PEER_DDP_ARGS: bench/torch_ddp_peer.py's options)
+    if [ "${DG_PEER_DDP:-0}" = 1 ] && [ -f "$out/bench/scaling.csv" ]; then
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_ddp_peer.py --out "$out/bench" \
+            ${DG_PEER_DDP_ARGS:-} > "$out/torch_ddp_peer.log" 2>&1
+        summary="$summary\ntorch_ddp_peer: exit $? :: $(tail -8 "$out/torch_ddp_peer.log")"
+    fi
     if [ -n "${DG_BEFORE:-}" ]; then
         $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
         summary="$summary\ncompare: exit $? :: $(tail -1 "$out/compare.log")"

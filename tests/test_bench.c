@@ -242,3 +242,42 @@ Test(bench_plot, hostile_titles_are_quoted_for_gnuplot) {
     }
     remove_dir(dir);
 }
+
+/* bench plot's scaling report: duograd's efficiency tables, and PyTorch
+ * DDP's rows (bench/torch_ddp_peer.py) beside them when the file has them */
+Test(bench_plot, scaling_report_sets_pytorch_ddp_beside_duograd) {
+    char dir[] = "/tmp/dg-scaling-XXXXXX", cmd[512], out[8192], path[256];
+    tmp_dir(dir);
+    FILE *f = bench_csv_open(dir, "scaling", "# rows written by hand\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(f, "%s", dg_last_error());
+    /* weak: 1024 examples per GPU; strong: 2048 split */
+    static const struct { const char *name, *impl; int gpus, per; double ms; } rows[] = {
+        {"mlp-weak", "gpu-dp", 1, 1024, 1.0},      {"mlp-weak", "gpu-dp", 2, 1024, 1.25},
+        {"mlp-strong", "gpu-dp", 1, 2048, 2.0},    {"mlp-strong", "gpu-dp", 2, 1024, 1.25},
+        {"mlp-weak", "torch-ddp", 1, 1024, 2.0},   {"mlp-weak", "torch-ddp", 2, 1024, 4.0},
+        {"mlp-strong", "torch-ddp", 1, 2048, 4.0}, {"mlp-strong", "torch-ddp", 2, 1024, 2.5},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        double ms = rows[i].ms;
+        bench_row r = {.sweep = "scaling", .name = rows[i].name, .impl = rows[i].impl, .backend = "gpu",
+                       .m = rows[i].gpus, .n = rows[i].per, .k = 4000000, .batch = rows[i].gpus * rows[i].per,
+                       .st = {ms, ms, ms, 0, 5, NULL, 0, false}, .max_rel_err = 1e-7, .check = "dp=mean-of-slices",
+                       .status = "ok"};
+        bench_csv_write(f, &r);
+    }
+    ASSERT_OK(bench_csv_finish(f, dir, "scaling", true));
+    snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *sum = read_file(path);
+    /* duograd: weak 1/1.25 = 80%, strong 2/(2 x 1.25) = 80%; PyTorch: weak
+     * 2/4 = 50%, strong 4/(2 x 2.5) = 80% */
+    cr_assert(strstr(sum, "| mlp | 2 | 2048 | 1.250 | 1638400 | 80.0% | 20.0% | 1024 | 1.250 | 80.0% | 4.0 |"),
+              "summary: %s", sum);
+    cr_assert(strstr(sum, "| mlp | 1 | 1.000 | 2.000 | 100.0% | 100.0% | 2.000 | 4.000 | 100.0% | 100.0% |"),
+              "summary: %s", sum);
+    cr_assert(strstr(sum, "| mlp | 2 | 1.250 | 4.000 | 80.0% | 50.0% | 1.250 | 2.500 | 80.0% | 80.0% |"),
+              "summary: %s", sum);
+    free(sum);
+    remove_dir(dir);
+}

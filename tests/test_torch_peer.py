@@ -157,6 +157,43 @@ def test_ops_and_attention_rows_fill_every_numeric_column():
     assert not empty, f"columns left empty: {empty}"
 
 
+def test_ddp_peer_rows_counts_and_batches():
+    """bench/torch_ddp_peer.py: rows the scaling report can match with
+    duograd's (same case names, m = GPUs, n = batch per GPU), the strong
+    rows' split of the largest count's weak batch, GPU counts refused
+    beyond the machine's, and FLOPs counted as the sweep counts them"""
+    import torch_ddp_peer as ddp
+    assert ddp.gpu_counts(2) == [1, 2] and ddp.gpu_counts(5) == [1, 2, 4] and ddp.gpu_counts(8) == [1, 2, 4, 8]
+    assert ddp.gpu_counts(4, [2, 1, 2]) == [1, 2]
+    try:
+        ddp.gpu_counts(2, [1, 4])
+        raise AssertionError("--gpus 4 on a 2-GPU machine accepted")
+    except ValueError as e:
+        assert "only 2 GPU(s)" in str(e), e
+    assert ddp.batches("mlp", "weak", 2, [1, 2]) == (1024, 2048)
+    assert ddp.batches("mlp", "strong", 1, [1, 2]) == (2048, 2048)
+    assert ddp.batches("resnet18-cifar", "strong", 4, [1, 2, 4]) == (64, 256)
+    try:  # --gpus 1,3,4: the strong global batch 4 x 64 = 256 over 3 GPUs
+        ddp.batches("resnet18-cifar", "strong", 3, [1, 3, 4])
+        raise AssertionError("256 split over 3 GPUs accepted")
+    except ValueError as e:
+        assert "256 does not split over 3 GPUs" in str(e), e
+    row = ddp.base_row("mlp", "weak", 2, 1024, 2048)
+    fields = dict(zip(EXPECTED, tp.format_row(row, EXPECTED).rstrip("\n").split(",")))
+    assert (fields["case"], fields["impl"], fields["m"], fields["n"], fields["batch"]) == \
+        ("mlp-weak", "torch-ddp", "2", "1024", "2048"), fields
+    assert fields["check"] == "dp=mean-of-slices" and ddp.base_row("mlp", "weak", 1, 1024, 1024)["check"] == "f64-step@b2"
+    assert int(fields["k"]) == 4 * (784 * 2048 + 2048 + 2048 * 2048 + 2048 + 2048 * 10 + 10), fields["k"]
+    empty = [c for c in EXPECTED if fields[c] == "" and c not in ("note", "status")]
+    assert not empty, f"columns left empty: {empty}"
+    # the sweep's mlp-weak row on one GPU: 3.2517e10 FLOPs at batch 1024
+    # (reports/h200x2/buckets: 38893 GFLOP/s x 0.836054 ms), of which the
+    # GEMMs are all but 0.14% (bias, ReLU and loss nodes)
+    sweep = 38893e9 * 0.836054e-3
+    assert 0.998 * sweep < ddp.step_flops("mlp", 1024) < sweep, (ddp.step_flops("mlp", 1024), sweep)
+    assert ddp.step_flops("resnet18-cifar", 64) == tp.step_flops("cifar", 64)
+
+
 def main():
     assert "torch" not in sys.modules, "importing torch_peer imported torch"
     failed = 0
