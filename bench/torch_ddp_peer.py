@@ -56,6 +56,7 @@ MODELS = {  # name: examples per GPU of the weak rows, optimizer
 }
 DP_TOL = 1e-4            # the sweep's tolerance of the mean of the slices' updates
 MIN_STEPS, MIN_SECONDS = 20, 2.0
+HANG_SECONDS = 120       # a process still inside its rows after this long prints its stack and exits
 
 
 # ---- the rows' geometry (no torch) ----
@@ -189,30 +190,33 @@ def check_ddp(model, ddp, plain, xs, ys, world):
 
 
 def time_steps(step, dev, world):
-    """warm-up (>= 5 steps, >= 1 s), then a step count process 0 picks for
-    >= MIN_STEPS and >= MIN_SECONDS; CUDA events around each step"""
+    """warm-up (>= 5 steps, >= 1 s), then >= MIN_STEPS timed steps and >=
+    MIN_SECONDS, CUDA events around each step. Every process must run as
+    many steps (each joins the all-reduces): process 0 times 5 steps and
+    broadcasts the counts of the rest."""
     import torch
     import torch.distributed as dist
-    sync = torch.cuda.synchronize
-    warm = 0
     t0 = time.perf_counter()
-    while warm < 5 or time.perf_counter() - t0 < 1.0:
+    for _ in range(5):
         step()
-        sync()
-        warm += 1
-    per_step = (time.perf_counter() - t0) / warm
-    count = torch.tensor([max(MIN_STEPS, math.ceil(MIN_SECONDS / per_step))], device=dev)
+    torch.cuda.synchronize()
+    per_step = (time.perf_counter() - t0) / 5
+    counts = torch.tensor([max(0, math.ceil((1.0 - 5 * per_step) / per_step)),
+                           max(MIN_STEPS, math.ceil(MIN_SECONDS / per_step))], device=dev)
     if world > 1:
-        dist.broadcast(count, 0)  # every process must call the all-reduces as often
+        dist.broadcast(counts, 0)
+    more_warm, timed = (int(v) for v in counts.tolist())
+    for _ in range(more_warm):
+        step()
     events = []
-    for _ in range(int(count.item())):
+    for _ in range(timed):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         step()
         b.record()
         events.append((a, b))
-    sync()
-    return warm, [a.elapsed_time(b) for a, b in events]
+    torch.cuda.synchronize()
+    return 5 + more_warm, [a.elapsed_time(b) for a, b in events]
 
 
 def run_row(model, kind, world, counts, rank, dev):
@@ -245,18 +249,25 @@ def run_row(model, kind, world, counts, rank, dev):
 
 
 def worker(rank, world, counts, models, init_file, result_file):
+    import faulthandler
+
     import torch
     import torch.distributed as dist
+    # a hang (a collective one process never joins) shows where each process waits
+    faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.cuda.set_device(rank)
     dev = torch.device("cuda", rank)
     if world > 1:
-        dist.init_process_group("nccl", init_method=f"file://{init_file}", rank=rank, world_size=world)
+        dist.init_process_group("nccl", init_method=f"file://{init_file}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=HANG_SECONDS))
+        print(f"torch_ddp_peer: process {rank} of {world}: process group up", file=sys.stderr)
     rows = []
     try:
         for model in models:
             for kind in ("weak", "strong"):
+                faulthandler.dump_traceback_later(HANG_SECONDS, exit=True)  # each row gets the whole time
                 rows.append(run_row(model, kind, world, counts, rank, dev))
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats(dev)
@@ -265,6 +276,7 @@ def worker(rank, world, counts, models, init_file, result_file):
                     print(f"torch_ddp_peer: {r['case']} on {world} GPU(s), batch {r['batch']}: {r['status']} "
                           f"median {r['median_ms']:.4g} ms ({r['check']}: {r['max_rel_err']:.3g})", file=sys.stderr)
     finally:
+        faulthandler.cancel_dump_traceback_later()
         if world > 1:
             dist.destroy_process_group()
     if rank == 0:
