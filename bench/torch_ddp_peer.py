@@ -154,7 +154,7 @@ def flat_params(net):
 
 # ---- one process per GPU ----
 
-def check_one_gpu(model, net, dev):
+def check_one_gpu(model, dev):
     """the first step at batch 2 against float64 on the CPU: max of the
     loss's and the update's relative errors"""
     ref_net = make_model(model).double()
@@ -228,7 +228,7 @@ def run_row(model, kind, world, counts, rank, dev):
     xs, ys = x[rank * per:(rank + 1) * per].to(dev), y[rank * per:(rank + 1) * per].to(dev)
     net = make_model(model).to(dev)
     if world == 1:
-        ok, err, why = check_one_gpu(model, net, dev)
+        ok, err, why = check_one_gpu(model, dev)
         stepped = net
     else:
         stepped = DDP(make_model(model).to(dev), device_ids=[dev.index])
@@ -318,7 +318,8 @@ def main(argv=None):
             f"gpu: {available} x {torch.cuda.get_device_name(0)}",
             "tf32: off; NCCL_NVLS_ENABLE=" + os.environ["NCCL_NVLS_ENABLE"],
             "timing: process 0's CUDA events around each whole step (zero_grad; forward; loss; backward with the "
-            "all-reduce; optimizer.step)"]
+            "all-reduce; optimizer.step); arena_bytes: process 0's torch.cuda.max_memory_allocated() over the row, "
+            "its check's models included"]
     os.makedirs(a.out, exist_ok=True)
     try:
         out = tp.CsvOut(os.path.join(a.out, "scaling.csv"), meta)

@@ -50,6 +50,18 @@ static inline char *read_file(const char *path) {
     return s;
 }
 
+#ifdef DG_BENCH_PATH
+/* `bench plot dir` (asserted to exit 0), then dir/summary.md's text; the
+ * caller frees it */
+static inline char *plot_summary(const char *dir) {
+    char cmd[1024], out[8192], path[1024];
+    snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    return read_file(path);
+}
+#endif
+
 static inline void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f, "cannot write %s", path);
