@@ -13,10 +13,11 @@
 const char *const conv_dir_name[CONV_N_DIRS] = {"fwd", "bwd-data", "bwd-weight"};
 
 const conv_impl conv_impls[CONV_N_IMPLS] = {
-    [CONV_CPU]          = {"cpu-im2col", false, false, false},  /* im2col + OpenBLAS sgemm */
-    [CONV_GPU_IM2COL]   = {"gpu-im2col", true, false, false},   /* im2col + cuBLAS         */
-    [CONV_GPU_TRANSFER] = {"gpu-im2col", true, false, true},    /* the same, with copies   */
-    [CONV_GPU_IMPLICIT] = {"gpu-implicit", true, true, false},  /* implicit-GEMM kernels   */
+    [CONV_CPU]          = {"cpu-im2col", false, false, false, false},      /* im2col + OpenBLAS, in passes */
+    [CONV_CPU_BATCH]    = {"cpu-im2col-batch", false, false, false, true}, /* the same, image per thread   */
+    [CONV_GPU_IM2COL]   = {"gpu-im2col", true, false, false, false},       /* im2col + cuBLAS              */
+    [CONV_GPU_TRANSFER] = {"gpu-im2col", true, false, true, false},        /* the same, with copies        */
+    [CONV_GPU_IMPLICIT] = {"gpu-implicit", true, true, false, false},      /* implicit-GEMM kernels        */
 };
 
 void conv_case_name(const conv_shape *s, int dir, char *buf, size_t n) {

@@ -2,8 +2,11 @@
  * timed alone as its plan step, over the layer shapes of ResNet-18 (CIFAR
  * and ImageNet stems), the project's small CNN and LeNet, and batch sizes.
  *
- * Implementations: cpu-im2col (the CPU backend: im2col + OpenBLAS sgemm),
- * gpu-im2col (im2col + cuBLAS; also with transfers: transfer = 1, the two
+ * Implementations: cpu-im2col (the CPU backend: im2col + OpenBLAS sgemm in
+ * passes of whole images, each GEMM on every thread: DG_CPU_CONV_PASSES),
+ * cpu-im2col-batch (OpenMP over the batch, an image per thread at a time
+ * with a one-thread sgemm: DG_CPU_CONV_BATCH; skipped where it would run
+ * as cpu-im2col: one image, or a scratch too small for two slots), gpu-im2col (im2col + cuBLAS; also with transfers: transfer = 1, the two
  * inputs uploaded from host memory and the output downloaded inside the
  * timed region) and gpu-implicit (dg_gpu_set_conv(DG_GPU_CONV_IMPLICIT),
  * the default restored after). TF32 stays off in every row.
@@ -39,6 +42,8 @@
 #include "core/plan.h"
 #include "core/rng.h"
 #include "core/status_internal.h"
+#include "cpu_backend/cpu_backend.h"
+#include "cpu_backend/cpu_kernels.h"
 #include "env.h"
 #include "sweep.h"
 #ifdef DG_HAVE_CUDA
@@ -59,21 +64,19 @@ static const long long quick_batches[] = {1, 8};
 enum { IN_X, IN_W, IN_DY };
 static const int dir_inputs[CONV_N_DIRS][2] = {{IN_X, IN_W}, {IN_DY, IN_W}, {IN_DY, IN_X}};
 
-static void select_conv(const bench_ctx *ctx, bool implicit) {
+/* the backends' convolutions as implementation im runs them */
+static void select_conv(const bench_ctx *ctx, const conv_impl *im) {
+    if (ctx->cpu) dg_cpu_set_conv(ctx->cpu, im->batch ? DG_CPU_CONV_BATCH : DG_CPU_CONV_PASSES);
 #ifdef DG_HAVE_CUDA
-    if (ctx->gpu) dg_gpu_set_conv(ctx->gpu, implicit ? DG_GPU_CONV_IMPLICIT : DG_GPU_CONV_IM2COL);
-#else
-    (void)ctx;
-    (void)implicit;
+    if (ctx->gpu) dg_gpu_set_conv(ctx->gpu, im->implicit ? DG_GPU_CONV_IMPLICIT : DG_GPU_CONV_IM2COL);
 #endif
 }
 
-/* the backend's own choice again, for the rows and sweeps that follow */
+/* the backends' own choices again, for the rows and sweeps that follow */
 static void restore_conv(const bench_ctx *ctx) {
+    if (ctx->cpu) dg_cpu_set_conv(ctx->cpu, DG_CPU_CONV_DEFAULT);
 #ifdef DG_HAVE_CUDA
     if (ctx->gpu) dg_gpu_set_conv(ctx->gpu, DG_GPU_CONV_DEFAULT);
-#else
-    (void)ctx;
 #endif
 }
 
@@ -215,7 +218,7 @@ static bench_row row_of(const bench_ctx *ctx, const conv_problem *pb, int d, con
     int64_t mnk[CONV_N_DIRS][3] = {{g.og, cols, r}, {r, cols, g.og}, {g.og, r, cols}};
     dg_cost cost = dg_node_cost(nd);
     dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
-    select_conv(ctx, im->implicit);
+    select_conv(ctx, im);
     size_t scratch = be ? dg_backend_scratch_bytes(be, nd) : dg_node_scratch_bytes(nd);
     restore_conv(ctx);
     return (bench_row){.sweep = "conv", .name = pb->name[d], .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
@@ -243,7 +246,7 @@ static double run_row(bench_ctx *ctx, conv_problem *pb, dg_plan *p, int d, const
     dg_status st = run.step && run.out && run.dst[0] && run.dst[1]
                        ? problem_ref(pb, d)
                        : dg__fail(DG_ERR_INVALID, "conv sweep: the plan lacks %s's step or buffers", pb->name[d]);
-    select_conv(ctx, im->implicit);
+    select_conv(ctx, im);
     if (st == DG_OK) { /* NaN in the output first: an entry left unwritten fails the check */
         for (size_t i = 0; i < run.out_bytes / sizeof(float); i++) pb->host_out[i] = NAN;
         st = dg_backend_upload(be, run.out, pb->host_out, run.out_bytes);
@@ -276,6 +279,13 @@ static const char *skip_reason(const bench_ctx *ctx, const conv_problem *pb, int
                                const cpu_pred *pred, const char *no_memory, char *why, size_t n) {
     if (*no_memory) return no_memory;
     if (im->gpu) return NULL;
+    dg_conv_dims g = dg_conv_dims_of(pb->out[d]);
+    if (im->batch && !dg__cpu_conv_slots(&g, true, DG_CPU_CONV_BATCH, dg_cpu_threads(ctx->cpu),
+                                         d == CONV_BWD_WEIGHT)) {
+        snprintf(why, n, "runs as cpu-im2col here: %s", g.n < 2 || dg_cpu_threads(ctx->cpu) < 2
+                 ? "one image or one thread" : "the scratch holds fewer than two threads' slots");
+        return why;
+    }
     if (!bench_user_sizes(ctx) && !strcmp(pb->sh->family, "r18i") && pb->batch > CPU_IMAGENET_MAX_BATCH) {
         snprintf(why, n, "ImageNet-sized: the CPU's default batches stop at %d (--sizes conv=LIST runs more)",
                  CPU_IMAGENET_MAX_BATCH);
@@ -315,7 +325,7 @@ static void run_backend(bench_ctx *ctx, conv_problem *pb, bool gpu, cpu_pred *pr
     if (!n_run) return;
     dg_backend *be = gpu ? ctx->gpu : ctx->cpu;
     dg_plan *p = NULL;
-    select_conv(ctx, false); /* the im2col columns reserved: every implementation runs on this plan */
+    select_conv(ctx, &conv_impls[CONV_GPU_IM2COL]); /* the im2col columns reserved: every implementation runs on it */
     dg_status st = dg_plan_new(&p, pb->g, be, pb->out, CONV_N_DIRS, &(dg_plan_opts){0});
     restore_conv(ctx);
     char why[256];

@@ -15,6 +15,7 @@
 typedef struct cpu_ctx {
     int         threads;
     dg_cpu_gemm gemm;
+    dg_cpu_conv conv;
     float      *pack;   /* dg_cpu_sgemm_own scratch for `threads` threads */
     float      *attn;   /* fused attention's tiles for `threads` threads   */
 } cpu_ctx;
@@ -91,7 +92,9 @@ static void selected_sgemm(const void *ctx, bool ta, bool tb, int m, int n, int 
 
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     apply_threads(ctx_of(be));
-    const dg_cpu_blas blas = {selected_sgemm, ctx_of(be)};
+    const cpu_ctx *c = ctx_of(be);
+    /* the own sgemm shares one packing buffer between calls: never two at once */
+    const dg_cpu_blas blas = {selected_sgemm, c, c->gemm != DG_CPU_GEMM_OWN};
     switch (s->node->op) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
@@ -120,9 +123,9 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_SOFTMAX_CE_BACKWARD: dg__cpu_softmax_ce_backward(s); break;
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         dg__cpu_update(s); break;
-    case DG_OP_CONV2D:                 return dg__cpu_conv2d(s, &blas);
-    case DG_OP_CONV2D_BACKWARD_DATA:   return dg__cpu_conv2d_backward_data(s, &blas);
-    case DG_OP_CONV2D_BACKWARD_WEIGHT: return dg__cpu_conv2d_backward_weight(s, &blas);
+    case DG_OP_CONV2D:                 return dg__cpu_conv2d(s, &blas, c->conv);
+    case DG_OP_CONV2D_BACKWARD_DATA:   return dg__cpu_conv2d_backward_data(s, &blas, c->conv);
+    case DG_OP_CONV2D_BACKWARD_WEIGHT: return dg__cpu_conv2d_backward_weight(s, &blas, c->conv);
     case DG_OP_MAX_POOL2D:             dg__cpu_max_pool2d(s); break;
     case DG_OP_MAX_POOL2D_BACKWARD:    dg__cpu_max_pool2d_backward(s); break;
     case DG_OP_AVG_POOL2D:             dg__cpu_avg_pool2d(s); break;
@@ -191,7 +194,7 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
         free(c); free(pack); free(attn);
         return dg__fail(DG_ERR_OOM, "cpu: out of memory creating the backend");
     }
-    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, pack, attn};
+    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, DG_CPU_CONV_DEFAULT, pack, attn};
     apply_threads(c); /* so code around the backend sees the same count */
     *out = be;
     return DG_OK;
@@ -206,6 +209,7 @@ void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int
 int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }
 
 void dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl) { ctx_of(be)->gemm = impl; }
+void dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl) { ctx_of(be)->conv = impl; }
 
 const char *dg_cpu_blas_info(char *buf, size_t n) {
     int par = openblas_get_parallel(); /* 0 sequential, 1 pthreads, 2 OpenMP */

@@ -17,11 +17,28 @@ typedef enum dg_cpu_gemm {
     DG_CPU_GEMM_NAIVE,     /* triple loop: a reference, small sizes only      */
 } dg_cpu_gemm;
 
+/* How the convolutions spread over the threads (cpu_conv.c):
+ * PASSES: the batch in passes of whole images, unfolded by all threads,
+ *   each image's GEMMs split between the threads by the sgemm;
+ * BATCH: OpenMP over the batch, each thread unfolding its own images into
+ *   its own slot of the scratch and multiplying them with a one-thread
+ *   sgemm (the weight's gradient summed from per-thread partials);
+ * DEFAULT: BATCH where it applies (see conv_slots in cpu_conv.c), else
+ *   PASSES. BATCH falls back to PASSES where it does not apply: one
+ *   thread, the own sgemm (not callable from two threads at once), or a
+ *   scratch too small for two slots. */
+typedef enum dg_cpu_conv {
+    DG_CPU_CONV_DEFAULT,
+    DG_CPU_CONV_PASSES,
+    DG_CPU_CONV_BATCH,
+} dg_cpu_conv;
+
 /* threads <= 0: OpenMP's default (OMP_NUM_THREADS or the core count). The
  * backend applies its count to OpenMP and OpenBLAS whenever it runs work. */
 dg_status dg_cpu_backend_new(dg_backend **out, int threads);
 int       dg_cpu_threads(const dg_backend *be);
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
+void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
 /* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */
 const char *dg_cpu_blas_info(char *buf, size_t n);
 

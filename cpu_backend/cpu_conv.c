@@ -21,7 +21,19 @@
  * pass writes dw, the later ones accumulate into it. A `direct`
  * convolution (1x1, stride 1, no padding) reads x, and writes dx, as its
  * own columns. The unfolding loops run in parallel over images and
- * channels. */
+ * channels. That is DG_CPU_CONV_PASSES (cpu_backend.h).
+ *
+ * DG_CPU_CONV_BATCH instead runs OpenMP over the batch: `slots` threads
+ * take contiguous ranges of images, and each thread unfolds one image at a
+ * time into its own slot of the scratch (slot t at t*slot_floats) and
+ * multiplies it with the sgemm on its own thread (blas.serial_in_parallel:
+ * inside the parallel region OpenBLAS runs on the calling thread; the
+ * nested unfolding loops do too). Its columns stay in its core's cache and
+ * no GEMM of a few dozen MFLOP is split between cores. For the weight's
+ * gradient each thread sums its images into a partial dw [o, R] (thread 0
+ * into dw itself, thread t into its slot behind its columns), and the
+ * partials are added into dw after. */
+#include <omp.h>
 #include <string.h>
 
 #include "../core/layout.h"
@@ -160,10 +172,117 @@ static col_strides col_strides_of(const dg_conv_dims *d, int64_t nb) {
     return (col_strides){nb * d->cols, d->cols};
 }
 
-dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas) {
+/* ---- DG_CPU_CONV_BATCH (see the top) ---- */
+
+/* floats of one thread's slot: an image's columns (none when direct), and
+ * for the weight's gradient a partial dw [o, R] behind them */
+static int64_t slot_floats(const dg_conv_dims *d, bool weight) {
+    return (d->direct ? 0 : d->rows * d->cols) + (weight ? d->o * d->cg * d->kh * d->kw : 0);
+}
+
+int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, bool weight) {
+    if (impl == DG_CPU_CONV_PASSES || !serial_ok || threads < 2 || d->n < 2) return 0;
+    int64_t per = slot_floats(d, weight), slots = min64(threads, d->n);
+    if (per > 0) {
+        int64_t scratch = d->direct ? 0 : d->chunk * d->cols * (d->rows + (weight ? d->o : 0));
+        slots = min64(slots, scratch / per);
+    }
+    if (impl == DG_CPU_CONV_DEFAULT && slots < threads) return 0;
+    return slots < 2 ? 0 : (int)slots;
+}
+
+static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_conv impl, bool weight) {
+    return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), weight);
+}
+
+/* images [lo, hi) of thread t of `slots`, contiguous, sizes differing by 1 at most */
+static void thread_images(int64_t n, int slots, int t, int64_t *lo, int64_t *hi) {
+    *lo = n * t / slots;
+    *hi = n * (t + 1) / slots;
+}
+
+static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {
+    const float *x = s->in[0], *w = s->in[1];
+    float *y = s->out;
+    int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, false);
+#pragma omp parallel num_threads(slots)
+    {
+        int t = omp_get_thread_num();
+        int64_t lo, hi;
+        thread_images(d->n, slots, t, &lo, &hi);
+        float *slot = (float *)s->scratch + t * per;
+        for (int64_t i = lo; i < hi; i++) {
+            const float *col = d->direct ? x + i * d->c * d->cols : slot;
+            if (!d->direct) im2col(x, d, i, 1, slot, d->cols);
+            for (int64_t g = 0; g < d->groups; g++) /* y_g [og, cols] of image i */
+                gemm(blas, false, false, d->og, d->cols, r, w + g * d->og * r, r, col + g * r * d->cols, d->cols,
+                     y + (i * d->o + g * d->og) * d->cols, d->cols, false);
+        }
+    }
+    return DG_OK;
+}
+
+static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas,
+                                            int slots) {
+    const float *dy = s->in[0], *w = s->in[1];
+    float *dx = s->out;
+    int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, false), image = d->c * d->h * d->w;
+#pragma omp parallel num_threads(slots)
+    {
+        int t = omp_get_thread_num();
+        int64_t lo, hi;
+        thread_images(d->n, slots, t, &lo, &hi);
+        float *slot = (float *)s->scratch + t * per;
+        for (int64_t i = lo; i < hi; i++) {
+            float *col = d->direct ? dx + i * image : slot;
+            for (int64_t g = 0; g < d->groups; g++) /* col_g [r, cols] of image i */
+                gemm(blas, true, false, r, d->cols, d->og, w + g * d->og * r, r, dy + (i * d->o + g * d->og) * d->cols,
+                     d->cols, col + g * r * d->cols, d->cols, false);
+            if (!d->direct) col2im(slot, d->cols, d, 1, dx + i * image);
+        }
+    }
+    return DG_OK;
+}
+
+static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas,
+                                              int slots) {
+    const float *dy = s->in[0], *x = s->in[1];
+    float *dw = s->out;
+    int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, true), wsize = d->o * r;
+#pragma omp parallel num_threads(slots)
+    {
+        int t = omp_get_thread_num();
+        int64_t lo, hi;
+        thread_images(d->n, slots, t, &lo, &hi);
+        /* thread 0: columns in slot 0, partial = dw; thread t > 0: columns
+         * in slot t, its partial right behind them */
+        float *col = (float *)s->scratch + t * per, *part = t ? col + d->rows * d->cols : dw;
+        for (int64_t i = lo; i < hi; i++) {
+            im2col(x, d, i, 1, col, d->cols);
+            for (int64_t g = 0; g < d->groups; g++) /* part_g [og, r] (+)= dy_g col_g^T, image i */
+                gemm(blas, false, true, d->og, r, d->cols, dy + (i * d->o + g * d->og) * d->cols, d->cols,
+                     col + g * r * d->cols, d->cols, part + g * d->og * r, r, i > lo);
+        }
+#pragma omp barrier
+        /* dw += the partials of threads 1.., each element by one thread, in thread order */
+#pragma omp for schedule(static)
+        for (int64_t e = 0; e < wsize; e++) {
+            float acc = dw[e];
+            for (int u = 1; u < slots; u++) acc += ((const float *)s->scratch)[u * per + d->rows * d->cols + e];
+            dw[e] = acc;
+        }
+    }
+    return DG_OK;
+}
+
+/* ---- the ops ---- */
+
+dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv impl) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    int slots = conv_slots(&d, blas, impl, false);
+    if (slots) return conv2d_batch(s, &d, blas, slots);
     const float *x = s->in[0], *w = s->in[1];
     float *y = s->out;
     int64_t r = d.cg * d.kh * d.kw, pass = pass_images(&d, d.rows * d.cols, UNFOLD_BYTES);
@@ -181,10 +300,12 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas) {
     return DG_OK;
 }
 
-dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas) {
+dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv impl) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    int slots = conv_slots(&d, blas, impl, false);
+    if (slots) return conv2d_backward_data_batch(s, &d, blas, slots);
     const float *dy = s->in[0], *w = s->in[1];
     float *dx = s->out;
     int64_t r = d.cg * d.kh * d.kw, pass = pass_images(&d, d.rows * d.cols, UNFOLD_BYTES);
@@ -202,10 +323,12 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
     return DG_OK;
 }
 
-dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *blas) {
+dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv impl) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    int slots = conv_slots(&d, blas, impl, true);
+    if (slots) return conv2d_backward_weight_batch(s, &d, blas, slots);
     const float *dy = s->in[0], *x = s->in[1];
     float *dw = s->out;
     /* per pass col [rows, count], then dyT [o, count] behind it (one image's

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "../core/backend.h"
+#include "cpu_backend.h"
 
 /* The backend's selected sgemm (dg_cpu_set_gemm), for kernels built on
  * GEMMs: row-major C[m,n] = op(A) op(B) (or C += ... with accumulate),
@@ -15,6 +16,8 @@ typedef struct dg_cpu_blas {
     void (*sgemm)(const void *ctx, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
                   const float *B, int ldb, float *C, int ldc, bool accumulate);
     const void *ctx;
+    bool        serial_in_parallel; /* inside an OpenMP parallel region it runs on the
+                                       calling thread alone, safely beside the others */
 } dg_cpu_blas;
 
 void dg__cpu_unary(const dg_step *s);          /* neg ... gelu, scalar ops     */
@@ -29,11 +32,22 @@ void dg__cpu_softmax_ce(const dg_step *s);
 void dg__cpu_softmax_ce_backward(const dg_step *s);
 void dg__cpu_update(const dg_step *s);         /* sgd, momentum, adam           */
 
-/* convolutions: im2col in the step's scratch, then GEMMs (cpu_conv.c);
- * DG_ERR_INVALID for a step that needs scratch and has none */
-dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas);
-dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas);
-dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *blas);
+/* convolutions: im2col in the step's scratch, then GEMMs, spread over the
+ * threads as `impl` says (cpu_conv.c); DG_ERR_INVALID for a step that
+ * needs scratch and has none */
+dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv impl);
+dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv impl);
+dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv impl);
+/* Threads that run a convolution image by image (DG_CPU_CONV_BATCH), or 0
+ * for the passes: with DG_CPU_CONV_PASSES, an sgemm that cannot run inside
+ * a parallel region (!serial_ok), fewer than two threads or images, or a
+ * scratch (layout.h: `chunk` images of columns, and of dyT for the
+ * weight's gradient) with room for fewer than two slots. DEFAULT asks for
+ * one slot per thread and an image for each: with fewer images than
+ * threads the passes' threaded GEMMs keep every core busy. `weight`: the
+ * node is a backward_weight (its slots also hold partial dw). */
+struct dg_conv_dims;
+int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, bool weight);
 void dg__cpu_max_pool2d(const dg_step *s);     /* y and the argmax side output  */
 void dg__cpu_max_pool2d_backward(const dg_step *s);
 void dg__cpu_avg_pool2d(const dg_step *s);

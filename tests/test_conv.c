@@ -12,6 +12,7 @@
 #include "core/check/ref.h"
 #include "core/layout.h"
 #include "cpu_backend/cpu_backend.h"
+#include "cpu_backend/cpu_kernels.h"
 #include "test_util.h"
 
 #define S DG_SHAPE
@@ -631,10 +632,15 @@ Test(conv_cpu, side_outputs_match_the_reference) {
     ref_done(g, v);
 }
 
-/* y = conv2d(x, w) forward and both gradients on the CPU backend against
- * the float64 reference, from x's and w's init and a uniform dy; `what`
- * names the case; tol covers float32 sums of up to 100k products. */
-static void assert_conv_matches_reference(dg_graph *g, dg_node *x, dg_node *w, dg_node *y, double tol,
+/* How the CPU backend of a case runs: its threads (0: OpenMP's default)
+ * and its convolutions' strategy (cpu_backend.h) */
+typedef struct cpu_conf { int threads; dg_cpu_conv conv; } cpu_conf;
+#define PASSES ((cpu_conf){0, DG_CPU_CONV_PASSES})
+
+/* y = conv2d(x, w) forward and both gradients on the CPU backend `cf`
+ * against the float64 reference, from x's and w's init and a uniform dy;
+ * `what` names the case; tol covers float32 sums of up to 100k products. */
+static void assert_conv_matches_reference(dg_graph *g, dg_node *x, dg_node *w, dg_node *y, cpu_conf cf, double tol,
                                           const char *what_case) {
     cr_assert_not_null(y, "%s", dg_last_error());
     dg_node *dy = dg_input(g, "dy", y->shape), *wrt[2] = {x, w}, *grads[2];
@@ -647,7 +653,8 @@ static void assert_conv_matches_reference(dg_graph *g, dg_node *x, dg_node *w, d
     ASSERT_OK(dg_init_fill(w->init, wv, nw));
     ASSERT_OK(dg_init_fill((dg_init){DG_INIT_UNIFORM, -1, 1, 9}, dyv, ny));
     dg_backend *be;
-    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    ASSERT_OK(dg_cpu_backend_new(&be, cf.threads));
+    dg_cpu_set_conv(be, cf.conv);
     dg_plan *p;
     dg_node *outs[3] = {y, grads[0], grads[1]};
     ASSERT_OK(dg_plan_new(&p, g, be, outs, 3, NULL));
@@ -690,7 +697,7 @@ Test(conv_cpu, a_batch_over_several_chunks_matches_the_reference, .timeout = 300
     dg_graph *g = dg_graph_new();
     dg_node *x, *w, *y = chunked_conv(g, &x, &w);
     /* sums of 400 (y, dx) and 100k (dw) products in float32 */
-    assert_conv_matches_reference(g, x, w, y, 1e-5, "conv2d over 2 chunks");
+    assert_conv_matches_reference(g, x, w, y, PASSES, 1e-5, "conv2d over 2 chunks");
 }
 
 /* x [5,16,hw,hw], w [4,8,3,3], padding 1, 2 groups: 144 rows of columns
@@ -710,7 +717,7 @@ Test(conv_cpu, unfolding_passes_of_several_images_match_the_reference, .timeout 
     dg_graph *g = dg_graph_new();
     dg_node *x, *w, *y = grouped_conv(g, 26, &x, &w);
     /* sums of 72 (y), 18 (dx) and 3380 (dw) products in float32 */
-    assert_conv_matches_reference(g, x, w, y, 1e-5, "conv2d unfolded 2, 2 and 1 images at a time");
+    assert_conv_matches_reference(g, x, w, y, PASSES, 1e-5, "conv2d unfolded 2, 2 and 1 images at a time");
 }
 
 /* The weight's gradient in passes of several images and a shorter last
@@ -722,5 +729,68 @@ Test(conv_cpu, weight_gradient_passes_of_several_images_match_the_reference, .ti
     dg_graph *g = dg_graph_new();
     dg_node *x, *w, *y = grouped_conv(g, 52, &x, &w);
     /* sums of 72 (y), 18 (dx) and 13520 (dw) products in float32 */
-    assert_conv_matches_reference(g, x, w, y, 1e-5, "conv2d's weight gradient over passes of 2, 2 and 1 images");
+    assert_conv_matches_reference(g, x, w, y, PASSES, 1e-5,
+                                  "conv2d's weight gradient over passes of 2, 2 and 1 images");
+}
+
+/* ---- DG_CPU_CONV_BATCH: OpenMP over the batch, a slot per thread ---- */
+
+/* 3 threads over 5 images (ranges of 1, 2 and 2: a thread's second image
+ * reuses its slot, and its partial dw accumulates), 2 groups, padding 1:
+ * each thread's columns, its partial dw and their sum into dw */
+Test(conv_cpu, batch_over_threads_matches_the_reference, .timeout = 300) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = grouped_conv(g, 9, &x, &w);
+    cr_assert_eq(dg__cpu_conv_slots(&(dg_conv_dims){0}, true, DG_CPU_CONV_BATCH, 3, false), 0, "no images: no slots");
+    dg_conv_dims d = dg_conv_dims_of(y);
+    cr_assert_eq(dg__cpu_conv_slots(&d, true, DG_CPU_CONV_BATCH, 3, false), 3, "the case must run on 3 slots");
+    /* sums of 72 (y), 18 (dx) and 405 (dw) products in float32 */
+    assert_conv_matches_reference(g, x, w, y, (cpu_conf){3, DG_CPU_CONV_BATCH}, 1e-5,
+                                  "conv2d image by image on 3 threads");
+}
+
+/* A direct convolution (1x1, stride 1, no padding) image by image: the
+ * forward reads x and dx is written in place of columns; the weight's
+ * gradient still unfolds */
+Test(conv_cpu, direct_convolution_over_threads_matches_the_reference, .timeout = 300) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_param(g, "x", S(4, 6, 5, 7), (dg_init){DG_INIT_UNIFORM, -1, 1, 12});
+    dg_node *w = dg_param(g, "w", S(8, 6, 1, 1), (dg_init){DG_INIT_UNIFORM, -1, 1, 13});
+    dg_node *y = dg_conv2d(g, x, w, NULL, CONV());
+    cr_assert_not_null(y, "%s", dg_last_error());
+    cr_assert(dg_conv_dims_of(y).direct);
+    assert_conv_matches_reference(g, x, w, y, (cpu_conf){3, DG_CPU_CONV_BATCH}, 1e-5,
+                                  "a direct conv2d image by image on 3 threads");
+}
+
+/* When the batch runs image by image: the rule of dg__cpu_conv_slots */
+Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = grouped_conv(g, 9, &x, &w); /* 5 images */
+    cr_assert_not_null(y, "%s", dg_last_error());
+    dg_node *dy = dg_input(g, "dy", y->shape), *wrt[1] = {w}, *dwn;
+    ASSERT_OK(dg_grad(g, dg_sum(g, dg_mul(g, y, dy), DG_ALL_AXES, false), wrt, 1, &dwn));
+    cr_assert_eq(dwn->op, DG_OP_CONV2D_BACKWARD_WEIGHT);
+    dg_conv_dims f = dg_conv_dims_of(y), dw = dg_conv_dims_of(dwn);
+    /* BATCH: a slot per thread, at most one per image */
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 4, false), 4);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 8, false), 5);
+    /* DEFAULT: only with an image for every thread */
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 5, false), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 6, false), 0);
+    /* never: the passes asked for, one thread, an sgemm that cannot run in a parallel region */
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_PASSES, 4, false), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 1, false), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&f, false, DG_CPU_CONV_BATCH, 4, false), 0);
+    /* the weight's gradient: slots of columns and a partial dw, 144*81 +
+     * 4*72 floats each, in a scratch of `chunk` images of (144 + 4)*81 */
+    cr_assert_eq(dw.chunk, 5);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, true), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, true), 5);
+    dw.chunk = 4; /* room for 4 slots (4*11952 of 47952 floats), not 5 */
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, true), 4);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, true), 0);
+    dw.chunk = 1; /* room for one slot: the passes */
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, true), 0);
+    dg_graph_free(g);
 }

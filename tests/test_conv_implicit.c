@@ -338,3 +338,67 @@ Test(conv_implicit, scratch_follows_the_kernels_selected_at_planning) {
     conv_case_free(&cc);
     dg_backend_free(be);
 }
+
+/* x of 2^31 elements or more: the implicit kernels index in 32 bits
+ * (dg__gpu_conv_implicit_fits), so with them selected the backend still
+ * reserves the im2col columns and runs im2col + cuBLAS, and the results
+ * are exact. x [4,1,32768,16385] = 2^31 + 131072 elements (8.6 GB; an
+ * image, 2^29 + 32768, fits a GEMM's int), w [1,1,1,1] = 0.5, stride 2 (a
+ * 1x1 convolution with stride 1 would read x as its own columns): y
+ * [4,1,16384,8193] = 0.5 x at the even positions, dx = 0.5 dy there and 0
+ * elsewhere. Every value is a small integer or half of one: no rounding. */
+Test(conv_implicit, tensors_past_32_bit_indices_fall_back_to_im2col, .timeout = 600) {
+    dg_backend *be = gpu_open_or_skip(NULL);
+    enum { N = 4, H = 32768, W = 16385, OH = 16384, OW = 8193 };
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_input(g, "x", DG_SHAPE(N, 1, H, W)), *w = dg_input(g, "w", DG_SHAPE(1, 1, 1, 1));
+    dg_node *y = dg_conv2d(g, x, w, NULL, (dg_conv2d_opts){.stride = {2, 2}});
+    cr_assert_not_null(y, "%s", dg_last_error());
+    cr_assert(dg_node_numel(x) > INT32_MAX && dg_node_numel(y) == (int64_t)N * OH * OW);
+    dg_node *dy = dg_input(g, "dy", y->shape), *wrt[2] = {x, w}, *grads[2];
+    ASSERT_OK(dg_grad(g, dg_sum(g, dg_mul(g, y, dy), DG_ALL_AXES, false), wrt, 2, grads));
+    dg_node *outs[2] = {y, grads[0]};
+    dg_gpu_set_conv(be, DG_GPU_CONV_IMPLICIT);
+    for (int k = 0; k < 2; k++)
+        cr_assert(dg_backend_scratch_bytes(be, outs[k]) == dg_node_scratch_bytes(outs[k]) &&
+                      dg_node_scratch_bytes(outs[k]) > 0,
+                  "%s: %zu bytes of scratch with the implicit kernels selected, %zu of columns", out_names[k],
+                  dg_backend_scratch_bytes(be, outs[k]), dg_node_scratch_bytes(outs[k]));
+    dg_plan *p;
+    dg_status st = dg_plan_new(&p, g, be, outs, 2, NULL);
+    if (st == DG_ERR_OOM) cr_skip_test("%s", dg_last_error()); /* a device of less than ~22 GB */
+    ASSERT_OK(st);
+    int64_t nx = dg_node_numel(x), ny = dg_node_numel(y);
+    float *xv = malloc((size_t)nx * sizeof *xv), *yv = malloc((size_t)ny * sizeof *yv), half = 0.5f;
+    cr_assert(xv && yv, "host memory for %lld + %lld floats", (long long)nx, (long long)ny);
+    for (int64_t i = 0; i < nx; i++) xv[i] = (float)(i % 2039 - 1019);
+    for (int64_t i = 0; i < ny; i++) yv[i] = (float)(i % 1021 - 510); /* dy */
+    ASSERT_OK(dg_plan_set(p, x, xv, (size_t)nx * sizeof *xv));
+    ASSERT_OK(dg_plan_set(p, w, &half, sizeof half));
+    ASSERT_OK(dg_plan_set(p, dy, yv, (size_t)ny * sizeof *yv));
+    ASSERT_OK(dg_plan_run(p));
+    /* dx, into x's host buffer (x is not needed after): 0.5 dy at even positions */
+    ASSERT_OK(dg_plan_get(p, grads[0], xv, (size_t)nx * sizeof *xv));
+    int64_t bad = 0, first = -1;
+    for (int64_t i = 0; i < nx; i++) {
+        int64_t col = i % W, row = i / W % H, n = i / ((int64_t)H * W);
+        float want = row % 2 || col % 2 ? 0.0f : 0.5f * yv[(n * OH + row / 2) * OW + col / 2];
+        if (xv[i] != want && !bad++) first = i;
+    }
+    cr_assert_eq(bad, 0, "dx: %lld of %lld elements wrong, the first at %lld", (long long)bad, (long long)nx,
+                 (long long)first);
+    /* y: 0.5 x at even positions, x's pattern recomputed */
+    ASSERT_OK(dg_plan_get(p, y, yv, (size_t)ny * sizeof *yv));
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t ox = i % OW, oy = i / OW % OH, n = i / ((int64_t)OH * OW);
+        int64_t at = (n * H + 2 * oy) * W + 2 * ox;
+        if (yv[i] != 0.5f * (float)(at % 2039 - 1019) && !bad++) first = i;
+    }
+    cr_assert_eq(bad, 0, "y: %lld of %lld elements wrong, the first at %lld", (long long)bad, (long long)ny,
+                 (long long)first);
+    free(xv);
+    free(yv);
+    dg_plan_free(p);
+    dg_graph_free(g);
+    dg_backend_free(be);
+}
