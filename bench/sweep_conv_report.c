@@ -3,13 +3,48 @@
  * implementation per layer shape (x = the shape's number in the summary),
  * each at the largest batch it ran, against the sgemm ceilings. Summary:
  * the shapes, a table per direction for the 3x3 layers (GFLOP/s,
- * implicit/im2col, the CPU's fraction of its sgemm ceiling), and the
- * GPU/CPU crossover batch per shape family. */
+ * implicit/im2col, the fastest CPU implementation's fraction of its sgemm
+ * ceiling), and the
+ * GPU/CPU crossover batch per shape family.
+ *
+ * Where bench/torch_conv_peer.py appended PyTorch's rows of the same cases
+ * to conv.csv (impls torch-cudnn, torch-cudnn-bench, torch-cpu), they are
+ * drawn too, and each direction's table gets, per PyTorch impl present,
+ * its GFLOP/s and duograd's fastest implementation on that device over it;
+ * a folder without such rows gets the same summary as before them. */
 #include <math.h>
 #include <string.h>
 
 #include "conv_cases.h"
 #include "sweep.h"
+
+/* bench/torch_conv_peer.py's implementations, in the order of their columns */
+static const conv_impl peer_impls[] = {
+    {.name = "torch-cudnn", .gpu = true},       /* cuDNN, cudnn.benchmark off (PyTorch's default) */
+    {.name = "torch-cudnn-bench", .gpu = true}, /* cuDNN, autotuned per shape                     */
+    {.name = "torch-cpu", .gpu = false},        /* PyTorch's CPU convolution                      */
+};
+#define N_PEERS ((int)(sizeof peer_impls / sizeof peer_impls[0]))
+
+/* whether any row of t (whatever its status) is by impl */
+static bool has_rows(const bench_table *t, const char *impl) {
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->r[i].impl, impl)) return true;
+    return false;
+}
+
+static bool any_peer(const bench_table *t) {
+    for (int p = 0; p < N_PEERS; p++)
+        if (has_rows(t, peer_impls[p].name)) return true;
+    return false;
+}
+
+/* one of the sweep's own implementations (a peer's rows are not) */
+static bool is_duograd(const char *impl) {
+    for (int i = 0; i < CONV_N_IMPLS; i++)
+        if (!strcmp(impl, conv_impls[i].name)) return true;
+    return false;
+}
 
 /* the measured row of a case by im at batch `at`, or (at = 0) at the
  * largest batch it was measured; NULL where none */
@@ -42,20 +77,26 @@ static const char *impl_title(const conv_impl *im, char *buf, size_t n) {
     return buf;
 }
 
+/* im's GFLOP/s in direction d per shape, each at its largest batch; a
+ * series without points is not drawn (bench_chart_add) */
+static bench_series shape_series(const bench_table *t, const conv_shape_list *l, int d, const conv_impl *im) {
+    bench_series s = {.n = 0};
+    char name[48];
+    impl_title(im, s.title, sizeof s.title);
+    for (int k = 0; k < l->n; k++) {
+        conv_case_name(&l->s[k], d, name, sizeof name);
+        add_point(&s, k + 1, pick(t, name, im, 0));
+    }
+    return s;
+}
+
 static void draw_direction(bench_report *rep, const bench_table *t, const conv_shape_list *l, int d) {
-    char file[48], title[128], name[48];
+    char file[48], title[128];
     snprintf(file, sizeof file, "conv_gflops_%s", conv_dir_name[d]);
     snprintf(title, sizeof title, "conv2d %s: each implementation at its largest batch", conv_dir_name[d]);
     bench_chart c = {file, title, "layer shape (# in summary.md)", "GFLOP/s", true, true, .vline = NAN};
-    for (int i = 0; i < CONV_N_IMPLS; i++) {
-        bench_series s = {.n = 0};
-        impl_title(&conv_impls[i], s.title, sizeof s.title);
-        for (int k = 0; k < l->n; k++) {
-            conv_case_name(&l->s[k], d, name, sizeof name);
-            add_point(&s, k + 1, pick(t, name, &conv_impls[i], 0));
-        }
-        bench_chart_add(&c, s);
-    }
+    for (int i = 0; i < CONV_N_IMPLS; i++) bench_chart_add(&c, shape_series(t, l, d, &conv_impls[i]));
+    for (int p = 0; p < N_PEERS; p++) bench_chart_add(&c, shape_series(t, l, d, &peer_impls[p]));
     bench_chart_hline(&c, rep->ceil.cpu_gflops, "CPU sgemm ceiling (OpenBLAS)");
     bench_chart_hline(&c, rep->ceil.gpu_gflops, "GPU sgemm ceiling (cuBLAS fp32)");
     bench_chart_draw(rep, &c);
@@ -104,18 +145,74 @@ static void write_shapes(FILE *f, const bench_table *t, const conv_shape_list *l
     fprintf(f, "\n");
 }
 
+/* the highest GFLOP/s of the sweep's kernel rows (no transfers) of a case
+ * on one device at batch b; NaN where none was measured */
+static double duograd_best(const bench_table *t, const char *name, bool gpu, long long b) {
+    double best = NAN;
+    for (int i = 0; i < CONV_N_IMPLS; i++) {
+        const conv_impl *im = &conv_impls[i];
+        const csv_rec *r = im->gpu == gpu && !im->transfer ? pick(t, name, im, b) : NULL;
+        if (r && isfinite(r->gflops) && (isnan(best) || r->gflops > best)) best = r->gflops;
+    }
+    return best;
+}
+
+/* duograd's fastest on the peer's device over the peer, at the largest
+ * batch both measured (*at; 0 and NaN where there is none) */
+static double peer_ratio(const bench_table *t, const char *name, const conv_impl *peer, long long *at) {
+    double ratio = NAN;
+    *at = 0;
+    for (int i = 0; i < t->n; i++) {
+        const csv_rec *r = &t->r[i];
+        if (strcmp(r->name, name) || strcmp(r->impl, peer->name) || !bench_row_measured(r) || r->batch <= *at)
+            continue;
+        double best = duograd_best(t, name, peer->gpu, r->batch);
+        if (isnan(best)) continue;
+        ratio = best / r->gflops;
+        *at = r->batch;
+    }
+    return ratio;
+}
+
+/* the peer's two cells of a table row at batch b: its GFLOP/s and the
+ * ratio, each naming its batch where that is not b */
+static void write_peer_cells(FILE *f, const bench_table *t, const char *name, const conv_impl *peer, long long b) {
+    char v[48], ratio[48];
+    long long at;
+    cell(t, name, peer, b, v, sizeof v);
+    bench_fmt_num(peer_ratio(t, name, peer, &at), "%.2f", ratio, sizeof ratio);
+    if (at && at != b) {
+        size_t len = strlen(ratio);
+        snprintf(ratio + len, sizeof ratio - len, " (batch %lld)", at);
+    }
+    fprintf(f, " %s | %s |", v, ratio);
+}
+
 static void write_direction(bench_report *rep, const bench_table *t, const conv_shape_list *l, int d) {
     FILE *f = rep->sum;
+    bool peer[N_PEERS];
+    /* cpu-im2col-batch's column only where it has rows (folders from before it stay as they were) */
+    bool batch = has_rows(t, conv_impls[CONV_CPU_BATCH].name);
     fprintf(f, "### %s: 3x3 layers, GFLOP/s at the largest batch\n\n"
-               "| # | shape | batch | cpu-im2col | gpu-im2col | gpu-implicit | implicit / im2col | CPU / CPU sgemm "
-               "ceiling |\n|---|---|---|---|---|---|---|---|\n", conv_dir_name[d]);
+               "| # | shape | batch | cpu-im2col |%s gpu-im2col | gpu-implicit | implicit / im2col | %sCPU / CPU "
+               "sgemm ceiling |", conv_dir_name[d], batch ? " cpu-im2col-batch |" : "", batch ? "best " : "");
+    for (int p = 0; p < N_PEERS; p++)
+        if ((peer[p] = has_rows(t, peer_impls[p].name)))
+            fprintf(f, " %s | duograd %s / %s |", peer_impls[p].name, peer_impls[p].gpu ? "GPU" : "CPU",
+                    peer_impls[p].name);
+    fprintf(f, "\n|---|---|---|---|---|---|---|---|%s", batch ? "---|" : "");
+    for (int p = 0; p < N_PEERS; p++)
+        if (peer[p]) fprintf(f, "---|---|");
+    fprintf(f, "\n");
     for (int k = 0; k < l->n; k++) {
         const conv_shape *s = &l->s[k];
-        char name[48], c[48], g[48], i[48], ratio[16], frac[16];
+        char name[48], c[48], cb[48], g[48], i[48], ratio[16], frac[16];
         conv_case_name(s, d, name, sizeof name);
         long long b = largest_batch(t, name);
         if (s->kh != 3 || s->kw != 3 || !b) continue;
-        double cpu = cell(t, name, &conv_impls[CONV_CPU], b, c, sizeof c);
+        /* the faster CPU implementation, each at batch b or else its own largest */
+        double cpu = fmax(cell(t, name, &conv_impls[CONV_CPU], b, c, sizeof c),
+                          cell(t, name, &conv_impls[CONV_CPU_BATCH], b, cb, sizeof cb));
         cell(t, name, &conv_impls[CONV_GPU_IM2COL], b, g, sizeof g);
         cell(t, name, &conv_impls[CONV_GPU_IMPLICIT], b, i, sizeof i);
         /* the ratio at one batch only */
@@ -123,7 +220,12 @@ static void write_direction(bench_report *rep, const bench_table *t, const conv_
         const csv_rec *rg = pick(t, name, &conv_impls[CONV_GPU_IM2COL], b);
         bench_fmt_num(ri && rg ? ri->gflops / rg->gflops : NAN, "%.2f", ratio, sizeof ratio);
         bench_fmt_num(100.0 * cpu / rep->ceil.cpu_gflops, "%.0f%%", frac, sizeof frac);
-        fprintf(f, "| %d | %s | %lld | %s | %s | %s | %s | %s |\n", k + 1, s->name, b, c, g, i, ratio, frac);
+        fprintf(f, "| %d | %s | %lld | %s |", k + 1, s->name, b, c);
+        if (batch) fprintf(f, " %s |", cb);
+        fprintf(f, " %s | %s | %s | %s |", g, i, ratio, frac);
+        for (int p = 0; p < N_PEERS; p++)
+            if (peer[p]) write_peer_cells(f, t, name, &peer_impls[p], b);
+        fprintf(f, "\n");
     }
     fprintf(f, "\n");
 }
@@ -145,9 +247,24 @@ static bench_series by_batch(const bench_table *t, const char *name, const conv_
     return s;
 }
 
+/* cpu-im2col's median ms over the batch, each point replaced by
+ * cpu-im2col-batch's where that measured faster at the same batch */
+static bench_series cpu_fastest_by_batch(const bench_table *t, const char *name) {
+    bench_series c = by_batch(t, name, &conv_impls[CONV_CPU]), b = by_batch(t, name, &conv_impls[CONV_CPU_BATCH]);
+    for (int i = 0; i < c.n; i++)
+        for (int j = 0; j < b.n; j++)
+            if (b.x[j] == c.x[i] && b.y[j] < c.y[i]) {
+                c.y[i] = b.y[j];
+                c.lo[i] = b.lo[j];
+                c.hi[i] = b.hi[j];
+                c.noisy[i] = b.noisy[j];
+            }
+    return c;
+}
+
 /* The crossover of the family's worst shape in direction d: the batch
- * from which gpu (kernels, or with transfers) beats cpu-im2col on every
- * shape of the family measured on both. */
+ * from which gpu (kernels, or with transfers) beats the faster CPU
+ * implementation on every shape of the family measured on both. */
 static void family_crossover(const bench_table *t, const conv_shape_list *l, const char *family, int d, int gpu,
                              char *buf, size_t n) {
     int measured = 0, none = 0, at_first = 0; /* shapes: on both, never crossed, GPU faster at every batch */
@@ -157,7 +274,7 @@ static void family_crossover(const bench_table *t, const conv_shape_list *l, con
         if (strcmp(l->s[k].family, family)) continue;
         char name[48];
         conv_case_name(&l->s[k], d, name, sizeof name);
-        bench_series c = by_batch(t, name, &conv_impls[CONV_CPU]), g = by_batch(t, name, &conv_impls[gpu]);
+        bench_series c = cpu_fastest_by_batch(t, name), g = by_batch(t, name, &conv_impls[gpu]);
         bench_series sp = bench_speedup(&c, &g, "");
         if (!sp.n) continue;
         measured++;
@@ -180,15 +297,17 @@ static void family_crossover(const bench_table *t, const conv_shape_list *l, con
 }
 
 static void write_crossovers(FILE *f, const bench_table *t, const conv_shape_list *l) {
-    bool both[2] = {false, false}; /* cpu, gpu rows measured */
+    bool both[2] = {false, false}; /* cpu, gpu rows of the sweep measured */
     for (int i = 0; i < t->n; i++)
-        if (bench_row_measured(&t->r[i])) both[!strcmp(t->r[i].backend, "gpu")] = true;
+        if (bench_row_measured(&t->r[i]) && is_duograd(t->r[i].impl)) both[!strcmp(t->r[i].backend, "gpu")] = true;
     if (!both[0] || !both[1]) {
         fprintf(f, "GPU/CPU crossover: n/a (rows of only one device in conv.csv).\n\n");
         return;
     }
-    fprintf(f, "### GPU/CPU crossover batch per shape family (gpu-im2col vs cpu-im2col; the worst shape's)\n\n"
-               "| family | direction | kernels only | with host-device transfers |\n|---|---|---|---|\n");
+    fprintf(f, "### GPU/CPU crossover batch per shape family (gpu-im2col vs %s; the worst shape's)\n\n"
+               "| family | direction | kernels only | with host-device transfers |\n|---|---|---|---|\n",
+            has_rows(t, conv_impls[CONV_CPU_BATCH].name) ? "the faster of cpu-im2col and cpu-im2col-batch"
+                                                          : "cpu-im2col");
     for (int k = 0; k < l->n; k++) {
         bool first = true; /* each family once, where its first shape is */
         for (int j = 0; j < k; j++) first &= strcmp(l->s[j].family, l->s[k].family) != 0;
@@ -214,6 +333,13 @@ bool bench_report_conv(bench_report *rep, const bench_table *t) {
                       "as exact float64 dot products, error relative to the sum of |terms|). GFLOP/s count "
                       "2*batch*o*oh*ow*c*kh*kw in every direction; TF32 off. Charts conv_gflops_DIRECTION: x = "
                       "the shape's number below, each implementation at its largest batch.\n\n");
+    if (any_peer(t))
+        fprintf(rep->sum, "PyTorch beside it (bench/torch_conv_peer.py, impls torch-*): F.conv2d and "
+                          "aten.convolution_backward with the direction's output mask, fp32 NCHW, TF32 off, checked "
+                          "the same way; torch-cudnn: cuDNN with cudnn.benchmark off (PyTorch's default), "
+                          "torch-cudnn-bench: on (autotuned), torch-cpu: PyTorch's CPU convolution. In the tables, "
+                          "duograd GPU (CPU) / torch-*: the fastest of duograd's GPU (CPU) implementations over "
+                          "PyTorch's, at the largest batch both measured (named where it is not the row's).\n\n");
     write_shapes(rep->sum, t, &l);
     for (int d = 0; d < CONV_N_DIRS; d++) write_direction(rep, t, &l, d);
     write_crossovers(rep->sum, t, &l);

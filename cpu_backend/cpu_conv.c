@@ -187,8 +187,13 @@ int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, 
         int64_t scratch = d->direct ? 0 : d->chunk * d->cols * (d->rows + (weight ? d->o : 0));
         slots = min64(slots, scratch / per);
     }
-    if (impl == DG_CPU_CONV_DEFAULT && slots < threads) return 0;
-    return slots < 2 ? 0 : (int)slots;
+    if (slots < 2) return 0;
+    if (impl == DG_CPU_CONV_DEFAULT) {
+        if (!weight) return 2 * slots >= threads ? (int)slots : 0;
+        bool partial_fits = d->o * d->cg * d->kh * d->kw <= d->rows * d->cols;
+        return slots == threads && partial_fits ? (int)slots : 0;
+    }
+    return (int)slots;
 }
 
 static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_conv impl, bool weight) {

@@ -42,10 +42,15 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
  * for the passes: with DG_CPU_CONV_PASSES, an sgemm that cannot run inside
  * a parallel region (!serial_ok), fewer than two threads or images, or a
  * scratch (layout.h: `chunk` images of columns, and of dyT for the
- * weight's gradient) with room for fewer than two slots. DEFAULT asks for
- * one slot per thread and an image for each: with fewer images than
- * threads the passes' threaded GEMMs keep every core busy. `weight`: the
- * node is a backward_weight (its slots also hold partial dw). */
+ * weight's gradient) with room for fewer than two slots. `weight`: the
+ * node is a backward_weight (its slots also hold a partial dw each).
+ * DEFAULT, as measured on a 16-core host (docs/PERF.md): the forward and
+ * dx image by image once half the threads or more get an image (at batch
+ * 8 on 16 threads already 1.0-10x the passes); the weight's gradient only
+ * with an image for every thread and a partial dw [o, R] no larger than
+ * an image's columns [R, cols] (with more positions than output channels:
+ * else each image's GEMM reads and writes its partial for too little work,
+ * 0.24-0.6x the passes on the 4x4 and 7x7 layers). */
 struct dg_conv_dims;
 int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, bool weight);
 void dg__cpu_max_pool2d(const dg_step *s);     /* y and the argmax side output  */

@@ -115,6 +115,17 @@ if [ -n "${DG_SWEEP:-}" ]; then
             ${DG_PEER_DDP_ARGS:-} > "$out/torch_ddp_peer.log" 2>&1
         summary="$summary\ntorch_ddp_peer: exit $? :: $(tail -8 "$out/torch_ddp_peer.log")"
     fi
+    # DG_PEER_CONV=1: PyTorch's convolutions (cuDNN, autotuned cuDNN, the
+    # CPU's) of the conv sweep's rows appended to conv.csv, then the report
+    # redrawn with them (DG_PEER_CONV_ARGS: bench/torch_conv_peer.py's
+    # options; its --time-limit, 210 s by default, fits DG_PEER_CONV_LIMIT)
+    if [ "${DG_PEER_CONV:-0}" = 1 ] && [ -f "$out/bench/conv.csv" ]; then
+        PYTHONUNBUFFERED=1 timeout -s INT "${DG_PEER_CONV_LIMIT:-300}" python3 bench/torch_conv_peer.py \
+            --out "$out/bench" ${DG_PEER_CONV_ARGS:-} > "$out/torch_conv_peer.log" 2>&1
+        summary="$summary\ntorch_conv_peer: exit $? :: $(tail -5 "$out/torch_conv_peer.log")"
+        $bin/bench plot "$out/bench" > "$out/bench-plot.log" 2>&1
+        summary="$summary\nbench plot with the conv peer's rows: exit $?"
+    fi
     if [ -n "${DG_BEFORE:-}" ]; then
         $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
         summary="$summary\ncompare: exit $? :: $(tail -1 "$out/compare.log")"

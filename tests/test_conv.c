@@ -775,9 +775,10 @@ Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
     /* BATCH: a slot per thread, at most one per image */
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 4, false), 4);
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 8, false), 5);
-    /* DEFAULT: only with an image for every thread */
+    /* DEFAULT, forward and dx: with half the threads or more busy */
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 5, false), 5);
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 6, false), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 10, false), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 11, false), 0);
     /* never: the passes asked for, one thread, an sgemm that cannot run in a parallel region */
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_PASSES, 4, false), 0);
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 1, false), 0);
@@ -786,7 +787,18 @@ Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
      * 4*72 floats each, in a scratch of `chunk` images of (144 + 4)*81 */
     cr_assert_eq(dw.chunk, 5);
     cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, true), 5);
+    /* DEFAULT: an image for every thread, and the partial (4*72 floats)
+     * no larger than an image's columns (144*81) */
     cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, true), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 6, true), 0);
+    dg_conv_dims few_positions = dw;
+    few_positions.cols = 1; /* columns 144*1 < the partial 4*72 */
+    few_positions.chunk = 500;
+    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_BATCH, 5, true), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_DEFAULT, 5, true), 0);
+    few_positions.cols = 2;
+    few_positions.o = 3; /* 3*72 floats <= 144*2: no larger than the columns */
+    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_DEFAULT, 5, true), 5);
     dw.chunk = 4; /* room for 4 slots (4*11952 of 47952 floats), not 5 */
     cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, true), 4);
     cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, true), 0);

@@ -1,11 +1,13 @@
 /* test_sweep_conv.c: the conv sweep. Its CPU rows through the CLI, read
  * back from conv.csv (status, check, GEMM columns, scratch, GFLOP/s) and
- * its summary section; its check (conv_check.h) against the CPU backend's
- * three convolution nodes on odd geometries (strides, padding, dilation,
- * groups), and against outputs made wrong on purpose: scaled by 1.001, one
- * entry unwritten (NaN), a kernel that correlates with flipped weights, a
- * weight gradient that misses the batch's last image; and a sweep on a CPU
- * backend whose convolutions are 0.1% off: wrong rows, none timed. */
+ * its summary section; the report from rows written by hand, with and
+ * without PyTorch's (bench/torch_conv_peer.py) beside duograd's; its
+ * check (conv_check.h) against the CPU backend's three convolution nodes
+ * on odd geometries (strides, padding, dilation, groups), and against
+ * outputs made wrong on purpose: scaled by 1.001, one entry unwritten
+ * (NaN), a kernel that correlates with flipped weights, a weight gradient
+ * that misses the batch's last image; and a sweep on a CPU backend whose
+ * convolutions are 0.1% off: wrong rows, none timed. */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,8 +28,8 @@
 Test(conv_sweep, cpu_rows_are_checked_and_timed) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
     tmp_dir(dir);
-    snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=2,3 --backends cpu --case 'cnn-conv2:*' --reps 2 "
-             "--min-time 0 --out %s", DG_BENCH_PATH, dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=2,3 --backends cpu --case 'cnn-conv2:*' --impl cpu-im2col "
+             "--reps 2 --min-time 0 --out %s", DG_BENCH_PATH, dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     snprintf(path, sizeof path, "%s/conv.csv", dir);
     int n;
@@ -89,7 +91,8 @@ Test(conv_sweep, a_wrong_kernel_gives_wrong_rows_untimed) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX", path[256];
     tmp_dir(dir);
     bench_ctx ctx = {.out_dir = dir, .cpu = be, .threads = 2, .size_lists = {{.v = {2}, .n = 1}}, .n_size_lists = 1,
-                     .case_filter = "cnn-conv2:*", .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 3};
+                     .case_filter = "cnn-conv2:*", .impl_filter = "cpu-im2col",
+                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 3};
     ctx.csv = bench_csv_open(dir, "conv", "# a wrong kernel\n", BENCH_CSV_HEADER);
     cr_assert_not_null(ctx.csv, "%s", dg_last_error());
     ASSERT_OK(sweep_conv(&ctx));
@@ -110,35 +113,114 @@ Test(conv_sweep, a_wrong_kernel_gives_wrong_rows_untimed) {
     dg_backend_free(be);
 }
 
-/* The report from rows written by hand: cnn-conv2's GPU beats the CPU
- * from batch 8, cnn-conv1's only at 32, so the family's crossover is 32;
- * gpu-implicit is twice gpu-im2col at the largest batch. */
-Test(conv_sweep, report_tables_and_crossover) {
-    char dir[] = "/tmp/dg-convsweep-XXXXXX";
-    tmp_dir(dir);
+/* rows written by hand: a case by an impl on a device at batches 1, 8 and
+ * 32 (ms 0: no row at that batch), 1e6 FLOPs per image */
+typedef struct hand_series { const char *name, *impl; bool gpu; double ms[3]; } hand_series;
+
+static void write_hand_rows(const char *dir, const hand_series *s, size_t n) {
+    static const long long batches[3] = {1, 8, 32};
     FILE *f = bench_csv_open(dir, "conv", "# rows written by hand\n", BENCH_CSV_HEADER);
     cr_assert_not_null(f, "%s", dg_last_error());
-    static const struct { const char *name, *impl; double ms[3]; } series[] = {
-        {"cnn-conv2:fwd", "cpu-im2col", {1, 2, 4}},   {"cnn-conv2:fwd", "gpu-im2col", {2, 1.5, 1}},
-        {"cnn-conv2:fwd", "gpu-implicit", {2, 1, 0.5}}, {"cnn-conv1:fwd", "cpu-im2col", {1, 2, 4}},
-        {"cnn-conv1:fwd", "gpu-im2col", {3, 3, 1}},
-    };
-    static const long long batches[3] = {1, 8, 32};
-    for (size_t i = 0; i < sizeof series / sizeof *series; i++)
+    for (size_t i = 0; i < n; i++)
         for (int b = 0; b < 3; b++) {
-            double ms = series[i].ms[b];
-            bench_row r = {.sweep = "conv", .name = series[i].name, .impl = series[i].impl,
-                           .backend = series[i].impl[0] == 'g' ? "gpu" : "cpu", .m = 64, .n = 196 * batches[b],
-                           .k = 288, .batch = batches[b], .st = {ms, ms, ms, 0, 5, NULL, 0, false},
-                           .flops = 1e6 * (double)batches[b], .max_rel_err = 1e-7, .check = CONV_CHECK_WORD,
-                           .status = "ok"};
+            double ms = s[i].ms[b];
+            if (ms == 0) continue;
+            bench_row r = {.sweep = "conv", .name = s[i].name, .impl = s[i].impl, .backend = s[i].gpu ? "gpu" : "cpu",
+                           .m = 64, .n = 196 * batches[b], .k = 288, .batch = batches[b],
+                           .st = {ms, ms, ms, 0, 5, NULL, 0, false}, .flops = 1e6 * (double)batches[b],
+                           .max_rel_err = 1e-7, .check = CONV_CHECK_WORD, .status = "ok"};
             bench_csv_write(f, &r);
         }
     ASSERT_OK(bench_csv_finish(f, dir, "conv", true));
+}
+
+/* The report from rows written by hand: cnn-conv2's GPU beats the CPU
+ * from batch 8, cnn-conv1's only at 32, so the family's crossover is 32;
+ * gpu-implicit is twice gpu-im2col at the largest batch. No PyTorch rows:
+ * no PyTorch columns. */
+Test(conv_sweep, report_tables_and_crossover) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX";
+    tmp_dir(dir);
+    static const hand_series series[] = {
+        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},   {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},
+        {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}}, {"cnn-conv1:fwd", "cpu-im2col", false, {1, 2, 4}},
+        {"cnn-conv1:fwd", "gpu-im2col", true, {3, 3, 1}},
+    };
+    write_hand_rows(dir, series, sizeof series / sizeof *series);
     char *sum = plot_summary(dir);
     /* 32e6 flops in 4, 1 and 0.5 ms */
-    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 32.0 | 64.0 | 2.00 | - |"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 32.0 | 64.0 | 2.00 | - |\n"), "summary: %s", sum);
     cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv1; 2 shapes) |"), "summary: %s", sum);
+    cr_assert(!strstr(sum, "torch"), "summary: %s", sum);
+    free(sum);
+    remove_dir(dir);
+}
+
+/* PyTorch's rows (bench/torch_conv_peer.py) beside duograd's: each
+ * present impl's GFLOP/s and duograd's fastest on its device over it, at
+ * the largest batch both measured: torch-cudnn 128 GFLOP/s at 32 against
+ * gpu-implicit's 64; torch-cudnn-bench only up to batch 8 (32 GFLOP/s
+ * there, gpu-implicit's 8); torch-cpu 16 against cpu-im2col's 8. */
+Test(conv_sweep, report_sets_pytorch_beside_duograd) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX";
+    tmp_dir(dir);
+    static const hand_series series[] = {
+        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},       {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},
+        {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}},     {"cnn-conv2:fwd", "torch-cudnn", true, {2, 1, 0.25}},
+        {"cnn-conv2:fwd", "torch-cudnn-bench", true, {1, 0.25, 0}}, {"cnn-conv2:fwd", "torch-cpu", false, {0.5, 1, 2}},
+    };
+    write_hand_rows(dir, series, sizeof series / sizeof *series);
+    char *sum = plot_summary(dir);
+    cr_assert(strstr(sum, "| CPU / CPU sgemm ceiling | torch-cudnn | duograd GPU / torch-cudnn | torch-cudnn-bench | "
+                          "duograd GPU / torch-cudnn-bench | torch-cpu | duograd CPU / torch-cpu |\n"
+                          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 32.0 | 64.0 | 2.00 | - | 128.0 | 0.50 | 32.0 (batch 8) | "
+                          "0.25 (batch 8) | 16.0 | 0.50 |\n"), "summary: %s", sum);
+    cr_assert(strstr(sum, "PyTorch beside it (bench/torch_conv_peer.py"), "summary: %s", sum);
+    free(sum);
+    remove_dir(dir);
+    /* duograd on the GPU only, PyTorch on the CPU: no ratio, and no
+     * crossover (PyTorch's CPU rows are not duograd's) */
+    char dir2[] = "/tmp/dg-convsweep-XXXXXX";
+    tmp_dir(dir2);
+    const hand_series apart[] = {series[1], series[2], series[5]};
+    write_hand_rows(dir2, apart, sizeof apart / sizeof *apart);
+    sum = plot_summary(dir2);
+    cr_assert(!strstr(sum, "| torch-cudnn"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | - | 32.0 | 64.0 | 2.00 | - | 16.0 | - |\n"), "summary: %s", sum);
+    cr_assert(strstr(sum, "GPU/CPU crossover: n/a (rows of only one device in conv.csv)."), "summary: %s", sum);
+    free(sum);
+    remove_dir(dir2);
+}
+
+/* cpu-im2col-batch beside cpu-im2col: its own column, the fraction of the
+ * ceiling (32 GFLOP/s, a hand-written ceiling row) from the faster CPU
+ * implementation (batch: 16 GFLOP/s at 32, the passes 8), and the
+ * crossover against the faster CPU at each batch (CPU 1, 1, 2 ms against
+ * the GPU's 2, 1.5, 1: from 32; against the passes alone it would be 8) */
+Test(conv_sweep, report_sets_the_batch_strategy_beside_the_passes) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX";
+    tmp_dir(dir);
+    static const hand_series series[] = {
+        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},    {"cnn-conv2:fwd", "cpu-im2col-batch", false, {1.5, 1, 2}},
+        {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},    {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}},
+    };
+    write_hand_rows(dir, series, sizeof series / sizeof *series);
+    FILE *f = bench_csv_open(dir, "ceiling", "# a ceiling written by hand\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(f, "%s", dg_last_error());
+    bench_row ceiling = {.sweep = "ceiling", .name = "sgemm", .impl = "cpu-openblas", .backend = "cpu", .m = 200,
+                         .n = 200, .k = 400, .batch = 1, .st = {1, 1, 1, 0, 5, NULL, 0, false}, .flops = 32e6,
+                         .max_rel_err = 1e-7, .check = "f64", .status = "ok"};
+    bench_csv_write(f, &ceiling);
+    ASSERT_OK(bench_csv_finish(f, dir, "ceiling", true));
+    char *sum = plot_summary(dir);
+    cr_assert(strstr(sum, "| # | shape | batch | cpu-im2col | cpu-im2col-batch | gpu-im2col | gpu-implicit | "
+                          "implicit / im2col | best CPU / CPU sgemm ceiling |\n|---|---|---|---|---|---|---|---|---|\n"),
+              "summary: %s", sum);
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 16.0 | 32.0 | 64.0 | 2.00 | 50% |\n"), "summary: %s", sum);
+    cr_assert(strstr(sum, "(gpu-im2col vs the faster of cpu-im2col and cpu-im2col-batch; the worst shape's)"),
+              "summary: %s", sum);
+    cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv2; 1 shapes) |"), "summary: %s", sum);
     free(sum);
     remove_dir(dir);
 }
