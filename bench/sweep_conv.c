@@ -325,7 +325,9 @@ static void run_backend(bench_ctx *ctx, conv_problem *pb, bool gpu, cpu_pred *pr
     if (!n_run) return;
     dg_backend *be = gpu ? ctx->gpu : ctx->cpu;
     dg_plan *p = NULL;
-    select_conv(ctx, &conv_impls[CONV_GPU_IM2COL]); /* the im2col columns reserved: every implementation runs on it */
+    /* a plan made with im2col on the GPU reserves its columns, so every
+     * implementation runs on it (the CPU's plan is the same either way) */
+    select_conv(ctx, &conv_impls[CONV_GPU_IM2COL]);
     dg_status st = dg_plan_new(&p, pb->g, be, pb->out, CONV_N_DIRS, &(dg_plan_opts){0});
     restore_conv(ctx);
     char why[256];

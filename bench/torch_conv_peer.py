@@ -23,8 +23,11 @@ cuDNN's algorithm choice per shape without the benchmark flag in the key,
 so in one process the second impl would reuse the first one's choice.
 
 What is inside the timed region (one call each, autograd off; the inputs
-are on the device already, the output is allocated by the call from
-PyTorch's caching allocator, as a training step does):
+are on the device already, the output is allocated by the call, as a
+training step does: on the GPU from PyTorch's caching allocator; on the
+CPU from malloc, which maps blocks over 32 MiB afresh on each call, so the
+largest CPU rows (ImageNet stem, batch 32: a 102 MB output) pay page
+faults that duograd's rows, writing into a planned arena, do not):
   fwd         y  = F.conv2d(x, w, None, stride, padding)
   bwd-data    dx = torch.ops.aten.convolution_backward(dy, x, w, None,
                    stride, padding, (1, 1), False, (0, 0), 1,

@@ -180,6 +180,12 @@ static inline dg_conv_dims dg_conv_dims_of(const dg_node *nd) {
     return d;
 }
 
+/* floats of a convolution node's im2col scratch, as laid out above: 0 when
+ * `direct`, else `chunk` images of columns, and of dyT for backward_weight */
+static inline int64_t dg_conv_scratch_floats(const dg_conv_dims *d, bool weight) {
+    return d->direct ? 0 : d->chunk * d->cols * (d->rows + (weight ? d->o : 0));
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -204,7 +204,5 @@ size_t dg_node_scratch_bytes(const dg_node *n) {
     if (n->op != DG_OP_CONV2D && n->op != DG_OP_CONV2D_BACKWARD_DATA && n->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
         return 0;
     dg_conv_dims d = dg_conv_dims_of(n);
-    if (d.direct) return 0;
-    int64_t floats = d.chunk * d.cols * (d.rows + (n->op == DG_OP_CONV2D_BACKWARD_WEIGHT ? d.o : 0));
-    return (size_t)floats * sizeof(float);
+    return (size_t)dg_conv_scratch_floats(&d, n->op == DG_OP_CONV2D_BACKWARD_WEIGHT) * sizeof(float);
 }

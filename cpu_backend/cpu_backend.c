@@ -90,11 +90,25 @@ static void selected_sgemm(const void *ctx, bool ta, bool tb, int m, int n, int 
     sgemm(c, c->gemm, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, accumulate);
 }
 
+/* Whether `impl` may be called from every thread of a parallel region at
+ * once, each call on its own thread: the own sgemm shares one packing
+ * buffer between calls (never two at once); OpenBLAS only in its OpenMP or
+ * sequential build (the OpenMP build runs on the calling thread inside a
+ * parallel region; a pthreads build, which a system may link instead,
+ * would start its own threads under every caller). */
+static bool sgemm_serial_in_parallel(dg_cpu_gemm impl) {
+    switch (impl) {
+    case DG_CPU_GEMM_OPENBLAS: return openblas_get_parallel() != 1; /* 0 sequential, 1 pthreads, 2 OpenMP */
+    case DG_CPU_GEMM_OWN:      return false;
+    case DG_CPU_GEMM_NAIVE:    return true;
+    }
+    return false;
+}
+
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     apply_threads(ctx_of(be));
     const cpu_ctx *c = ctx_of(be);
-    /* the own sgemm shares one packing buffer between calls: never two at once */
-    const dg_cpu_blas blas = {selected_sgemm, c, c->gemm != DG_CPU_GEMM_OWN};
+    const dg_cpu_blas blas = {selected_sgemm, c, sgemm_serial_in_parallel(c->gemm)};
     switch (s->node->op) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:

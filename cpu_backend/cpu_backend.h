@@ -23,10 +23,13 @@ typedef enum dg_cpu_gemm {
  * BATCH: OpenMP over the batch, each thread unfolding its own images into
  *   its own slot of the scratch and multiplying them with a one-thread
  *   sgemm (the weight's gradient summed from per-thread partials);
- * DEFAULT: BATCH where it applies (see conv_slots in cpu_conv.c), else
- *   PASSES. BATCH falls back to PASSES where it does not apply: one
- *   thread, the own sgemm (not callable from two threads at once), or a
- *   scratch too small for two slots. */
+ * DEFAULT, as measured on a 16-core host (docs/PERF.md): the forward and
+ *   dx as BATCH once half the threads or more get an image; the weight's
+ *   gradient as BATCH only with an image for every thread and a partial
+ *   dw no larger than an image's columns; else PASSES.
+ * BATCH falls back to PASSES where it does not apply: one thread or one
+ * image, an sgemm that cannot run on every thread at once (the own one, a
+ * pthreads OpenBLAS), or a scratch too small for two slots. */
 typedef enum dg_cpu_conv {
     DG_CPU_CONV_DEFAULT,
     DG_CPU_CONV_PASSES,

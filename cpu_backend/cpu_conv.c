@@ -27,8 +27,10 @@
  * take contiguous ranges of images, and each thread unfolds one image at a
  * time into its own slot of the scratch (slot t at t*slot_floats) and
  * multiplies it with the sgemm on its own thread (blas.serial_in_parallel:
- * inside the parallel region OpenBLAS runs on the calling thread; the
- * nested unfolding loops do too). Its columns stay in its core's cache and
+ * inside the parallel region OpenBLAS's OpenMP build runs on the calling
+ * thread; the unfolding loops' own regions are off there). A team smaller
+ * than asked for (OMP_THREAD_LIMIT, a caller's parallel region) splits
+ * the images, and sums the partials, by its real size. Its columns stay in its core's cache and
  * no GEMM of a few dozen MFLOP is split between cores. For the weight's
  * gradient each thread sums its images into a partial dw [o, R] (thread 0
  * into dw itself, thread t into its slot behind its columns), and the
@@ -83,7 +85,7 @@ static void scatter_add_row(float *restrict row, const float *restrict src, ox_r
  * (oy, ox) of image n0 + j (layout.h), 0 in the padding */
 static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb, float *col, int64_t ld) {
     int64_t taps = d->kh * d->kw;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
         for (int64_t ci = 0; ci < d->c; ci++) {
             const float *plane = x + ((n0 + j) * d->c + ci) * d->h * d->w;
@@ -106,7 +108,7 @@ static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb
  * channel) plane is zeroed and summed by one thread */
 static void col2im(const float *col, int64_t ld, const dg_conv_dims *d, int64_t nb, float *dx) {
     int64_t taps = d->kh * d->kw;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
         for (int64_t ci = 0; ci < d->c; ci++) {
             float *plane = dx + (j * d->c + ci) * d->h * d->w;
@@ -124,7 +126,7 @@ static void col2im(const float *col, int64_t ld, const dg_conv_dims *d, int64_t 
 /* dyT[o][j*cols + p] = dy[n0 + j][o][p] for the nb images from n0 (rows ld
  * apart) */
 static void transpose_dy(const float *dy, const dg_conv_dims *d, int64_t n0, int64_t nb, float *dyT, int64_t ld) {
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
         for (int64_t o = 0; o < d->o; o++)
             memcpy(dyT + o * ld + j * d->cols, dy + ((n0 + j) * d->o + o) * d->cols, (size_t)d->cols * sizeof(float));
@@ -183,10 +185,7 @@ static int64_t slot_floats(const dg_conv_dims *d, bool weight) {
 int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, bool weight) {
     if (impl == DG_CPU_CONV_PASSES || !serial_ok || threads < 2 || d->n < 2) return 0;
     int64_t per = slot_floats(d, weight), slots = min64(threads, d->n);
-    if (per > 0) {
-        int64_t scratch = d->direct ? 0 : d->chunk * d->cols * (d->rows + (weight ? d->o : 0));
-        slots = min64(slots, scratch / per);
-    }
+    if (per > 0) slots = min64(slots, dg_conv_scratch_floats(d, weight) / per);
     if (slots < 2) return 0;
     if (impl == DG_CPU_CONV_DEFAULT) {
         if (!weight) return 2 * slots >= threads ? (int)slots : 0;
@@ -200,10 +199,10 @@ static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_con
     return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), weight);
 }
 
-/* images [lo, hi) of thread t of `slots`, contiguous, sizes differing by 1 at most */
-static void thread_images(int64_t n, int slots, int t, int64_t *lo, int64_t *hi) {
-    *lo = n * t / slots;
-    *hi = n * (t + 1) / slots;
+/* images [lo, hi) of thread t of a team of `team`, contiguous, sizes differing by 1 at most */
+static void thread_images(int64_t n, int team, int t, int64_t *lo, int64_t *hi) {
+    *lo = n * t / team;
+    *hi = n * (t + 1) / team;
 }
 
 static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {
@@ -214,8 +213,8 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
     {
         int t = omp_get_thread_num();
         int64_t lo, hi;
-        thread_images(d->n, slots, t, &lo, &hi);
-        float *slot = (float *)s->scratch + t * per;
+        thread_images(d->n, omp_get_num_threads(), t, &lo, &hi);
+        float *slot = d->direct ? NULL : (float *)s->scratch + t * per;
         for (int64_t i = lo; i < hi; i++) {
             const float *col = d->direct ? x + i * d->c * d->cols : slot;
             if (!d->direct) im2col(x, d, i, 1, slot, d->cols);
@@ -236,8 +235,8 @@ static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims
     {
         int t = omp_get_thread_num();
         int64_t lo, hi;
-        thread_images(d->n, slots, t, &lo, &hi);
-        float *slot = (float *)s->scratch + t * per;
+        thread_images(d->n, omp_get_num_threads(), t, &lo, &hi);
+        float *slot = d->direct ? NULL : (float *)s->scratch + t * per;
         for (int64_t i = lo; i < hi; i++) {
             float *col = d->direct ? dx + i * image : slot;
             for (int64_t g = 0; g < d->groups; g++) /* col_g [r, cols] of image i */
@@ -256,9 +255,11 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
     int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, true), wsize = d->o * r;
 #pragma omp parallel num_threads(slots)
     {
-        int t = omp_get_thread_num();
+        /* the team may be smaller than asked (OMP_THREAD_LIMIT, a region
+         * nested in another): its real size splits the images and the sum */
+        int t = omp_get_thread_num(), team = omp_get_num_threads();
         int64_t lo, hi;
-        thread_images(d->n, slots, t, &lo, &hi);
+        thread_images(d->n, team, t, &lo, &hi);
         /* thread 0: columns in slot 0, partial = dw; thread t > 0: columns
          * in slot t, its partial right behind them */
         float *col = (float *)s->scratch + t * per, *part = t ? col + d->rows * d->cols : dw;
@@ -273,7 +274,7 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
 #pragma omp for schedule(static)
         for (int64_t e = 0; e < wsize; e++) {
             float acc = dw[e];
-            for (int u = 1; u < slots; u++) acc += ((const float *)s->scratch)[u * per + d->rows * d->cols + e];
+            for (int u = 1; u < team; u++) acc += ((const float *)s->scratch)[u * per + d->rows * d->cols + e];
             dw[e] = acc;
         }
     }

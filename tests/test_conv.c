@@ -5,6 +5,7 @@
  * cannot hold: the side outputs, the running statistics update and a batch
  * larger than one im2col chunk or one unfolding pass. */
 #include <criterion/criterion.h>
+#include <omp.h>
 #include <math.h>
 #include <string.h>
 
@@ -632,10 +633,23 @@ Test(conv_cpu, side_outputs_match_the_reference) {
     ref_done(g, v);
 }
 
-/* How the CPU backend of a case runs: its threads (0: OpenMP's default)
- * and its convolutions' strategy (cpu_backend.h) */
-typedef struct cpu_conf { int threads; dg_cpu_conv conv; } cpu_conf;
-#define PASSES ((cpu_conf){0, DG_CPU_CONV_PASSES})
+/* How the CPU backend of a case runs: its threads (0: OpenMP's default),
+ * its convolutions' strategy and its sgemm (cpu_backend.h); nested: the
+ * plan run from inside another parallel region, where the backend's
+ * regions get a team of one thread */
+typedef struct cpu_conf { int threads; dg_cpu_conv conv; dg_cpu_gemm gemm; bool nested; } cpu_conf;
+#define PASSES ((cpu_conf){0, DG_CPU_CONV_PASSES, DG_CPU_GEMM_OPENBLAS, false})
+#define BATCH3 ((cpu_conf){3, DG_CPU_CONV_BATCH, DG_CPU_GEMM_OPENBLAS, false})
+
+static dg_status run_plan(dg_plan *p, bool nested) {
+    if (!nested) return dg_plan_run(p);
+    dg_status st = DG_OK;
+    omp_set_max_active_levels(1);
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    st = dg_plan_run(p);
+    return st;
+}
 
 /* y = conv2d(x, w) forward and both gradients on the CPU backend `cf`
  * against the float64 reference, from x's and w's init and a uniform dy;
@@ -655,11 +669,15 @@ static void assert_conv_matches_reference(dg_graph *g, dg_node *x, dg_node *w, d
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, cf.threads));
     dg_cpu_set_conv(be, cf.conv);
+    dg_cpu_set_gemm(be, cf.gemm);
     dg_plan *p;
     dg_node *outs[3] = {y, grads[0], grads[1]};
     ASSERT_OK(dg_plan_new(&p, g, be, outs, 3, NULL));
     ASSERT_OK(dg_plan_set(p, dy, dyv, (size_t)ny * sizeof *dyv));
+    /* twice: the second run meets the first one's scratch (partials,
+     * columns); `nested` applies to the second */
     ASSERT_OK(dg_plan_run(p));
+    ASSERT_OK(run_plan(p, cf.nested));
     /* the reference, from the same values */
     double *xd = malloc((size_t)nx * sizeof *xd), *wd = malloc((size_t)nw * sizeof *wd);
     double *dyd = malloc((size_t)ny * sizeof *dyd);
@@ -745,8 +763,7 @@ Test(conv_cpu, batch_over_threads_matches_the_reference, .timeout = 300) {
     dg_conv_dims d = dg_conv_dims_of(y);
     cr_assert_eq(dg__cpu_conv_slots(&d, true, DG_CPU_CONV_BATCH, 3, false), 3, "the case must run on 3 slots");
     /* sums of 72 (y), 18 (dx) and 405 (dw) products in float32 */
-    assert_conv_matches_reference(g, x, w, y, (cpu_conf){3, DG_CPU_CONV_BATCH}, 1e-5,
-                                  "conv2d image by image on 3 threads");
+    assert_conv_matches_reference(g, x, w, y, BATCH3, 1e-5, "conv2d image by image on 3 threads");
 }
 
 /* A direct convolution (1x1, stride 1, no padding) image by image: the
@@ -759,8 +776,31 @@ Test(conv_cpu, direct_convolution_over_threads_matches_the_reference, .timeout =
     dg_node *y = dg_conv2d(g, x, w, NULL, CONV());
     cr_assert_not_null(y, "%s", dg_last_error());
     cr_assert(dg_conv_dims_of(y).direct);
-    assert_conv_matches_reference(g, x, w, y, (cpu_conf){3, DG_CPU_CONV_BATCH}, 1e-5,
-                                  "a direct conv2d image by image on 3 threads");
+    assert_conv_matches_reference(g, x, w, y, BATCH3, 1e-5, "a direct conv2d image by image on 3 threads");
+}
+
+/* The batch strategy asked for with the other sgemms: the naive one runs
+ * it (its nested region is one thread), the own one, whose threads share
+ * one packing buffer, must run the passes instead */
+Test(conv_cpu, batch_with_the_own_and_the_naive_sgemm_matches_the_reference, .timeout = 300) {
+    static const dg_cpu_gemm gemms[2] = {DG_CPU_GEMM_OWN, DG_CPU_GEMM_NAIVE};
+    for (int k = 0; k < 2; k++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *x, *w, *y = grouped_conv(g, 26, &x, &w); /* GEMMs large enough for the own sgemm to pack */
+        assert_conv_matches_reference(g, x, w, y, (cpu_conf){3, DG_CPU_CONV_BATCH, gemms[k], false}, 1e-5,
+                                      k ? "the batch with the naive sgemm" : "the batch with the own sgemm");
+    }
+}
+
+/* A plan run from inside another parallel region: the batch's regions get
+ * one thread instead of 3, which must then do every image, and the
+ * weight's gradient must add no partials (the first, plain run left
+ * threads 1 and 2's in the scratch) */
+Test(conv_cpu, batch_in_a_team_smaller_than_asked_matches_the_reference, .timeout = 300) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = grouped_conv(g, 9, &x, &w);
+    assert_conv_matches_reference(g, x, w, y, (cpu_conf){3, DG_CPU_CONV_BATCH, DG_CPU_GEMM_OPENBLAS, true}, 1e-5,
+                                  "the batch on a team of one thread");
 }
 
 /* When the batch runs image by image: the rule of dg__cpu_conv_slots */

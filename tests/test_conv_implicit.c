@@ -370,7 +370,11 @@ Test(conv_implicit, tensors_past_32_bit_indices_fall_back_to_im2col, .timeout = 
     ASSERT_OK(st);
     int64_t nx = dg_node_numel(x), ny = dg_node_numel(y);
     float *xv = malloc((size_t)nx * sizeof *xv), *yv = malloc((size_t)ny * sizeof *yv), half = 0.5f;
-    cr_assert(xv && yv, "host memory for %lld + %lld floats", (long long)nx, (long long)ny);
+    if (!xv || !yv) {
+        free(xv);
+        free(yv);
+        cr_skip_test("no host memory for %lld + %lld floats", (long long)nx, (long long)ny);
+    }
     for (int64_t i = 0; i < nx; i++) xv[i] = (float)(i % 2039 - 1019);
     for (int64_t i = 0; i < ny; i++) yv[i] = (float)(i % 1021 - 510); /* dy */
     ASSERT_OK(dg_plan_set(p, x, xv, (size_t)nx * sizeof *xv));

@@ -71,6 +71,34 @@ Test(conv_sweep, cpu_rows_are_checked_and_timed) {
     remove_dir(dir);
 }
 
+/* cpu-im2col-batch's rows: at batch 1 skipped with the reason (it would
+ * run as cpu-im2col), at batch 3 on 2 threads checked and timed */
+Test(conv_sweep, batch_rows_run_or_say_why_not) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
+    tmp_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=1,3 --backends cpu --threads 2 --case 'cnn-conv2:*' "
+             "--impl cpu-im2col-batch --reps 2 --min-time 0 --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/conv.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 6, "3 directions x 2 batches of cnn-conv2, got %d rows", n);
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(r[i].impl, "cpu-im2col-batch");
+        if (r[i].batch == 1)
+            cr_assert(!strcmp(r[i].status, "skipped") && strstr(r[i].note, "runs as cpu-im2col here"),
+                      "%s at batch 1: %s (%s)", r[i].name, r[i].status, r[i].note);
+        else
+            cr_assert(r[i].batch == 3 && (!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy")) &&
+                          r[i].max_rel_err <= CONV_CHECK_TOL && r[i].reps >= 2,
+                      "%s at batch %lld: %s, error %g (%s)", r[i].name, r[i].batch, r[i].status, r[i].max_rel_err,
+                      r[i].note);
+    }
+    free(r);
+    remove_dir(dir);
+}
+
 /* the CPU backend's compute, then every convolution output 0.1% off */
 static const dg_backend_i *cpu_iface;
 static dg_status off_by_a_thousandth(dg_backend *be, const dg_step *s) {
