@@ -430,21 +430,6 @@ class MlpCsv:
         self.f.close()
 
 
-def read_rows(path):
-    """the rows of a bench CSV as dicts by header name ('#' lines skipped)"""
-    header, rows = None, []
-    with open(path) as f:
-        for line in f:
-            line = line.rstrip("\r\n")
-            if not line or line.startswith("#"):
-                continue
-            if header is None:
-                header = line.split(",")
-            else:
-                rows.append(dict(zip(header, line.split(","))))
-    return rows
-
-
 # ---- the machine: which BLAS NumPy runs on, with how many threads ----
 
 def blas_info(threads=None):
@@ -601,7 +586,7 @@ def import_torch(asked):
 
 def print_summary(path, rows):
     """the peer's rows beside duograd's cpu rows of the same file"""
-    duo = {(r.get("case"), r.get("batch")): r for r in read_rows(path)
+    duo = {(r.get("case"), r.get("batch")): r for r in tp.read_rows(path)[1]
            if r.get("impl") == "cpu" and r.get("status") in ("ok", "noisy")}
     print(f"\n{'widths':<18} {'impl':<10} {'batch':>6} {'median_ms':>10} {'GFLOP/s':>8} {'cv%':>6} {'err':>8} "
           f"{'duograd_ms':>10} {'peer/duograd':>12}  status")

@@ -357,28 +357,6 @@ class RefCache:
 
 # ---- conv.csv: duograd's rows, the rows to run (no torch) ----
 
-def read_rows(path):
-    """(columns, rows as dicts) of a bench CSV; a last line without its
-    newline (a row cut short) is left out, as bench_csv_read does"""
-    columns = tp.read_header(path)
-    if columns is None:
-        return None, []
-    rows, seen_header = [], False
-    with open(path) as f:
-        lines = f.read().split("\n")
-    for no, line in enumerate(lines[:-1], 1):  # the last piece: "" or a cut row
-        if not line or line.startswith("#"):
-            continue
-        if not seen_header:
-            seen_header = True
-            continue
-        fields = line.split(",")
-        if len(fields) != len(columns):
-            raise ValueError(f"{path}:{no}: {len(fields)} fields, the header has {len(columns)}")
-        rows.append(dict(zip(columns, fields)))
-    return columns, rows
-
-
 def duograd_rows(rows):
     """the conv sweep's own rows (a peer's earlier rows left out)"""
     return [r for r in rows if r.get("sweep") == "conv" and not r.get("impl", "").startswith("torch-")]
@@ -840,7 +818,7 @@ def main(argv=None):
     start = time.time()
     csv_path = os.path.join(a.out, "conv.csv")
     try:
-        rows = read_rows(csv_path)[1] if os.path.exists(csv_path) else []
+        rows = tp.read_rows(csv_path)[1] if os.path.exists(csv_path) else []
     except ValueError as e:
         print(f"torch_conv_peer: {e}", file=sys.stderr)
         return 2

@@ -226,7 +226,7 @@ def test_planted_wrong_steps_are_wrong():
         print(f"  {cls.__doc__.strip()}: wrong, max_rel_err {row['max_rel_err']:.3g}")
     # and the row reads back as bench writes a wrong row: no times
     path = os.path.join(TMP, "checked", "mlp.csv")
-    last = peer.read_rows(path)[-1]
+    last = tp.read_rows(path)[1][-1]
     assert last["status"] == "wrong" and last["reps"] == "0" and last["median_ms"] == "NaN", last
 
 
@@ -242,7 +242,7 @@ def test_rows_follow_the_files_column_order():
     after = open(path).read()
     assert after.startswith(before), "earlier lines changed"
     assert "\n# numpy peer rows (bench/numpy_mlp_peer.py): numpy " in after, after
-    rows = [r for r in peer.read_rows(path) if r["impl"] == "numpy"]
+    rows = [r for r in tp.read_rows(path)[1] if r["impl"] == "numpy"]
     assert len(rows) == 2 and all(len(r) == len(cols) for r in rows)
     for r, batch in zip(rows, (3, 9)):
         want = dict(sweep="mlp", case="7-6-5-4", impl="numpy", backend="cpu", dtype="f32", m=str(batch), n="6",
@@ -260,7 +260,7 @@ def test_flop_count_is_sweep_mlps():
     """6 flops per weight and row, as sweep_mlp.c: the committed duograd rows'
     gflops are this count over their median"""
     assert peer.step_flops([784, 256, 100, 10], 128) == 6 * 128 * (784 * 256 + 256 * 100 + 100 * 10)
-    rows = [r for r in peer.read_rows(os.path.join(ROOT, "reports", "cpu-2core", "mlp.csv")) if r["impl"] == "cpu"]
+    rows = [r for r in tp.read_rows(os.path.join(ROOT, "reports", "cpu-2core", "mlp.csv"))[1] if r["impl"] == "cpu"]
     assert len(rows) >= 8
     for r in rows:
         w = peer.parse_widths(r["case"])
@@ -321,7 +321,7 @@ def test_errors():
     rc, text = run_main(["--out", os.path.dirname(cut), "--widths", "7-6-5-4", "--sizes", "3", "--impl", "numpy"]
                         + FAST)
     assert rc == 0 and "incomplete last line dropped" in text, text
-    assert [r["impl"] for r in peer.read_rows(cut)] == ["numpy"], open(cut).read()
+    assert [r["impl"] for r in tp.read_rows(cut)[1]] == ["numpy"], open(cut).read()
 
 
 def test_without_torch():
@@ -333,7 +333,7 @@ def test_without_torch():
         path = new_csv("notorch")
         rc, text = run_main(["--out", os.path.dirname(path), "--widths", "7-6-5-4", "--sizes", "3"] + FAST)
         assert rc == 0 and "import torch failed" in text and "no torch-cpu rows" in text, text
-        assert [r["impl"] for r in peer.read_rows(path)] == ["numpy"], open(path).read()
+        assert [r["impl"] for r in tp.read_rows(path)[1]] == ["numpy"], open(path).read()
         rc, text = run_main(["--out", os.path.dirname(path), "--impl", "torch-cpu", "--sizes", "3"] + FAST)
         assert rc == 2 and "--impl torch-cpu: import torch failed" in text, text
     finally:
@@ -355,7 +355,7 @@ def test_with_the_bench():
     assert run.returncode == 0, run.stderr
     rc, text = run_main(["--out", out, "--sizes", "16", "--widths", "784-256-100-10", "--impl", "numpy"] + FAST)
     assert rc == 0, text
-    rows = peer.read_rows(os.path.join(out, "mlp.csv"))
+    rows = tp.read_rows(os.path.join(out, "mlp.csv"))[1]
     assert [r["impl"] for r in rows] == ["cpu", "numpy"], rows
     duo, np_row = rows
     for c in ("sweep", "case", "backend", "dtype", "m", "n", "k", "batch", "check"):

@@ -86,7 +86,7 @@ def test_shapes_match_the_bench():
         want = (str(k + 1), sh.name) + tuple(str(v) for v in (sh.c, sh.h, sh.w, sh.o, sh.oh, sh.ow, sh.kh, sh.kw,
                                                                sh.stride, sh.pad))
         assert got == want, f"shape {k + 1}: the bench says {got}, SHAPES {want}"
-    _, rows = cp.read_rows(os.path.join(out, "conv.csv"))
+    _, rows = tp.read_rows(os.path.join(out, "conv.csv"))
     assert [r["case"] for r in rows] == [s.name + ":fwd" for s in cp.SHAPES], [r["case"] for r in rows]
     assert not cp.geometry_problems(rows), cp.geometry_problems(rows)
     wanted = cp.plan(rows, ["gpu", "cpu"])
@@ -118,7 +118,7 @@ def test_geometry_against_committed_rows():
     """every row of a committed conv.csv (H100, GPU): its m, n, k are
     SHAPES' geometry, and its GFLOP/s and GB/s times its median give the
     FLOPs and bytes the peer counts"""
-    _, rows = cp.read_rows(COMMITTED)
+    _, rows = tp.read_rows(COMMITTED)
     assert len(rows) > 100, len(rows)
     assert not cp.geometry_problems(rows, COMMITTED)
     for r in rows:
@@ -192,7 +192,7 @@ def test_plan_without_duograd_rows():
 # ---- the CSV ----
 
 def read_back(path):
-    cols, rows = cp.read_rows(path)
+    cols, rows = tp.read_rows(path)
     return cols, rows
 
 
@@ -427,7 +427,7 @@ def run_fake(ops, cases, name, deadline=None):
     done = cp.run_items(out, ops, "torch-cpu", items, dict(OPTS, deadline=deadline or 1e18), refs, logged.append)
     out.close()
     assert logged == done
-    return cp.read_rows(path)[1]
+    return tp.read_rows(path)[1]
 
 
 CASES = [("lenet-c2:fwd", 2), ("lenet-c2:bwd-data", 2), ("lenet-c2:bwd-weight", 2), ("cnn-conv1:bwd-data", 3)]

@@ -127,6 +127,29 @@ def test_new_file_and_cut_row():
     assert [r["batch"] for r in rows] == ["32", "64"], rows
 
 
+def test_read_rows_drops_a_cut_row_and_refuses_a_short_one():
+    """tp.read_rows, which every peer reads duograd's rows with: '#' lines
+    anywhere skipped, a last line without its newline left out (a row cut
+    short by a killed run), a row with the wrong field count refused"""
+    path = os.path.join(TMP, "read.csv")
+    with open(path, "w") as f:
+        f.write("# meta\ncase,impl,median_ms\nr1,cpu,1.5\n# between\nr2,gpu,2.5\nr3,cp")
+    columns, rows = tp.read_rows(path)
+    assert columns == ["case", "impl", "median_ms"], columns
+    assert [(r["case"], r["impl"], r["median_ms"]) for r in rows] == [("r1", "cpu", "1.5"), ("r2", "gpu", "2.5")], rows
+    with open(path, "w") as f:
+        f.write("case,impl,median_ms\nr1,cpu\n")
+    try:
+        tp.read_rows(path)
+    except ValueError as e:
+        assert "2 fields, the header has 3" in str(e), e
+    else:
+        raise AssertionError("a row of 2 fields under a header of 3 was read")
+    with open(path, "w") as f:
+        f.write("# metadata only\n")
+    assert tp.read_rows(path) == (None, [])
+
+
 def test_flops_and_params():
     published = {"cifar": 0.556e9, "imagenet": 1.82e9}  # forward GMACs usually quoted
     for stem, pub in published.items():
