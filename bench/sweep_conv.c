@@ -6,7 +6,8 @@
  * passes of whole images, each GEMM on every thread: DG_CPU_CONV_PASSES),
  * cpu-im2col-batch (OpenMP over the batch, an image per thread at a time
  * with a one-thread sgemm: DG_CPU_CONV_BATCH; skipped where it would run
- * as cpu-im2col: one image, or a scratch too small for two slots), gpu-im2col (im2col + cuBLAS; also with transfers: transfer = 1, the two
+ * as cpu-im2col: one image, or a scratch too small for two slots),
+ * gpu-im2col (im2col + cuBLAS; also with transfers: transfer = 1, the two
  * inputs uploaded from host memory and the output downloaded inside the
  * timed region) and gpu-implicit (dg_gpu_set_conv(DG_GPU_CONV_IMPLICIT),
  * the default restored after). TF32 stays off in every row.

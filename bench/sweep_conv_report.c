@@ -4,8 +4,7 @@
  * each at the largest batch it ran, against the sgemm ceilings. Summary:
  * the shapes, a table per direction for the 3x3 layers (GFLOP/s,
  * implicit/im2col, the fastest CPU implementation's fraction of its sgemm
- * ceiling), and the
- * GPU/CPU crossover batch per shape family.
+ * ceiling), and the GPU/CPU crossover batch per shape family.
  *
  * Where bench/torch_conv_peer.py appended PyTorch's rows of the same cases
  * to conv.csv (impls torch-cudnn, torch-cudnn-bench, torch-cpu), they are

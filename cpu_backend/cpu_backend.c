@@ -105,10 +105,18 @@ static bool sgemm_serial_in_parallel(dg_cpu_gemm impl) {
     return false;
 }
 
+/* conv2d and its two backward ops, with the selected sgemm and strategy */
+static dg_status cpu_conv(const cpu_ctx *c, const dg_step *s) {
+    const dg_cpu_blas blas = {selected_sgemm, c, sgemm_serial_in_parallel(c->gemm)};
+    switch (s->node->op) {
+    case DG_OP_CONV2D:               return dg__cpu_conv2d(s, &blas, c->conv);
+    case DG_OP_CONV2D_BACKWARD_DATA: return dg__cpu_conv2d_backward_data(s, &blas, c->conv);
+    default:                         return dg__cpu_conv2d_backward_weight(s, &blas, c->conv);
+    }
+}
+
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     apply_threads(ctx_of(be));
-    const cpu_ctx *c = ctx_of(be);
-    const dg_cpu_blas blas = {selected_sgemm, c, sgemm_serial_in_parallel(c->gemm)};
     switch (s->node->op) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
@@ -137,9 +145,8 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_SOFTMAX_CE_BACKWARD: dg__cpu_softmax_ce_backward(s); break;
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         dg__cpu_update(s); break;
-    case DG_OP_CONV2D:                 return dg__cpu_conv2d(s, &blas, c->conv);
-    case DG_OP_CONV2D_BACKWARD_DATA:   return dg__cpu_conv2d_backward_data(s, &blas, c->conv);
-    case DG_OP_CONV2D_BACKWARD_WEIGHT: return dg__cpu_conv2d_backward_weight(s, &blas, c->conv);
+    case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
+        return cpu_conv(ctx_of(be), s);
     case DG_OP_MAX_POOL2D:             dg__cpu_max_pool2d(s); break;
     case DG_OP_MAX_POOL2D_BACKWARD:    dg__cpu_max_pool2d_backward(s); break;
     case DG_OP_AVG_POOL2D:             dg__cpu_avg_pool2d(s); break;

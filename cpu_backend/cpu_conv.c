@@ -28,13 +28,13 @@
  * time into its own slot of the scratch (slot t at t*slot_floats) and
  * multiplies it with the sgemm on its own thread (blas.serial_in_parallel:
  * inside the parallel region OpenBLAS's OpenMP build runs on the calling
- * thread; the unfolding loops' own regions are off there). A team smaller
- * than asked for (OMP_THREAD_LIMIT, a caller's parallel region) splits
- * the images, and sums the partials, by its real size. Its columns stay in its core's cache and
- * no GEMM of a few dozen MFLOP is split between cores. For the weight's
- * gradient each thread sums its images into a partial dw [o, R] (thread 0
- * into dw itself, thread t into its slot behind its columns), and the
- * partials are added into dw after. */
+ * thread; the unfolding loops' own regions are off there). Its columns
+ * stay in its core's cache and no GEMM of a few dozen MFLOP is split
+ * between cores. For the weight's gradient each thread sums its images
+ * into a partial dw [o, R] (thread 0 into dw itself, thread t into its
+ * slot behind its columns), and the partials are added into dw after. A
+ * team smaller than asked for (OMP_THREAD_LIMIT, a caller's parallel
+ * region) splits the images, and sums the partials, by its real size. */
 #include <omp.h>
 #include <string.h>
 
@@ -199,10 +199,14 @@ static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_con
     return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), weight);
 }
 
-/* images [lo, hi) of thread t of a team of `team`, contiguous, sizes differing by 1 at most */
-static void thread_images(int64_t n, int team, int t, int64_t *lo, int64_t *hi) {
+/* Inside a batch region: the calling thread's images [lo, hi) of the n,
+ * contiguous, split by the team's real size (sizes differ by 1 at most),
+ * and its slot of `per` floats in the scratch (NULL when per is 0) */
+static float *my_images(const dg_step *s, int64_t n, int64_t per, int64_t *lo, int64_t *hi) {
+    int t = omp_get_thread_num(), team = omp_get_num_threads();
     *lo = n * t / team;
     *hi = n * (t + 1) / team;
+    return per ? (float *)s->scratch + t * per : NULL;
 }
 
 static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {
@@ -211,10 +215,8 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
     int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, false);
 #pragma omp parallel num_threads(slots)
     {
-        int t = omp_get_thread_num();
         int64_t lo, hi;
-        thread_images(d->n, omp_get_num_threads(), t, &lo, &hi);
-        float *slot = d->direct ? NULL : (float *)s->scratch + t * per;
+        float *slot = my_images(s, d->n, per, &lo, &hi); /* NULL when direct */
         for (int64_t i = lo; i < hi; i++) {
             const float *col = d->direct ? x + i * d->c * d->cols : slot;
             if (!d->direct) im2col(x, d, i, 1, slot, d->cols);
@@ -233,10 +235,8 @@ static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims
     int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, false), image = d->c * d->h * d->w;
 #pragma omp parallel num_threads(slots)
     {
-        int t = omp_get_thread_num();
         int64_t lo, hi;
-        thread_images(d->n, omp_get_num_threads(), t, &lo, &hi);
-        float *slot = d->direct ? NULL : (float *)s->scratch + t * per;
+        float *slot = my_images(s, d->n, per, &lo, &hi); /* NULL when direct */
         for (int64_t i = lo; i < hi; i++) {
             float *col = d->direct ? dx + i * image : slot;
             for (int64_t g = 0; g < d->groups; g++) /* col_g [r, cols] of image i */
@@ -255,14 +255,11 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
     int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, true), wsize = d->o * r;
 #pragma omp parallel num_threads(slots)
     {
-        /* the team may be smaller than asked (OMP_THREAD_LIMIT, a region
-         * nested in another): its real size splits the images and the sum */
-        int t = omp_get_thread_num(), team = omp_get_num_threads();
         int64_t lo, hi;
-        thread_images(d->n, team, t, &lo, &hi);
         /* thread 0: columns in slot 0, partial = dw; thread t > 0: columns
          * in slot t, its partial right behind them */
-        float *col = (float *)s->scratch + t * per, *part = t ? col + d->rows * d->cols : dw;
+        float *col = my_images(s, d->n, per, &lo, &hi), *part = omp_get_thread_num() ? col + d->rows * d->cols : dw;
+        int team = omp_get_num_threads(); /* the real size: the partials it wrote */
         for (int64_t i = lo; i < hi; i++) {
             im2col(x, d, i, 1, col, d->cols);
             for (int64_t g = 0; g < d->groups; g++) /* part_g [og, r] (+)= dy_g col_g^T, image i */
