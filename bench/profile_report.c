@@ -16,7 +16,8 @@ static double gflops_of(double flops, double ms) { return ms > 0 ? flops / (ms *
 static double pct(double part, double whole) { return whole > 0 ? 100.0 * part / whole : NAN; }
 static double mib(size_t b) { return (double)b / (1 << 20); }
 
-/* "[128,784] <- [128,256];[256,784]": the output's shape, then the inputs' */
+/* "[128,784] <- [128,256];[256,784]": the output's shape, then the inputs'
+ * (the nodes CSV quotes it: it has commas) */
 static void shapes_of(const dg_node *n, char *buf, size_t size, bool inputs) {
     char s[96];
     size_t len = (size_t)snprintf(buf, size, "%s", dg_shape_str(n->shape, s, sizeof s));
@@ -117,7 +118,7 @@ static dg_status write_nodes(const char *dir, const char *meta, const bench_prof
         const bench_prof_node *x = &p->nodes[i];
         char shapes[512];
         shapes_of(x->node, shapes, sizeof shapes, true);
-        fprintf(f, "%s,%s,%d,%d,%d,%s,%s,%s,%s,%.0f,%.0f,%.6f,%.6f,%.3f,%.3f,%.3f,%.4f,%s,%.2f,%zu\n", p->model,
+        fprintf(f, "%s,%s,%d,%d,%d,%s,%s,%s,\"%s\",%.0f,%.0f,%.6f,%.6f,%.3f,%.3f,%.3f,%.4f,%s,%.2f,%zu\n", p->model,
                 bench_prof_device(p), p->batch, i, x->node->id, x->name, x->op,
                 bench_phase_name(x->phase), shapes, x->flops, x->bytes, x->median_ms, x->min_ms,
                 pct(x->median_ms, p->sum_ms), gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms),

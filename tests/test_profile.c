@@ -197,13 +197,31 @@ static void bench_or_skip(void) {
 }
 
 /* the lines of a file that are not '#' metadata, the header included */
+/* The fields of one CSV line, a comma inside double quotes not counting */
+static int csv_fields(const char *l, const char *end) {
+    int n = 1;
+    bool quoted = false;
+    for (; l < end; l++) {
+        if (*l == '"') quoted = !quoted;
+        if (*l == ',' && !quoted) n++;
+    }
+    return n;
+}
+
+/* The lines of a CSV file that are not '#' comments; each must have as
+ * many fields as the first (the header) */
 static int data_lines(const char *path) {
     char *text = read_file(path);
-    int n = 0;
+    int n = 0, header_fields = 0;
     for (char *l = text; l && *l;) {
-        if (*l != '#') n++;
-        char *nl = strchr(l, '\n');
-        l = nl ? nl + 1 : l + strlen(l);
+        char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+        if (*l != '#') {
+            int fields = csv_fields(l, end);
+            if (!n++) header_fields = fields;
+            cr_assert_eq(fields, header_fields, "%s: %d fields where the header has %d: %.*s", path, fields,
+                         header_fields, (int)(end - l), l);
+        }
+        l = nl ? nl + 1 : end;
     }
     free(text);
     return n;
