@@ -281,8 +281,7 @@ static const char *skip_reason(const bench_ctx *ctx, const conv_problem *pb, int
     if (*no_memory) return no_memory;
     if (im->gpu) return NULL;
     dg_conv_dims g = dg_conv_dims_of(pb->out[d]);
-    if (im->batch && !dg__cpu_conv_slots(&g, true, DG_CPU_CONV_BATCH, dg_cpu_threads(ctx->cpu),
-                                         d == CONV_BWD_WEIGHT)) {
+    if (im->batch && !dg__cpu_conv_slots(&g, true, DG_CPU_CONV_BATCH, dg_cpu_threads(ctx->cpu), pb->out[d]->op)) {
         snprintf(why, n, "runs as cpu-im2col here: %s", g.n < 2 || dg_cpu_threads(ctx->cpu) < 2
                  ? "one image or one thread" : "the scratch holds fewer than two threads' slots");
         return why;

@@ -19,12 +19,15 @@ typedef enum dg_cpu_gemm {
 
 /* How the convolutions spread over the threads (cpu_conv.c):
  * PASSES: the batch in passes of whole images, unfolded by all threads,
- *   each image's GEMMs split between the threads by the sgemm;
- * BATCH: OpenMP over the batch, each thread unfolding its own images into
- *   its own slot of the scratch and multiplying them with a one-thread
- *   sgemm (the weight's gradient summed from per-thread partials);
+ *   each image's GEMMs split between the threads by the sgemm (images of
+ *   few columns multiplied side by side, one GEMM per pass);
+ * BATCH: OpenMP over the batch, each thread unfolding its own images (in
+ *   blocks of rows, if large) into its own slot of the scratch and
+ *   multiplying them with a one-thread sgemm (the weight's gradient summed
+ *   from per-thread partials);
  * DEFAULT, as measured on a 16-core host (docs/PERF.md): the forward and
- *   dx as BATCH once half the threads or more get an image; the weight's
+ *   dx as BATCH once half the threads or more get an image, except images
+ *   under 64 columns that PASSES can multiply side by side; the weight's
  *   gradient as BATCH only with an image for every thread and a partial
  *   dw no larger than an image's columns; else PASSES.
  * BATCH falls back to PASSES where it does not apply: one thread or one

@@ -20,16 +20,22 @@
  * channel axis first (a one-image pass reads dy in place), and the first
  * pass writes dw, the later ones accumulate into it. A `direct`
  * convolution (1x1, stride 1, no padding) reads x, and writes dx, as its
- * own columns. The unfolding loops run in parallel over images and
- * channels. That is DG_CPU_CONV_PASSES (cpu_backend.h).
+ * own columns. Images of few columns (SIDE_COLUMNS) are multiplied side by
+ * side instead, one GEMM per group over the pass's nb*cols columns:
+ *   conv2d:          yT_g [og, nb*cols] = w_g col_g, into the pass's y,
+ *                    then back to [nb, og, cols] through the columns
+ *   backward_data:   col_g = w_g^T dyT_g, dyT [o, nb*cols] in the pass's dx
+ * The unfolding loops run in parallel over images and channels. That is
+ * DG_CPU_CONV_PASSES (cpu_backend.h).
  *
  * DG_CPU_CONV_BATCH instead runs OpenMP over the batch: `slots` threads
  * take contiguous ranges of images, and each thread unfolds one image at a
- * time into its own slot of the scratch (slot t at t*slot_floats) and
- * multiplies it with the sgemm on its own thread (blas.serial_in_parallel:
+ * time, in blocks of its output rows (BLOCK_BYTES), into its own slot of
+ * the scratch (slot t at t*slot_floats) and multiplies each block with
+ * the sgemm on its own thread (blas.serial_in_parallel:
  * inside the parallel region OpenBLAS's OpenMP build runs on the calling
  * thread; the unfolding loops' own regions are off there). Its columns
- * stay in its core's cache and no GEMM of a few dozen MFLOP is split
+ * stay in its core's L2 and no GEMM of a few dozen MFLOP is split
  * between cores. For the weight's gradient each thread sums its images
  * into a partial dw [o, R] (thread 0 into dw itself, thread t into its
  * slot behind its columns), and the partials are added into dw after. A
@@ -80,11 +86,19 @@ static void scatter_add_row(float *restrict row, const float *restrict src, ox_r
         for (int64_t ox = in.lo; ox < in.hi; ox++) row[ox * sw + off] += src[ox];
 }
 
-/* col[(ci*KH + ki)*KW + kj][j*cols + oy*OW + ox], rows ld apart, for the
- * nb images from n0: the tap (ki, kj) of channel ci under output position
- * (oy, ox) of image n0 + j (layout.h), 0 in the padding */
-static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb, float *col, int64_t ld) {
-    int64_t taps = d->kh * d->kw;
+/* The output rows [oy0, oy0 + noy) of every output row's columns: a whole
+ * image when noy = oh, or one block of it (DG_CPU_CONV_BATCH) */
+typedef struct out_rows { int64_t oy0, noy; } out_rows;
+
+static out_rows all_rows(const dg_conv_dims *d) { return (out_rows){0, d->oh}; }
+
+/* col[(ci*KH + ki)*KW + kj][j*bc + (oy - oy0)*OW + ox], rows ld apart,
+ * bc = rs.noy*OW, for the nb images from n0 and the output rows rs: the
+ * tap (ki, kj) of channel ci under output position (oy, ox) of image
+ * n0 + j (layout.h when rs is every row), 0 in the padding */
+static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb, out_rows rs, float *col,
+                   int64_t ld) {
+    int64_t taps = d->kh * d->kw, bc = rs.noy * d->ow;
 #pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
         for (int64_t ci = 0; ci < d->c; ci++) {
@@ -92,8 +106,9 @@ static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb
             for (int64_t tap = 0; tap < taps; tap++) {
                 int64_t ki = tap / d->kw, off = tap % d->kw * d->dw - d->pw;
                 ox_range in = inside(d, off);
-                float *dst = col + (ci * taps + tap) * ld + j * d->cols;
-                for (int64_t oy = 0, iy = ki * d->dh - d->ph; oy < d->oh; oy++, iy += d->sh, dst += d->ow) {
+                float *dst = col + (ci * taps + tap) * ld + j * bc;
+                int64_t oy = rs.oy0, iy = oy * d->sh + ki * d->dh - d->ph;
+                for (; oy < rs.oy0 + rs.noy; oy++, iy += d->sh, dst += d->ow) {
                     if (iy < 0 || iy >= d->h)
                         memset(dst, 0, (size_t)d->ow * sizeof(float));
                     else
@@ -103,21 +118,25 @@ static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb
         }
 }
 
-/* dx of `nb` images (each [C,H,W]) = the sum of their col entries over
- * every tap that reads each pixel (the adjoint of im2col); each (image,
- * channel) plane is zeroed and summed by one thread */
-static void col2im(const float *col, int64_t ld, const dg_conv_dims *d, int64_t nb, float *dx) {
-    int64_t taps = d->kh * d->kw;
+/* dx of `nb` images (each [C,H,W]) (+)= the sum of their col entries,
+ * laid out as im2col's for the output rows rs, over every tap that reads
+ * each pixel (the adjoint of im2col); `first` zeroes each plane before,
+ * so that the blocks of an image's rows add up; each (image, channel)
+ * plane is summed by one thread */
+static void col2im(const float *col, int64_t ld, const dg_conv_dims *d, int64_t nb, out_rows rs, bool first,
+                   float *dx) {
+    int64_t taps = d->kh * d->kw, bc = rs.noy * d->ow;
 #pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
         for (int64_t ci = 0; ci < d->c; ci++) {
             float *plane = dx + (j * d->c + ci) * d->h * d->w;
-            memset(plane, 0, (size_t)(d->h * d->w) * sizeof(float));
+            if (first) memset(plane, 0, (size_t)(d->h * d->w) * sizeof(float));
             for (int64_t tap = 0; tap < taps; tap++) {
                 int64_t ki = tap / d->kw, off = tap % d->kw * d->dw - d->pw;
                 ox_range in = inside(d, off);
-                const float *src = col + (ci * taps + tap) * ld + j * d->cols;
-                for (int64_t oy = 0, iy = ki * d->dh - d->ph; oy < d->oh; oy++, iy += d->sh, src += d->ow)
+                const float *src = col + (ci * taps + tap) * ld + j * bc;
+                int64_t oy = rs.oy0, iy = oy * d->sh + ki * d->dh - d->ph;
+                for (; oy < rs.oy0 + rs.noy; oy++, iy += d->sh, src += d->ow)
                     if (iy >= 0 && iy < d->h) scatter_add_row(plane + iy * d->w, src, in, d->sw, off);
             }
         }
@@ -130,6 +149,15 @@ static void transpose_dy(const float *dy, const dg_conv_dims *d, int64_t n0, int
     for (int64_t j = 0; j < nb; j++)
         for (int64_t o = 0; o < d->o; o++)
             memcpy(dyT + o * ld + j * d->cols, dy + ((n0 + j) * d->o + o) * d->cols, (size_t)d->cols * sizeof(float));
+}
+
+/* y[n0 + j][o][p] = yT[o][j*cols + p] for the nb images from n0 (yT's
+ * rows ld apart): transpose_dy's inverse */
+static void untranspose_y(const float *yT, int64_t ld, const dg_conv_dims *d, int64_t n0, int64_t nb, float *y) {
+#pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
+    for (int64_t j = 0; j < nb; j++)
+        for (int64_t o = 0; o < d->o; o++)
+            memcpy(y + ((n0 + j) * d->o + o) * d->cols, yT + o * ld + j * d->cols, (size_t)d->cols * sizeof(float));
 }
 
 static void gemm(const dg_cpu_blas *b, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *A,
@@ -164,6 +192,33 @@ static int64_t pass_images(const dg_conv_dims *d, int64_t floats_per_image, int6
     return nb < 1 ? 1 : min64(nb, d->chunk);
 }
 
+/* A pass of the forward or dx whose images have fewer than SIDE_COLUMNS
+ * columns each holds enough of them for that many (as the scratch
+ * allows), and multiplies them side by side, one GEMM per group over the
+ * pass's nb*cols columns: the weights are packed once per pass, not once
+ * per image, and the GEMM is wide enough to split between the threads
+ * (512ch 4x4: 32 images of 16 columns). */
+#define SIDE_COLUMNS 512
+
+int64_t dg__cpu_conv_pass_images(const dg_conv_dims *d, bool side_by_side) {
+    int64_t nb = pass_images(d, d->rows * d->cols, UNFOLD_BYTES); /* <= chunk <= n */
+    if (side_by_side && d->cols < SIDE_COLUMNS) {
+        int64_t wide = min64(d->chunk, (SIDE_COLUMNS + d->cols - 1) / d->cols);
+        if (wide > nb) nb = wide;
+    }
+    return nb;
+}
+
+/* Side by side, the forward's GEMM writes y^T [o, nb*cols] into the pass's
+ * y, which then goes back to [nb, o, cols] through the columns: they must
+ * hold it (rows >= o: every convolution whose kernel covers as many input
+ * values as it has outputs; not a 1x1 that widens) */
+static bool forward_side_by_side(const dg_conv_dims *d) { return !d->direct && d->rows >= d->o; }
+
+/* dx side by side reads dy^T [o, nb*cols] from the pass's dx before
+ * col2im overwrites it: it must fit there */
+static bool data_side_by_side(const dg_conv_dims *d) { return !d->direct && d->o * d->cols <= d->c * d->h * d->w; }
+
 /* Where image j of a pass of nb images finds its columns: at
  * j*image_stride from the pass's first, rows ld apart (x itself, or dx,
  * when direct) */
@@ -182,21 +237,32 @@ static int64_t slot_floats(const dg_conv_dims *d, bool weight) {
     return (d->direct ? 0 : d->rows * d->cols) + (weight ? d->o * d->cg * d->kh * d->kw : 0);
 }
 
-int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, bool weight) {
+/* Below this many columns an image's forward and dx run as the passes by
+ * default, side by side (SIDE_COLUMNS), where the forward can be: not the
+ * widening 1x1 downsampling, whose dx also measured slower side by side
+ * (docs/PERF.md) */
+#define PASSES_BELOW_COLUMNS 64
+
+int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, dg_op op) {
+    bool weight = op == DG_OP_CONV2D_BACKWARD_WEIGHT;
     if (impl == DG_CPU_CONV_PASSES || !serial_ok || threads < 2 || d->n < 2) return 0;
     int64_t per = slot_floats(d, weight), slots = min64(threads, d->n);
     if (per > 0) slots = min64(slots, dg_conv_scratch_floats(d, weight) / per);
     if (slots < 2) return 0;
     if (impl == DG_CPU_CONV_DEFAULT) {
-        if (!weight) return 2 * slots >= threads ? (int)slots : 0;
+        if (!weight) {
+            bool side = forward_side_by_side(d) && (op == DG_OP_CONV2D || data_side_by_side(d));
+            if (side && d->cols < PASSES_BELOW_COLUMNS) return 0;
+            return 2 * slots >= threads ? (int)slots : 0;
+        }
         bool partial_fits = d->o * d->cg * d->kh * d->kw <= d->rows * d->cols;
         return slots == threads && partial_fits ? (int)slots : 0;
     }
     return (int)slots;
 }
 
-static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_conv impl, bool weight) {
-    return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), weight);
+static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_conv impl, dg_op op) {
+    return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), op);
 }
 
 /* Inside a batch region: the calling thread's images [lo, hi) of the n,
@@ -209,6 +275,23 @@ static float *my_images(const dg_step *s, int64_t n, int64_t per, int64_t *lo, i
     return per ? (float *)s->scratch + t * per : NULL;
 }
 
+/* A thread works an image whose columns are larger than BLOCK_BYTES (half
+ * of a 2 MiB L2) in blocks of whole output rows, at least BLOCK_COLUMNS
+ * columns each: a block's columns, 0.6 MB for 64ch 56x56 (5 rows, 280
+ * columns), are still in the core's L2 when the sgemm reads them, where
+ * the whole image's (7.2 MB) had to come back from L3 or memory. Fewer
+ * columns would repack the weights too often; an image of small columns
+ * (the CNN's 28x28 layer with 9 rows: 28 KB) is one block, as tiny GEMMs
+ * measured up to 1.4x slower in blocks (docs/PERF.md). */
+#define BLOCK_BYTES   ((int64_t)1 << 20)
+#define BLOCK_COLUMNS 256
+
+static out_rows block_of(const dg_conv_dims *d, int64_t oy0) {
+    bool small = d->rows * d->cols * (int64_t)sizeof(float) <= BLOCK_BYTES;
+    int64_t noy = small ? d->oh : (BLOCK_COLUMNS + d->ow - 1) / d->ow;
+    return (out_rows){oy0, min64(noy, d->oh - oy0)};
+}
+
 static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {
     const float *x = s->in[0], *w = s->in[1];
     float *y = s->out;
@@ -218,11 +301,20 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
         int64_t lo, hi;
         float *slot = my_images(s, d->n, per, &lo, &hi); /* NULL when direct */
         for (int64_t i = lo; i < hi; i++) {
-            const float *col = d->direct ? x + i * d->c * d->cols : slot;
-            if (!d->direct) im2col(x, d, i, 1, slot, d->cols);
-            for (int64_t g = 0; g < d->groups; g++) /* y_g [og, cols] of image i */
-                gemm(blas, false, false, d->og, d->cols, r, w + g * d->og * r, r, col + g * r * d->cols, d->cols,
-                     y + (i * d->o + g * d->og) * d->cols, d->cols, false);
+            if (d->direct) { /* y_g [og, cols] = w_g x_g of image i */
+                for (int64_t g = 0; g < d->groups; g++)
+                    gemm(blas, false, false, d->og, d->cols, r, w + g * d->og * r, r,
+                         x + i * d->c * d->cols + g * r * d->cols, d->cols, y + (i * d->o + g * d->og) * d->cols,
+                         d->cols, false);
+                continue;
+            }
+            for (out_rows b = block_of(d, 0); b.noy > 0; b = block_of(d, b.oy0 + b.noy)) {
+                int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
+                im2col(x, d, i, 1, b, slot, bc);
+                for (int64_t g = 0; g < d->groups; g++) /* y_g [og, bc] of image i's block */
+                    gemm(blas, false, false, d->og, bc, r, w + g * d->og * r, r, slot + g * r * bc, bc,
+                         y + (i * d->o + g * d->og) * d->cols + p0, d->cols, false);
+            }
         }
     }
     return DG_OK;
@@ -238,11 +330,20 @@ static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims
         int64_t lo, hi;
         float *slot = my_images(s, d->n, per, &lo, &hi); /* NULL when direct */
         for (int64_t i = lo; i < hi; i++) {
-            float *col = d->direct ? dx + i * image : slot;
-            for (int64_t g = 0; g < d->groups; g++) /* col_g [r, cols] of image i */
-                gemm(blas, true, false, r, d->cols, d->og, w + g * d->og * r, r, dy + (i * d->o + g * d->og) * d->cols,
-                     d->cols, col + g * r * d->cols, d->cols, false);
-            if (!d->direct) col2im(slot, d->cols, d, 1, dx + i * image);
+            if (d->direct) { /* dx_g [r, cols] = w_g^T dy_g of image i */
+                for (int64_t g = 0; g < d->groups; g++)
+                    gemm(blas, true, false, r, d->cols, d->og, w + g * d->og * r, r,
+                         dy + (i * d->o + g * d->og) * d->cols, d->cols, dx + i * image + g * r * d->cols, d->cols,
+                         false);
+                continue;
+            }
+            for (out_rows b = block_of(d, 0); b.noy > 0; b = block_of(d, b.oy0 + b.noy)) {
+                int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
+                for (int64_t g = 0; g < d->groups; g++) /* col_g [r, bc] of image i's block */
+                    gemm(blas, true, false, r, bc, d->og, w + g * d->og * r, r,
+                         dy + (i * d->o + g * d->og) * d->cols + p0, d->cols, slot + g * r * bc, bc, false);
+                col2im(slot, bc, d, 1, b, b.oy0 == 0, dx + i * image);
+            }
         }
     }
     return DG_OK;
@@ -260,12 +361,14 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
          * in slot t, its partial right behind them */
         float *col = my_images(s, d->n, per, &lo, &hi), *part = omp_get_thread_num() ? col + d->rows * d->cols : dw;
         int team = omp_get_num_threads(); /* the real size: the partials it wrote */
-        for (int64_t i = lo; i < hi; i++) {
-            im2col(x, d, i, 1, col, d->cols);
-            for (int64_t g = 0; g < d->groups; g++) /* part_g [og, r] (+)= dy_g col_g^T, image i */
-                gemm(blas, false, true, d->og, r, d->cols, dy + (i * d->o + g * d->og) * d->cols, d->cols,
-                     col + g * r * d->cols, d->cols, part + g * d->og * r, r, i > lo);
-        }
+        for (int64_t i = lo; i < hi; i++)
+            for (out_rows b = block_of(d, 0); b.noy > 0; b = block_of(d, b.oy0 + b.noy)) {
+                int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
+                im2col(x, d, i, 1, b, col, bc);
+                for (int64_t g = 0; g < d->groups; g++) /* part_g [og, r] (+)= dy_g col_g^T, image i's block */
+                    gemm(blas, false, true, d->og, r, bc, dy + (i * d->o + g * d->og) * d->cols + p0, d->cols,
+                         col + g * r * bc, bc, part + g * d->og * r, r, i > lo || b.oy0 > 0);
+            }
 #pragma omp barrier
         /* dw += the partials of threads 1.., each element by one thread, in thread order */
 #pragma omp for schedule(static)
@@ -284,20 +387,31 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv 
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
-    int slots = conv_slots(&d, blas, impl, false);
+    int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D);
     if (slots) return conv2d_batch(s, &d, blas, slots);
     const float *x = s->in[0], *w = s->in[1];
-    float *y = s->out;
-    int64_t r = d.cg * d.kh * d.kw, pass = pass_images(&d, d.rows * d.cols, UNFOLD_BYTES);
+    float *y = s->out, *col = s->scratch;
+    bool side = forward_side_by_side(&d);
+    int64_t r = d.cg * d.kh * d.kw, pass = dg__cpu_conv_pass_images(&d, side);
     for (int64_t n0 = 0; n0 < d.n; n0 += pass) {
-        int64_t nb = min64(pass, d.n - n0);
+        int64_t nb = min64(pass, d.n - n0), ld = nb * d.cols;
+        if (side && nb > 1) {
+            float *yT = y + n0 * d.o * d.cols; /* [o, nb*cols], then [nb, o, cols] */
+            im2col(x, &d, n0, nb, all_rows(&d), col, ld);
+            for (int64_t g = 0; g < d.groups; g++) /* yT_g [og, nb*cols] */
+                gemm(blas, false, false, d.og, ld, r, w + g * d.og * r, r, col + g * r * ld, ld, yT + g * d.og * ld,
+                     ld, false);
+            memcpy(col, yT, (size_t)(d.o * ld) * sizeof(float));
+            untranspose_y(col, ld, &d, n0, nb, y);
+            continue;
+        }
         col_strides cs = col_strides_of(&d, nb);
-        const float *col = d.direct ? x + n0 * d.c * d.cols : s->scratch;
-        if (!d.direct) im2col(x, &d, n0, nb, s->scratch, cs.ld);
+        const float *src = d.direct ? x + n0 * d.c * d.cols : col;
+        if (!d.direct) im2col(x, &d, n0, nb, all_rows(&d), col, cs.ld);
         for (int64_t j = 0; j < nb; j++) /* y_g [og, cols] of image n0 + j */
             for (int64_t g = 0; g < d.groups; g++)
                 gemm(blas, false, false, d.og, d.cols, r, w + g * d.og * r, r,
-                     col + j * cs.image_stride + g * r * cs.ld, cs.ld, y + ((n0 + j) * d.o + g * d.og) * d.cols,
+                     src + j * cs.image_stride + g * r * cs.ld, cs.ld, y + ((n0 + j) * d.o + g * d.og) * d.cols,
                      d.cols, false);
     }
     return DG_OK;
@@ -307,21 +421,32 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
-    int slots = conv_slots(&d, blas, impl, false);
+    int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_DATA);
     if (slots) return conv2d_backward_data_batch(s, &d, blas, slots);
     const float *dy = s->in[0], *w = s->in[1];
     float *dx = s->out;
-    int64_t r = d.cg * d.kh * d.kw, pass = pass_images(&d, d.rows * d.cols, UNFOLD_BYTES);
+    bool side = data_side_by_side(&d);
+    int64_t r = d.cg * d.kh * d.kw, pass = dg__cpu_conv_pass_images(&d, side);
     for (int64_t n0 = 0; n0 < d.n; n0 += pass) {
-        int64_t nb = min64(pass, d.n - n0);
+        int64_t nb = min64(pass, d.n - n0), ld = nb * d.cols;
+        float *dx_pass = dx + n0 * d.c * d.h * d.w;
+        if (side && nb > 1) {
+            float *dyT = dx_pass; /* [o, nb*cols], read before col2im writes dx */
+            transpose_dy(dy, &d, n0, nb, dyT, ld);
+            for (int64_t g = 0; g < d.groups; g++) /* col_g [r, nb*cols] */
+                gemm(blas, true, false, r, ld, d.og, w + g * d.og * r, r, dyT + g * d.og * ld, ld,
+                     (float *)s->scratch + g * r * ld, ld, false);
+            col2im(s->scratch, ld, &d, nb, all_rows(&d), true, dx_pass);
+            continue;
+        }
         col_strides cs = col_strides_of(&d, nb);
-        float *dx_pass = dx + n0 * d.c * d.h * d.w, *col = d.direct ? dx_pass : s->scratch;
+        float *col = d.direct ? dx_pass : s->scratch;
         for (int64_t j = 0; j < nb; j++) /* col_g [r, cols] of image n0 + j */
             for (int64_t g = 0; g < d.groups; g++)
                 gemm(blas, true, false, r, d.cols, d.og, w + g * d.og * r, r,
                      dy + ((n0 + j) * d.o + g * d.og) * d.cols, d.cols, col + j * cs.image_stride + g * r * cs.ld,
                      cs.ld, false);
-        if (!d.direct) col2im(col, cs.ld, &d, nb, dx_pass);
+        if (!d.direct) col2im(col, cs.ld, &d, nb, all_rows(&d), true, dx_pass);
     }
     return DG_OK;
 }
@@ -330,7 +455,7 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
-    int slots = conv_slots(&d, blas, impl, true);
+    int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_WEIGHT);
     if (slots) return conv2d_backward_weight_batch(s, &d, blas, slots);
     const float *dy = s->in[0], *x = s->in[1];
     float *dw = s->out;
@@ -342,7 +467,7 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
         int64_t nb = min64(pass, d.n - n0), count = nb * d.cols;
         float *col = s->scratch;
         const float *dyT = dy + n0 * d.o * d.cols;
-        im2col(x, &d, n0, nb, col, count);
+        im2col(x, &d, n0, nb, all_rows(&d), col, count);
         if (nb > 1) {
             transpose_dy(dy, &d, n0, nb, col + d.rows * count, count);
             dyT = col + d.rows * count;

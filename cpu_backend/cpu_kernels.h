@@ -50,9 +50,17 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
  * with an image for every thread and a partial dw [o, R] no larger than
  * an image's columns [R, cols] (with more positions than output channels:
  * else each image's GEMM reads and writes its partial for too little work,
- * 0.24-0.6x the passes on the 4x4 and 7x7 layers). */
+ * 0.24-0.6x the passes on the 4x4 and 7x7 layers). The forward and dx of
+ * images under 64 columns run as the passes where these multiply them
+ * side by side (cpu_conv.c: each thread would pack all the weights for a
+ * GEMM of a few columns). `op`: the node's, one of the three conv ops. */
 struct dg_conv_dims;
-int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, bool weight);
+int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, dg_op op);
+/* Images per pass of the passes' forward or dx: as many as fit 1 MiB of
+ * columns, or, `side_by_side` and an image of fewer than 512 columns,
+ * enough for 512 columns multiplied as one GEMM; never more than the
+ * batch or the scratch's chunk, at least 1 */
+int64_t dg__cpu_conv_pass_images(const struct dg_conv_dims *d, bool side_by_side);
 void dg__cpu_max_pool2d(const dg_step *s);     /* y and the argmax side output  */
 void dg__cpu_max_pool2d_backward(const dg_step *s);
 void dg__cpu_avg_pool2d(const dg_step *s);

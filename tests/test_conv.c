@@ -751,6 +751,56 @@ Test(conv_cpu, weight_gradient_passes_of_several_images_match_the_reference, .ti
                                   "conv2d's weight gradient over passes of 2, 2 and 1 images");
 }
 
+/* Images of fewer than 512 columns are multiplied side by side in passes
+ * of at least ceil(512 / cols) (cpu_conv.c SIDE_COLUMNS): 40 images of 4 x
+ * 4 outputs, passes of 32 and 8 (1 MiB holds fewer: 28 of the 3x3 case's
+ * 36.9 KB, 31 of the 1x1's 33.3 KB). The 3x3 case with 2 groups runs both
+ * the forward (y^T through the columns) and dx (dy^T in dx) side by side;
+ * the widening 1x1 stride-2 case (520 rows of columns, 1040 outputs) only
+ * dx, its forward image by image. */
+Test(conv_cpu, passes_side_by_side_match_the_reference, .timeout = 300) {
+    static const struct { int64_t c, hw, o, k; dg_conv2d_opts opts; const char *what; } cases[2] = {
+        {64, 4, 64, 3, CONV(.pad = {1, 1}, .groups = 2), "3x3, 2 groups, forward and dx side by side"},
+        {520, 8, 1040, 1, CONV(.stride = {2, 2}), "1x1 stride 2 widening, dx side by side"},
+    };
+    for (int k = 0; k < 2; k++) {
+        dg_graph *g = dg_graph_new();
+        int64_t c = cases[k].c, hw = cases[k].hw, kk = cases[k].k;
+        int64_t cg = c / (cases[k].opts.groups ? cases[k].opts.groups : 1);
+        dg_node *x = dg_param(g, "x", S(40, c, hw, hw), (dg_init){DG_INIT_UNIFORM, -1, 1, 16});
+        dg_node *w = dg_param(g, "w", S(cases[k].o, cg, kk, kk), (dg_init){DG_INIT_UNIFORM, -1, 1, 17});
+        dg_node *y = dg_conv2d(g, x, w, NULL, cases[k].opts);
+        cr_assert_not_null(y, "%s", dg_last_error());
+        dg_conv_dims d = dg_conv_dims_of(y);
+        cr_assert_eq(d.cols, 16);
+        cr_assert_eq(dg__cpu_conv_pass_images(&d, true), 32, "%s: passes of 32 images", cases[k].what);
+        /* sums of up to 520 (y), 1040 (dx) and 640 (dw) products in float32 */
+        assert_conv_matches_reference(g, x, w, y, PASSES, 1e-5, cases[k].what);
+    }
+}
+
+/* How many images a pass of the forward or dx holds: as many as fit 1 MiB
+ * of columns, and side by side at least 512 columns' worth, never more
+ * than the scratch's chunk */
+Test(conv_cpu, pass_images_follow_columns_and_scratch) {
+    dg_conv_dims d = {.n = 100, .rows = 600, .cols = 16, .chunk = 100};
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, false), 27, "1 MiB / 38.4 KB");
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, true), 32, "512 columns side by side");
+    d.rows = 54;
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, true), 100, "1 MiB holds more: the chunk");
+    d.rows = 600;
+    d.cols = 100;
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, false), 4, "1 MiB / 240 KB");
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, true), 6, "ceil(512 / 100)");
+    d.rows = 5000;
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, false), 1, "an image of 2 MB: one per pass");
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, true), 6, "ceil(512 / 100)");
+    d.chunk = 4;
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, true), 4, "never more than the scratch's chunk");
+    d.cols = 512;
+    cr_assert_eq(dg__cpu_conv_pass_images(&d, true), 1, "512 columns: an image per pass");
+}
+
 /* ---- DG_CPU_CONV_BATCH: OpenMP over the batch, a slot per thread ---- */
 
 /* 3 threads over 5 images (ranges of 1, 2 and 2: a thread's second image
@@ -759,11 +809,41 @@ Test(conv_cpu, weight_gradient_passes_of_several_images_match_the_reference, .ti
 Test(conv_cpu, batch_over_threads_matches_the_reference, .timeout = 300) {
     dg_graph *g = dg_graph_new();
     dg_node *x, *w, *y = grouped_conv(g, 9, &x, &w);
-    cr_assert_eq(dg__cpu_conv_slots(&(dg_conv_dims){0}, true, DG_CPU_CONV_BATCH, 3, false), 0, "no images: no slots");
+    cr_assert_eq(dg__cpu_conv_slots(&(dg_conv_dims){0}, true, DG_CPU_CONV_BATCH, 3, DG_OP_CONV2D), 0,
+                 "no images: no slots");
     dg_conv_dims d = dg_conv_dims_of(y);
-    cr_assert_eq(dg__cpu_conv_slots(&d, true, DG_CPU_CONV_BATCH, 3, false), 3, "the case must run on 3 slots");
+    cr_assert_eq(dg__cpu_conv_slots(&d, true, DG_CPU_CONV_BATCH, 3, DG_OP_CONV2D), 3, "the case must run on 3 slots");
     /* sums of 72 (y), 18 (dx) and 405 (dw) products in float32 */
     assert_conv_matches_reference(g, x, w, y, BATCH3, 1e-5, "conv2d image by image on 3 threads");
+}
+
+/* An image whose columns are larger than 1 MiB runs in blocks of whole
+ * output rows of at least 256 columns (cpu_conv.c BLOCK_BYTES,
+ * BLOCK_COLUMNS): 40 channels of 61 x 50 with stride 2 and padding 1
+ * give 360 rows x 31 x 25 outputs (1.1 MB), blocks of 11, 11 and 9
+ * output rows (a short last one); 54 channels of 29 x 24 with dilation 2,
+ * stride 1 and padding (0, 1) give 486 rows x 25 x 22 outputs (1.07 MB),
+ * blocks of 12, 12 and 1 rows. A block's taps read input rows that the
+ * next block reads too, so dx sums over the blocks, and dw sums every
+ * block of every image. */
+Test(conv_cpu, batch_in_blocks_of_output_rows_matches_the_reference, .timeout = 300) {
+    static const struct { int64_t c, h, w; dg_conv2d_opts o; const char *what; } cases[2] = {
+        {40, 61, 50, CONV(.stride = {2, 2}, .pad = {1, 1}), "stride 2: blocks of 11, 11 and 9 output rows"},
+        {54, 29, 24, CONV(.pad = {0, 1}, .dilation = {2, 2}), "dilation 2: blocks of 12, 12 and 1 output rows"},
+    };
+    for (int k = 0; k < 2; k++) {
+        dg_graph *g = dg_graph_new();
+        int64_t c = cases[k].c;
+        dg_node *x = dg_param(g, "x", S(4, c, cases[k].h, cases[k].w), (dg_init){DG_INIT_UNIFORM, -1, 1, 14});
+        dg_node *w = dg_param(g, "w", S(5, c, 3, 3), (dg_init){DG_INIT_UNIFORM, -1, 1, 15});
+        dg_node *y = dg_conv2d(g, x, w, NULL, cases[k].o);
+        cr_assert_not_null(y, "%s", dg_last_error());
+        dg_conv_dims d = dg_conv_dims_of(y);
+        cr_assert_gt(d.rows * d.cols * 4, 1 << 20, "%s: an image's columns must exceed 1 MiB", cases[k].what);
+        cr_assert_gt(d.cols, 2 * 256, "%s: the case must need three blocks", cases[k].what);
+        /* sums of up to 486 (y), 45 (dx) and 3100 (dw) products in float32 */
+        assert_conv_matches_reference(g, x, w, y, BATCH3, 1e-5, cases[k].what);
+    }
 }
 
 /* A direct convolution (1x1, stride 1, no padding) image by image: the
@@ -813,36 +893,56 @@ Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
     cr_assert_eq(dwn->op, DG_OP_CONV2D_BACKWARD_WEIGHT);
     dg_conv_dims f = dg_conv_dims_of(y), dw = dg_conv_dims_of(dwn);
     /* BATCH: a slot per thread, at most one per image */
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 4, false), 4);
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 8, false), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 4, DG_OP_CONV2D), 4);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 8, DG_OP_CONV2D), 5);
     /* DEFAULT, forward and dx: with half the threads or more busy */
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 5, false), 5);
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 10, false), 5);
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 11, false), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 10, DG_OP_CONV2D), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 11, DG_OP_CONV2D), 0);
     /* never: the passes asked for, one thread, an sgemm that cannot run in a parallel region */
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_PASSES, 4, false), 0);
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 1, false), 0);
-    cr_assert_eq(dg__cpu_conv_slots(&f, false, DG_CPU_CONV_BATCH, 4, false), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_PASSES, 4, DG_OP_CONV2D), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 1, DG_OP_CONV2D), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&f, false, DG_CPU_CONV_BATCH, 4, DG_OP_CONV2D), 0);
     /* the weight's gradient: slots of columns and a partial dw, 144*81 +
      * 4*72 floats each, in a scratch of `chunk` images of (144 + 4)*81 */
     cr_assert_eq(dw.chunk, 5);
-    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, true), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, DG_OP_CONV2D_BACKWARD_WEIGHT), 5);
     /* DEFAULT: an image for every thread, and the partial (4*72 floats)
      * no larger than an image's columns (144*81) */
-    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, true), 5);
-    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 6, true), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 6, DG_OP_CONV2D_BACKWARD_WEIGHT), 0);
     dg_conv_dims few_positions = dw;
     few_positions.cols = 1; /* columns 144*1 < the partial 4*72 */
     few_positions.chunk = 500;
-    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_BATCH, 5, true), 5);
-    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_DEFAULT, 5, true), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_BATCH, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 0);
     few_positions.cols = 2;
     few_positions.o = 3; /* 3*72 floats <= 144*2: no larger than the columns */
-    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_DEFAULT, 5, true), 5);
+    cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 5);
     dw.chunk = 4; /* room for 4 slots (4*11952 of 47952 floats), not 5 */
-    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, true), 4);
-    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, true), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, DG_OP_CONV2D_BACKWARD_WEIGHT), 4);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 0);
     dw.chunk = 1; /* room for one slot: the passes */
-    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, true), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, DG_OP_CONV2D_BACKWARD_WEIGHT), 0);
+    /* DEFAULT, forward and dx of images under 64 columns: the passes, side
+     * by side, where the forward can be (rows >= o) and, for dx, dx too
+     * (dy^T fits in dx, o*cols <= c*h*w) */
+    dg_conv_dims small = f; /* 144 rows, 4 outputs, 16 channels */
+    small.h = small.w = small.oh = small.ow = 7;
+    small.cols = 49;
+    cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_DATA), 0);
+    cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_BATCH, 5, DG_OP_CONV2D), 5, "asked for: the batch");
+    small.o = 145; /* more outputs than rows: the forward cannot be side by side, nor dx by default */
+    cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D), 5);
+    small.c = 145; /* dy^T fits in dx: still the batch */
+    cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_DATA), 5);
+    small.c = 16;
+    small.o = 17; /* dy^T (17*49 floats) larger than dx (16*49): dx cannot either */
+    cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_DATA), 5);
+    small.o = 4;
+    small.oh = small.ow = 8;
+    small.cols = 64; /* 64 columns: the batch */
+    cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D), 5);
     dg_graph_free(g);
 }
