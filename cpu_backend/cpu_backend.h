@@ -27,7 +27,7 @@ typedef enum dg_cpu_gemm {
  *   from per-thread partials);
  * DEFAULT, as measured on a 16-core host (docs/PERF.md): the forward and
  *   dx as BATCH once half the threads or more get an image, except images
- *   under 64 columns that PASSES can multiply side by side; the weight's
+ *   under 32 columns that PASSES can multiply side by side; the weight's
  *   gradient as BATCH only with an image for every thread and a partial
  *   dw no larger than an image's columns; else PASSES.
  * BATCH falls back to PASSES where it does not apply: one thread or one

@@ -238,10 +238,11 @@ static int64_t slot_floats(const dg_conv_dims *d, bool weight) {
 }
 
 /* Below this many columns an image's forward and dx run as the passes by
- * default, side by side (SIDE_COLUMNS), where the forward can be: not the
- * widening 1x1 downsampling, whose dx also measured slower side by side
- * (docs/PERF.md) */
-#define PASSES_BELOW_COLUMNS 64
+ * default, side by side (SIDE_COLUMNS): the 4x4 layers, 1.2-2x the batch
+ * at batch 32 (the 7x7 ones measured 0.5-0.8x there), where the forward
+ * can be: not the widening 1x1 downsampling, whose dx also measured
+ * slower side by side (docs/PERF.md) */
+#define PASSES_BELOW_COLUMNS 32
 
 int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, dg_op op) {
     bool weight = op == DG_OP_CONV2D_BACKWARD_WEIGHT;

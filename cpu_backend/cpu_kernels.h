@@ -51,7 +51,7 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
  * an image's columns [R, cols] (with more positions than output channels:
  * else each image's GEMM reads and writes its partial for too little work,
  * 0.24-0.6x the passes on the 4x4 and 7x7 layers). The forward and dx of
- * images under 64 columns run as the passes where these multiply them
+ * images under 32 columns run as the passes where these multiply them
  * side by side (cpu_conv.c: each thread would pack all the weights for a
  * GEMM of a few columns). `op`: the node's, one of the three conv ops. */
 struct dg_conv_dims;

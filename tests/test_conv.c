@@ -924,12 +924,12 @@ Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
     cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 0);
     dw.chunk = 1; /* room for one slot: the passes */
     cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_BATCH, 8, DG_OP_CONV2D_BACKWARD_WEIGHT), 0);
-    /* DEFAULT, forward and dx of images under 64 columns: the passes, side
+    /* DEFAULT, forward and dx of images under 32 columns: the passes, side
      * by side, where the forward can be (rows >= o) and, for dx, dx too
      * (dy^T fits in dx, o*cols <= c*h*w) */
     dg_conv_dims small = f; /* 144 rows, 4 outputs, 16 channels */
-    small.h = small.w = small.oh = small.ow = 7;
-    small.cols = 49;
+    small.h = small.w = small.oh = small.ow = 4;
+    small.cols = 16;
     cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D), 0);
     cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_DATA), 0);
     cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_BATCH, 5, DG_OP_CONV2D), 5, "asked for: the batch");
@@ -938,11 +938,11 @@ Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
     small.c = 145; /* dy^T fits in dx: still the batch */
     cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_DATA), 5);
     small.c = 16;
-    small.o = 17; /* dy^T (17*49 floats) larger than dx (16*49): dx cannot either */
+    small.o = 17; /* dy^T (17*16 floats) larger than dx (16*16): dx cannot either */
     cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_DATA), 5);
     small.o = 4;
-    small.oh = small.ow = 8;
-    small.cols = 64; /* 64 columns: the batch */
+    small.oh = small.ow = 6;
+    small.cols = 36; /* 6x6, more than 32 columns: the batch */
     cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D), 5);
     dg_graph_free(g);
 }
