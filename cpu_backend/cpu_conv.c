@@ -20,8 +20,10 @@
  * channel axis first (a one-image pass reads dy in place), and the first
  * pass writes dw, the later ones accumulate into it. A `direct`
  * convolution (1x1, stride 1, no padding) reads x, and writes dx, as its
- * own columns. Images of few columns (SIDE_COLUMNS) are multiplied side by
- * side instead, one GEMM per group over the pass's nb*cols columns:
+ * own columns. A pass of several images is multiplied side by side where
+ * it can be, one GEMM per group over the pass's nb*cols columns, and
+ * images of fewer than SIDE_COLUMNS columns come in passes of at least
+ * that many:
  *   conv2d:          yT_g [og, nb*cols] = w_g col_g, into the pass's y,
  *                    then back to [nb, og, cols] through the columns
  *   backward_data:   col_g = w_g^T dyT_g, dyT [o, nb*cols] in the pass's dx
