@@ -19,13 +19,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import py_runner  # noqa: E402 (tests/py_runner.py, beside this file)
 import numpy_mlp_peer as peer  # noqa: E402
 import torch_peer as tp  # noqa: E402
 
@@ -33,10 +33,6 @@ BENCH = sys.argv[1] if len(sys.argv) > 1 else None
 TMP = tempfile.mkdtemp(prefix="numpypeer-")
 FAST = ["--warmup", "0", "--reps", "2", "--min-time", "0", "--max-cv", "0"]  # timing that takes no time
 TINY = [7, 6, 5, 4]  # widths of a network small enough for finite differences
-
-
-class Skip(Exception):
-    pass
 
 
 def source(path):
@@ -347,7 +343,7 @@ def test_with_the_bench():
     """a real mlp.csv from the bench, the peer's rows appended, `bench plot`
     reads them all (strict numbers) and the summary has the comparison"""
     if not BENCH:
-        raise Skip("no bench binary given (tests/CMakeLists.txt passes it)")
+        raise py_runner.Skip("no bench binary given (tests/CMakeLists.txt passes it)")
     out = os.path.join(TMP, "real")
     no_gnuplot = dict(os.environ, PATH="/nonexistent")  # the summary alone, quickly
     run = subprocess.run([BENCH, "--sweep", "mlp", "--sizes", "16", "--case", "784-256-100-10", "--backends", "cpu",
@@ -380,21 +376,7 @@ def test_with_the_bench():
 
 
 def main():
-    passed = failed = skipped = 0
-    for name, fn in [(n, f) for n, f in globals().items() if n.startswith("test_")]:
-        try:
-            fn()
-            passed += 1
-            print(f"PASS {name}")
-        except Skip as e:
-            skipped += 1
-            print(f"SKIP {name}: {e}")
-        except Exception:
-            failed += 1
-            print(f"FAIL {name}\n{traceback.format_exc()}")
-    shutil.rmtree(TMP, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
-    return 1 if failed else 0
+    return py_runner.run(globals(), TMP)
 
 
 if __name__ == "__main__":

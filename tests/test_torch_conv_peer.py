@@ -15,15 +15,14 @@ import math
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import py_runner  # noqa: E402 (tests/py_runner.py, beside this file)
 import torch_conv_peer as cp  # noqa: E402
 import torch_peer as tp  # noqa: E402
 
@@ -37,18 +36,14 @@ TMP = tempfile.mkdtemp(prefix="convpeer-")
 COMMITTED = os.path.join(ROOT, "reports", "h100-conv-scratch", "bench", "conv.csv")
 
 
-class Skip(Exception):
-    pass
-
-
 def need_numpy():
     if np is None:
-        raise Skip("no NumPy in this python3")
+        raise py_runner.Skip("no NumPy in this python3")
 
 
 def need_bench():
     if not BENCH:
-        raise Skip("no bench binary given (first argument)")
+        raise py_runner.Skip("no bench binary given (first argument)")
 
 
 def csv_row(case, impl, backend, batch, status="ok", gflops=100.0, mnk=None):
@@ -503,21 +498,7 @@ def test_summary_lines():
 
 
 def main():
-    failed = skipped = 0
-    for name, fn in [(n, f) for n, f in globals().items() if n.startswith("test_")]:
-        try:
-            fn()
-            print(f"PASS {name}")
-        except Skip as e:
-            skipped += 1
-            print(f"SKIP {name}: {e}")
-        except Exception:
-            failed += 1
-            print(f"FAIL {name}\n{traceback.format_exc()}")
-    assert "torch" not in sys.modules, "importing torch_conv_peer imported torch"
-    shutil.rmtree(TMP, ignore_errors=True)
-    print(f"{failed} failed, {skipped} skipped" if failed or skipped else "all passed")
-    return 1 if failed else 0
+    return py_runner.run(globals(), TMP, not_imported="torch")
 
 
 if __name__ == "__main__":

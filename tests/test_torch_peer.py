@@ -11,11 +11,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import py_runner  # noqa: E402 (tests/py_runner.py, beside this file)
 import torch_peer as tp  # noqa: E402
 
 # today's BENCH_CSV_HEADER, to see a parse that returns something else
@@ -218,18 +218,7 @@ def test_ddp_peer_rows_counts_and_batches():
 
 
 def main():
-    assert "torch" not in sys.modules, "importing torch_peer imported torch"
-    failed = 0
-    for name, fn in [(n, f) for n, f in globals().items() if n.startswith("test_")]:
-        try:
-            fn()
-            print(f"PASS {name}")
-        except Exception:
-            failed += 1
-            print(f"FAIL {name}\n{traceback.format_exc()}")
-    shutil.rmtree(TMP, ignore_errors=True)
-    print(f"{failed} failed" if failed else "all passed")
-    return 1 if failed else 0
+    return py_runner.run(globals(), TMP, not_imported="torch")
 
 
 if __name__ == "__main__":
