@@ -212,9 +212,9 @@ int64_t dg__cpu_conv_pass_images(const dg_conv_dims *d, bool side_by_side) {
 }
 
 /* Side by side, the forward's GEMM writes y^T [o, nb*cols] into the pass's
- * y, which then goes back to [nb, o, cols] through the columns: they must
- * hold it (rows >= o: every convolution whose kernel covers as many input
- * values as it has outputs; not a 1x1 that widens) */
+ * y, which then goes back to [nb, o, cols] through the columns [rows,
+ * nb*cols]: they must hold it, rows = C*KH*KW >= o (every 3x3 layer of
+ * ResNet-18; not its 1x1 downsampling, which doubles the channels) */
 static bool forward_side_by_side(const dg_conv_dims *d) { return !d->direct && d->rows >= d->o; }
 
 /* dx side by side reads dy^T [o, nb*cols] from the pass's dx before
