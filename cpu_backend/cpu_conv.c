@@ -30,8 +30,9 @@
  * The unfolding loops run in parallel over images and channels. That is
  * DG_CPU_CONV_PASSES (cpu_backend.h).
  *
- * DG_CPU_CONV_BATCH instead runs OpenMP over the batch: `slots` threads
- * take contiguous ranges of images, and each thread unfolds one image at a
+ * DG_CPU_CONV_BATCH instead runs OpenMP over the batch: the first `slots`
+ * threads of the whole team take contiguous ranges of images (the rest
+ * idle: a smaller team would end pool threads, batch_workers), and each thread unfolds one image at a
  * time, in blocks of its output rows (BLOCK_BYTES), into its own slot of
  * the scratch (slot t at t*slot_floats) and multiplies each block with
  * the sgemm on its own thread (blas.serial_in_parallel:
@@ -41,7 +42,7 @@
  * between cores. For the weight's gradient each thread sums its images
  * into a partial dw [o, R] (thread 0 into dw itself, thread t into its
  * slot behind its columns), and the partials are added into dw after. A
- * team smaller than asked for (OMP_THREAD_LIMIT, a caller's parallel
+ * team smaller than `slots` (OMP_THREAD_LIMIT, a caller's parallel
  * region) splits the images, and sums the partials, by its real size. */
 #include <omp.h>
 #include <string.h>
@@ -268,13 +269,28 @@ static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_con
     return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), op);
 }
 
+/* A batch region takes the whole team even when fewer slots work: libgomp
+ * ends the pool threads that a smaller team leaves out and creates them
+ * again for the next full one, 0.8 ms each time on a 16-core host
+ * (docs/PERF.md). The working threads are the first min(slots, team): a
+ * caller's region or OMP_THREAD_LIMIT may give a smaller team. */
+static int batch_workers(int slots) {
+    int team = omp_get_num_threads();
+    return slots < team ? slots : team;
+}
+
 /* Inside a batch region: the calling thread's images [lo, hi) of the n,
- * contiguous, split by the team's real size (sizes differ by 1 at most),
- * and its slot of `per` floats in the scratch (NULL when per is 0) */
-static float *my_images(const dg_step *s, int64_t n, int64_t per, int64_t *lo, int64_t *hi) {
-    int t = omp_get_thread_num(), team = omp_get_num_threads();
-    *lo = n * t / team;
-    *hi = n * (t + 1) / team;
+ * contiguous, split between the `workers` (sizes differ by 1 at most), and
+ * its slot of `per` floats in the scratch (NULL when per is 0); a thread
+ * past the workers gets no images and no slot */
+static float *my_images(const dg_step *s, int64_t n, int64_t per, int workers, int64_t *lo, int64_t *hi) {
+    int t = omp_get_thread_num();
+    if (t >= workers) {
+        *lo = *hi = 0;
+        return NULL;
+    }
+    *lo = n * t / workers;
+    *hi = n * (t + 1) / workers;
     return per ? (float *)s->scratch + t * per : NULL;
 }
 
@@ -299,10 +315,10 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
     const float *x = s->in[0], *w = s->in[1];
     float *y = s->out;
     int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, false);
-#pragma omp parallel num_threads(slots)
+#pragma omp parallel
     {
         int64_t lo, hi;
-        float *slot = my_images(s, d->n, per, &lo, &hi); /* NULL when direct */
+        float *slot = my_images(s, d->n, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
         for (int64_t i = lo; i < hi; i++) {
             if (d->direct) { /* y_g [og, cols] = w_g x_g of image i */
                 for (int64_t g = 0; g < d->groups; g++)
@@ -328,10 +344,10 @@ static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims
     const float *dy = s->in[0], *w = s->in[1];
     float *dx = s->out;
     int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, false), image = d->c * d->h * d->w;
-#pragma omp parallel num_threads(slots)
+#pragma omp parallel
     {
         int64_t lo, hi;
-        float *slot = my_images(s, d->n, per, &lo, &hi); /* NULL when direct */
+        float *slot = my_images(s, d->n, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
         for (int64_t i = lo; i < hi; i++) {
             if (d->direct) { /* dx_g [r, cols] = w_g^T dy_g of image i */
                 for (int64_t g = 0; g < d->groups; g++)
@@ -357,13 +373,14 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
     const float *dy = s->in[0], *x = s->in[1];
     float *dw = s->out;
     int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, true), wsize = d->o * r;
-#pragma omp parallel num_threads(slots)
+#pragma omp parallel
     {
         int64_t lo, hi;
-        /* thread 0: columns in slot 0, partial = dw; thread t > 0: columns
+        int workers = batch_workers(slots); /* the partials written */
+        /* worker 0: columns in slot 0, partial = dw; worker t > 0: columns
          * in slot t, its partial right behind them */
-        float *col = my_images(s, d->n, per, &lo, &hi), *part = omp_get_thread_num() ? col + d->rows * d->cols : dw;
-        int team = omp_get_num_threads(); /* the real size: the partials it wrote */
+        float *col = my_images(s, d->n, per, workers, &lo, &hi);
+        float *part = omp_get_thread_num() == 0 ? dw : col ? col + d->rows * d->cols : NULL;
         for (int64_t i = lo; i < hi; i++)
             for (out_rows b = block_of(d, 0); b.noy > 0; b = block_of(d, b.oy0 + b.noy)) {
                 int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
@@ -377,7 +394,7 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
 #pragma omp for schedule(static)
         for (int64_t e = 0; e < wsize; e++) {
             float acc = dw[e];
-            for (int u = 1; u < team; u++) acc += ((const float *)s->scratch)[u * per + d->rows * d->cols + e];
+            for (int u = 1; u < workers; u++) acc += ((const float *)s->scratch)[u * per + d->rows * d->cols + e];
             dw[e] = acc;
         }
     }

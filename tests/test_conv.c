@@ -5,6 +5,8 @@
  * cannot hold: the side outputs, the running statistics update and a batch
  * larger than one im2col chunk or one unfolding pass. */
 #include <criterion/criterion.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <omp.h>
 #include <math.h>
 #include <string.h>
@@ -870,6 +872,47 @@ Test(conv_cpu, batch_with_the_own_and_the_naive_sgemm_matches_the_reference, .ti
         assert_conv_matches_reference(g, x, w, y, (cpu_conf){3, DG_CPU_CONV_BATCH, gemms[k], false}, 1e-5,
                                       k ? "the batch with the naive sgemm" : "the batch with the own sgemm");
     }
+}
+
+/* The thread ids of a team of `n` (at most 8), thread by thread */
+static void team_thread_ids(int n, long ids[8]) {
+#pragma omp parallel num_threads(n)
+    ids[omp_get_thread_num()] = syscall(SYS_gettid);
+}
+
+/* 5 images on 8 threads: 5 slots work, and the batch's regions still take
+ * the whole team of 8. libgomp ends the pool threads that a smaller team
+ * leaves out and creates new ones for the next team of 8 (0.8 ms each
+ * time on a 16-core host), so a run of the plan must leave the same 8
+ * threads behind it; the results with 3 threads idle match the float64
+ * reference. */
+Test(conv_cpu, batch_with_fewer_slots_than_threads_keeps_the_team, .timeout = 300) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x, *w, *y = grouped_conv(g, 9, &x, &w);
+    dg_conv_dims d = dg_conv_dims_of(y);
+    cr_assert_eq(dg__cpu_conv_slots(&d, true, DG_CPU_CONV_BATCH, 8, DG_OP_CONV2D), 5, "the case must run on 5 slots");
+    dg_node *wrt[2] = {x, w}, *grads[2];
+    ASSERT_OK(dg_grad(g, dg_sum(g, y, DG_ALL_AXES, false), wrt, 2, grads));
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 8));
+    dg_cpu_set_conv(be, DG_CPU_CONV_BATCH);
+    dg_plan *p;
+    dg_node *outs[3] = {y, grads[0], grads[1]};
+    ASSERT_OK(dg_plan_new(&p, g, be, outs, 3, NULL));
+    ASSERT_OK(dg_plan_run(p)); /* the pool now has its 8 threads */
+    long before[8], after[8];
+    team_thread_ids(8, before);
+    ASSERT_OK(dg_plan_run(p));
+    team_thread_ids(8, after);
+    for (int t = 0; t < 8; t++)
+        cr_expect_eq(after[t], before[t], "thread %d of the team was replaced (%ld, then %ld): a region shrank the team", t,
+                     before[t], after[t]);
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+    dg_node *x2, *w2, *y2 = grouped_conv(g = dg_graph_new(), 9, &x2, &w2);
+    assert_conv_matches_reference(g, x2, w2, y2, (cpu_conf){8, DG_CPU_CONV_BATCH, DG_CPU_GEMM_OPENBLAS, false}, 1e-5,
+                                  "conv2d on 5 of 8 threads");
 }
 
 /* A plan run from inside another parallel region: the batch's regions get
