@@ -32,8 +32,11 @@
  *
  * DG_CPU_CONV_BATCH instead runs OpenMP over the batch: the first `slots`
  * threads of the whole team take contiguous ranges of images (the rest
- * idle: a smaller team would end pool threads, batch_workers), and each thread unfolds one image at a
- * time, in blocks of its output rows (BLOCK_BYTES), into its own slot of
+ * idle: a smaller team would end pool threads, batch_workers), or of
+ * units of images when there are fewer images than threads (image_parts:
+ * output rows for the forward and dw, input channels for dx). Each
+ * thread unfolds one unit at a time, in blocks of its output rows
+ * (BLOCK_BYTES), into its own slot of
  * the scratch (slot t at t*slot_floats) and multiplies each block with
  * the sgemm on its own thread (blas.serial_in_parallel:
  * inside the parallel region OpenBLAS's OpenMP build runs on the calling
@@ -121,23 +124,30 @@ static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb
         }
 }
 
+/* The input channels [c0, c1) whose planes col2im folds */
+typedef struct chan_range { int64_t c0, c1; } chan_range;
+
+static chan_range all_channels(const dg_conv_dims *d) { return (chan_range){0, d->c}; }
+
 /* dx of `nb` images (each [C,H,W]) (+)= the sum of their col entries,
  * laid out as im2col's for the output rows rs, over every tap that reads
- * each pixel (the adjoint of im2col); `first` zeroes each plane before,
- * so that the blocks of an image's rows add up; each (image, channel)
- * plane is summed by one thread */
-static void col2im(const float *col, int64_t ld, const dg_conv_dims *d, int64_t nb, out_rows rs, bool first,
-                   float *dx) {
+ * each pixel (the adjoint of im2col), for the channels cr only, whose rows
+ * col holds from its first (a unit of DG_CPU_CONV_BATCH may hold a range
+ * of channels alone); `first` zeroes each plane before, so that the
+ * blocks of an image's rows add up; each (image, channel) plane is summed
+ * by one thread */
+static void col2im(const float *col, int64_t ld, const dg_conv_dims *d, int64_t nb, out_rows rs, chan_range cr,
+                   bool first, float *dx) {
     int64_t taps = d->kh * d->kw, bc = rs.noy * d->ow;
 #pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
-        for (int64_t ci = 0; ci < d->c; ci++) {
+        for (int64_t ci = cr.c0; ci < cr.c1; ci++) {
             float *plane = dx + (j * d->c + ci) * d->h * d->w;
             if (first) memset(plane, 0, (size_t)(d->h * d->w) * sizeof(float));
             for (int64_t tap = 0; tap < taps; tap++) {
                 int64_t ki = tap / d->kw, off = tap % d->kw * d->dw - d->pw;
                 ox_range in = inside(d, off);
-                const float *src = col + (ci * taps + tap) * ld + j * bc;
+                const float *src = col + ((ci - cr.c0) * taps + tap) * ld + j * bc;
                 int64_t oy = rs.oy0, iy = oy * d->sh + ki * d->dh - d->ph;
                 for (; oy < rs.oy0 + rs.noy; oy++, iy += d->sh, src += d->ow)
                     if (iy >= 0 && iy < d->h) scatter_add_row(plane + iy * d->w, src, in, d->sw, off);
@@ -234,10 +244,63 @@ static col_strides col_strides_of(const dg_conv_dims *d, int64_t nb) {
 
 /* ---- DG_CPU_CONV_BATCH (see the top) ---- */
 
-/* floats of one thread's slot: an image's columns (none when direct), and
- * for the weight's gradient a partial dw [o, R] behind them */
-static int64_t slot_floats(const dg_conv_dims *d, bool weight) {
-    return (d->direct ? 0 : d->rows * d->cols) + (weight ? d->o * d->cg * d->kh * d->kw : 0);
+/* A thread works an image whose columns are larger than BLOCK_BYTES (half
+ * of a 2 MiB L2) in blocks of whole output rows, at least BLOCK_COLUMNS
+ * columns each: a block's columns, 0.6 MB for 64ch 56x56 (5 rows, 280
+ * columns), are still in the core's L2 when the sgemm reads them, where
+ * the whole image's (7.2 MB) had to come back from L3 or memory. Fewer
+ * columns would repack the weights too often; an image of small columns
+ * (the CNN's 28x28 layer with 9 rows: 28 KB) is one block, as tiny GEMMs
+ * measured up to 1.4x slower in blocks (docs/PERF.md). */
+#define BLOCK_BYTES   ((int64_t)1 << 20)
+#define BLOCK_COLUMNS 256
+
+/* output rows per block: every row of a small image */
+static int64_t block_rows(const dg_conv_dims *d) {
+    bool small = d->rows * d->cols * (int64_t)sizeof(float) <= BLOCK_BYTES;
+    return small ? d->oh : (BLOCK_COLUMNS + d->ow - 1) / d->ow;
+}
+
+/* the block of output rows from oy0 within a unit's rows, which end at end */
+static out_rows block_of(const dg_conv_dims *d, int64_t oy0, int64_t end) {
+    return (out_rows){oy0, min64(block_rows(d), end - oy0)};
+}
+
+/* With fewer images than threads, each image is cut into `parts` units so
+ * that every thread has work (batch 8 on 16 threads left half the cores
+ * idle): the forward and dw cut its output rows, each unit unfolding and
+ * multiplying its own; dx cuts its input channels, so that each unit's
+ * col2im writes planes of its own (two units of one image's rows would
+ * fold into the input rows their taps share), and only where there is one
+ * group. Units are never smaller than a row or a channel. */
+static int64_t image_parts(const dg_conv_dims *d, int threads, dg_op op) {
+    if (d->n >= threads) return 1;
+    int64_t parts = threads / d->n;
+    if (op == DG_OP_CONV2D_BACKWARD_DATA) return d->groups == 1 ? min64(parts, d->c) : 1;
+    return min64(parts, d->oh);
+}
+
+/* Unit u of the batch, cut in `parts` per image: image u / parts, and its
+ * output rows [oy0, oy_end) (forward, dw; all of them for dx) and input
+ * channels [c0, c1) (dx; all of them otherwise) */
+typedef struct unit { int64_t image, oy0, oy_end, c0, c1; } unit;
+
+static unit unit_of(const dg_conv_dims *d, int64_t parts, dg_op op, int64_t u) {
+    int64_t i = u / parts, p = u % parts;
+    if (op == DG_OP_CONV2D_BACKWARD_DATA) return (unit){i, 0, d->oh, d->c * p / parts, d->c * (p + 1) / parts};
+    return (unit){i, d->oh * p / parts, d->oh * (p + 1) / parts, 0, d->c};
+}
+
+/* floats of one thread's slot: the columns of its largest block (none when
+ * direct): the block's rows of its largest unit by every tap of every
+ * channel, or of its largest range of channels (dx cut); and for the
+ * weight's gradient a partial dw [o, R] behind them */
+static int64_t slot_floats(const dg_conv_dims *d, int64_t parts, dg_op op) {
+    bool data = op == DG_OP_CONV2D_BACKWARD_DATA, weight = op == DG_OP_CONV2D_BACKWARD_WEIGHT;
+    int64_t unit_rows = data ? d->oh : (d->oh + parts - 1) / parts;
+    int64_t rows = data && parts > 1 ? (d->c + parts - 1) / parts * d->kh * d->kw : d->rows;
+    int64_t cols = min64(block_rows(d), unit_rows) * d->ow;
+    return (d->direct ? 0 : rows * cols) + (weight ? d->o * d->cg * d->kh * d->kw : 0);
 }
 
 /* Below this many columns an image's forward and dx run as the passes by
@@ -250,7 +313,8 @@ static int64_t slot_floats(const dg_conv_dims *d, bool weight) {
 int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, dg_op op) {
     bool weight = op == DG_OP_CONV2D_BACKWARD_WEIGHT;
     if (impl == DG_CPU_CONV_PASSES || !serial_ok || threads < 2 || d->n < 2) return 0;
-    int64_t per = slot_floats(d, weight), slots = min64(threads, d->n);
+    int64_t parts = image_parts(d, threads, op), per = slot_floats(d, parts, op);
+    int64_t slots = min64(threads, d->n * parts);
     if (per > 0) slots = min64(slots, dg_conv_scratch_floats(d, weight) / per);
     if (slots < 2) return 0;
     if (impl == DG_CPU_CONV_DEFAULT) {
@@ -279,11 +343,11 @@ static int batch_workers(int slots) {
     return slots < team ? slots : team;
 }
 
-/* Inside a batch region: the calling thread's images [lo, hi) of the n,
+/* Inside a batch region: the calling thread's units [lo, hi) of the n,
  * contiguous, split between the `workers` (sizes differ by 1 at most), and
  * its slot of `per` floats in the scratch (NULL when per is 0); a thread
- * past the workers gets no images and no slot */
-static float *my_images(const dg_step *s, int64_t n, int64_t per, int workers, int64_t *lo, int64_t *hi) {
+ * past the workers gets no units and no slot */
+static float *my_units(const dg_step *s, int64_t n, int64_t per, int workers, int64_t *lo, int64_t *hi) {
     int t = omp_get_thread_num();
     if (t >= workers) {
         *lo = *hi = 0;
@@ -294,40 +358,27 @@ static float *my_images(const dg_step *s, int64_t n, int64_t per, int workers, i
     return per ? (float *)s->scratch + t * per : NULL;
 }
 
-/* A thread works an image whose columns are larger than BLOCK_BYTES (half
- * of a 2 MiB L2) in blocks of whole output rows, at least BLOCK_COLUMNS
- * columns each: a block's columns, 0.6 MB for 64ch 56x56 (5 rows, 280
- * columns), are still in the core's L2 when the sgemm reads them, where
- * the whole image's (7.2 MB) had to come back from L3 or memory. Fewer
- * columns would repack the weights too often; an image of small columns
- * (the CNN's 28x28 layer with 9 rows: 28 KB) is one block, as tiny GEMMs
- * measured up to 1.4x slower in blocks (docs/PERF.md). */
-#define BLOCK_BYTES   ((int64_t)1 << 20)
-#define BLOCK_COLUMNS 256
-
-static out_rows block_of(const dg_conv_dims *d, int64_t oy0) {
-    bool small = d->rows * d->cols * (int64_t)sizeof(float) <= BLOCK_BYTES;
-    int64_t noy = small ? d->oh : (BLOCK_COLUMNS + d->ow - 1) / d->ow;
-    return (out_rows){oy0, min64(noy, d->oh - oy0)};
-}
-
 static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {
     const float *x = s->in[0], *w = s->in[1];
     float *y = s->out;
-    int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, false);
+    int64_t r = d->cg * d->kh * d->kw, parts = image_parts(d, omp_get_max_threads(), DG_OP_CONV2D);
+    int64_t per = slot_floats(d, parts, DG_OP_CONV2D);
 #pragma omp parallel
     {
         int64_t lo, hi;
-        float *slot = my_images(s, d->n, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
-        for (int64_t i = lo; i < hi; i++) {
-            if (d->direct) { /* y_g [og, cols] = w_g x_g of image i */
+        float *slot = my_units(s, d->n * parts, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
+        for (int64_t u = lo; u < hi; u++) {
+            unit un = unit_of(d, parts, DG_OP_CONV2D, u);
+            int64_t i = un.image;
+            if (d->direct) { /* y_g [og, uc] = w_g x_g of image i's columns [p0, p0 + uc), the unit's */
+                int64_t uc = (un.oy_end - un.oy0) * d->ow, p0 = un.oy0 * d->ow;
                 for (int64_t g = 0; g < d->groups; g++)
-                    gemm(blas, false, false, d->og, d->cols, r, w + g * d->og * r, r,
-                         x + i * d->c * d->cols + g * r * d->cols, d->cols, y + (i * d->o + g * d->og) * d->cols,
-                         d->cols, false);
+                    gemm(blas, false, false, d->og, uc, r, w + g * d->og * r, r,
+                         x + i * d->c * d->cols + g * r * d->cols + p0, d->cols,
+                         y + (i * d->o + g * d->og) * d->cols + p0, d->cols, false);
                 continue;
             }
-            for (out_rows b = block_of(d, 0); b.noy > 0; b = block_of(d, b.oy0 + b.noy)) {
+            for (out_rows b = block_of(d, un.oy0, un.oy_end); b.noy > 0; b = block_of(d, b.oy0 + b.noy, un.oy_end)) {
                 int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
                 im2col(x, d, i, 1, b, slot, bc);
                 for (int64_t g = 0; g < d->groups; g++) /* y_g [og, bc] of image i's block */
@@ -339,29 +390,40 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
     return DG_OK;
 }
 
+/* dx of a unit: its channels [c0, c1) of image i, kc of them, are the col
+ * rows [c0*KH*KW, c1*KH*KW) (one group), col = w[:, those rows]^T dy */
 static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas,
                                             int slots) {
     const float *dy = s->in[0], *w = s->in[1];
     float *dx = s->out;
-    int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, false), image = d->c * d->h * d->w;
+    int64_t r = d->cg * d->kh * d->kw, image = d->c * d->h * d->w, taps = d->kh * d->kw;
+    int64_t parts = image_parts(d, omp_get_max_threads(), DG_OP_CONV2D_BACKWARD_DATA);
+    int64_t per = slot_floats(d, parts, DG_OP_CONV2D_BACKWARD_DATA);
 #pragma omp parallel
     {
         int64_t lo, hi;
-        float *slot = my_images(s, d->n, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
-        for (int64_t i = lo; i < hi; i++) {
-            if (d->direct) { /* dx_g [r, cols] = w_g^T dy_g of image i */
+        float *slot = my_units(s, d->n * parts, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
+        for (int64_t u = lo; u < hi; u++) {
+            unit un = unit_of(d, parts, DG_OP_CONV2D_BACKWARD_DATA, u);
+            int64_t i = un.image, kc = un.c1 - un.c0;
+            chan_range cr = {un.c0, un.c1};
+            if (d->direct) { /* dx_g [r, cols] = w_g^T dy_g of image i, its rows c0.. when cut */
                 for (int64_t g = 0; g < d->groups; g++)
-                    gemm(blas, true, false, r, d->cols, d->og, w + g * d->og * r, r,
-                         dy + (i * d->o + g * d->og) * d->cols, d->cols, dx + i * image + g * r * d->cols, d->cols,
-                         false);
+                    gemm(blas, true, false, parts > 1 ? kc : r, d->cols, d->og, w + g * d->og * r + un.c0, r,
+                         dy + (i * d->o + g * d->og) * d->cols, d->cols, dx + i * image + (g * r + un.c0) * d->cols,
+                         d->cols, false);
                 continue;
             }
-            for (out_rows b = block_of(d, 0); b.noy > 0; b = block_of(d, b.oy0 + b.noy)) {
+            for (out_rows b = block_of(d, 0, d->oh); b.noy > 0; b = block_of(d, b.oy0 + b.noy, d->oh)) {
                 int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
-                for (int64_t g = 0; g < d->groups; g++) /* col_g [r, bc] of image i's block */
-                    gemm(blas, true, false, r, bc, d->og, w + g * d->og * r, r,
-                         dy + (i * d->o + g * d->og) * d->cols + p0, d->cols, slot + g * r * bc, bc, false);
-                col2im(slot, bc, d, 1, b, b.oy0 == 0, dx + i * image);
+                if (parts > 1) /* col [kc*taps, bc] of image i's block (one group) */
+                    gemm(blas, true, false, kc * taps, bc, d->o, w + un.c0 * taps, r, dy + i * d->o * d->cols + p0,
+                         d->cols, slot, bc, false);
+                else
+                    for (int64_t g = 0; g < d->groups; g++) /* col_g [r, bc] of image i's block */
+                        gemm(blas, true, false, r, bc, d->og, w + g * d->og * r, r,
+                             dy + (i * d->o + g * d->og) * d->cols + p0, d->cols, slot + g * r * bc, bc, false);
+                col2im(slot, bc, d, 1, b, cr, b.oy0 == 0, dx + i * image);
             }
         }
     }
@@ -372,29 +434,35 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
                                               int slots) {
     const float *dy = s->in[0], *x = s->in[1];
     float *dw = s->out;
-    int64_t r = d->cg * d->kh * d->kw, per = slot_floats(d, true), wsize = d->o * r;
+    int64_t r = d->cg * d->kh * d->kw, wsize = d->o * r;
+    int64_t parts = image_parts(d, omp_get_max_threads(), DG_OP_CONV2D_BACKWARD_WEIGHT);
+    int64_t per = slot_floats(d, parts, DG_OP_CONV2D_BACKWARD_WEIGHT), part_at = per - wsize;
 #pragma omp parallel
     {
         int64_t lo, hi;
         int workers = batch_workers(slots); /* the partials written */
         /* worker 0: columns in slot 0, partial = dw; worker t > 0: columns
          * in slot t, its partial right behind them */
-        float *col = my_images(s, d->n, per, workers, &lo, &hi);
-        float *part = omp_get_thread_num() == 0 ? dw : col ? col + d->rows * d->cols : NULL;
-        for (int64_t i = lo; i < hi; i++)
-            for (out_rows b = block_of(d, 0); b.noy > 0; b = block_of(d, b.oy0 + b.noy)) {
+        float *col = my_units(s, d->n * parts, per, workers, &lo, &hi);
+        float *part = omp_get_thread_num() == 0 ? dw : col ? col + part_at : NULL;
+        for (int64_t u = lo; u < hi; u++) {
+            unit un = unit_of(d, parts, DG_OP_CONV2D_BACKWARD_WEIGHT, u);
+            int64_t i = un.image;
+            for (out_rows b = block_of(d, un.oy0, un.oy_end); b.noy > 0; b = block_of(d, b.oy0 + b.noy, un.oy_end)) {
                 int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
+                bool acc = u > lo || b.oy0 > un.oy0; /* the worker's first block writes its partial */
                 im2col(x, d, i, 1, b, col, bc);
                 for (int64_t g = 0; g < d->groups; g++) /* part_g [og, r] (+)= dy_g col_g^T, image i's block */
                     gemm(blas, false, true, d->og, r, bc, dy + (i * d->o + g * d->og) * d->cols + p0, d->cols,
-                         col + g * r * bc, bc, part + g * d->og * r, r, i > lo || b.oy0 > 0);
+                         col + g * r * bc, bc, part + g * d->og * r, r, acc);
             }
+        }
 #pragma omp barrier
-        /* dw += the partials of threads 1.., each element by one thread, in thread order */
+        /* dw += the partials of workers 1.., each element by one thread, in worker order */
 #pragma omp for schedule(static)
         for (int64_t e = 0; e < wsize; e++) {
             float acc = dw[e];
-            for (int u = 1; u < workers; u++) acc += ((const float *)s->scratch)[u * per + d->rows * d->cols + e];
+            for (int u = 1; u < workers; u++) acc += ((const float *)s->scratch)[u * per + part_at + e];
             dw[e] = acc;
         }
     }
@@ -456,7 +524,7 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
             for (int64_t g = 0; g < d.groups; g++) /* col_g [r, nb*cols] */
                 gemm(blas, true, false, r, ld, d.og, w + g * d.og * r, r, dyT + g * d.og * ld, ld,
                      (float *)s->scratch + g * r * ld, ld, false);
-            col2im(s->scratch, ld, &d, nb, all_rows(&d), true, dx_pass);
+            col2im(s->scratch, ld, &d, nb, all_rows(&d), all_channels(&d), true, dx_pass);
             continue;
         }
         col_strides cs = col_strides_of(&d, nb);
@@ -466,7 +534,7 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
                 gemm(blas, true, false, r, d.cols, d.og, w + g * d.og * r, r,
                      dy + ((n0 + j) * d.o + g * d.og) * d.cols, d.cols, col + j * cs.image_stride + g * r * cs.ld,
                      cs.ld, false);
-        if (!d.direct) col2im(col, cs.ld, &d, nb, all_rows(&d), true, dx_pass);
+        if (!d.direct) col2im(col, cs.ld, &d, nb, all_rows(&d), all_channels(&d), true, dx_pass);
     }
     return DG_OK;
 }

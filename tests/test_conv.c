@@ -861,6 +861,50 @@ Test(conv_cpu, direct_convolution_over_threads_matches_the_reference, .timeout =
     assert_conv_matches_reference(g, x, w, y, BATCH3, 1e-5, "a direct conv2d image by image on 3 threads");
 }
 
+/* Fewer images than threads: the batch cuts each image in threads/n
+ * units (cpu_conv.c image_parts), the forward's and dw's by output rows,
+ * dx's by input channels (one group only), and gives them to the threads:
+ * unevenly cut images, units of one image on different threads, a unit of
+ * blocks (a 1.1 MB image), a direct 1x1 cut by columns and by channels.
+ * Each case first asserts that it is cut: more slots than images. */
+Test(conv_cpu, batch_cut_in_units_matches_the_reference, .timeout = 300) {
+    static const struct {
+        int64_t n, c, h, w, o, k;
+        dg_conv2d_opts opts;
+        int threads, slots, data_slots;
+        const char *what;
+    } cases[] = {
+        /* 9 output rows in units of 4 and 5 (slots of 144 x 45 floats: 5 of
+         * them in 3 images' 144 x 81, for 6 units); dx: 16 channels in 2
+         * units of 8 (72 x 81: 6 slots) */
+        {3, 16, 9, 9, 8, 3, CONV(.pad = {1, 1}), 7, 5, 6, "3 images of 9x9 cut in 2 on 7 threads"},
+        /* 9 x 3 outputs, 3 units of 3 rows (63 x 9: 6 slots); 7 channels in
+         * units of 2, 2 and 3 (27 x 27: 4 slots for 6 units) */
+        {2, 7, 11, 6, 5, 3, CONV(.stride = {1, 2}, .pad = {0, 1}), 7, 6, 4, "2 images cut in 3, stride (1, 2)"},
+        /* 31 x 25 outputs, rows in units of 15 and 16, blocks of 11 rows
+         * inside (360 x 275: 5 slots for 4 units); 40 channels in 2 units */
+        {2, 40, 61, 50, 6, 3, CONV(.stride = {2, 2}, .pad = {1, 1}), 5, 4, 4, "2 images of 1.1 MB cut in 2"},
+        /* direct: 5 rows of 7 columns in 2 and 3; 6 channels in 3 units of 2 */
+        {2, 6, 5, 7, 8, 1, CONV(), 6, 6, 6, "a direct 1x1 on 2 images cut in 3"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *x = dg_param(g, "x", S(cases[k].n, cases[k].c, cases[k].h, cases[k].w),
+                              (dg_init){DG_INIT_UNIFORM, -1, 1, 40 + (uint64_t)k});
+        dg_node *w = dg_param(g, "w", S(cases[k].o, cases[k].c, cases[k].k, cases[k].k),
+                              (dg_init){DG_INIT_UNIFORM, -1, 1, 50 + (uint64_t)k});
+        dg_node *y = dg_conv2d(g, x, w, NULL, cases[k].opts);
+        cr_assert_not_null(y, "%s", dg_last_error());
+        dg_conv_dims d = dg_conv_dims_of(y);
+        cr_assert_eq(dg__cpu_conv_slots(&d, true, DG_CPU_CONV_BATCH, cases[k].threads, DG_OP_CONV2D), cases[k].slots,
+                     "%s: forward slots", cases[k].what);
+        cr_assert_eq(dg__cpu_conv_slots(&d, true, DG_CPU_CONV_BATCH, cases[k].threads, DG_OP_CONV2D_BACKWARD_DATA),
+                     cases[k].data_slots, "%s: dx slots", cases[k].what);
+        assert_conv_matches_reference(g, x, w, y, (cpu_conf){cases[k].threads, DG_CPU_CONV_BATCH,
+                                                             DG_CPU_GEMM_OPENBLAS, false}, 1e-5, cases[k].what);
+    }
+}
+
 /* The batch strategy asked for with the other sgemms: the naive one runs
  * it (its nested region is one thread), the own one, whose threads share
  * one packing buffer, must run the passes instead */
@@ -940,8 +984,19 @@ Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 8, DG_OP_CONV2D), 5);
     /* DEFAULT, forward and dx: with half the threads or more busy */
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D), 5);
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 10, DG_OP_CONV2D), 5);
-    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 11, DG_OP_CONV2D), 0);
+    /* twice the threads or more: each image cut in threads/5 parts. The
+     * forward's 9 output rows in 2 (at most 5 rows, slots of 144 x 45
+     * floats): 9 of them in the scratch of 5 images of 144 x 81; in 4 (3
+     * rows, 144 x 27): 15 of 20 units. dx's 16 channels (2 groups: uncut) */
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_DEFAULT, 10, DG_OP_CONV2D), 9);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 20, DG_OP_CONV2D), 15);
+    cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 10, DG_OP_CONV2D_BACKWARD_DATA), 5);
+    dg_conv_dims ungrouped = f; /* dx's 16 channels in 2 parts of 8: slots of 72 x 81, 10 units */
+    ungrouped.groups = 1;
+    cr_assert_eq(dg__cpu_conv_slots(&ungrouped, true, DG_CPU_CONV_BATCH, 10, DG_OP_CONV2D_BACKWARD_DATA), 10);
+    ungrouped.c = 1; /* never less than a channel a unit */
+    ungrouped.rows = 9;
+    cr_assert_eq(dg__cpu_conv_slots(&ungrouped, true, DG_CPU_CONV_BATCH, 10, DG_OP_CONV2D_BACKWARD_DATA), 5);
     /* never: the passes asked for, one thread, an sgemm that cannot run in a parallel region */
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_PASSES, 4, DG_OP_CONV2D), 0);
     cr_assert_eq(dg__cpu_conv_slots(&f, true, DG_CPU_CONV_BATCH, 1, DG_OP_CONV2D), 0);
@@ -955,11 +1010,11 @@ Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
     cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 5);
     cr_assert_eq(dg__cpu_conv_slots(&dw, true, DG_CPU_CONV_DEFAULT, 6, DG_OP_CONV2D_BACKWARD_WEIGHT), 0);
     dg_conv_dims few_positions = dw;
-    few_positions.cols = 1; /* columns 144*1 < the partial 4*72 */
+    few_positions.cols = few_positions.oh = few_positions.ow = 1; /* columns 144*1 < the partial 4*72 */
     few_positions.chunk = 500;
     cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_BATCH, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 5);
     cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 0);
-    few_positions.cols = 2;
+    few_positions.cols = few_positions.ow = 2;
     few_positions.o = 3; /* 3*72 floats <= 144*2: no larger than the columns */
     cr_assert_eq(dg__cpu_conv_slots(&few_positions, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D_BACKWARD_WEIGHT), 5);
     dw.chunk = 4; /* room for 4 slots (4*11952 of 47952 floats), not 5 */
