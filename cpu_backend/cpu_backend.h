@@ -22,13 +22,14 @@ typedef enum dg_cpu_gemm {
  *   each image's GEMMs split between the threads by the sgemm (images of
  *   few columns multiplied side by side, one GEMM per pass);
  * BATCH: OpenMP over the batch, each thread unfolding its own images (in
- *   blocks of rows, if large) into its own slot of the scratch and
- *   multiplying them with a one-thread sgemm (the weight's gradient summed
- *   from per-thread partials);
+ *   blocks of rows, if large; cut into units of rows or channels when
+ *   there are fewer images than threads) into its own slot of the scratch
+ *   and multiplying them with a one-thread sgemm (the weight's gradient
+ *   summed from per-thread partials);
  * DEFAULT, as measured on a 16-core host (docs/PERF.md): the forward and
- *   dx as BATCH once half the threads or more get an image, except images
+ *   dx as BATCH once half the threads or more get a unit, except images
  *   under 32 columns that PASSES can multiply side by side; the weight's
- *   gradient as BATCH only with an image for every thread and a partial
+ *   gradient as BATCH only with a unit for every thread and a partial
  *   dw no larger than an image's columns; else PASSES.
  * BATCH falls back to PASSES where it does not apply: one thread or one
  * image, an sgemm that cannot run on every thread at once (the own one, a

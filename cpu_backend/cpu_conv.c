@@ -42,7 +42,7 @@
  * inside the parallel region OpenBLAS's OpenMP build runs on the calling
  * thread; the unfolding loops' own regions are off there). Its columns
  * stay in its core's L2 and no GEMM of a few dozen MFLOP is split
- * between cores. For the weight's gradient each thread sums its images
+ * between cores. For the weight's gradient each thread sums its units
  * into a partial dw [o, R] (thread 0 into dw itself, thread t into its
  * slot behind its columns), and the partials are added into dw after. A
  * team smaller than `slots` (OMP_THREAD_LIMIT, a caller's parallel

@@ -42,15 +42,17 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
  * for the passes: with DG_CPU_CONV_PASSES, an sgemm that cannot run inside
  * a parallel region (!serial_ok), fewer than two threads or images, or a
  * scratch (layout.h: `chunk` images of columns, and of dyT for the
- * weight's gradient) with room for fewer than two slots. `weight`: the
- * node is a backward_weight (its slots also hold a partial dw each).
- * DEFAULT, as measured on a 16-core host (docs/PERF.md): the forward and
- * dx image by image once half the threads or more get an image (at batch
- * 8 on 16 threads already 1.0-10x the passes); the weight's gradient only
- * with an image for every thread and a partial dw [o, R] no larger than
- * an image's columns [R, cols] (with more positions than output channels:
- * else each image's GEMM reads and writes its partial for too little work,
- * 0.24-0.6x the passes on the 4x4 and 7x7 layers). The forward and dx of
+ * weight's gradient) with room for fewer than two slots (a slot: a
+ * block's columns, and a partial dw for the weight's gradient). With
+ * fewer images than threads each image counts as threads/n units (output
+ * rows, or dx's input channels where there is one group), at most a slot
+ * per unit. DEFAULT, as measured on a 16-core host (docs/PERF.md): the
+ * forward and dx over the batch once half the threads or more get a unit
+ * (at batch 8 on 16 threads 1.4-2x the uncut batch); the weight's
+ * gradient only with a unit for every thread and a partial dw [o, R] no
+ * larger than an image's columns [R, cols] (with more positions than
+ * output channels: else each image's GEMM reads and writes its partial
+ * for too little work, 0.24-0.6x the passes on the 4x4 and 7x7 layers). The forward and dx of
  * images under 32 columns run as the passes where these multiply them
  * side by side (cpu_conv.c: each thread would pack all the weights for a
  * GEMM of a few columns). `op`: the node's, one of the three conv ops. */
