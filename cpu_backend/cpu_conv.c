@@ -282,13 +282,14 @@ static int64_t image_parts(const dg_conv_dims *d, int threads, dg_op op) {
 
 /* Unit u of the batch, cut in `parts` per image: image u / parts, and its
  * output rows [oy0, oy_end) (forward, dw; all of them for dx) and input
- * channels [c0, c1) (dx; all of them otherwise) */
-typedef struct unit { int64_t image, oy0, oy_end, c0, c1; } unit;
+ * channels (dx; all of them otherwise) */
+typedef struct unit { int64_t image, oy0, oy_end; chan_range chans; } unit;
 
 static unit unit_of(const dg_conv_dims *d, int64_t parts, dg_op op, int64_t u) {
     int64_t i = u / parts, p = u % parts;
-    if (op == DG_OP_CONV2D_BACKWARD_DATA) return (unit){i, 0, d->oh, d->c * p / parts, d->c * (p + 1) / parts};
-    return (unit){i, d->oh * p / parts, d->oh * (p + 1) / parts, 0, d->c};
+    if (op == DG_OP_CONV2D_BACKWARD_DATA)
+        return (unit){i, 0, d->oh, {d->c * p / parts, d->c * (p + 1) / parts}};
+    return (unit){i, d->oh * p / parts, d->oh * (p + 1) / parts, all_channels(d)};
 }
 
 /* floats of one thread's slot: the columns of its largest block (none when
@@ -390,8 +391,9 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
     return DG_OK;
 }
 
-/* dx of a unit: its channels [c0, c1) of image i, kc of them, are the col
- * rows [c0*KH*KW, c1*KH*KW) (one group), col = w[:, those rows]^T dy */
+/* dx of a unit: its channels [c0, c1) of image i are the col rows
+ * [c0*KH*KW, c1*KH*KW) of each group, col_g = w_g[:, those rows]^T dy_g
+ * (a cut unit has one group; an uncut one every channel, R rows a group) */
 static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas,
                                             int slots) {
     const float *dy = s->in[0], *w = s->in[1];
@@ -405,25 +407,21 @@ static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims
         float *slot = my_units(s, d->n * parts, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
         for (int64_t u = lo; u < hi; u++) {
             unit un = unit_of(d, parts, DG_OP_CONV2D_BACKWARD_DATA, u);
-            int64_t i = un.image, kc = un.c1 - un.c0;
-            chan_range cr = {un.c0, un.c1};
-            if (d->direct) { /* dx_g [r, cols] = w_g^T dy_g of image i, its rows c0.. when cut */
+            int64_t i = un.image, c0 = un.chans.c0;
+            int64_t ur = parts > 1 ? (un.chans.c1 - c0) * taps : r; /* col rows of a group of the unit */
+            if (d->direct) { /* dx_g [ur, cols] = w_g[:, c0..]^T dy_g of image i, into dx itself */
                 for (int64_t g = 0; g < d->groups; g++)
-                    gemm(blas, true, false, parts > 1 ? kc : r, d->cols, d->og, w + g * d->og * r + un.c0, r,
-                         dy + (i * d->o + g * d->og) * d->cols, d->cols, dx + i * image + (g * r + un.c0) * d->cols,
+                    gemm(blas, true, false, ur, d->cols, d->og, w + g * d->og * r + c0, r,
+                         dy + (i * d->o + g * d->og) * d->cols, d->cols, dx + i * image + (g * r + c0) * d->cols,
                          d->cols, false);
                 continue;
             }
             for (out_rows b = block_of(d, 0, d->oh); b.noy > 0; b = block_of(d, b.oy0 + b.noy, d->oh)) {
                 int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
-                if (parts > 1) /* col [kc*taps, bc] of image i's block (one group) */
-                    gemm(blas, true, false, kc * taps, bc, d->o, w + un.c0 * taps, r, dy + i * d->o * d->cols + p0,
-                         d->cols, slot, bc, false);
-                else
-                    for (int64_t g = 0; g < d->groups; g++) /* col_g [r, bc] of image i's block */
-                        gemm(blas, true, false, r, bc, d->og, w + g * d->og * r, r,
-                             dy + (i * d->o + g * d->og) * d->cols + p0, d->cols, slot + g * r * bc, bc, false);
-                col2im(slot, bc, d, 1, b, cr, b.oy0 == 0, dx + i * image);
+                for (int64_t g = 0; g < d->groups; g++) /* col_g [ur, bc] of image i's block */
+                    gemm(blas, true, false, ur, bc, d->og, w + g * d->og * r + c0 * taps, r,
+                         dy + (i * d->o + g * d->og) * d->cols + p0, d->cols, slot + g * ur * bc, bc, false);
+                col2im(slot, bc, d, 1, b, un.chans, b.oy0 == 0, dx + i * image);
             }
         }
     }
