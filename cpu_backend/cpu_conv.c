@@ -98,6 +98,47 @@ typedef struct out_rows { int64_t oy0, noy; } out_rows;
 
 static out_rows all_rows(const dg_conv_dims *d) { return (out_rows){0, d->oh}; }
 
+/* A tap's valid output rows read consecutive input rows, W apart, into
+ * consecutive column rows, OW = W apart, when both strides are 1 and
+ * OW = W (every 3x3 stride-1 "same" layer of ResNet-18 and the CNN): they
+ * are one span of the plane shifted by the tap's column offset, copied
+ * (unfold_span) or added (fold_span) in one go, where row by row costs
+ * about 60 cycles for 32 floats (docs/PERF.md). The span carries the
+ * neighbouring rows' ends into the padding columns; those are zeroed. */
+static bool span_rows(const dg_conv_dims *d) { return d->sh == 1 && d->sw == 1 && d->ow == d->w; }
+
+/* The output rows of rs whose input row oy + shift lies in [0, h) (strides
+ * 1, shift = ki*dh - ph); none from rs.oy0 when none does */
+static out_rows valid_rows(const dg_conv_dims *d, out_rows rs, int64_t shift) {
+    int64_t lo = rs.oy0 > -shift ? rs.oy0 : -shift, hi = min64(rs.oy0 + rs.noy, d->h - shift);
+    return hi > lo ? (out_rows){lo, hi - lo} : (out_rows){rs.oy0, 0};
+}
+
+/* One tap's column rows [rs.noy, OW] when span_rows: the valid rows v the
+ * plane's span from input row v.oy0 + shift, shifted by off (out[L] =
+ * plane[(v.oy0 + shift)*W + off + L]), their columns outside `in` and the
+ * other rows zero */
+static void unfold_span(float *restrict dst, const float *restrict plane, const dg_conv_dims *d, out_rows rs,
+                        int64_t shift, int64_t off, ox_range in) {
+    int64_t ow = d->ow;
+    out_rows v = valid_rows(d, rs, shift);
+    int64_t head = v.oy0 - rs.oy0, n = v.noy * ow;
+    float *out = dst + head * ow;
+    memset(dst, 0, (size_t)(head * ow) * sizeof(float));
+    memset(out + n, 0, (size_t)((rs.noy - head - v.noy) * ow) * sizeof(float));
+    if (in.lo >= in.hi) {
+        memset(out, 0, (size_t)n * sizeof(float));
+        return;
+    }
+    if (n == 0) return;
+    const float *from = plane + (v.oy0 + shift) * d->w + off + in.lo; /* out[in.lo]'s source, off + in.lo >= 0 */
+    memcpy(out + in.lo, from, (size_t)(n - in.lo - (ow - in.hi)) * sizeof(float));
+    for (int64_t r = 0; r < v.noy; r++) {
+        for (int64_t ox = 0; ox < in.lo; ox++) out[r * ow + ox] = 0.0f;
+        for (int64_t ox = in.hi; ox < ow; ox++) out[r * ow + ox] = 0.0f;
+    }
+}
+
 /* col[(ci*KH + ki)*KW + kj][j*bc + (oy - oy0)*OW + ox], rows ld apart,
  * bc = rs.noy*OW, for the nb images from n0 and the output rows rs: the
  * tap (ki, kj) of channel ci under output position (oy, ox) of image
@@ -105,6 +146,7 @@ static out_rows all_rows(const dg_conv_dims *d) { return (out_rows){0, d->oh}; }
 static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb, out_rows rs, float *col,
                    int64_t ld) {
     int64_t taps = d->kh * d->kw, bc = rs.noy * d->ow;
+    bool span = span_rows(d);
 #pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
         for (int64_t ci = 0; ci < d->c; ci++) {
@@ -113,6 +155,10 @@ static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb
                 int64_t ki = tap / d->kw, off = tap % d->kw * d->dw - d->pw;
                 ox_range in = inside(d, off);
                 float *dst = col + (ci * taps + tap) * ld + j * bc;
+                if (span) {
+                    unfold_span(dst, plane, d, rs, ki * d->dh - d->ph, off, in);
+                    continue;
+                }
                 int64_t oy = rs.oy0, iy = oy * d->sh + ki * d->dh - d->ph;
                 for (; oy < rs.oy0 + rs.noy; oy++, iy += d->sh, dst += d->ow) {
                     if (iy < 0 || iy >= d->h)
@@ -129,16 +175,37 @@ typedef struct chan_range { int64_t c0, c1; } chan_range;
 
 static chan_range all_channels(const dg_conv_dims *d) { return (chan_range){0, d->c}; }
 
+/* plane (+)= one tap's column rows src [rs.noy, OW] when span_rows, the
+ * adjoint of unfold_span: the valid rows' columns outside `in` are zeroed
+ * in src first (padding taps, whose values are discarded), so that the
+ * span adds zero where it wraps into the neighbouring rows */
+static void fold_span(float *restrict plane, float *restrict src, const dg_conv_dims *d, out_rows rs, int64_t shift,
+                      int64_t off, ox_range in) {
+    int64_t ow = d->ow;
+    out_rows v = valid_rows(d, rs, shift);
+    if (v.noy == 0 || in.lo >= in.hi) return;
+    float *from = src + (v.oy0 - rs.oy0) * ow;
+    for (int64_t r = 0; r < v.noy; r++) {
+        for (int64_t ox = 0; ox < in.lo; ox++) from[r * ow + ox] = 0.0f;
+        for (int64_t ox = in.hi; ox < ow; ox++) from[r * ow + ox] = 0.0f;
+    }
+    float *to = plane + (v.oy0 + shift) * d->w + off + in.lo; /* from[in.lo]'s pixel, off + in.lo >= 0 */
+    int64_t count = v.noy * ow - in.lo - (ow - in.hi);
+    from += in.lo;
+    for (int64_t e = 0; e < count; e++) to[e] += from[e];
+}
+
 /* dx of `nb` images (each [C,H,W]) (+)= the sum of their col entries,
  * laid out as im2col's for the output rows rs, over every tap that reads
  * each pixel (the adjoint of im2col), for the channels cr only, whose rows
  * col holds from its first (a unit of DG_CPU_CONV_BATCH may hold a range
  * of channels alone); `first` zeroes each plane before, so that the
  * blocks of an image's rows add up; each (image, channel) plane is summed
- * by one thread */
-static void col2im(const float *col, int64_t ld, const dg_conv_dims *d, int64_t nb, out_rows rs, chan_range cr,
-                   bool first, float *dx) {
+ * by one thread. When span_rows, col's padding entries are zeroed. */
+static void col2im(float *col, int64_t ld, const dg_conv_dims *d, int64_t nb, out_rows rs, chan_range cr, bool first,
+                   float *dx) {
     int64_t taps = d->kh * d->kw, bc = rs.noy * d->ow;
+    bool span = span_rows(d);
 #pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
         for (int64_t ci = cr.c0; ci < cr.c1; ci++) {
@@ -147,7 +214,11 @@ static void col2im(const float *col, int64_t ld, const dg_conv_dims *d, int64_t 
             for (int64_t tap = 0; tap < taps; tap++) {
                 int64_t ki = tap / d->kw, off = tap % d->kw * d->dw - d->pw;
                 ox_range in = inside(d, off);
-                const float *src = col + ((ci - cr.c0) * taps + tap) * ld + j * bc;
+                float *src = col + ((ci - cr.c0) * taps + tap) * ld + j * bc;
+                if (span) {
+                    fold_span(plane, src, d, rs, ki * d->dh - d->ph, off, in);
+                    continue;
+                }
                 int64_t oy = rs.oy0, iy = oy * d->sh + ki * d->dh - d->ph;
                 for (; oy < rs.oy0 + rs.noy; oy++, iy += d->sh, src += d->ow)
                     if (iy >= 0 && iy < d->h) scatter_add_row(plane + iy * d->w, src, in, d->sw, off);

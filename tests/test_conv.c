@@ -905,6 +905,48 @@ Test(conv_cpu, batch_cut_in_units_matches_the_reference, .timeout = 300) {
     }
 }
 
+/* Both strides 1 and OW = W: im2col copies, and col2im adds, a tap's valid
+ * rows as one span of the plane (cpu_conv.c span_rows), whose wrapped ends
+ * in the padding columns must come out zero. Edge cases, each in the
+ * passes, the batch of whole images and the batch cut into units: images
+ * of one row (taps with no valid row at all), 2 columns under a 5-wide
+ * kernel (taps with no valid column), vertical padding 0 (oh = h - 2,
+ * the rows shifted), dilation 2, and 1.8 MB images in blocks of 7, 7, 7,
+ * 7, 7 and 5 output rows, where a block's first and last taps lose a row;
+ * and one just outside the spans, stride (2, 1) with OW = W, whose output
+ * rows read every other input row. */
+Test(conv_cpu, span_unfolding_matches_the_reference, .timeout = 300) {
+    static const struct { int64_t n, c, h, w, k; dg_conv2d_opts opts; bool span; const char *what; } cases[] = {
+        {3, 4, 1, 6, 3, CONV(.pad = {1, 1}), true, "1-row images, padding 1"},
+        {3, 3, 5, 2, 5, CONV(.pad = {2, 2}), true, "2 columns under a 5x5 kernel"},
+        {3, 5, 7, 8, 3, CONV(.pad = {0, 1}), true, "padding (0, 1)"},
+        {3, 4, 9, 9, 3, CONV(.pad = {2, 2}, .dilation = {2, 2}), true, "dilation 2, padding 2"},
+        {3, 32, 40, 40, 3, CONV(.pad = {1, 1}), true, "1.8 MB images in blocks of 7 output rows"},
+        {3, 5, 9, 7, 3, CONV(.stride = {2, 1}, .pad = {1, 1}), false, "stride (2, 1), row by row"},
+    };
+    static const struct { cpu_conf cf; const char *what; } confs[] = {
+        {{3, DG_CPU_CONV_PASSES, DG_CPU_GEMM_OPENBLAS, false}, "passes"},
+        {BATCH3, "batch"},
+        {{7, DG_CPU_CONV_BATCH, DG_CPU_GEMM_OPENBLAS, false}, "batch cut in 2"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (size_t f = 0; f < sizeof confs / sizeof confs[0]; f++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s, %s", cases[k].what, confs[f].what);
+            dg_graph *g = dg_graph_new();
+            dg_node *x = dg_param(g, "x", S(cases[k].n, cases[k].c, cases[k].h, cases[k].w),
+                                  (dg_init){DG_INIT_UNIFORM, -1, 1, 60 + (uint64_t)k});
+            dg_node *w = dg_param(g, "w", S(6, cases[k].c, cases[k].k, cases[k].k),
+                                  (dg_init){DG_INIT_UNIFORM, -1, 1, 70 + (uint64_t)k});
+            dg_node *y = dg_conv2d(g, x, w, NULL, cases[k].opts);
+            cr_assert_not_null(y, "%s", dg_last_error());
+            dg_conv_dims d = dg_conv_dims_of(y);
+            cr_assert_eq(d.sh == 1 && d.sw == 1 && d.ow == d.w, cases[k].span, "%s: spans or rows as the case says",
+                         what);
+            assert_conv_matches_reference(g, x, w, y, confs[f].cf, 1e-5, what);
+        }
+}
+
 /* The batch strategy asked for with the other sgemms: the naive one runs
  * it (its nested region is one thread), the own one, whose threads share
  * one packing buffer, must run the passes instead */
