@@ -102,9 +102,11 @@ static out_rows all_rows(const dg_conv_dims *d) { return (out_rows){0, d->oh}; }
  * consecutive column rows, OW = W apart, when both strides are 1 and
  * OW = W (every 3x3 stride-1 "same" layer of ResNet-18 and the CNN): they
  * are one span of the plane shifted by the tap's column offset, copied
- * (unfold_span) or added (fold_span) in one go, where row by row costs
- * about 60 cycles for 32 floats (docs/PERF.md). The span carries the
- * neighbouring rows' ends into the padding columns; those are zeroed. */
+ * (unfold_span) or added (fold_span) in one go: row by row cost about 60
+ * cycles for 32 floats with x in the core's cache (the conv sweep's
+ * forward gained 10-20%; a training step, where x comes from other
+ * cores, did not move: docs/PERF.md). The span carries the neighbouring
+ * rows' ends into the padding columns; those are zeroed. */
 static bool span_rows(const dg_conv_dims *d) { return d->sh == 1 && d->sw == 1 && d->ow == d->w; }
 
 /* The output rows of rs whose input row oy + shift lies in [0, h) (strides
