@@ -116,6 +116,14 @@ static out_rows valid_rows(const dg_conv_dims *d, out_rows rs, int64_t shift) {
     return hi > lo ? (out_rows){lo, hi - lo} : (out_rows){rs.oy0, 0};
 }
 
+/* the columns outside `in` of `nrows` rows of OW floats: 0 */
+static void zero_outside(float *rows, int64_t nrows, int64_t ow, ox_range in) {
+    for (int64_t r = 0; r < nrows; r++) {
+        for (int64_t ox = 0; ox < in.lo; ox++) rows[r * ow + ox] = 0.0f;
+        for (int64_t ox = in.hi; ox < ow; ox++) rows[r * ow + ox] = 0.0f;
+    }
+}
+
 /* One tap's column rows [rs.noy, OW] when span_rows: the valid rows v the
  * plane's span from input row v.oy0 + shift, shifted by off (out[L] =
  * plane[(v.oy0 + shift)*W + off + L]), their columns outside `in` and the
@@ -135,10 +143,7 @@ static void unfold_span(float *restrict dst, const float *restrict plane, const 
     if (n == 0) return;
     const float *from = plane + (v.oy0 + shift) * d->w + off + in.lo; /* out[in.lo]'s source, off + in.lo >= 0 */
     memcpy(out + in.lo, from, (size_t)(n - in.lo - (ow - in.hi)) * sizeof(float));
-    for (int64_t r = 0; r < v.noy; r++) {
-        for (int64_t ox = 0; ox < in.lo; ox++) out[r * ow + ox] = 0.0f;
-        for (int64_t ox = in.hi; ox < ow; ox++) out[r * ow + ox] = 0.0f;
-    }
+    zero_outside(out, v.noy, ow, in);
 }
 
 /* col[(ci*KH + ki)*KW + kj][j*bc + (oy - oy0)*OW + ox], rows ld apart,
@@ -187,10 +192,7 @@ static void fold_span(float *restrict plane, float *restrict src, const dg_conv_
     out_rows v = valid_rows(d, rs, shift);
     if (v.noy == 0 || in.lo >= in.hi) return;
     float *from = src + (v.oy0 - rs.oy0) * ow;
-    for (int64_t r = 0; r < v.noy; r++) {
-        for (int64_t ox = 0; ox < in.lo; ox++) from[r * ow + ox] = 0.0f;
-        for (int64_t ox = in.hi; ox < ow; ox++) from[r * ow + ox] = 0.0f;
-    }
+    zero_outside(from, v.noy, ow, in);
     float *to = plane + (v.oy0 + shift) * d->w + off + in.lo; /* from[in.lo]'s pixel, off + in.lo >= 0 */
     int64_t count = v.noy * ow - in.lo - (ow - in.hi);
     from += in.lo;
