@@ -7,6 +7,10 @@
  * cpu-im2col-batch (OpenMP over the batch, an image per thread at a time
  * with a one-thread sgemm: DG_CPU_CONV_BATCH; skipped where it would run
  * as cpu-im2col: one image, or a scratch too small for two slots),
+ * cpu-shift (the stride-1 layers without im2col, from shifted views of
+ * zero-padded planes, OpenMP over the batch: DG_CPU_CONV_SHIFT; skipped
+ * where it would run as cpu-im2col-batch: a stride of 2, a 1x1 unpadded
+ * layer, one thread, or a scratch too small for two slots),
  * gpu-im2col (im2col + cuBLAS; also with transfers: transfer = 1, the two
  * inputs uploaded from host memory and the output downloaded inside the
  * timed region) and gpu-implicit (dg_gpu_set_conv(DG_GPU_CONV_IMPLICIT),
@@ -67,7 +71,7 @@ static const int dir_inputs[CONV_N_DIRS][2] = {{IN_X, IN_W}, {IN_DY, IN_W}, {IN_
 
 /* the backends' convolutions as implementation im runs them */
 static void select_conv(const bench_ctx *ctx, const conv_impl *im) {
-    if (ctx->cpu) dg_cpu_set_conv(ctx->cpu, im->batch ? DG_CPU_CONV_BATCH : DG_CPU_CONV_PASSES);
+    if (ctx->cpu && !im->gpu) dg_cpu_set_conv(ctx->cpu, im->cpu);
 #ifdef DG_HAVE_CUDA
     if (ctx->gpu) dg_gpu_set_conv(ctx->gpu, im->implicit ? DG_GPU_CONV_IMPLICIT : DG_GPU_CONV_IM2COL);
 #endif
@@ -281,9 +285,16 @@ static const char *skip_reason(const bench_ctx *ctx, const conv_problem *pb, int
     if (*no_memory) return no_memory;
     if (im->gpu) return NULL;
     dg_conv_dims g = dg_conv_dims_of(pb->out[d]);
-    if (im->batch && !dg__cpu_conv_slots(&g, true, DG_CPU_CONV_BATCH, dg_cpu_threads(ctx->cpu), pb->out[d]->op)) {
-        snprintf(why, n, "runs as cpu-im2col here: %s", g.n < 2 || dg_cpu_threads(ctx->cpu) < 2
+    int threads = dg_cpu_threads(ctx->cpu);
+    if (im->cpu == DG_CPU_CONV_BATCH && !dg__cpu_conv_slots(&g, true, DG_CPU_CONV_BATCH, threads, pb->out[d]->op)) {
+        snprintf(why, n, "runs as cpu-im2col here: %s", g.n < 2 || threads < 2
                  ? "one image or one thread" : "the scratch holds fewer than two threads' slots");
+        return why;
+    }
+    if (im->cpu == DG_CPU_CONV_SHIFT && !dg__cpu_conv_shift_slots(&g, true, threads, pb->out[d]->op)) {
+        snprintf(why, n, "runs as cpu-im2col-batch here: %s", !dg__cpu_conv_shift_applies(&g)
+                 ? "not both strides 1 (or a 1x1 unpadded)" : threads < 2 ? "one thread"
+                 : "the scratch holds fewer than two threads' slots");
         return why;
     }
     if (!bench_user_sizes(ctx) && !strcmp(pb->sh->family, "r18i") && pb->batch > CPU_IMAGENET_MAX_BATCH) {

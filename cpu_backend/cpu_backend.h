@@ -31,13 +31,19 @@ typedef enum dg_cpu_gemm {
  *   under 32 columns that PASSES can multiply side by side; the weight's
  *   gradient as BATCH only with a unit for every thread and a partial
  *   dw no larger than an image's columns; else PASSES.
- * BATCH falls back to PASSES where it does not apply: one thread or one
- * image, an sgemm that cannot run on every thread at once (the own one, a
- * pthreads OpenBLAS), or a scratch too small for two slots. */
+ * SHIFT: for convolutions of both strides 1 (not 1x1 unpadded), no
+ *   im2col: OpenMP over the batch as BATCH, each thread copying its
+ *   image's input into zero-padded planes and multiplying each tap's
+ *   weights with a shifted view of them (cpu_conv_shift.c); elsewhere as
+ *   BATCH.
+ * BATCH and SHIFT fall back to PASSES where they do not apply: one thread,
+ * one image (BATCH), an sgemm that cannot run on every thread at once (the own
+ * one, a pthreads OpenBLAS), or a scratch too small for two slots. */
 typedef enum dg_cpu_conv {
     DG_CPU_CONV_DEFAULT,
     DG_CPU_CONV_PASSES,
     DG_CPU_CONV_BATCH,
+    DG_CPU_CONV_SHIFT,
 } dg_cpu_conv;
 
 /* threads <= 0: OpenMP's default (OMP_NUM_THREADS or the core count). The

@@ -32,7 +32,7 @@
  *
  * DG_CPU_CONV_BATCH instead runs OpenMP over the batch: the first `slots`
  * threads of the whole team take contiguous ranges of images (the rest
- * idle: a smaller team would end pool threads, batch_workers), or of
+ * idle: a smaller team would end pool threads, cpu_conv_batch.h), or of
  * units of images when there are fewer images than threads (image_parts:
  * output rows for the forward and dw, input channels for dx). Each
  * thread unfolds one unit at a time, in blocks of its output rows
@@ -52,6 +52,7 @@
 
 #include "../core/layout.h"
 #include "../core/status_internal.h"
+#include "cpu_conv_batch.h"
 #include "cpu_kernels.h"
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -409,29 +410,11 @@ static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_con
     return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), op);
 }
 
-/* A batch region takes the whole team even when fewer slots work: libgomp
- * ends the pool threads that a smaller team leaves out and creates them
- * again for the next full one, 0.8 ms each time on a 16-core host
- * (docs/PERF.md). The working threads are the first min(slots, team): a
- * caller's region or OMP_THREAD_LIMIT may give a smaller team. */
-static int batch_workers(int slots) {
-    int team = omp_get_num_threads();
-    return slots < team ? slots : team;
-}
-
-/* Inside a batch region: the calling thread's units [lo, hi) of the n,
- * contiguous, split between the `workers` (sizes differ by 1 at most), and
- * its slot of `per` floats in the scratch (NULL when per is 0); a thread
- * past the workers gets no units and no slot */
-static float *my_units(const dg_step *s, int64_t n, int64_t per, int workers, int64_t *lo, int64_t *hi) {
-    int t = omp_get_thread_num();
-    if (t >= workers) {
-        *lo = *hi = 0;
-        return NULL;
-    }
-    *lo = n * t / workers;
-    *hi = n * (t + 1) / workers;
-    return per ? (float *)s->scratch + t * per : NULL;
+/* threads of DG_CPU_CONV_SHIFT's kernels (cpu_conv_shift.c), 0 for the
+ * other strategies or where it does not apply */
+static int shift_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_conv impl, dg_op op) {
+    if (impl != DG_CPU_CONV_SHIFT) return 0;
+    return dg__cpu_conv_shift_slots(d, blas->serial_in_parallel, omp_get_max_threads(), op);
 }
 
 static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {
@@ -442,7 +425,7 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
 #pragma omp parallel
     {
         int64_t lo, hi;
-        float *slot = my_units(s, d->n * parts, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
+        float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, dg__conv_batch_workers(slots), &lo, &hi); /* NULL when direct */
         for (int64_t u = lo; u < hi; u++) {
             unit un = unit_of(d, parts, DG_OP_CONV2D, u);
             int64_t i = un.image;
@@ -479,7 +462,7 @@ static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims
 #pragma omp parallel
     {
         int64_t lo, hi;
-        float *slot = my_units(s, d->n * parts, per, batch_workers(slots), &lo, &hi); /* NULL when direct */
+        float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, dg__conv_batch_workers(slots), &lo, &hi); /* NULL when direct */
         for (int64_t u = lo; u < hi; u++) {
             unit un = unit_of(d, parts, DG_OP_CONV2D_BACKWARD_DATA, u);
             int64_t i = un.image, c0 = un.chans.c0;
@@ -513,10 +496,10 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
 #pragma omp parallel
     {
         int64_t lo, hi;
-        int workers = batch_workers(slots); /* the partials written */
+        int workers = dg__conv_batch_workers(slots); /* the partials written */
         /* worker 0: columns in slot 0, partial = dw; worker t > 0: columns
          * in slot t, its partial right behind them */
-        float *col = my_units(s, d->n * parts, per, workers, &lo, &hi);
+        float *col = dg__conv_my_units(s->scratch, d->n * parts, per, workers, &lo, &hi);
         float *part = omp_get_thread_num() == 0 ? dw : col ? col + part_at : NULL;
         for (int64_t u = lo; u < hi; u++) {
             unit un = unit_of(d, parts, DG_OP_CONV2D_BACKWARD_WEIGHT, u);
@@ -548,6 +531,8 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv 
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D);
+    if (shift) return dg__cpu_conv2d_shift(s, &d, blas, shift);
     int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D);
     if (slots) return conv2d_batch(s, &d, blas, slots);
     const float *x = s->in[0], *w = s->in[1];
@@ -582,6 +567,8 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_DATA);
+    if (shift) return dg__cpu_conv2d_backward_data_shift(s, &d, blas, shift);
     int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_DATA);
     if (slots) return conv2d_backward_data_batch(s, &d, blas, slots);
     const float *dy = s->in[0], *w = s->in[1];
@@ -616,6 +603,8 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_WEIGHT);
+    if (shift) return dg__cpu_conv2d_backward_weight_shift(s, &d, blas, shift);
     int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_WEIGHT);
     if (slots) return conv2d_backward_weight_batch(s, &d, blas, slots);
     const float *dy = s->in[0], *x = s->in[1];

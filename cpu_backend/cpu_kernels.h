@@ -58,6 +58,20 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
  * GEMM of a few columns). `op`: the node's, one of the three conv ops. */
 struct dg_conv_dims;
 int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, dg_op op);
+/* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): whether a convolution has both
+ * strides 1, is not `direct` and pads no more than its kernel reaches
+ * (dx is then a convolution of dy padded by dh*(KH-1) - ph >= 0); the
+ * threads that run it, 0 where it does not apply or the scratch holds
+ * fewer than two slots (as dg__cpu_conv_slots: one thread or an sgemm
+ * that cannot run on every thread at once also give 0); and the three
+ * ops on that many threads. */
+bool dg__cpu_conv_shift_applies(const struct dg_conv_dims *d);
+int  dg__cpu_conv_shift_slots(const struct dg_conv_dims *d, bool serial_ok, int threads, dg_op op);
+dg_status dg__cpu_conv2d_shift(const dg_step *s, const struct dg_conv_dims *d, const dg_cpu_blas *blas, int slots);
+dg_status dg__cpu_conv2d_backward_data_shift(const dg_step *s, const struct dg_conv_dims *d, const dg_cpu_blas *blas,
+                                             int slots);
+dg_status dg__cpu_conv2d_backward_weight_shift(const dg_step *s, const struct dg_conv_dims *d,
+                                               const dg_cpu_blas *blas, int slots);
 /* Images per pass of the passes' forward or dx: as many as fit 1 MiB of
  * columns, or, `side_by_side` and an image of fewer than 512 columns,
  * enough for 512 columns multiplied as one GEMM; never more than the

@@ -947,6 +947,91 @@ Test(conv_cpu, span_unfolding_matches_the_reference, .timeout = 300) {
         }
 }
 
+/* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): the stride-1 convolutions from
+ * shifted views of padded planes, forward and both gradients against the
+ * float64 reference. Each case states whether the shift applies, and
+ * where it does the three ops must get slots on the case's threads (else
+ * the fallback would pass for it): 3x3 padding 1, the ResNet layers; 5x5
+ * padding 2 over 2 columns (the kernel wider than the image); padding
+ * (0, 1), so dx pads dy by 2 rows and 1 column; dilation 2; no padding;
+ * 2 groups; a 1x3 kernel; and where it does not apply, stride 2 and a 1x1
+ * kernel with padding 1 (dx would need negative padding), which must
+ * still match through the batch strategy. Each runs as 3 images on 3
+ * threads, cut into 2 units of rows an image on 7, one image cut in 4,
+ * and nested (a team of one thread: slots are counted for 3, one works). */
+Test(conv_cpu, shift_matches_the_reference, .timeout = 300) {
+    static const struct { int64_t n, c, h, w, o, kh, kw; dg_conv2d_opts opts; bool applies; const char *what; }
+        cases[] = {
+            {3, 4, 6, 7, 6, 3, 3, CONV(.pad = {1, 1}), true, "3x3, padding 1"},
+            {3, 3, 5, 2, 4, 5, 5, CONV(.pad = {2, 2}), true, "2 columns under a 5x5 kernel"},
+            {3, 5, 7, 8, 6, 3, 3, CONV(.pad = {0, 1}), true, "padding (0, 1)"},
+            {3, 4, 9, 9, 5, 3, 3, CONV(.pad = {2, 2}, .dilation = {2, 2}), true, "dilation 2, padding 2"},
+            {3, 3, 6, 5, 4, 3, 3, CONV(.pad = {0, 0}), true, "no padding"},
+            {3, 4, 6, 6, 6, 3, 3, CONV(.pad = {1, 1}, .groups = 2), true, "2 groups"},
+            {3, 4, 5, 6, 3, 1, 3, CONV(.pad = {0, 1}), true, "a 1x3 kernel"},
+            {3, 5, 9, 7, 6, 3, 3, CONV(.stride = {2, 2}, .pad = {1, 1}), false, "stride 2"},
+            {3, 4, 5, 5, 6, 1, 1, CONV(.pad = {1, 1}), false, "1x1, padding 1"},
+        };
+    /* ops: how many of forward, dx, dw must run shifted where it applies
+     * (one small image's scratch, its columns, is too small for 4 slots of
+     * dy padded or of partial dw in some cases: those fall back to the
+     * batch strategy) */
+    static const struct { int64_t n; cpu_conf cf; int ops; const char *what; } confs[] = {
+        {3, {3, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 3, "3 images on 3 threads"},
+        {3, {7, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 3, "units of rows on 7 threads"},
+        {1, {4, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 1, "one image cut in 4"},
+        {3, {3, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, true}, 3, "nested"},
+    };
+    static const dg_op ops[3] = {DG_OP_CONV2D, DG_OP_CONV2D_BACKWARD_DATA, DG_OP_CONV2D_BACKWARD_WEIGHT};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (size_t f = 0; f < sizeof confs / sizeof confs[0]; f++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s, %s", cases[k].what, confs[f].what);
+            dg_graph *g = dg_graph_new();
+            dg_node *x = dg_param(g, "x", S(confs[f].n, cases[k].c, cases[k].h, cases[k].w),
+                                  (dg_init){DG_INIT_UNIFORM, -1, 1, 80 + (uint64_t)k});
+            int64_t cg = cases[k].c / (cases[k].opts.groups ? cases[k].opts.groups : 1);
+            dg_node *w = dg_param(g, "w", S(cases[k].o, cg, cases[k].kh, cases[k].kw),
+                                  (dg_init){DG_INIT_UNIFORM, -1, 1, 90 + (uint64_t)k});
+            dg_node *y = dg_conv2d(g, x, w, NULL, cases[k].opts);
+            cr_assert_not_null(y, "%s: %s", what, dg_last_error());
+            dg_conv_dims d = dg_conv_dims_of(y);
+            cr_assert_eq(dg__cpu_conv_shift_applies(&d), cases[k].applies, "%s: the shift applies as the case says",
+                         what);
+            for (int op = 0; op < confs[f].ops && cases[k].applies; op++)
+                cr_assert_gt(dg__cpu_conv_shift_slots(&d, true, confs[f].cf.threads, ops[op]), 1,
+                             "%s: %s runs shifted", what, dg_op_name(ops[op]));
+            assert_conv_matches_reference(g, x, w, y, confs[f].cf, 1e-5, what);
+        }
+}
+
+/* Where the shift runs: never on one thread, with an sgemm that cannot
+ * run on every thread at once, or where it does not apply; with fewer
+ * images than threads each image's rows are cut (at most a unit a row);
+ * never more slots than the scratch holds. */
+Test(conv_cpu, shift_slots_follow_threads_images_and_scratch) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = V("x", 4, 8, 6, 6), *w = V("w", 8, 8, 3, 3);
+    dg_node *y = dg_conv2d(g, x, w, NULL, CONV(.pad = {1, 1}));
+    cr_assert_not_null(y, "%s", dg_last_error());
+    dg_conv_dims d = dg_conv_dims_of(y);
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 4, DG_OP_CONV2D), 4);
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 1, DG_OP_CONV2D), 0, "one thread");
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, false, 4, DG_OP_CONV2D), 0, "an sgemm that cannot run beside itself");
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 16, DG_OP_CONV2D), 16, "4 images cut in 4 rows each");
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 64, DG_OP_CONV2D), 24, "at most a unit a row: 4 x 6");
+    dg_conv_dims strided = d;
+    strided.sh = 2;
+    cr_assert_eq(dg__cpu_conv_shift_slots(&strided, true, 4, DG_OP_CONV2D), 0, "stride 2");
+    /* a scratch of one image's columns (chunk 1: 72 x 36 floats) holds
+     * 2 slots of a whole image's padded planes and result (8 x 8*8+2 +
+     * 8 x 6*8 floats) beside the weights tap by tap (576) */
+    dg_conv_dims small = d;
+    small.chunk = 1;
+    cr_assert_eq(dg__cpu_conv_shift_slots(&small, true, 4, DG_OP_CONV2D), 2);
+    dg_graph_free(g);
+}
+
 /* The batch strategy asked for with the other sgemms: the naive one runs
  * it (its nested region is one thread), the own one, whose threads share
  * one packing buffer, must run the passes instead */

@@ -221,16 +221,18 @@ Test(conv_sweep, report_sets_pytorch_beside_duograd) {
     remove_dir(dir2);
 }
 
-/* cpu-im2col-batch beside cpu-im2col: its own column, the fraction of the
- * ceiling (32 GFLOP/s, a hand-written ceiling row) from the faster CPU
- * implementation (batch: 16 GFLOP/s at 32, the passes 8), and the
- * crossover against the faster CPU at each batch (CPU 1, 1, 2 ms against
- * the GPU's 2, 1.5, 1: from 32; against the passes alone it would be 8) */
-Test(conv_sweep, report_sets_the_batch_strategy_beside_the_passes) {
+/* cpu-im2col-batch and cpu-shift beside cpu-im2col: their own columns,
+ * the fraction of the ceiling (32 GFLOP/s, a hand-written ceiling row)
+ * from the fastest CPU implementation (shift: 25.6 GFLOP/s at 32, batch
+ * 16, the passes 8), and the crossover against the fastest CPU at each
+ * batch (CPU 1, 1, 1.25 ms against the GPU's 2, 1.5, 1: from 32; against
+ * the passes alone it would be 8) */
+Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX";
     tmp_dir(dir);
     static const hand_series series[] = {
         {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},    {"cnn-conv2:fwd", "cpu-im2col-batch", false, {1.5, 1, 2}},
+        {"cnn-conv2:fwd", "cpu-shift", false, {3, 1.2, 1.25}},
         {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},    {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}},
     };
     write_hand_rows(dir, series, sizeof series / sizeof *series);
@@ -242,12 +244,13 @@ Test(conv_sweep, report_sets_the_batch_strategy_beside_the_passes) {
     bench_csv_write(f, &ceiling);
     ASSERT_OK(bench_csv_finish(f, dir, "ceiling", true));
     char *sum = plot_summary(dir);
-    cr_assert(strstr(sum, "| # | shape | batch | cpu-im2col | cpu-im2col-batch | gpu-im2col | gpu-implicit | "
-                          "implicit / im2col | best CPU / CPU sgemm ceiling |\n|---|---|---|---|---|---|---|---|---|\n"),
+    cr_assert(strstr(sum, "| # | shape | batch | cpu-im2col | cpu-im2col-batch | cpu-shift | gpu-im2col | gpu-implicit | "
+                          "implicit / im2col | best CPU / CPU sgemm ceiling |\n"
+                          "|---|---|---|---|---|---|---|---|---|---|\n"),
               "summary: %s", sum);
-    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 16.0 | 32.0 | 64.0 | 2.00 | 50% |\n"), "summary: %s", sum);
-    cr_assert(strstr(sum, "(gpu-im2col vs the faster of cpu-im2col and cpu-im2col-batch; the worst shape's)"),
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 16.0 | 25.6 | 32.0 | 64.0 | 2.00 | 80% |\n"),
               "summary: %s", sum);
+    cr_assert(strstr(sum, "(gpu-im2col vs the fastest CPU implementation; the worst shape's)"), "summary: %s", sum);
     cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv2; 1 shapes) |"), "summary: %s", sum);
     free(sum);
     remove_dir(dir);
