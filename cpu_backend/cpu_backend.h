@@ -27,10 +27,13 @@ typedef enum dg_cpu_gemm {
  *   and multiplying them with a one-thread sgemm (the weight's gradient
  *   summed from per-thread partials);
  * DEFAULT, as measured on a 16-core host (docs/PERF.md): the forward and
- *   dx as BATCH once half the threads or more get a unit, except images
- *   under 32 columns that PASSES can multiply side by side; the weight's
- *   gradient as BATCH only with a unit for every thread and a partial
- *   dw no larger than an image's columns; else PASSES.
+ *   dx as SHIFT where it applies to layers of 16 channels or more, wrap
+ *   columns an eighth of the grid or less and units of 256 columns or
+ *   more (cpu_kernels.h); else as BATCH once half the threads or more get
+ *   a unit, except images under 32 columns that PASSES can multiply side
+ *   by side; the weight's gradient as BATCH only with a unit for every
+ *   thread and a partial dw no larger than an image's columns; else
+ *   PASSES.
  * SHIFT: for convolutions of both strides 1 (not 1x1 unpadded), no
  *   im2col: OpenMP over the batch as BATCH, each thread copying its
  *   image's input into zero-padded planes and multiplying each tap's

@@ -410,11 +410,13 @@ static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_con
     return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), op);
 }
 
-/* threads of DG_CPU_CONV_SHIFT's kernels (cpu_conv_shift.c), 0 for the
- * other strategies or where it does not apply */
+/* threads of the shifted kernels (cpu_conv_shift.c): asked for, or
+ * DEFAULT where they pay; 0 for the other strategies or where they do
+ * not apply */
 static int shift_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_conv impl, dg_op op) {
-    if (impl != DG_CPU_CONV_SHIFT) return 0;
-    return dg__cpu_conv_shift_slots(d, blas->serial_in_parallel, omp_get_max_threads(), op);
+    int threads = omp_get_max_threads();
+    bool wanted = impl == DG_CPU_CONV_SHIFT || (impl == DG_CPU_CONV_DEFAULT && dg__cpu_conv_shift_pays(d, threads, op));
+    return wanted ? dg__cpu_conv_shift_slots(d, blas->serial_in_parallel, threads, op) : 0;
 }
 
 static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {

@@ -97,6 +97,24 @@ static int64_t slot_floats(const dg_conv_dims *d, const shift_geom *g, int64_t p
     return round_line(win + g->cout * ext);
 }
 
+/* DEFAULT's rule, from the H100 host's conv sweep (16 threads, docs/PERF.md):
+ * the forward and dx shifted gained 10-40% at batch 32 on 64ch 32x32 and
+ * 56x56 and 128ch 16x16 and 28x28, but lost where a GEMM's K or M is a
+ * few channels (the 3-channel stem: 0.2-0.6x), where the wrap columns are
+ * a fifth of the grid (256ch 8x8: 0.8-0.9x) and where units are short
+ * (128ch 16x16 at batch 8, cut in 2: 144 columns, 0.8-1.0x); the
+ * weight's gradient won and lost by turns, so it keeps its rule. */
+#define SHIFT_MIN_CHANNELS 16
+#define SHIFT_MIN_COLUMNS  256
+
+bool dg__cpu_conv_shift_pays(const dg_conv_dims *d, int threads, dg_op op) {
+    if (op == DG_OP_CONV2D_BACKWARD_WEIGHT || !dg__cpu_conv_shift_applies(d)) return false;
+    if (d->cg < SHIFT_MIN_CHANNELS || d->og < SHIFT_MIN_CHANNELS) return false;
+    shift_geom g = geom_of(d, op);
+    int64_t parts = shift_parts(d, &g, threads), unit_rows = g.hout / parts; /* the shortest unit's */
+    return 8 * (g.wp - g.wout) <= g.wp && unit_rows * g.wp >= SHIFT_MIN_COLUMNS;
+}
+
 int dg__cpu_conv_shift_slots(const dg_conv_dims *d, bool serial_ok, int threads, dg_op op) {
     if (!serial_ok || threads < 2 || !dg__cpu_conv_shift_applies(d)) return 0;
     shift_geom g = geom_of(d, op);

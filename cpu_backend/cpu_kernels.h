@@ -66,6 +66,11 @@ int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv
  * that cannot run on every thread at once also give 0); and the three
  * ops on that many threads. */
 bool dg__cpu_conv_shift_applies(const struct dg_conv_dims *d);
+/* whether DG_CPU_CONV_DEFAULT runs op shifted on `threads` threads: the
+ * forward and dx where the shift applies, both channel counts of a group
+ * are 16 or more, the wrap columns (cpu_conv_shift.c) an eighth of the
+ * grid or less and each thread's unit at least 256 columns of it */
+bool dg__cpu_conv_shift_pays(const struct dg_conv_dims *d, int threads, dg_op op);
 int  dg__cpu_conv_shift_slots(const struct dg_conv_dims *d, bool serial_ok, int threads, dg_op op);
 dg_status dg__cpu_conv2d_shift(const dg_step *s, const struct dg_conv_dims *d, const dg_cpu_blas *blas, int slots);
 dg_status dg__cpu_conv2d_backward_data_shift(const dg_step *s, const struct dg_conv_dims *d, const dg_cpu_blas *blas,

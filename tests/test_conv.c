@@ -1032,6 +1032,39 @@ Test(conv_cpu, shift_slots_follow_threads_images_and_scratch) {
     dg_graph_free(g);
 }
 
+/* the geometry of a 3x3, padding-1 layer of c -> o channels on hw x hw
+ * images, n of them */
+static dg_conv_dims same_3x3(dg_graph *g, int64_t n, int64_t c, int64_t hw, int64_t o) {
+    dg_node *y = dg_conv2d(g, V("x", n, c, hw, hw), V("w", o, c, 3, 3), NULL, CONV(.pad = {1, 1}));
+    cr_assert_not_null(y, "%s", dg_last_error());
+    return dg_conv_dims_of(y);
+}
+
+/* DEFAULT's rule for the shift on 16 threads (the host it was measured
+ * on): the forward and dx of ResNet-18's 64- and 128-channel layers at
+ * batch 32, and of 64ch 32x32 at batch 8 (units of 16 rows, 544 columns);
+ * not 128ch 16x16 at batch 8 (units of 8 rows: 144 columns), not 256ch
+ * 8x8 (wrap columns 2 of 10), not the 3-channel stem, never the weight's
+ * gradient. */
+Test(conv_cpu, shift_by_default_where_it_paid) {
+    dg_graph *g = dg_graph_new();
+    static const dg_op fwd = DG_OP_CONV2D, dx = DG_OP_CONV2D_BACKWARD_DATA, dw = DG_OP_CONV2D_BACKWARD_WEIGHT;
+    dg_conv_dims l1 = same_3x3(g, 32, 64, 32, 64), l2 = same_3x3(g, 32, 128, 16, 128);
+    cr_assert(dg__cpu_conv_shift_pays(&l1, 16, fwd) && dg__cpu_conv_shift_pays(&l1, 16, dx), "64ch 32x32, batch 32");
+    cr_assert(dg__cpu_conv_shift_pays(&l2, 16, fwd) && dg__cpu_conv_shift_pays(&l2, 16, dx), "128ch 16x16, batch 32");
+    cr_assert(!dg__cpu_conv_shift_pays(&l1, 16, dw), "the weight's gradient keeps its rule");
+    dg_conv_dims l1_b8 = same_3x3(g, 8, 64, 32, 64), l2_b8 = same_3x3(g, 8, 128, 16, 128);
+    cr_assert(dg__cpu_conv_shift_pays(&l1_b8, 16, fwd), "64ch 32x32, batch 8: 544 columns a unit");
+    cr_assert(!dg__cpu_conv_shift_pays(&l2_b8, 16, fwd), "128ch 16x16, batch 8: 144 columns a unit");
+    dg_conv_dims l3 = same_3x3(g, 32, 256, 8, 256), stem = same_3x3(g, 32, 3, 32, 64);
+    cr_assert(!dg__cpu_conv_shift_pays(&l3, 16, fwd), "256ch 8x8: a fifth of the grid wraps");
+    cr_assert(!dg__cpu_conv_shift_pays(&stem, 16, fwd) && !dg__cpu_conv_shift_pays(&stem, 16, dx), "3 channels");
+    dg_conv_dims strided = l1;
+    strided.sh = strided.sw = 2;
+    cr_assert(!dg__cpu_conv_shift_pays(&strided, 16, fwd), "stride 2: the shift does not apply");
+    dg_graph_free(g);
+}
+
 /* The batch strategy asked for with the other sgemms: the naive one runs
  * it (its nested region is one thread), the own one, whose threads share
  * one packing buffer, must run the passes instead */
