@@ -247,15 +247,14 @@ dg_status dg__cpu_conv2d_backward_weight_shift(const dg_step *s, const dg_conv_d
     int64_t parts = shift_parts(d, &g, omp_get_max_threads());
     int64_t per = slot_floats(d, &g, parts, DG_OP_CONV2D_BACKWARD_WEIGHT);
     int64_t unit_rows = (g.hout + parts - 1) / parts, L = window_floats(d, &g, unit_rows);
-    int64_t taps = d->kh * d->kw, wsize = d->o * d->cg * taps, ext_ld = unit_rows * g.wp;
+    int64_t taps = d->kh * d->kw, ext_ld = unit_rows * g.wp;
     int64_t part_at = g.cin * L + d->o * ext_ld;
 #pragma omp parallel
     {
         int64_t lo, hi;
-        int workers = dg__conv_batch_workers(slots);
+        int workers = dg__conv_batch_workers(slots); /* <= slots <= units: each writes its partial */
         float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, workers, &lo, &hi);
         float *dy_ext = slot ? slot + g.cin * L : NULL, *part = slot ? slot + part_at : NULL;
-        if (part && lo == hi) memset(part, 0, (size_t)wsize * sizeof(float)); /* a worker with no unit */
         for (int64_t u = lo; u < hi; u++) {
             shift_unit un = unit_of(&g, parts, u);
             int64_t rows = un.r1 - un.r0, n = rows * g.wp;
