@@ -97,13 +97,14 @@ static int64_t slot_floats(const dg_conv_dims *d, const shift_geom *g, int64_t p
     return round_line(win + g->cout * ext);
 }
 
-/* DEFAULT's rule, from the H100 host's conv sweep (16 threads, docs/PERF.md):
- * the forward and dx shifted gained 10-40% at batch 32 on 64ch 32x32 and
- * 56x56 and 128ch 16x16 and 28x28, but lost where a GEMM's K or M is a
- * few channels (the 3-channel stem: 0.2-0.6x), where the wrap columns are
- * a fifth of the grid (256ch 8x8: 0.8-0.9x) and where units are short
- * (128ch 16x16 at batch 8, cut in 2: 144 columns, 0.8-1.0x); the
- * weight's gradient won and lost by turns, so it keeps its rule. */
+/* DEFAULT's rule, from the H100 host's conv sweep (16 threads, medians of
+ * 2-5 runs at batch 32, docs/PERF.md): the forward and dx shifted gained
+ * 19-25% and 3-12% on 64ch 32x32 and 56x56, 15-23% on 128ch 28x28, 1-5%
+ * on 128ch 16x16, but lost where a GEMM's K or M is a few channels (the
+ * 3-channel stem: 0.3-0.5x), where the wrap columns are a fifth of the
+ * grid (256ch 8x8: 0.88-0.92x) and where units are short (128ch 16x16 at
+ * batch 8, cut in 2: 144 columns, 0.8-1.0x); the weight's gradient won
+ * and lost by turns (0.89-1.06x), so it keeps its rule. */
 #define SHIFT_MIN_CHANNELS 16
 #define SHIFT_MIN_COLUMNS  256
 
@@ -124,9 +125,9 @@ int dg__cpu_conv_shift_slots(const dg_conv_dims *d, bool serial_ok, int threads,
     return slots < 2 ? 0 : (int)slots;
 }
 
-/* dst [cin channels, L apart] = the padded rows [r0, r0 + rows) of the
- * source planes src [cin, hin, win] (r0 counted in padded rows), each
- * channel's `tail` floats behind them zero */
+/* dst [cin channels, L floats apart] = the padded rows [r0, r0 + rows)
+ * of the source planes src [cin, hin, win] (r0 counted in padded rows),
+ * the floats between a channel's last row and the next channel zero */
 static void pad_window(float *restrict dst, const float *restrict src, const shift_geom *g, int64_t r0, int64_t rows,
                        int64_t L) {
     int64_t right = g->wp - g->left - g->win;
