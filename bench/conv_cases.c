@@ -13,12 +13,15 @@
 const char *const conv_dir_name[CONV_N_DIRS] = {"fwd", "bwd-data", "bwd-weight"};
 
 const conv_impl conv_impls[CONV_N_IMPLS] = {
-    [CONV_CPU]          = {"cpu-im2col", false, false, false, DG_CPU_CONV_PASSES},      /* im2col + OpenBLAS, in passes */
-    [CONV_CPU_BATCH]    = {"cpu-im2col-batch", false, false, false, DG_CPU_CONV_BATCH}, /* the same, image per thread   */
-    [CONV_CPU_SHIFT]    = {"cpu-shift", false, false, false, DG_CPU_CONV_SHIFT},        /* shifted taps, no im2col      */
-    [CONV_GPU_IM2COL]   = {"gpu-im2col", true, false, false, DG_CPU_CONV_DEFAULT},      /* im2col + cuBLAS              */
-    [CONV_GPU_TRANSFER] = {"gpu-im2col", true, false, true, DG_CPU_CONV_DEFAULT},       /* the same, with copies        */
-    [CONV_GPU_IMPLICIT] = {"gpu-implicit", true, true, false, DG_CPU_CONV_DEFAULT},     /* implicit-GEMM kernels        */
+    /* im2col + OpenBLAS in passes; the same, image per thread; shifted taps, no im2col */
+    [CONV_CPU]          = {"cpu-im2col", false, false, false, DG_CPU_CONV_PASSES},
+    [CONV_CPU_BATCH]    = {"cpu-im2col-batch", false, false, false, DG_CPU_CONV_BATCH},
+    [CONV_CPU_SHIFT]    = {"cpu-shift", false, false, false, DG_CPU_CONV_SHIFT},
+    /* im2col + cuBLAS; the same with the copies; the implicit-GEMM kernels
+     * (the CPU's strategy is not theirs to set) */
+    [CONV_GPU_IM2COL]   = {"gpu-im2col", true, false, false, DG_CPU_CONV_DEFAULT},
+    [CONV_GPU_TRANSFER] = {"gpu-im2col", true, false, true, DG_CPU_CONV_DEFAULT},
+    [CONV_GPU_IMPLICIT] = {"gpu-implicit", true, true, false, DG_CPU_CONV_DEFAULT},
 };
 
 void conv_case_name(const conv_shape *s, int dir, char *buf, size_t n) {

@@ -9,8 +9,9 @@
  * as cpu-im2col: one image, or a scratch too small for two slots),
  * cpu-shift (the stride-1 layers without im2col, from shifted views of
  * zero-padded planes, OpenMP over the batch: DG_CPU_CONV_SHIFT; skipped
- * where it would run as cpu-im2col-batch: a stride of 2, a 1x1 unpadded
- * layer, one thread, or a scratch too small for two slots),
+ * where it would run as cpu-im2col-batch: a stride above 1, a 1x1
+ * unpadded layer, padding beyond the kernel, one thread, or a scratch too
+ * small for two slots),
  * gpu-im2col (im2col + cuBLAS; also with transfers: transfer = 1, the two
  * inputs uploaded from host memory and the output downloaded inside the
  * timed region) and gpu-implicit (dg_gpu_set_conv(DG_GPU_CONV_IMPLICIT),
@@ -293,8 +294,8 @@ static const char *skip_reason(const bench_ctx *ctx, const conv_problem *pb, int
     }
     if (im->cpu == DG_CPU_CONV_SHIFT && !dg__cpu_conv_shift_slots(&g, true, threads, pb->out[d]->op)) {
         snprintf(why, n, "runs as cpu-im2col-batch here: %s", !dg__cpu_conv_shift_applies(&g)
-                 ? "not both strides 1 (or a 1x1 unpadded)" : threads < 2 ? "one thread"
-                 : "the scratch holds fewer than two threads' slots");
+                 ? "the shift does not apply (a stride above 1, a 1x1 unpadded layer, or padding beyond the kernel)"
+                 : threads < 2 ? "one thread" : "the scratch holds fewer than two threads' slots");
         return why;
     }
     if (!bench_user_sizes(ctx) && !strcmp(pb->sh->family, "r18i") && pb->batch > CPU_IMAGENET_MAX_BATCH) {

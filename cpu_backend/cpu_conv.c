@@ -55,8 +55,6 @@
 #include "cpu_conv_batch.h"
 #include "cpu_kernels.h"
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 /* The first ox >= 0 with ox*stride + off >= bound. */
 static int64_t first_at_least(int64_t bound, int64_t off, int64_t stride) {
     int64_t v = bound - off;
@@ -427,7 +425,8 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
 #pragma omp parallel
     {
         int64_t lo, hi;
-        float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, dg__conv_batch_workers(slots), &lo, &hi); /* NULL when direct */
+        int workers = dg__conv_batch_workers(slots);
+        float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, workers, &lo, &hi); /* NULL when direct */
         for (int64_t u = lo; u < hi; u++) {
             unit un = unit_of(d, parts, DG_OP_CONV2D, u);
             int64_t i = un.image;
@@ -464,7 +463,8 @@ static dg_status conv2d_backward_data_batch(const dg_step *s, const dg_conv_dims
 #pragma omp parallel
     {
         int64_t lo, hi;
-        float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, dg__conv_batch_workers(slots), &lo, &hi); /* NULL when direct */
+        int workers = dg__conv_batch_workers(slots);
+        float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, workers, &lo, &hi); /* NULL when direct */
         for (int64_t u = lo; u < hi; u++) {
             unit un = unit_of(d, parts, DG_OP_CONV2D_BACKWARD_DATA, u);
             int64_t i = un.image, c0 = un.chans.c0;

@@ -7,6 +7,8 @@
 #include <omp.h>
 #include <stdint.h>
 
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
 /* A batch region takes the whole team even when fewer slots work: libgomp
  * ends the pool threads that a smaller team leaves out and creates them
  * again for the next full one, 0.8 ms each time on a 16-core host

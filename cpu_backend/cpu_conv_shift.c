@@ -34,8 +34,6 @@
 #include "cpu_conv_batch.h"
 #include "cpu_kernels.h"
 
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
 /* The stride-1 convolution that a direction computes, as a forward one:
  * source planes [cin, hin, win] padded by `top` rows and `left` columns
  * (as many after) into rows wp apart, result planes [cout, hout, wout] */

@@ -1029,6 +1029,11 @@ Test(conv_cpu, shift_slots_follow_threads_images_and_scratch) {
     dg_conv_dims small = d;
     small.chunk = 1;
     cr_assert_eq(dg__cpu_conv_shift_slots(&small, true, 4, DG_OP_CONV2D), 2);
+    /* with 12 output channels the weights (864 floats) leave 1728, room
+     * for one slot of 1104: none (2592 / 1104 would be 2) */
+    dg_conv_dims wide = small;
+    wide.o = wide.og = 12;
+    cr_assert_eq(dg__cpu_conv_shift_slots(&wide, true, 4, DG_OP_CONV2D), 0, "the weights tap by tap take room");
     dg_graph_free(g);
 }
 
