@@ -39,7 +39,7 @@ void conv_case_name(const conv_shape *s, int dir, char *buf, size_t n);
  * the GPU with the implicit-GEMM kernels or im2col, with the host-device
  * copies inside the timed region or not */
 typedef struct conv_impl { const char *name; bool gpu, implicit, transfer; dg_cpu_conv cpu; } conv_impl;
-enum { CONV_CPU, CONV_CPU_BATCH, CONV_CPU_SHIFT, CONV_GPU_IM2COL, CONV_GPU_TRANSFER, CONV_GPU_IMPLICIT, CONV_N_IMPLS };
+enum { CONV_CPU, CONV_CPU_BATCH, CONV_CPU_SHIFT, CONV_CPU_CHANNELS, CONV_GPU_IM2COL, CONV_GPU_TRANSFER, CONV_GPU_IMPLICIT, CONV_N_IMPLS };
 extern const conv_impl conv_impls[CONV_N_IMPLS]; /* in the order of a shape's rows */
 
 #endif

@@ -12,6 +12,10 @@
  * where it would run as cpu-im2col-batch: a stride above 1, a 1x1
  * unpadded layer, padding beyond the kernel, one thread, or a scratch too
  * small for two slots),
+ * cpu-im2col-chan (the weight's gradient split by input channels, each
+ * thread's GEMM into its own columns of dw: DG_CPU_CONV_CHANNELS; its
+ * forward and dx rows are skipped, as are its rows where it would run as
+ * cpu-im2col: one thread or one input channel),
  * gpu-im2col (im2col + cuBLAS; also with transfers: transfer = 1, the two
  * inputs uploaded from host memory and the output downloaded inside the
  * timed region) and gpu-implicit (dg_gpu_set_conv(DG_GPU_CONV_IMPLICIT),
@@ -298,6 +302,10 @@ static const char *skip_reason(const bench_ctx *ctx, const conv_problem *pb, int
                  : threads < 2 ? "one thread" : "the scratch holds fewer than two threads' slots");
         return why;
     }
+    if (im->cpu == DG_CPU_CONV_CHANNELS && pb->out[d]->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
+        return "the channel split computes the weight's gradient only (this direction runs as the default)";
+    if (im->cpu == DG_CPU_CONV_CHANNELS && !dg__cpu_conv_channels_run(&g, true, threads))
+        return "runs as cpu-im2col here: one thread or one input channel";
     if (!bench_user_sizes(ctx) && !strcmp(pb->sh->family, "r18i") && pb->batch > CPU_IMAGENET_MAX_BATCH) {
         snprintf(why, n, "ImageNet-sized: the CPU's default batches stop at %d (--sizes conv=LIST runs more)",
                  CPU_IMAGENET_MAX_BATCH);

@@ -187,34 +187,45 @@ static void write_peer_cells(FILE *f, const bench_table *t, const char *name, co
     fprintf(f, " %s | %s |", v, ratio);
 }
 
+/* the CPU strategies beside cpu-im2col, each a column where it has rows
+ * (folders from before them stay as they were) */
+enum { FIRST_OTHER_CPU = CONV_CPU_BATCH, LAST_OTHER_CPU = CONV_CPU_CHANNELS };
+
+static bool any_other_cpu(const bench_table *t) {
+    for (int i = FIRST_OTHER_CPU; i <= LAST_OTHER_CPU; i++)
+        if (has_rows(t, conv_impls[i].name)) return true;
+    return false;
+}
+
 static void write_direction(bench_report *rep, const bench_table *t, const conv_shape_list *l, int d) {
     FILE *f = rep->sum;
-    bool peer[N_PEERS];
-    /* cpu-im2col-batch's and cpu-shift's columns only where they have rows
-     * (folders from before them stay as they were) */
-    bool batch = has_rows(t, conv_impls[CONV_CPU_BATCH].name), shift = has_rows(t, conv_impls[CONV_CPU_SHIFT].name);
-    fprintf(f, "### %s: 3x3 layers, GFLOP/s at the largest batch\n\n"
-               "| # | shape | batch | cpu-im2col |%s%s gpu-im2col | gpu-implicit | implicit / im2col | %sCPU / CPU "
-               "sgemm ceiling |", conv_dir_name[d], batch ? " cpu-im2col-batch |" : "", shift ? " cpu-shift |" : "",
-            batch || shift ? "best " : "");
+    bool peer[N_PEERS], other[LAST_OTHER_CPU + 1] = {false};
+    fprintf(f, "### %s: 3x3 layers, GFLOP/s at the largest batch\n\n| # | shape | batch | cpu-im2col |",
+            conv_dir_name[d]);
+    for (int i = FIRST_OTHER_CPU; i <= LAST_OTHER_CPU; i++)
+        if ((other[i] = has_rows(t, conv_impls[i].name))) fprintf(f, " %s |", conv_impls[i].name);
+    fprintf(f, " gpu-im2col | gpu-implicit | implicit / im2col | %sCPU / CPU sgemm ceiling |",
+            any_other_cpu(t) ? "best " : "");
     for (int p = 0; p < N_PEERS; p++)
         if ((peer[p] = has_rows(t, peer_impls[p].name)))
             fprintf(f, " %s | duograd %s / %s |", peer_impls[p].name, peer_impls[p].gpu ? "GPU" : "CPU",
                     peer_impls[p].name);
-    fprintf(f, "\n|---|---|---|---|---|---|---|---|%s%s", batch ? "---|" : "", shift ? "---|" : "");
+    fprintf(f, "\n|---|---|---|---|---|---|---|---|");
+    for (int i = FIRST_OTHER_CPU; i <= LAST_OTHER_CPU; i++)
+        if (other[i]) fprintf(f, "---|");
     for (int p = 0; p < N_PEERS; p++)
         if (peer[p]) fprintf(f, "---|---|");
     fprintf(f, "\n");
     for (int k = 0; k < l->n; k++) {
         const conv_shape *s = &l->s[k];
-        char name[48], c[48], cb[48], cs[48], g[48], i[48], ratio[16], frac[16];
+        char name[48], c[48], co[LAST_OTHER_CPU + 1][48], g[48], i[48], ratio[16], frac[16];
         conv_case_name(s, d, name, sizeof name);
         long long b = largest_batch(t, name);
         if (s->kh != 3 || s->kw != 3 || !b) continue;
-        /* the faster CPU implementation, each at batch b or else its own largest */
-        double cpu = fmax(fmax(cell(t, name, &conv_impls[CONV_CPU], b, c, sizeof c),
-                               cell(t, name, &conv_impls[CONV_CPU_BATCH], b, cb, sizeof cb)),
-                          cell(t, name, &conv_impls[CONV_CPU_SHIFT], b, cs, sizeof cs));
+        /* the fastest CPU implementation, each at batch b or else its own largest */
+        double cpu = cell(t, name, &conv_impls[CONV_CPU], b, c, sizeof c);
+        for (int o = FIRST_OTHER_CPU; o <= LAST_OTHER_CPU; o++)
+            cpu = fmax(cpu, cell(t, name, &conv_impls[o], b, co[o], sizeof co[o]));
         cell(t, name, &conv_impls[CONV_GPU_IM2COL], b, g, sizeof g);
         cell(t, name, &conv_impls[CONV_GPU_IMPLICIT], b, i, sizeof i);
         /* the ratio at one batch only */
@@ -223,8 +234,8 @@ static void write_direction(bench_report *rep, const bench_table *t, const conv_
         bench_fmt_num(ri && rg ? ri->gflops / rg->gflops : NAN, "%.2f", ratio, sizeof ratio);
         bench_fmt_num(100.0 * cpu / rep->ceil.cpu_gflops, "%.0f%%", frac, sizeof frac);
         fprintf(f, "| %d | %s | %lld | %s |", k + 1, s->name, b, c);
-        if (batch) fprintf(f, " %s |", cb);
-        if (shift) fprintf(f, " %s |", cs);
+        for (int o = FIRST_OTHER_CPU; o <= LAST_OTHER_CPU; o++)
+            if (other[o]) fprintf(f, " %s |", co[o]);
         fprintf(f, " %s | %s | %s | %s |", g, i, ratio, frac);
         for (int p = 0; p < N_PEERS; p++)
             if (peer[p]) write_peer_cells(f, t, name, &peer_impls[p], b);
@@ -250,12 +261,11 @@ static bench_series by_batch(const bench_table *t, const char *name, const conv_
     return s;
 }
 
-/* cpu-im2col's median ms over the batch, each point replaced by
- * cpu-im2col-batch's or cpu-shift's where that measured faster at the
- * same batch */
+/* cpu-im2col's median ms over the batch, each point replaced by another
+ * CPU strategy's where that measured faster at the same batch */
 static bench_series cpu_fastest_by_batch(const bench_table *t, const char *name) {
     bench_series c = by_batch(t, name, &conv_impls[CONV_CPU]);
-    for (int other = CONV_CPU_BATCH; other <= CONV_CPU_SHIFT; other++) {
+    for (int other = FIRST_OTHER_CPU; other <= LAST_OTHER_CPU; other++) {
         bench_series b = by_batch(t, name, &conv_impls[other]);
         for (int i = 0; i < c.n; i++)
             for (int j = 0; j < b.n; j++)
@@ -313,8 +323,7 @@ static void write_crossovers(FILE *f, const bench_table *t, const conv_shape_lis
     }
     fprintf(f, "### GPU/CPU crossover batch per shape family (gpu-im2col vs %s; the worst shape's)\n\n"
                "| family | direction | kernels only | with host-device transfers |\n|---|---|---|---|\n",
-            has_rows(t, conv_impls[CONV_CPU_BATCH].name) || has_rows(t, conv_impls[CONV_CPU_SHIFT].name)
-                ? "the fastest CPU implementation" : "cpu-im2col");
+            any_other_cpu(t) ? "the fastest CPU implementation" : "cpu-im2col");
     for (int k = 0; k < l->n; k++) {
         bool first = true; /* each family once, where its first shape is */
         for (int j = 0; j < k; j++) first &= strcmp(l->s[j].family, l->s[k].family) != 0;

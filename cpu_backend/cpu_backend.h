@@ -39,14 +39,20 @@ typedef enum dg_cpu_gemm {
  *   image's input into zero-padded planes and multiplying each tap's
  *   weights with a shifted view of them (cpu_conv_shift.c); elsewhere as
  *   BATCH.
- * BATCH and SHIFT fall back to PASSES where they do not apply: one thread,
- * one image (BATCH), an sgemm that cannot run on every thread at once (the own
- * one, a pthreads OpenBLAS), or a scratch too small for two slots. */
+ * CHANNELS: the weight's gradient split by input channels, each thread
+ *   unfolding its channels' columns of a pass of images and multiplying
+ *   them straight into its rows of dw (no partials; cpu_conv.c); the
+ *   forward and dx as DEFAULT.
+ * BATCH, SHIFT and CHANNELS fall back to PASSES where they do not apply:
+ * one thread, one image (BATCH), an sgemm that cannot run on every thread
+ * at once (the own one, a pthreads OpenBLAS), or a scratch too small for
+ * two slots. */
 typedef enum dg_cpu_conv {
     DG_CPU_CONV_DEFAULT,
     DG_CPU_CONV_PASSES,
     DG_CPU_CONV_BATCH,
     DG_CPU_CONV_SHIFT,
+    DG_CPU_CONV_CHANNELS,
 } dg_cpu_conv;
 
 /* threads <= 0: OpenMP's default (OMP_NUM_THREADS or the core count). The

@@ -46,7 +46,15 @@
  * into a partial dw [o, R] (thread 0 into dw itself, thread t into its
  * slot behind its columns), and the partials are added into dw after. A
  * team smaller than `slots` (OMP_THREAD_LIMIT, a caller's parallel
- * region) splits the images, and sums the partials, by its real size. */
+ * region) splits the images, and sums the partials, by its real size.
+ *
+ * DG_CPU_CONV_CHANNELS splits only the weight's gradient, and by input
+ * channels: in passes as the scratch lays them out, every thread unfolds
+ * its own channels' rows of col for the pass's images, dyT is transposed
+ * by all of them, and each multiplies with a one-thread sgemm straight
+ * into its own columns of dw, summing over the whole pass: no partials,
+ * one parallel region (the passes' GEMM of a deep layer, 256 x 2304 x
+ * 384 for 256ch 8x8, is a few dozen MFLOP a thread between fork-joins). */
 #include <omp.h>
 #include <string.h>
 
@@ -145,22 +153,28 @@ static void unfold_span(float *restrict dst, const float *restrict plane, const 
     zero_outside(out, v.noy, ow, in);
 }
 
-/* col[(ci*KH + ki)*KW + kj][j*bc + (oy - oy0)*OW + ox], rows ld apart,
- * bc = rs.noy*OW, for the nb images from n0 and the output rows rs: the
- * tap (ki, kj) of channel ci under output position (oy, ox) of image
- * n0 + j (layout.h when rs is every row), 0 in the padding */
-static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb, out_rows rs, float *col,
-                   int64_t ld) {
+/* The input channels [c0, c1) that im2col unfolds or col2im folds */
+typedef struct chan_range { int64_t c0, c1; } chan_range;
+
+static chan_range all_channels(const dg_conv_dims *d) { return (chan_range){0, d->c}; }
+
+/* col[((ci - cr.c0)*KH + ki)*KW + kj][j*bc + (oy - oy0)*OW + ox], rows ld
+ * apart, bc = rs.noy*OW, for the nb images from n0, the output rows rs and
+ * the channels cr: the tap (ki, kj) of channel ci under output position
+ * (oy, ox) of image n0 + j (layout.h for every row and channel), 0 in the
+ * padding */
+static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb, out_rows rs, chan_range cr,
+                   float *col, int64_t ld) {
     int64_t taps = d->kh * d->kw, bc = rs.noy * d->ow;
     bool span = span_rows(d);
 #pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
     for (int64_t j = 0; j < nb; j++)
-        for (int64_t ci = 0; ci < d->c; ci++) {
+        for (int64_t ci = cr.c0; ci < cr.c1; ci++) {
             const float *plane = x + ((n0 + j) * d->c + ci) * d->h * d->w;
             for (int64_t tap = 0; tap < taps; tap++) {
                 int64_t ki = tap / d->kw, off = tap % d->kw * d->dw - d->pw;
                 ox_range in = inside(d, off);
-                float *dst = col + (ci * taps + tap) * ld + j * bc;
+                float *dst = col + ((ci - cr.c0) * taps + tap) * ld + j * bc;
                 if (span) {
                     unfold_span(dst, plane, d, rs, ki * d->dh - d->ph, off, in);
                     continue;
@@ -175,11 +189,6 @@ static void im2col(const float *x, const dg_conv_dims *d, int64_t n0, int64_t nb
             }
         }
 }
-
-/* The input channels [c0, c1) whose planes col2im folds */
-typedef struct chan_range { int64_t c0, c1; } chan_range;
-
-static chan_range all_channels(const dg_conv_dims *d) { return (chan_range){0, d->c}; }
 
 /* plane (+)= one tap's column rows src [rs.noy, OW] when span_rows, the
  * adjoint of unfold_span: the valid rows' columns outside `in` are zeroed
@@ -387,7 +396,7 @@ static int64_t slot_floats(const dg_conv_dims *d, int64_t parts, dg_op op) {
 
 int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, dg_op op) {
     bool weight = op == DG_OP_CONV2D_BACKWARD_WEIGHT;
-    if (impl == DG_CPU_CONV_PASSES || !serial_ok || threads < 2 || d->n < 2) return 0;
+    if (impl == DG_CPU_CONV_PASSES || impl == DG_CPU_CONV_CHANNELS || !serial_ok || threads < 2 || d->n < 2) return 0;
     int64_t parts = image_parts(d, threads, op), per = slot_floats(d, parts, op);
     int64_t slots = min64(threads, d->n * parts);
     if (per > 0) slots = min64(slots, dg_conv_scratch_floats(d, weight) / per);
@@ -440,7 +449,7 @@ static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_
             }
             for (out_rows b = block_of(d, un.oy0, un.oy_end); b.noy > 0; b = block_of(d, b.oy0 + b.noy, un.oy_end)) {
                 int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
-                im2col(x, d, i, 1, b, slot, bc);
+                im2col(x, d, i, 1, b, all_channels(d), slot, bc);
                 for (int64_t g = 0; g < d->groups; g++) /* y_g [og, bc] of image i's block */
                     gemm(blas, false, false, d->og, bc, r, w + g * d->og * r, r, slot + g * r * bc, bc,
                          y + (i * d->o + g * d->og) * d->cols + p0, d->cols, false);
@@ -509,7 +518,7 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
             for (out_rows b = block_of(d, un.oy0, un.oy_end); b.noy > 0; b = block_of(d, b.oy0 + b.noy, un.oy_end)) {
                 int64_t bc = b.noy * d->ow, p0 = b.oy0 * d->ow;
                 bool acc = u > lo || b.oy0 > un.oy0; /* the worker's first block writes its partial */
-                im2col(x, d, i, 1, b, col, bc);
+                im2col(x, d, i, 1, b, all_channels(d), col, bc);
                 for (int64_t g = 0; g < d->groups; g++) /* part_g [og, r] (+)= dy_g col_g^T, image i's block */
                     gemm(blas, false, true, d->og, r, bc, dy + (i * d->o + g * d->og) * d->cols + p0, d->cols,
                          col + g * r * bc, bc, part + g * d->og * r, r, acc);
@@ -527,12 +536,69 @@ static dg_status conv2d_backward_weight_batch(const dg_step *s, const dg_conv_di
     return DG_OK;
 }
 
+/* ---- DG_CPU_CONV_CHANNELS (see the top): the weight's gradient ---- */
+
+/* A pass holds as many images as keep each thread's columns under this
+ * (its L2 share): 256ch 8x8 on 16 threads, 16 channels a thread, is one
+ * pass of 32 images (1.2 MB) */
+#define CHANNEL_COLUMN_BYTES ((int64_t)1 << 20)
+
+bool dg__cpu_conv_channels_run(const dg_conv_dims *d, bool serial_ok, int threads) {
+    return serial_ok && threads >= 2 && d->c >= 2;
+}
+
+/* thread t of `team` takes input channels [c*t/team, c*(t+1)/team) */
+static chan_range my_channels(const dg_conv_dims *d, int t, int team) {
+    return (chan_range){d->c * t / team, d->c * (t + 1) / team};
+}
+
+/* Per pass of nb images (count = nb*cols columns), in the scratch's layout
+ * (layout.h): col [rows, count], then dyT [o, count] = the pass's dy,
+ * transposed by all threads; each thread unfolds its channels' rows of col
+ * and, per group g its channels meet, multiplies
+ *   dw_g[:, its rows] [og, (cb - ca)*KH*KW] (+)= dyT_g [og, count] col_rows^T
+ * the first pass writing. A barrier ends each pass but the last, before
+ * dyT is overwritten. */
+static dg_status conv2d_backward_weight_channels(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas) {
+    const float *dy = s->in[0], *x = s->in[1];
+    float *dw = s->out, *col = s->scratch;
+    int64_t taps = d->kh * d->kw, r = d->cg * taps;
+    int threads = omp_get_max_threads();
+    int64_t widest = (d->c + threads - 1) / threads; /* channels of the widest thread's range */
+    int64_t pass = pass_images(d, widest * taps * d->cols, CHANNEL_COLUMN_BYTES);
+#pragma omp parallel
+    {
+        chan_range mine = my_channels(d, omp_get_thread_num(), omp_get_num_threads());
+        for (int64_t n0 = 0; n0 < d->n; n0 += pass) {
+            int64_t nb = min64(pass, d->n - n0), count = nb * d->cols;
+            float *dyT = col + d->rows * count;
+            im2col(x, d, n0, nb, all_rows(d), mine, col + mine.c0 * taps * count, count);
+#pragma omp for collapse(2) schedule(static)
+            for (int64_t j = 0; j < nb; j++) /* dyT[o][j*cols + p] = dy[n0 + j][o][p] */
+                for (int64_t o = 0; o < d->o; o++)
+                    memcpy(dyT + o * count + j * d->cols, dy + ((n0 + j) * d->o + o) * d->cols,
+                           (size_t)d->cols * sizeof(float));
+            for (int64_t ca = mine.c0; ca < mine.c1;) { /* [ca, cb): mine within group g */
+                int64_t g = ca / d->cg, cb = min64(mine.c1, (g + 1) * d->cg);
+                gemm(blas, false, true, d->og, (cb - ca) * taps, count, dyT + g * d->og * count, count,
+                     col + ca * taps * count, count, dw + g * d->og * r + (ca - g * d->cg) * taps, r, n0 > 0);
+                ca = cb;
+            }
+            if (n0 + pass < d->n) {
+#pragma omp barrier
+            }
+        }
+    }
+    return DG_OK;
+}
+
 /* ---- the ops ---- */
 
 dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv impl) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    if (impl == DG_CPU_CONV_CHANNELS) impl = DG_CPU_CONV_DEFAULT; /* it splits the weight's gradient only */
     int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D);
     if (shift) return dg__cpu_conv2d_shift(s, &d, blas, shift);
     int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D);
@@ -545,7 +611,7 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv 
         int64_t nb = min64(pass, d.n - n0), ld = nb * d.cols;
         if (side && nb > 1) {
             float *yT = y + n0 * d.o * d.cols; /* [o, nb*cols], then [nb, o, cols] */
-            im2col(x, &d, n0, nb, all_rows(&d), col, ld);
+            im2col(x, &d, n0, nb, all_rows(&d), all_channels(&d), col, ld);
             for (int64_t g = 0; g < d.groups; g++) /* yT_g [og, nb*cols] */
                 gemm(blas, false, false, d.og, ld, r, w + g * d.og * r, r, col + g * r * ld, ld, yT + g * d.og * ld,
                      ld, false);
@@ -555,7 +621,7 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv 
         }
         col_strides cs = col_strides_of(&d, nb);
         const float *src = d.direct ? x + n0 * d.c * d.cols : col;
-        if (!d.direct) im2col(x, &d, n0, nb, all_rows(&d), col, cs.ld);
+        if (!d.direct) im2col(x, &d, n0, nb, all_rows(&d), all_channels(&d), col, cs.ld);
         for (int64_t j = 0; j < nb; j++) /* y_g [og, cols] of image n0 + j */
             for (int64_t g = 0; g < d.groups; g++)
                 gemm(blas, false, false, d.og, d.cols, r, w + g * d.og * r, r,
@@ -569,6 +635,7 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    if (impl == DG_CPU_CONV_CHANNELS) impl = DG_CPU_CONV_DEFAULT; /* it splits the weight's gradient only */
     int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_DATA);
     if (shift) return dg__cpu_conv2d_backward_data_shift(s, &d, blas, shift);
     int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_DATA);
@@ -605,6 +672,8 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
+    if (impl == DG_CPU_CONV_CHANNELS && dg__cpu_conv_channels_run(&d, blas->serial_in_parallel, omp_get_max_threads()))
+        return conv2d_backward_weight_channels(s, &d, blas);
     int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_WEIGHT);
     if (shift) return dg__cpu_conv2d_backward_weight_shift(s, &d, blas, shift);
     int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_WEIGHT);
@@ -619,7 +688,7 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
         int64_t nb = min64(pass, d.n - n0), count = nb * d.cols;
         float *col = s->scratch;
         const float *dyT = dy + n0 * d.o * d.cols;
-        im2col(x, &d, n0, nb, all_rows(&d), col, count);
+        im2col(x, &d, n0, nb, all_rows(&d), all_channels(&d), col, count);
         if (nb > 1) {
             transpose_dy(dy, &d, n0, nb, col + d.rows * count, count);
             dyT = col + d.rows * count;

@@ -58,6 +58,10 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
  * GEMM of a few columns). `op`: the node's, one of the three conv ops. */
 struct dg_conv_dims;
 int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, int threads, dg_op op);
+/* DG_CPU_CONV_CHANNELS (cpu_conv.c): whether it runs the weight's
+ * gradient: on 2 threads or more, with an sgemm that can run on every
+ * thread at once, and 2 input channels or more (else the passes) */
+bool dg__cpu_conv_channels_run(const struct dg_conv_dims *d, bool serial_ok, int threads);
 /* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): whether a convolution has both
  * strides 1, is not `direct` and pads no more than its kernel reaches
  * (dx is then a convolution of dy padded by dh*(KH-1) - ph >= 0); the

@@ -1070,6 +1070,52 @@ Test(conv_cpu, shift_by_default_where_it_paid) {
     dg_graph_free(g);
 }
 
+/* DG_CPU_CONV_CHANNELS (cpu_conv.c): the weight's gradient split by input
+ * channels, against the float64 reference (the forward and dx run as
+ * DEFAULT). Ranges of uneven width (5 channels on 3 threads), a stride of
+ * 2, dilation 2, a range that crosses a group boundary (8 channels in 2
+ * groups on 3 threads: [2, 5) meets both groups), threads without a
+ * channel (3 channels on 7), 64x64 images whose columns (147 KB a channel
+ * a thread) take passes of 7 and 2 images, and nested (a team of one). */
+Test(conv_cpu, channels_match_the_reference, .timeout = 300) {
+    static const struct { int64_t n, c, h, o, k; int threads; bool nested; dg_conv2d_opts opts; const char *what; }
+        cases[] = {
+            {3, 5, 6, 4, 3, 3, false, CONV(.pad = {1, 1}), "5 channels on 3 threads"},
+            {3, 4, 9, 6, 3, 3, false, CONV(.stride = {2, 2}, .pad = {1, 1}), "stride 2"},
+            {2, 4, 9, 5, 3, 3, false, CONV(.pad = {2, 2}, .dilation = {2, 2}), "dilation 2"},
+            {3, 8, 6, 6, 3, 3, false, CONV(.pad = {1, 1}, .groups = 2), "a range across 2 groups"},
+            {2, 3, 6, 4, 3, 7, false, CONV(.pad = {1, 1}), "threads without a channel"},
+            {9, 3, 64, 2, 3, 3, false, CONV(.pad = {1, 1}), "passes of 7 and 2 images"},
+            {3, 5, 6, 4, 3, 3, true, CONV(.pad = {1, 1}), "nested"},
+        };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *x = dg_param(g, "x", S(cases[k].n, cases[k].c, cases[k].h, cases[k].h),
+                              (dg_init){DG_INIT_UNIFORM, -1, 1, 110 + (uint64_t)k});
+        int64_t cg = cases[k].c / (cases[k].opts.groups ? cases[k].opts.groups : 1);
+        dg_node *w = dg_param(g, "w", S(cases[k].o, cg, cases[k].k, cases[k].k),
+                              (dg_init){DG_INIT_UNIFORM, -1, 1, 120 + (uint64_t)k});
+        dg_node *y = dg_conv2d(g, x, w, NULL, cases[k].opts);
+        cr_assert_not_null(y, "%s: %s", cases[k].what, dg_last_error());
+        dg_conv_dims d = dg_conv_dims_of(y);
+        cr_assert(dg__cpu_conv_channels_run(&d, true, cases[k].threads), "%s: the split runs", cases[k].what);
+        cpu_conf cf = {cases[k].threads, DG_CPU_CONV_CHANNELS, DG_CPU_GEMM_OPENBLAS, cases[k].nested};
+        assert_conv_matches_reference(g, x, w, y, cf, 1e-5, cases[k].what);
+    }
+}
+
+/* Where the channel split runs: on 2 threads or more, with an sgemm that
+ * can run on every thread at once, over 2 input channels or more */
+Test(conv_cpu, channels_run_where_they_can) {
+    dg_graph *g = dg_graph_new();
+    dg_conv_dims d = same_3x3(g, 4, 8, 6, 8), one = same_3x3(g, 4, 1, 6, 8);
+    cr_assert(dg__cpu_conv_channels_run(&d, true, 4));
+    cr_assert(!dg__cpu_conv_channels_run(&d, true, 1), "one thread");
+    cr_assert(!dg__cpu_conv_channels_run(&d, false, 4), "an sgemm that cannot run beside itself");
+    cr_assert(!dg__cpu_conv_channels_run(&one, true, 4), "one input channel");
+    dg_graph_free(g);
+}
+
 /* The batch strategy asked for with the other sgemms: the naive one runs
  * it (its nested region is one thread), the own one, whose threads share
  * one packing buffer, must run the passes instead */

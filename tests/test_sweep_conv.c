@@ -128,6 +128,44 @@ Test(conv_sweep, shift_rows_run_or_say_why_not) {
     remove_dir(dir);
 }
 
+/* cpu-im2col-chan's rows: the weight's gradients checked and timed at
+ * batch 3 on 2 threads (cnn-conv2 and the stride-2 r18c-l2.0-conv1), the
+ * forward and dx skipped with the reason; on one thread every row is
+ * skipped (it would run as cpu-im2col) */
+Test(conv_sweep, channel_rows_run_the_weight_gradient_or_say_why_not) {
+    static const struct { int threads, timed; } runs[] = {{2, 2}, {1, 0}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
+        tmp_dir(dir);
+        snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=3 --backends cpu --threads %d "
+                 "--case 'cnn-conv2:*,r18c-l2.0-conv1:*' --impl cpu-im2col-chan --reps 2 --min-time 0 --out %s",
+                 DG_BENCH_PATH, runs[k].threads, dir);
+        cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+        snprintf(path, sizeof path, "%s/conv.csv", dir);
+        int n, timed = 0;
+        csv_rec *r = bench_csv_read(path, &n);
+        cr_assert_not_null(r, "%s", dg_last_error());
+        cr_assert_eq(n, 6, "3 directions x 2 shapes, got %d rows", n);
+        for (int i = 0; i < n; i++) {
+            cr_assert_str_eq(r[i].impl, "cpu-im2col-chan");
+            bool weight = strstr(r[i].name, "bwd-weight") != NULL;
+            if (weight && runs[k].threads > 1) {
+                cr_assert((!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy")) &&
+                              r[i].max_rel_err <= CONV_CHECK_TOL && r[i].reps >= 2,
+                          "%s: %s, error %g (%s)", r[i].name, r[i].status, r[i].max_rel_err, r[i].note);
+                timed++;
+                continue;
+            }
+            const char *why = weight ? "runs as cpu-im2col here" : "the weight's gradient only";
+            cr_assert(!strcmp(r[i].status, "skipped") && strstr(r[i].note, why), "%s on %d threads: %s (%s)",
+                      r[i].name, runs[k].threads, r[i].status, r[i].note);
+        }
+        cr_assert_eq(timed, runs[k].timed, "%d weight gradients timed on %d threads", timed, runs[k].threads);
+        free(r);
+        remove_dir(dir);
+    }
+}
+
 /* the CPU backend's compute, then every convolution output 0.1% off */
 static const dg_backend_i *cpu_iface;
 static dg_status off_by_a_thousandth(dg_backend *be, const dg_step *s) {
@@ -250,18 +288,19 @@ Test(conv_sweep, report_sets_pytorch_beside_duograd) {
     remove_dir(dir2);
 }
 
-/* cpu-im2col-batch and cpu-shift beside cpu-im2col: their own columns,
- * the fraction of the ceiling (32 GFLOP/s, a hand-written ceiling row)
- * from the fastest CPU implementation (shift: 25.6 GFLOP/s at 32, batch
- * 16, the passes 8), and the crossover against the fastest CPU at each
- * batch (CPU 1, 1, 1.25 ms against the GPU's 2, 1.5, 1: from 32; against
- * the passes alone it would be 8) */
+/* cpu-im2col-batch, cpu-shift and cpu-im2col-chan beside cpu-im2col:
+ * their own columns, the fraction of the ceiling (32 GFLOP/s, a
+ * hand-written ceiling row) from the fastest CPU implementation (chan:
+ * 29.1 GFLOP/s at 32, shift 25.6, batch 16, the passes 8), and the
+ * crossover against the fastest CPU at each batch (CPU 1, 1, 1.1 ms
+ * against the GPU's 2, 1.5, 1: from 32; against the passes alone it would
+ * be 8) */
 Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX";
     tmp_dir(dir);
     static const hand_series series[] = {
         {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},    {"cnn-conv2:fwd", "cpu-im2col-batch", false, {1.5, 1, 2}},
-        {"cnn-conv2:fwd", "cpu-shift", false, {3, 1.2, 1.25}},
+        {"cnn-conv2:fwd", "cpu-shift", false, {3, 1.2, 1.25}}, {"cnn-conv2:fwd", "cpu-im2col-chan", false, {5, 5, 1.1}},
         {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},    {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}},
     };
     write_hand_rows(dir, series, sizeof series / sizeof *series);
@@ -273,11 +312,11 @@ Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
     bench_csv_write(f, &ceiling);
     ASSERT_OK(bench_csv_finish(f, dir, "ceiling", true));
     char *sum = plot_summary(dir);
-    cr_assert(strstr(sum, "| # | shape | batch | cpu-im2col | cpu-im2col-batch | cpu-shift | gpu-im2col | "
-                          "gpu-implicit | implicit / im2col | best CPU / CPU sgemm ceiling |\n"
-                          "|---|---|---|---|---|---|---|---|---|---|\n"),
+    cr_assert(strstr(sum, "| # | shape | batch | cpu-im2col | cpu-im2col-batch | cpu-shift | cpu-im2col-chan | "
+                          "gpu-im2col | gpu-implicit | implicit / im2col | best CPU / CPU sgemm ceiling |\n"
+                          "|---|---|---|---|---|---|---|---|---|---|---|\n"),
               "summary: %s", sum);
-    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 16.0 | 25.6 | 32.0 | 64.0 | 2.00 | 80% |\n"),
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 16.0 | 25.6 | 29.1 | 32.0 | 64.0 | 2.00 | 91% |\n"),
               "summary: %s", sum);
     cr_assert(strstr(sum, "(gpu-im2col vs the fastest CPU implementation; the worst shape's)"), "summary: %s", sum);
     cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv2; 1 shapes) |"), "summary: %s", sum);
