@@ -547,6 +547,17 @@ bool dg__cpu_conv_channels_run(const dg_conv_dims *d, bool serial_ok, int thread
     return serial_ok && threads >= 2 && d->c >= 2;
 }
 
+/* DEFAULT's rule, from the H100 host's conv sweep (16 threads, batch 32,
+ * 3 runs each, docs/PERF.md): with 16 channels a thread (256 and 512)
+ * the split measured 1.03-1.14x the passes that DEFAULT ran there and
+ * 1.0-3.7x the batch strategy; with 8 (128ch: 72 columns of dw a thread)
+ * 0.8-0.85x the batch strategy, with 4 (64ch) 0.65-0.7x */
+#define CHANNELS_MIN_PER_THREAD 16
+
+bool dg__cpu_conv_channels_pay(const dg_conv_dims *d, int threads) {
+    return d->c >= CHANNELS_MIN_PER_THREAD * (int64_t)threads;
+}
+
 /* thread t of `team` takes input channels [c*t/team, c*(t+1)/team) */
 static chan_range my_channels(const dg_conv_dims *d, int t, int team) {
     return (chan_range){d->c * t / team, d->c * (t + 1) / team};
@@ -672,7 +683,9 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
-    if (impl == DG_CPU_CONV_CHANNELS && dg__cpu_conv_channels_run(&d, blas->serial_in_parallel, omp_get_max_threads()))
+    int threads = omp_get_max_threads();
+    bool channels = impl == DG_CPU_CONV_CHANNELS || (impl == DG_CPU_CONV_DEFAULT && dg__cpu_conv_channels_pay(&d, threads));
+    if (channels && dg__cpu_conv_channels_run(&d, blas->serial_in_parallel, threads))
         return conv2d_backward_weight_channels(s, &d, blas);
     int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_WEIGHT);
     if (shift) return dg__cpu_conv2d_backward_weight_shift(s, &d, blas, shift);

@@ -62,6 +62,9 @@ int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv
  * gradient: on 2 threads or more, with an sgemm that can run on every
  * thread at once, and 2 input channels or more (else the passes) */
 bool dg__cpu_conv_channels_run(const struct dg_conv_dims *d, bool serial_ok, int threads);
+/* whether DG_CPU_CONV_DEFAULT splits the weight's gradient by channels on
+ * `threads` threads: with 16 input channels a thread or more */
+bool dg__cpu_conv_channels_pay(const struct dg_conv_dims *d, int threads);
 /* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): whether a convolution has both
  * strides 1, is not `direct` and pads no more than its kernel reaches
  * (dx is then a convolution of dy padded by dh*(KH-1) - ph >= 0); the

@@ -1116,6 +1116,19 @@ Test(conv_cpu, channels_run_where_they_can) {
     dg_graph_free(g);
 }
 
+/* DEFAULT's rule for the channel split on 16 threads (the host it was
+ * measured on): the weight's gradients of the 256- and 512-channel layers,
+ * not of 128 channels (8 a thread); on 32 threads not of 256 either */
+Test(conv_cpu, channels_by_default_where_they_paid) {
+    dg_graph *g = dg_graph_new();
+    dg_conv_dims l3 = same_3x3(g, 32, 256, 8, 256), l4 = same_3x3(g, 32, 512, 4, 512);
+    dg_conv_dims l2 = same_3x3(g, 32, 128, 16, 128);
+    cr_assert(dg__cpu_conv_channels_pay(&l3, 16) && dg__cpu_conv_channels_pay(&l4, 16), "256 and 512 channels");
+    cr_assert(!dg__cpu_conv_channels_pay(&l2, 16), "128 channels: 8 a thread");
+    cr_assert(!dg__cpu_conv_channels_pay(&l3, 32), "256 channels on 32 threads: 8 a thread");
+    dg_graph_free(g);
+}
+
 /* The batch strategy asked for with the other sgemms: the naive one runs
  * it (its nested region is one thread), the own one, whose threads share
  * one packing buffer, must run the passes instead */
