@@ -31,8 +31,8 @@ typedef enum dg_cpu_gemm {
  *   columns an eighth of the grid or less and units of 256 columns or
  *   more (cpu_kernels.h); else as BATCH once half the threads or more get
  *   a unit, except images under 32 columns that PASSES can multiply side
- *   by side; the weight's gradient as CHANNELS with 16 input channels a
- *   thread or more, else as BATCH only with a unit for every thread and a
+ *   by side; the weight's gradient as CHANNELS with 144 columns of dw a
+ *   thread or more (16 channels of a 3x3 kernel), else as BATCH only with a unit for every thread and a
  *   partial dw no larger than an image's columns, else PASSES.
  * SHIFT: for convolutions of both strides 1 (not 1x1 unpadded), no
  *   im2col: OpenMP over the batch as BATCH, each thread copying its

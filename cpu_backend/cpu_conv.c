@@ -548,14 +548,16 @@ bool dg__cpu_conv_channels_run(const dg_conv_dims *d, bool serial_ok, int thread
 }
 
 /* DEFAULT's rule, from the H100 host's conv sweep (16 threads, batch 32,
- * 3 runs each, docs/PERF.md): with 16 channels a thread (256 and 512)
- * the split measured 1.03-1.14x the passes that DEFAULT ran there and
- * 1.0-3.7x the batch strategy; with 8 (128ch: 72 columns of dw a thread)
- * 0.8-0.85x the batch strategy, with 4 (64ch) 0.65-0.7x */
-#define CHANNELS_MIN_PER_THREAD 16
+ * medians of 3 runs, docs/PERF.md), in columns of dw a thread (its
+ * channels by the taps): with 144 (the 256- and 512-channel 3x3 layers)
+ * the split measured 1.03-1.14x the passes that DEFAULT ran there on the
+ * stride-1 layers and 0.97-1.05x on the stride-2 ones; with 72 (128ch
+ * 3x3) 0.8-0.85x the batch strategy, with 36 (64ch) 0.65-0.7x, and with
+ * 16 (the 1x1 downsampling of 256 channels) 0.75-0.8x the passes */
+#define CHANNELS_MIN_COLUMNS 144
 
 bool dg__cpu_conv_channels_pay(const dg_conv_dims *d, int threads) {
-    return d->c >= CHANNELS_MIN_PER_THREAD * (int64_t)threads;
+    return d->c * d->kh * d->kw >= CHANNELS_MIN_COLUMNS * (int64_t)threads;
 }
 
 /* thread t of `team` takes input channels [c*t/team, c*(t+1)/team) */

@@ -63,7 +63,8 @@ int dg__cpu_conv_slots(const struct dg_conv_dims *d, bool serial_ok, dg_cpu_conv
  * thread at once, and 2 input channels or more (else the passes) */
 bool dg__cpu_conv_channels_run(const struct dg_conv_dims *d, bool serial_ok, int threads);
 /* whether DG_CPU_CONV_DEFAULT splits the weight's gradient by channels on
- * `threads` threads: with 16 input channels a thread or more */
+ * `threads` threads: with 144 columns of dw a thread or more (C*KH*KW /
+ * threads: 16 channels of a 3x3 kernel) */
 bool dg__cpu_conv_channels_pay(const struct dg_conv_dims *d, int threads);
 /* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): whether a convolution has both
  * strides 1, is not `direct` and pads no more than its kernel reaches

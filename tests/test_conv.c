@@ -1117,15 +1117,21 @@ Test(conv_cpu, channels_run_where_they_can) {
 }
 
 /* DEFAULT's rule for the channel split on 16 threads (the host it was
- * measured on): the weight's gradients of the 256- and 512-channel layers,
- * not of 128 channels (8 a thread); on 32 threads not of 256 either */
+ * measured on): the weight's gradients of the 256- and 512-channel 3x3
+ * layers, not of 128 channels (72 columns of dw a thread), not of the 1x1
+ * downsampling from 256 channels (16 columns); on 32 threads not of 256
+ * channels either */
 Test(conv_cpu, channels_by_default_where_they_paid) {
     dg_graph *g = dg_graph_new();
     dg_conv_dims l3 = same_3x3(g, 32, 256, 8, 256), l4 = same_3x3(g, 32, 512, 4, 512);
     dg_conv_dims l2 = same_3x3(g, 32, 128, 16, 128);
     cr_assert(dg__cpu_conv_channels_pay(&l3, 16) && dg__cpu_conv_channels_pay(&l4, 16), "256 and 512 channels");
-    cr_assert(!dg__cpu_conv_channels_pay(&l2, 16), "128 channels: 8 a thread");
-    cr_assert(!dg__cpu_conv_channels_pay(&l3, 32), "256 channels on 32 threads: 8 a thread");
+    cr_assert(!dg__cpu_conv_channels_pay(&l2, 16), "128 channels: 72 columns a thread");
+    dg_node *down = dg_conv2d(g, V("x", 32, 256, 8, 8), V("w", 512, 256, 1, 1), NULL, CONV(.stride = {2, 2}));
+    cr_assert_not_null(down, "%s", dg_last_error());
+    dg_conv_dims dd = dg_conv_dims_of(down);
+    cr_assert(!dg__cpu_conv_channels_pay(&dd, 16), "1x1 from 256 channels: 16 columns a thread");
+    cr_assert(!dg__cpu_conv_channels_pay(&l3, 32), "256 channels on 32 threads: 72 columns a thread");
     dg_graph_free(g);
 }
 
