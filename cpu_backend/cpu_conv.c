@@ -550,9 +550,9 @@ bool dg__cpu_conv_channels_run(const dg_conv_dims *d, bool serial_ok, int thread
 /* DEFAULT's rule, from the H100 host's conv sweep (16 threads, batch 32,
  * medians of 3 runs, docs/PERF.md), in columns of dw a thread (its
  * channels by the taps): with 144 (the 256- and 512-channel 3x3 layers)
- * the split measured 1.03-1.14x the passes that DEFAULT ran there on the
+ * the split measured 1.04-1.12x the passes that DEFAULT ran there on the
  * stride-1 layers and 0.97-1.05x on the stride-2 ones; with 72 (128ch
- * 3x3) 0.8-0.85x the batch strategy, with 36 (64ch) 0.65-0.7x, and with
+ * 3x3) 0.77-0.85x the batch strategy, with 36 (64ch) 0.69-0.72x, and with
  * 16 (the 1x1 downsampling of 256 channels) 0.75-0.8x the passes */
 #define CHANNELS_MIN_COLUMNS 144
 
