@@ -35,7 +35,8 @@ extern const char *const conv_dir_name[CONV_N_DIRS]; /* fwd, bwd-data, bwd-weigh
 void conv_case_name(const conv_shape *s, int dir, char *buf, size_t n);
 
 /* what a row runs: on the CPU with one of the backend's strategies
- * (cpu_backend.h: in passes, image by image per thread, shifted taps), on
+ * (cpu_backend.h: in passes, image by image per thread, shifted taps, the
+ * weight's gradient by input channels), on
  * the GPU with the implicit-GEMM kernels or im2col, with the host-device
  * copies inside the timed region or not */
 typedef struct conv_impl { const char *name; bool gpu, implicit, transfer; dg_cpu_conv cpu; } conv_impl;

@@ -239,9 +239,10 @@ static void col2im(float *col, int64_t ld, const dg_conv_dims *d, int64_t nb, ou
 }
 
 /* dyT[o][j*cols + p] = dy[n0 + j][o][p] for the nb images from n0 (rows ld
- * apart) */
+ * apart), shared by the threads of the calling region (the passes open
+ * one; the channel split calls it inside its own) */
 static void transpose_dy(const float *dy, const dg_conv_dims *d, int64_t n0, int64_t nb, float *dyT, int64_t ld) {
-#pragma omp parallel for collapse(2) schedule(static) if (!omp_in_parallel())
+#pragma omp for collapse(2) schedule(static)
     for (int64_t j = 0; j < nb; j++)
         for (int64_t o = 0; o < d->o; o++)
             memcpy(dyT + o * ld + j * d->cols, dy + ((n0 + j) * d->o + o) * d->cols, (size_t)d->cols * sizeof(float));
@@ -586,11 +587,7 @@ static dg_status conv2d_backward_weight_channels(const dg_step *s, const dg_conv
             int64_t nb = min64(pass, d->n - n0), count = nb * d->cols;
             float *dyT = col + d->rows * count;
             im2col(x, d, n0, nb, all_rows(d), mine, col + mine.c0 * taps * count, count);
-#pragma omp for collapse(2) schedule(static)
-            for (int64_t j = 0; j < nb; j++) /* dyT[o][j*cols + p] = dy[n0 + j][o][p] */
-                for (int64_t o = 0; o < d->o; o++)
-                    memcpy(dyT + o * count + j * d->cols, dy + ((n0 + j) * d->o + o) * d->cols,
-                           (size_t)d->cols * sizeof(float));
+            transpose_dy(dy, d, n0, nb, dyT, count); /* its implicit barrier: dyT is whole */
             for (int64_t ca = mine.c0; ca < mine.c1;) { /* [ca, cb): mine within group g */
                 int64_t g = ca / d->cg, cb = min64(mine.c1, (g + 1) * d->cg);
                 gemm(blas, false, true, d->og, (cb - ca) * taps, count, dyT + g * d->og * count, count,
@@ -662,6 +659,7 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
         float *dx_pass = dx + n0 * d.c * d.h * d.w;
         if (side && nb > 1) {
             float *dyT = dx_pass; /* [o, nb*cols], read before col2im writes dx */
+#pragma omp parallel if (!omp_in_parallel())
             transpose_dy(dy, &d, n0, nb, dyT, ld);
             for (int64_t g = 0; g < d.groups; g++) /* col_g [r, nb*cols] */
                 gemm(blas, true, false, r, ld, d.og, w + g * d.og * r, r, dyT + g * d.og * ld, ld,
@@ -705,6 +703,7 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
         const float *dyT = dy + n0 * d.o * d.cols;
         im2col(x, &d, n0, nb, all_rows(&d), all_channels(&d), col, count);
         if (nb > 1) {
+#pragma omp parallel if (!omp_in_parallel())
             transpose_dy(dy, &d, n0, nb, col + d.rows * count, count);
             dyT = col + d.rows * count;
         }
