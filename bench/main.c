@@ -12,6 +12,7 @@
 #include "cpu_backend/cpu_backend.h"
 #include "env.h"
 #include "gpu_monitor.h"
+#include "host_cache.h"
 #include "options.h"
 #include "profile.h"
 #include "plot.h"
@@ -98,6 +99,7 @@ static int run_sweeps(int argc, char **argv) {
     if (bench_interrupted) fprintf(stderr, "bench: interrupted; every finished row is in %s\n", ctx.out_dir);
     if (bench_plot(ctx.out_dir, stdout)) rc = 1;
     bench_gpu_monitor_close(ctx.gpu_mon);
+    bench_host_flush_free();
     dg_backend_free(ctx.cpu);
     dg_backend_free(ctx.gpu);
     return bench_interrupted ? 130 : rc;

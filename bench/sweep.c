@@ -121,7 +121,7 @@ void bench_emit(bench_ctx *ctx, const bench_row *given) {
     if (bench_interrupted && !strcmp(row.status, "ok") && row.st.reps == 0) row.status = "interrupted";
     if (!strcmp(row.status, "ok") && ctx->timing.max_cv_pct > 0 && row.st.cv_pct > ctx->timing.max_cv_pct)
         row.status = "noisy";
-    row.cold = ctx->timing.cold && !strcmp(row.backend, "gpu") && row.st.reps > 0;
+    row.cold = row.st.cold && row.st.reps > 0;
     row_note(ctx, &row, note, sizeof note);
     row.note = note[0] ? note : NULL;
     bench_csv_write(ctx->csv, r);

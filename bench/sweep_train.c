@@ -66,7 +66,7 @@ static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, co
     if (st == DG_OK) st = dg_train(be, &o, train, test, NULL, NULL, &s);
     if (st == DG_OK) {
         epoch_ms = 1e3 * s.epoch_s;
-        row.st = (bench_stats){epoch_ms, epoch_ms, epoch_ms, 0, 1, &epoch_ms, 0, false};
+        row.st = (bench_stats){epoch_ms, epoch_ms, epoch_ms, 0, 1, &epoch_ms, 0, false, false};
         row.status = "ok";
         if (ctx->progress) fprintf(stderr, "\n");
         fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", model->name, batch,

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "core/status_internal.h"
+#include "host_cache.h"
 
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
@@ -46,15 +47,17 @@ bench_stats bench_stats_of(double *v, int n) {
 typedef struct clock_pair {
     dg_backend *be;
     dg_event   *start, *stop; /* NULL: host clock */
-    bool        flush;        /* flush be's L2 before the run (cold) */
+    bool        flush;        /* flush be's L2 before the run (cold GPU) */
+    bool        flush_host;   /* empty the host's caches first (cold CPU) */
 } clock_pair;
 
-/* one timed run, in ms; a cold run's flush is queued before the start */
+/* one timed run, in ms; a cold run's flush comes before the start */
 static dg_status run_once(const clock_pair *c, bench_fn fn, void *arg, double *ms) {
     dg_status st;
 #ifdef DG_HAVE_CUDA
     if (c->flush && (st = dg_gpu_flush_l2(c->be)) != DG_OK) return st;
 #endif
+    if (c->flush_host && (st = bench_host_flush()) != DG_OK) return st;
     if (c->start) {
         if ((st = dg_event_record(c->start)) != DG_OK) return st;
         if ((st = fn(arg)) != DG_OK) return st;
@@ -136,14 +139,16 @@ static dg_status measure(const clock_pair *c, bench_fn fn, void *arg, const benc
 
 dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
                      bench_stats *out) {
-    clock_pair c = {be, NULL, NULL, false};
+    clock_pair c = {be, NULL, NULL, false, false};
 #ifdef DG_HAVE_CUDA
     c.flush = t->cold && be && dg_gpu_l2_bytes(be) > 0;
 #endif
+    c.flush_host = t->cold && !c.flush; /* the CPU backend's work, or the host's (be NULL) */
     dg_status st = DG_OK;
     *out = BENCH_NO_STATS;
     if (be && events && (st = dg_event_new(be, &c.start)) == DG_OK) st = dg_event_new(be, &c.stop);
     if (st == DG_OK) st = measure(&c, fn, arg, t, out);
+    out->cold = (c.flush || c.flush_host) && out->reps > 0;
     dg_event_free(c.start);
     dg_event_free(c.stop);
     return st;

@@ -20,7 +20,9 @@ typedef struct bench_timing {
     double min_time_s;   /* and at least this much timed time        */
     double max_cv_pct;   /* above: measure again (0: never)          */
     int    max_retries;  /* at most this many times, then "noisy"    */
-    bool   cold;         /* GPU: flush the L2 before every timed run */
+    bool   cold;         /* empty the caches before every run: the GPU's L2
+                          * for a GPU's work, the host's (host_cache.h) for
+                          * the CPU's */
 } bench_timing;
 
 typedef struct bench_stats {
@@ -30,10 +32,11 @@ typedef struct bench_stats {
                             * timing.c, valid until the next bench_time call */
     int           retries; /* measured again this many times (cv_pct too high) */
     bool          capped;  /* max_reps ended it before min_time_s     */
+    bool          cold;    /* every timed run followed a flush (t->cold) */
 } bench_stats;
 
 /* nothing measured */
-#define BENCH_NO_STATS ((bench_stats){NAN, NAN, NAN, NAN, 0, NULL, 0, false})
+#define BENCH_NO_STATS ((bench_stats){NAN, NAN, NAN, NAN, 0, NULL, 0, false, false})
 
 typedef dg_status (*bench_fn)(void *arg);
 
@@ -49,10 +52,11 @@ extern volatile sig_atomic_t bench_interrupted;
  * t->max_reps (out->capped). When the coefficient of variation is above
  * t->max_cv_pct the whole measurement is taken again, at most
  * t->max_retries times, and the attempt with the smallest one is kept
- * (out->retries). t->cold on a GPU backend: its L2 is flushed before each
- * timed run, outside the timed region. When bench_interrupted is set the
- * statistics are those of the runs done so far (out->reps, 0 if it came
- * during the warm-up). */
+ * (out->retries). t->cold: before each run, outside the timed region,
+ * a GPU backend's L2 is flushed; for a CPU backend's work or the host's
+ * (be NULL) the host's caches are emptied (host_cache.h); out->cold says
+ * so. When bench_interrupted is set the statistics are those of the runs
+ * done so far (out->reps, 0 if it came during the warm-up). */
 dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
                      bench_stats *out);
 

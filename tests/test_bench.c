@@ -79,10 +79,28 @@ Test(bench_cli, a_small_sweep_writes_checked_rows) {
         cr_assert_str_eq(r[i].check, "f64-freivalds");
         cr_assert(r[i].max_rel_err < 1e-4 && r[i].median_ms > 0 && r[i].reps >= 2);
         cr_assert(fabs(r[i].gflops - 2.0 * r[i].m * r[i].n * r[i].k / (r[i].median_ms * 1e6)) < 1e-3 * r[i].gflops);
+        cr_assert_eq(r[i].cold, 0, "a hot row says cold");
     }
     free(r);
     snprintf(path, sizeof path, "%s/summary.md", dir);
     cr_assert_eq(access(path, R_OK), 0, "no summary.md");
+    remove_dir(dir);
+}
+
+Test(bench_cli, a_cold_cpu_sweep_says_so_in_its_rows) {
+    char dir[] = "/tmp/dg-bench-XXXXXX", cmd[512], out[16384];
+    tmp_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep gemm --sizes 32 --backends cpu --reps 2 --min-time 0 --cold --out %s",
+             DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 3, "3 CPU implementations, got %d rows", n);
+    for (int i = 0; i < n; i++) cr_assert_eq(r[i].cold, 1, "%s: a row timed after a flush says hot", r[i].impl);
+    free(r);
     remove_dir(dir);
 }
 

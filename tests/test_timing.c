@@ -1,13 +1,16 @@
 /* test_timing.c: the bench's timing loop and what a row says about it:
  * --min-time honoured up to --max-reps, time-based warm-up, the samples
  * of a row in the order run, a noisy row measured again and then marked,
- * a wrong row without times, the notes and the progress line. */
+ * a wrong row without times, the notes and the progress line, and cold
+ * runs: the host's caches emptied before every CPU run, outside its time. */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "host_cache.h"
 #include "shell_util.h"
 #include "sweep.h"
 
@@ -194,6 +197,83 @@ Test(timing, the_progress_line_shows_done_of_total_and_the_time_left) {
     int n;
     free(close_ctx(&ctx, dir, &n));
     remove_dir(dir);
+}
+
+/* host work that notes how many host flushes came before each call */
+typedef struct flush_watch { int calls; long seen[64]; } flush_watch;
+
+static dg_status watch_flushes(void *arg) {
+    flush_watch *w = arg;
+    if (w->calls < 64) w->seen[w->calls] = bench_host_flushes();
+    w->calls++;
+    spin_us(50);
+    return DG_OK;
+}
+
+Test(timing, a_cold_cpu_run_empties_the_host_caches_first_outside_its_time) {
+    double flush_ms = INFINITY; /* the flush alone, the fastest of 3 */
+    for (int i = 0; i < 3; i++) {
+        double t0 = bench_now_s();
+        cr_assert_eq(bench_host_flush(), DG_OK, "%s", dg_last_error());
+        flush_ms = fmin(flush_ms, 1e3 * (bench_now_s() - t0));
+    }
+    flush_watch w = {0};
+    bench_timing t = timing(2, 10, 10, 0);
+    t.cold = true;
+    bench_stats s;
+    long before = bench_host_flushes();
+    cr_assert_eq(bench_time(NULL, false, watch_flushes, &w, &t, &s), DG_OK, "%s", dg_last_error());
+    cr_assert_eq(w.calls, 12);
+    for (int i = 0; i < w.calls; i++)
+        cr_assert_eq(w.seen[i], before + i + 1, "run %d came after %ld flushes, not %d", i, w.seen[i] - before, i + 1);
+    cr_assert(s.cold, "the row does not say it was cold");
+    /* a 50 us run: a flush inside the timed region would add flush_ms */
+    cr_assert_lt(s.median_ms, 0.05 + 0.5 * flush_ms, "median %.3f ms with a %.3f ms flush: the flush is timed",
+                 s.median_ms, flush_ms);
+    t.cold = false;
+    w.calls = 0;
+    before = bench_host_flushes();
+    cr_assert_eq(bench_time(NULL, false, watch_flushes, &w, &t, &s), DG_OK);
+    cr_assert_eq(bench_host_flushes(), before, "a hot row flushed the caches");
+    cr_assert(!s.cold);
+    bench_host_flush_free();
+}
+
+Test(timing, the_host_flush_writes_every_line_of_its_buffer) {
+    bench_host_flush_free();
+    for (int i = 0; i < 3; i++) cr_assert_eq(bench_host_flush(), DG_OK, "%s", dg_last_error());
+    const unsigned char *buf;
+    int64_t bytes = bench_host_flush_view(&buf);
+    cr_assert_not_null(buf);
+    cr_assert_eq(bytes, bench_host_flush_bytes(bench_host_caches_of(), omp_get_num_procs()));
+    for (int64_t i = 0; i < bytes; i += 64) cr_assert_eq(buf[i], 3, "line %lld written %d times, not 3", i / 64, buf[i]);
+    bench_host_flush_free();
+}
+
+Test(timing, the_host_flush_outgrows_every_cache) {
+    int64_t mib = 1 << 20;
+    bench_host_caches one = {2 * mib, 105 * mib, 1}, two = {2 * mib, 105 * mib, 2}, none = {0, 0, 1};
+    int64_t b1 = bench_host_flush_bytes(one, 16), b2 = bench_host_flush_bytes(two, 16);
+    cr_assert_geq(b1, 2 * 105 * mib + 2 * 16 * 2 * mib, "%lld bytes", (long long)b1);
+    cr_assert_geq(b2, 2 * 2 * 105 * mib, "two last-level caches: %lld bytes", (long long)b2);
+    cr_assert_geq(bench_host_flush_bytes(one, 64), 2 * 105 * mib + 2 * 64 * 2 * mib, "64 threads' L2s");
+    cr_assert_geq(bench_host_flush_bytes(none, 16), BENCH_FLUSH_MIN_BYTES, "unknown sizes");
+    cr_assert_eq(b1 % 64, 0);
+}
+
+Test(timing, cache_sizes_read_as_sysfs_writes_them) {
+    cr_assert_eq(bench_cache_size_of("32K\n"), 32 << 10);
+    cr_assert_eq(bench_cache_size_of("36M"), (int64_t)36 << 20);
+    cr_assert_eq(bench_cache_size_of("1024"), 1024);
+    cr_assert_eq(bench_cache_size_of(""), -1);
+    cr_assert_eq(bench_cache_size_of("K"), -1);
+    cr_assert_eq(bench_cache_size_of("12Q"), -1);
+    cr_assert_eq(bench_cache_size_of("-4K"), -1);
+    if (access("/sys/devices/system/cpu/cpu0/cache/index0/size", R_OK))
+        cr_skip_test("this machine has no /sys/devices/system/cpu/cpu0/cache to read");
+    bench_host_caches c = bench_host_caches_of();
+    cr_assert_gt(c.llc_bytes, 0, "no last-level cache read from sysfs");
+    cr_assert_geq(c.llcs, 1);
 }
 
 #ifdef DG_HAVE_CUDA
