@@ -1,6 +1,7 @@
 #include "env.h"
 
 #include <glob.h>
+#include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "cpu_backend/cpu_backend.h"
+#include "host_cache.h"
 #include "wait_policy.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
@@ -296,6 +298,14 @@ static void append_gpu_device(char *buf, size_t n, dg_backend *gpu) {
 #endif
 }
 
+/* the caches a cold CPU run empties, and what it writes to empty them */
+static void append_host_caches(char *buf, size_t n) {
+    bench_host_caches c = bench_host_caches_of();
+    appendf(buf, n, "# host caches: L2 %lld KiB a core, last level %lld KiB x %d (--cold writes %.0f MB first)\n",
+            (long long)(c.l2_bytes >> 10), (long long)(c.llc_bytes >> 10), c.llcs,
+            (double)bench_host_flush_bytes(c, omp_get_num_procs()) / 1e6);
+}
+
 void bench_env_meta_more(char *buf, size_t n, int argc, char *const *argv, dg_backend *gpu) {
     char governors[256], policy[512];
     bench_env_snapshot(buf, n, "start");
@@ -305,6 +315,7 @@ void bench_env_meta_more(char *buf, size_t n, int argc, char *const *argv, dg_ba
     append_command_line(buf, n, argc, argv);
     bench_wait_policy_describe(policy, sizeof policy);
     appendf(buf, n, "# openmp wait policy: %s\n", policy);
+    append_host_caches(buf, n);
     append_gpu_device(buf, n, gpu);
     end_with_newline(buf);
 }

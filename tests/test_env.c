@@ -81,6 +81,9 @@ Test(bench_env, load_governor_and_wait_policy_lines_are_there) {
     cr_assert_str_eq(line, want);
     cr_assert(find_line(buf, "# openmp wait policy: ", line, sizeof line), "no wait-policy line:\n%s", buf);
     cr_assert_str_eq(line, "# openmp wait policy: passive (set by the user: OMP_WAIT_POLICY=passive)");
+    cr_assert(find_line(buf, "# host caches: ", line, sizeof line), "no host-cache line:\n%s", buf);
+    assert_matches(line, "^# host caches: L2 [0-9]+ KiB a core, last level [0-9]+ KiB x [1-9][0-9]* "
+                         "\\(--cold writes [1-9][0-9]* MB first\\)$");
 }
 
 Test(bench_env, governors_are_counted_per_value_and_a_machine_without_cpufreq_says_so) {
