@@ -18,9 +18,12 @@
 typedef struct bench_row {
     const char *sweep, *name, *impl, *backend;
     int64_t     m, n, k, batch;
-    int         threads;
+    int         threads;         /* the CPU backend's OpenMP threads (--threads);
+                                  * a kernel may keep fewer busy (the conv batch
+                                  * strategy's team, dg__cpu_conv_slots)      */
     bool        transfer, tf32;
-    bool        cold;            /* GPU L2 flushed before every timed run  */
+    bool        cold;            /* caches emptied before every timed run: the
+                                  * GPU's L2, or the host's for CPU rows      */
     int         warmup;
     bench_stats st;              /* st.samples: every timed run, in order  */
     double      flops, bytes;    /* work per run: gives GFLOP/s and GB/s   */
