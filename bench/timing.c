@@ -90,7 +90,10 @@ static dg_status samples_reserve(int n) {
     return DG_OK;
 }
 
-/* timed runs into v[0..): until min_reps and min_time_s, or max_reps */
+/* timed runs into v[0..): until min_reps and min_time_s, or max_reps.
+ * Where the host's caches are emptied before each run (tens of ms a
+ * flush), min_time_s counts the flushes too: a 10 us op would otherwise
+ * run max_reps times, 100 s of flushing for one row. */
 static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const bench_timing *t, double warm_ms,
                            double *v, bench_stats *out) {
     dg_status st;
@@ -99,8 +102,10 @@ static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const be
     bool long_run = t->min_time_s > 0 && warm_ms > 1e3 * t->min_time_s;
     int min_reps = long_run && t->min_reps > 3 ? 3 : t->min_reps;
     int n = 0;
-    double total = 0, ms = 0;
-    while (n < t->max_reps && (n < min_reps || total < 1e3 * t->min_time_s) && !bench_interrupted) {
+    double total = 0, ms = 0, t0 = bench_now_s();
+    while (n < t->max_reps && (n < min_reps || (c->flush_host ? 1e3 * (bench_now_s() - t0) : total) <
+                                                   1e3 * t->min_time_s) &&
+           !bench_interrupted) {
         if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
         v[n++] = ms;
         total += ms;

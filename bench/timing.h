@@ -54,8 +54,8 @@ extern volatile sig_atomic_t bench_interrupted;
  * t->max_retries times, and the attempt with the smallest one is kept
  * (out->retries). t->cold: before each run, outside the timed region,
  * a GPU backend's L2 is flushed; for a CPU backend's work or the host's
- * (be NULL) the host's caches are emptied (host_cache.h); out->cold says
- * so. When bench_interrupted is set the statistics are those of the runs
+ * (be NULL) the host's caches are emptied (host_cache.h), and
+ * t->min_time_s then counts the flushes' time too; out->cold says so. When bench_interrupted is set the statistics are those of the runs
  * done so far (out->reps, 0 if it came during the warm-up). */
 dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
                      bench_stats *out);

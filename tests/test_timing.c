@@ -230,6 +230,14 @@ Test(timing, a_cold_cpu_run_empties_the_host_caches_first_outside_its_time) {
     /* a 50 us run: a flush inside the timed region would add flush_ms */
     cr_assert_lt(s.median_ms, 0.05 + 0.5 * flush_ms, "median %.3f ms with a %.3f ms flush: the flush is timed",
                  s.median_ms, flush_ms);
+    /* --min-time counts the flushes: 50 ms of 50 us runs is a few runs
+     * behind flushes, not 1000 runs and 1000 flushes */
+    bench_timing budget = timing(0, 5, 100000, 0.05);
+    budget.cold = true;
+    w.calls = 0;
+    cr_assert_eq(bench_time(NULL, false, watch_flushes, &w, &budget, &s), DG_OK);
+    cr_assert_lt(s.reps, 5 + 50 / flush_ms + 50, "%d cold runs of 50 us for a 50 ms budget, %.3f ms flushes", s.reps,
+                 flush_ms);
     t.cold = false;
     w.calls = 0;
     before = bench_host_flushes();
