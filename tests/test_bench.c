@@ -61,17 +61,24 @@ Test(bench_cli, missing_inputs_fail_cleanly) {
     cr_assert(strstr(out, "dataset-fashion-mnist"), "%s", out);
 }
 
-Test(bench_cli, a_small_sweep_writes_checked_rows) {
-    char dir[] = "/tmp/dg-bench-XXXXXX", cmd[512], out[16384];
-    tmp_dir(dir);
-    snprintf(cmd, sizeof cmd, "%s --sweep gemm --sizes 32,48 --backends cpu --reps 2 --min-time 0 --out %s",
-             DG_BENCH_PATH, dir);
+/* `bench --sweep gemm --backends cpu --reps 2 --min-time 0 FLAGS --out
+ * dir` (asserted to exit 0), then dir/gemm.csv's rows (n of them) */
+static csv_rec *cpu_gemm_sweep(const char *dir, const char *flags, int *n) {
+    char cmd[512], out[16384], path[256];
+    snprintf(cmd, sizeof cmd, "%s --sweep gemm --backends cpu --reps 2 --min-time 0 %s --out %s", DG_BENCH_PATH,
+             flags, dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
-    char path[256];
     snprintf(path, sizeof path, "%s/gemm.csv", dir);
-    int n;
-    csv_rec *r = bench_csv_read(path, &n);
+    csv_rec *r = bench_csv_read(path, n);
     cr_assert_not_null(r, "%s", dg_last_error());
+    return r;
+}
+
+Test(bench_cli, a_small_sweep_writes_checked_rows) {
+    char dir[] = "/tmp/dg-bench-XXXXXX", path[256];
+    tmp_dir(dir);
+    int n;
+    csv_rec *r = cpu_gemm_sweep(dir, "--sizes 32,48", &n);
     cr_assert_eq(n, 6, "3 CPU implementations x 2 sizes, got %d rows", n);
     for (int i = 0; i < n; i++) {
         /* noisy: checked and timed, its spread above --max-cv (a loaded machine) */
@@ -88,16 +95,10 @@ Test(bench_cli, a_small_sweep_writes_checked_rows) {
 }
 
 Test(bench_cli, a_cold_cpu_sweep_says_so_in_its_rows) {
-    char dir[] = "/tmp/dg-bench-XXXXXX", cmd[512], out[16384];
+    char dir[] = "/tmp/dg-bench-XXXXXX";
     tmp_dir(dir);
-    snprintf(cmd, sizeof cmd, "%s --sweep gemm --sizes 32 --backends cpu --reps 2 --min-time 0 --cold --out %s",
-             DG_BENCH_PATH, dir);
-    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
-    char path[256];
-    snprintf(path, sizeof path, "%s/gemm.csv", dir);
     int n;
-    csv_rec *r = bench_csv_read(path, &n);
-    cr_assert_not_null(r, "%s", dg_last_error());
+    csv_rec *r = cpu_gemm_sweep(dir, "--sizes 32 --cold", &n);
     cr_assert_eq(n, 3, "3 CPU implementations, got %d rows", n);
     for (int i = 0; i < n; i++) cr_assert_eq(r[i].cold, 1, "%s: a row timed after a flush says hot", r[i].impl);
     free(r);
