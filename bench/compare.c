@@ -42,7 +42,10 @@ static int load_side(const char *dir, const char *sweep, side *s) {
         csv_rec *c = bench_csv_read(path, &n);
         s->recs = c ? calloc(n ? (size_t)n : 1, sizeof *s->recs) : NULL;
         if (c && !s->recs) dg__fail(DG_ERR_OOM, "out of memory reading %s", path);
-        for (int i = 0; s->recs && i < n; i++) s->recs[i].rec = c[i]; /* csv_rec has no cold: 0 */
+        for (int i = 0; s->recs && i < n; i++) {
+            s->recs[i].rec = c[i];
+            s->recs[i].cold = c[i].cold;
+        }
         s->n = s->recs ? n : 0;
         free(c);
     }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/status_internal.h"
 
@@ -46,10 +47,10 @@ static int cpus_in_list(const char *list) {
 }
 
 bench_host_caches bench_host_caches_of(void) {
-    bench_host_caches c = {0, 0, 1};
+    bench_host_caches c = {0, 0, 1, 0};
     int top = 0;
     for (int i = 0; i < 8; i++) {
-        char level[16], type[32], size[32], shared[256];
+        char level[16], type[32], size[32], shared[4096];
         cache_field(i, "level", level, sizeof level);
         if (!level[0]) break;
         cache_field(i, "type", type, sizeof type);
@@ -60,10 +61,11 @@ bench_host_caches bench_host_caches_of(void) {
         if (bytes <= 0) continue;
         if (lv == 2) c.l2_bytes = bytes;
         if (lv < top) continue;
-        top = lv;
+        top = c.llc_level = lv;
         c.llc_bytes = bytes;
         cache_field(i, "shared_cpu_list", shared, sizeof shared);
-        int sharing = cpus_in_list(shared), online = omp_get_num_procs();
+        /* the list names online CPUs, whichever this process may use */
+        int sharing = cpus_in_list(shared), online = (int)sysconf(_SC_NPROCESSORS_ONLN);
         c.llcs = sharing > 0 && online > sharing ? (online + sharing - 1) / sharing : 1;
     }
     return c;
@@ -72,7 +74,7 @@ bench_host_caches bench_host_caches_of(void) {
 int64_t bench_host_flush_bytes(bench_host_caches c, int threads) {
     int64_t llcs = 2 * c.llc_bytes * (c.llcs > 0 ? c.llcs : 1), l2s = 2 * c.l2_bytes * (threads > 0 ? threads : 1);
     int64_t bytes = llcs + l2s;
-    if (c.llc_bytes <= 0 && bytes < BENCH_FLUSH_MIN_BYTES) bytes = BENCH_FLUSH_MIN_BYTES;
+    if (c.llc_level < 3 && bytes < BENCH_FLUSH_MIN_BYTES) bytes = BENCH_FLUSH_MIN_BYTES;
     return (bytes + LINE - 1) / LINE * LINE;
 }
 

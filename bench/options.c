@@ -59,7 +59,7 @@ static void usage(FILE *f) {
             "  --cold             empty the caches before every run, outside its time: the GPU's L2 for\n"
             "                     GPU rows, every core's caches for CPU rows (a buffer of twice the\n"
             "                     host's caches written by all threads; --min-time then counts the\n"
-            "                     flushes too); the scaling sweep stays hot\n"
+            "                     flushes too); the scaling and train sweeps stay hot\n"
             "                     (default: hot, each run finds what the one before left in cache)\n"
             "  --cpu-cap S        skip CPU runs predicted to take longer than S seconds (default 3); runs\n"
             "                     that need more host memory than is available are skipped too\n"

@@ -92,7 +92,7 @@ static void row_note(const bench_ctx *ctx, const bench_row *r, char *buf, size_t
                                              ctx->timing.max_reps);
     /* under 4 flops a byte a row is memory-bound: its GB/s is the figure */
     size_t cache = r->flops < 4 * r->bytes ? cache_bytes(ctx, r) : 0;
-    if (r->st.reps > 0 && r->bytes > 0 && cache > 0 && r->bytes <= (double)cache)
+    if (r->st.reps > 0 && !r->cold && r->bytes > 0 && cache > 0 && r->bytes <= (double)cache)
         NOTE("%sfits in %s (%.3g MB of %.3g MB)", len ? "; " : "", strcmp(r->backend, "gpu") ? "LLC" : "L2",
              r->bytes / 1e6, (double)cache / 1e6);
     char why[160];

@@ -102,17 +102,16 @@ static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const be
     bool long_run = t->min_time_s > 0 && warm_ms > 1e3 * t->min_time_s;
     int min_reps = long_run && t->min_reps > 3 ? 3 : t->min_reps;
     int n = 0;
-    double total = 0, ms = 0, t0 = bench_now_s();
-    while (n < t->max_reps && (n < min_reps || (c->flush_host ? 1e3 * (bench_now_s() - t0) : total) <
-                                                   1e3 * t->min_time_s) &&
-           !bench_interrupted) {
+    double total = 0, spent = 0, ms = 0, t0 = bench_now_s(); /* spent: what --min-time counts, ms */
+    while (n < t->max_reps && (n < min_reps || spent < 1e3 * t->min_time_s) && !bench_interrupted) {
         if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
         v[n++] = ms;
         total += ms;
+        spent = c->flush_host ? 1e3 * (bench_now_s() - t0) : total;
     }
     memcpy(samples.sorted, v, (size_t)n * sizeof *v);
     *out = bench_stats_of(samples.sorted, n);
-    out->capped = n == t->max_reps && total < 1e3 * t->min_time_s;
+    out->capped = n == t->max_reps && spent < 1e3 * t->min_time_s;
     return DG_OK;
 }
 
@@ -148,7 +147,7 @@ dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const 
 #ifdef DG_HAVE_CUDA
     c.flush = t->cold && be && dg_gpu_l2_bytes(be) > 0;
 #endif
-    c.flush_host = t->cold && !c.flush; /* the CPU backend's work, or the host's (be NULL) */
+    c.flush_host = t->cold && (!be || !strcmp(dg_backend_name(be), "cpu")); /* the CPU's work, or the host's */
     dg_status st = DG_OK;
     *out = BENCH_NO_STATS;
     if (be && events && (st = dg_event_new(be, &c.start)) == DG_OK) st = dg_event_new(be, &c.stop);

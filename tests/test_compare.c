@@ -249,6 +249,23 @@ Test(bench_compare, folders_without_json_compare_medians_and_never_exit_3) {
     remove_dir(r.root);
 }
 
+/* CSV-only folders keep each row's cold column: a cold row pairs with the
+ * other run's cold row, never with a hot one */
+Test(bench_compare, csv_rows_keep_their_cold_column) {
+    runs r;
+    char out[4096], err[4096];
+    make_runs(&r, base, base, false); /* the folders; their gemm.csv is replaced below */
+    bench_row cold = row_of(512, base, 10, "ok", NULL), hot = row_of(512, base, 10, "ok", NULL);
+    cold.cold = true;
+    write_run(r.a, &cold, 1, false);
+    write_run(r.b, &hot, 1, false);
+    int rc = compare(&r, NULL, NULL, out, err);
+    cr_assert_eq(rc, 0, "exit %d\n%s", rc, out);
+    cr_assert(strstr(out, "gemm: 0 rows matched") && strstr(out, "only in A 1; only in B 1"),
+              "A's cold row paired with B's hot one:\n%s", out);
+    remove_dir(r.root);
+}
+
 Test(bench_compare, a_row_not_ok_in_either_run_is_listed_with_why) {
     runs r;
     char out[4096], err[4096];
