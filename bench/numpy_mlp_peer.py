@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """numpy_mlp_peer.py: the NumPy (and PyTorch CPU) peer of `bench --sweep mlp`.
 
-Times the same training step as bench/sweep_mlp.c's cpu rows (the MLP of
+Times the same training step as bench/sweeps/mlp/sweep_mlp.c's cpu rows (the MLP of
 core/nn/mlp.c: linear layers with biases and ReLU between them, softmax
 cross-entropy averaged over the batch, backward, Adam with lr 1e-3) on the
 same widths, batch sizes, initial weights and data, in float32, and appends
@@ -16,9 +16,9 @@ on Debian; buffers allocated once, ops in place) and "torch-cpu" (PyTorch
 eager on the CPU, torch.optim.Adam), the latter only where `import torch`
 works. Before timing, each impl's first step is checked against an
 independent float64 evaluation of the same step (the loss, and every
-parameter's update, with bench/check.h's BENCH_STEP_* tolerances), as
+parameter's update, with bench/check/check.h's BENCH_STEP_* tolerances), as
 duograd checks its rows: a failed check is a row with status "wrong" and
-no times. Timing follows bench/timing.c's rules and defaults.
+no times. Timing follows bench/runner/timing.c's rules and defaults.
 """
 import argparse
 import datetime
@@ -34,7 +34,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import torch_peer as tp  # noqa: E402  the CSV code (it needs no torch)
 
-# ---- what bench/sweep_mlp.c times (tests/test_numpy_peer.py reads them
+# ---- what bench/sweeps/mlp/sweep_mlp.c times (tests/test_numpy_peer.py reads them
 # back out of the C sources, so a change there fails the test) ----
 
 WIDTHS_LIST = ("784-256-100-10", "784-1024-1024-10")  # widths_list; --quick: the first only
@@ -309,7 +309,7 @@ def first_step_error(np, impl, ref):
     return check_error(np, loss, before, impl.params(), ref)
 
 
-# ---- timing: bench/timing.c's rules and bench's defaults ----
+# ---- timing: bench/runner/timing.c's rules and bench's defaults ----
 
 class Timing:
     def __init__(self, warmup=2, warmup_time=0.0, reps=5, min_time=0.1, max_reps=10000, max_cv=5.0, retries=2):
@@ -325,7 +325,7 @@ def run_once(fn):
 
 def time_reps(fn, t, warm_ms):
     """timed runs until --reps and --min-time, or --max-reps; a run longer
-    than the whole time budget needs only 3 (as bench/timing.c)"""
+    than the whole time budget needs only 3 (as bench/runner/timing.c)"""
     long_run = t.min_time > 0 and warm_ms > 1e3 * t.min_time
     min_reps = 3 if long_run and t.reps > 3 else t.reps
     ms, total = [], 0.0

@@ -9,7 +9,7 @@ and T = 512, 2048 (--seqs), causal and not, on the same GPU, in the same run.
 
     python3 bench/torch_attention_peer.py --out DIR [--seqs 512,2048]
 
-Rows go to DIR/torch_attention.csv in bench/csv.h's column order: sweep
+Rows go to DIR/torch_attention.csv in bench/writers/csv.h's column order: sweep
 "attention", case "full" or "causal", impl "torch-math-fwd",
 "torch-math-fwdbwd", "torch-efficient-fwd", "torch-efficient-fwdbwd";
 m = n = T, k = the head size, batch = B*H (B*H products of T x T x Dh).

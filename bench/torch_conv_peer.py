@@ -40,7 +40,7 @@ oneDNN's on the CPU), nothing of the other gradient. PyTorch's dispatch,
 cuDNN's plan-cache lookup and workspace allocation are inside the region,
 as duograd's own call overhead is inside its rows.
 
-Timing, as duograd's rows (bench/timing.c): --warmup untimed calls, then
+Timing, as duograd's rows (bench/runner/timing.c): --warmup untimed calls, then
 timed calls until --reps and --min-time (the sum of the calls' times), at
 most --row-time seconds of wall clock per row. GPU: CUDA events around
 each call, then a wait for the stop event (the queue drained between
@@ -51,7 +51,7 @@ measured again). --time-limit (210 s) bounds the whole run: each impl gets
 an equal part of the time left, and its rows past it are written as
 skipped.
 
-Check, before timing, as duograd's conv_check (bench/conv_check.h, whose
+Check, before timing, as duograd's conv_check (bench/check/conv_check.h, whose
 CONV_CHECK_* constants this script reads): the output of the first call is
 compared at 256 entries (the first, the last and 254 seeded) with the same
 entries as float64 dot products of the float32 inputs, computed on the CPU
@@ -60,7 +60,7 @@ CONV_CHECK_TOL (1e-5) the row is "wrong" and not timed. Inputs are seeded,
 uniform in [-1, 1) (zero mean, as the tolerance assumes).
 
 Rows: sweep conv, case SHAPE:DIRECTION, duograd's m, n, k (the GEMM of the
-direction, bench/sweep_conv.c), batch, flops = 2*batch*o*oh*ow*c*kh*kw,
+direction, bench/sweeps/conv/sweep_conv.c), batch, flops = 2*batch*o*oh*ow*c*kh*kw,
 bytes = the two operands and the output once (GB/s), transfer 0, tf32 0,
 threads = torch's CPU threads (0 on the GPU), check f64-sampled, note = the
 backend PyTorch's dispatcher picked (Cudnn, Mkldnn, Slow2d ...) and what
@@ -74,7 +74,7 @@ CPU's ImageNet shapes stop where duograd's did, at batch 32 by default).
 --batches LIST runs those batches for every case instead; without duograd
 rows (no conv.csv) every shape runs at 1, 8, 32, 128, the CPU's ImageNet
 shapes at 32 at most. The layer geometry is SHAPES below, a copy of what
-bench/conv_cases.c derives from the models: a case of duograd's rows that
+bench/sweeps/conv/conv_cases.c derives from the models: a case of duograd's rows that
 SHAPES lacks, or whose m, n, k are not SHAPES' geometry, is left out with
 a warning (tests/test_torch_conv_peer.py compares SHAPES with the shapes
 table of a real sweep's summary).
@@ -112,8 +112,8 @@ IMPLS = collections.OrderedDict([  # name: on the GPU, cudnn.benchmark
     ("torch-cudnn-bench", dict(gpu=True, benchmark=True)),
     ("torch-cpu", dict(gpu=False, benchmark=False)),
 ])
-DEFAULT_BATCHES = (1, 8, 32, 128)  # bench/sweep_conv.c: default_batches
-CPU_IMAGENET_MAX_BATCH = 32        # bench/sweep_conv.c: CPU_IMAGENET_MAX_BATCH
+DEFAULT_BATCHES = (1, 8, 32, 128)  # bench/sweeps/conv/sweep_conv.c: default_batches
+CPU_IMAGENET_MAX_BATCH = 32        # bench/sweeps/conv/sweep_conv.c: CPU_IMAGENET_MAX_BATCH
 NOTE_MAX = 159                     # csv_rec's note holds 159 characters
 CHILD_GRACE_S = 60                 # a child past its share plus this is stopped
 
@@ -136,7 +136,7 @@ class Shape(collections.namedtuple("Shape", "name c h w o kh kw stride pad")):
     def ow(self):
         return (self.w + 2 * self.pad - self.kw) // self.stride + 1
 
-# bench/conv_cases.c's list, in its order: every distinct convolution of
+# bench/sweeps/conv/conv_cases.c's list, in its order: every distinct convolution of
 # ResNet-18 with the CIFAR stem (r18c), with the ImageNet stem (r18i), the
 # small CNN's, LeNet-5's; x [batch, c, h, w], w [o, c, kh, kw]
 SHAPES = tuple(Shape(*s) for s in (
@@ -180,7 +180,7 @@ def parse_case(case, shapes=SHAPE_BY_NAME):
 
 
 def geometry(sh, direction, batch):
-    """duograd's columns of a row (bench/sweep_conv.c): m, n, k the GEMM of
+    """duograd's columns of a row (bench/sweeps/conv/sweep_conv.c): m, n, k the GEMM of
     the direction, flops and bytes (the two operands and the output)"""
     cols, r = batch * sh.oh * sh.ow, sh.c * sh.kh * sh.kw
     m, n, k = {"fwd": (sh.o, cols, r), "bwd-data": (r, cols, sh.o), "bwd-weight": (sh.o, r, cols)}[direction]
@@ -204,9 +204,9 @@ OPERANDS = {"fwd": ("x", "w"), "bwd-data": ("dy", "w"), "bwd-weight": ("dy", "x"
 
 # ---- the check (no torch): duograd's constants, sampled float64 entries ----
 
-def conv_check_constants(path=os.path.join(HERE, "conv_check.h")):
+def conv_check_constants(path=os.path.join(HERE, "check", "conv_check.h")):
     """CONV_CHECK_WORD, CONV_CHECK_SAMPLES and CONV_CHECK_TOL, parsed from
-    bench/conv_check.h so the peer's check cannot drift from duograd's"""
+    bench/check/conv_check.h so the peer's check cannot drift from duograd's"""
     with open(path) as f:
         text = f.read()
     word = re.search(r'#define\s+CONV_CHECK_WORD\s+"([^"]+)"', text)
@@ -580,7 +580,7 @@ class TorchOps:
 
     def time(self, fn, opts):
         """(warm-up calls, timed calls' ms, why the timing stopped early or
-        ''), as bench/timing.c: a warm-up run longer than --min-time makes 3
+        ''), as bench/runner/timing.c: a warm-up run longer than --min-time makes 3
         runs enough"""
         t0 = time.perf_counter()
         for _ in range(opts["warmup"]):
@@ -656,7 +656,7 @@ class TorchOps:
                 "tf32: off (torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False)",
                 "timed: one call of F.conv2d (fwd) or aten.convolution_backward with the direction's output mask; "
                 + ("CUDA events around it then a wait for the stop event" if self.gpu else "perf_counter around it"),
-                f"check: {CHECK_WORD} as bench/conv_check.h ({CHECK_SAMPLES} entries, tol {CHECK_TOL:g})",
+                f"check: {CHECK_WORD} as bench/check/conv_check.h ({CHECK_SAMPLES} entries, tol {CHECK_TOL:g})",
                 "scratch_bytes: " + ("the caching allocator's peak in one call less what it holds after, the output "
                                      "alive (the workspace)" if self.gpu else "not measured (0)")]
 
@@ -825,7 +825,7 @@ def main(argv=None):
     bad = geometry_problems(duograd_rows(rows), csv_path)
     for why in bad.values():
         print(f"torch_conv_peer: warning: {why}; left out (bench/torch_conv_peer.py's SHAPES is out of step with "
-              "bench/conv_cases.c)", file=sys.stderr)
+              "bench/sweeps/conv/conv_cases.c)", file=sys.stderr)
     wanted = plan(rows, a.devices, a.batches, a.filter, bad)
     for dev in a.devices:
         why = "" if wanted[dev] or a.batches else f" (no duograd {dev} rows in {csv_path}; --batches runs some anyway)"

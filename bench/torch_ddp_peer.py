@@ -14,7 +14,7 @@ Run it right after duograd's sweep, on the same machine:
     bench/bench --sweep scaling --out DIR
     python3 bench/torch_ddp_peer.py --out DIR
 
-The models are the sweep's (bench/sweep_scaling.c): the MLP 784-2048-2048-10
+The models are the sweep's (bench/sweeps/scaling/sweep_scaling.c): the MLP 784-2048-2048-10
 (ReLU, softmax cross-entropy, SGD with momentum 0.9, lr 0.01), 1024 examples
 per GPU; ResNet-18 CIFAR (bench/torch_peer.py's model: momentum 0.9, lr
 0.1, weight decay 5e-4), 64 per GPU. Weak rows keep the batch per GPU;
@@ -48,7 +48,7 @@ sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 import torch_peer as tp  # noqa: E402
 
-COUNTS = (1, 2, 4, 8)  # bench/sweep_scaling.c: scaling_counts
+COUNTS = (1, 2, 4, 8)  # bench/sweeps/scaling/sweep_scaling.c: scaling_counts
 MLP_WIDTHS = (784, 2048, 2048, 10)
 MODELS = {  # name: examples per GPU of the weak rows, optimizer
     "mlp": dict(per_gpu=1024, lr=0.01, momentum=0.9, weight_decay=0.0),

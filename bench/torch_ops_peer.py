@@ -4,7 +4,7 @@ gemm` and `bench --sweep ops` that duograd compares itself with: sgemm
 (fp32, TF32 off), softmax, softmax cross-entropy and the row/column sums
 with their backward, at the same shapes, on the same GPU, in the same run.
 
-Rows go to DIR/torch_ops.csv in bench/csv.h's column order (impl
+Rows go to DIR/torch_ops.csv in bench/writers/csv.h's column order (impl
 "torch-fwd" / "torch-bwd" in the ops rows, "torch" in the gemm rows), kept
 apart from duograd's own CSV files so `bench plot` and `bench compare` see
 only duograd's rows; GB/s counts the bytes as duograd's ops sweep does (each
@@ -101,7 +101,7 @@ def time_host(fn, min_reps=20, min_s=0.3):
     return len(ms), summarize(ms)
 
 
-TRANSFER_BYTES = (1 << 20, 16 << 20, 256 << 20)  # bench/ceiling_transfer.c's full sizes
+TRANSFER_BYTES = (1 << 20, 16 << 20, 256 << 20)  # bench/sweeps/ceiling/ceiling_transfer.c's full sizes
 
 
 def transfer_rows(out, dev):

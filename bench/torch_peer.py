@@ -5,7 +5,7 @@ Times the same ResNet-18 training step as duograd (core/nn/resnet.c: forward
 in training mode, softmax cross-entropy averaged over the batch, backward,
 SGD with momentum 0.9, weight decay 5e-4, lr 0.1) with PyTorch eager fp32,
 NCHW, TF32 off, and appends the rows to DIR/resnet.csv in that file's own
-column order (or creates it with bench/csv.h's header). Run it right after
+column order (or creates it with bench/writers/csv.h's header). Run it right after
 duograd's sweep, on the same machine:
 
     bench/bench --sweep resnet --out DIR
@@ -40,7 +40,7 @@ STEMS = {  # core/nn/resnet.h; params: duograd's counts, asserted below
 }
 BN_EPS, BN_MOMENTUM = 1e-5, 0.1              # DG_BN_EPS, DG_BN_MOMENTUM (core/nn/layers.h)
 LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # the sweep's optimizer
-LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2            # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL (bench/check.h)
+LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2            # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL (bench/check/check.h)
 MAX_CV_PCT = 5.0                             # bench's default --max-cv: above it a row is "noisy"
 
 
@@ -78,7 +78,7 @@ def forward_macs(stem):
 
 
 def step_flops(stem, batch):
-    """A training step's FLOPs as duograd counts them (bench/sweep_mlp.c: 6 per
+    """A training step's FLOPs as duograd counts them (bench/sweeps/mlp/sweep_mlp.c: 6 per
     weight and row): forward 2 x MACs, backward twice the forward."""
     return 3 * 2 * forward_macs(stem) * batch
 
@@ -93,13 +93,13 @@ def param_count(stem):
 
 # ---- the CSV (no torch) ----
 
-# bench_csv_read's required columns (bench/csv.c, col_names before N_REQUIRED)
+# bench_csv_read's required columns (bench/writers/csv.c, col_names before N_REQUIRED)
 REQUIRED_COLUMNS = ("sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer",
                     "median_ms", "min_ms", "max_ms", "status")
 
 
-def bench_header(csv_h=os.path.join(HERE, "csv.h")):
-    """The columns of BENCH_CSV_HEADER, parsed from bench/csv.h so they cannot drift."""
+def bench_header(csv_h=os.path.join(HERE, "writers", "csv.h")):
+    """The columns of BENCH_CSV_HEADER, parsed from bench/writers/csv.h so they cannot drift."""
     with open(csv_h) as f:
         text = f.read()
     m = re.search(r"#define\s+BENCH_CSV_HEADER((?:[^\n]*\\\n)*[^\n]*)", text)
@@ -153,7 +153,7 @@ def check_header(columns, path):
 
 
 def csv_field(v):
-    """One field as bench/csv.c writes it: numbers %.6g (NaN when not finite),
+    """One field as bench/writers/csv.c writes it: numbers %.6g (NaN when not finite),
     text with commas as ';' and control characters as ' '."""
     if v is None:
         return ""
@@ -174,7 +174,7 @@ def format_row(row, columns):
 
 class CsvOut:
     """DIR/resnet.csv: appended to in its own header's column order, or
-    created with the metadata and bench/csv.h's header. Rows are flushed one by one."""
+    created with the metadata and bench/writers/csv.h's header. Rows are flushed one by one."""
 
     def __init__(self, path, meta_lines, columns=None):
         self.path = path
@@ -217,7 +217,7 @@ class CsvOut:
 
 def summarize(ms):
     """median, min, max and cv_pct of the step times in ms; the CV with the
-    sample standard deviation (n - 1), as bench/timing.c computes it."""
+    sample standard deviation (n - 1), as bench/runner/timing.c computes it."""
     v = sorted(ms)
     n = len(v)
     median = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])

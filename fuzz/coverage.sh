@@ -28,4 +28,4 @@ done
 llvm-profdata merge -sparse build/cov/*.profraw -o build/cov/all.profdata
 # shellcheck disable=SC2086 # one word per flag
 llvm-cov report $objects -instr-profile=build/cov/all.profdata \
-    ../core/data/idx.c ../core/data/stream.c ../bench/csv.c
+    ../core/data/idx.c ../core/data/stream.c ../bench/writers/csv.c

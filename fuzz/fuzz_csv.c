@@ -2,7 +2,7 @@
  * folders with it) on any bytes, through its public API only. A failure
  * must return no rows and a message naming the file; a success, rows whose
  * text fields are terminated strings. */
-#include "csv.h"
+#include "writers/csv.h"
 #include "core/status.h"
 #include "fuzz_util.h"
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "list_ops.h"
-#include "options.h"
+#include "cli/list_ops.h"
+#include "cli/options.h"
 
 const sweep_def bench_sweeps[] = {{.name = "ceiling"}, {.name = "gemm"},     {.name = "ops"},
                                   {.name = "mlp"},     {.name = "autodiff"}, {.name = "train"}};

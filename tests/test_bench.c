@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "csv.h"
-#include "gnuplot.h"
+#include "writers/csv.h"
+#include "charts/gnuplot.h"
 #include "shell_util.h"
 #include "test_util.h"
-#include "timing.h"
+#include "runner/timing.h"
 
 static void expect_usage_error(const char *args, const char *needle) {
     char cmd[512], out[8192];

@@ -8,7 +8,7 @@
 
 #include "cpu_backend/cpu_backend.h"
 #include "shell_util.h"
-#include "sweep.h"
+#include "runner/sweep.h"
 #include "test_util.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_util.h"

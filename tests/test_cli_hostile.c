@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "csv.h"
+#include "writers/csv.h"
 #include "shell_util.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"

@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "csv.h"
-#include "json.h"
+#include "writers/csv.h"
+#include "writers/json.h"
 #include "shell_util.h"
-#include "stats.h"
+#include "runner/stats.h"
 
 /* Reference values from scipy 1.10.1 (Debian python3-scipy), the function
  * Google Benchmark's compare.py calls:

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "csv.h"
+#include "writers/csv.h"
 #include "shell_util.h"
 #include "test_util.h"
 

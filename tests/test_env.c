@@ -11,10 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "env.h"
-#include "gpu_monitor.h"
+#include "machine/env.h"
+#include "machine/gpu_monitor.h"
 #include "shell_util.h"
-#include "wait_policy.h"
+#include "machine/wait_policy.h"
 
 extern char **environ;
 extern const char *const dg_build_commit;

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "samples.h"
+#include "writers/json.h"
+#include "writers/samples.h"
 #include "shell_util.h"
 
 #define META                                                                                                     \

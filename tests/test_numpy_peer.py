@@ -88,7 +88,7 @@ def checked_row(cls, widths=TINY, batch=5):
 
 def test_constants_are_the_c_sources():
     """the peer times what the sweep times: widths, batches, seed, Adam, tolerances"""
-    mlp = source("bench/sweep_mlp.c")
+    mlp = source("bench/sweeps/mlp/sweep_mlp.c")
     widths = tuple(re.findall(r'"([0-9-]+)"', c_array(mlp, "widths_list")))
     assert widths == peer.WIDTHS_LIST, f"sweep_mlp.c times {widths}"
     batches = tuple(int(v) for v in c_array(mlp, "default_batches").split(","))
@@ -96,19 +96,19 @@ def test_constants_are_the_c_sources():
     assert "- !ctx->extended" in mlp, "sweep_mlp.c no longer drops the last default batch without --sweep all"
     quick = tuple(int(v) for v in c_array(mlp, "quick_batches").split(","))
     assert quick == peer.QUICK_BATCHES, f"quick_batches {quick}"
-    check_h = source("bench/check.h")
+    check_h = source("bench/check/check.h")
     for macro, value in (("BENCH_STEP_LOSS_TOL", peer.LOSS_TOL), ("BENCH_STEP_UPDATE_TOL", peer.UPDATE_TOL)):
         m = re.search(rf"#define {macro}\s+(\S+)", check_h)
         assert m and float(m.group(1)) == value, f"{macro} is {m and m.group(1)}, the peer uses {value}"
     assert f'#define BENCH_STEP_CHECK "{peer.CHECK_WORD}"' in check_h
-    m = re.search(r"bench_mlp_step\(.*?dg_optim_default\(DG_OPTIM_ADAM, ([0-9.e-]+)f\)", source("bench/check.c"), re.S)
+    m = re.search(r"bench_mlp_step\(.*?dg_optim_default\(DG_OPTIM_ADAM, ([0-9.e-]+)f\)", source("bench/check/check.c"), re.S)
     assert m and float(m.group(1)) == peer.LR, f"the sweep's Adam lr is {m and m.group(1)}"
     optim = source("core/optim.c")
     for field, value in (("beta1", peer.BETA1), ("beta2", peer.BETA2), ("eps", peer.EPS)):
         m = re.search(rf"\.{field} = ([0-9.e-]+)f", optim)
         assert m and float(m.group(1)) == value, f"dg_optim_default's {field} is {m and m.group(1)}"
     assert "seed * 1000u + (uint64_t)i" in source("core/nn/mlp.c"), "dg_mlp_new seeds its weights differently"
-    assert "spec->model(s->g, spec->cfg, 1, &s->model)" in source("bench/check.c"), \
+    assert "spec->model(s->g, spec->cfg, 1, &s->model)" in source("bench/check/check.c"), \
         "bench_step_build no longer builds the model with seed 1"
 
 
@@ -187,7 +187,7 @@ class BiasGradOneRow(peer.NumpyStep):
 
 # Not planted: a gradient off by a positive factor (a mean for a sum). Adam
 # is blind to it: its update m / sqrt(v) does not change when g is scaled,
-# but for eps; duograd's own check (bench/check.h) is as blind.
+# but for eps; duograd's own check (bench/check/check.h) is as blind.
 
 
 class FlippedLastLayer(peer.NumpyStep):
@@ -267,7 +267,7 @@ def test_flop_count_is_sweep_mlps():
 
 
 def test_timing_rules():
-    """bench/timing.c's counts: warm-up runs, at least --reps, a --max-reps
+    """bench/runner/timing.c's counts: warm-up runs, at least --reps, a --max-reps
     cut noted, a row above --max-cv measured again and then noisy"""
     calls = []
     stats = peer.measure(lambda: calls.append(1), peer.Timing(warmup=3, reps=4, min_time=0, max_cv=0))

@@ -14,7 +14,7 @@
 #include "core/graph.h"
 #include "cpu_backend/cpu_backend.h"
 #include "gpu_util.h"
-#include "profile.h"
+#include "profile/profile.h"
 #include "shell_util.h"
 #include "test_util.h"
 

@@ -149,7 +149,7 @@ static double seconds_since(const struct timespec *t0) {
  * backward pass, nothing that grows with a row's or an axis's length. The
  * bound is relative, so it holds in a sanitizer build and on a loaded
  * machine alike; the two agree at this size too (sweep shapes from
- * op_case_shapes_at, as bench/sweep_ops.c makes them). */
+ * op_case_shapes_at, as bench/sweeps/ops/sweep_ops.c makes them). */
 #define SWEEP_N ((long long)1 << 18) /* a size of the sweep (also in --quick) */
 #define SWEEP_MAX_RATIO 4.0
 

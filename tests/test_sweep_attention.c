@@ -14,15 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "attention_check.h"
+#include "check/attention_check.h"
 #include "core/backend_impl.h"
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
-#include "csv.h"
-#include "gnuplot.h"
+#include "writers/csv.h"
+#include "charts/gnuplot.h"
 #include "shell_util.h"
-#include "sweep.h"
-#include "sweep_attention.h"
+#include "runner/sweep.h"
+#include "sweeps/attention/sweep_attention.h"
 #include "test_util.h"
 
 static void need_bench(void) {

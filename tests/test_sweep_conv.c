@@ -12,15 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conv_check.h"
+#include "check/conv_check.h"
 #include "core/autodiff.h"
 #include "core/backend_impl.h"
 #include "core/plan.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
-#include "csv.h"
+#include "writers/csv.h"
 #include "shell_util.h"
-#include "sweep.h"
+#include "runner/sweep.h"
 #include "test_util.h"
 
 /* ---- the CLI ---- */

@@ -5,10 +5,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "check.h"
+#include "check/check.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
-#include "csv.h"
+#include "writers/csv.h"
 #include "shell_util.h"
 #include "test_util.h"
 

@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host_cache.h"
+#include "machine/host_cache.h"
 #include "shell_util.h"
-#include "sweep.h"
+#include "runner/sweep.h"
 
 /* a piece of host work whose duration the test chooses, call by call */
 typedef struct work {

@@ -42,7 +42,7 @@ typedef enum op_scale { OP_SCALE_NONE, OP_SCALE_FLAT, OP_SCALE_ROWS, OP_SCALE_SQ
 
 #define OP_SWEEP_ROW 1024
 
-/* A case's place in the ops sweep (bench/sweep_ops.c). */
+/* A case's place in the ops sweep (bench/sweeps/ops/sweep_ops.c). */
 typedef struct op_sweep {
     const char *name;          /* the sweep's `case` column; NULL: not swept */
     op_scale    scale;

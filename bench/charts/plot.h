@@ -1,0 +1,111 @@
+/* plot.h: charts (gnuplot, PNG + SVG) and summary.md from the CSV files of
+ * a result folder. Works on any folder bench wrote, on any machine.
+ *
+ * The machinery is generic: a sweep's CSV as a table, series picked from it,
+ * speedups and crossovers, charts. What to draw and summarise is each sweep's
+ * own: its report function (sweep_def.report, next to the sweep's run). */
+#ifndef DG_BENCH_PLOT_H
+#define DG_BENCH_PLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "writers/csv.h"
+
+#define BENCH_MAX_PTS 64
+
+/* the rows of one sweep's NAME.csv; n = 0 when the file is absent or
+ * unreadable (then `unreadable`, and bench plot exits 1 after drawing the
+ * other files) */
+typedef struct bench_table { csv_rec *r; int n; bool unreadable; } bench_table;
+
+/* a point's value in a series: ok and noisy rows have one */
+bool bench_row_measured(const csv_rec *r);
+
+/* one line of a chart: x (size, batch, epoch ...) ascending as measured;
+ * lo, hi: the error bar (from the row's min and max; lo = hi = y where
+ * none); noisy: the row's status (drawn with a ring) */
+typedef struct bench_series {
+    char   title[64];
+    int    n;
+    double x[BENCH_MAX_PTS], y[BENCH_MAX_PTS], lo[BENCH_MAX_PTS], hi[BENCH_MAX_PTS];
+    bool   noisy[BENCH_MAX_PTS];
+} bench_series;
+
+/* the CSV column a series' y comes from */
+typedef enum bench_col { BENCH_MS, BENCH_GFLOPS, BENCH_GBPS } bench_col;
+
+typedef struct bench_chart {
+    const char  *file, *title, *xlabel, *ylabel; /* file: DIR/FILE.png, .svg, plot-data/FILE.gp */
+    bool         logy;
+    bool         linx;      /* epochs, seconds: a linear x axis (else log2) */
+    bench_series s[12];
+    int          n;
+    double       hline[4];  /* horizontal lines: ceilings, break-even */
+    const char  *hline_title[4];
+    int          n_hline;
+    double       vline;     /* crossover mark, NAN for none */
+} bench_chart;
+
+/* each device's measured peaks (the ceiling sweep's rows); NaN: not measured */
+typedef struct bench_ceilings {
+    double cpu_gflops, gpu_gflops, gpu_tf32_gflops; /* large sgemm           */
+    double cpu_gbps, gpu_gbps;                      /* streaming copy        */
+    double pinned_gbps[2];                          /* host -> device [0] and
+                                                     * back [1] from and to
+                                                     * pinned host memory    */
+} bench_ceilings;
+/* nothing measured */
+#define BENCH_NO_CEILINGS ((bench_ceilings){NAN, NAN, NAN, NAN, NAN, {NAN, NAN}})
+
+/* what a sweep's report gets */
+typedef struct bench_report {
+    const char    *dir;     /* the result folder                             */
+    FILE          *sum;     /* where its summary.md section goes             */
+    bench_ceilings ceil;    /* for the ceiling lines of its charts           */
+    bool           gnuplot; /* false: summary only, bench_chart_draw does nothing */
+    bool           failed;  /* set by bench_chart_draw when gnuplot fails    */
+} bench_report;
+
+/* Draws every chart the folder's CSV files allow and writes summary.md
+ * (ceilings, then each registered sweep's section). Returns 0, 1 on failure
+ * (message on stderr). The summary is also printed to `out` when it is not
+ * NULL. */
+int bench_plot(const char *dir, FILE *out);
+
+/* DIR/SWEEP.csv; an unreadable file is reported on stderr and reads as
+ * empty; a DIR/SWEEP.csv.partial left by a killed run is mentioned */
+bench_table bench_table_load(const char *dir, const char *sweep);
+/* the row of case `name`, `impl` and m (the last one: a re-run appends),
+ * whatever its status; NULL where there is none */
+const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m);
+/* Adds the m values of case `name`'s rows to the ascending, repeat-free
+ * set out[0..n), up to max values; returns the set's new size. */
+int bench_table_ms(const bench_table *t, const char *name, long long *out, int n, int max);
+/* the measured rows (ok or noisy) of case `name` (NULL: any), `impl`,
+ * `backend` (NULL: any) and `transfer`, in file order: x = the m column,
+ * y = `col`, its error bar from min_ms and max_ms */
+bench_series bench_pick(const bench_table *t, const char *name, const char *impl, const char *backend,
+                        bool transfer, bench_col col, const char *title);
+/* the largest y (NaN for an empty series) and, if at != NULL, its x */
+double bench_series_max(const bench_series *s, double *at);
+/* cpu time / gpu time at every x measured in both */
+bench_series bench_speedup(const bench_series *cpu, const bench_series *gpu, const char *title);
+/* the smallest x from which the GPU is faster at every larger measured x;
+ * NAN when it is not faster at the largest */
+double bench_crossover(const bench_series *speedup);
+/* the crossover as summary text: a size, "<= x (...)", "none: ..." or "n/a ..." */
+void bench_crossover_str(const bench_series *speedup, char *buf, size_t n);
+/* a number, or "-" where nothing was measured (NaN) */
+const char *bench_fmt_num(double v, const char *fmt, char *buf, size_t n);
+
+/* adds a series if it has points (at most 12) */
+void bench_chart_add(bench_chart *c, bench_series s);
+/* adds a horizontal line if y is finite (at most 4) */
+void bench_chart_hline(bench_chart *c, double y, const char *title);
+/* writes DIR/plot-data/FILE-i.dat and FILE.gp and runs gnuplot (PNG + SVG);
+ * a chart without series is skipped; a failure sets rep->failed */
+void bench_chart_draw(bench_report *rep, const bench_chart *c);
+
+#endif

@@ -1,0 +1,85 @@
+#include "machine/wait_policy.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "machine/env.h"
+
+/* why the last bench_wait_policy_apply could not execute the bench again
+ * ("" when it did not fail): the metadata says so beside the policy */
+static char exec_failure[256];
+
+/* the marker names the policy first: "passive (auto: ...)"; it is in force
+ * only when OMP_WAIT_POLICY still holds that word (a marker inherited by a
+ * process whose OMP_WAIT_POLICY someone changed since is stale) */
+static bool marker_in_force(void) {
+    const char *mark = getenv(BENCH_WAIT_POLICY_MARK), *pol = getenv("OMP_WAIT_POLICY");
+    if (!mark || !pol || !*pol) return false;
+    size_t len = strlen(pol);
+    return strncasecmp(mark, pol, len) == 0 && mark[len] == ' ';
+}
+
+void bench_wait_policy_describe(char *why, size_t n) {
+    const char *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    if (marker_in_force())
+        snprintf(why, n, "%s", getenv(BENCH_WAIT_POLICY_MARK));
+    else if (pol && spin)
+        snprintf(why, n, "%s (set by the user: OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s)", pol, pol, spin);
+    else if (pol)
+        snprintf(why, n, "%s (set by the user: OMP_WAIT_POLICY=%s)", pol, pol);
+    else if (spin)
+        snprintf(why, n, "spin %s iterations, then sleep (set by the user: GOMP_SPINCOUNT=%s)", spin, spin);
+    else
+        /* libgomp's env.c: 300000 spins (a few ms) unless a policy is given */
+        snprintf(why, n, "libgomp default (OMP_WAIT_POLICY unset: spin about 300000 iterations, then sleep)%s%s",
+                 exec_failure[0] ? "; " : "", exec_failure);
+    bench_one_line(why);
+}
+
+int bench_wait_policy_apply_exe(const char *choice, const char *exe, char **argv, char *why, size_t n) {
+    if (strcmp(choice, "auto") && strcmp(choice, "active") && strcmp(choice, "passive")) {
+        snprintf(why, n, "unknown wait policy '%s' (auto, active or passive)", choice);
+        bench_one_line(why);
+        return -1;
+    }
+    /* the user's word, or this is the image executed for the choice */
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) {
+        bench_wait_policy_describe(why, n);
+        return 0;
+    }
+    char reason[200];
+    const char *policy = choice;
+    if (!strcmp(choice, "auto")) {
+        char load[160];
+        bool loaded = bench_env_loaded(load, sizeof load);
+        /* spinning threads that lose their core to another process stall
+         * every parallel region until the scheduler gives it back */
+        policy = loaded ? "passive" : "active";
+        snprintf(reason, sizeof reason, "auto: %s", load);
+    } else {
+        snprintf(reason, sizeof reason, "asked for with --wait-policy %s", choice);
+    }
+    char mark[256];
+    snprintf(mark, sizeof mark, "%s (%s)", policy, reason);
+    if (setenv("OMP_WAIT_POLICY", policy, 1) || setenv(BENCH_WAIT_POLICY_MARK, mark, 1)) {
+        snprintf(exec_failure, sizeof exec_failure, "could not set OMP_WAIT_POLICY=%s: %s", policy, strerror(errno));
+    } else {
+        fflush(NULL);
+        execv(exe, argv);
+        snprintf(exec_failure, sizeof exec_failure, "could not execute %s again to apply OMP_WAIT_POLICY=%s: %s",
+                 exe, policy, strerror(errno));
+    }
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv(BENCH_WAIT_POLICY_MARK);
+    bench_wait_policy_describe(why, n);
+    return 1;
+}
+
+int bench_wait_policy_apply(const char *choice, char **argv, char *why, size_t n) {
+    return bench_wait_policy_apply_exe(choice, "/proc/self/exe", argv, why, n);
+}

@@ -1,0 +1,89 @@
+/* run_sweep.c: one sweep from start to end: its CSV, JSON and samples
+ * files opened, the machine's state recorded before and after, its rows
+ * run, the files kept or discarded. Shared by the sweeps' command line and
+ * by `bench profile` (which measures its ceilings with the ceiling sweep). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "machine/env.h"
+#include "machine/gpu_monitor.h"
+#include "writers/json.h"
+#include "writers/samples.h"
+#include "runner/sweep.h"
+
+int bench_mkdir_p(const char *dir) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0755) && errno != EEXIST ? -1 : 0;
+}
+
+/* the sweep's other files (NAME.json, NAME.samples.csv): closed, and kept
+ * when its CSV is */
+static int finish_extras(bench_ctx *ctx, const sweep_def *s, bool keep) {
+    int rc = 0;
+    if (ctx->json && bench_json_finish(ctx->json, ctx->out_dir, s->name, keep) != DG_OK) {
+        fprintf(stderr, "bench: %s\n", dg_last_error());
+        rc = 1;
+    }
+    if (ctx->samples_csv && bench_samples_finish(ctx->samples_csv, ctx->out_dir, s->name, keep) != DG_OK) {
+        fprintf(stderr, "bench: %s\n", dg_last_error());
+        rc = 1;
+    }
+    ctx->json = NULL;
+    ctx->samples_csv = NULL;
+    return rc;
+}
+
+/* runs one sweep into DIR/NAME.csv (and .json, .samples.csv); 0, or 1 when
+ * it failed or wrote failed rows */
+int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
+    /* the run's metadata, then the machine's state as this sweep starts */
+    char meta[sizeof ctx->meta + 512], end[512] = "";
+    snprintf(meta, sizeof meta, "%s", ctx->meta);
+    bench_env_snapshot(meta, sizeof meta, "start of sweep");
+    bench_gpu_monitor_snapshot(ctx->gpu_mon, meta, sizeof meta, "start of sweep");
+    ctx->csv = bench_csv_open(ctx->out_dir, s->name, meta, BENCH_CSV_HEADER);
+    ctx->json = ctx->csv ? bench_json_open(meta) : NULL;
+    ctx->samples_csv = ctx->json && ctx->samples ? bench_samples_open(ctx->out_dir, s->name, meta) : NULL;
+    if (!ctx->csv || !ctx->json || (ctx->samples && !ctx->samples_csv)) {
+        fprintf(stderr, "bench: %s\n", dg_last_error());
+        if (ctx->csv) bench_csv_finish(ctx->csv, ctx->out_dir, s->name, false);
+        finish_extras(ctx, s, false);
+        return 1;
+    }
+    ctx->sweep = s->name;
+    ctx->rows = ctx->failed = ctx->noisy = ctx->planned = 0;
+    ctx->t0 = bench_now_s();
+    dg_status st = s->run(ctx);
+    int rc = st != DG_OK || ctx->failed;
+    if (ctx->progress) fprintf(stderr, "\r\033[K");
+    if (st != DG_OK) fprintf(stderr, "bench: %s: %s\n", s->name, dg_last_error());
+    /* and as it ends: '#' lines after the rows, which readers skip */
+    bench_env_snapshot(end, sizeof end, "end of sweep");
+    bench_gpu_monitor_snapshot(ctx->gpu_mon, end, sizeof end, "end of sweep");
+    fputs(end, ctx->csv);
+    /* a sweep that wrote no row leaves an earlier NAME.csv as it was */
+    bool keep = ctx->rows > 0;
+    if (bench_csv_finish(ctx->csv, ctx->out_dir, s->name, keep) != DG_OK) {
+        fprintf(stderr, "bench: %s\n", dg_last_error());
+        finish_extras(ctx, s, false);
+        return 1;
+    }
+    rc |= finish_extras(ctx, s, keep);
+    if (keep)
+        fprintf(stderr, "bench: %s: %d rows (%d failed, %d noisy) in %.1f s -> %s/%s.csv\n", s->name, ctx->rows,
+                ctx->failed, ctx->noisy, bench_now_s() - ctx->t0, ctx->out_dir, s->name);
+    else
+        fprintf(stderr, "bench: %s: no rows%s\n", s->name,
+                ctx->case_filter || ctx->impl_filter ? " (--case / --impl matched nothing here)" : "");
+    ctx->sweep = NULL;
+    return rc;
+}

@@ -1,0 +1,510 @@
+/* sweep_gemm.c: C[m,n] = A[m,k] B[k,n] in float32 by every implementation.
+ *
+ * Check: each result C is verified before its time is written, by
+ * Freivalds' test in float64: y = C x against z = op(A) (op(B) x) for a
+ * random x, error = max|y - z| / max|z|. It costs O(mn + nk + mk) instead
+ * of the O(mnk) of a reference product, so even 8192^3 is checked.
+ * --shapes replaces the default shapes with the user's, transposes too. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "core/status_internal.h"
+#include "cpu_backend/cpu_backend.h"
+#include "machine/env.h"
+#include "runner/sweep.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
+
+#define TOL_FP32 1e-4
+#define TOL_TF32 5e-3
+
+typedef struct gemm_case { const char *name; int m, n, k; } gemm_case;
+
+static const long long default_square[] = {32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
+static const long long quick_square[] = {32, 64, 128, 256, 512, 1024};
+static const gemm_case non_square[] = {
+    {"mlp_layer", 128, 4096, 4096},  /* a batch of 128 through a 4096-wide layer */
+    {"low_k", 4096, 4096, 128},      /* an outer-product-like update              */
+    {"tall", 8192, 1024, 1024},
+};
+
+typedef struct gemm_impl gemm_impl;
+
+typedef struct gemm_run {
+    bench_ctx *ctx;
+    const gemm_impl *impl;
+    int m, n, k;
+    bool ta, tb;                  /* A stored [k,m] / B stored [n,k]              */
+    float *A, *B, *C;             /* host                                         */
+    float *hA, *hB, *hC;          /* what a transfer row copies: A, B, C, or their
+                                   * pinned copies (gpu-cublas-pinned)             */
+    void *dA, *dB, *dC;           /* device                                       */
+} gemm_run;
+
+/* the products, one per implementation: bench_fn on a gemm_run; the CPU
+ * ones run with the CPU backend's threads and packing scratch */
+static dg_status cpu_sgemm(gemm_run *g, dg_cpu_gemm kind) {
+    dg_cpu_sgemm(g->ctx->cpu, kind, g->ta, g->tb, g->m, g->n, g->k, g->A, g->B, g->C);
+    return DG_OK;
+}
+static dg_status cpu_naive(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_NAIVE); }
+static dg_status cpu_own(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OWN); }
+static dg_status cpu_openblas(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OPENBLAS); }
+#ifdef DG_HAVE_CUDA
+static dg_status gpu_sgemm(gemm_run *g, dg_gpu_gemm kind, bool tf32) {
+    return dg_gpu_sgemm(g->ctx->gpu, kind, tf32, g->ta, g->tb, g->m, g->n, g->k, g->dA, g->dB, g->dC);
+}
+static dg_status gpu_naive(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_NAIVE, false); }
+static dg_status gpu_tiled(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED, false); }
+static dg_status gpu_cublas(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS, false); }
+static dg_status gpu_cublas_tf32(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS, true); }
+static dg_status gpu_tiled_tf32(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED, true); }
+#define GPU_FN(f) f
+#else
+#define GPU_FN(f) NULL /* never called: no GPU backend is opened */
+#endif
+
+/* Every implementation, in the order of the CSV rows of a shape and of the
+ * report's series. */
+struct gemm_impl {
+    const char *name;       /* the impl column                                         */
+    bool        gpu;        /* runs on ctx->gpu (backend column "gpu"), else on ctx->cpu */
+    bool        tf32;       /* TF32 tensor cores on; tolerance TOL_TF32                 */
+    bool        transfer;   /* also timed with the host-device copies inside            */
+    bool        transfer_only; /* only with the copies inside: the kernel is another's  */
+    bool        pinned;     /* the copies from and to page-locked host memory           */
+    bool        speedup;    /* the CPU or the GPU side (fp32 both) of the speedup chart */
+    int         cap, cap_quick; /* largest m timed, and under --quick; 0: no cap        */
+    bench_fn    run;        /* the product on a gemm_run (GPU: device buffers)          */
+};
+
+static const gemm_impl impls[] = {
+    {"cpu-naive", .cap = 512, .cap_quick = 256, .run = cpu_naive}, /* the triple loop: small sizes only */
+    {"cpu-omp", .run = cpu_own},
+    {"cpu-openblas", .speedup = true, .run = cpu_openblas},
+    {"gpu-naive", .gpu = true, .run = GPU_FN(gpu_naive)},
+    {"gpu-tiled", .gpu = true, .run = GPU_FN(gpu_tiled)},
+    {"gpu-cublas", .gpu = true, .transfer = true, .speedup = true, .run = GPU_FN(gpu_cublas)},
+    {"gpu-cublas-pinned", .gpu = true, .transfer = true, .transfer_only = true, .pinned = true,
+     .run = GPU_FN(gpu_cublas)},
+    {"gpu-cublas-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_cublas_tf32)},
+    {"gpu-tiled-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_tiled_tf32)}, /* the own tensor-core kernel */
+};
+#define N_IMPLS (int)(sizeof impls / sizeof *impls)
+
+#ifdef DG_HAVE_CUDA
+/* the same product with the copies inside the timed region */
+static dg_status run_transfer(void *arg) {
+    gemm_run *g = arg;
+    dg_backend *be = g->ctx->gpu;
+    dg_status st;
+    if ((st = dg_backend_upload(be, g->dA, g->hA, sizeof(float) * (size_t)g->m * g->k)) != DG_OK) return st;
+    if ((st = dg_backend_upload(be, g->dB, g->hB, sizeof(float) * (size_t)g->k * g->n)) != DG_OK) return st;
+    if ((st = g->impl->run(g)) != DG_OK) return st;
+    return dg_backend_download(be, g->hC, g->dC, sizeof(float) * (size_t)g->m * g->n);
+}
+#endif
+
+/* max |C x - z| / max |z| */
+static double freivalds(const gemm_run *g, const double *x, const double *z) {
+    double err = 0, zmax = 0;
+#pragma omp parallel for reduction(max : err, zmax)
+    for (int i = 0; i < g->m; i++) {
+        double y = 0;
+        for (int j = 0; j < g->n; j++) y += (double)g->C[(size_t)i * g->n + j] * x[j];
+        double e = fabs(y - z[i]);
+        if (isnan(y)) e = INFINITY;
+        err = e > err ? e : err;
+        zmax = fabs(z[i]) > zmax ? fabs(z[i]) : zmax;
+    }
+    return err / (zmax > 0 ? zmax : 1);
+}
+
+static bool applies(const bench_ctx *ctx, const gemm_impl *im, const char *name, int m, const char *only) {
+    if ((im->gpu ? !ctx->gpu : !ctx->cpu) || (only && (im->transfer_only || strcmp(only, im->name) != 0)))
+        return false;
+    if (!bench_wanted(ctx, name, im->name)) return false;
+    int cap = ctx->quick ? im->cap_quick : im->cap;
+    return !cap || m <= cap;
+}
+
+/* A CPU implementation's rate when no larger shape has run yet: one run of
+ * a small square (half its cap, or 1024). Its rate is at most the rate of
+ * larger shapes, so the time predicted from it errs long. */
+static void probe_rate(bench_ctx *ctx, const gemm_impl *im, double *ms, double *flops) {
+    int s = im->cap ? im->cap / 2 : 1024;
+    size_t nn = (size_t)s * s;
+    gemm_run g = {ctx, im, s, s, s, false, false, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4),
+                  NULL, NULL, NULL, NULL, NULL, NULL};
+    bench_timing once = {.warmup = 1, .min_reps = 1, .max_reps = 1, .min_time_s = 0};
+    bench_stats st;
+    if (g.A && g.B && g.C && bench_time(NULL, false, im->run, &g, &once, &st) == DG_OK) {
+        *ms = st.median_ms;
+        *flops = 2.0 * s * s * s;
+    }
+    free(g.A); free(g.B); free(g.C);
+}
+
+/* Why implementation i does not run on this shape (a skipped row), or NULL:
+ * for the CPU, the time predicted from the last shape it ran (or a probe)
+ * against --cpu-cap. Decided before any matrix of the shape is allocated. */
+static const char *skip_reason(bench_ctx *ctx, int i, int m, double flops, double *last_ms, double *last_flops,
+                               char *why, size_t n) {
+    const gemm_impl *im = &impls[i];
+    if (im->gpu) return NULL;
+    if (last_ms[i] <= 0 && m > (im->cap ? im->cap / 2 : 1024)) probe_rate(ctx, im, &last_ms[i], &last_flops[i]);
+    double predicted_s = last_ms[i] > 0 ? last_ms[i] * flops / last_flops[i] / 1e3 : 0;
+    if (predicted_s > ctx->cpu_cap_s) {
+        snprintf(why, n, "predicted %.1f s per run > cap %.1f s (--cpu-cap)", predicted_s, ctx->cpu_cap_s);
+        return why;
+    }
+    return NULL;
+}
+
+/* the rows a shape will write (the progress line's total) */
+static int rows_of(const bench_ctx *ctx, const char *name, int m, const char *only) {
+    int n = 0;
+    for (int i = 0; i < N_IMPLS; i++)
+        if (applies(ctx, &impls[i], name, m, only))
+            n += !impls[i].transfer_only + (impls[i].transfer && !only);
+    return n;
+}
+
+/* bx = op(B) x [k], z = op(A) bx [m]: the float64 side of Freivalds' test */
+static void freivalds_prepare(const gemm_run *g, const double *x, double *bx, double *z) {
+    int m = g->m, n = g->n, k = g->k;
+#pragma omp parallel for
+    for (int p = 0; p < k; p++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += (double)(g->tb ? g->B[(size_t)j * k + p] : g->B[(size_t)p * n + j]) * x[j];
+        bx[p] = s;
+    }
+#pragma omp parallel for
+    for (int i = 0; i < m; i++) {
+        double s = 0;
+        for (int p = 0; p < k; p++) s += (double)(g->ta ? g->A[(size_t)p * m + i] : g->A[(size_t)i * k + p]) * bx[p];
+        z[i] = s;
+    }
+}
+
+#ifdef DG_HAVE_CUDA
+/* g->impl's row with the copies inside the timed region: from and to the
+ * pinned copies (impl->pinned) or the pageable A, B, C; then checked */
+static void transfer_row(bench_ctx *ctx, gemm_run *g, bench_row *row, const double *x, const double *z,
+                         float *const *pinned) {
+    size_t nc = (size_t)g->m * g->n;
+    bool pin = g->impl->pinned;
+    g->hA = pin ? pinned[0] : g->A;
+    g->hB = pin ? pinned[1] : g->B;
+    g->hC = pin ? pinned[2] : g->C;
+    for (size_t q = 0; q < nc; q++) g->hC[q] = NAN; /* poison: every element must arrive */
+    row->transfer = true;
+    row->st = BENCH_NO_STATS;
+    dg_status st = bench_time(ctx->gpu, false, run_transfer, g, &ctx->timing, &row->st);
+    if (pin) memcpy(g->C, g->hC, nc * 4);
+    row->max_rel_err = st == DG_OK ? freivalds(g, x, z) : NAN;
+    row->status = st != DG_OK ? bench_status_word(st)
+                : row->max_rel_err <= (row->tf32 ? TOL_TF32 : TOL_FP32) ? "ok" : "wrong";
+    row->note = st != DG_OK ? dg_last_error() : NULL;
+    bench_emit(ctx, row);
+    row->note = NULL;
+}
+#endif
+
+/* Times every implementation (or only `only`) on one shape and writes a
+ * row per implementation into the current CSV under `sweep`: skipped rows
+ * first, for those that cannot run (skip_reason). */
+static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const bench_gemm_shape *sh,
+                     const char *only, double *last_ms, double *last_flops) {
+    int m = sh->m, n = sh->n, k = sh->k;
+    size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+    double flops = 2.0 * m * n * k;
+    /* A, B, C in float; x, B x, z in double for the check */
+    double host_bytes = 4.0 * (double)(na + nb + nc) + 8.0 * ((double)n + k + m);
+    bench_row row = {.sweep = sweep, .name = name, .m = m, .n = n, .k = k, .batch = 1,
+                     .threads = ctx->threads, .warmup = ctx->timing.warmup, .flops = flops,
+                     .bytes = 4.0 * (double)(na + nb + nc), .max_rel_err = NAN, .check = "f64-freivalds"};
+    /* the host memory of the shape, the same for every implementation */
+    char no_memory[160] = "";
+    double avail = bench_mem_available();
+    if (avail > 0 && host_bytes > 0.9 * avail)
+        snprintf(no_memory, sizeof no_memory, "needs %.1f GB of host memory, %.1f GB available", host_bytes / 1e9,
+                 avail / 1e9);
+    bool run[N_IMPLS];
+    int n_run = 0;
+    for (int i = 0; i < N_IMPLS; i++) {
+        char buf[160];
+        run[i] = applies(ctx, &impls[i], name, m, only);
+        const char *why = !run[i]     ? NULL
+                        : *no_memory ? no_memory
+                                     : skip_reason(ctx, i, m, flops, last_ms, last_flops, buf, sizeof buf);
+        if (!why) {
+            n_run += run[i];
+            continue;
+        }
+        run[i] = false;
+        row.impl = impls[i].name;
+        row.backend = impls[i].gpu ? "gpu" : "cpu";
+        row.tf32 = impls[i].tf32;
+        row.transfer = impls[i].transfer_only;
+        row.status = "skipped";
+        row.note = why;
+        bench_emit(ctx, &row);
+        row.note = NULL;
+        row.transfer = false;
+    }
+    if (!n_run) return;
+    gemm_run g = {ctx, NULL, m, n, k, sh->ta, sh->tb, malloc(na * 4), malloc(nb * 4), malloc(nc * 4),
+                  NULL, NULL, NULL, NULL, NULL, NULL};
+    double *x = malloc((size_t)n * sizeof *x), *bx = malloc((size_t)k * sizeof *bx), *z = malloc((size_t)m * sizeof *z);
+    if (!g.A || !g.B || !g.C || !x || !bx || !z) {
+        row.impl = "all"; row.backend = "host"; row.status = "oom"; row.max_rel_err = NAN;
+        row.note = "host memory for the matrices and the check";
+        bench_emit(ctx, &row);
+        goto done;
+    }
+    dg_rng r = dg_rng_new(((uint64_t)m << 40) ^ ((uint64_t)n << 20) ^ (uint64_t)k);
+    for (size_t i = 0; i < na; i++) g.A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    for (size_t i = 0; i < nb; i++) g.B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    for (int j = 0; j < n; j++) x[j] = 2 * dg_rng_uniform(&r) - 1;
+    freivalds_prepare(&g, x, bx, z);
+#ifdef DG_HAVE_CUDA
+    float *pinned[3] = {NULL, NULL, NULL}; /* A, B, C in page-locked memory, for the pinned transfer rows */
+    bool gpu_ready = false;
+    char gpu_why[256] = "";
+    if (ctx->gpu) {
+        dg_status st = dg_backend_alloc(ctx->gpu, na * 4, &g.dA);
+        if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, nb * 4, &g.dB);
+        if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, nc * 4, &g.dC);
+        if (st == DG_OK) st = dg_backend_upload(ctx->gpu, g.dA, g.A, na * 4);
+        if (st == DG_OK) st = dg_backend_upload(ctx->gpu, g.dB, g.B, nb * 4);
+        for (int i = 0; i < N_IMPLS && st == DG_OK; i++)
+            if (run[i] && impls[i].pinned) {
+                size_t sz[3] = {na, nb, nc};
+                for (int j = 0; j < 3 && st == DG_OK; j++)
+                    st = dg_backend_host_alloc(ctx->gpu, sz[j] * 4, (void **)&pinned[j]);
+                if (st == DG_OK) {
+                    memcpy(pinned[0], g.A, na * 4);
+                    memcpy(pinned[1], g.B, nb * 4);
+                }
+                break;
+            }
+        gpu_ready = st == DG_OK;
+        if (!gpu_ready) snprintf(gpu_why, sizeof gpu_why, "device buffers: %s", dg_last_error());
+    }
+#endif
+    for (int i = 0; i < N_IMPLS && !bench_interrupted; i++) {
+        const gemm_impl *im = g.impl = &impls[i];
+        bool gpu = im->gpu;
+        row.impl = im->name;
+        row.backend = gpu ? "gpu" : "cpu";
+        row.tf32 = im->tf32;
+        row.transfer = false;
+        row.max_rel_err = NAN;
+        row.st = BENCH_NO_STATS;
+        if (!run[i]) continue;
+        dg_status st = DG_OK;
+        for (size_t q = 0; q < nc; q++) g.C[q] = NAN; /* poison: every element must be written */
+        if (!gpu) {
+            st = bench_time(NULL, false, im->run, &g, &ctx->timing, &row.st);
+        }
+#ifdef DG_HAVE_CUDA
+        else if (!gpu_ready) st = dg__fail(DG_ERR_OOM, "%s", gpu_why);
+        else if (im->transfer_only) {
+            if (!only) transfer_row(ctx, &g, &row, x, z, pinned);
+            continue;
+        } else {
+            st = dg_backend_upload(ctx->gpu, g.dC, g.C, nc * 4);
+            if (st == DG_OK) st = bench_time(ctx->gpu, true, im->run, &g, &ctx->timing, &row.st);
+            if (st == DG_OK) st = dg_backend_download(ctx->gpu, g.C, g.dC, nc * 4);
+        }
+#endif
+        if (st != DG_OK) {
+            row.status = bench_status_word(st);
+            row.note = dg_last_error();
+            bench_emit(ctx, &row);
+            row.note = NULL;
+            continue;
+        }
+        row.max_rel_err = freivalds(&g, x, z);
+        row.status = row.max_rel_err <= (row.tf32 ? TOL_TF32 : TOL_FP32) ? "ok" : "wrong";
+        bench_emit(ctx, &row);
+        last_ms[i] = row.st.median_ms;
+        last_flops[i] = flops;
+#ifdef DG_HAVE_CUDA
+        if (im->transfer && !only && !bench_interrupted) transfer_row(ctx, &g, &row, x, z, pinned);
+#endif
+    }
+#ifdef DG_HAVE_CUDA
+    if (ctx->gpu) {
+        dg_backend_release(ctx->gpu, g.dA);
+        dg_backend_release(ctx->gpu, g.dB);
+        dg_backend_release(ctx->gpu, g.dC);
+        for (int j = 0; j < 3; j++) dg_backend_host_free(ctx->gpu, pinned[j]);
+    }
+#endif
+done:
+    free(g.A); free(g.B); free(g.C);
+    free(x); free(bx); free(z);
+}
+
+/* the case name of a user shape: its transposes */
+static const char *const user_case[2][2] = {{"user-NN", "user-NT"}, {"user-TN", "user-TT"}};
+
+dg_status sweep_gemm(bench_ctx *ctx) {
+    double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
+    if (ctx->n_shapes) { /* --shapes: only the user's */
+        for (int i = 0; i < ctx->n_shapes; i++) {
+            const bench_gemm_shape *sh = &ctx->shapes[i];
+            bench_plan_rows(ctx, rows_of(ctx, user_case[sh->ta][sh->tb], sh->m, NULL));
+        }
+        for (int i = 0; i < ctx->n_shapes && !bench_interrupted; i++) {
+            const bench_gemm_shape *sh = &ctx->shapes[i];
+            double lm[N_IMPLS], lf[N_IMPLS]; /* predict each from the previous shapes */
+            memcpy(lm, last_ms, sizeof lm);
+            memcpy(lf, last_flops, sizeof lf);
+            run_case(ctx, "gemm", user_case[sh->ta][sh->tb], sh, NULL, lm, lf);
+        }
+        return DG_OK;
+    }
+    const long long *sizes;
+    int n_default = (int)(sizeof default_square / sizeof *default_square) - !ctx->extended; /* 8192: all */
+    int n = bench_sizes(ctx, ctx->quick ? quick_square : default_square, ctx->quick ? 6 : n_default, &sizes);
+    bool more = !bench_user_sizes(ctx) && !ctx->quick;
+    for (int i = 0; i < n; i++) bench_plan_rows(ctx, rows_of(ctx, "square", (int)sizes[i], NULL));
+    for (size_t i = 0; more && i < sizeof non_square / sizeof *non_square; i++)
+        bench_plan_rows(ctx, rows_of(ctx, non_square[i].name, non_square[i].m, NULL));
+    for (int i = 0; i < n && !bench_interrupted; i++) {
+        bench_gemm_shape sh = {(int)sizes[i], (int)sizes[i], (int)sizes[i], false, false};
+        run_case(ctx, "gemm", "square", &sh, NULL, last_ms, last_flops);
+    }
+    for (size_t i = 0; more && i < sizeof non_square / sizeof *non_square && !bench_interrupted; i++) {
+        double lm[N_IMPLS], lf[N_IMPLS]; /* predict from the square runs */
+        memcpy(lm, last_ms, sizeof lm);
+        memcpy(lf, last_flops, sizeof lf);
+        bench_gemm_shape sh = {non_square[i].m, non_square[i].n, non_square[i].k, false, false};
+        run_case(ctx, "gemm", non_square[i].name, &sh, NULL, lm, lf);
+    }
+    return DG_OK;
+}
+
+void bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl) {
+    double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
+    bench_gemm_shape sh = {size, size, size, false, false};
+    bench_plan_rows(ctx, rows_of(ctx, "sgemm", size, impl));
+    run_case(ctx, "ceiling", "sgemm", &sh, impl, last_ms, last_flops);
+}
+
+/* The copies' share of each transfer row: time with copies minus the
+ * kernel's time, against what the measured pinned ceilings give for the
+ * same bytes (A and B up, C down): the rate pageable memory could reach
+ * too, were it pinned. */
+static void transfer_table(bench_report *rep, const bench_table *t, const char *kernel_impl) {
+    const bench_ceilings *c = &rep->ceil;
+    fprintf(rep->sum, "| n | host memory | copies ms | copies GB/s | %% of the pinned ceiling |\n|---|---|---|---|---|\n");
+    bench_series k = bench_pick(t, "square", kernel_impl, NULL, false, BENCH_MS, "");
+    for (int i = 0; i < N_IMPLS; i++) {
+        if (!impls[i].transfer) continue;
+        bench_series x = bench_pick(t, "square", impls[i].name, NULL, true, BENCH_MS, "");
+        const double *up = c->pinned_gbps;
+        for (int a = 0; a < x.n; a++)
+            for (int b = 0; b < k.n; b++) {
+                if (k.x[b] != x.x[a]) continue;
+                double n = x.x[a], ms = x.y[a] - k.y[b], bytes = 4.0 * 3 * n * n; /* A, B up; C down */
+                double ideal_ms = (4.0 * 2 * n * n / up[0] + 4.0 * n * n / up[1]) / 1e6;
+                char pct[32];
+                fprintf(rep->sum, "| %.0f | %s | %.3f | %.1f | %s |\n", n, impls[i].pinned ? "pinned" : "pageable", ms,
+                        bytes / ms / 1e6, bench_fmt_num(100.0 * ideal_ms / ms, "%.0f%%", pct, sizeof pct));
+            }
+    }
+    fprintf(rep->sum, "\n");
+}
+
+/* s's y at x, NAN where s has no point there */
+static double y_at(const bench_series *s, double x) {
+    for (int i = 0; i < s->n; i++)
+        if (s->x[i] == x) return s->y[i];
+    return NAN;
+}
+
+/* The own kernels' throughput as a share of cuBLAS's in the same math, per
+ * square n: where the own TF32 kernel has rows. */
+static void own_vs_cublas_table(bench_report *rep, const bench_table *t) {
+    bench_series f = bench_pick(t, "square", "gpu-tiled", NULL, false, BENCH_GFLOPS, "");
+    bench_series fc = bench_pick(t, "square", "gpu-cublas", NULL, false, BENCH_GFLOPS, "");
+    bench_series x = bench_pick(t, "square", "gpu-tiled-tf32", NULL, false, BENCH_GFLOPS, "");
+    bench_series xc = bench_pick(t, "square", "gpu-cublas-tf32", NULL, false, BENCH_GFLOPS, "");
+    if (!x.n) return;
+    fprintf(rep->sum, "| n | gpu-tiled / gpu-cublas (fp32) | gpu-tiled-tf32 / gpu-cublas-tf32 |\n|---|---|---|\n");
+    for (int a = 0; a < x.n; a++) {
+        double fp = y_at(&f, x.x[a]) / y_at(&fc, x.x[a]), tf = x.y[a] / y_at(&xc, x.x[a]);
+        char p0[32], p1[32];
+        fprintf(rep->sum, "| %.0f | %s | %s |\n", x.x[a], bench_fmt_num(100 * fp, "%.0f%%", p0, sizeof p0),
+                bench_fmt_num(100 * tf, "%.0f%%", p1, sizeof p1));
+    }
+    fprintf(rep->sum, "\n");
+}
+
+/* Charts gemm_time, gemm_gflops (against the ceilings), gemm_speedup (the
+ * `speedup` pair, kernels only and with transfers from pageable and from
+ * pinned memory) and the summary's crossover, peak and transfer tables;
+ * square shapes only, x = n. */
+bool bench_report_gemm(bench_report *rep, const bench_table *t) {
+    if (!t->n) return false;
+    const gemm_impl *cpu = NULL, *gpu = NULL, *pin = NULL;
+    bench_chart tm = {"gemm_time", "sgemm time, square n x n x n", "n", "median ms", true, .vline = NAN};
+    bench_chart gf = {"gemm_gflops", "sgemm throughput against measured ceilings", "n", "GFLOP/s", true, .vline = NAN};
+    for (int i = 0; i < N_IMPLS; i++) {
+        bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, false, BENCH_MS, impls[i].name));
+        bench_chart_add(&gf, bench_pick(t, "square", impls[i].name, NULL, false, BENCH_GFLOPS, impls[i].name));
+        if (impls[i].speedup && impls[i].gpu) gpu = &impls[i];
+        else if (impls[i].speedup) cpu = &impls[i];
+        if (impls[i].pinned) pin = &impls[i];
+    }
+    char titles[N_IMPLS][64];
+    for (int i = 0; i < N_IMPLS; i++)
+        if (impls[i].transfer) {
+            snprintf(titles[i], sizeof titles[i], "%s incl. transfers", impls[i].name);
+            bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, true, BENCH_MS, titles[i]));
+        }
+    bench_chart_hline(&gf, rep->ceil.cpu_gflops, "CPU ceiling (OpenBLAS)");
+    bench_chart_hline(&gf, rep->ceil.gpu_gflops, "GPU ceiling (cuBLAS fp32)");
+    bench_chart_hline(&gf, rep->ceil.gpu_tf32_gflops, "GPU ceiling (cuBLAS TF32)");
+    bench_series c = bench_pick(t, "square", cpu->name, NULL, false, BENCH_MS, "");
+    bench_series g0 = bench_pick(t, "square", gpu->name, NULL, false, BENCH_MS, "");
+    bench_series g1 = bench_pick(t, "square", gpu->name, NULL, true, BENCH_MS, "");
+    bench_series g2 = bench_pick(t, "square", pin->name, NULL, true, BENCH_MS, "");
+    char title[64];
+    snprintf(title, sizeof title, "%s / %s", gpu->name, cpu->name);
+    bench_series s0 = bench_speedup(&c, &g0, title), s1 = bench_speedup(&c, &g1, "incl. transfers, pageable host");
+    bench_series s2 = bench_speedup(&c, &g2, "incl. transfers, pinned host");
+    bench_chart sp = {"gemm_speedup", "sgemm speedup, GPU over CPU (>1: GPU faster)", "n", "speedup", true,
+                      .vline = bench_crossover(&s1)};
+    bench_chart_add(&sp, s0);
+    bench_chart_add(&sp, s1);
+    bench_chart_add(&sp, s2);
+    bench_chart_hline(&sp, 1.0, "break-even");
+    char c0[96], c1[96], c2[96];
+    bench_crossover_str(&s0, c0, sizeof c0);
+    bench_crossover_str(&s1, c1, sizeof c1);
+    bench_crossover_str(&s2, c2, sizeof c2);
+    fprintf(rep->sum, "## GEMM (square, %s fp32 vs %s)\n\n| timing | crossover n |\n|---|---|\n"
+                      "| kernels only | %s |\n| with host-device transfers, pageable host memory | %s |\n"
+                      "| with host-device transfers, pinned host memory | %s |\n\n", gpu->name, cpu->name, c0, c1, c2);
+    fprintf(rep->sum, "| impl | peak GFLOP/s | at n |\n|---|---|---|\n");
+    for (int i = 0; i < N_IMPLS; i++) {
+        bench_series s = bench_pick(t, "square", impls[i].name, NULL, false, BENCH_GFLOPS, "");
+        double at, best = bench_series_max(&s, &at);
+        if (s.n) fprintf(rep->sum, "| %s | %.1f | %.0f |\n", impls[i].name, best, at);
+    }
+    fprintf(rep->sum, "\n");
+    own_vs_cublas_table(rep, t);
+    if (g1.n || g2.n) transfer_table(rep, t, gpu->name);
+    bench_chart_draw(rep, &tm);
+    bench_chart_draw(rep, &gf);
+    bench_chart_draw(rep, &sp);
+    return true;
+}

@@ -1,0 +1,218 @@
+/* sweep_scaling_report.c: the scaling sweep's report: the all-reduce's bus
+ * bandwidth over message size per GPU count, NCCL's own call against the
+ * graph's node (scaling_allreduce), each model's weak and strong scaling
+ * efficiency against one GPU (scaling_efficiency), and their tables. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runner/sweep.h"
+#include "sweeps/scaling/sweep_scaling.h"
+
+/* the measured row of case `name`, impl, m GPUs and column n (NULL: none) */
+static const csv_rec *find(const bench_table *t, const char *name, const char *impl, long long gpus, long long n) {
+    for (int i = 0; i < t->n; i++) {
+        const csv_rec *r = &t->r[i];
+        if (!strcmp(r->name, name) && !strcmp(r->impl, impl) && r->m == gpus && (n < 0 || r->n == n) &&
+            bench_row_measured(r))
+            return r;
+    }
+    return NULL;
+}
+
+static void allreduce_report(bench_report *rep, const bench_table *t) {
+    FILE *f = rep->sum;
+    bench_chart ch = {"scaling_allreduce", "all-reduce (average, fp32): bus bandwidth per message size",
+                      "message bytes per GPU", "bus GB/s", false, .vline = NAN};
+    bool any = false;
+    for (int c = 1; c < SCALING_N_COUNTS; c++)
+        for (int impl = 0; impl < 2; impl++) {
+            bench_series s = {.n = 0};
+            snprintf(s.title, sizeof s.title, "%s, %d GPUs", impl ? "node" : "nccl", scaling_counts[c]);
+            for (int i = 0; i < t->n && s.n < BENCH_MAX_PTS; i++) {
+                const csv_rec *r = &t->r[i];
+                if (strcmp(r->name, "allreduce") || strcmp(r->impl, impl ? "node" : "nccl") ||
+                    r->m != scaling_counts[c] || !bench_row_measured(r))
+                    continue;
+                s.x[s.n] = (double)r->n;
+                s.y[s.n] = s.lo[s.n] = s.hi[s.n] = r->gbps;
+                s.noisy[s.n++] = !strcmp(r->status, "noisy");
+            }
+            if (!s.n) continue;
+            if (!any)
+                fprintf(f, "### All-reduce bus bandwidth (GB/s: bytes x 2(n-1)/n per second, as nccl-tests)\n\n"
+                           "| GPUs | bytes | nccl | node | node / nccl |\n|---|---|---|---|---|\n");
+            any = true;
+            bench_chart_add(&ch, s);
+        }
+    for (int c = 1; c < SCALING_N_COUNTS && any; c++)
+        for (int i = 0; i < t->n; i++) {
+            const csv_rec *r = &t->r[i];
+            if (strcmp(r->name, "allreduce") || strcmp(r->impl, "nccl") || r->m != scaling_counts[c]) continue;
+            const csv_rec *nd = find(t, "allreduce", "node", r->m, r->n);
+            char b1[32], b2[32], b3[32];
+            double nccl = bench_row_measured(r) ? r->gbps : NAN, node = nd ? nd->gbps : NAN;
+            fprintf(f, "| %lld | %lld | %s | %s | %s |\n", r->m, r->n, bench_fmt_num(nccl, "%.1f", b1, sizeof b1),
+                    bench_fmt_num(node, "%.1f", b2, sizeof b2),
+                    bench_fmt_num(100 * node / nccl, "%.0f%%", b3, sizeof b3));
+        }
+    if (any) fprintf(f, "\n");
+    bench_chart_draw(rep, &ch);
+}
+
+/* the models of the rows, in file order, without repeats */
+static int model_names(const bench_table *t, char names[][48], int max) {
+    int n = 0;
+    for (int i = 0; i < t->n; i++) {
+        const char *nm = t->r[i].name;
+        size_t len = strlen(nm);
+        if (len < 5 || strcmp(nm + len - 5, "-weak")) continue;
+        bool seen = false;
+        for (int j = 0; j < n; j++) seen |= !strncmp(names[j], nm, len - 5) && names[j][len - 5] == '\0';
+        if (!seen && n < max) snprintf(names[n++], 48, "%.*s", (int)(len - 5), nm);
+    }
+    return n;
+}
+
+static void models_report(bench_report *rep, const bench_table *t) {
+    char models[8][48];
+    int n_models = model_names(t, models, 8);
+    if (!n_models) return;
+    FILE *f = rep->sum;
+    fprintf(f, "### Training steps on several GPUs (SGD with momentum, replayed CUDA graphs)\n\nWeak: the batch per "
+               "GPU fixed; efficiency = one GPU's step time / n GPUs' step time. Strong: the global batch fixed; "
+               "efficiency = one GPU's time / (n x n GPUs' time). Exposed exchange: the weak step's time over one "
+               "GPU's, as a share of the step.\n\n| model | GPUs | weak batch | weak ms | samples/s | weak eff | "
+               "exposed exchange | strong batch per GPU | strong ms | strong eff | gradient MB |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    bench_chart ch = {"scaling_efficiency", "scaling efficiency against one GPU", "GPUs", "efficiency %", false,
+                      true, .vline = NAN};
+    ch.hline[ch.n_hline] = 100;
+    ch.hline_title[ch.n_hline++] = "linear";
+    for (int m = 0; m < n_models; m++) {
+        char weak[64], strong[64];
+        snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
+        snprintf(strong, sizeof strong, "%.40s-strong", models[m]);
+        const csv_rec *w1 = find(t, weak, "gpu-dp", 1, -1), *s1 = find(t, strong, "gpu-dp", 1, -1);
+        bench_series sw = {.n = 0}, ss = {.n = 0};
+        snprintf(sw.title, sizeof sw.title, "%.40s weak", models[m]);
+        snprintf(ss.title, sizeof ss.title, "%.40s strong", models[m]);
+        for (int c = 0; c < SCALING_N_COUNTS; c++) {
+            int n = scaling_counts[c];
+            const csv_rec *w = find(t, weak, "gpu-dp", n, -1), *s = find(t, strong, "gpu-dp", n, -1);
+            if (!w && !s) continue;
+            double we = w && w1 ? w1->median_ms / w->median_ms : NAN;
+            double se = s && s1 ? s1->median_ms / (n * s->median_ms) : NAN;
+            double exposed = w && w1 ? (w->median_ms - w1->median_ms) / w->median_ms : NAN;
+            if (!isnan(we) && sw.n < BENCH_MAX_PTS) {
+                sw.x[sw.n] = n;
+                sw.y[sw.n] = sw.lo[sw.n] = sw.hi[sw.n] = 100 * we;
+                sw.n++;
+            }
+            if (!isnan(se) && ss.n < BENCH_MAX_PTS) {
+                ss.x[ss.n] = n;
+                ss.y[ss.n] = ss.lo[ss.n] = ss.hi[ss.n] = 100 * se;
+                ss.n++;
+            }
+            char b[9][32];
+            fprintf(f, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m], n,
+                    bench_fmt_num(w ? (double)w->batch : NAN, "%.0f", b[0], 32),
+                    bench_fmt_num(w ? w->median_ms : NAN, "%.3f", b[1], 32),
+                    bench_fmt_num(w ? 1e3 * w->batch / w->median_ms : NAN, "%.0f", b[2], 32),
+                    bench_fmt_num(100 * we, "%.1f%%", b[3], 32), bench_fmt_num(100 * exposed, "%.1f%%", b[4], 32),
+                    bench_fmt_num(s ? (double)s->n : NAN, "%.0f", b[5], 32),
+                    bench_fmt_num(s ? s->median_ms : NAN, "%.3f", b[6], 32),
+                    bench_fmt_num(100 * se, "%.1f%%", b[7], 32),
+                    bench_fmt_num(w ? w->k / 1e6 : s ? s->k / 1e6 : NAN, "%.1f", b[8], 32));
+        }
+        bench_chart_add(&ch, sw);
+        bench_chart_add(&ch, ss);
+    }
+    fprintf(f, "\n");
+    bench_chart_draw(rep, &ch);
+}
+
+/* the weak steps with the gradients in buckets against each alone, where
+ * the sweep measured both */
+static void buckets_report(bench_report *rep, const bench_table *t) {
+    char models[8][48];
+    int n_models = model_names(t, models, 8), rows = 0;
+    for (int m = 0; m < n_models; m++) {
+        char weak[64];
+        snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
+        const csv_rec *w1 = find(t, weak, "gpu-dp", 1, -1);
+        for (int c = 1; c < SCALING_N_COUNTS; c++) {
+            int n = scaling_counts[c];
+            const csv_rec *b = find(t, weak, "gpu-dp", n, -1), *a = find(t, weak, "gpu-dp-unbucketed", n, -1);
+            if (!a || !b) continue;
+            if (!rows++)
+                fprintf(rep->sum, "### Gradient buckets (weak steps)\n\nThe same step with the gradients packed into "
+                                  "buckets, one NCCL call each (gpu-dp), and with every gradient its own call "
+                                  "(gpu-dp-unbucketed).\n\n| model | GPUs | each alone ms | buckets ms | ratio | weak "
+                                  "eff alone | weak eff buckets |\n|---|---|---|---|---|---|---|\n");
+            char f[5][32];
+            fprintf(rep->sum, "| %s | %d | %s | %s | %s | %s | %s |\n", models[m], n,
+                    bench_fmt_num(a->median_ms, "%.3f", f[0], 32), bench_fmt_num(b->median_ms, "%.3f", f[1], 32),
+                    bench_fmt_num(b->median_ms / a->median_ms, "%.3f", f[2], 32),
+                    bench_fmt_num(w1 ? 100 * w1->median_ms / a->median_ms : NAN, "%.1f%%", f[3], 32),
+                    bench_fmt_num(w1 ? 100 * w1->median_ms / b->median_ms : NAN, "%.1f%%", f[4], 32));
+        }
+    }
+    if (rows) fprintf(rep->sum, "\n");
+}
+
+/* duograd's weak and strong rows beside PyTorch DistributedDataParallel's
+ * (impl torch-ddp, bench/torch_ddp_peer.py) of the same file, where the
+ * peer ran */
+static void peer_report(bench_report *rep, const bench_table *t) {
+    char models[8][48];
+    int n_models = model_names(t, models, 8), rows = 0;
+    for (int m = 0; m < n_models; m++) {
+        char weak[64], strong[64];
+        snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
+        snprintf(strong, sizeof strong, "%.40s-strong", models[m]);
+        const csv_rec *dw1 = find(t, weak, "gpu-dp", 1, -1), *ds1 = find(t, strong, "gpu-dp", 1, -1);
+        const csv_rec *pw1 = find(t, weak, "torch-ddp", 1, -1), *ps1 = find(t, strong, "torch-ddp", 1, -1);
+        for (int c = 0; c < SCALING_N_COUNTS; c++) {
+            int n = scaling_counts[c];
+            const csv_rec *dw = find(t, weak, "gpu-dp", n, -1), *ds = find(t, strong, "gpu-dp", n, -1);
+            const csv_rec *pw = find(t, weak, "torch-ddp", n, -1), *ps = find(t, strong, "torch-ddp", n, -1);
+            if (!pw && !ps) continue;
+            if (!rows++)
+                fprintf(rep->sum, "### Beside PyTorch DistributedDataParallel (same file)\n\nPyTorch eager fp32, one "
+                                  "process per GPU, DDP's default buckets (bench/torch_ddp_peer.py); each side's "
+                                  "efficiency against its own one-GPU step.\n\n| model | GPUs | weak ms duograd | "
+                                  "weak ms PyTorch | weak eff duograd | weak eff PyTorch | strong ms duograd | "
+                                  "strong ms PyTorch | strong eff duograd | strong eff PyTorch |\n"
+                                  "|---|---|---|---|---|---|---|---|---|---|\n");
+            char f[8][32];
+            fprintf(rep->sum, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m], n,
+                    bench_fmt_num(dw ? dw->median_ms : NAN, "%.3f", f[0], 32),
+                    bench_fmt_num(pw ? pw->median_ms : NAN, "%.3f", f[1], 32),
+                    bench_fmt_num(dw && dw1 ? 100 * dw1->median_ms / dw->median_ms : NAN, "%.1f%%", f[2], 32),
+                    bench_fmt_num(pw && pw1 ? 100 * pw1->median_ms / pw->median_ms : NAN, "%.1f%%", f[3], 32),
+                    bench_fmt_num(ds ? ds->median_ms : NAN, "%.3f", f[4], 32),
+                    bench_fmt_num(ps ? ps->median_ms : NAN, "%.3f", f[5], 32),
+                    bench_fmt_num(ds && ds1 ? 100 * ds1->median_ms / (n * ds->median_ms) : NAN, "%.1f%%", f[6], 32),
+                    bench_fmt_num(ps && ps1 ? 100 * ps1->median_ms / (n * ps->median_ms) : NAN, "%.1f%%", f[7], 32));
+        }
+    }
+    if (rows) fprintf(rep->sum, "\n");
+}
+
+bool bench_report_scaling(bench_report *rep, const bench_table *t) {
+    if (!t->n) return false;
+    fprintf(rep->sum, "## Several GPUs: data parallelism over NCCL\n\n");
+    int skipped = 0;
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->r[i].name, "scaling") && !strcmp(t->r[i].status, "skipped")) {
+            fprintf(rep->sum, "Not run: %s.\n\n", t->r[i].note);
+            skipped++;
+        }
+    if (skipped == t->n) return true;
+    allreduce_report(rep, t);
+    models_report(rep, t);
+    buckets_report(rep, t);
+    peer_report(rep, t);
+    return true;
+}

@@ -1,0 +1,210 @@
+/* sweep_train.c: epoch time of logistic regression and the default MLP on
+ * Fashion-MNIST, on every backend, over batch sizes 32..4096. Two epochs
+ * are trained from the same seed; the second epoch's time is the figure
+ * (the first pays one-time costs such as CUDA-graph capture), so reps = 1.
+ * Check: before timing, one training step of the same model on the first
+ * batch of the data set is run on the backend and its loss compared with
+ * the float64 reference (max_rel_err); the test accuracy after the two
+ * epochs is printed. The data set is resident on the backend; batches are
+ * gathered there. */
+#include <math.h>
+
+#include "core/nn/mlp.h"
+#include "core/nn/trainer.h"
+#include "check/check.h"
+#include "runner/sweep.h"
+
+static const long long default_batches[] = {32, 64, 128, 256, 512, 1024, 2048, 4096};
+static const long long quick_batches[] = {64, 512, 4096};
+
+/* the models: the case column of the rows, the MODEL of bench train's
+ * train-MODEL-BACKEND.csv; the report follows this order */
+typedef struct train_model { const char *name, *widths; } train_model;
+static const train_model models[] = {{"logreg", "784-10"}, {"mlp", "784-256-100-10"}};
+#define N_MODELS (int)(sizeof models / sizeof *models)
+/* the MODELs of bench train's curves: the sweep's models and the CNN */
+static const char *const curve_models[] = {"logreg", "mlp", "cnn"};
+#define N_CURVE_MODELS (int)(sizeof curve_models / sizeof *curve_models)
+static const char *const backends[] = {"cpu", "gpu"}; /* BACKEND of the curves */
+#define N_BACKENDS (int)(sizeof backends / sizeof *backends)
+
+static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, const dg_dataset *train,
+                    const dg_dataset *test, int batch) {
+    bench_row row = {.sweep = "train", .name = model->name, .impl = be == ctx->cpu ? "cpu" : "gpu",
+                     .backend = be == ctx->cpu ? "cpu" : "gpu", .m = batch, .n = 1, .k = 1, .batch = batch,
+                     .threads = ctx->threads, .warmup = 1, .max_rel_err = NAN, .check = BENCH_STEP_CHECK};
+    char why[256];
+    if (!bench_wanted(ctx, row.name, row.impl)) return;
+    dg_mlp_cfg cfg;
+    dg_mlp_parse_widths(model->widths, &cfg);
+    bench_step_spec spec = bench_mlp_step(&cfg); /* the check's step is the trainer's */
+    dg_train_opts o = {.model = spec.model, .model_cfg = spec.cfg, .optim = spec.optim,
+                       .epochs = 2, .batch = batch, .seed = 1, .loss_every = 1 << 30};
+    /* the check step reads the first batch of the data set as [batch, widths[0]] */
+    if (batch > train->n || (int64_t)train->rows * train->cols != cfg.widths[0]) {
+        row.status = "skipped";
+        snprintf(why, sizeof why, "the data set has %d images of %dx%d, the model needs at least %d of %lld pixels",
+                 train->n, train->rows, train->cols, batch, (long long)cfg.widths[0]);
+        row.note = why;
+        fprintf(stderr, "bench: train %s batch %d on %s: skipped: %s\n", model->name, batch, row.backend, why);
+        bench_emit(ctx, &row);
+        return;
+    }
+    dg_epoch_stats s;
+    bench_step check;
+    bench_step_ref ref = {0};
+    bool ok = false;
+    dg_status st = bench_step_new(&check, be, &spec, batch, train->x, train->y, NULL, &ref, &row.max_rel_err, &ok);
+    bench_step_free(&check);
+    bench_step_ref_free(&ref);
+    if (st == DG_OK && !ok) {
+        row.status = "wrong";
+        bench_emit(ctx, &row);
+        return;
+    }
+    double epoch_ms = NAN; /* the last epoch's time: the row's one sample */
+    if (st == DG_OK) st = dg_train(be, &o, train, test, NULL, NULL, &s);
+    if (st == DG_OK) {
+        epoch_ms = 1e3 * s.epoch_s;
+        row.st = (bench_stats){epoch_ms, epoch_ms, epoch_ms, 0, 1, &epoch_ms, 0, false, false};
+        row.status = "ok";
+        if (ctx->progress) fprintf(stderr, "\n");
+        fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", model->name, batch,
+                row.backend, 100 * s.test_acc);
+        /* examples per second would be the natural rate; GB/s column holds the
+         * bytes of images read per second */
+        row.bytes = (double)(train->n / batch * batch) * train->rows * train->cols * 4.0;
+    } else {
+        row.status = bench_status_word(st);
+        row.note = dg_last_error();
+    }
+    bench_emit(ctx, &row);
+}
+
+dg_status sweep_train(bench_ctx *ctx) {
+    dg_dataset train, test;
+    dg_status st = dg_dataset_load(ctx->data_dir, "train", &train);
+    if (st != DG_OK) return st;
+    if ((st = dg_dataset_load(ctx->data_dir, "t10k", &test)) != DG_OK) {
+        dg_dataset_free(&train);
+        return st;
+    }
+    const long long *sizes;
+    int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches,
+                        ctx->quick ? 3 : (int)(sizeof default_batches / sizeof *default_batches), &sizes);
+    bench_plan_rows(ctx, N_MODELS * n * (!!ctx->cpu + !!ctx->gpu));
+    for (int mi = 0; mi < N_MODELS; mi++)
+        for (int i = 0; i < n && !bench_interrupted; i++) {
+            if (ctx->cpu) run_one(ctx, ctx->cpu, &models[mi], &train, &test, (int)sizes[i]);
+            if (ctx->gpu) run_one(ctx, ctx->gpu, &models[mi], &train, &test, (int)sizes[i]);
+        }
+    dg_dataset_free(&train);
+    dg_dataset_free(&test);
+    return DG_OK;
+}
+
+/* a train-MODEL-BACKEND.csv written by bench train (bench/train/train.c): loss,
+ * accuracy, time per epoch; n = 0 when the file is absent */
+typedef struct curve {
+    int    n;
+    double epoch[BENCH_MAX_PTS], loss[BENCH_MAX_PTS], acc[BENCH_MAX_PTS], total_s[BENCH_MAX_PTS];
+} curve;
+
+static curve load_curve(const char *dir, const char *model, const char *backend) {
+    curve c = {0};
+    char path[1200], line[512];
+    snprintf(path, sizeof path, "%s/train-%s-%s.csv", dir, model, backend);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f) && c.n < BENCH_MAX_PTS) {
+        int ep;
+        char m[32], b[32], o[32], d[32];
+        int batch;
+        double lr, seed, loss, acc, es, ts;
+        if (line[0] == '#' || sscanf(line, "%d,%31[^,],%31[^,],%31[^,],%31[^,],%d,%lf,%lf,%lf,%lf,%lf,%lf", &ep, m, b, o,
+                                     d, &batch, &lr, &seed, &loss, &acc, &es, &ts) != 12)
+            continue;
+        c.epoch[c.n] = ep; c.loss[c.n] = loss; c.acc[c.n] = 100 * acc; c.total_s[c.n++] = ts;
+    }
+    if (f) fclose(f);
+    return c;
+}
+
+static bench_series curve_series(const curve *c, const double *x, const double *y, const char *title) {
+    bench_series s = {.n = c->n};
+    snprintf(s.title, sizeof s.title, "%s", title);
+    for (int i = 0; i < c->n; i++) { s.x[i] = x[i]; s.y[i] = s.lo[i] = s.hi[i] = y[i]; } /* one run: no bar */
+    return s;
+}
+
+/* the epoch-time chart and crossovers from this sweep's rows */
+static void report_epochs(bench_report *rep, const bench_table *t) {
+    fprintf(rep->sum, "## Fashion-MNIST epoch time (Adam, data resident on the backend), crossover in batch size\n\n"
+                      "| model | GPU vs CPU crossover | CPU epoch s at 128 | GPU epoch s at 128 |\n|---|---|---|---|\n");
+    bench_chart ch = {"train_epoch_time", "Fashion-MNIST: time of one training epoch", "batch", "epoch ms", true,
+                      .vline = NAN};
+    for (int m = 0; m < N_MODELS; m++) {
+        char tc[48], tg[48], c0[96], b1[32], b2[32];
+        snprintf(tc, sizeof tc, "%s cpu", models[m].name);
+        snprintf(tg, sizeof tg, "%s gpu", models[m].name);
+        bench_series c = bench_pick(t, models[m].name, "cpu", NULL, false, BENCH_MS, tc);
+        bench_series g = bench_pick(t, models[m].name, "gpu", NULL, false, BENCH_MS, tg);
+        bench_chart_add(&ch, c);
+        bench_chart_add(&ch, g);
+        bench_series sp = bench_speedup(&c, &g, "");
+        bench_crossover_str(&sp, c0, sizeof c0);
+        double c128 = NAN, g128 = NAN;
+        for (int i = 0; i < c.n; i++) if (c.x[i] == 128) c128 = c.y[i] / 1e3;
+        for (int i = 0; i < g.n; i++) if (g.x[i] == 128) g128 = g.y[i] / 1e3;
+        fprintf(rep->sum, "| %s | %s | %s | %s |\n", models[m].name, c0, bench_fmt_num(c128, "%.3f", b1, sizeof b1),
+                bench_fmt_num(g128, "%.3f", b2, sizeof b2));
+    }
+    fprintf(rep->sum, "\n");
+    bench_chart_draw(rep, &ch);
+}
+
+/* per model: loss and accuracy per epoch, accuracy against time, one line
+ * per backend; the summary's final accuracy table */
+static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKENDS]) {
+    fprintf(rep->sum, "## Fashion-MNIST training (bench train)\n\n| model | backend | epochs | final test accuracy | "
+                      "training s |\n|---|---|---|---|---|\n");
+    for (int m = 0; m < N_CURVE_MODELS; m++) {
+        const char *name = curve_models[m];
+        char f1[64], t1[96], f2[64], t2[96], f3[64], t3[96];
+        snprintf(f1, sizeof f1, "train_%s_loss", name);
+        snprintf(t1, sizeof t1, "%s: training loss per epoch", name);
+        snprintf(f2, sizeof f2, "train_%s_acc", name);
+        snprintf(t2, sizeof t2, "%s: test accuracy per epoch", name);
+        snprintf(f3, sizeof f3, "train_%s_acc_time", name);
+        snprintf(t3, sizeof t3, "%s: test accuracy against training time", name);
+        bench_chart l = {f1, t1, "epoch", "loss", false, true, .vline = NAN};
+        bench_chart a = {f2, t2, "epoch", "test accuracy %", false, true, .vline = NAN};
+        bench_chart at = {f3, t3, "training seconds", "test accuracy %", false, true, .vline = NAN};
+        for (int b = 0; b < N_BACKENDS; b++) {
+            const curve *c = &cur[m][b];
+            if (!c->n) continue;
+            bench_chart_add(&l, curve_series(c, c->epoch, c->loss, backends[b]));
+            bench_chart_add(&a, curve_series(c, c->epoch, c->acc, backends[b]));
+            bench_chart_add(&at, curve_series(c, c->total_s, c->acc, backends[b]));
+            fprintf(rep->sum, "| %s | %s | %d | %.2f%% | %.2f |\n", name, backends[b], c->n, c->acc[c->n - 1],
+                    c->total_s[c->n - 1]);
+        }
+        bench_chart_draw(rep, &l);
+        bench_chart_draw(rep, &a);
+        bench_chart_draw(rep, &at);
+    }
+    fprintf(rep->sum, "\n");
+}
+
+/* this sweep's rows (train.csv) and bench train's curves, either or both */
+bool bench_report_train(bench_report *rep, const bench_table *t) {
+    curve cur[N_CURVE_MODELS][N_BACKENDS];
+    int n_curves = 0;
+    for (int m = 0; m < N_CURVE_MODELS; m++)
+        for (int b = 0; b < N_BACKENDS; b++) {
+            cur[m][b] = load_curve(rep->dir, curve_models[m], backends[b]);
+            n_curves += cur[m][b].n > 0;
+        }
+    if (t->n) report_epochs(rep, t);
+    if (n_curves) report_curves(rep, cur);
+    return t->n || n_curves;
+}

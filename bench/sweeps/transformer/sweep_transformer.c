@@ -1,0 +1,307 @@
+/* sweep_transformer.c: one training step of the character-level language
+ * model (core/nn/transformer.h: embedding + positions, 4 pre-norm blocks of
+ * width 256 with 4 heads of 64, causal self-attention, final layer norm,
+ * logits over a vocabulary of 96; softmax cross-entropy over every
+ * position, the gradient, Adam lr 1e-3) as one plan (dg_train_step), over
+ * the batch (8, 32) and the context T (64, 128, 256, 512; --sizes
+ * transformer=LIST gives the contexts; --quick: batch 8, T 64 and 128).
+ * Attention fused (dg_attention, the model's default) and composed
+ * (matmul, softmax, matmul: the [B,H,T,T] scores are tensors). impl cpu,
+ * gpu (node by node), gpu-graph (the step captured once as a CUDA graph and
+ * replayed). Data: seeded ids uniform over the vocabulary, labels the next
+ * id of each sequence, uploaded once (transfer = 0); TF32 off.
+ *
+ * Row: case charlm-FORM-bBATCH, m = T, n = the width, k = the vocabulary,
+ * batch; flops = step_flops (below: 2 per multiply-add of every product of
+ * the step, forward and backward, the attention counted as core/ops.c
+ * does, the same for both forms; a fused row whose graph's matmul and
+ * attention nodes count otherwise is an error); arena_bytes, live_bytes of
+ * the plan. The report's tokens/s are batch * T / median time.
+ *
+ * Check (check column "f64-step+grad@b2tT'", T' = min(T, 64)): before any
+ * timing, the same step at batch 2 and context T' runs once on the same
+ * backend and implementation, and its loss, every parameter's gradient and
+ * every parameter's update are compared with the float64 evaluation of
+ * that graph (core/check/ref.c): the loss and the updates through
+ * bench_step_error with check.h's MLP Adam tolerances (all parameters as
+ * one vector), the gradients as one vector within LM_GRAD_TOL. The
+ * gradients are what make the check sharp: Adam's first update is about
+ * lr * sign(g), so a backward 0.3% off moves the updates by only 4% (a
+ * layer norm backward without its mean term, measured), within the
+ * update tolerance, while its gradients are 2.7e-3 off against 7e-7 for
+ * correct kernels. The float64 step of the full size would take minutes.
+ * A failed check makes the implementation's rows "wrong", untimed; the
+ * row's max_rel_err is the largest of the three errors. The full-size plan
+ * then runs its first step once and its loss must be finite.
+ *
+ * Memory: each step is laid out without memory first (plan_predict.h):
+ * CPU rows beyond the host memory are `oom` (beyond half of it `skipped`),
+ * not tried; GPU rows are tried, and an allocation that fails is an `oom`
+ * row (for composed rows a finding, not a failure: the exit code stays 0);
+ * DG_BENCH_MEM_LIMIT applies to both. CPU rows respect --cpu-cap, the
+ * time predicted from the check step's warm run, then from the last row
+ * timed, scaled by FLOPs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/check.h"
+#include "core/nn/transformer.h"
+#include "core/status_internal.h"
+#include "runner/plan_predict.h"
+#include "runner/sweep.h"
+#include "sweeps/attention/sweep_attention.h"
+#include "sweeps/transformer/sweep_transformer.h"
+
+static const long long default_ctx[] = {64, 128, 256, 512};
+static const long long quick_ctx[] = {64, 128};
+#define N_BATCHES(ctx) ((ctx)->quick ? 1 : LM_N_BATCHES)
+
+const int lm_batches[LM_N_BATCHES] = {8, 32};
+const char *const lm_forms[2] = {"fused", "composed"};
+const lm_impl lm_impls[LM_N_IMPLS] = {{"cpu", false, true}, {"gpu", true, false}, {"gpu-graph", true, true}};
+
+static dg_charlm_cfg lm_cfg(int context, bool composed) {
+    return (dg_charlm_cfg){.vocab = LM_VOCAB, .context = context, .width = LM_WIDTH, .heads = LM_HEADS,
+                           .layers = LM_LAYERS, .composed = composed};
+}
+
+/* The step's products: per token 12 C^2 multiply-adds in each block (q, k,
+ * v, o: C x C; the MLP: C x 4C twice) and C V in the head, each done three
+ * times (forward, input gradient, weight gradient) at 2 FLOPs; attention
+ * fwd + bwd as att_flops counts it, causal. */
+static double step_flops(int batch, int t) {
+    const double c = LM_WIDTH, tokens = (double)batch * t;
+    return 6.0 * tokens * (12.0 * LM_LAYERS * c * c + c * LM_VOCAB) +
+           LM_LAYERS * att_flops(batch, LM_HEADS, t, LM_WIDTH / LM_HEADS, true, true);
+}
+
+/* the same from the graph: every matmul, attention and attention_backward node */
+static double graph_flops(const dg_graph *g) {
+    double f = 0;
+    for (int id = 0; id < dg_graph_size(g); id++) {
+        const dg_node *n = dg_graph_node(g, id);
+        if (n->op == DG_OP_MATMUL || n->op == DG_OP_ATTENTION || n->op == DG_OP_ATTENTION_BACKWARD)
+            f += dg_node_cost(n).flops;
+    }
+    return f;
+}
+
+/* graph, model and step of spec for a batch, laid out without memory (*ps) */
+static dg_status step_graph(bench_step *s, const bench_step_spec *spec, int batch, dg_plan_stats *ps) {
+    *s = (bench_step){0};
+    s->g = dg_graph_new();
+    dg_status st = s->g ? spec->model(s->g, spec->cfg, 1, &s->model) : dg__fail(DG_ERR_OOM, "transformer: out of memory");
+    if (st == DG_OK) st = dg_train_step_build(s->g, &s->model, batch, &spec->optim, &s->ts);
+    if (st == DG_OK) st = bench_plan_predict(s->g, s->ts.outputs, s->ts.n_outputs, ps);
+    return st;
+}
+
+/* the step's plan, inputs set; grads: the gradients are outputs too (kept
+ * to be read back: the check's plan) */
+static dg_status step_plan(bench_step *s, dg_backend *be, bool replay, bool grads, const int32_t *x,
+                           const int32_t *y) {
+    dg_node *out[1 + 2 * DG_MODEL_MAX_PARAMS + DG_MODEL_MAX_UPDATES];
+    int n = s->ts.n_outputs;
+    memcpy(out, s->ts.outputs, (size_t)n * sizeof *out);
+    for (int i = 0; grads && i < s->model.n_params; i++) out[n++] = s->ts.grads[i];
+    dg_status st = dg_plan_new(&s->p, s->g, be, out, n, &(dg_plan_opts){.no_replay = !replay});
+    if (st == DG_OK) st = dg_plan_set(s->p, s->ts.x, x, dg_node_bytes(s->ts.x));
+    if (st == DG_OK) st = dg_plan_set(s->p, s->ts.y, y, dg_node_bytes(s->ts.y));
+    return st;
+}
+
+/* || g - g_ref || / || g_ref || over every parameter's gradient as one
+ * vector (a parameter whose true gradient is 0, such as a key bias under
+ * softmax's shift invariance, has no relative error of its own) */
+static dg_status grad_error(const bench_step *s, const bench_step_ref *ref, double *err) {
+    double num = 0, den = 0;
+    dg_status st = DG_OK;
+    for (int i = 0; i < s->model.n_params && st == DG_OK; i++) {
+        int64_t cnt = dg_node_numel(s->ts.grads[i]);
+        float *g = malloc((size_t)cnt * sizeof *g);
+        st = g ? dg_plan_get(s->p, s->ts.grads[i], g, (size_t)cnt * sizeof *g)
+               : dg__fail(DG_ERR_OOM, "transformer: out of memory for the check");
+        for (int64_t j = 0; j < cnt && st == DG_OK; j++) {
+            double d = g[j] - ref->grad[i][j];
+            num += isnan(d) ? INFINITY : d * d;
+            den += ref->grad[i][j] * ref->grad[i][j];
+        }
+        free(g);
+    }
+    *err = sqrt(num / fmax(den, 1e-300));
+    return st;
+}
+
+static dg_status plan_fetch(void *p, const dg_node *n, float *host, size_t bytes) { return dg_plan_get(p, n, host, bytes); }
+static dg_status plan_run(void *p) { return dg_plan_run(p); }
+
+/* one implementation's check at batch LM_CHECK_BATCH, context tc */
+typedef struct lm_check {
+    dg_status st;
+    char      why[256];
+    double    err;        /* the largest of the three errors            */
+    double    step_err;   /* bench_step_error's: the loss's and the updates' */
+    double    grad_err;   /* the gradients'                               */
+    bool      ok;
+    double    last_ms, last_flops; /* the CPU's predictor: the last run timed */
+} lm_check;
+
+static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, bench_step_ref *ref, lm_check *out) {
+    dg_charlm_cfg cfg = lm_cfg(tc, form == 1);
+    bench_step_spec spec = bench_charlm_step(&cfg);
+    int32_t *x = NULL, *y = NULL;
+    bench_step s = {0};
+    dg_plan_stats ps;
+    float loss = NAN;
+    *out = (lm_check){.err = NAN, .step_err = NAN, .grad_err = NAN};
+    dg_status st = bench_charlm_batch(LM_CHECK_BATCH, tc, LM_VOCAB, 500u + (uint64_t)tc, &x, &y);
+    if (st == DG_OK) st = step_graph(&s, &spec, LM_CHECK_BATCH, &ps);
+    if (st == DG_OK) st = step_plan(&s, be, im->replay, true, x, y);
+    if (st == DG_OK) st = dg_plan_run(s.p);
+    if (st == DG_OK) st = dg_plan_get(s.p, s.ts.loss, &loss, sizeof loss);
+    double t0 = bench_now_s();
+    bool fresh = !ref->done;
+    if (st == DG_OK && fresh) st = bench_step_ref_run(&s, x, y, ref);
+    if (st == DG_OK && fresh)
+        fprintf(stderr, "bench: transformer %s: float64 reference of the batch-%d, context-%d step: %.1f s\n",
+                lm_forms[form], LM_CHECK_BATCH, tc, bench_now_s() - t0);
+    if (st == DG_OK) st = bench_step_error(&s.model, plan_fetch, s.p, loss, ref, spec.tol, &out->step_err, &out->ok);
+    if (st == DG_OK) st = grad_error(&s, ref, &out->grad_err);
+    if (st == DG_OK) {
+        out->ok = out->ok && out->grad_err <= LM_GRAD_TOL;
+        out->err = fmax(out->step_err, isnan(out->grad_err) ? INFINITY : out->grad_err);
+    }
+    if (st == DG_OK && out->ok && !im->gpu) { /* the CPU's first prediction: one more run, warm */
+        t0 = bench_now_s();
+        st = dg_plan_run(s.p);
+        out->last_ms = 1e3 * (bench_now_s() - t0);
+        out->last_flops = step_flops(LM_CHECK_BATCH, tc);
+    }
+    out->st = st;
+    if (st != DG_OK) snprintf(out->why, sizeof out->why, "check at batch %d, context %d: %s", LM_CHECK_BATCH, tc,
+                              dg_last_error());
+    bench_step_free(&s);
+    free(x);
+    free(y);
+}
+
+static void run_row(bench_ctx *ctx, int form, const lm_impl *im, dg_backend *be, lm_check *chk, int batch, int t) {
+    char name[48], check[48], why[512] = "";
+    snprintf(name, sizeof name, "charlm-%s-b%d", lm_forms[form], batch);
+    snprintf(check, sizeof check, "f64-step+grad@b%dt%d", LM_CHECK_BATCH, t < LM_CHECK_CONTEXT ? t : LM_CHECK_CONTEXT);
+    bench_row row = {.sweep = "transformer", .name = name, .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
+                     .m = t, .n = LM_WIDTH, .k = LM_VOCAB, .batch = batch, .threads = ctx->threads,
+                     .warmup = ctx->timing.warmup, .st = BENCH_NO_STATS, .flops = step_flops(batch, t),
+                     .max_rel_err = chk->err, .check = check};
+    dg_charlm_cfg cfg = lm_cfg(t, form == 1);
+    bench_step_spec spec = bench_charlm_step(&cfg);
+    int32_t *x = NULL, *y = NULL;
+    bench_step s = {0};
+    dg_plan_stats ps = {0};
+    const char *status = NULL;
+    dg_status st = chk->st;
+    if (st != DG_OK) {
+        status = bench_status_word(st);
+        snprintf(why, sizeof why, "%s", chk->why);
+        st = DG_OK;
+    } else if (!chk->ok) {
+        status = "wrong";
+        snprintf(why, sizeof why, "the batch-%d step differs from its float64 reference: gradients %.3g (tolerance "
+                 "%g), loss and updates %.3g (tolerances %g, %g)", LM_CHECK_BATCH, chk->grad_err, LM_GRAD_TOL,
+                 chk->step_err, BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL);
+    }
+    if (!status) st = step_graph(&s, &spec, batch, &ps);
+    if (!status && st == DG_OK) {
+        row.arena_bytes = (int64_t)ps.arena_bytes;
+        row.live_bytes = (int64_t)ps.live_bytes;
+        double counted = graph_flops(s.g);
+        if (form == 0 && !(fabs(counted - row.flops) <= 1e-9 * row.flops)) {
+            status = "error";
+            snprintf(why, sizeof why, "step_flops %.6g differs from the graph's matmul and attention nodes' %.6g",
+                     row.flops, counted);
+        }
+    }
+    if (!status && st == DG_OK) status = bench_memory_verdict(&ps, 2.0 * batch * t * sizeof(int32_t), im->gpu, why,
+                                                              sizeof why);
+    if (!status && st == DG_OK && !im->gpu) {
+        double s_pred = chk->last_ms > 0 ? chk->last_ms * row.flops / chk->last_flops / 1e3 : 0;
+        if (s_pred > ctx->cpu_cap_s) {
+            status = "skipped";
+            snprintf(why, sizeof why, "predicted %.3g s per run > cap %.3g s (--cpu-cap)", s_pred, ctx->cpu_cap_s);
+        }
+    }
+    if (!status && st == DG_OK) st = bench_charlm_batch(batch, t, LM_VOCAB, (uint64_t)batch << 20 ^ (uint64_t)t, &x, &y);
+    if (!status && st == DG_OK) st = step_plan(&s, be, im->replay, false, x, y);
+    float loss = NAN;
+    if (!status && st == DG_OK) st = dg_plan_run(s.p);
+    if (!status && st == DG_OK) st = dg_plan_get(s.p, s.ts.loss, &loss, sizeof loss);
+    if (!status && st == DG_OK && !isfinite(loss)) {
+        status = "wrong";
+        snprintf(why, sizeof why, "first full-size loss %g, not finite", (double)loss);
+    }
+    if (!status && st == DG_OK) {
+        st = bench_time(be, im->gpu, plan_run, s.p, &ctx->timing, &row.st);
+        status = "ok";
+        if (st == DG_OK && row.st.reps > 0) {
+            chk->last_ms = row.st.median_ms;
+            chk->last_flops = row.flops;
+        }
+    }
+    if (st != DG_OK) {
+        status = bench_status_word(st);
+        bench_plan_failure(&ps, why, sizeof why);
+    }
+    row.status = status;
+    row.note = why[0] ? why : NULL;
+    if (form == 1 && !strcmp(status, "oom")) bench_emit_finding(ctx, &row); /* composed: "where memory allows" */
+    else bench_emit(ctx, &row);
+    bench_step_free(&s);
+    free(x);
+    free(y);
+}
+
+static bool row_wanted(const bench_ctx *ctx, int form, int batch, const lm_impl *im) {
+    char name[48];
+    snprintf(name, sizeof name, "charlm-%s-b%d", lm_forms[form], batch);
+    return (im->gpu ? ctx->gpu : ctx->cpu) && bench_wanted(ctx, name, im->name);
+}
+
+static int check_context(long long t) { return t < LM_CHECK_CONTEXT ? (int)t : LM_CHECK_CONTEXT; }
+
+dg_status sweep_transformer(bench_ctx *ctx) {
+    const long long *ts;
+    int nt = bench_sizes(ctx, ctx->quick ? quick_ctx : default_ctx,
+                         ctx->quick ? (int)(sizeof quick_ctx / sizeof *quick_ctx)
+                                    : (int)(sizeof default_ctx / sizeof *default_ctx), &ts);
+    int rows = 0;
+    for (int form = 0; form < 2; form++)
+        for (int i = 0; i < LM_N_IMPLS; i++)
+            for (int b = 0; b < N_BATCHES(ctx); b++) rows += nt * row_wanted(ctx, form, lm_batches[b], &lm_impls[i]);
+    bench_plan_rows(ctx, rows);
+    for (int form = 0; form < 2 && !bench_interrupted; form++)
+        /* the contexts that share a check (its context min(T, 64)) together */
+        for (int g = 0; g < nt && !bench_interrupted; g++) {
+            int tc = check_context(ts[g]);
+            bool first = true;
+            for (int j = 0; j < g; j++) first &= check_context(ts[j]) != tc;
+            if (!first) continue;
+            bench_step_ref ref = {.keep_grads = true}; /* one graph and data for every implementation: one reference */
+            for (int i = 0; i < LM_N_IMPLS && !bench_interrupted; i++) {
+                bool any = false;
+                for (int b = 0; b < N_BATCHES(ctx); b++) any |= row_wanted(ctx, form, lm_batches[b], &lm_impls[i]);
+                if (!any) continue;
+                dg_backend *be = lm_impls[i].gpu ? ctx->gpu : ctx->cpu;
+                lm_check chk;
+                check_impl(form, &lm_impls[i], be, tc, &ref, &chk);
+                for (int b = 0; b < N_BATCHES(ctx) && !bench_interrupted; b++) {
+                    if (!row_wanted(ctx, form, lm_batches[b], &lm_impls[i])) continue;
+                    for (int k = g; k < nt && !bench_interrupted; k++)
+                        if (check_context(ts[k]) == tc)
+                            run_row(ctx, form, &lm_impls[i], be, &chk, lm_batches[b], (int)ts[k]);
+                }
+            }
+            bench_step_ref_free(&ref);
+        }
+    return DG_OK;
+}

@@ -1,0 +1,282 @@
+/* train.c: `bench train`: logistic regression or an MLP on Fashion-MNIST,
+ * on the CPU, the GPU or data parallel over several GPUs, from the same
+ * seed (same initial weights, same batches); per-epoch loss, test accuracy
+ * and time to stdout and CSV. */
+#include "train/train.h"
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/backends.h"
+#include "core/nn/cnn.h"
+#include "core/nn/data_parallel.h"
+#include "core/nn/mlp.h"
+#include "core/nn/resnet.h"
+#include "core/nn/trainer.h"
+#include "writers/csv.h"
+#include "machine/env.h"
+#include "cli/options.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: bench train [options]\n"
+            "\n"
+            "  --model M         logreg | mlp | cnn | resnet18-cifar | charlm (default mlp); cnn: two\n"
+            "                    conv-bn-relu-maxpool blocks, then two linear layers (core/nn/cnn.h);\n"
+            "                    resnet18-cifar: ResNet-18 with the 3x3 stem on CIFAR-10 (needs --data);\n"
+            "                    charlm: a character-level transformer on a text file (its own options:\n"
+            "                    bench train --model charlm --help)\n"
+            "  --widths W        MLP layer widths (default 784-256-100-10)\n"
+            "  --backend B       cpu | gpu (default cpu)\n"
+            "  --gpus N          data parallel over GPUs 0..N-1 (1 to 16, default 1; needs --backend gpu): --batch\n"
+            "                    is the global batch, split evenly over the GPUs; file train-MODEL-gpuN[-copy].csv\n"
+            "  --epochs N        (default 10)\n"
+            "  --batch B         (default 128)\n"
+            "  --optimizer O     sgd | momentum | adam (default adam)\n"
+            "  --lr X            (default: adam 1e-3, momentum 0.01, sgd 0.1)\n"
+            "  --weight-decay X  L2 penalty added to every gradient as X w (default 0; 5e-4 is usual for\n"
+            "                    resnet18-cifar)\n"
+            "  --seed S          initial weights and shuffling (default 1)\n"
+            "  --copy-batches    upload each batch from the host instead of gathering it from the data set\n"
+            "                    uploaded once to the backend\n"
+            "  --subset N        train on the first N examples only\n"
+            "  --threads N       CPU threads\n"
+            "  --data DIR        Fashion-MNIST folder (default " DG_FASHION_MNIST_DIR "), or for\n"
+            "                    resnet18-cifar the folder of CIFAR-10's binary batches (data_batch_1.bin ...)\n"
+            "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy].csv\n"
+            "\n"
+            "The training loss of an epoch is the mean of every step's loss; epoch time is wall time of the\n"
+            "training steps with the backend synchronised (evaluation excluded); TF32 is off. OpenMP's\n"
+            "waiting threads sleep when the machine is loaded and spin otherwise (OMP_WAIT_POLICY wins).\n");
+}
+
+/* a usage error naming the option (what) and its value */
+static int bad(const char *what, const char *arg) {
+    return bench_usage_error("bench train", "bad %s '%.80s'", what, arg);
+}
+
+typedef struct epoch_out { FILE *csv; const char *model, *backend, *opt, *mode; int batch; double lr; unsigned long long seed; } epoch_out;
+
+static void on_epoch(const dg_epoch_stats *s, void *arg) {
+    epoch_out *e = arg;
+    printf("epoch %2d  loss %.4f  test acc %.2f%%  epoch %.2f s  total %.2f s\n", s->epoch, s->train_loss,
+           100 * s->test_acc, s->epoch_s, s->total_s);
+    fflush(stdout);
+    fprintf(e->csv, "%d,%s,%s,%s,%s,%d,%g,%llu,%.6f,%.6f,%.6f,%.6f\n", s->epoch, e->model, e->backend, e->opt,
+            e->mode, e->batch, e->lr, e->seed, s->train_loss, s->test_acc, s->epoch_s, s->total_s);
+    fflush(e->csv);
+}
+
+FILE *bench_train_open(const char *backend, int threads, const char *out, const char *name, const char *header,
+                       int argc, char **argv, dg_backend **be) {
+    if (bench_backend_open(backend, threads, be) != DG_OK) {
+        fprintf(stderr, "bench train: %s backend: %s\n", backend, dg_last_error());
+        return NULL;
+    }
+    FILE *csv = NULL;
+    if (mkdir(out, 0755) && errno != EEXIST) {
+        fprintf(stderr, "bench train: cannot create %s: %s\n", out, strerror(errno));
+    } else {
+        char meta[4096];
+        dg_backend *gpu = !strcmp(backend, "gpu") ? *be : NULL;
+        bench_env_meta(meta, sizeof meta, threads, gpu);
+        bench_env_meta_more(meta, sizeof meta, argc, argv, gpu);
+        /* written as NAME.csv.partial: an earlier NAME.csv is replaced only by a finished run */
+        if (!(csv = bench_csv_open(out, name, meta, header))) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    }
+    if (!csv) {
+        dg_backend_free(*be);
+        *be = NULL;
+    }
+    return csv;
+}
+
+/* frees the replicas' backends bes[0..n) (NULL ones skipped) */
+static void close_replicas(dg_backend **bes, int n) {
+    for (int i = 0; i < n; i++) dg_backend_free(bes[i]);
+}
+
+/* `--gpus n`, n >= 2: replicas 1..n-1 on devices 1..n-1 into bes[1..n)
+ * (replica 0, on device 0, opens with the result file), before the data
+ * set is read. 1, with the reason on stderr and nothing left open, where
+ * fewer than n devices answer. */
+static int open_replicas(int n, dg_backend **bes) {
+#ifdef DG_HAVE_CUDA
+    char why[512];
+    if (dg_gpu_probe(why, sizeof why) != DG_GPU_PRESENT) {
+        fprintf(stderr, "bench train: --gpus %d: %s\n", n, why);
+        return 1;
+    }
+    int have = dg_gpu_device_count();
+    if (n > have) {
+        fprintf(stderr, "bench train: --gpus %d, but this machine has %d CUDA device%s\n", n, have,
+                have == 1 ? "" : "s");
+        return 1;
+    }
+    for (int i = 1; i < n; i++)
+        if (dg_gpu_backend_new(&bes[i], &(dg_gpu_opts){.device = i}) != DG_OK) {
+            fprintf(stderr, "bench train: gpu backend on device %d: %s\n", i, dg_last_error());
+            close_replicas(bes, i);
+            return 1;
+        }
+    return 0;
+#else
+    (void)bes;
+    fprintf(stderr, "bench train: --gpus %d: no CUDA device: this build has no CUDA backend\n", n);
+    return 1;
+#endif
+}
+
+dg_status bench_train_close(FILE *csv, const char *out, const char *name, dg_status st) {
+    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
+    if (fin != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
+    return st != DG_OK ? st : fin;
+}
+
+int bench_train_main(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'M'}, {"widths", required_argument, NULL, 'W'},
+        {"backend", required_argument, NULL, 'b'}, {"epochs", required_argument, NULL, 'e'},
+        {"batch", required_argument, NULL, 'B'}, {"optimizer", required_argument, NULL, 'O'},
+        {"lr", required_argument, NULL, 'l'}, {"weight-decay", required_argument, NULL, 'w'},
+        {"seed", required_argument, NULL, 's'},
+        {"copy-batches", no_argument, NULL, 'c'}, {"subset", required_argument, NULL, 'S'},
+        {"threads", required_argument, NULL, 't'}, {"gpus", required_argument, NULL, 'g'},
+        {"data", required_argument, NULL, 'd'},
+        {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    for (int i = 1; i < argc; i++) /* the language model takes options of its own */
+        if ((!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "charlm")) ||
+            !strcmp(argv[i], "--model=charlm"))
+            return bench_train_charlm_main(argc, argv);
+    const char *model = "mlp", *widths = "784-256-100-10", *backend = "cpu", *data = NULL, *out = "reports/latest";
+    dg_train_opts o = {.epochs = 10, .batch = 128, .seed = 1, .loss_every = 1};
+    dg_optim_kind kind = DG_OPTIM_ADAM;
+    double lr = NAN, weight_decay = 0;
+    int threads = 0, gpus = 1, c;
+    bool gpus_given = false;
+    long long v;
+    optind = 0; /* glibc: start over */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'M':
+            if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg") && strcmp(optarg, "cnn") &&
+                strcmp(optarg, "resnet18-cifar"))
+                return bad("--model", optarg);
+            model = optarg;
+            break;
+        case 'W': widths = optarg; break;
+        case 'b': if (strcmp(optarg, "cpu") && strcmp(optarg, "gpu")) return bad("--backend", optarg); backend = optarg; break;
+        case 'e': if (!bench_parse_long(optarg, 1, 10000, &v)) return bad("--epochs (1 to 10000)", optarg); o.epochs = (int)v; break;
+        case 'B': if (!bench_parse_long(optarg, 1, 60000, &v)) return bad("--batch (1 to 60000)", optarg); o.batch = (int)v; break;
+        case 'O': if (dg_optim_parse(optarg, &kind) != DG_OK) return bad("--optimizer", optarg); break;
+        /* a rate that rounds to 0 or to a subnormal float would not train */
+        case 'l': if (!bench_parse_double(optarg, FLT_MIN, 99.99, &lr)) return bad("--lr (a float in (0, 100))", optarg); break;
+        case 'w': if (!bench_parse_double(optarg, 0, 1, &weight_decay)) return bad("--weight-decay (0 to 1)", optarg); break;
+        case 's': if (!bench_parse_long(optarg, 0, LLONG_MAX, &v)) return bad("--seed (0 to 2^63-1)", optarg); o.seed = (uint64_t)v; break;
+        case 'c': o.copy_batches = true; break;
+        case 'S': if (!bench_parse_long(optarg, 1, INT_MAX, &v)) return bad("--subset", optarg); o.subset = (int)v; break;
+        case 't': if (!bench_parse_long(optarg, 1, 1024, &v)) return bad("--threads (1 to 1024)", optarg); threads = (int)v; break;
+        case 'g':
+            if (!bench_parse_long(optarg, 1, DG_DP_MAX_REPLICAS, &v))
+                return bench_usage_error("bench train", "bad --gpus (1 to %d) '%.80s'", DG_DP_MAX_REPLICAS, optarg);
+            gpus = (int)v;
+            gpus_given = true;
+            break;
+        case 'd': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--data", optarg); data = optarg; break;
+        case 'o': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--out", optarg); out = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: return bad("option (unknown or without its value)", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return bad("argument", argv[optind]);
+    if (gpus_given && strcmp(backend, "gpu"))
+        return bench_usage_error("bench train", "--gpus needs --backend gpu (the %s backend has no collectives)",
+                                 backend);
+    if (o.batch % gpus) /* the trainer would refuse it too, after the data set was read */
+        return bench_usage_error("bench train", "--batch %d does not split evenly over --gpus %d", o.batch, gpus);
+    dg_mlp_cfg cfg;
+    dg_cnn_cfg cnn = dg_cnn_default();
+    dg_resnet_cfg resnet = dg_resnet18_default(DG_RESNET_CIFAR);
+    bool cifar = !strcmp(model, "resnet18-cifar");
+    if (cifar) {
+        if (!data)
+            return bench_usage_error("bench train", "--model resnet18-cifar needs CIFAR-10, which no package "
+                                     "installs: download its binary version and pass --data DIR (the folder of "
+                                     "data_batch_1.bin ... test_batch.bin)");
+        o.model = dg_resnet18_new;
+        o.model_cfg = &resnet;
+        widths = "3x32x32, 3x3 stem, 11,173,962 parameters";
+    } else if (!strcmp(model, "cnn")) {
+        o.model = dg_cnn_new;
+        o.model_cfg = &cnn;
+        widths = "1x28x28, conv 32, 64, linear 128, 10";
+    } else {
+        if (!strcmp(model, "logreg")) widths = "784-10";
+        if (dg_mlp_parse_widths(widths, &cfg) != DG_OK)
+            return bench_usage_error("bench train", "%s", dg_last_error());
+        o.model = dg_mlp_new;
+        o.model_cfg = &cfg;
+    }
+    if (isnan(lr)) lr = kind == DG_OPTIM_ADAM ? 1e-3 : kind == DG_OPTIM_MOMENTUM ? 0.01 : 0.1;
+    o.optim = dg_optim_default(kind, (float)lr);
+    o.optim.weight_decay = (float)weight_decay;
+
+    dg_backend *bes[DG_DP_MAX_REPLICAS] = {0};
+    if (gpus > 1 && open_replicas(gpus, bes) != 0) return 1;
+    dg_dataset train, test;
+    dg_status loaded = cifar ? dg_cifar10_load(data, "train", &train) : dg_dataset_load(data, "train", &train);
+    if (loaded == DG_OK) {
+        loaded = cifar ? dg_cifar10_load(data, "test", &test) : dg_dataset_load(data, "t10k", &test);
+        if (loaded != DG_OK) dg_dataset_free(&train);
+    }
+    if (loaded != DG_OK) {
+        fprintf(stderr, "bench train: %s\n", dg_last_error());
+        close_replicas(bes, gpus);
+        return 1;
+    }
+    /* the backend's name in the file name and the rows: gpuN for N replicas */
+    char label[16], name[64];
+    if (gpus > 1) snprintf(label, sizeof label, "gpu%d", gpus);
+    else snprintf(label, sizeof label, "%s", backend);
+    snprintf(name, sizeof name, "train-%s-%s%s", model, label, o.copy_batches ? "-copy" : "");
+    /* replica 0 on device 0, whose description goes into the metadata */
+    FILE *csv = bench_train_open(backend, threads, out, name, "epoch,model,backend,optimizer,data,batch,lr,seed,"
+                                 "train_loss,test_acc,epoch_s,total_s", argc, argv, &bes[0]);
+    if (!csv) {
+        close_replicas(bes, gpus);
+        dg_dataset_free(&train);
+        dg_dataset_free(&test);
+        return 1;
+    }
+    epoch_out eo = {csv, model, label, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
+                    (unsigned long long)o.seed};
+    printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n", model,
+           widths, backend, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay, (unsigned long long)o.seed,
+           eo.mode);
+    if (gpus > 1)
+        printf("on %d GPUs (data parallel, global batch %d, %d per GPU)\n", gpus, o.batch, o.batch / gpus);
+    dg_epoch_stats last;
+    dg_status st = bench_train_close(csv, out, name, dg_train_multi(bes, gpus, &o, &train, &test, on_epoch, &eo,
+                                                                    &last));
+    if (st == DG_OK) {
+        printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s/%s.csv\n",
+               100 * last.test_acc, last.epoch, last.total_s, out, name);
+    }
+    close_replicas(bes, gpus);
+    dg_dataset_free(&train);
+    dg_dataset_free(&test);
+    return st == DG_OK ? 0 : 1;
+}
