@@ -51,7 +51,7 @@ def test_header_from_csv_h():
         src, exe = os.path.join(TMP, "h.c"), os.path.join(TMP, "h")
         with open(src, "w") as f:
             f.write('#include <stdio.h>\n#include "bench/writers/csv.h"\nint main(void) { puts(BENCH_CSV_HEADER); }\n')
-        subprocess.run([cc, "-I", ROOT, src, "-o", exe], check=True)
+        subprocess.run([cc, "-I", ROOT, "-I", os.path.join(ROOT, "bench"), src, "-o", exe], check=True)
         c_cols = subprocess.run([exe], check=True, capture_output=True, text=True).stdout.strip().split(",")
         assert cols == c_cols, f"parsed {cols}, the compiler says {c_cols}"
         print(f"  {len(cols)} columns, the same as the compiled BENCH_CSV_HEADER")
