@@ -13,7 +13,7 @@
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
 #endif
@@ -123,17 +123,8 @@ static double freivalds(const gemm_run *g, const double *x, const double *z) {
     return err / (zmax > 0 ? zmax : 1);
 }
 
-static bool applies(const bench_ctx *ctx, const gemm_impl *im, const char *name, int m, const char *only) {
-    if ((im->gpu ? !ctx->gpu : !ctx->cpu) || (only && (im->transfer_only || strcmp(only, im->name) != 0)))
-        return false;
-    if (!bench_wanted(ctx, name, im->name)) return false;
-    int cap = ctx->quick ? im->cap_quick : im->cap;
-    return !cap || m <= cap;
-}
-
-/* A CPU implementation's rate when no larger shape has run yet: one run of
- * a small square (half its cap, or 1024). Its rate is at most the rate of
- * larger shapes, so the time predicted from it errs long. */
+/* A CPU implementation's rate from one run of a small square (half its
+ * cap, or 1024): *ms for *flops */
 static void probe_rate(bench_ctx *ctx, const gemm_impl *im, double *ms, double *flops) {
     int s = im->cap ? im->cap / 2 : 1024;
     size_t nn = (size_t)s * s;
@@ -146,31 +137,6 @@ static void probe_rate(bench_ctx *ctx, const gemm_impl *im, double *ms, double *
         *flops = 2.0 * s * s * s;
     }
     free(g.A); free(g.B); free(g.C);
-}
-
-/* Why implementation i does not run on this shape (a skipped row), or NULL:
- * for the CPU, the time predicted from the last shape it ran (or a probe)
- * against --cpu-cap. Decided before any matrix of the shape is allocated. */
-static const char *skip_reason(bench_ctx *ctx, int i, int m, double flops, double *last_ms, double *last_flops,
-                               char *why, size_t n) {
-    const gemm_impl *im = &impls[i];
-    if (im->gpu) return NULL;
-    if (last_ms[i] <= 0 && m > (im->cap ? im->cap / 2 : 1024)) probe_rate(ctx, im, &last_ms[i], &last_flops[i]);
-    double predicted_s = last_ms[i] > 0 ? last_ms[i] * flops / last_flops[i] / 1e3 : 0;
-    if (predicted_s > ctx->cpu_cap_s) {
-        snprintf(why, n, "predicted %.1f s per run > cap %.1f s (--cpu-cap)", predicted_s, ctx->cpu_cap_s);
-        return why;
-    }
-    return NULL;
-}
-
-/* the rows a shape will write (the progress line's total) */
-static int rows_of(const bench_ctx *ctx, const char *name, int m, const char *only) {
-    int n = 0;
-    for (int i = 0; i < N_IMPLS; i++)
-        if (applies(ctx, &impls[i], name, m, only))
-            n += !impls[i].transfer_only + (impls[i].transfer && !only);
-    return n;
 }
 
 /* bx = op(B) x [k], z = op(A) bx [m]: the float64 side of Freivalds' test */
@@ -190,212 +156,248 @@ static void freivalds_prepare(const gemm_run *g, const double *x, double *bx, do
     }
 }
 
-#ifdef DG_HAVE_CUDA
-/* g->impl's row with the copies inside the timed region: from and to the
- * pinned copies (impl->pinned) or the pageable A, B, C; then checked */
-static void transfer_row(bench_ctx *ctx, gemm_run *g, bench_row *row, const double *x, const double *z,
-                         float *const *pinned) {
-    size_t nc = (size_t)g->m * g->n;
-    bool pin = g->impl->pinned;
-    g->hA = pin ? pinned[0] : g->A;
-    g->hB = pin ? pinned[1] : g->B;
-    g->hC = pin ? pinned[2] : g->C;
-    for (size_t q = 0; q < nc; q++) g->hC[q] = NAN; /* poison: every element must arrive */
-    row->transfer = true;
-    row->st = BENCH_NO_STATS;
-    dg_status st = bench_time(ctx->gpu, false, run_transfer, g, &ctx->timing, &row->st);
-    if (pin) memcpy(g->C, g->hC, nc * 4);
-    row->max_rel_err = st == DG_OK ? freivalds(g, x, z) : NAN;
-    row->status = st != DG_OK ? bench_status_word(st)
-                : row->max_rel_err <= (row->tf32 ? TOL_TF32 : TOL_FP32) ? "ok" : "wrong";
-    row->note = st != DG_OK ? dg_last_error() : NULL;
-    bench_emit(ctx, row);
-    row->note = NULL;
-}
-#endif
+/* ---- the runner's view (runner/runner.h): points are shapes, one
+ * bench_impl per row of a shape: each kernel, then its copies-inside row ---- */
 
-/* Times every implementation (or only `only`) on one shape and writes a
- * row per implementation into the current CSV under `sweep`: skipped rows
- * first, for those that cannot run (skip_reason). */
-static void run_case(bench_ctx *ctx, const char *sweep, const char *name, const bench_gemm_shape *sh,
-                     const char *only, double *last_ms, double *last_flops) {
-    int m = sh->m, n = sh->n, k = sh->k;
-    size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
-    double flops = 2.0 * m * n * k;
-    /* A, B, C in float; x, B x, z in double for the check */
-    double host_bytes = 4.0 * (double)(na + nb + nc) + 8.0 * ((double)n + k + m);
-    bench_row row = {.sweep = sweep, .name = name, .m = m, .n = n, .k = k, .batch = 1,
-                     .threads = ctx->threads, .warmup = ctx->timing.warmup, .flops = flops,
-                     .bytes = 4.0 * (double)(na + nb + nc), .max_rel_err = NAN, .check = "f64-freivalds"};
-    /* the host memory of the shape, the same for every implementation */
-    char no_memory[160] = "";
-    double avail = bench_mem_available();
-    if (avail > 0 && host_bytes > 0.9 * avail)
-        snprintf(no_memory, sizeof no_memory, "needs %.1f GB of host memory, %.1f GB available", host_bytes / 1e9,
-                 avail / 1e9);
-    bool run[N_IMPLS];
-    int n_run = 0;
+/* runner implementations: impls[] with a second entry (transfer) for each
+ * kernel also timed with its copies, right after it; data: the gemm_impl */
+static bench_impl runner_impls[2 * N_IMPLS];
+static int n_runner_impls;
+
+static void list_runner_impls(void) {
+    if (n_runner_impls) return;
     for (int i = 0; i < N_IMPLS; i++) {
-        char buf[160];
-        run[i] = applies(ctx, &impls[i], name, m, only);
-        const char *why = !run[i]     ? NULL
-                        : *no_memory ? no_memory
-                                     : skip_reason(ctx, i, m, flops, last_ms, last_flops, buf, sizeof buf);
-        if (!why) {
-            n_run += run[i];
-            continue;
-        }
-        run[i] = false;
-        row.impl = impls[i].name;
-        row.backend = impls[i].gpu ? "gpu" : "cpu";
-        row.tf32 = impls[i].tf32;
-        row.transfer = impls[i].transfer_only;
-        row.status = "skipped";
-        row.note = why;
-        bench_emit(ctx, &row);
-        row.note = NULL;
-        row.transfer = false;
+        const gemm_impl *im = &impls[i];
+        if (!im->transfer_only)
+            runner_impls[n_runner_impls++] = (bench_impl){im->name, im->gpu, im->tf32, false, im};
+        if (im->transfer) runner_impls[n_runner_impls++] = (bench_impl){im->name, im->gpu, im->tf32, true, im};
     }
-    if (!n_run) return;
-    gemm_run g = {ctx, NULL, m, n, k, sh->ta, sh->tb, malloc(na * 4), malloc(nb * 4), malloc(nc * 4),
-                  NULL, NULL, NULL, NULL, NULL, NULL};
-    double *x = malloc((size_t)n * sizeof *x), *bx = malloc((size_t)k * sizeof *bx), *z = malloc((size_t)m * sizeof *z);
-    if (!g.A || !g.B || !g.C || !x || !bx || !z) {
-        row.impl = "all"; row.backend = "host"; row.status = "oom"; row.max_rel_err = NAN;
-        row.note = "host memory for the matrices and the check";
-        bench_emit(ctx, &row);
-        goto done;
-    }
-    dg_rng r = dg_rng_new(((uint64_t)m << 40) ^ ((uint64_t)n << 20) ^ (uint64_t)k);
-    for (size_t i = 0; i < na; i++) g.A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
-    for (size_t i = 0; i < nb; i++) g.B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
-    for (int j = 0; j < n; j++) x[j] = 2 * dg_rng_uniform(&r) - 1;
-    freivalds_prepare(&g, x, bx, z);
-#ifdef DG_HAVE_CUDA
-    float *pinned[3] = {NULL, NULL, NULL}; /* A, B, C in page-locked memory, for the pinned transfer rows */
-    bool gpu_ready = false;
-    char gpu_why[256] = "";
-    if (ctx->gpu) {
-        dg_status st = dg_backend_alloc(ctx->gpu, na * 4, &g.dA);
-        if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, nb * 4, &g.dB);
-        if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, nc * 4, &g.dC);
-        if (st == DG_OK) st = dg_backend_upload(ctx->gpu, g.dA, g.A, na * 4);
-        if (st == DG_OK) st = dg_backend_upload(ctx->gpu, g.dB, g.B, nb * 4);
-        for (int i = 0; i < N_IMPLS && st == DG_OK; i++)
-            if (run[i] && impls[i].pinned) {
-                size_t sz[3] = {na, nb, nc};
-                for (int j = 0; j < 3 && st == DG_OK; j++)
-                    st = dg_backend_host_alloc(ctx->gpu, sz[j] * 4, (void **)&pinned[j]);
-                if (st == DG_OK) {
-                    memcpy(pinned[0], g.A, na * 4);
-                    memcpy(pinned[1], g.B, nb * 4);
-                }
-                break;
-            }
-        gpu_ready = st == DG_OK;
-        if (!gpu_ready) snprintf(gpu_why, sizeof gpu_why, "device buffers: %s", dg_last_error());
-    }
-#endif
-    for (int i = 0; i < N_IMPLS && !bench_interrupted; i++) {
-        const gemm_impl *im = g.impl = &impls[i];
-        bool gpu = im->gpu;
-        row.impl = im->name;
-        row.backend = gpu ? "gpu" : "cpu";
-        row.tf32 = im->tf32;
-        row.transfer = false;
-        row.max_rel_err = NAN;
-        row.st = BENCH_NO_STATS;
-        if (!run[i]) continue;
-        dg_status st = DG_OK;
-        for (size_t q = 0; q < nc; q++) g.C[q] = NAN; /* poison: every element must be written */
-        if (!gpu) {
-            st = bench_time(NULL, false, im->run, &g, &ctx->timing, &row.st);
-        }
-#ifdef DG_HAVE_CUDA
-        else if (!gpu_ready) st = dg__fail(DG_ERR_OOM, "%s", gpu_why);
-        else if (im->transfer_only) {
-            if (!only) transfer_row(ctx, &g, &row, x, z, pinned);
-            continue;
-        } else {
-            st = dg_backend_upload(ctx->gpu, g.dC, g.C, nc * 4);
-            if (st == DG_OK) st = bench_time(ctx->gpu, true, im->run, &g, &ctx->timing, &row.st);
-            if (st == DG_OK) st = dg_backend_download(ctx->gpu, g.C, g.dC, nc * 4);
-        }
-#endif
-        if (st != DG_OK) {
-            row.status = bench_status_word(st);
-            row.note = dg_last_error();
-            bench_emit(ctx, &row);
-            row.note = NULL;
-            continue;
-        }
-        row.max_rel_err = freivalds(&g, x, z);
-        row.status = row.max_rel_err <= (row.tf32 ? TOL_TF32 : TOL_FP32) ? "ok" : "wrong";
-        bench_emit(ctx, &row);
-        last_ms[i] = row.st.median_ms;
-        last_flops[i] = flops;
-#ifdef DG_HAVE_CUDA
-        if (im->transfer && !only && !bench_interrupted) transfer_row(ctx, &g, &row, x, z, pinned);
-#endif
-    }
-#ifdef DG_HAVE_CUDA
-    if (ctx->gpu) {
-        dg_backend_release(ctx->gpu, g.dA);
-        dg_backend_release(ctx->gpu, g.dB);
-        dg_backend_release(ctx->gpu, g.dC);
-        for (int j = 0; j < 3; j++) dg_backend_host_free(ctx->gpu, pinned[j]);
-    }
-#endif
-done:
-    free(g.A); free(g.B); free(g.C);
-    free(x); free(bx); free(z);
+}
+
+static const gemm_impl *kernel_of(const bench_impl *im) { return im->data; }
+
+/* a shape as a point; index: bit 0 A transposed, bit 1 B transposed */
+static bench_point shape_point(const char *name, int m, int n, int k, bool ta, bool tb) {
+    double dm = m, dn = n, dk = k;
+    return (bench_point){.name = name, .m = m, .n = n, .k = k, .batch = 1, .flops = 2.0 * dm * dn * dk,
+                         .bytes = 4.0 * (dm * dk + dk * dn + dm * dn), .index = ta | tb << 1};
 }
 
 /* the case name of a user shape: its transposes */
 static const char *const user_case[2][2] = {{"user-NN", "user-NT"}, {"user-TN", "user-TT"}};
 
-dg_status sweep_gemm(bench_ctx *ctx) {
-    double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
-    if (ctx->n_shapes) { /* --shapes: only the user's */
-        for (int i = 0; i < ctx->n_shapes; i++) {
-            const bench_gemm_shape *sh = &ctx->shapes[i];
-            bench_plan_rows(ctx, rows_of(ctx, user_case[sh->ta][sh->tb], sh->m, NULL));
-        }
-        for (int i = 0; i < ctx->n_shapes && !bench_interrupted; i++) {
-            const bench_gemm_shape *sh = &ctx->shapes[i];
-            double lm[N_IMPLS], lf[N_IMPLS]; /* predict each from the previous shapes */
-            memcpy(lm, last_ms, sizeof lm);
-            memcpy(lf, last_flops, sizeof lf);
-            run_case(ctx, "gemm", user_case[sh->ta][sh->tb], sh, NULL, lm, lf);
-        }
-        return DG_OK;
+/* --shapes alone; else the square sizes (--sizes), then the non-square
+ * shapes unless --sizes or --quick */
+static void gemm_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)arg;
+    for (int i = 0; i < ctx->n_shapes; i++) {
+        const bench_gemm_shape *sh = &ctx->shapes[i];
+        bench_points_add(out, shape_point(user_case[sh->ta][sh->tb], sh->m, sh->n, sh->k, sh->ta, sh->tb));
     }
+    if (ctx->n_shapes) return;
     const long long *sizes;
     int n_default = (int)(sizeof default_square / sizeof *default_square) - !ctx->extended; /* 8192: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_square : default_square, ctx->quick ? 6 : n_default, &sizes);
+    for (int i = 0; i < n; i++) {
+        int s = (int)sizes[i];
+        bench_points_add(out, shape_point("square", s, s, s, false, false));
+    }
     bool more = !bench_user_sizes(ctx) && !ctx->quick;
-    for (int i = 0; i < n; i++) bench_plan_rows(ctx, rows_of(ctx, "square", (int)sizes[i], NULL));
     for (size_t i = 0; more && i < sizeof non_square / sizeof *non_square; i++)
-        bench_plan_rows(ctx, rows_of(ctx, non_square[i].name, non_square[i].m, NULL));
-    for (int i = 0; i < n && !bench_interrupted; i++) {
-        bench_gemm_shape sh = {(int)sizes[i], (int)sizes[i], (int)sizes[i], false, false};
-        run_case(ctx, "gemm", "square", &sh, NULL, last_ms, last_flops);
+        bench_points_add(out, shape_point(non_square[i].name, non_square[i].m, non_square[i].n, non_square[i].k,
+                                          false, false));
+}
+
+/* the kernel's size cap (cpu-naive: the triple loop, small sizes only) */
+static bool gemm_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
+    int cap = ctx->quick ? kernel_of(im)->cap_quick : kernel_of(im)->cap;
+    return !cap || pt->m <= cap;
+}
+
+/* A, B, C in float; x, B x, z in double for the check: the host memory of
+ * the shape, the same for every implementation */
+static const char *gemm_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, char *why, size_t n) {
+    (void)ctx; (void)im;
+    double host_bytes = pt->bytes + 8.0 * ((double)pt->n + pt->k + pt->m);
+    double avail = bench_mem_available();
+    if (avail > 0 && host_bytes > 0.9 * avail) {
+        snprintf(why, n, "needs %.1f GB of host memory, %.1f GB available", host_bytes / 1e9, avail / 1e9);
+        return why;
     }
-    for (size_t i = 0; more && i < sizeof non_square / sizeof *non_square && !bench_interrupted; i++) {
-        double lm[N_IMPLS], lf[N_IMPLS]; /* predict from the square runs */
-        memcpy(lm, last_ms, sizeof lm);
-        memcpy(lf, last_flops, sizeof lf);
-        bench_gemm_shape sh = {non_square[i].m, non_square[i].n, non_square[i].k, false, false};
-        run_case(ctx, "gemm", non_square[i].name, &sh, NULL, lm, lf);
+    return NULL;
+}
+
+/* A CPU kernel's rate before any row of it ran at a shape larger than half
+ * its cap (or 1024): one run of that square. Its rate is at most the rate
+ * of larger shapes, so the time predicted from it errs long. */
+static void gemm_probe(bench_ctx *ctx, const bench_impl *im, const bench_point *pt, double *ms, double *work) {
+    int s = kernel_of(im)->cap ? kernel_of(im)->cap / 2 : 1024;
+    if (pt->m > s) probe_rate(ctx, kernel_of(im), ms, work);
+}
+
+/* one shape: host matrices, x and the float64 side of the check; device
+ * buffers and pinned copies made at the first row that needs them */
+typedef struct gemm_state {
+    gemm_run g;
+    double  *x, *bx, *z;
+    bool     gpu_tried, gpu_ready;
+    char     gpu_why[256];
+    float   *pinned[3];     /* A, B, C page-locked, for the pinned transfer rows */
+} gemm_state;
+
+static void gemm_teardown(void *arg) {
+    gemm_state *s = arg;
+    gemm_run *g = &s->g;
+#ifdef DG_HAVE_CUDA
+    if (g->ctx->gpu) {
+        dg_backend_release(g->ctx->gpu, g->dA);
+        dg_backend_release(g->ctx->gpu, g->dB);
+        dg_backend_release(g->ctx->gpu, g->dC);
+        for (int j = 0; j < 3; j++) dg_backend_host_free(g->ctx->gpu, s->pinned[j]);
     }
+#endif
+    free(g->A); free(g->B); free(g->C);
+    free(s->x); free(s->bx); free(s->z);
+    free(s);
+}
+
+static dg_status gemm_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    int m = (int)pt->m, n = (int)pt->n, k = (int)pt->k;
+    size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+    gemm_state *s = calloc(1, sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "host memory for the matrices and the check");
+    s->g = (gemm_run){ctx, NULL, m, n, k, pt->index & 1, pt->index & 2, malloc(na * 4), malloc(nb * 4), malloc(nc * 4),
+                      NULL, NULL, NULL, NULL, NULL, NULL};
+    s->x = malloc((size_t)n * sizeof *s->x);
+    s->bx = malloc((size_t)k * sizeof *s->bx);
+    s->z = malloc((size_t)m * sizeof *s->z);
+    if (!s->g.A || !s->g.B || !s->g.C || !s->x || !s->bx || !s->z) {
+        gemm_teardown(s);
+        return dg__fail(DG_ERR_OOM, "host memory for the matrices and the check");
+    }
+    dg_rng r = dg_rng_new(((uint64_t)m << 40) ^ ((uint64_t)n << 20) ^ (uint64_t)k);
+    for (size_t i = 0; i < na; i++) s->g.A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    for (size_t i = 0; i < nb; i++) s->g.B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    for (int j = 0; j < n; j++) s->x[j] = 2 * dg_rng_uniform(&r) - 1;
+    freivalds_prepare(&s->g, s->x, s->bx, s->z);
+    *out = s;
     return DG_OK;
 }
 
+#ifdef DG_HAVE_CUDA
+/* A and B on the device, room for C, and for a pinned row A, B, C in
+ * page-locked memory; the first failure is every GPU row's error */
+static dg_status gpu_buffers(gemm_state *s, bool pinned) {
+    gemm_run *g = &s->g;
+    dg_backend *be = g->ctx->gpu;
+    size_t sz[3] = {(size_t)g->m * g->k, (size_t)g->k * g->n, (size_t)g->m * g->n};
+    if (!s->gpu_tried) {
+        s->gpu_tried = true;
+        dg_status st = dg_backend_alloc(be, sz[0] * 4, &g->dA);
+        if (st == DG_OK) st = dg_backend_alloc(be, sz[1] * 4, &g->dB);
+        if (st == DG_OK) st = dg_backend_alloc(be, sz[2] * 4, &g->dC);
+        if (st == DG_OK) st = dg_backend_upload(be, g->dA, g->A, sz[0] * 4);
+        if (st == DG_OK) st = dg_backend_upload(be, g->dB, g->B, sz[1] * 4);
+        s->gpu_ready = st == DG_OK;
+        if (!s->gpu_ready) snprintf(s->gpu_why, sizeof s->gpu_why, "device buffers: %s", dg_last_error());
+    }
+    if (!s->gpu_ready) return dg__fail(DG_ERR_OOM, "%s", s->gpu_why);
+    if (pinned && !s->pinned[0]) {
+        dg_status st = DG_OK;
+        for (int j = 0; j < 3 && st == DG_OK; j++) st = dg_backend_host_alloc(be, sz[j] * 4, (void **)&s->pinned[j]);
+        if (st != DG_OK) return st;
+        memcpy(s->pinned[0], g->A, sz[0] * 4);
+        memcpy(s->pinned[1], g->B, sz[1] * 4);
+    }
+    return DG_OK;
+}
+#endif
+
+/* C poisoned (every element must be written), then the kernel alone, or
+ * with its copies inside from and to pageable or pinned host memory */
+static dg_status gemm_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    (void)row;
+    gemm_state *s = arg;
+    gemm_run *g = &s->g;
+    size_t nc = (size_t)g->m * g->n;
+    g->impl = kernel_of(im);
+    for (size_t q = 0; q < nc; q++) g->C[q] = NAN;
+    if (!im->gpu) {
+        *work = (bench_work){.fn = g->impl->run, .arg = g};
+        return DG_OK;
+    }
+#ifdef DG_HAVE_CUDA
+    dg_status st = gpu_buffers(s, im->transfer && g->impl->pinned);
+    if (st != DG_OK) return st;
+    if (im->transfer) {
+        bool pin = g->impl->pinned;
+        g->hA = pin ? s->pinned[0] : g->A;
+        g->hB = pin ? s->pinned[1] : g->B;
+        g->hC = pin ? s->pinned[2] : g->C;
+        for (size_t q = 0; q < nc; q++) g->hC[q] = NAN;
+        *work = (bench_work){.fn = run_transfer, .arg = g, .be = ctx->gpu, .events = false};
+        return DG_OK;
+    }
+    *work = (bench_work){.fn = g->impl->run, .arg = g, .be = ctx->gpu, .events = true};
+    return dg_backend_upload(ctx->gpu, g->dC, g->C, nc * 4);
+#else
+    (void)ctx;
+    return DG_ERR_UNSUPPORTED;
+#endif
+}
+
+/* C back on the host (a GPU kernel's from the device, a pinned row's from
+ * its copy), then Freivalds' test against the tolerance of the math */
+static bool gemm_check(void *arg, const bench_impl *im, bench_row *row) {
+    gemm_state *s = arg;
+    gemm_run *g = &s->g;
+    size_t nc = (size_t)g->m * g->n;
+#ifdef DG_HAVE_CUDA
+    if (im->gpu && !im->transfer && dg_backend_download(g->ctx->gpu, g->C, g->dC, nc * 4) != DG_OK) {
+        row->note = dg_last_error();
+        return false;
+    }
+    if (im->transfer && g->impl->pinned) memcpy(g->C, g->hC, nc * 4);
+#else
+    (void)nc;
+#endif
+    row->max_rel_err = freivalds(g, s->x, s->z);
+    return row->max_rel_err <= (im->tf32 ? TOL_TF32 : TOL_FP32);
+}
+
+static const bench_sweep_spec gemm_spec = {
+    .name = "gemm", .check_word = "f64-freivalds", .points = gemm_points, .applies = gemm_applies,
+    .skip = gemm_skip, .probe = gemm_probe, .setup = gemm_setup, .teardown = gemm_teardown,
+    .prepare = gemm_prepare, .check = gemm_check,
+};
+
+dg_status sweep_gemm(bench_ctx *ctx) {
+    list_runner_impls();
+    bench_sweep_spec spec = gemm_spec;
+    spec.impls = runner_impls;
+    spec.n_impls = n_runner_impls;
+    return bench_run_spec(ctx, &spec);
+}
+
+/* the ceiling sweep's one square of `size` */
+static void ceiling_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)ctx;
+    int size = *(const int *)arg;
+    bench_points_add(out, shape_point("sgemm", size, size, size, false, false));
+}
+
 void bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl) {
-    double last_ms[N_IMPLS] = {0}, last_flops[N_IMPLS] = {0};
-    bench_gemm_shape sh = {size, size, size, false, false};
-    bench_plan_rows(ctx, rows_of(ctx, "sgemm", size, impl));
-    run_case(ctx, "ceiling", "sgemm", &sh, impl, last_ms, last_flops);
+    list_runner_impls();
+    bench_sweep_spec spec = gemm_spec;
+    spec.name = "ceiling";
+    spec.points = ceiling_points;
+    spec.arg = &size;
+    for (int i = 0; i < n_runner_impls; i++)
+        if (!runner_impls[i].transfer && !strcmp(runner_impls[i].name, impl)) {
+            spec.impls = &runner_impls[i];
+            spec.n_impls = 1;
+        }
+    if (spec.n_impls == 1) bench_run_spec(ctx, &spec);
 }
 
 /* The copies' share of each transfer row: time with copies minus the

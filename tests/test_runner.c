@@ -1,0 +1,272 @@
+/* The sweep runner (bench/runner/runner.h) driven by a toy sweep declared
+ * here and nowhere else: its rows are written once each in point x
+ * implementation order, filtered, skipped by prediction, interrupted, and
+ * failed or wrong with the right status, through the runner alone. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/status_internal.h"
+#include "cpu_backend/cpu_backend.h"
+#include "runner/runner.h"
+#include "shell_util.h"
+#include "test_util.h"
+
+/* what the toy's callbacks saw */
+static struct {
+    int setups, teardowns, prepares, releases, runs;
+    int interrupt_at;           /* prepare number that sets bench_interrupted; 0: none */
+    const char *fail_setup_of;  /* a case whose setup fails                           */
+    dg_status fail_setup_with;
+    bool wrong_check, wrong_prepare;
+} toy;
+
+static const bench_impl toy_impls[] = {
+    {.name = "toy-fast"},
+    {.name = "toy-slow"},
+    {.name = "toy-gpu", .gpu = true}, /* no GPU backend in these contexts: never a row */
+    {.name = "toy-none"},             /* applies nowhere                               */
+};
+
+/* cases a and b at sizes 1, 2, 4: flops = size */
+static void toy_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)ctx; (void)arg;
+    static const char *const cases[] = {"a", "b"};
+    for (int c = 0; c < 2; c++)
+        for (int s = 1; s <= 4; s *= 2)
+            bench_points_add(out, (bench_point){.name = cases[c], .m = s, .n = 1, .k = 1, .batch = 1,
+                                                .flops = 1e6 * s});
+}
+
+static bool toy_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
+    (void)ctx; (void)pt;
+    return strcmp(im->name, "toy-none") != 0;
+}
+
+static dg_status toy_setup(bench_ctx *ctx, const bench_point *pt, void **state) {
+    (void)ctx;
+    toy.setups++;
+    if (toy.fail_setup_of && !strcmp(pt->name, toy.fail_setup_of))
+        return toy.fail_setup_with == DG_ERR_OOM ? dg__fail(DG_ERR_OOM, "no room for the toy")
+                                                 : dg__fail(DG_ERR_BACKEND, "the toy broke");
+    *state = &toy;
+    return DG_OK;
+}
+
+static void toy_teardown(void *state) {
+    cr_assert_eq(state, &toy);
+    toy.teardowns++;
+}
+
+/* toy-slow sleeps 2 ms per unit of m; toy-fast does nothing */
+static dg_status toy_run(void *arg) {
+    (void)arg;
+    toy.runs++;
+    return DG_OK;
+}
+static dg_status toy_sleep(void *arg) {
+    int64_t m = *(const int64_t *)arg;
+    toy.runs++;
+    struct timespec ts = {0, 2000000L * (long)m};
+    nanosleep(&ts, NULL);
+    return DG_OK;
+}
+
+static int64_t toy_m;
+static dg_status toy_prepare(bench_ctx *ctx, void *state, const bench_impl *im, bench_row *row, bench_work *work) {
+    (void)ctx; (void)state;
+    toy.prepares++;
+    if (toy.interrupt_at && toy.prepares == toy.interrupt_at) bench_interrupted = 1;
+    if (toy.wrong_prepare) {
+        row->max_rel_err = 1;
+        row->status = "wrong";
+        return DG_OK;
+    }
+    toy_m = row->m;
+    *work = (bench_work){.fn = strcmp(im->name, "toy-slow") ? toy_run : toy_sleep, .arg = &toy_m};
+    return DG_OK;
+}
+
+static bool toy_check(void *state, const bench_impl *im, bench_row *row) {
+    (void)state; (void)im;
+    row->max_rel_err = toy.wrong_check ? 0.5 : 1e-9;
+    return !toy.wrong_check;
+}
+
+static void toy_release(void *state, const bench_impl *im, bench_work *work) {
+    (void)state; (void)im; (void)work;
+    toy.releases++;
+}
+
+static const bench_sweep_spec toy_spec = {
+    .name = "toy", .check_word = "toy-check", .impls = toy_impls, .n_impls = 4, .points = toy_points,
+    .applies = toy_applies, .setup = toy_setup, .teardown = toy_teardown, .prepare = toy_prepare,
+    .check = toy_check, .release = toy_release,
+};
+
+static dg_status run_toy(bench_ctx *ctx) { return bench_run_spec(ctx, &toy_spec); }
+static const sweep_def toy_def = {.name = "toy", .what = "a sweep of the tests", .run = run_toy};
+
+/* runs the toy sweep through bench_run_sweep into dir/toy.csv, returns its rows */
+static csv_rec *run(bench_ctx *ctx, const char *dir, int *n) {
+    dg_backend *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
+    ctx->out_dir = dir;
+    ctx->cpu = cpu;
+    ctx->threads = 1;
+    ctx->timing = (bench_timing){.min_reps = 2, .max_reps = 2};
+    if (!ctx->cpu_cap_s) ctx->cpu_cap_s = 30;
+    bench_run_sweep(ctx, &toy_def);
+    dg_backend_free(cpu);
+    char path[256];
+    snprintf(path, sizeof path, "%s/toy.csv", dir);
+    csv_rec *r = bench_csv_read(path, n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    return r;
+}
+
+static void reset(void) {
+    memset(&toy, 0, sizeof toy);
+    bench_interrupted = 0;
+}
+
+/* every row once, in point x implementation order, checked and timed;
+ * one setup, one teardown a point; one release a row; the progress total
+ * is the rows written */
+Test(runner, writes_every_row_once_in_order) {
+    reset();
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {0};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    cr_assert_eq(n, 12, "2 cases x 3 sizes x 2 implementations, got %d", n);
+    static const char *const order[] = {"a", "a", "a", "a", "a", "a", "b", "b", "b", "b", "b", "b"};
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(r[i].name, order[i]);
+        cr_assert_eq(r[i].m, 1LL << (i % 6 / 2), "row %d m %lld", i, r[i].m);
+        cr_assert_str_eq(r[i].impl, i % 2 ? "toy-slow" : "toy-fast");
+        cr_assert_str_eq(r[i].sweep, "toy");
+        cr_assert_str_eq(r[i].check, "toy-check");
+        cr_assert(!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy"), "row %d: %s", i, r[i].status);
+        cr_assert(r[i].max_rel_err == 1e-9 && r[i].reps == 2 && r[i].median_ms >= 0);
+    }
+    cr_assert_eq(toy.setups, 6);
+    cr_assert_eq(toy.teardowns, 6);
+    cr_assert_eq(toy.releases, 12);
+    cr_assert_eq(ctx.planned, 12);
+    free(r);
+    remove_dir(dir);
+}
+
+/* --case and --impl: only their rows; a point with none is never set up */
+Test(runner, filters_by_case_and_impl) {
+    reset();
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.case_filter = "b", .impl_filter = "toy-f*"};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    cr_assert_eq(n, 3);
+    for (int i = 0; i < n; i++) cr_assert(!strcmp(r[i].name, "b") && !strcmp(r[i].impl, "toy-fast"));
+    cr_assert_eq(toy.setups, 3);
+    cr_assert_eq(ctx.planned, 3);
+    free(r);
+    remove_dir(dir);
+}
+
+/* a CPU row predicted above --cpu-cap from the last row of its
+ * implementation is skipped with the prediction, and never prepared */
+Test(runner, skips_what_the_last_rate_predicts_too_slow) {
+    reset();
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.impl_filter = "toy-slow", .case_filter = "a", .cpu_cap_s = 0.003};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    cr_assert_eq(n, 3);
+    cr_assert_str_eq(r[0].status, "ok"); /* m = 1: 2 ms, no rate yet */
+    for (int i = 1; i < 3; i++) {
+        cr_assert_str_eq(r[i].status, "skipped", "m %lld: %s", r[i].m, r[i].status);
+        cr_assert(strstr(r[i].note, "--cpu-cap") != NULL, "%s", r[i].note);
+    }
+    cr_assert_eq(toy.prepares, 1);
+    free(r);
+    remove_dir(dir);
+}
+
+/* Ctrl-C during a row: that row is the last written, and the point under
+ * way is torn down */
+Test(runner, stops_after_the_row_under_way_when_interrupted) {
+    reset();
+    toy.interrupt_at = 3;
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {0};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    bench_interrupted = 0;
+    cr_assert_eq(n, 3, "rows %d", n);
+    cr_assert_str_eq(r[2].status, "interrupted");
+    cr_assert_eq(toy.setups, toy.teardowns);
+    free(r);
+    remove_dir(dir);
+}
+
+/* a setup that fails: every row of its point says so (oom or failed),
+ * with the message, and the other points run */
+Test(runner, a_failed_setup_fails_its_points_rows) {
+    for (int oom = 0; oom < 2; oom++) {
+        reset();
+        toy.fail_setup_of = "a";
+        toy.fail_setup_with = oom ? DG_ERR_OOM : DG_ERR_BACKEND;
+        char dir[] = "/tmp/dg-runner-XXXXXX";
+        tmp_dir(dir);
+        bench_ctx ctx = {0};
+        int n;
+        csv_rec *r = run(&ctx, dir, &n);
+        cr_assert_eq(n, 12);
+        for (int i = 0; i < n; i++) {
+            bool a = !strcmp(r[i].name, "a");
+            cr_assert_str_eq(r[i].status, a ? (oom ? "oom" : "failed") : "ok");
+            if (a) cr_assert(strstr(r[i].note, oom ? "no room for the toy" : "the toy broke"), "%s", r[i].note);
+        }
+        cr_assert_eq(ctx.failed, 6);
+        cr_assert_eq(toy.teardowns, 3, "only the points set up are torn down");
+        free(r);
+        remove_dir(dir);
+    }
+}
+
+/* a check that fails after timing, or one prepare made itself, is a
+ * wrong row with no time; prepare's own is never timed */
+Test(runner, wrong_rows_keep_no_time) {
+    for (int in_prepare = 0; in_prepare < 2; in_prepare++) {
+        reset();
+        toy.wrong_check = !in_prepare;
+        toy.wrong_prepare = in_prepare;
+        char dir[] = "/tmp/dg-runner-XXXXXX";
+        tmp_dir(dir);
+        bench_ctx ctx = {.case_filter = "a"};
+        int n;
+        csv_rec *r = run(&ctx, dir, &n);
+        cr_assert_eq(n, 6);
+        for (int i = 0; i < n; i++) {
+            cr_assert_str_eq(r[i].status, "wrong");
+            cr_assert(isnan(r[i].median_ms), "a wrong row has no time");
+        }
+        cr_assert_eq(toy.runs > 0, !in_prepare, "runs %d", toy.runs);
+        free(r);
+        remove_dir(dir);
+    }
+}
+
+/* the prediction: the last rate scaled by the work, flops first, else bytes */
+Test(runner, predicts_from_the_last_rate) {
+    bench_point flops = {.flops = 4e9}, bytes = {.bytes = 8e9}, none = {0};
+    cr_assert_float_eq(bench_predict_s(&flops, 100, 1e9), 0.4, 1e-12);
+    cr_assert_float_eq(bench_predict_s(&bytes, 100, 2e9), 0.4, 1e-12);
+    cr_assert_eq(bench_predict_s(&none, 100, 1e9), 0);
+    cr_assert_eq(bench_predict_s(&flops, 0, 1e9), 0, "no rate: no prediction");
+}
