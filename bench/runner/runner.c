@@ -80,7 +80,7 @@ static void measure(bench_ctx *ctx, const bench_sweep_spec *spec, void *state, c
         row->note = dg_last_error();
         return;
     }
-    if (row->status) return; /* prepare checked, and the check failed */
+    if (row->status || work->no_row) return; /* prepare said what the row is */
     st = bench_time(work->be, work->events, work->fn, work->arg, &ctx->timing, &row->st);
     if (st != DG_OK) {
         row->status = bench_status_word(st);
@@ -121,7 +121,8 @@ static void run_point(bench_ctx *ctx, const bench_sweep_spec *spec, const bench_
         }
         bench_work work = {0};
         measure(ctx, spec, state, im, &row, &work);
-        if (work.finding) bench_emit_finding(ctx, &row);
+        if (work.no_row) ctx->planned--;
+        else if (work.finding) bench_emit_finding(ctx, &row);
         else bench_emit(ctx, &row);
         if (row.st.reps > 0 && !im->gpu) {
             rates[i].ms = row.st.median_ms;

@@ -58,6 +58,9 @@ typedef struct bench_work {
     bool        finding;       /* a failure status of this row is a finding, not
                                 * a failure (the composed attention's oom at long
                                 * sequences): the sweep's exit code stays 0 */
+    bool        no_row;        /* nothing of this implementation to measure here,
+                                * found only once set up (an op whose gradient is
+                                * a view at this shape): no row is written */
 } bench_work;
 
 /* The points in row order: bench_points_add appends one. */
@@ -90,8 +93,9 @@ typedef struct bench_sweep_spec {
     dg_status (*setup)(bench_ctx *ctx, const bench_point *pt, void **state);
     void (*teardown)(void *state);
     /* the work to time; may fill columns of row (check, max_rel_err,
-     * scratch/arena/live bytes, note) and set row->status "wrong" after a
-     * check of its own, in which case nothing is timed */
+     * flops, bytes, scratch/arena/live bytes, note) and set row->status
+     * ("wrong" after a check of its own, a failure word with its note), in
+     * which case nothing is timed; or set work->no_row */
     dg_status (*prepare)(bench_ctx *ctx, void *state, const bench_impl *im, bench_row *row, bench_work *work);
     /* NULL: prepare checked. Else, after timing: sets row->max_rel_err and
      * returns whether the result passed; may set row->note */

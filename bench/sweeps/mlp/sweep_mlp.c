@@ -10,7 +10,7 @@
 #include "core/rng.h"
 #include "core/status_internal.h"
 #include "check/check.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 
 static const long long default_batches[] = {32, 128, 512, 2048, 8192};
 static const long long quick_batches[] = {32, 256, 2048};
@@ -21,64 +21,102 @@ static const char *const widths_list[] = {"784-256-100-10", "784-1024-1024-10"};
 
 static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
 
-/* replay: the plan may capture and replay the step (CUDA graphs on the GPU) */
-static void run_one(bench_ctx *ctx, dg_backend *be, const char *impl, bool replay, const char *wspec,
-                    const dg_mlp_cfg *cfg, int batch, bench_step_ref *ref) {
-    const int *w = cfg->widths, nw = cfg->n_widths;
-    bench_row row = {.sweep = "mlp", .name = wspec, .impl = impl, .backend = be == ctx->cpu ? "cpu" : "gpu",
-                     .m = batch, .n = w[1], .k = w[0], .batch = batch, .threads = ctx->threads,
-                     .warmup = ctx->timing.warmup, .max_rel_err = NAN, .check = BENCH_STEP_CHECK};
-    if (!bench_wanted(ctx, wspec, impl)) return;
-    double macs = 0;
-    for (int i = 0; i + 1 < nw; i++) macs += (double)w[i] * w[i + 1];
-    row.flops = 6.0 * batch * macs; /* forward 2, backward 4 flops per weight and row */
-    float *x = malloc((size_t)batch * w[0] * 4);
-    int32_t *y = malloc((size_t)batch * 4);
-    bench_step bs = {0};
-    bool ok = false;
-    dg_status st = x && y ? DG_OK : dg__fail(DG_ERR_OOM, "mlp: out of host memory");
-    if (st == DG_OK) {
-        dg_rng r = dg_rng_new((uint64_t)batch);
-        for (long long i = 0; i < (long long)batch * w[0]; i++) x[i] = (float)dg_rng_uniform(&r);
-        for (int i = 0; i < batch; i++) y[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)w[nw - 1]);
-        bench_step_spec spec = bench_mlp_step(cfg);
-        st = bench_step_new(&bs, be, &spec, batch, x, y, &(dg_plan_opts){.no_replay = !replay}, ref,
-                            &row.max_rel_err, &ok);
-    }
-    if (st == DG_OK) {
-        row.status = ok ? "ok" : "wrong";
-        if (!strcmp(row.status, "ok")) st = bench_time(be, be == ctx->gpu, run_plan, bs.p, &ctx->timing, &row.st);
-    }
-    if (st != DG_OK) {
-        row.status = bench_status_word(st);
-        row.note = dg_last_error();
-    }
-    bench_emit(ctx, &row);
-    bench_step_free(&bs);
-    free(x);
-    free(y);
-}
+/* ---- the runner's view (runner/runner.h): a point is a network at a
+ * batch size; an implementation a backend, with CUDA-graph replay or not ---- */
 
-dg_status sweep_mlp(bench_ctx *ctx) {
+static const bool replay = true, no_replay = false;
+static const bench_impl mlp_impls[] = {
+    {.name = "cpu", .data = &replay},
+    {.name = "gpu", .gpu = true, .data = &no_replay},
+    {.name = "gpu-graph", .gpu = true, .data = &replay},
+};
+
+/* every network (--quick: the first) at every batch size */
+static void mlp_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)arg;
     const long long *sizes;
     int n_default = (int)(sizeof default_batches / sizeof *default_batches) - !ctx->extended; /* 8192: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches, ctx->quick ? 3 : n_default, &sizes);
-    bench_plan_rows(ctx, (ctx->quick ? 1 : N_WIDTHS) * n * (!!ctx->cpu + 2 * !!ctx->gpu));
     for (int wi = 0; wi < (ctx->quick ? 1 : N_WIDTHS); wi++) {
         dg_mlp_cfg cfg;
         dg_mlp_parse_widths(widths_list[wi], &cfg);
-        for (int i = 0; i < n && !bench_interrupted; i++) {
-            int batch = (int)sizes[i];
-            bench_step_ref ref = {0}; /* same graph, same data on every backend: one reference */
-            if (ctx->cpu) run_one(ctx, ctx->cpu, "cpu", true, widths_list[wi], &cfg, batch, &ref);
-            if (ctx->gpu) {
-                run_one(ctx, ctx->gpu, "gpu", false, widths_list[wi], &cfg, batch, &ref);
-                run_one(ctx, ctx->gpu, "gpu-graph", true, widths_list[wi], &cfg, batch, &ref);
-            }
-            bench_step_ref_free(&ref);
-        }
+        const int *w = cfg.widths;
+        double macs = 0;
+        for (int i = 0; i + 1 < cfg.n_widths; i++) macs += (double)w[i] * w[i + 1];
+        for (int i = 0; i < n; i++)
+            bench_points_add(out, (bench_point){.name = widths_list[wi], .m = sizes[i], .n = w[1], .k = w[0],
+                                                .batch = sizes[i],
+                                                /* forward 2, backward 4 flops per weight and row */
+                                                .flops = 6.0 * (double)sizes[i] * macs});
     }
+}
+
+/* one network at one batch: its data, and the float64 reference every
+ * backend's step is checked against (same graph, same data: one reference) */
+typedef struct mlp_state {
+    dg_mlp_cfg     cfg;
+    int            batch;
+    float         *x;         /* [batch, widths[0]] uniform in [0, 1)   */
+    int32_t       *y;         /* [batch] classes                        */
+    bench_step_ref ref;
+    bench_step     bs;        /* the implementation under way's step    */
+} mlp_state;
+
+static void mlp_teardown(void *arg) {
+    mlp_state *s = arg;
+    bench_step_ref_free(&s->ref);
+    free(s->x);
+    free(s->y);
+    free(s);
+}
+
+static dg_status mlp_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    (void)ctx;
+    mlp_state *s = calloc(1, sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "mlp: out of host memory");
+    dg_mlp_parse_widths(pt->name, &s->cfg);
+    const int *w = s->cfg.widths, nw = s->cfg.n_widths;
+    int batch = s->batch = (int)pt->batch;
+    s->x = malloc((size_t)batch * w[0] * 4);
+    s->y = malloc((size_t)batch * 4);
+    if (!s->x || !s->y) {
+        mlp_teardown(s);
+        return dg__fail(DG_ERR_OOM, "mlp: out of host memory");
+    }
+    dg_rng r = dg_rng_new((uint64_t)batch);
+    for (long long i = 0; i < (long long)batch * w[0]; i++) s->x[i] = (float)dg_rng_uniform(&r);
+    for (int i = 0; i < batch; i++) s->y[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)w[nw - 1]);
+    *out = s;
     return DG_OK;
+}
+
+/* the step planned on the implementation's backend and checked against
+ * float64 before it is timed */
+static dg_status mlp_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    mlp_state *s = arg;
+    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
+    bench_step_spec spec = bench_mlp_step(&s->cfg);
+    bool ok = false;
+    dg_status st = bench_step_new(&s->bs, be, &spec, s->batch, s->x, s->y,
+                                  &(dg_plan_opts){.no_replay = !*(const bool *)im->data}, &s->ref,
+                                  &row->max_rel_err, &ok);
+    if (st != DG_OK) return st;
+    if (!ok) row->status = "wrong";
+    *work = (bench_work){.fn = run_plan, .arg = s->bs.p, .be = be, .events = im->gpu};
+    return DG_OK;
+}
+
+static void mlp_release(void *arg, const bench_impl *im, bench_work *work) {
+    (void)im; (void)work;
+    bench_step_free(&((mlp_state *)arg)->bs);
+}
+
+dg_status sweep_mlp(bench_ctx *ctx) {
+    static const bench_sweep_spec spec = {
+        .name = "mlp", .check_word = BENCH_STEP_CHECK, .impls = mlp_impls, .n_impls = 3, .points = mlp_points,
+        .setup = mlp_setup, .teardown = mlp_teardown, .prepare = mlp_prepare, .release = mlp_release,
+    };
+    return bench_run_spec(ctx, &spec);
 }
 
 /* The CPU peers bench/numpy_mlp_peer.py appends to mlp.csv: the same step

@@ -18,7 +18,7 @@
 
 #include "core/check/harness.h"
 #include "core/check/ref_grad.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 
 #define OPS_TOL 1e-5 /* long reductions lose a little more than the tests' tolerance */
 
@@ -43,11 +43,6 @@ static void find_steps(const dg_plan *p, const case_graph *cg, const dg_step **f
     }
 }
 
-static const char *impl_name(bool gpu, int dir) {
-    static const char *const names[2][2] = {{"cpu-fwd", "cpu-bwd"}, {"gpu-fwd", "gpu-bwd"}};
-    return names[gpu][dir];
-}
-
 /* the worst relative error of the gradients against the own backward */
 static double grad_error(const case_graph *cg, const case_result *res, const case_ref *ref) {
     double err = 0;
@@ -56,118 +51,152 @@ static double grad_error(const case_graph *cg, const case_result *res, const cas
     return err;
 }
 
-/* Plans the case on be, runs it once, checks it, then times its nodes. */
-static void run_backend(bench_ctx *ctx, dg_backend *be, case_graph *cg, const case_ref *ref, long long N) {
-    const op_case *c = cg->c;
-    bool gpu = be == ctx->gpu;
-    bench_row row = {.sweep = "ops", .name = c->sweep.name, .backend = gpu ? "gpu" : "cpu", .m = N, .n = 1, .k = 1,
-                     .batch = 1, .threads = ctx->threads, .warmup = ctx->timing.warmup};
-    dg_plan *p;
-    case_result res;
-    double err[2] = {NAN, NAN};
-    dg_status st = case_run_planned(cg, be, &p, &res);
-    if (st == DG_OK) {
-        err[0] = cmp_f32(res.out, ref->out, res.n_out).max_rel;
-        err[1] = grad_error(cg, &res, ref);
-    } else {
-        row.note = dg_last_error();
-    }
-    case_result_free(&res);
-    const dg_step *which[2];
-    find_steps(p, cg, &which[0], &which[1]);
-    for (int d = 0; d < 2; d++) {
-        /* no such node: the gradient is a pass-through or a view at this shape (add; a [1,n] bias) */
-        if (d == 1 && (c->sweep.bwd == DG_OP_LEAF || (st == DG_OK && !which[1]))) continue;
-        row.impl = impl_name(gpu, d);
-        if (!bench_wanted(ctx, row.name, row.impl)) continue;
-        row.st = BENCH_NO_STATS;
-        row.max_rel_err = err[d];
-        row.check = d == 0 ? "f64-fwd" : "f64-vjp";
-        row.status = st != DG_OK ? bench_status_word(st) : err[d] <= OPS_TOL ? "ok" : "wrong";
-        if (!strcmp(row.status, "ok")) {
-            if (!which[d]) {
-                row.status = "error";
-                row.note = "the plan has no step for this node";
-            } else {
-                dg_cost cost = dg_node_cost(which[d]->node);
-                row.bytes = cost.bytes;
-                row.flops = cost.flops;
-                step_arg a = {be, which[d]};
-                dg_status ts = bench_time(be, gpu, run_step, &a, &ctx->timing, &row.st);
-                if (ts != DG_OK) {
-                    row.status = bench_status_word(ts);
-                    row.note = dg_last_error();
-                }
-            }
-        }
-        bench_emit(ctx, &row);
-    }
-    dg_plan_free(p);
-}
+/* ---- the runner's view (runner/runner.h): a point is an op case at N
+ * elements; an implementation a backend and a direction (0 forward, 1
+ * backward), the two directions of a backend sharing one plan ---- */
 
-/* A case that could not be built or referenced: a failed row for each of
- * its rows that would have run, with the reason. */
-static void emit_failed(bench_ctx *ctx, const op_case *oc, long long N, const char *why) {
-    bench_row row = {.sweep = "ops", .name = oc->sweep.name, .m = N, .n = 1, .k = 1, .batch = 1,
-                     .threads = ctx->threads, .warmup = ctx->timing.warmup, .st = BENCH_NO_STATS,
-                     .max_rel_err = NAN, .status = "failed", .note = why};
-    for (int gpu = 0; gpu < 2; gpu++) {
-        if (!(gpu ? ctx->gpu : ctx->cpu)) continue;
-        row.backend = gpu ? "gpu" : "cpu";
-        for (int d = 0; d < (oc->sweep.bwd == DG_OP_LEAF ? 1 : 2); d++) {
-            row.impl = impl_name(gpu, d);
-            if (bench_wanted(ctx, row.name, row.impl)) bench_emit(ctx, &row);
-        }
-    }
-}
+static const int fwd = 0, bwd = 1;
+static const bench_impl ops_impls[] = {
+    {.name = "cpu-fwd", .data = &fwd}, {.name = "cpu-bwd", .data = &bwd},
+    {.name = "gpu-fwd", .gpu = true, .data = &fwd}, {.name = "gpu-bwd", .gpu = true, .data = &bwd},
+};
 
-/* whether --case / --impl leave any row of this case */
-static bool case_wanted(const bench_ctx *ctx, const op_case *oc) {
-    for (int gpu = 0; gpu < 2; gpu++)
-        for (int d = 0; d < 2; d++)
-            if ((gpu ? ctx->gpu : ctx->cpu) && bench_wanted(ctx, oc->sweep.name, impl_name(gpu, d))) return true;
-    return false;
-}
+static int direction(const bench_impl *im) { return *(const int *)im->data; }
 
-/* builds case c at N elements, its references, and runs it on each backend */
-static void run_case(bench_ctx *ctx, int c, long long N) {
-    const op_case *oc = &dg_op_cases[c];
-    dg_shape shape[OP_CASE_MAX_IN];
-    if (!oc->sweep.name || !op_case_shapes_at(oc, N, shape) || !case_wanted(ctx, oc)) return;
-    case_graph cg;
-    case_ref ref = {0}; /* forward and own backward, once for every backend */
-    dg_status st = case_graph_new_at(&cg, oc, shape, (uint64_t)N * 31 + (uint64_t)c);
-    if (st == DG_OK) st = case_ref_own_grad(&cg, ref.grad, &ref.out);
-    if (st == DG_OK) {
-        if (ctx->cpu) run_backend(ctx, ctx->cpu, &cg, &ref, N);
-        if (ctx->gpu) run_backend(ctx, ctx->gpu, &cg, &ref, N);
-    } else {
-        emit_failed(ctx, oc, N, dg_last_error());
-    }
-    case_ref_free(&ref);
-    case_graph_free(&cg);
-}
-
-dg_status sweep_ops(bench_ctx *ctx) {
+/* every swept case at every size (a size that is not a multiple of the
+ * row length is said on stderr and left out) */
+static void ops_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)arg;
     const long long *sizes;
     int n_default = (int)(sizeof default_sizes / sizeof *default_sizes) - !ctx->extended; /* 64M: all */
     int n = bench_sizes(ctx, ctx->quick ? quick_sizes : default_sizes, ctx->quick ? 4 : n_default, &sizes);
-    for (int i = 0; i < n; i++)
-        for (int c = 0; c < dg_n_op_cases; c++) {
-            dg_shape shape[OP_CASE_MAX_IN];
-            const op_case *oc = &dg_op_cases[c];
-            if (oc->sweep.name && op_case_shapes_at(oc, sizes[i], shape))
-                bench_plan_rows(ctx, (1 + (oc->sweep.bwd != DG_OP_LEAF)) * (!!ctx->cpu + !!ctx->gpu));
-        }
-    for (int i = 0; i < n && !bench_interrupted; i++) {
+    for (int i = 0; i < n; i++) {
         long long N = sizes[i];
         if (N < OP_SWEEP_ROW || N % OP_SWEEP_ROW) {
             fprintf(stderr, "bench: ops: size %lld skipped (needs a multiple of %d)\n", N, OP_SWEEP_ROW);
             continue;
         }
-        for (int c = 0; c < dg_n_op_cases && !bench_interrupted; c++) run_case(ctx, c, N);
+        for (int c = 0; c < dg_n_op_cases; c++) {
+            const op_case *oc = &dg_op_cases[c];
+            dg_shape shape[OP_CASE_MAX_IN];
+            if (oc->sweep.name && op_case_shapes_at(oc, N, shape))
+                bench_points_add(out, (bench_point){.name = oc->sweep.name, .m = N, .n = 1, .k = 1, .batch = 1,
+                                                    .data = oc, .index = c});
+        }
     }
+}
+
+/* a backward row where the op has a backward node of its own */
+static bool ops_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
+    (void)ctx;
+    const op_case *oc = pt->data;
+    return direction(im) == fwd || oc->sweep.bwd != DG_OP_LEAF;
+}
+
+/* one backend's plan of the case, run once and checked */
+typedef struct ops_planned {
+    bool       done;
+    dg_status  st;
+    char       why[256];      /* st's message                         */
+    dg_plan   *p;
+    double     err[2];        /* forward, backward against float64   */
+    step_arg   step[2];       /* the nodes timed alone                */
+} ops_planned;
+
+typedef struct ops_state {
+    case_graph  cg;
+    case_ref    ref;          /* forward and own backward, once for every backend */
+    ops_planned on[2];        /* cpu, gpu                              */
+} ops_state;
+
+static void ops_teardown(void *arg) {
+    ops_state *s = arg;
+    for (int b = 0; b < 2; b++) dg_plan_free(s->on[b].p);
+    case_ref_free(&s->ref);
+    case_graph_free(&s->cg);
+    free(s);
+}
+
+static dg_status ops_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    (void)ctx;
+    const op_case *oc = pt->data;
+    dg_shape shape[OP_CASE_MAX_IN];
+    op_case_shapes_at(oc, pt->m, shape);
+    ops_state *s = calloc(1, sizeof *s);
+    if (!s) return DG_ERR_OOM;
+    dg_status st = case_graph_new_at(&s->cg, oc, shape, (uint64_t)pt->m * 31 + (uint64_t)pt->index);
+    if (st != DG_OK) {
+        free(s);
+        return st;
+    }
+    st = case_ref_own_grad(&s->cg, s->ref.grad, &s->ref.out);
+    if (st != DG_OK) {
+        ops_teardown(s);
+        return st;
+    }
+    *out = s;
     return DG_OK;
+}
+
+/* plans the case on be, runs it once and checks both directions */
+static void plan_on(ops_state *s, ops_planned *on, dg_backend *be) {
+    case_result res;
+    on->done = true;
+    on->err[0] = on->err[1] = NAN;
+    on->st = case_run_planned(&s->cg, be, &on->p, &res);
+    if (on->st == DG_OK) {
+        on->err[0] = cmp_f32(res.out, s->ref.out, res.n_out).max_rel;
+        on->err[1] = grad_error(&s->cg, &res, &s->ref);
+    } else {
+        snprintf(on->why, sizeof on->why, "%s", dg_last_error());
+    }
+    case_result_free(&res);
+    const dg_step *which[2];
+    find_steps(on->p, &s->cg, &which[0], &which[1]);
+    for (int d = 0; d < 2; d++) on->step[d] = (step_arg){be, which[d]};
+}
+
+/* checked first: the plan's output or gradients against float64; then the
+ * direction's node alone is timed */
+static dg_status ops_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    ops_state *s = arg;
+    ops_planned *on = &s->on[im->gpu];
+    int d = direction(im);
+    if (!on->done) plan_on(s, on, im->gpu ? ctx->gpu : ctx->cpu);
+    row->check = d == fwd ? "f64-fwd" : "f64-vjp";
+    if (on->st != DG_OK) {
+        row->status = bench_status_word(on->st);
+        row->note = on->why;
+        return DG_OK;
+    }
+    /* no such node: the gradient is a pass-through or a view at this shape (add; a [1,n] bias) */
+    if (d == bwd && !on->step[d].s) {
+        work->no_row = true;
+        return DG_OK;
+    }
+    row->max_rel_err = on->err[d];
+    if (!(on->err[d] <= OPS_TOL)) {
+        row->status = "wrong";
+        return DG_OK;
+    }
+    if (!on->step[d].s) {
+        row->status = "error";
+        row->note = "the plan has no step for this node";
+        return DG_OK;
+    }
+    dg_cost cost = dg_node_cost(on->step[d].s->node);
+    row->bytes = cost.bytes;
+    row->flops = cost.flops;
+    *work = (bench_work){.fn = run_step, .arg = &on->step[d], .be = on->step[d].be, .events = im->gpu};
+    return DG_OK;
+}
+
+dg_status sweep_ops(bench_ctx *ctx) {
+    static const bench_sweep_spec spec = {
+        .name = "ops", .impls = ops_impls, .n_impls = 4, .points = ops_points, .applies = ops_applies,
+        .setup = ops_setup, .teardown = ops_teardown, .prepare = ops_prepare,
+    };
+    return bench_run_spec(ctx, &spec);
 }
 
 /* Charts ops_gbps (forward GB/s against the copy ceilings) and ops_speedup
