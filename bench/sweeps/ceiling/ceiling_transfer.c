@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/status_internal.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
 
@@ -47,72 +47,116 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
     }
 }
 
-/* one row: direction, size, way; pattern: the bytes that must arrive */
-static void xfer_row(bench_ctx *ctx, const xfer_impl *im, bool upload, size_t bytes, void *dev,
-                     unsigned char *pinned_buf, const unsigned char *pattern) {
-    bench_row row = {.sweep = "ceiling", .name = upload ? "h2d" : "d2h", .impl = im->name, .backend = "gpu",
-                     .m = (long long)(bytes / 4), .n = 1, .k = 1, .batch = 1, .threads = ctx->threads,
-                     .transfer = true, .warmup = ctx->timing.warmup, .bytes = (double)bytes,
-                     .max_rel_err = NAN, .check = "bitwise"};
-    if (!bench_wanted(ctx, row.name, row.impl)) return;
-    unsigned char *host = im->pinned ? pinned_buf : malloc(bytes);
-    dg_status st = host ? DG_OK : dg__fail(DG_ERR_OOM, "host memory for a %zu-byte transfer", bytes);
-    xfer_arg a = {ctx->gpu, im, upload, host, dev, bytes};
-    if (st == DG_OK) { /* what must arrive: on the host to send, or on the device to fetch */
-        if (upload) memcpy(host, pattern, bytes);
-        else {
-            memset(host, 0, bytes);
-            st = dg_backend_upload(ctx->gpu, dev, pattern, bytes);
-        }
-    }
-    if (st == DG_OK) st = bench_time(ctx->gpu, false, xfer_run, &a, &ctx->timing, &row.st);
-    bool same = false;
-    if (st == DG_OK && upload) { /* read the device back through pinned memory: not the path under test */
-        if (im->pinned) memset(host, 0, bytes);
-        if ((st = dg_backend_download(ctx->gpu, pinned_buf, dev, bytes)) == DG_OK)
-            same = memcmp(pinned_buf, pattern, bytes) == 0;
-    } else if (st == DG_OK) {
-        same = memcmp(host, pattern, bytes) == 0;
-    }
-    if (st == DG_OK) {
-        row.max_rel_err = same ? 0.0 : 1.0;
-        row.status = same ? "ok" : "wrong";
-    } else {
-        row.status = bench_status_word(st);
-        row.note = dg_last_error();
-    }
-    bench_emit(ctx, &row);
-    if (!im->pinned) free(host);
-}
+/* ---- the runner's view (runner/runner.h): a point is a direction at a
+ * size, an implementation a way; the buffers of the largest size are made
+ * once for every point ---- */
 
-/* every size's rows: pinned and device buffers of the largest size, made once */
-void bench_transfer_ceilings(bench_ctx *ctx) {
+static const bench_impl runner_impls[] = {
+    {.name = "gpu-pinned", .gpu = true, .transfer = true, .data = &xfer_impls[0]},
+    {.name = "gpu-pageable", .gpu = true, .transfer = true, .data = &xfer_impls[1]},
+    {.name = "gpu-pageable-driver", .gpu = true, .transfer = true, .data = &xfer_impls[2]},
+};
+
+/* the sweep's buffers: pattern (what must arrive), a pinned host buffer and
+ * a device one, of the largest size; st: why they could not be made */
+typedef struct xfer_buffers {
+    unsigned char *pattern, *pinned;
+    void          *dev;
+    dg_status      st;
+    char           why[256];
+} xfer_buffers;
+
+/* h2d then d2h at every size; data: the shared buffers */
+static void xfer_points(bench_ctx *ctx, const void *arg, bench_points *out) {
     static const size_t full[] = {(size_t)1 << 20, (size_t)16 << 20, (size_t)256 << 20};
     static const size_t quick[] = {(size_t)1 << 20, (size_t)64 << 20};
     const size_t *sizes = ctx->quick ? quick : full;
-    int n_sizes = ctx->quick ? 2 : 3;
-    size_t most = sizes[n_sizes - 1];
-    bench_plan_rows(ctx, 2 * n_sizes * N_XFER);
-    unsigned char *pattern = malloc(most), *pinned_buf = NULL;
-    void *dev = NULL;
-    dg_status st = pattern ? DG_OK : dg__fail(DG_ERR_OOM, "host memory for a %zu-byte transfer", most);
-    if (st == DG_OK) st = dg_backend_host_alloc(ctx->gpu, most, (void **)&pinned_buf);
-    if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, most, &dev);
-    if (st != DG_OK) {
-        bench_row row = {.sweep = "ceiling", .name = "h2d", .impl = "all", .backend = "gpu", .m = (long long)(most / 4),
-                         .n = 1, .k = 1, .batch = 1, .transfer = true, .max_rel_err = NAN,
-                         .status = bench_status_word(st), .note = dg_last_error()};
-        bench_emit(ctx, &row);
-    }
-    for (int s = 0; st == DG_OK && s < n_sizes && !bench_interrupted; s++) {
-        fill(pattern, sizes[s], (unsigned)s * 7u + 3u);
+    for (int s = 0; s < (ctx->quick ? 2 : 3); s++)
         for (int up = 1; up >= 0; up--)
-            for (int i = 0; i < N_XFER && !bench_interrupted; i++)
-                xfer_row(ctx, &xfer_impls[i], up, sizes[s], dev, pinned_buf, pattern);
+            bench_points_add(out, (bench_point){.name = up ? "h2d" : "d2h", .m = (int64_t)(sizes[s] / 4), .n = 1,
+                                                .k = 1, .batch = 1, .bytes = (double)sizes[s], .data = arg,
+                                                .index = s});
+}
+
+/* one point: its size's pattern in the shared buffer, and the pageable
+ * host buffer of the way under way */
+typedef struct xfer_state { xfer_buffers *b; size_t bytes; bool upload; unsigned char *host; xfer_arg a; } xfer_state;
+
+static dg_status xfer_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    (void)ctx;
+    xfer_buffers *b = (xfer_buffers *)pt->data;
+    if (b->st != DG_OK) return dg__fail(b->st, "%s", b->why);
+    xfer_state *s = calloc(1, sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "host memory for a transfer");
+    *s = (xfer_state){b, (size_t)pt->m * 4, !strcmp(pt->name, "h2d"), NULL, {0}};
+    fill(b->pattern, s->bytes, (unsigned)pt->index * 7u + 3u);
+    *out = s;
+    return DG_OK;
+}
+
+static void xfer_teardown(void *arg) { free(arg); }
+
+/* what must arrive: on the host to send, or on the device to fetch */
+static dg_status xfer_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    (void)row;
+    xfer_state *s = arg;
+    const xfer_impl *way = im->data;
+    size_t bytes = s->bytes;
+    s->host = way->pinned ? s->b->pinned : malloc(bytes);
+    if (!s->host) return dg__fail(DG_ERR_OOM, "host memory for a %zu-byte transfer", bytes);
+    s->a = (xfer_arg){ctx->gpu, way, s->upload, s->host, s->b->dev, bytes};
+    *work = (bench_work){.fn = xfer_run, .arg = &s->a, .be = ctx->gpu, .events = false};
+    if (s->upload) {
+        memcpy(s->host, s->b->pattern, bytes);
+        return DG_OK;
     }
-    dg_backend_release(ctx->gpu, dev);
-    dg_backend_host_free(ctx->gpu, pinned_buf);
-    free(pattern);
+    memset(s->host, 0, bytes);
+    return dg_backend_upload(ctx->gpu, s->b->dev, s->b->pattern, bytes);
+}
+
+/* byte for byte: an upload read back through pinned memory (not the path
+ * under test), a download in the host buffer */
+static bool xfer_check(void *arg, const bench_impl *im, bench_row *row) {
+    (void)im;
+    xfer_state *s = arg;
+    bool same;
+    if (s->upload) {
+        if (s->a.im->pinned) memset(s->host, 0, s->bytes);
+        if (dg_backend_download(s->a.be, s->b->pinned, s->b->dev, s->bytes) != DG_OK) {
+            row->note = dg_last_error();
+            return false;
+        }
+        same = memcmp(s->b->pinned, s->b->pattern, s->bytes) == 0;
+    } else {
+        same = memcmp(s->host, s->b->pattern, s->bytes) == 0;
+    }
+    row->max_rel_err = same ? 0.0 : 1.0;
+    return same;
+}
+
+static void xfer_release(void *arg, const bench_impl *im, bench_work *work) {
+    (void)work;
+    xfer_state *s = arg;
+    if (!((const xfer_impl *)im->data)->pinned) free(s->host);
+    s->host = NULL;
+}
+
+void bench_transfer_ceilings(bench_ctx *ctx) {
+    size_t most = ctx->quick ? (size_t)64 << 20 : (size_t)256 << 20;
+    xfer_buffers b = {.pattern = malloc(most)};
+    b.st = b.pattern ? DG_OK : dg__fail(DG_ERR_OOM, "host memory for a %zu-byte transfer", most);
+    if (b.st == DG_OK) b.st = dg_backend_host_alloc(ctx->gpu, most, (void **)&b.pinned);
+    if (b.st == DG_OK) b.st = dg_backend_alloc(ctx->gpu, most, &b.dev);
+    if (b.st != DG_OK) snprintf(b.why, sizeof b.why, "%s", dg_last_error());
+    const bench_sweep_spec spec = {
+        .name = "ceiling", .check_word = "bitwise", .impls = runner_impls, .n_impls = N_XFER,
+        .points = xfer_points, .arg = &b, .setup = xfer_setup, .teardown = xfer_teardown,
+        .prepare = xfer_prepare, .check = xfer_check, .release = xfer_release,
+    };
+    bench_run_spec(ctx, &spec);
+    dg_backend_release(ctx->gpu, b.dev);
+    dg_backend_host_free(ctx->gpu, b.pinned);
+    free(b.pattern);
 }
 
 #else

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/status_internal.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
 #endif
@@ -36,55 +36,108 @@ static dg_status device_copy(void *arg) {
 }
 #endif
 
-static void copy_row(bench_ctx *ctx, bool gpu, size_t bytes) {
-    bench_row row = {.sweep = "ceiling", .name = "copy", .impl = gpu ? "gpu-memcpy" : "cpu-memcpy",
-                     .backend = gpu ? "gpu" : "cpu", .m = (long long)(bytes / 4), .n = 1, .k = 1, .batch = 1,
-                     .threads = ctx->threads, .warmup = ctx->timing.warmup, .bytes = 2.0 * (double)bytes,
-                     .max_rel_err = NAN, .check = "bitwise"};
-    if (!bench_wanted(ctx, row.name, row.impl)) return;
-    bench_plan_rows(ctx, 1);
-    char *src = malloc(bytes), *dst = malloc(bytes);
-    dg_status st = src && dst ? DG_OK : dg__fail(DG_ERR_OOM, "host memory for a %zu-byte copy", bytes);
-    for (size_t i = 0; st == DG_OK && i < bytes; i++) src[i] = (char)(i * 131u + 7u);
-    copy_arg a = {ctx->gpu, dst, src, bytes};
-    void *dsrc = NULL, *ddst = NULL;
-    if (st == DG_OK && !gpu) st = bench_time(NULL, false, host_copy, &a, &ctx->timing, &row.st);
+/* ---- the runner's view (runner/runner.h): one point, the copy of one
+ * device's size; the implementation of that device ---- */
+
+static const bench_impl copy_impls[] = {{.name = "cpu-memcpy"}, {.name = "gpu-memcpy", .gpu = true}};
+
+/* arg: whether the GPU's copy (1 GiB) or the CPU's (256 MiB, --quick 64) */
+static void copy_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    bool gpu = *(const bool *)arg;
+    size_t bytes = gpu ? (size_t)1 << 30 : (size_t)(ctx->quick ? 64 : 256) << 20;
+    bench_points_add(out, (bench_point){.name = "copy", .m = (int64_t)(bytes / 4), .n = 1, .k = 1, .batch = 1,
+                                        .bytes = 2.0 * (double)bytes, .index = gpu});
+}
+
+static bool copy_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
+    (void)ctx;
+    return im->gpu == (pt->index == 1);
+}
+
+/* src filled with a pattern, dst to copy into; dsrc, ddst on the device */
+typedef struct copy_state { copy_arg a; char *src, *dst; void *dsrc, *ddst; dg_backend *gpu; } copy_state;
+
+static void copy_teardown(void *arg) {
+    copy_state *s = arg;
+    if (s->gpu) {
+        dg_backend_release(s->gpu, s->dsrc);
+        dg_backend_release(s->gpu, s->ddst);
+    }
+    free(s->src);
+    free(s->dst);
+    free(s);
+}
+
+static dg_status copy_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    size_t bytes = (size_t)pt->m * 4;
+    copy_state *s = calloc(1, sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "host memory for a %zu-byte copy", bytes);
+    s->gpu = ctx->gpu;
+    s->src = malloc(bytes);
+    s->dst = malloc(bytes);
+    if (!s->src || !s->dst) {
+        copy_teardown(s);
+        return dg__fail(DG_ERR_OOM, "host memory for a %zu-byte copy", bytes);
+    }
+    for (size_t i = 0; i < bytes; i++) s->src[i] = (char)(i * 131u + 7u);
+    s->a = (copy_arg){ctx->gpu, s->dst, s->src, bytes};
+    *out = s;
+    return DG_OK;
+}
+
+static dg_status copy_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    (void)row;
+    copy_state *s = arg;
+    if (!im->gpu) {
+        *work = (bench_work){.fn = host_copy, .arg = &s->a};
+        return DG_OK;
+    }
 #ifdef DG_HAVE_CUDA
-    if (st == DG_OK && gpu) {
-        st = dg_backend_alloc(ctx->gpu, bytes, &dsrc);
-        if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, bytes, &ddst);
-        if (st == DG_OK) st = dg_backend_upload(ctx->gpu, dsrc, src, bytes);
-        a.src = dsrc;
-        a.dst = ddst;
-        if (st == DG_OK) st = bench_time(ctx->gpu, true, device_copy, &a, &ctx->timing, &row.st);
-        if (st == DG_OK) st = dg_backend_download(ctx->gpu, dst, ddst, bytes);
-    }
+    size_t bytes = s->a.bytes;
+    dg_status st = dg_backend_alloc(ctx->gpu, bytes, &s->dsrc);
+    if (st == DG_OK) st = dg_backend_alloc(ctx->gpu, bytes, &s->ddst);
+    if (st == DG_OK) st = dg_backend_upload(ctx->gpu, s->dsrc, s->src, bytes);
+    s->a.src = s->dsrc;
+    s->a.dst = s->ddst;
+    *work = (bench_work){.fn = device_copy, .arg = &s->a, .be = ctx->gpu, .events = true};
+    return st;
+#else
+    (void)ctx;
+    return DG_ERR_UNSUPPORTED;
 #endif
-    if (st == DG_OK) {
-        row.max_rel_err = memcmp(src, dst, bytes) == 0 ? 0.0 : 1.0;
-        row.status = row.max_rel_err == 0.0 ? "ok" : "wrong";
-    } else {
-        row.status = bench_status_word(st);
-        row.note = dg_last_error();
+}
+
+/* the destination, brought back from the device, equals the source byte for byte */
+static bool copy_check(void *arg, const bench_impl *im, bench_row *row) {
+    copy_state *s = arg;
+    if (im->gpu && dg_backend_download(s->gpu, s->dst, s->ddst, s->a.bytes) != DG_OK) {
+        row->note = dg_last_error();
+        return false;
     }
-    bench_emit(ctx, &row);
-    if (ctx->gpu) {
-        dg_backend_release(ctx->gpu, dsrc);
-        dg_backend_release(ctx->gpu, ddst);
-    }
-    free(src);
-    free(dst);
+    row->max_rel_err = memcmp(s->src, s->dst, s->a.bytes) == 0 ? 0.0 : 1.0;
+    return row->max_rel_err == 0.0;
+}
+
+static void copy_row(bench_ctx *ctx, bool gpu) {
+    static const bench_sweep_spec spec = {
+        .name = "ceiling", .check_word = "bitwise", .impls = copy_impls, .n_impls = 2, .points = copy_points,
+        .applies = copy_applies, .setup = copy_setup, .teardown = copy_teardown, .prepare = copy_prepare,
+        .check = copy_check,
+    };
+    bench_sweep_spec one = spec;
+    one.arg = &gpu;
+    bench_run_spec(ctx, &one);
 }
 
 dg_status sweep_ceilings(bench_ctx *ctx) {
     if (ctx->cpu) {
         bench_gemm_ceiling(ctx, ctx->quick ? 1024 : 4096, "cpu-openblas");
-        copy_row(ctx, false, (size_t)(ctx->quick ? 64 : 256) << 20);
+        copy_row(ctx, false);
     }
     if (ctx->gpu) {
         bench_gemm_ceiling(ctx, 8192, "gpu-cublas");
         bench_gemm_ceiling(ctx, 8192, "gpu-cublas-tf32");
-        copy_row(ctx, true, (size_t)1 << 30);
+        copy_row(ctx, true);
         bench_transfer_ceilings(ctx);
     }
     return DG_OK;
