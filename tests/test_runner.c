@@ -270,3 +270,72 @@ Test(runner, predicts_from_the_last_rate) {
     cr_assert_eq(bench_predict_s(&none, 100, 1e9), 0);
     cr_assert_eq(bench_predict_s(&flops, 0, 1e9), 0, "no rate: no prediction");
 }
+
+static const char *toy_unavailable(bench_ctx *ctx, char *why, size_t n) {
+    (void)ctx;
+    snprintf(why, n, "no toys on this machine");
+    return why;
+}
+
+static void never_listed(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)ctx; (void)arg; (void)out;
+    cr_assert_fail("an unavailable sweep lists no points");
+}
+
+/* a sweep that cannot run here: one skipped row named after it, by its
+ * first implementation, with the reason; nothing else is asked of it */
+Test(runner, an_unavailable_sweep_is_one_skipped_row) {
+    reset();
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.out_dir = dir, .threads = 1};
+    ctx.csv = bench_csv_open(dir, "toy", "# in process\n", BENCH_CSV_HEADER);
+    bench_sweep_spec spec = toy_spec;
+    spec.unavailable = toy_unavailable;
+    spec.points = never_listed;
+    ASSERT_OK(bench_run_spec(&ctx, &spec));
+    ASSERT_OK(bench_csv_finish(ctx.csv, dir, "toy", true));
+    char path[256];
+    snprintf(path, sizeof path, "%s/toy.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_eq(n, 1);
+    cr_assert(!strcmp(r[0].name, "toy") && !strcmp(r[0].impl, "toy-fast") && !strcmp(r[0].status, "skipped"));
+    cr_assert_str_eq(r[0].note, "no toys on this machine");
+    cr_assert_eq(toy.setups, 0);
+    free(r);
+    remove_dir(dir);
+}
+
+static dg_status run_toy_hot(bench_ctx *ctx) {
+    bench_sweep_spec spec = toy_spec;
+    spec.hot = true;
+    return bench_run_spec(ctx, &spec);
+}
+
+/* --cold empties the caches before a row's runs unless the sweep's rows
+ * stay hot (work on devices bench_time cannot flush): the cold column
+ * says which */
+Test(runner, hot_sweeps_stay_hot_under_cold) {
+    for (int hot = 0; hot < 2; hot++) {
+        reset();
+        char dir[] = "/tmp/dg-runner-XXXXXX";
+        tmp_dir(dir);
+        dg_backend *cpu;
+        ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
+        bench_ctx ctx = {.out_dir = dir, .cpu = cpu, .threads = 1, .cpu_cap_s = 30, .case_filter = "a",
+                         .impl_filter = "toy-fast", .timing = {.min_reps = 1, .max_reps = 1, .cold = true}};
+        const sweep_def def = {.name = "toy", .run = hot ? run_toy_hot : run_toy};
+        bench_run_sweep(&ctx, &def);
+        dg_backend_free(cpu);
+        char path[256];
+        snprintf(path, sizeof path, "%s/toy.csv", dir);
+        int n;
+        csv_rec *r = bench_csv_read(path, &n);
+        cr_assert_not_null(r, "%s", dg_last_error());
+        cr_assert_eq(n, 3);
+        for (int i = 0; i < n; i++) cr_assert_eq(r[i].cold, !hot, "hot %d: row %d cold %d", hot, i, r[i].cold);
+        free(r);
+        remove_dir(dir);
+    }
+}

@@ -74,6 +74,8 @@ static const char *failed_word(dg_status st) { return st == DG_ERR_OOM ? "oom" :
 /* prepares, times and checks one row; the row's status and columns set */
 static void measure(bench_ctx *ctx, const bench_sweep_spec *spec, void *state, const bench_impl *im, bench_row *row,
                     bench_work *work) {
+    bench_timing timing = ctx->timing;
+    timing.cold = timing.cold && !spec->hot;
     dg_status st = spec->prepare(ctx, state, im, row, work);
     if (st != DG_OK) {
         row->status = bench_status_word(st);
@@ -81,7 +83,7 @@ static void measure(bench_ctx *ctx, const bench_sweep_spec *spec, void *state, c
         return;
     }
     if (row->status || work->no_row) return; /* prepare said what the row is */
-    st = bench_time(work->be, work->events, work->fn, work->arg, &ctx->timing, &row->st);
+    st = bench_time(work->be, work->events, work->fn, work->arg, &timing, &row->st);
     if (st != DG_OK) {
         row->status = bench_status_word(st);
         row->note = dg_last_error();
@@ -133,7 +135,23 @@ static void run_point(bench_ctx *ctx, const bench_sweep_spec *spec, const bench_
     if (set_up && setup_st == DG_OK && spec->teardown) spec->teardown(state);
 }
 
+/* the one row of a sweep that cannot run here */
+static void unavailable_row(bench_ctx *ctx, const bench_sweep_spec *spec, const char *why) {
+    fprintf(stderr, "bench: %s: %s\n", spec->name, why);
+    bench_point pt = {.name = spec->name};
+    bench_row row = row_of(ctx, spec, &pt, &spec->impls[0]);
+    row.status = "skipped";
+    row.note = why;
+    bench_emit(ctx, &row);
+}
+
 dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
+    char why[512];
+    const char *unavailable = spec->unavailable ? spec->unavailable(ctx, why, sizeof why) : NULL;
+    if (unavailable) {
+        unavailable_row(ctx, spec, unavailable);
+        return DG_OK;
+    }
     bench_points pts = {0};
     spec->points(ctx, spec->arg, &pts);
     rate *rates = calloc((size_t)spec->n_impls, sizeof *rates);

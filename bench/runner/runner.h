@@ -76,6 +76,13 @@ typedef struct bench_sweep_spec {
     const char       *check_word; /* the check column of every row (a prepare or check may set another) */
     const bench_impl *impls;
     int               n_impls;
+    /* NULL, or why the whole sweep cannot run on this machine (written into
+     * why, n bytes): then its one row is a skipped row named after the sweep,
+     * by its first implementation, and the reason goes to stderr too */
+    const char *(*unavailable)(bench_ctx *ctx, char *why, size_t n);
+    /* the rows stay hot under --cold (work spread over devices whose caches
+     * bench_time cannot empty): their cold column says 0 */
+    bool hot;
     /* fills the points in row order; arg: the spec's */
     void (*points)(bench_ctx *ctx, const void *arg, bench_points *out);
     const void *arg;

@@ -45,7 +45,7 @@
 #include "check/check.h"
 #include "core/nn/data_parallel.h"
 #include "core/status_internal.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 #include "sweeps/scaling/sweep_scaling.h"
 
 const int scaling_counts[SCALING_N_COUNTS] = {1, 2, 4, 8};
@@ -176,96 +176,6 @@ static dg_status run_dp(void *dp) {
     return st == DG_OK ? dg_dp_sync(dp) : st;
 }
 
-/* writes the row; a failure's status and message (why: the row's note
- * buffer, n bytes) replace what it had */
-static void emit_row(bench_ctx *ctx, bench_row *row, dg_status st, char *why, size_t n) {
-    if (st != DG_OK) {
-        row->status = bench_status_word(st);
-        snprintf(why, n, "%s", dg_last_error());
-    }
-    if (why[0]) row->note = why;
-    bench_emit(ctx, row);
-}
-
-/* The scaling rows stay hot under --cold: their work spans several GPUs,
- * whose L2s bench_time cannot flush, and emptying the host's caches would
- * time nothing the GPUs do (the rows' cold column says 0). */
-static bench_timing hot_timing(const bench_ctx *ctx) {
-    bench_timing t = ctx->timing;
-    t.cold = false;
-    return t;
-}
-
-/* one model row: n GPUs (bes), `global` examples split evenly; impl
- * names how the backends bucket the all-reduces */
-static void model_row(bench_ctx *ctx, dg_backend **bes, int n, const dp_model *m, const char *kind, int global,
-                      const char *impl) {
-    char name[64], why[512] = "", note[256];
-    snprintf(name, sizeof name, "%s-%s", m->name, kind);
-    if (!bench_wanted(ctx, name, impl)) return;
-    int per = global / n;
-    bench_row row = {.sweep = "scaling", .name = name, .impl = impl, .backend = "gpu", .m = n, .n = per,
-                     .batch = global, .st = BENCH_NO_STATS, .max_rel_err = NAN,
-                     .check = n == 1 ? "f64-step@b2" : "dp=mean-of-slices", .status = "ok"};
-    dp_graph d = {0};
-    dg_dp *dp = NULL;
-    void *x = NULL;
-    int32_t *y = NULL;
-    bool ok = false;
-    dg_status st = bench_synth_batch(m->in, global, 77u + (uint64_t)global, &x, &y);
-    if (st == DG_OK) st = graph_new(&d, m, per, n > 1);
-    if (st == DG_OK) st = dg_dp_new(&dp, bes, n, d.g, d.ts.outputs, d.ts.n_outputs, NULL);
-    for (int r = 0; r < n && st == DG_OK; r++) st = set_slice(dg_dp_plan(dp, r), &d, m, x, y, r * per, per);
-    if (st == DG_OK) st = dg_dp_run(dp);
-    if (st == DG_OK && n > 1) st = check_dp(bes[0], dp, &d, m, x, y, per, &row.max_rel_err, &ok);
-    if (st == DG_OK && n == 1) { /* the same step at batch 2 against float64 */
-        bench_step c = {0};
-        bench_step_ref ref = {0};
-        void *cx = NULL;
-        int32_t *cy = NULL;
-        dg_charlm_cfg small = lm_cfg;
-        bench_step_spec spec = m->spec;
-        bench_batch_shape in = m->in;
-        if (in.lm_vocab) { /* float64 attention over 256 positions takes long: the check's context is 64 */
-            in.lm_context = small.context = 64;
-            spec.cfg = &small;
-        }
-        st = bench_synth_batch(in, 2, 5, &cx, &cy);
-        if (st == DG_OK) st = bench_step_new(&c, bes[0], &spec, 2, cx, cy, NULL, &ref, &row.max_rel_err, &ok);
-        if (in.lm_vocab) row.check = "f64-step@b2t64";
-        bench_step_free(&c);
-        bench_step_ref_free(&ref);
-        free(cx);
-        free(cy);
-    }
-    if (st == DG_OK && !ok) {
-        row.status = "wrong";
-        snprintf(why, sizeof why, "the step differs from its reference (%s): %.3g", row.check, row.max_rel_err);
-    }
-    if (st == DG_OK && ok) {
-        row.arena_bytes = (int64_t)dg_plan_stats_get(dg_dp_plan(dp, 0)).arena_bytes;
-        row.k = (int64_t)grad_bytes(&d.model);
-        for (int i = 0; i < dg_graph_size(d.g); i++) row.flops += dg_node_cost(dg_graph_node(d.g, i)).flops;
-        row.flops *= n; /* every replica's */
-        bench_timing hot = hot_timing(ctx);
-        st = bench_time(NULL, false, run_dp, dp, &hot, &row.st);
-        if (n == 1)
-            snprintf(note, sizeof note, "%d gradients, %.1f MB per step", d.model.n_params, row.k / 1e6);
-        else if (!strcmp(impl, "gpu-dp"))
-            snprintf(note, sizeof note, "%d all-reduced gradients, %.1f MB per step, in buckets of up to %lld KiB",
-                     d.model.n_params, row.k / 1e6, DG_GPU_BUCKET_BYTES_DEFAULT >> 10);
-        else
-            snprintf(note, sizeof note, "%d all-reduced gradients, %.1f MB per step, each its own all-reduce",
-                     d.model.n_params, row.k / 1e6);
-        row.note = note;
-    }
-    emit_row(ctx, &row, st, why, sizeof why);
-    dg_dp_free(dp);
-    graph_free(&d);
-    free(x);
-    free(y);
-}
-
 /* the all-reduce ceiling: NCCL on raw buffers, and the graph's node */
 typedef struct raw_arg { dg_backend **bes; int n; float **buf; size_t count; } raw_arg;
 static dg_status run_raw(void *p) {
@@ -289,146 +199,356 @@ static bool averaged(const float *h, size_t count, int n) {
     return averaged_at(h, count - 1, n);
 }
 
-static void allreduce_rows(bench_ctx *ctx, dg_backend **bes, int n, size_t bytes) {
-    size_t count = bytes / sizeof(float);
-    float *host = malloc(bytes), *dev[DG_DP_MAX_REPLICAS] = {0};
-    dp_graph g = {0};
-    dg_dp *dp = NULL;
-    dg_status st = host ? DG_OK : dg__fail(DG_ERR_OOM, "scaling: out of host memory");
-    /* raw: one device buffer per GPU */
-    for (int r = 0; r < n && st == DG_OK; r++) {
-        for (size_t i = 0; i < count; i++) host[i] = pattern(r, i);
-        st = dg_backend_alloc(bes[r], bytes, (void **)&dev[r]);
-        if (st == DG_OK) st = dg_backend_upload(bes[r], dev[r], host, bytes);
-    }
-    for (int impl = 0; impl < 2; impl++) {
-        const char *iname = impl ? "node" : "nccl";
-        if (!bench_wanted(ctx, "allreduce", iname)) continue;
-        char why[512] = "", note[128];
-        bench_row row = {.sweep = "scaling", .name = "allreduce", .impl = iname, .backend = "gpu", .m = n,
-                         .n = (int64_t)bytes, .st = BENCH_NO_STATS, .max_rel_err = NAN, .check = "host-mean",
-                         .status = "ok", .bytes = 2.0 * (n - 1) / n * (double)bytes};
-        raw_arg a = {bes, n, dev, count};
-        bool ok = true;
-        dg_node *x = NULL, *y = NULL;
-        if (st == DG_OK && impl == 1) { /* x -> all_reduce(x), one plan per GPU */
-            g.g = dg_graph_new();
-            x = g.g ? dg_input(g.g, "x", DG_SHAPE((int64_t)count)) : NULL;
-            y = x ? dg_all_reduce(g.g, x) : NULL;
-            st = y ? dg_dp_new(&dp, bes, n, g.g, &y, 1, NULL) : dg__fail(DG_ERR_OOM, "scaling: out of memory");
-            for (int r = 0; r < n && st == DG_OK; r++) {
-                for (size_t i = 0; i < count; i++) host[i] = pattern(r, i);
-                st = dg_plan_set(dg_dp_plan(dp, r), x, host, bytes);
-            }
-        }
-        /* the check: once, from the patterns */
-        if (st == DG_OK) st = impl ? run_dp(dp) : run_raw(&a);
-        for (int r = 0; r < n && st == DG_OK && ok; r++) {
-            st = impl ? dg_plan_get(dg_dp_plan(dp, r), y, host, bytes) : dg_backend_download(bes[r], host, dev[r], bytes);
-            ok = st == DG_OK && averaged(host, count, n);
-        }
-        row.max_rel_err = ok ? 0 : INFINITY;
-        if (st == DG_OK && !ok) {
-            row.status = "wrong";
-            snprintf(why, sizeof why, "a replica's result is not the mean of the %d buffers", n);
-        }
-        if (st == DG_OK && ok) {
-            bench_timing hot = hot_timing(ctx);
-            st = bench_time(NULL, false, impl ? run_dp : run_raw, impl ? (void *)dp : (void *)&a, &hot, &row.st);
-            if (st == DG_OK && row.st.median_ms > 0) {
-                snprintf(note, sizeof note, "algorithm bandwidth %.2f GB/s", bytes / (row.st.median_ms * 1e6));
-                row.note = note;
-            }
-        }
-        emit_row(ctx, &row, st, why, sizeof why);
-        dg_dp_free(dp);
-        dp = NULL;
-        dg_graph_free(g.g);
-        g.g = NULL;
-        st = DG_OK; /* the next implementation gets its own chance */
-    }
-    for (int r = 0; r < n; r++) dg_backend_release(bes[r], dev[r]);
-    free(host);
-}
+/* ---- the runner's view (runner/runner.h). Points, for each GPU count n
+ * the machine has: the all-reduce at every message size (n >= 2), each
+ * model weak and strong, then (n >= 2) each model weak again with every
+ * gradient its own all-reduce. The GPUs of a point are one group, opened
+ * when its first row comes and kept while the next points use the same
+ * count and bucketing (a backend joins one group for life); a group that
+ * cannot be opened skips its rows with the reason. ---- */
 
-static void skipped_row(bench_ctx *ctx, const char *why) {
-    fprintf(stderr, "bench: scaling: %s\n", why);
-    bench_row row = {.sweep = "scaling", .name = "scaling", .impl = "gpu-dp", .backend = "gpu", .st = BENCH_NO_STATS,
-                     .max_rel_err = NAN, .status = "skipped", .note = why};
-    bench_emit(ctx, &row);
+enum { ALLREDUCE, MODEL };
+static const int kind_allreduce = ALLREDUCE, kind_model = MODEL;
+/* gpu-dp first: it names the one row of a machine without 2 GPUs */
+static const bench_impl scaling_impls[] = {
+    {.name = "gpu-dp", .gpu = true, .data = &kind_model},
+    {.name = "gpu-dp-unbucketed", .gpu = true, .data = &kind_model},
+    {.name = "nccl", .gpu = true, .data = &kind_allreduce},
+    {.name = "node", .gpu = true, .data = &kind_allreduce},
+};
+
+/* the sweep's state over all its points: the models and the open group */
+typedef struct scaling_run {
+    dp_model    models[3];
+    int         n_models;
+    int         n, bucket;         /* the open group: GPUs, all_reduce_bucket_bytes (-1: none) */
+    dg_backend *bes[DG_DP_MAX_REPLICAS];
+    dg_status   open_st;
+    char        why[768];          /* why the group could not be opened     */
+} scaling_run;
+
+/* a point: what it measures, on which group */
+typedef struct scaling_point {
+    scaling_run *run;
+    int          kind;             /* ALLREDUCE or MODEL                    */
+    int          n, bucket;        /* its group                             */
+    int          model;            /* MODEL: the index in run->models        */
+    char         name[64];         /* MODEL: MODEL-weak or MODEL-strong     */
+} scaling_point;
+
+static void close_group(scaling_run *run) {
+    for (int r = 0; r < run->n; r++) {
+        dg_backend_free(run->bes[r]);
+        run->bes[r] = NULL;
+    }
+    run->n = 0;
 }
 
 /* GPU backends on devices 0..n-1 with all_reduce_bucket_bytes = bucket,
- * grouped when n >= 2; a failure is one skipped row (bes then holds what
- * was opened, for the caller to free) */
-static dg_status open_group(bench_ctx *ctx, dg_backend **bes, int n, long long bucket) {
+ * grouped when n >= 2, unless that group is open already */
+static dg_status open_group(scaling_run *run, int n, int bucket) {
+    if (run->n == n && run->bucket == bucket) return run->open_st;
+    close_group(run);
+    run->n = n;
+    run->bucket = bucket;
     dg_status st = DG_OK;
-    for (int r = 0; r < n; r++) bes[r] = NULL;
     for (int r = 0; r < n && st == DG_OK; r++)
-        st = dg_gpu_backend_new(&bes[r], &(dg_gpu_opts){.device = r, .all_reduce_bucket_bytes = bucket});
-    if (st == DG_OK && n > 1) st = dg_backend_group(bes, n);
-    if (st != DG_OK) {
-        char why[768];
-        snprintf(why, sizeof why, "%d GPUs: %s", n, dg_last_error());
-        skipped_row(ctx, why);
-    }
-    return st;
+        st = dg_gpu_backend_new(&run->bes[r], &(dg_gpu_opts){.device = r, .all_reduce_bucket_bytes = bucket});
+    if (st == DG_OK && n > 1) st = dg_backend_group(run->bes, n);
+    if (st != DG_OK) snprintf(run->why, sizeof run->why, "%d GPUs: %s", n, dg_last_error());
+    return run->open_st = st;
 }
 
-static void close_group(dg_backend **bes, int n) {
-    for (int r = 0; r < n; r++) {
-        dg_backend_free(bes[r]);
-        bes[r] = NULL;
-    }
+static const char *scaling_unavailable(bench_ctx *ctx, char *why, size_t n) {
+    (void)ctx;
+    int devices = dg_gpu_device_count();
+    if (devices >= 2) return NULL;
+    snprintf(why, n, "%d CUDA device%s: data parallelism needs 2 or more", devices, devices == 1 ? "" : "s");
+    return why;
 }
 
 static const long long default_bytes[] = {4096, 65536, 1 << 20, 16 << 20, 256 << 20};
 static const long long quick_bytes[] = {65536, 16 << 20};
 
-dg_status sweep_scaling(bench_ctx *ctx) {
-    int devices = dg_gpu_device_count();
-    if (devices < 2) {
-        char why[256];
-        snprintf(why, sizeof why, "%d CUDA device%s: data parallelism needs 2 or more", devices,
-                 devices == 1 ? "" : "s");
-        skipped_row(ctx, why);
-        return DG_OK;
-    }
-    dp_model models[3];
-    int n_models = models_new(models), max_n = 1;
+/* the points' own descriptions live as long as the sweep: one array of
+ * them, as many as the points (at most counts x (sizes + 3 models x 3)) */
+typedef struct scaling_points { scaling_point p[SCALING_N_COUNTS * (BENCH_MAX_SIZES + 9)]; int n; } scaling_points;
+
+static void add_point(bench_points *out, scaling_points *own, scaling_point sp, bench_point pt) {
+    scaling_point *p = &own->p[own->n++];
+    *p = sp;
+    if (sp.kind == MODEL) pt.name = p->name;
+    pt.data = p;
+    bench_points_add(out, pt);
+}
+
+typedef struct scaling_arg { scaling_run *run; scaling_points *own; } scaling_arg;
+
+static void scaling_points_of(bench_ctx *ctx, const void *varg, bench_points *out) {
+    const scaling_arg *arg = varg;
+    scaling_run *run = arg->run;
+    int devices = dg_gpu_device_count(), max_n = 1;
     for (int c = 0; c < SCALING_N_COUNTS; c++)
         if (scaling_counts[c] <= devices) max_n = scaling_counts[c];
     const long long *sizes;
     int n_sizes = bench_sizes(ctx, ctx->quick ? quick_bytes : default_bytes, ctx->quick ? 2 : 5, &sizes);
-    for (int c = 0; c < SCALING_N_COUNTS && !bench_interrupted; c++) {
+    for (int c = 0; c < SCALING_N_COUNTS && scaling_counts[c] <= devices; c++) {
         int n = scaling_counts[c];
-        if (n > devices) break;
-        /* fresh backends per count: a backend joins one group for life */
-        dg_backend *bes[DG_DP_MAX_REPLICAS] = {0};
-        if (open_group(ctx, bes, n, 0) == DG_OK) {
-            for (int i = 0; i < n_sizes && n > 1 && !bench_interrupted; i++)
-                allreduce_rows(ctx, bes, n, (size_t)sizes[i]);
-            for (int k = 0; k < n_models && !bench_interrupted; k++) {
-                model_row(ctx, bes, n, &models[k], "weak", models[k].per_gpu * n, "gpu-dp");
-                model_row(ctx, bes, n, &models[k], "strong", models[k].per_gpu * max_n, "gpu-dp");
-            }
-        }
-        close_group(bes, n);
-        /* the weak steps again with every gradient its own all-reduce: what
-         * the buckets buy */
-        if (n > 1 && !bench_interrupted && open_group(ctx, bes, n, -1) == DG_OK)
-            for (int k = 0; k < n_models && !bench_interrupted; k++)
-                model_row(ctx, bes, n, &models[k], "weak", models[k].per_gpu * n, "gpu-dp-unbucketed");
-        close_group(bes, n);
+        for (int i = 0; i < n_sizes && n > 1; i++)
+            add_point(out, arg->own, (scaling_point){run, ALLREDUCE, n, 0, 0, ""},
+                      (bench_point){.name = "allreduce", .m = n, .n = sizes[i],
+                                    .bytes = 2.0 * (n - 1) / n * (double)sizes[i]});
+        for (int bucketed = 1; bucketed >= 0; bucketed--)
+            for (int k = 0; k < run->n_models && (bucketed || n > 1); k++)
+                for (int strong = 0; strong < 1 + bucketed; strong++) {
+                    const dp_model *m = &run->models[k];
+                    int global = m->per_gpu * (strong ? max_n : n);
+                    scaling_point sp = {run, MODEL, n, bucketed ? 0 : -1, k, ""};
+                    snprintf(sp.name, sizeof sp.name, "%s-%s", m->name, strong ? "strong" : "weak");
+                    add_point(out, arg->own, sp, (bench_point){.m = n, .n = global / n, .batch = global});
+                }
     }
+}
+
+/* all-reduce points by nccl and node; model points by gpu-dp on the
+ * bucketed group, gpu-dp-unbucketed on the other */
+static bool scaling_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
+    (void)ctx;
+    const scaling_point *sp = pt->data;
+    if (sp->kind != *(const int *)im->data) return false;
+    return sp->kind == ALLREDUCE || (sp->bucket == 0) == !strcmp(im->name, "gpu-dp");
+}
+
+/* the point's group, opened here: a group that cannot be opened skips its rows */
+static const char *scaling_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, char *why,
+                                size_t n) {
+    (void)ctx; (void)im;
+    const scaling_point *sp = pt->data;
+    if (open_group(sp->run, sp->n, sp->bucket) == DG_OK) return NULL;
+    snprintf(why, n, "%s", sp->run->why);
+    return why;
+}
+
+/* one point's measurement: an all-reduce's buffers, or a model step on
+ * every replica, with the note the row gets */
+typedef struct scaling_state {
+    const scaling_point *sp;
+    const bench_point   *pt;
+    /* ALLREDUCE: host pattern, one raw device buffer per GPU, the node's plans */
+    float  *host, *dev[DG_DP_MAX_REPLICAS];
+    raw_arg raw;
+    /* both: the graph and its replicas */
+    dp_graph d;
+    dg_dp   *dp;
+    dg_node *x, *y;
+    void    *bx;                   /* MODEL: the global batch's inputs and labels */
+    int32_t *by;
+    char     note[256];
+} scaling_state;
+
+static void scaling_teardown(void *arg) {
+    scaling_state *s = arg;
+    for (int r = 0; r < s->sp->n; r++) dg_backend_release(s->sp->run->bes[r], s->dev[r]);
+    free(s->host);
+    free(s);
+}
+
+/* an all-reduce point: replica r's raw buffer holds (r + 1) times the pattern */
+static dg_status scaling_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    (void)ctx;
+    const scaling_point *sp = pt->data;
+    scaling_state *s = calloc(1, sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "scaling: out of host memory");
+    s->sp = sp;
+    s->pt = pt;
+    *out = s;
+    if (sp->kind != ALLREDUCE) return DG_OK;
+    size_t bytes = (size_t)pt->n, count = bytes / sizeof(float);
+    dg_backend **bes = sp->run->bes;
+    s->raw = (raw_arg){bes, sp->n, s->dev, count};
+    dg_status st = (s->host = malloc(bytes)) ? DG_OK : dg__fail(DG_ERR_OOM, "scaling: out of host memory");
+    for (int r = 0; r < sp->n && st == DG_OK; r++) {
+        for (size_t i = 0; i < count; i++) s->host[i] = pattern(r, i);
+        st = dg_backend_alloc(bes[r], bytes, (void **)&s->dev[r]);
+        if (st == DG_OK) st = dg_backend_upload(bes[r], s->dev[r], s->host, bytes);
+    }
+    if (st != DG_OK) {
+        scaling_teardown(s);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* x -> all_reduce(x), one plan per GPU, each replica's x its pattern */
+static dg_status node_new(scaling_state *s, size_t count) {
+    dg_backend **bes = s->sp->run->bes;
+    size_t bytes = count * sizeof(float);
+    s->d.g = dg_graph_new();
+    s->x = s->d.g ? dg_input(s->d.g, "x", DG_SHAPE((int64_t)count)) : NULL;
+    s->y = s->x ? dg_all_reduce(s->d.g, s->x) : NULL;
+    dg_status st = s->y ? dg_dp_new(&s->dp, bes, s->sp->n, s->d.g, &s->y, 1, NULL)
+                        : dg__fail(DG_ERR_OOM, "scaling: out of memory");
+    for (int r = 0; r < s->sp->n && st == DG_OK; r++) {
+        for (size_t i = 0; i < count; i++) s->host[i] = pattern(r, i);
+        st = dg_plan_set(dg_dp_plan(s->dp, r), s->x, s->host, bytes);
+    }
+    return st;
+}
+
+/* checked once, from the patterns, before it is timed: every replica's
+ * result is the mean of the n buffers */
+static dg_status allreduce_prepare(scaling_state *s, const bench_impl *im, bench_row *row, bench_work *work) {
+    int n = s->sp->n;
+    size_t bytes = (size_t)s->pt->n, count = bytes / sizeof(float);
+    bool node = !strcmp(im->name, "node");
+    row->check = "host-mean";
+    dg_status st = node ? node_new(s, count) : DG_OK;
+    if (st == DG_OK) st = node ? run_dp(s->dp) : run_raw(&s->raw);
+    bool ok = true;
+    for (int r = 0; r < n && st == DG_OK && ok; r++) {
+        st = node ? dg_plan_get(dg_dp_plan(s->dp, r), s->y, s->host, bytes)
+                  : dg_backend_download(s->sp->run->bes[r], s->host, s->dev[r], bytes);
+        ok = st == DG_OK && averaged(s->host, count, n);
+    }
+    if (st != DG_OK) return st;
+    row->max_rel_err = ok ? 0 : INFINITY;
+    if (!ok) {
+        row->status = "wrong";
+        snprintf(s->note, sizeof s->note, "a replica's result is not the mean of the %d buffers", n);
+        row->note = s->note;
+    }
+    *work = node ? (bench_work){.fn = run_dp, .arg = s->dp} : (bench_work){.fn = run_raw, .arg = &s->raw};
     return DG_OK;
 }
-#else
-dg_status sweep_scaling(bench_ctx *ctx) {
-    fprintf(stderr, "bench: scaling: this build has no CUDA backend\n");
-    bench_row row = {.sweep = "scaling", .name = "scaling", .impl = "gpu-dp", .backend = "gpu", .st = BENCH_NO_STATS,
-                     .max_rel_err = NAN, .status = "skipped", .note = "this build has no CUDA backend"};
-    bench_emit(ctx, &row);
+
+/* the step on every replica from fresh parameters, checked before it is
+ * timed: on one GPU the same step at batch 2 against float64, on n the
+ * mean of the slices */
+static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row *row, bench_work *work) {
+    const scaling_point *sp = s->sp;
+    const dp_model *m = &sp->run->models[sp->model];
+    dg_backend **bes = sp->run->bes;
+    int n = sp->n, global = (int)s->pt->batch, per = global / n;
+    bool ok = false;
+    row->check = n == 1 ? "f64-step@b2" : "dp=mean-of-slices";
+    dg_status st = bench_synth_batch(m->in, global, 77u + (uint64_t)global, &s->bx, &s->by);
+    if (st == DG_OK) st = graph_new(&s->d, m, per, n > 1);
+    if (st == DG_OK) st = dg_dp_new(&s->dp, bes, n, s->d.g, s->d.ts.outputs, s->d.ts.n_outputs, NULL);
+    for (int r = 0; r < n && st == DG_OK; r++) st = set_slice(dg_dp_plan(s->dp, r), &s->d, m, s->bx, s->by, r * per, per);
+    if (st == DG_OK) st = dg_dp_run(s->dp);
+    if (st == DG_OK && n > 1) st = check_dp(bes[0], s->dp, &s->d, m, s->bx, s->by, per, &row->max_rel_err, &ok);
+    if (st == DG_OK && n == 1) { /* the same step at batch 2 against float64 */
+        bench_step c = {0};
+        bench_step_ref ref = {0};
+        void *cx = NULL;
+        int32_t *cy = NULL;
+        dg_charlm_cfg small = lm_cfg;
+        bench_step_spec spec = m->spec;
+        bench_batch_shape in = m->in;
+        if (in.lm_vocab) { /* float64 attention over 256 positions takes long: the check's context is 64 */
+            in.lm_context = small.context = 64;
+            spec.cfg = &small;
+        }
+        st = bench_synth_batch(in, 2, 5, &cx, &cy);
+        if (st == DG_OK) st = bench_step_new(&c, bes[0], &spec, 2, cx, cy, NULL, &ref, &row->max_rel_err, &ok);
+        if (in.lm_vocab) row->check = "f64-step@b2t64";
+        bench_step_free(&c);
+        bench_step_ref_free(&ref);
+        free(cx);
+        free(cy);
+    }
+    if (st != DG_OK) return st;
+    if (!ok) {
+        row->status = "wrong";
+        snprintf(s->note, sizeof s->note, "the step differs from its reference (%s): %.3g", row->check,
+                 row->max_rel_err);
+        row->note = s->note;
+        return DG_OK;
+    }
+    row->arena_bytes = (int64_t)dg_plan_stats_get(dg_dp_plan(s->dp, 0)).arena_bytes;
+    row->k = (int64_t)grad_bytes(&s->d.model);
+    row->flops = 0;
+    for (int i = 0; i < dg_graph_size(s->d.g); i++) row->flops += dg_node_cost(dg_graph_node(s->d.g, i)).flops;
+    row->flops *= n; /* every replica's */
+    if (n == 1)
+        snprintf(s->note, sizeof s->note, "%d gradients, %.1f MB per step", s->d.model.n_params, row->k / 1e6);
+    else if (!strcmp(im->name, "gpu-dp"))
+        snprintf(s->note, sizeof s->note, "%d all-reduced gradients, %.1f MB per step, in buckets of up to %lld KiB",
+                 s->d.model.n_params, row->k / 1e6, DG_GPU_BUCKET_BYTES_DEFAULT >> 10);
+    else
+        snprintf(s->note, sizeof s->note, "%d all-reduced gradients, %.1f MB per step, each its own all-reduce",
+                 s->d.model.n_params, row->k / 1e6);
+    row->note = s->note;
+    *work = (bench_work){.fn = run_dp, .arg = s->dp};
     return DG_OK;
+}
+
+/* the host clock times every replica's work, all queued and waited for */
+static dg_status scaling_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    (void)ctx;
+    scaling_state *s = arg;
+    row->threads = 0;
+    row->warmup = 0;
+    return s->sp->kind == ALLREDUCE ? allreduce_prepare(s, im, row, work) : model_prepare(s, im, row, work);
+}
+
+/* checked in prepare; an all-reduce row's note gives its algorithm
+ * bandwidth (size per second), beside the bus bandwidth of its GB/s */
+static bool scaling_check(void *arg, const bench_impl *im, bench_row *row) {
+    (void)im;
+    scaling_state *s = arg;
+    if (s->sp->kind == ALLREDUCE && row->st.median_ms > 0) {
+        snprintf(s->note, sizeof s->note, "algorithm bandwidth %.2f GB/s", (double)s->pt->n / (row->st.median_ms * 1e6));
+        row->note = s->note;
+    }
+    return true;
+}
+
+static void scaling_release(void *arg, const bench_impl *im, bench_work *work) {
+    (void)im; (void)work;
+    scaling_state *s = arg;
+    dg_dp_free(s->dp);
+    s->dp = NULL;
+    graph_free(&s->d);
+    s->d = (dp_graph){0};
+    free(s->bx);
+    free(s->by);
+    s->bx = NULL;
+    s->by = NULL;
+}
+
+dg_status sweep_scaling(bench_ctx *ctx) {
+    scaling_run *run = calloc(1, sizeof *run);
+    scaling_points *own = calloc(1, sizeof *own);
+    if (!run || !own) {
+        free(run);
+        free(own);
+        return dg__fail(DG_ERR_OOM, "scaling: out of host memory");
+    }
+    run->n_models = models_new(run->models);
+    scaling_arg arg = {run, own};
+    const bench_sweep_spec spec = {
+        .name = "scaling", .impls = scaling_impls, .n_impls = 4, .unavailable = scaling_unavailable,
+        .hot = true, .points = scaling_points_of, .arg = &arg, .applies = scaling_applies, .skip = scaling_skip,
+        .setup = scaling_setup, .teardown = scaling_teardown, .prepare = scaling_prepare, .check = scaling_check,
+        .release = scaling_release,
+    };
+    dg_status st = bench_run_spec(ctx, &spec);
+    close_group(run);
+    free(run);
+    free(own);
+    return st;
+}
+#else
+static const char *no_cuda(bench_ctx *ctx, char *why, size_t n) {
+    (void)ctx;
+    snprintf(why, n, "this build has no CUDA backend");
+    return why;
+}
+
+dg_status sweep_scaling(bench_ctx *ctx) {
+    static const bench_impl dp = {.name = "gpu-dp", .gpu = true};
+    const bench_sweep_spec spec = {.name = "scaling", .impls = &dp, .n_impls = 1, .unavailable = no_cuda};
+    return bench_run_spec(ctx, &spec);
 }
 #endif
