@@ -121,10 +121,10 @@ Test(bench_csv, damaged_files_are_read_or_refused_with_the_reason) {
     remove_dir(dir);
 }
 
-/* copies reports/NAME's CSV files into dir */
-static void copy_results(const char *name, const char *dir) {
+/* copies the CSV files of FOLDER (relative to the source tree) into dir */
+static void copy_results(const char *folder, const char *dir) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/reports/%s/*.csv %s/", dir, DG_SOURCE_DIR, name, dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/%s/*.csv %s/", dir, DG_SOURCE_DIR, folder, dir);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
@@ -166,8 +166,8 @@ Test(bench_compare, the_committed_older_folder_still_compares) {
     tmp_dir(root);
     snprintf(a, sizeof a, "%s/h100-run1", root); /* ceiling, gemm, ops, mlp only */
     snprintf(b, sizeof b, "%s/h100", root);
-    copy_results("h100-run1", a);
-    copy_results("h100", b);
+    copy_results("tests/data/h100-run1", a); /* the first bench's CSV, kept as a test input */
+    copy_results("reports/h100", b);
     snprintf(cmd, sizeof cmd, "%s compare --out %s/compare.md %s %s", DG_BENCH_PATH, root, a, b);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     int matched = rows_matched(out);

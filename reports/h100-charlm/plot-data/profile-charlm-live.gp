@@ -1,6 +1,0 @@
-set title 'profile-charlm: arena memory alive over the step (batch 16)'
-set xlabel 'node, in the order the step runs them'
-set ylabel 'MiB'
-set grid
-set key top right
-plot 'plot-data/profile-charlm-live.dat' index 0 using 1:2 with steps lw 2 title 'cpu alive', 296.627 with lines dt 2 title 'cpu arena (296.6 MiB)', 'plot-data/profile-charlm-live.dat' index 1 using 1:2 with steps lw 2 title 'gpu alive', 296.627 with lines dt 2 title 'gpu arena (296.6 MiB)'

@@ -1,8 +1,0 @@
-set datafile missing NaN
-set title 'logreg: test accuracy per epoch'
-set xlabel 'epoch'
-set ylabel 'test accuracy %'
-set grid
-set key outside right
-plot 'plot-data/train_logreg_acc-0.dat' using 1:2:3:4 with yerrorlines lw 2 title 'cpu', \
-     'plot-data/train_logreg_acc-1.dat' using 1:2:3:4 with yerrorlines lw 2 title 'gpu'
