@@ -256,6 +256,32 @@ def test_finish_row():
     assert len(long["note"]) == cp.NOTE_MAX
 
 
+def test_timing_of_an_impl():
+    """TorchOps.time (no torch needed: a stand-in's one_call and sync):
+    --warmup calls, then --reps and --min-time, the --max-reps and
+    --row-time cuts named"""
+    class Stand:
+        def __init__(self, ms):
+            self.calls, self.synced, self.ms = 0, 0, ms
+
+        def one_call(self, fn):
+            self.calls += 1
+            return self.ms
+
+        def sync(self):
+            self.synced += 1
+    opts = dict(warmup=2, reps=5, min_time=0.0, max_reps=1000, row_time=1.0)
+    s = Stand(0.5)
+    warm, ms, why = cp.TorchOps.time(s, None, opts)
+    assert (warm, len(ms), why, s.calls, s.synced) == (2, 5, "", 7, 1), (warm, ms, why, s.calls)
+    warm, ms, why = cp.TorchOps.time(Stand(0.001), None, dict(opts, min_time=10.0, max_reps=50))
+    assert len(ms) == 50 and why == "--max-reps 50 before --min-time", (len(ms), why)
+    slow = Stand(1.0)
+    slow.one_call = lambda fn: (__import__("time").sleep(0.02), 1.0)[1]
+    warm, ms, why = cp.TorchOps.time(slow, None, dict(opts, warmup=0, min_time=100.0, row_time=0.05))
+    assert why == f"stopped at {len(ms)} runs by --row-time 0.05 s" and 2 <= len(ms) < 10, (len(ms), why)
+
+
 # ---- the check ----
 
 def test_check_error():
