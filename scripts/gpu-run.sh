@@ -4,7 +4,7 @@
 # initcheck and synccheck, the other suites, then `bench --sweep $DG_SWEEP` (with DG_BEFORE=path/to/bench: the
 # same sweep by that older binary first, then `bench compare` of the two,
 # back to back on one machine; with DG_TORCH=1 and the resnet sweep in it,
-# bench/torch_peer.py appends PyTorch's rows of the same step to resnet.csv
+# bench/peers/torch_resnet.py appends PyTorch's rows of the same step to resnet.csv
 # right after; DG_PROFILE: bench profile of those models, see below). DG_TESTS=0 skips the test suites (a second call of a run). Everything lands in one tarball,
 # $OUT/gpu-results.tgz (the device returns few files); a short summary is
 # printed last. A missing or broken GPU fails the GPU tests here
@@ -78,49 +78,49 @@ if [ -n "${DG_SWEEP:-}" ]; then
     summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: ok rows $(grep -c ',ok,' "$out"/bench/*.csv | tr '\n' ' ') noisy rows $(grep -c ',noisy,' "$out"/bench/*.csv | tr '\n' ' ')"
     summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/resnet.csv" ]; then
-        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_peer.py --out "$out/bench" \
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_resnet.py --out "$out/bench" \
             > "$out/torch_peer.log" 2>&1
         summary="$summary\ntorch_peer: exit $? :: $(tail -12 "$out/torch_peer.log")"
     fi
     # PyTorch's host-device copies from pinned and pageable tensors, beside the ceiling's
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/ceiling.csv" ]; then
-        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_ops_peer.py --out "$out/bench" \
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_ops.py --out "$out/bench" \
             --no-ops --no-gemm --transfers > "$out/torch_transfer_peer.log" 2>&1
         summary="$summary\ntorch transfers: exit $? :: $(grep -c ' ok$' "$out/torch_transfer_peer.log") ok rows"
     fi
     # PyTorch's scaled_dot_product_attention at the attention sweep's peer shapes
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/attention.csv" ]; then
-        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_attention_peer.py --out "$out/bench" \
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_attention.py --out "$out/bench" \
             > "$out/torch_attention_peer.log" 2>&1
         summary="$summary\ntorch_attention_peer: exit $? :: $(tail -12 "$out/torch_attention_peer.log")"
     fi
     # DG_PEER_OPS=1: PyTorch's sgemm, softmax and sums at the gemm and ops
     # sweeps' shapes (torch_ops.csv; DG_PEER_OPS_ARGS: more options);
     # DG_PEER_MLP=1: NumPy's and PyTorch's CPU mlp step appended to mlp.csv,
-    # as the main job does (DG_PEER_MLP_ARGS: bench/numpy_mlp_peer.py's)
+    # as the main job does (DG_PEER_MLP_ARGS: bench/peers/numpy_mlp.py's)
     if [ "${DG_PEER_OPS:-0}" = 1 ]; then
-        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_ops_peer.py --out "$out/bench" \
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_ops.py --out "$out/bench" \
             ${DG_PEER_OPS_ARGS:-} > "$out/torch_ops_peer.log" 2>&1
         summary="$summary\ntorch_ops_peer: exit $? :: $(grep -c ' ok$' "$out/torch_ops_peer.log") ok rows"
     fi
     if [ "${DG_PEER_MLP:-0}" = 1 ] && [ -f "$out/bench/mlp.csv" ]; then
-        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/numpy_mlp_peer.py --out "$out/bench" \
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/numpy_mlp.py --out "$out/bench" \
             ${DG_PEER_MLP_ARGS:-} > "$out/numpy_mlp_peer.log" 2>&1
         summary="$summary\nnumpy_mlp_peer: exit $? :: $(tail -2 "$out/numpy_mlp_peer.log" | tr '\n' ' ')"
     fi
     # DG_PEER_DDP=1: PyTorch DDP's steps of the scaling sweep appended to
-    # scaling.csv (DG_PEER_DDP_ARGS: bench/torch_ddp_peer.py's options)
+    # scaling.csv (DG_PEER_DDP_ARGS: bench/peers/torch_ddp.py's options)
     if [ "${DG_PEER_DDP:-0}" = 1 ] && [ -f "$out/bench/scaling.csv" ]; then
-        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/torch_ddp_peer.py --out "$out/bench" \
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_ddp.py --out "$out/bench" \
             ${DG_PEER_DDP_ARGS:-} > "$out/torch_ddp_peer.log" 2>&1
         summary="$summary\ntorch_ddp_peer: exit $? :: $(tail -8 "$out/torch_ddp_peer.log")"
     fi
     # DG_PEER_CONV=1: PyTorch's convolutions (cuDNN, autotuned cuDNN, the
     # CPU's) of the conv sweep's rows appended to conv.csv, then the report
-    # redrawn with them (DG_PEER_CONV_ARGS: bench/torch_conv_peer.py's
+    # redrawn with them (DG_PEER_CONV_ARGS: bench/peers/torch_conv.py's
     # options; its --time-limit, 210 s by default, fits DG_PEER_CONV_LIMIT)
     if [ "${DG_PEER_CONV:-0}" = 1 ] && [ -f "$out/bench/conv.csv" ]; then
-        PYTHONUNBUFFERED=1 timeout -s INT "${DG_PEER_CONV_LIMIT:-300}" python3 bench/torch_conv_peer.py \
+        PYTHONUNBUFFERED=1 timeout -s INT "${DG_PEER_CONV_LIMIT:-300}" python3 bench/peers/torch_conv.py \
             --out "$out/bench" ${DG_PEER_CONV_ARGS:-} > "$out/torch_conv_peer.log" 2>&1
         summary="$summary\ntorch_conv_peer: exit $? :: $(tail -5 "$out/torch_conv_peer.log")"
         $bin/bench plot "$out/bench" > "$out/bench-plot.log" 2>&1

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The main job (README's first set-up command): bench's default sweeps
 # (ceiling,gemm,ops,mlp) into reports/latest, then the mlp sweep's CPU peers
-# (bench/numpy_mlp_peer.py: the same step in NumPy, and in PyTorch where it
+# (bench/peers/numpy_mlp.py: the same step in NumPy, and in PyTorch where it
 # is installed) appended to that run's mlp.csv, then the charts and
 # summary.md redrawn so they show duograd beside its peers.
 #
@@ -52,7 +52,7 @@ fi
 policy=$(sed -n 's/^# openmp wait policy: \([a-z]*\).*/\1/p' "$out/mlp.csv" | head -n 1)
 [ -n "${OMP_WAIT_POLICY:-}" ] || [ -z "$policy" ] || export OMP_WAIT_POLICY="$policy"
 # shellcheck disable=SC2086
-"$py" "$here/../bench/numpy_mlp_peer.py" --out "$out" $quick || rc=1
+"$py" "$here/../bench/peers/numpy_mlp.py" --out "$out" $quick || rc=1
 # redraw with the peer's rows (the summary went to stdout once already)
 "$bench" plot "$out" >/dev/null || rc=1
 echo "main-job: $out/summary.md and charts now show duograd's CPU step beside NumPy's" >&2

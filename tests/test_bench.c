@@ -302,7 +302,7 @@ Test(bench_plot, hostile_titles_are_quoted_for_gnuplot) {
 }
 
 /* bench plot's scaling report: duograd's efficiency tables, and PyTorch
- * DDP's rows (bench/torch_ddp_peer.py) beside them when the file has them */
+ * DDP's rows (bench/peers/torch_ddp.py) beside them when the file has them */
 Test(bench_plot, scaling_report_sets_pytorch_ddp_beside_duograd) {
     char dir[] = "/tmp/dg-scaling-XXXXXX";
     tmp_dir(dir);

@@ -183,7 +183,7 @@ Test(attention_sweep, report_with_the_pytorch_rows) {
     cr_assert_eq(rc, 0, "%s", out);
     snprintf(path, sizeof path, "%s/summary.md", dir);
     char *sum = read_file(path);
-    cr_assert(strstr(sum, "torch-*: bench/torch_attention_peer.py"), "%s", sum);
+    cr_assert(strstr(sum, "torch-*: bench/peers/torch_attention.py"), "%s", sum);
     /* | T | cpu-composed | cpu-fused | gpu-composed | gpu-fused | gpu-graph-composed | gpu-graph-fused | torch-math |
      * torch-efficient | */
     cr_assert(strstr(sum, "| 1024 | - | 40 (") && strstr(sum, "| - | 4.5 ("), "%s", sum);

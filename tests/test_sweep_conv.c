@@ -1,7 +1,7 @@
 /* test_sweep_conv.c: the conv sweep. Its CPU rows through the CLI, read
  * back from conv.csv (status, check, GEMM columns, scratch, GFLOP/s) and
  * its summary section; the report from rows written by hand, with and
- * without PyTorch's (bench/torch_conv_peer.py) beside duograd's; its
+ * without PyTorch's (bench/peers/torch_conv.py) beside duograd's; its
  * check (conv_check.h) against the CPU backend's three convolution nodes
  * on odd geometries (strides, padding, dilation, groups), and against
  * outputs made wrong on purpose: scaled by 1.001, one entry unwritten
@@ -251,7 +251,7 @@ Test(conv_sweep, report_tables_and_crossover) {
     remove_dir(dir);
 }
 
-/* PyTorch's rows (bench/torch_conv_peer.py) beside duograd's: each
+/* PyTorch's rows (bench/peers/torch_conv.py) beside duograd's: each
  * present impl's GFLOP/s and duograd's fastest on its device over it, at
  * the largest batch both measured: torch-cudnn 128 GFLOP/s at 32 against
  * gpu-implicit's 64; torch-cudnn-bench only up to batch 8 (32 GFLOP/s
@@ -271,7 +271,7 @@ Test(conv_sweep, report_sets_pytorch_beside_duograd) {
                           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"), "summary: %s", sum);
     cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 32.0 | 64.0 | 2.00 | - | 128.0 | 0.50 | 32.0 (batch 8) | "
                           "0.25 (batch 8) | 16.0 | 0.50 |\n"), "summary: %s", sum);
-    cr_assert(strstr(sum, "PyTorch beside it (bench/torch_conv_peer.py"), "summary: %s", sum);
+    cr_assert(strstr(sum, "PyTorch beside it (bench/peers/torch_conv.py"), "summary: %s", sum);
     free(sum);
     remove_dir(dir);
     /* duograd on the GPU only, PyTorch on the CPU: no ratio, and no

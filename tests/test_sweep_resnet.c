@@ -39,7 +39,7 @@ Test(resnet_sweep, cpu_row_is_checked_and_reports_memory) {
     double flops = r->gflops * r->median_ms * 1e6, want = 3 * 2 * CIFAR_FORWARD_MACS * 2;
     cr_assert(fabs(flops - want) < 1e-3 * want, "the row's FLOPs %.6g, want 3 x forward = %.6g", flops, want);
     free(r);
-    /* a peer's row (bench/torch_peer.py appends such) is reported beside the sweep's own */
+    /* a peer's row (bench/peers/torch_resnet.py appends such) is reported beside the sweep's own */
     snprintf(cmd, sizeof cmd, "grep -v '^#' %s | tail -n 1 | sed 's/,cpu,cpu,/,torch-eager,gpu,/' >> %s", path, path);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     snprintf(cmd, sizeof cmd, "env PATH=/nonexistent %s plot %s", DG_BENCH_PATH, dir);

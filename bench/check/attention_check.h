@@ -15,7 +15,7 @@
  * when a row with a backward asks (OpenMP over the queries).
  *
  * Error of an output: max |x - ref| / max |ref| over its sampled rows (the
- * norm-wise error bench/torch_attention_peer.py computes over whole
+ * norm-wise error bench/peers/torch_attention.py computes over whole
  * tensors); NaN in x counts as infinite. */
 #ifndef DG_BENCH_ATTENTION_CHECK_H
 #define DG_BENCH_ATTENTION_CHECK_H

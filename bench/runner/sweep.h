@@ -128,7 +128,7 @@ bool      bench_report_conv(bench_report *rep, const bench_table *t);
 dg_status sweep_resnet(bench_ctx *ctx);
 bool      bench_report_resnet(bench_report *rep, const bench_table *t);
 dg_status sweep_attention(bench_ctx *ctx);
-/* also the rows of bench/torch_attention_peer.py (torch_attention.csv) */
+/* also the rows of bench/peers/torch_attention.py (torch_attention.csv) */
 bool      bench_report_attention(bench_report *rep, const bench_table *t);
 dg_status sweep_transformer(bench_ctx *ctx);
 bool      bench_report_transformer(bench_report *rep, const bench_table *t);

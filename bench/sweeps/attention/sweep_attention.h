@@ -18,7 +18,7 @@
 #define ATT_CHECK_T   128
 
 /* a case: the mask and the heads; case "full" and "causal" are B=16 H=8
- * Dh=64, the peer's configuration (bench/torch_attention_peer.py) */
+ * Dh=64, the peer's configuration (bench/peers/torch_attention.py) */
 typedef struct att_case {
     const char *name;
     int         heads, dh;

@@ -1,5 +1,5 @@
 /* sweep_attention_report.c: the attention sweep's report, with the rows of
- * bench/torch_attention_peer.py (DIR/torch_attention.csv: impl
+ * bench/peers/torch_attention.py (DIR/torch_attention.csv: impl
  * torch-math-fwd, torch-efficient-fwdbwd, ...) beside duograd's where that
  * file is in the folder.
  *
@@ -225,7 +225,7 @@ bool bench_report_attention(bench_report *rep, const bench_table *t) {
                "first (check f64-rows+ref@1x2xT': sampled rows of the full-size outputs against float64 sums, and "
                "the same graph at B=1 H=2 T'=min(T,128) against the float64 interpreter). oom: the plan did not "
                "fit (GPU: the allocation failed; CPU: predicted beyond the host memory, not tried). %s\n\n",
-            peer.n ? "torch-*: bench/torch_attention_peer.py's rows (torch_attention.csv), PyTorch SDPA in fp32." : "");
+            peer.n ? "torch-*: bench/peers/torch_attention.py's rows (torch_attention.csv), PyTorch SDPA in fp32." : "");
     for (int mk = 1; mk >= 0; mk--)
         for (int pass = 1; pass >= 0; pass--) time_table(f, t, &peer, mk, pass);
     memory_table(f, t);

@@ -172,7 +172,7 @@ void bench_transfer_ceilings_read(const bench_table *t, bench_ceilings *c) {
 }
 
 /* transfer_gbps: the rate of every way and direction over sizes, with
- * PyTorch's copies where bench/torch_ops_peer.py --transfers ran in the
+ * PyTorch's copies where bench/peers/torch_ops.py --transfers ran in the
  * same folder (torch_ops.csv), and a table of the best of each; nothing
  * without transfer rows */
 bool bench_report_ceiling(bench_report *rep, const bench_table *t) {

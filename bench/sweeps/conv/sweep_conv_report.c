@@ -6,7 +6,7 @@
  * implicit/im2col, the fastest CPU implementation's fraction of its sgemm
  * ceiling), and the GPU/CPU crossover batch per shape family.
  *
- * Where bench/torch_conv_peer.py appended PyTorch's rows of the same cases
+ * Where bench/peers/torch_conv.py appended PyTorch's rows of the same cases
  * to conv.csv (impls torch-cudnn, torch-cudnn-bench, torch-cpu), they are
  * drawn too, and each direction's table gets, per PyTorch impl present,
  * its GFLOP/s and duograd's fastest implementation on that device over it;
@@ -17,7 +17,7 @@
 #include "sweeps/conv/conv_cases.h"
 #include "runner/sweep.h"
 
-/* bench/torch_conv_peer.py's implementations, in the order of their columns */
+/* bench/peers/torch_conv.py's implementations, in the order of their columns */
 static const conv_impl peer_impls[] = {
     {.name = "torch-cudnn", .gpu = true},       /* cuDNN, cudnn.benchmark off (PyTorch's default) */
     {.name = "torch-cudnn-bench", .gpu = true}, /* cuDNN, autotuned per shape                     */
@@ -350,7 +350,7 @@ bool bench_report_conv(bench_report *rep, const bench_table *t) {
                       "2*batch*o*oh*ow*c*kh*kw in every direction; TF32 off. Charts conv_gflops_DIRECTION: x = "
                       "the shape's number below, each implementation at its largest batch.\n\n");
     if (any_peer(t))
-        fprintf(rep->sum, "PyTorch beside it (bench/torch_conv_peer.py, impls torch-*): F.conv2d and "
+        fprintf(rep->sum, "PyTorch beside it (bench/peers/torch_conv.py, impls torch-*): F.conv2d and "
                           "aten.convolution_backward with the direction's output mask, fp32 NCHW, TF32 off, checked "
                           "the same way; torch-cudnn: cuDNN with cudnn.benchmark off (PyTorch's default), "
                           "torch-cudnn-bench: on (autotuned), torch-cpu: PyTorch's CPU convolution. In the tables, "

@@ -119,7 +119,7 @@ dg_status sweep_mlp(bench_ctx *ctx) {
     return bench_run_spec(ctx, &spec);
 }
 
-/* The CPU peers bench/numpy_mlp_peer.py appends to mlp.csv: the same step
+/* The CPU peers bench/peers/numpy_mlp.py appends to mlp.csv: the same step
  * in NumPy (its BLAS: OpenBLAS on Debian) and in PyTorch eager on the CPU. */
 static const char *const peers[] = {"numpy", "torch-cpu"};
 #define N_PEERS (int)(sizeof peers / sizeof *peers)
@@ -149,7 +149,7 @@ static void report_peers(bench_report *rep, const bench_table *t) {
             if (!strcmp(t->r[i].impl, peers[p])) any = peer[p] = true;
     if (!any) return;
     FILE *f = rep->sum;
-    fprintf(f, "### MLP step on the CPU: duograd against its peers (bench/numpy_mlp_peer.py, same machine)\n\n"
+    fprintf(f, "### MLP step on the CPU: duograd against its peers (bench/peers/numpy_mlp.py, same machine)\n\n"
                "| widths | batch | duograd cpu ms | duograd GFLOP/s | of CPU sgemm ceiling |");
     for (int p = 0; p < N_PEERS; p++)
         if (peer[p]) fprintf(f, " %s ms | %s / duograd |", peers[p], peers[p]);
@@ -204,7 +204,7 @@ bool bench_report_mlp(bench_report *rep, const bench_table *t) {
         bench_chart_add(&ch, c);
         bench_chart_add(&ch, g);
         bench_chart_add(&ch, gg);
-        /* the CPU peers' rows (bench/numpy_mlp_peer.py), where present */
+        /* the CPU peers' rows (bench/peers/numpy_mlp.py), where present */
         for (int p = 0; p < N_PEERS; p++)
             bench_chart_add(&ch, bench_pick(t, w, peers[p], "cpu", false, BENCH_MS, peers[p]));
         bench_series s0 = bench_speedup(&c, &gg, ""), s1 = bench_speedup(&c, &g, "");

@@ -162,7 +162,7 @@ static void buckets_report(bench_report *rep, const bench_table *t) {
 }
 
 /* duograd's weak and strong rows beside PyTorch DistributedDataParallel's
- * (impl torch-ddp, bench/torch_ddp_peer.py) of the same file, where the
+ * (impl torch-ddp, bench/peers/torch_ddp.py) of the same file, where the
  * peer ran */
 static void peer_report(bench_report *rep, const bench_table *t) {
     char models[8][48];
@@ -180,7 +180,7 @@ static void peer_report(bench_report *rep, const bench_table *t) {
             if (!pw && !ps) continue;
             if (!rows++)
                 fprintf(rep->sum, "### Beside PyTorch DistributedDataParallel (same file)\n\nPyTorch eager fp32, one "
-                                  "process per GPU, DDP's default buckets (bench/torch_ddp_peer.py); each side's "
+                                  "process per GPU, DDP's default buckets (bench/peers/torch_ddp.py); each side's "
                                   "efficiency against its own one-GPU step.\n\n| model | GPUs | weak ms duograd | "
                                   "weak ms PyTorch | weak eff duograd | weak eff PyTorch | strong ms duograd | "
                                   "strong ms PyTorch | strong eff duograd | strong eff PyTorch |\n"

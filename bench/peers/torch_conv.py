@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""torch_conv_peer.py: the PyTorch peer of `bench --sweep conv`.
+"""peers.torch_conv: the PyTorch peer of `bench --sweep conv`.
 
 For each row duograd's conv sweep wrote to DIR/conv.csv (a layer shape of
 ResNet-18, the small CNN or LeNet, a direction, a batch, on the GPU or the
 CPU), PyTorch's row of the same convolution, appended to the same file in
 its own column order, so `bench plot DIR` sets them side by side:
 
-    bench/bench --sweep conv --out DIR
-    python3 bench/torch_conv_peer.py --out DIR
+    build/bench --sweep conv --out DIR
+    python3 bench/peers/torch_conv.py --out DIR
 
 Impls (fp32, NCHW, contiguous, TF32 off: torch.backends.cudnn.allow_tf32 =
 torch.backends.cuda.matmul.allow_tf32 = False):
@@ -40,9 +40,9 @@ oneDNN's on the CPU), nothing of the other gradient. PyTorch's dispatch,
 cuDNN's plan-cache lookup and workspace allocation are inside the region,
 as duograd's own call overhead is inside its rows.
 
-Timing, as duograd's rows (bench/runner/timing.c): --warmup untimed calls, then
-timed calls until --reps and --min-time (the sum of the calls' times), at
-most --row-time seconds of wall clock per row. GPU: CUDA events around
+Timing, as duograd's rows (bench/runner/timing.c, by common.measure):
+--warmup untimed calls, then timed calls until --reps and --min-time (the
+sum of the calls' times), at most --row-time seconds of wall clock per row. GPU: CUDA events around
 each call, then a wait for the stop event (the queue drained between
 calls, so an idle GPU waits for PyTorch's host-side launch inside the
 region, as it waits for duograd's); CPU: perf_counter around each call.
@@ -76,8 +76,8 @@ rows (no conv.csv) every shape runs at 1, 8, 32, 128, the CPU's ImageNet
 shapes at 32 at most. The layer geometry is SHAPES below, a copy of what
 bench/sweeps/conv/conv_cases.c derives from the models: a case of duograd's rows that
 SHAPES lacks, or whose m, n, k are not SHAPES' geometry, is left out with
-a warning (tests/test_torch_conv_peer.py compares SHAPES with the shapes
-table of a real sweep's summary).
+a warning (bench/peers/tests/test_torch_conv.py compares SHAPES with the
+shapes table of a real sweep's summary).
 
 Exit status: 0; 1 when a row is wrong, an impl's process failed or a case
 was left out; 2 for an unreadable conv.csv; 130 when interrupted.
@@ -88,7 +88,6 @@ array library) runs and is tested without it.
 """
 import argparse
 import collections
-import datetime
 import json
 import math
 import os
@@ -101,10 +100,15 @@ import tempfile
 import time
 import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
-import torch_peer as tp  # noqa: E402
+if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from peers import common  # noqa: E402
+from peers.common import NOTE_MAX  # noqa: E402
+
+PROG = "torch_conv"
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 
 DIRS = ("fwd", "bwd-data", "bwd-weight")
 IMPLS = collections.OrderedDict([  # name: on the GPU, cudnn.benchmark
@@ -114,7 +118,6 @@ IMPLS = collections.OrderedDict([  # name: on the GPU, cudnn.benchmark
 ])
 DEFAULT_BATCHES = (1, 8, 32, 128)  # bench/sweeps/conv/sweep_conv.c: default_batches
 CPU_IMAGENET_MAX_BATCH = 32        # bench/sweeps/conv/sweep_conv.c: CPU_IMAGENET_MAX_BATCH
-NOTE_MAX = 159                     # csv_rec's note holds 159 characters
 CHILD_GRACE_S = 60                 # a child past its share plus this is stopped
 
 
@@ -204,7 +207,7 @@ OPERANDS = {"fwd": ("x", "w"), "bwd-data": ("dy", "w"), "bwd-weight": ("dy", "x"
 
 # ---- the check (no torch): duograd's constants, sampled float64 entries ----
 
-def conv_check_constants(path=os.path.join(HERE, "check", "conv_check.h")):
+def conv_check_constants(path=os.path.join(BENCH, "check", "conv_check.h")):
     """CONV_CHECK_WORD, CONV_CHECK_SAMPLES and CONV_CHECK_TOL, parsed from
     bench/check/conv_check.h so the peer's check cannot drift from duograd's"""
     with open(path) as f:
@@ -433,7 +436,7 @@ def base_row(impl, sh, direction, batch, threads):
 def finish_row(row, sh, direction, warm, ms, max_cv, cut=""):
     """the timing columns from the calls' times; status ok or noisy"""
     g = geometry(sh, direction, row["batch"])
-    median, lo, hi, cv = tp.summarize(ms)
+    median, lo, hi, cv = common.summarize(ms)
     row.update(warmup=warm, reps=len(ms), median_ms=median, min_ms=lo, max_ms=hi, cv_pct=cv,
                gflops=g["flops"] / (median * 1e6), gbps=g["bytes"] / (median * 1e6), status="ok")
     extra = []
@@ -580,23 +583,13 @@ class TorchOps:
 
     def time(self, fn, opts):
         """(warm-up calls, timed calls' ms, why the timing stopped early or
-        ''), as bench/runner/timing.c: a warm-up run longer than --min-time makes 3
-        runs enough"""
-        t0 = time.perf_counter()
-        for _ in range(opts["warmup"]):
-            fn()
-        self.sync()
-        warm_ms = 1e3 * (time.perf_counter() - t0) / max(opts["warmup"], 1)
-        min_reps = min(opts["reps"], 3) if warm_ms > 1e3 * opts["min_time"] else opts["reps"]
-        ms, total, t0 = [], 0.0, time.perf_counter()
-        while len(ms) < min_reps or total < 1e3 * opts["min_time"]:
-            if len(ms) == opts["max_reps"]:
-                return opts["warmup"], ms, f"--max-reps {opts['max_reps']} before --min-time"
-            if ms and time.perf_counter() - t0 > opts["row_time"]:
-                return opts["warmup"], ms, f"stopped at {len(ms)} runs by --row-time {opts['row_time']:g} s"
-            ms.append(self.one_call(fn))
-            total += ms[-1]
-        return opts["warmup"], ms, ""
+        "") by common.measure: bench/runner/timing.c's rules, no retries"""
+        t = common.Timing(warmup=opts["warmup"], reps=opts["reps"], min_time=opts["min_time"],
+                          max_reps=opts["max_reps"], max_cv=0, retries=0, row_time=opts["row_time"])
+        st = common.measure(lambda: self.one_call(fn), t, sync=self.sync)
+        why = (f"stopped at {st['reps']} runs by --row-time {opts['row_time']:g} s" if st["cut"] else
+               f"--max-reps {opts['max_reps']} before --min-time" if st["capped"] else "")
+        return st["warmup"], st["ms"], why
 
     def one_call(self, fn):
         if self.gpu:
@@ -649,8 +642,8 @@ class TorchOps:
         limit = getattr(torch.backends.cudnn, "benchmark_limit", None)
         if self.gpu and IMPLS[impl]["benchmark"] and limit is not None:
             bench += f" (benchmark_limit {limit})"
-        return [f"duograd conv peer (bench/torch_conv_peer.py): {impl}: PyTorch fp32 NCHW; {bench}",
-                f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}",
+        return [f"duograd conv peer (bench/peers/torch_conv.py): {impl}: PyTorch fp32 NCHW; {bench}",
+                common.date_line(),
                 f"torch: {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()})",
                 where,
                 "tf32: off (torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False)",
@@ -668,7 +661,7 @@ class NoDevice(Exception):
 # ---- the child process: one impl ----
 
 def progress(row):
-    print(f"torch_conv_peer: {row['impl']} {row['case']} batch {row['batch']}: {row['status']} "
+    print(f"{PROG}: {row['impl']} {row['case']} batch {row['batch']}: {row['status']} "
           f"{row['median_ms']:.4g} ms {row['gflops']:.1f} GFLOP/s (err {row['max_rel_err']:.2g})", flush=True)
 
 
@@ -681,10 +674,10 @@ def run_child(plan_path):
     try:
         ops = TorchOps(p["impl"], p["threads"])
     except NoDevice as e:
-        print(f"torch_conv_peer: {p['impl']}: {e}", file=sys.stderr, flush=True)
+        print(f"{PROG}: {p['impl']}: {e}", file=sys.stderr, flush=True)
         return 3
     items = [parse_case(c) + (b,) for c, b in p["items"]]
-    out = tp.CsvOut(p["csv"], ops.meta(p["impl"]))
+    out = common.CsvOut(p["csv"], ops.meta(p["impl"]), PROG)
     summary = open(p["summary"], "a")
 
     def log(row):
@@ -695,7 +688,7 @@ def run_child(plan_path):
     try:
         run_items(out, ops, p["impl"], items, p["opts"], RefCache(p["refs"]), log)
     except KeyboardInterrupt:
-        print(f"torch_conv_peer: {p['impl']}: interrupted; the rows done so far are in {p['csv']}", flush=True)
+        print(f"{PROG}: {p['impl']}: interrupted; the rows done so far are in {p['csv']}", flush=True)
         return 130
     finally:
         out.close()
@@ -780,29 +773,26 @@ def summary_lines(peer_rows, duograd):
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="What is timed and checked: the module docstring "
-                                        "(pydoc bench/torch_conv_peer.py).")
-    ap.add_argument("--out", required=True, help="result folder: duograd's DIR/conv.csv, the rows are appended to it")
-    ap.add_argument("--batches", type=parse_list, default=None,
+                                        "(pydoc bench/peers/torch_conv.py).")
+    common.out_arg(ap, "result folder: duograd's DIR/conv.csv, the rows are appended to it")
+    ap.add_argument("--batches", type=common.int_list(), default=None,
                     help="these batches for every case (default: duograd's cases and batches per device)")
     ap.add_argument("--devices", type=lambda s: parse_list(s, str), default=["gpu", "cpu"], help="gpu,cpu (default)")
     ap.add_argument("--impls", type=lambda s: parse_list(s, str), default=list(IMPLS),
                     help=f"of {', '.join(IMPLS)} (default all; --devices filters them)")
     ap.add_argument("--threads", type=int, default=cpu_count(), help="torch-cpu's threads (default: the CPUs)")
     ap.add_argument("--filter", default=None, help="only the cases whose name contains this, e.g. r18c or :fwd")
-    ap.add_argument("--max-cv", type=float, default=tp.MAX_CV_PCT, help="a row above this CV %% is noisy (default 5)")
     ap.add_argument("--time-limit", type=float, default=210.0,
                     help="seconds for the whole run, shared by the impls; rows past it are skipped (default 210)")
-    ap.add_argument("--warmup", type=int, default=2, help="untimed calls after the check's (default 2)")
-    ap.add_argument("--reps", type=int, default=5, help="at least this many timed calls (default 5)")
-    ap.add_argument("--min-time", type=float, default=0.1, help="and at least this many seconds of them (default 0.1)")
-    ap.add_argument("--max-reps", type=int, default=1000, help="at most this many timed calls (default 1000)")
+    common.timing_args(ap, max_reps=1000)  # --warmup: untimed calls after the check's
     ap.add_argument("--row-time", type=float, default=1.0, help="at most this much wall clock per row (default 1)")
     a = ap.parse_args(argv)
     bad = [d for d in a.devices if d not in ("gpu", "cpu")] + [i for i in a.impls if i not in IMPLS]
     if bad:
         ap.error(f"unknown device(s) or impl(s): {', '.join(bad)}")
-    if a.threads < 1 or a.time_limit <= 0 or a.reps < 1 or a.max_reps < a.reps or a.warmup < 0 or a.row_time <= 0:
-        ap.error("--threads, --time-limit, --reps, --max-reps (>= --reps) and --row-time must be positive")
+    common.check_timing_args(ap, a)
+    if a.threads < 1 or a.time_limit <= 0 or a.row_time <= 0:
+        ap.error("--threads, --time-limit and --row-time must be positive")
     return a
 
 
@@ -818,18 +808,18 @@ def main(argv=None):
     start = time.time()
     csv_path = os.path.join(a.out, "conv.csv")
     try:
-        rows = tp.read_rows(csv_path)[1] if os.path.exists(csv_path) else []
+        rows = common.read_rows(csv_path)[1] if os.path.exists(csv_path) else []
     except ValueError as e:
-        print(f"torch_conv_peer: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     bad = geometry_problems(duograd_rows(rows), csv_path)
     for why in bad.values():
-        print(f"torch_conv_peer: warning: {why}; left out (bench/torch_conv_peer.py's SHAPES is out of step with "
+        print(f"{PROG}: warning: {why}; left out (bench/peers/torch_conv.py's SHAPES is out of step with "
               "bench/sweeps/conv/conv_cases.c)", file=sys.stderr)
     wanted = plan(rows, a.devices, a.batches, a.filter, bad)
     for dev in a.devices:
         why = "" if wanted[dev] or a.batches else f" (no duograd {dev} rows in {csv_path}; --batches runs some anyway)"
-        print(f"torch_conv_peer: {dev}: {len(wanted[dev])} rows per impl{why}", flush=True)
+        print(f"{PROG}: {dev}: {len(wanted[dev])} rows per impl{why}", flush=True)
     impls = [i for i in a.impls if device_of(i) in a.devices and wanted[device_of(i)]]
     os.makedirs(a.out, exist_ok=True)
     opts = dict(warmup=a.warmup, reps=a.reps, min_time=a.min_time, max_reps=a.max_reps, row_time=a.row_time,
@@ -845,7 +835,7 @@ def main(argv=None):
             plan_path = os.path.join(tmp, f"plan-{impl}.json")
             with open(plan_path, "w") as f:
                 json.dump(p, f)
-            print(f"torch_conv_peer: {impl}: {len(p['items'])} rows in {share:.0f} s at most", flush=True)
+            print(f"{PROG}: {impl}: {len(p['items'])} rows in {share:.0f} s at most", flush=True)
             proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", plan_path])
             try:
                 rc = wait_child(proc, share + CHILD_GRACE_S)

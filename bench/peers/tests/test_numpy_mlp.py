@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Self-test of bench/numpy_mlp_peer.py on tiny sizes (seconds): its
+"""Self-test of peers.numpy_mlp on tiny sizes (seconds): its
 constants against the C sources, duograd's initial weights and data, the
 float64 reference against finite differences, the check (planted wrong
 steps must give "wrong" rows), the CSV column mapping, the FLOP count,
@@ -7,7 +7,7 @@ the timing rules, the errors, and with the bench binary (first argument)
 a real mlp.csv that `bench plot` reads back with the peer's rows in its
 summary. Plain Python with NumPy (no pytest):
 
-    python3 tests/test_numpy_peer.py [path/to/bench]   # exit status 1 when a check fails
+    python3 bench/peers/tests/test_numpy_mlp.py [path/to/bench]   # exit status 1 when a check fails
 """
 import contextlib
 import io
@@ -19,15 +19,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+# bench/ in place of this folder on sys.path: the package imports as `peers`, each module once
+sys.path[:] = [os.path.join(ROOT, "bench")] + [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import py_runner  # noqa: E402 (tests/py_runner.py, beside this file)
-import numpy_mlp_peer as peer  # noqa: E402
-import torch_peer as tp  # noqa: E402
+from peers import common  # noqa: E402
+from peers import numpy_mlp as peer  # noqa: E402
+from peers.tests import runner  # noqa: E402
 
 BENCH = sys.argv[1] if len(sys.argv) > 1 else None
 TMP = tempfile.mkdtemp(prefix="numpypeer-")
@@ -61,7 +64,7 @@ def new_csv(name, columns=None, rows=""):
     path = os.path.join(TMP, name, "mlp.csv")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        f.write("# duograd bench 0.1.0\n# cores: 2\n" + ",".join(columns or tp.bench_header()) + "\n" + rows)
+        f.write("# duograd bench 0.1.0\n# cores: 2\n" + ",".join(columns or common.bench_header()) + "\n" + rows)
     return path
 
 
@@ -75,8 +78,8 @@ def checked_row(cls, widths=TINY, batch=5):
     """run_impl's row for impl class cls on a tiny problem (written to a scratch CSV)"""
     params, x, y = tiny_problem(batch, widths)
     ref = peer.reference_step(np, params, x, y)
-    out = peer.MlpCsv(new_csv("checked"), ["test"])
-    timing = peer.Timing(warmup=0, reps=2, min_time=0, max_cv=0)
+    out = peer.open_mlp_csv(new_csv("checked"), ["test"])
+    timing = common.Timing(warmup=0, reps=2, min_time=0, max_cv=0)
     spec = "-".join(map(str, widths))
     with contextlib.redirect_stderr(io.StringIO()):
         row = peer.run_impl(np, out, cls.__name__, cls, spec, batch, params, x, y, ref, 1, timing)
@@ -222,12 +225,12 @@ def test_planted_wrong_steps_are_wrong():
         print(f"  {cls.__doc__.strip()}: wrong, max_rel_err {row['max_rel_err']:.3g}")
     # and the row reads back as bench writes a wrong row: no times
     path = os.path.join(TMP, "checked", "mlp.csv")
-    last = tp.read_rows(path)[1][-1]
+    last = common.read_rows(path)[1][-1]
     assert last["status"] == "wrong" and last["reps"] == "0" and last["median_ms"] == "NaN", last
 
 
 def test_rows_follow_the_files_column_order():
-    cols = tp.bench_header()
+    cols = common.bench_header()
     random.Random(5).shuffle(cols)
     earlier = ",".join({"sweep": "mlp", "impl": "cpu", "status": "ok"}.get(c, "1") for c in cols) + "\n"
     path = new_csv("shuffled", cols, earlier)
@@ -237,8 +240,8 @@ def test_rows_follow_the_files_column_order():
     assert rc == 0, text
     after = open(path).read()
     assert after.startswith(before), "earlier lines changed"
-    assert "\n# numpy peer rows (bench/numpy_mlp_peer.py): numpy " in after, after
-    rows = [r for r in tp.read_rows(path)[1] if r["impl"] == "numpy"]
+    assert "\n# numpy peer rows (bench/peers/numpy_mlp.py): numpy " in after, after
+    rows = [r for r in common.read_rows(path)[1] if r["impl"] == "numpy"]
     assert len(rows) == 2 and all(len(r) == len(cols) for r in rows)
     for r, batch in zip(rows, (3, 9)):
         want = dict(sweep="mlp", case="7-6-5-4", impl="numpy", backend="cpu", dtype="f32", m=str(batch), n="6",
@@ -256,7 +259,7 @@ def test_flop_count_is_sweep_mlps():
     """6 flops per weight and row, as sweep_mlp.c: the committed duograd rows'
     gflops are this count over their median"""
     assert peer.step_flops([784, 256, 100, 10], 128) == 6 * 128 * (784 * 256 + 256 * 100 + 100 * 10)
-    rows = [r for r in tp.read_rows(os.path.join(ROOT, "reports", "cpu-2core", "mlp.csv"))[1] if r["impl"] == "cpu"]
+    rows = [r for r in common.read_rows(os.path.join(ROOT, "reports", "cpu-2core", "mlp.csv"))[1] if r["impl"] == "cpu"]
     assert len(rows) >= 8
     for r in rows:
         w = peer.parse_widths(r["case"])
@@ -270,20 +273,22 @@ def test_timing_rules():
     """bench/runner/timing.c's counts: warm-up runs, at least --reps, a --max-reps
     cut noted, a row above --max-cv measured again and then noisy"""
     calls = []
-    stats = peer.measure(lambda: calls.append(1), peer.Timing(warmup=3, reps=4, min_time=0, max_cv=0))
+    stats = common.measure(lambda: common.host_ms(lambda: calls.append(1)),
+                           common.Timing(warmup=3, reps=4, min_time=0, max_cv=0))
     assert (stats["warmup"], stats["reps"], len(calls), stats["retries"]) == (3, 4, 7, 0), (stats, len(calls))
-    stats = peer.measure(lambda: None, peer.Timing(warmup=0, reps=2, min_time=5, max_reps=6, max_cv=0))
+    stats = common.measure(lambda: common.host_ms(lambda: None),
+                           common.Timing(warmup=0, reps=2, min_time=5, max_reps=6, max_cv=0))
     assert stats["reps"] == 6 and stats["capped"], stats
-    row = peer.timed_row(peer.base_row("7-6-5-4", "numpy", 3, 1), stats, 1e6, peer.Timing(max_reps=6, max_cv=0))
+    row = peer.timed_row(peer.base_row("7-6-5-4", "numpy", 3, 1), stats, 1e6, common.Timing(max_reps=6, max_cv=0))
     assert row["status"] == "ok" and "--max-reps 6 reached" in row["note"], row
     times = iter([1.0, 9.0] * 100)  # every attempt's CV is far above 5%
 
     def uneven():
-        end = peer.time.perf_counter() + next(times) * 1e-3
-        while peer.time.perf_counter() < end:
+        end = time.perf_counter() + next(times) * 1e-3
+        while time.perf_counter() < end:
             pass
-    t = peer.Timing(warmup=0, reps=4, min_time=0, max_cv=5, retries=2)
-    stats = peer.measure(uneven, t)
+    t = common.Timing(warmup=0, reps=4, min_time=0, max_cv=5, retries=2)
+    stats = common.measure(lambda: common.host_ms(uneven), t)
     row = peer.timed_row(peer.base_row("7-6-5-4", "numpy", 3, 1), stats, 1e6, t)
     assert stats["retries"] == 2 and row["status"] == "noisy" and "measured 3 times" in row["note"], row
 
@@ -317,7 +322,7 @@ def test_errors():
     rc, text = run_main(["--out", os.path.dirname(cut), "--widths", "7-6-5-4", "--sizes", "3", "--impl", "numpy"]
                         + FAST)
     assert rc == 0 and "incomplete last line dropped" in text, text
-    assert [r["impl"] for r in tp.read_rows(cut)[1]] == ["numpy"], open(cut).read()
+    assert [r["impl"] for r in common.read_rows(cut)[1]] == ["numpy"], open(cut).read()
 
 
 def test_without_torch():
@@ -329,7 +334,7 @@ def test_without_torch():
         path = new_csv("notorch")
         rc, text = run_main(["--out", os.path.dirname(path), "--widths", "7-6-5-4", "--sizes", "3"] + FAST)
         assert rc == 0 and "import torch failed" in text and "no torch-cpu rows" in text, text
-        assert [r["impl"] for r in tp.read_rows(path)[1]] == ["numpy"], open(path).read()
+        assert [r["impl"] for r in common.read_rows(path)[1]] == ["numpy"], open(path).read()
         rc, text = run_main(["--out", os.path.dirname(path), "--impl", "torch-cpu", "--sizes", "3"] + FAST)
         assert rc == 2 and "--impl torch-cpu: import torch failed" in text, text
     finally:
@@ -343,7 +348,7 @@ def test_with_the_bench():
     """a real mlp.csv from the bench, the peer's rows appended, `bench plot`
     reads them all (strict numbers) and the summary has the comparison"""
     if not BENCH:
-        raise py_runner.Skip("no bench binary given (tests/CMakeLists.txt passes it)")
+        raise runner.Skip("no bench binary given (tests/CMakeLists.txt passes it)")
     out = os.path.join(TMP, "real")
     no_gnuplot = dict(os.environ, PATH="/nonexistent")  # the summary alone, quickly
     run = subprocess.run([BENCH, "--sweep", "mlp", "--sizes", "16", "--case", "784-256-100-10", "--backends", "cpu",
@@ -351,7 +356,7 @@ def test_with_the_bench():
     assert run.returncode == 0, run.stderr
     rc, text = run_main(["--out", out, "--sizes", "16", "--widths", "784-256-100-10", "--impl", "numpy"] + FAST)
     assert rc == 0, text
-    rows = tp.read_rows(os.path.join(out, "mlp.csv"))[1]
+    rows = common.read_rows(os.path.join(out, "mlp.csv"))[1]
     assert [r["impl"] for r in rows] == ["cpu", "numpy"], rows
     duo, np_row = rows
     for c in ("sweep", "case", "backend", "dtype", "m", "n", "k", "batch", "check"):
@@ -376,7 +381,7 @@ def test_with_the_bench():
 
 
 def main():
-    return py_runner.run(globals(), TMP)
+    return runner.run(globals(), TMP)
 
 
 if __name__ == "__main__":

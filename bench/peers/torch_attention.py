@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_attention_peer.py: PyTorch's figures for duograd's fused attention
+"""peers.torch_attention: PyTorch's figures for duograd's fused attention
 (DG_OP_ATTENTION and its backward): torch.nn.functional.
 scaled_dot_product_attention in fp32 with TF32 off, forward alone and forward
 + backward, for each of SDPA's fp32 backends (math: explicit matmuls and
@@ -7,9 +7,9 @@ softmax; efficient: the memory-efficient CUTLASS kernel, which does its fp32
 products as 3xTF32 on the tensor cores), at batch 16, 8 heads, head size 64
 and T = 512, 2048 (--seqs), causal and not, on the same GPU, in the same run.
 
-    python3 bench/torch_attention_peer.py --out DIR [--seqs 512,2048]
+    python3 bench/peers/torch_attention.py --out DIR [--seqs 512,2048]
 
-Rows go to DIR/torch_attention.csv in bench/writers/csv.h's column order: sweep
+Rows go to DIR/torch_attention.csv in bench's column order (common.COLUMNS): sweep
 "attention", case "full" or "causal", impl "torch-math-fwd",
 "torch-math-fwdbwd", "torch-efficient-fwd", "torch-efficient-fwdbwd";
 m = n = T, k = the head size, batch = B*H (B*H products of T x T x Dh).
@@ -30,14 +30,18 @@ it is timed; T > --full-check-max checks a subset of the batch and heads
 --tol, any of o, dq, dk, dv) is a row with status "wrong" and no time.
 """
 import argparse
-import datetime
 import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_ops_peer import base_row, emit, rel_err  # noqa: E402
-from torch_peer import CsvOut  # noqa: E402
+if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from peers import common  # noqa: E402
+from peers.torch_ops import base_row, emit, rel_err  # noqa: E402
+
+PROG = "torch_attention"
 
 BACKENDS = {"math": "MATH", "efficient": "EFFICIENT_ATTENTION"}
 
@@ -114,7 +118,7 @@ def rows_for(out, dev, b, h, t, dh, causal, backends, args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="FLOP convention and checks: see the module docstring (pydoc).")
-    ap.add_argument("--out", required=True, help="result folder (torch_attention.csv is written or appended to)")
+    common.out_arg(ap, "result folder (torch_attention.csv is written or appended to)")
     ap.add_argument("--seqs", default="512,2048", help="sequence lengths T, comma-separated (default 512,2048)")
     ap.add_argument("--batch", type=int, default=16, help="batch B (default 16)")
     ap.add_argument("--heads", type=int, default=8, help="heads H (default 8)")
@@ -140,19 +144,20 @@ def main():
         ap.error("sizes must be positive")
     import torch
     if not torch.cuda.is_available():
-        print("torch_attention_peer: no CUDA device", file=sys.stderr)
+        print(f"{PROG}: no CUDA device", file=sys.stderr)
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     dev = torch.device("cuda")
     os.makedirs(args.out, exist_ok=True)
-    meta = [f"torch_attention_peer: PyTorch {torch.__version__}, CUDA {torch.version.cuda}",
+    meta = [f"torch_attention peer (bench/peers/torch_attention.py): PyTorch {torch.__version__}, "
+            f"CUDA {torch.version.cuda}",
             f"gpu: {torch.cuda.get_device_name(dev)}", "tf32: off",
             f"shape: B {args.batch}, H {args.heads}, Dh {args.head_dim}, scale 1/sqrt(Dh)",
             "flops: forward 4 B H T^2 Dh, forward+backward 14 B H T^2 Dh, causal x (T+1)/(2T)",
-            f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"]
-    out = CsvOut(os.path.join(args.out, "torch_attention.csv"), meta)
+            common.date_line()]
+    out = common.CsvOut(os.path.join(args.out, "torch_attention.csv"), meta, PROG)
     try:
         for t in seqs:
             for causal in causals:

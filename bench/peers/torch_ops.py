@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
-"""torch_ops_peer.py: PyTorch's figures for the kernels of `bench --sweep
+"""peers.torch_ops: PyTorch's figures for the kernels of `bench --sweep
 gemm` and `bench --sweep ops` that duograd compares itself with: sgemm
 (fp32, TF32 off), softmax, softmax cross-entropy and the row/column sums
 with their backward, at the same shapes, on the same GPU, in the same run.
 
-Rows go to DIR/torch_ops.csv in bench/writers/csv.h's column order (impl
+Rows go to DIR/torch_ops.csv in bench's column order (common.COLUMNS) (impl
 "torch-fwd" / "torch-bwd" in the ops rows, "torch" in the gemm rows), kept
 apart from duograd's own CSV files so `bench plot` and `bench compare` see
 only duograd's rows; GB/s counts the bytes as duograd's ops sweep does (each
 input and output once), GFLOP/s 2 m n k.
 
-    bench/bench --sweep gemm,ops --out DIR
-    python3 bench/torch_ops_peer.py --out DIR [--ops-sizes 16777216,67108864]
+    build/bench --sweep gemm,ops --out DIR
+    python3 bench/peers/torch_ops.py --out DIR [--ops-sizes 16777216,67108864]
 
 Each result is checked against float64 on the GPU before it is timed
 (a wrong result is a row with status "wrong" and no time).
@@ -24,13 +24,19 @@ copy and a synchronize; GB/s counts the bytes moved once. Checked: the bytes
 that arrive equal the bytes sent.
 """
 import argparse
-import datetime
 import math
 import os
 import sys
+import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_peer import MAX_CV_PCT, CsvOut, summarize  # noqa: E402
+if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from peers import common  # noqa: E402
+from peers.common import MAX_CV_PCT, summarize  # noqa: E402
+
+PROG = "torch_ops"
 
 ROW = 1024  # OP_SWEEP_ROW: the ops sweep's rows are 1024 floats wide
 GEMM_SQUARE = (1000, 1024, 2047, 2048, 3000, 4096, 4097, 8192)
@@ -38,21 +44,21 @@ GEMM_SHAPES = ((128, 4096, 4096, "mlp_layer"), (4096, 4096, 128, "low_k"), (8192
 
 
 def time_gpu(fn, min_reps=20, min_s=0.3):
-    """Median, min, max, CV (ms) of fn by CUDA events, after warm-up."""
-    import time
+    """Median, min, max, CV (ms) of fn by CUDA events, after warm-up; the
+    queue not drained between runs."""
     import torch
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    events, t0 = [], time.perf_counter()
-    while len(events) < min_reps or time.perf_counter() - t0 < min_s:
+    events = []
+
+    def timed():
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
         b.record()
         events.append((a, b))
-        if len(events) >= 10000:
-            break
+    common.repeat(timed, min_reps, min_s, max_count=10000)
     torch.cuda.synchronize()
     return len(events), summarize([a.elapsed_time(b) for a, b in events])
 
@@ -85,19 +91,18 @@ def time_host(fn, min_reps=20, min_s=0.3):
     """Median, min, max, CV (ms) of fn() + synchronize by the host clock,
     after warm-up: the copies include waiting for them, as duograd's
     transfer rows (CLOCK_MONOTONIC around a synchronised region)."""
-    import time
     import torch
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    ms, t0 = [], time.perf_counter()
-    while len(ms) < min_reps or time.perf_counter() - t0 < min_s:
+    ms = []
+
+    def timed():
         a = time.perf_counter()
         fn()
         torch.cuda.synchronize()
         ms.append(1e3 * (time.perf_counter() - a))
-        if len(ms) >= 10000:
-            break
+    common.repeat(timed, min_reps, min_s, max_count=10000)
     return len(ms), summarize(ms)
 
 
@@ -210,7 +215,7 @@ def ops_rows(out, dev, sizes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="result folder (torch_ops.csv is written or appended to)")
+    common.out_arg(ap, "result folder (torch_ops.csv is written or appended to)")
     ap.add_argument("--ops-sizes", default="16777216,67108864", help="ops sizes in elements, multiples of 1024")
     ap.add_argument("--no-gemm", action="store_true")
     ap.add_argument("--no-ops", action="store_true")
@@ -218,16 +223,15 @@ def main():
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
-        print("torch_ops_peer: no CUDA device", file=sys.stderr)
+        print(f"{PROG}: no CUDA device", file=sys.stderr)
         return 2
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device("cuda")
     os.makedirs(args.out, exist_ok=True)
-    meta = [f"torch_ops_peer: PyTorch {torch.__version__}, CUDA {torch.version.cuda}",
-            f"gpu: {torch.cuda.get_device_name(dev)}", "tf32: off",
-            f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}"]
-    out = CsvOut(os.path.join(args.out, "torch_ops.csv"), meta)
+    meta = [f"torch_ops peer (bench/peers/torch_ops.py): PyTorch {torch.__version__}, CUDA {torch.version.cuda}",
+            f"gpu: {torch.cuda.get_device_name(dev)}", "tf32: off", common.date_line()]
+    out = common.CsvOut(os.path.join(args.out, "torch_ops.csv"), meta, PROG)
     try:
         if not args.no_ops:
             sizes = [int(s) for s in args.ops_sizes.split(",") if s]

@@ -1,4 +1,5 @@
-"""tests/py_runner.py: what the Python tests of bench's peers share.
+"""peers.tests.runner: what the tests of the peers share (plain Python: CI
+runs them without pytest).
 
 Each test is a module-level function named test_*; it passes by returning,
 fails by raising, and is skipped by raising Skip with its reason. run()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""numpy_mlp_peer.py: the NumPy (and PyTorch CPU) peer of `bench --sweep mlp`.
+"""peers.numpy_mlp: the NumPy (and PyTorch CPU) peer of `bench --sweep mlp`.
 
 Times the same training step as bench/sweeps/mlp/sweep_mlp.c's cpu rows (the MLP of
 core/nn/mlp.c: linear layers with biases and ReLU between them, softmax
@@ -9,7 +9,7 @@ the rows to DIR/mlp.csv in that file's own column order. Run it right after
 duograd's sweep, on the same machine:
 
     build/bench --sweep mlp --out DIR
-    python3 bench/numpy_mlp_peer.py --out DIR      # then: build/bench plot DIR
+    python3 bench/peers/numpy_mlp.py --out DIR      # then: build/bench plot DIR
 
 Impls: "numpy" (NumPy float32; matmul is the BLAS NumPy loaded, OpenBLAS
 on Debian; buffers allocated once, ops in place) and "torch-cpu" (PyTorch
@@ -18,23 +18,24 @@ works. Before timing, each impl's first step is checked against an
 independent float64 evaluation of the same step (the loss, and every
 parameter's update, with bench/check/check.h's BENCH_STEP_* tolerances), as
 duograd checks its rows: a failed check is a row with status "wrong" and
-no times. Timing follows bench/runner/timing.c's rules and defaults.
+no times. Timing follows bench/runner/timing.c's rules and defaults
+(common.measure).
 """
 import argparse
-import datetime
-import gc
 import math
 import os
 import platform
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import torch_peer as tp  # noqa: E402  the CSV code (it needs no torch)
+if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from peers import common  # noqa: E402
 
-# ---- what bench/sweeps/mlp/sweep_mlp.c times (tests/test_numpy_peer.py reads them
+PROG = "numpy_mlp"
+
+# ---- what bench/sweeps/mlp/sweep_mlp.c times (bench/peers/tests/test_numpy_mlp.py reads them
 # back out of the C sources, so a change there fails the test) ----
 
 WIDTHS_LIST = ("784-256-100-10", "784-1024-1024-10")  # widths_list; --quick: the first only
@@ -309,59 +310,6 @@ def first_step_error(np, impl, ref):
     return check_error(np, loss, before, impl.params(), ref)
 
 
-# ---- timing: bench/runner/timing.c's rules and bench's defaults ----
-
-class Timing:
-    def __init__(self, warmup=2, warmup_time=0.0, reps=5, min_time=0.1, max_reps=10000, max_cv=5.0, retries=2):
-        self.warmup, self.warmup_time, self.reps, self.min_time = warmup, warmup_time, reps, min_time
-        self.max_reps, self.max_cv, self.retries = max(max_reps, reps), max_cv, retries
-
-
-def run_once(fn):
-    t0 = time.perf_counter()
-    fn()
-    return 1e3 * (time.perf_counter() - t0)
-
-
-def time_reps(fn, t, warm_ms):
-    """timed runs until --reps and --min-time, or --max-reps; a run longer
-    than the whole time budget needs only 3 (as bench/runner/timing.c)"""
-    long_run = t.min_time > 0 and warm_ms > 1e3 * t.min_time
-    min_reps = 3 if long_run and t.reps > 3 else t.reps
-    ms, total = [], 0.0
-    while len(ms) < t.max_reps and (len(ms) < min_reps or total < 1e3 * t.min_time):
-        ms.append(run_once(fn))
-        total += ms[-1]
-    med, lo, hi, cv = tp.summarize(ms)
-    return dict(reps=len(ms), median=med, min=lo, max=hi, cv=cv,
-                capped=len(ms) == t.max_reps and total < 1e3 * t.min_time)
-
-
-def measure(fn, t):
-    """warm-up (a count and a time), then timed runs; a row whose CV is above
-    --max-cv is measured again up to --retries times, keeping the steadiest
-    attempt. The garbage collector is off meanwhile, as timeit does: its
-    pauses would be the collector's time, not the step's."""
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
-        warm, warm_ms, t0 = 0, 0.0, time.perf_counter()
-        while warm < t.warmup or time.perf_counter() - t0 < t.warmup_time:
-            warm_ms = run_once(fn)
-            warm += 1
-        best, retries = time_reps(fn, t, warm_ms), 0
-        while t.max_cv > 0 and best["cv"] > t.max_cv and retries < t.retries:
-            again = time_reps(fn, t, warm_ms)
-            retries += 1
-            if again["cv"] < best["cv"]:
-                best = again
-    finally:
-        if gc_was_on:
-            gc.enable()
-    best.update(warmup=warm, retries=retries)
-    return best
-
-
 # ---- rows and the CSV ----
 
 def base_row(widths_spec, impl, batch, threads):
@@ -390,44 +338,19 @@ def timed_row(row, stats, flops, t):
     return row
 
 
-class MlpCsv:
-    """DIR/mlp.csv, appended to in its own header's column order. It must
-    exist with a header: the peer's rows stand beside duograd's from the
-    same run, never alone."""
-
-    def __init__(self, path, meta_lines):
-        self.path = path
-        if not os.path.isfile(path):
-            raise PeerError(f"{path}: no such file: run `bench --sweep mlp --out {os.path.dirname(path) or '.'}` "
-                            "first (the peer's rows go beside duograd's)")
-        self.columns = tp.read_header(path)
-        if self.columns is None:
+def open_mlp_csv(path, meta_lines):
+    """DIR/mlp.csv as a common.CsvOut, appended to in its own header's column
+    order. It must exist with a header: the peer's rows stand beside
+    duograd's from the same run, never alone."""
+    if not os.path.isfile(path):
+        raise PeerError(f"{path}: no such file: run `bench --sweep mlp --out {os.path.dirname(path) or '.'}` "
+                        "first (the peer's rows go beside duograd's)")
+    try:
+        if common.read_header(path) is None:
             raise PeerError(f"{path}: no header line (the sweep stopped before its first row?): no rows appended")
-        try:
-            tp.check_header(self.columns, path)
-        except ValueError as e:
-            raise PeerError(str(e)) from None
-        self._drop_cut_row()
-        self.f = open(path, "a")
-        # '#' lines between rows are skipped by bench_csv_read and by gnuplot
-        self.f.write("# numpy peer rows (bench/numpy_mlp_peer.py): " + "; ".join(meta_lines) + "\n")
-        self.f.flush()
-
-    def _drop_cut_row(self):
-        """a last line without its newline is a row cut short by a killed run
-        (bench_csv_read skips it); appending after it would garble a row"""
-        with open(self.path, "rb+") as f:
-            data = f.read()
-            if data and not data.endswith(b"\n"):
-                print(f"numpy_mlp_peer: warning: {self.path}: incomplete last line dropped", file=sys.stderr)
-                f.truncate(data.rfind(b"\n") + 1)
-
-    def write(self, row):
-        self.f.write(tp.format_row(row, self.columns))
-        self.f.flush()
-
-    def close(self):
-        self.f.close()
+        return common.CsvOut(path, meta_lines, PROG, label="numpy peer rows (bench/peers/numpy_mlp.py)")
+    except ValueError as e:  # a foreign header, or a line the reader refuses
+        raise PeerError(str(e)) from None
 
 
 # ---- the machine: which BLAS NumPy runs on, with how many threads ----
@@ -463,16 +386,6 @@ def blas_info(threads=None):
 
 # ---- the sweep ----
 
-def parse_sizes(text):
-    try:
-        b = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        b = []
-    if not b or min(b) < 1 or max(b) > 1 << 20:
-        raise argparse.ArgumentTypeError(f"'{text}': a comma-separated list of batch sizes 1 to 1048576")
-    return b
-
-
 def parse_impls(text):
     names = [v for v in text.split(",") if v]
     bad = [v for v in names if v not in IMPLS]
@@ -494,51 +407,27 @@ def parse_widths_list(text):
     return specs
 
 
-def bounded(kind, lo, hi):
-    def parse(text):
-        try:
-            v = kind(text)
-        except ValueError:
-            v = None
-        if v is None or not lo <= v <= hi or (kind is float and math.isnan(v)):
-            raise argparse.ArgumentTypeError(f"'{text}': {lo} to {hi}")
-        return v
-    return parse
-
-
 def make_parser():
     ap = argparse.ArgumentParser(
-        prog="numpy_mlp_peer.py",
+        prog="numpy_mlp.py",
         description="The NumPy (and PyTorch CPU) peer of `bench --sweep mlp`: the same MLP training step "
                     "(forward, softmax cross-entropy, backward, Adam), checked against float64, timed, "
                     "appended to DIR/mlp.csv as impls numpy and torch-cpu.",
         epilog="Run it after `bench --sweep mlp --out DIR` with the same --quick/--all/--sizes, then "
                "`bench plot DIR`. Exit status: 0, 1 when a row is wrong or failed, 2 for bad arguments or "
                "a missing or foreign mlp.csv.")
-    ap.add_argument("--out", required=True, metavar="DIR", help="result folder: rows are appended to DIR/mlp.csv")
+    common.out_arg(ap, "result folder: rows are appended to DIR/mlp.csv")
     ap.add_argument("--quick", action="store_true", help="as bench --quick: the first widths, batches 32,256,2048")
     ap.add_argument("--all", action="store_true", help="as bench --sweep all: batch 8192 too")
-    ap.add_argument("--sizes", type=parse_sizes, metavar="LIST", help="batch sizes instead of the default ones")
+    ap.add_argument("--sizes", type=common.int_list(1, 1 << 20), metavar="LIST",
+                    help="batch sizes instead of the default ones")
     ap.add_argument("--widths", type=parse_widths_list, metavar="LIST",
                     help=f"networks instead of the sweep's ({','.join(WIDTHS_LIST)})")
     ap.add_argument("--impl", type=parse_impls, metavar="LIST",
                     help="numpy,torch-cpu (default: both, torch-cpu where `import torch` works)")
-    ap.add_argument("--threads", type=bounded(int, 1, 1024), metavar="N",
+    ap.add_argument("--threads", type=common.bounded(int, 1, 1024), metavar="N",
                     help="threads for OpenBLAS and PyTorch, as bench --threads (default: OpenBLAS's, all cores)")
-    ap.add_argument("--warmup", type=bounded(int, 0, 1000), default=2, metavar="N",
-                    help="untimed runs first (default 2)")
-    ap.add_argument("--warmup-time", type=bounded(float, 0, 60), default=0.0, metavar="S",
-                    help="and at least S seconds of them (default 0)")
-    ap.add_argument("--reps", type=bounded(int, 1, 100000), default=5, metavar="N",
-                    help="at least N timed runs (default 5)")
-    ap.add_argument("--min-time", type=bounded(float, 0, 3600), default=0.1, metavar="S",
-                    help="and at least S seconds of them (default 0.1)")
-    ap.add_argument("--max-reps", type=bounded(int, 1, 1000000), default=10000, metavar="N",
-                    help="at most N timed runs (default 10000)")
-    ap.add_argument("--max-cv", type=bounded(float, 0, 1000), default=5.0, metavar="PCT",
-                    help="a row above it is measured again, then 'noisy' (default 5)")
-    ap.add_argument("--retries", type=bounded(int, 0, 10), default=2, metavar="N",
-                    help="more measurements of a noisy row (default 2)")
+    common.timing_args(ap, max_reps=10000, warmup_time=True, retries=True)
     return ap
 
 
@@ -552,7 +441,8 @@ def run_impl(np, out, name, cls, widths_spec, batch, params, x, y, ref, threads,
         errs = (f"loss rel err {loss_err:.3g} (tol {LOSS_TOL:g}); update rel err {upd_err:.3g} "
                 f"(tol {UPDATE_TOL:g})")
         if loss_err <= LOSS_TOL and upd_err <= UPDATE_TOL:
-            timed_row(row, measure(impl.step, timing), step_flops(parse_widths(widths_spec), batch), timing)
+            stats = common.measure(lambda: common.host_ms(impl.step), timing)
+            timed_row(row, stats, step_flops(parse_widths(widths_spec), batch), timing)
         else:  # a failed check: no times (base_row's reps 0 and NaN, as bench writes a wrong row)
             row.update(status="wrong", note=errs)
     except MemoryError:
@@ -560,7 +450,7 @@ def run_impl(np, out, name, cls, widths_spec, batch, params, x, y, ref, threads,
     except Exception as e:  # a row that failed says why; the sweep goes on
         row.update(status="error", note=f"{type(e).__name__}: {e}"[:200])
     out.write(row)
-    print(f"numpy_mlp_peer: {widths_spec} {name} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms "
+    print(f"{PROG}: {widths_spec} {name} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms "
           f"err {row['max_rel_err']:.2g}{' (' + row['note'] + ')' if row['note'] else ''}", file=sys.stderr)
     return row
 
@@ -580,13 +470,13 @@ def import_torch(asked):
         msg = f"import torch failed ({type(e).__name__}: {e})"
         if asked:
             raise PeerError(f"--impl torch-cpu: {msg}") from None
-        print(f"numpy_mlp_peer: {msg}: no torch-cpu rows", file=sys.stderr)
+        print(f"{PROG}: {msg}: no torch-cpu rows", file=sys.stderr)
         return None
 
 
 def print_summary(path, rows):
     """the peer's rows beside duograd's cpu rows of the same file"""
-    duo = {(r.get("case"), r.get("batch")): r for r in tp.read_rows(path)[1]
+    duo = {(r.get("case"), r.get("batch")): r for r in common.read_rows(path)[1]
            if r.get("impl") == "cpu" and r.get("status") in ("ok", "noisy")}
     print(f"\n{'widths':<18} {'impl':<10} {'batch':>6} {'median_ms':>10} {'GFLOP/s':>8} {'cv%':>6} {'err':>8} "
           f"{'duograd_ms':>10} {'peer/duograd':>12}  status")
@@ -600,39 +490,38 @@ def print_summary(path, rows):
 
 
 def main(argv=None):
-    a = make_parser().parse_args(argv)  # bad arguments: argparse's message, exit 2
+    ap = make_parser()
+    a = ap.parse_args(argv)  # bad arguments: argparse's message, exit 2
+    common.check_timing_args(ap, a)
     try:
         import numpy as np
     except ImportError as e:
-        print(f"numpy_mlp_peer: import numpy failed ({e}): install python3-numpy", file=sys.stderr)
+        print(f"{PROG}: import numpy failed ({e}): install python3-numpy", file=sys.stderr)
         return 2
     impls = a.impl or list(IMPLS)
-    timing = Timing(a.warmup, a.warmup_time, a.reps, a.min_time, a.max_reps, a.max_cv, a.retries)
-    if a.max_reps < a.reps:
-        print(f"numpy_mlp_peer: --max-reps {a.max_reps} is below --reps {a.reps}", file=sys.stderr)
-        return 2
+    timing = common.timing_of(a)
     widths_list = a.widths or (WIDTHS_LIST[:1] if a.quick else WIDTHS_LIST)
     batches = batches_of(a)
     try:
         blas, threads = blas_info(a.threads)  # before torch, whose libraries could be mapped too
         torch = import_torch(a.impl is not None and "torch-cpu" in a.impl) if "torch-cpu" in impls else None
         if not blas.startswith("/"):
-            print(f"numpy_mlp_peer: warning: NumPy's BLAS is {blas}: the numpy rows are not OpenBLAS's",
+            print(f"{PROG}: warning: NumPy's BLAS is {blas}: the numpy rows are not OpenBLAS's",
                   file=sys.stderr)
         meta = [f"numpy {np.__version__}", f"python {platform.python_version()}", f"blas: {blas}",
                 f"blas threads: {threads}", f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}",
-                f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}",
+                common.date_line(),
                 f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}"]
         if torch is not None:
             # every impl gets the cores duograd's cpu rows use (bench's default:
             # all); Debian's PyTorch would otherwise run on one thread
             torch.set_num_threads(threads)
             meta.append(f"torch {torch.__version__}, {torch.get_num_threads()} threads (set to the BLAS count)")
-        out = MlpCsv(os.path.join(a.out, "mlp.csv"), meta)
+        out = open_mlp_csv(os.path.join(a.out, "mlp.csv"), meta)
     except PeerError as e:
-        print(f"numpy_mlp_peer: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    print(f"numpy_mlp_peer: numpy {np.__version__} on {blas}, {threads} BLAS threads -> {out.path}", file=sys.stderr)
+    print(f"{PROG}: numpy {np.__version__} on {blas}, {threads} BLAS threads -> {out.path}", file=sys.stderr)
 
     cls = {"numpy": (NumpyStep, threads)}
     if torch is not None:
@@ -650,7 +539,7 @@ def main(argv=None):
                         rows.append(run_impl(np, out, name, cls[name][0], spec, batch, params, x, y, ref,
                                              cls[name][1], timing))
     except KeyboardInterrupt:
-        print("numpy_mlp_peer: interrupted: the rows written so far are kept", file=sys.stderr)
+        print(f"{PROG}: interrupted: the rows written so far are kept", file=sys.stderr)
         out.close()
         return 130
     out.close()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""torch_ddp_peer.py: the PyTorch DistributedDataParallel peer of `bench --sweep scaling`.
+"""peers.torch_ddp: the PyTorch DistributedDataParallel peer of `bench --sweep scaling`.
 
 Times the sweep's weak and strong training steps of the MLP and of
 ResNet-18 (CIFAR stem) on 1, 2, 4 and 8 GPUs (as many as answer, or
@@ -11,12 +11,12 @@ The rows go to DIR/scaling.csv with impl "torch-ddp", in that file's own
 column order; `bench plot DIR` then sets their efficiency beside duograd's.
 Run it right after duograd's sweep, on the same machine:
 
-    bench/bench --sweep scaling --out DIR
-    python3 bench/torch_ddp_peer.py --out DIR
+    build/bench --sweep scaling --out DIR
+    python3 bench/peers/torch_ddp.py --out DIR
 
 The models are the sweep's (bench/sweeps/scaling/sweep_scaling.c): the MLP 784-2048-2048-10
 (ReLU, softmax cross-entropy, SGD with momentum 0.9, lr 0.01), 1024 examples
-per GPU; ResNet-18 CIFAR (bench/torch_peer.py's model: momentum 0.9, lr
+per GPU; ResNet-18 CIFAR (peers.torch_resnet's model: momentum 0.9, lr
 0.1, weight decay 5e-4), 64 per GPU. Weak rows keep the batch per GPU;
 strong rows split the largest GPU count's weak batch.
 
@@ -43,10 +43,14 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
-import torch_peer as tp  # noqa: E402
+if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from peers import common  # noqa: E402
+from peers import torch_resnet as tp  # noqa: E402
+
+PROG = "torch_ddp"
 
 COUNTS = (1, 2, 4, 8)  # bench/sweeps/scaling/sweep_scaling.c: scaling_counts
 MLP_WIDTHS = (784, 2048, 2048, 10)
@@ -239,12 +243,12 @@ def run_row(model, kind, world, counts, rank, dev):
         return row
     opt = optimizer(model, stepped)
     warm, ms = time_steps(lambda: tp.train_step(stepped, opt, xs, ys), dev, world)
-    median, lo, hi, cv = tp.summarize(ms)
+    median, lo, hi, cv = common.summarize(ms)
     row.update(warmup=warm, reps=len(ms), median_ms=median, min_ms=lo, max_ms=hi, cv_pct=cv,
                gflops=step_flops(model, total) / (median * 1e6), arena_bytes=torch.cuda.max_memory_allocated(dev),
                status="ok", note=why if world > 1 else "one GPU: the plain model, no DDP wrapper")
-    if cv > tp.MAX_CV_PCT:
-        row.update(status="noisy", note=row["note"] + f"; cv_pct above {tp.MAX_CV_PCT:g} (not measured again)")
+    if cv > common.MAX_CV_PCT:
+        row.update(status="noisy", note=row["note"] + f"; cv_pct above {common.MAX_CV_PCT:g} (not measured again)")
     return row
 
 
@@ -262,7 +266,7 @@ def worker(rank, world, counts, models, init_file, result_file):
     if world > 1:
         dist.init_process_group("nccl", init_method=f"file://{init_file}", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=HANG_SECONDS))
-        print(f"torch_ddp_peer: process {rank} of {world}: process group up", file=sys.stderr)
+        print(f"{PROG}: process {rank} of {world}: process group up", file=sys.stderr)
     rows = []
     try:
         for model in models:
@@ -273,7 +277,7 @@ def worker(rank, world, counts, models, init_file, result_file):
                 torch.cuda.reset_peak_memory_stats(dev)
                 if rank == 0:
                     r = rows[-1]
-                    print(f"torch_ddp_peer: {r['case']} on {world} GPU(s), batch {r['batch']}: {r['status']} "
+                    print(f"{PROG}: {r['case']} on {world} GPU(s), batch {r['batch']}: {r['status']} "
                           f"median {r['median_ms']:.4g} ms ({r['check']}: {r['max_rel_err']:.3g})", file=sys.stderr)
     finally:
         faulthandler.cancel_dump_traceback_later()
@@ -286,7 +290,7 @@ def worker(rank, world, counts, models, init_file, result_file):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="PyTorch DDP peer of `bench --sweep scaling` (fp32, TF32 off)")
-    ap.add_argument("--out", required=True, help="result folder: rows go to DIR/scaling.csv")
+    common.out_arg(ap, "result folder: rows go to DIR/scaling.csv")
     ap.add_argument("--gpus", type=lambda s: [int(v) for v in s.split(",")], default=None,
                     help="GPU counts, comma-separated (default: 1, 2, 4, 8 up to the GPUs that answer)")
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
@@ -301,7 +305,7 @@ def main(argv=None):
     import torch.multiprocessing as mp
     available = torch.cuda.device_count()
     if available < 1:
-        print("torch_ddp_peer: no CUDA device answers (torch.cuda.device_count() is 0)", file=sys.stderr)
+        print(f"{PROG}: no CUDA device answers (torch.cuda.device_count() is 0)", file=sys.stderr)
         return 1
     try:
         counts = gpu_counts(available, a.gpus)
@@ -309,11 +313,11 @@ def main(argv=None):
             for n in counts:
                 batches(m, "strong", n, counts)
     except ValueError as e:
-        print(f"torch_ddp_peer: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    meta = [f"duograd DDP peer (bench/torch_ddp_peer.py): PyTorch eager fp32, DistributedDataParallel over NCCL "
+    meta = [f"duograd DDP peer (bench/peers/torch_ddp.py): PyTorch eager fp32, DistributedDataParallel over NCCL "
             f"(default 25 MB buckets), one process per GPU; one GPU: the plain model",
-            f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}",
+            common.date_line(),
             f"torch: {torch.__version__} (CUDA {torch.version.cuda}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))})",
             f"gpu: {available} x {torch.cuda.get_device_name(0)}",
             "tf32: off; NCCL_NVLS_ENABLE=" + os.environ["NCCL_NVLS_ENABLE"],
@@ -322,9 +326,9 @@ def main(argv=None):
             "its check's models included"]
     os.makedirs(a.out, exist_ok=True)
     try:
-        out = tp.CsvOut(os.path.join(a.out, "scaling.csv"), meta)
+        out = common.CsvOut(os.path.join(a.out, "scaling.csv"), meta, PROG)
     except ValueError as e:
-        print(f"torch_ddp_peer: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     summary = []
     with tempfile.TemporaryDirectory(prefix="ddp-peer-") as tmp:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Self-test of bench/torch_conv_peer.py's parts that need no torch: its
+"""Self-test of peers.torch_conv's parts that need no torch: its
 copy of the layer shapes against the bench's own (the shapes table of a
 real conv sweep's summary, with the bench binary as first argument), the
 m, n, k, FLOP and byte columns per direction against duograd's convention
@@ -9,7 +9,7 @@ check's tolerance function, and with NumPy the float64 reference against a
 brute-force convolution and the row flow (check, timing, wrong, skipped,
 failed rows) on a NumPy stand-in for a device. Plain Python (no pytest):
 
-    python3 tests/test_torch_conv_peer.py [path/to/bench]   # exit status 1 when a check fails
+    python3 bench/peers/tests/test_torch_conv.py [path/to/bench]   # exit status 1 when a check fails
 """
 import math
 import os
@@ -19,12 +19,14 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+# bench/ in place of this folder on sys.path: the package imports as `peers`, each module once
+sys.path[:] = [os.path.join(ROOT, "bench")] + [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import py_runner  # noqa: E402 (tests/py_runner.py, beside this file)
-import torch_conv_peer as cp  # noqa: E402
-import torch_peer as tp  # noqa: E402
+from peers import common  # noqa: E402
+from peers import torch_conv as cp  # noqa: E402
+from peers.tests import runner  # noqa: E402
 
 try:
     import numpy as np
@@ -33,17 +35,17 @@ except ImportError:
 
 BENCH = sys.argv[1] if len(sys.argv) > 1 else None
 TMP = tempfile.mkdtemp(prefix="convpeer-")
-COMMITTED = os.path.join(ROOT, "reports", "h100-conv-scratch", "bench", "conv.csv")
+COMMITTED = os.path.join(ROOT, "reports", "h100", "conv.csv")
 
 
 def need_numpy():
     if np is None:
-        raise py_runner.Skip("no NumPy in this python3")
+        raise runner.Skip("no NumPy in this python3")
 
 
 def need_bench():
     if not BENCH:
-        raise py_runner.Skip("no bench binary given (first argument)")
+        raise runner.Skip("no bench binary given (first argument)")
 
 
 def csv_row(case, impl, backend, batch, status="ok", gflops=100.0, mnk=None):
@@ -81,7 +83,7 @@ def test_shapes_match_the_bench():
         want = (str(k + 1), sh.name) + tuple(str(v) for v in (sh.c, sh.h, sh.w, sh.o, sh.oh, sh.ow, sh.kh, sh.kw,
                                                                sh.stride, sh.pad))
         assert got == want, f"shape {k + 1}: the bench says {got}, SHAPES {want}"
-    _, rows = tp.read_rows(os.path.join(out, "conv.csv"))
+    _, rows = common.read_rows(os.path.join(out, "conv.csv"))
     assert [r["case"] for r in rows] == [s.name + ":fwd" for s in cp.SHAPES], [r["case"] for r in rows]
     assert not cp.geometry_problems(rows), cp.geometry_problems(rows)
     wanted = cp.plan(rows, ["gpu", "cpu"])
@@ -110,13 +112,15 @@ def test_geometry_per_direction():
 
 
 def test_geometry_against_committed_rows():
-    """every row of a committed conv.csv (H100, GPU): its m, n, k are
-    SHAPES' geometry, and its GFLOP/s and GB/s times its median give the
-    FLOPs and bytes the peer counts"""
-    _, rows = tp.read_rows(COMMITTED)
+    """every row of the committed H100 conv.csv: its m, n, k are SHAPES'
+    geometry, and every timed row's GFLOP/s and GB/s times its median give
+    the FLOPs and bytes the peer counts"""
+    _, rows = common.read_rows(COMMITTED)
     assert len(rows) > 100, len(rows)
     assert not cp.geometry_problems(rows, COMMITTED)
-    for r in rows:
+    timed = [r for r in rows if r["status"] in ("ok", "noisy")]
+    assert len(timed) > 100, len(timed)
+    for r in timed:
         sh, d = cp.parse_case(r["case"])
         g = cp.geometry(sh, d, int(r["batch"]))
         ms = float(r["median_ms"])
@@ -187,7 +191,7 @@ def test_plan_without_duograd_rows():
 # ---- the CSV ----
 
 def read_back(path):
-    cols, rows = tp.read_rows(path)
+    cols, rows = common.read_rows(path)
     return cols, rows
 
 
@@ -200,7 +204,7 @@ def peer_row(impl, case, batch, ms):
 
 
 def test_rows_appended_in_the_files_column_order():
-    cols = tp.bench_header()
+    cols = common.bench_header()
     random.Random(3).shuffle(cols)
     folder = os.path.join(TMP, "append")
     os.makedirs(folder)
@@ -209,10 +213,10 @@ def test_rows_appended_in_the_files_column_order():
                k=288, batch=8, threads=0, transfer=0, tf32=0, cold=0, warmup=2, reps=100, median_ms=0.01,
                min_ms=0.009, max_ms=0.012, cv_pct=1.0, gflops=4624.1, gbps=100.0, scratch_bytes=0, arena_bytes=0,
                live_bytes=0, max_rel_err=1e-7, check="f64-sampled", status="ok", note="")
-    before = "# duograd bench\n" + ",".join(cols) + "\n" + tp.format_row(own, cols)
+    before = "# duograd bench\n" + ",".join(cols) + "\n" + common.format_row(own, cols)
     with open(path, "w") as f:
         f.write(before)
-    out = tp.CsvOut(path, ["test"])
+    out = common.CsvOut(path, ["test"], cp.PROG)
     rows = [peer_row("torch-cudnn", "cnn-conv2:fwd", 8, 0.02), peer_row("torch-cpu", "cnn-conv2:bwd-weight", 8, 0.5)]
     for r in rows:
         out.write(r)
@@ -224,7 +228,7 @@ def test_rows_appended_in_the_files_column_order():
     assert got_cols == cols and len(got) == 3, (got_cols, len(got))
     for want, r in zip(rows, got[1:]):
         for c in cols:
-            assert r[c] == tp.csv_field(want[c]), f"{c}: {r[c]!r}, wrote {want[c]!r}"
+            assert r[c] == common.csv_field(want[c]), f"{c}: {r[c]!r}, wrote {want[c]!r}"
     fwd = got[1]
     flops = 2.0 * 8 * 64 * 196 * 288
     assert (fwd["m"], fwd["n"], fwd["k"], fwd["transfer"], fwd["tf32"], fwd["scratch_bytes"]) == \
@@ -252,6 +256,32 @@ def test_finish_row():
     long = cp.base_row("torch-cpu", sh, d, 1, 4)
     cp.add_note(long, "x" * 300)
     assert len(long["note"]) == cp.NOTE_MAX
+
+
+def test_timing_of_an_impl():
+    """TorchOps.time (no torch needed: a stand-in's one_call and sync):
+    --warmup calls, then --reps and --min-time, the --max-reps and
+    --row-time cuts named"""
+    class Stand:
+        def __init__(self, ms):
+            self.calls, self.synced, self.ms = 0, 0, ms
+
+        def one_call(self, fn):
+            self.calls += 1
+            return self.ms
+
+        def sync(self):
+            self.synced += 1
+    opts = dict(warmup=2, reps=5, min_time=0.0, max_reps=1000, row_time=1.0)
+    s = Stand(0.5)
+    warm, ms, why = cp.TorchOps.time(s, None, opts)
+    assert (warm, len(ms), why, s.calls, s.synced) == (2, 5, "", 7, 1), (warm, ms, why, s.calls)
+    warm, ms, why = cp.TorchOps.time(Stand(0.001), None, dict(opts, min_time=10.0, max_reps=50))
+    assert len(ms) == 50 and why == "--max-reps 50 before --min-time", (len(ms), why)
+    slow = Stand(1.0)
+    slow.one_call = lambda fn: (__import__("time").sleep(0.02), 1.0)[1]
+    warm, ms, why = cp.TorchOps.time(slow, None, dict(opts, warmup=0, min_time=100.0, row_time=0.05))
+    assert why == f"stopped at {len(ms)} runs by --row-time 0.05 s" and 2 <= len(ms) < 10, (len(ms), why)
 
 
 # ---- the check ----
@@ -415,14 +445,14 @@ def run_fake(ops, cases, name, deadline=None):
     """run_items over cases [(case, batch)] into a fresh CSV: the rows read back"""
     path = os.path.join(TMP, name, "conv.csv")
     os.makedirs(os.path.dirname(path))
-    out = tp.CsvOut(path, ["fake"])
+    out = common.CsvOut(path, ["fake"], cp.PROG)
     items = [cp.parse_case(c) + (b,) for c, b in cases]
     refs = cp.RefCache(os.path.dirname(path))
     logged = []
     done = cp.run_items(out, ops, "torch-cpu", items, dict(OPTS, deadline=deadline or 1e18), refs, logged.append)
     out.close()
     assert logged == done
-    return tp.read_rows(path)[1]
+    return common.read_rows(path)[1]
 
 
 CASES = [("lenet-c2:fwd", 2), ("lenet-c2:bwd-data", 2), ("lenet-c2:bwd-weight", 2), ("cnn-conv1:bwd-data", 3)]
@@ -498,7 +528,7 @@ def test_summary_lines():
 
 
 def main():
-    return py_runner.run(globals(), TMP, not_imported="torch")
+    return runner.run(globals(), TMP, not_imported="torch")
 
 
 if __name__ == "__main__":

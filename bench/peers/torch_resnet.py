@@ -1,33 +1,38 @@
 #!/usr/bin/env python3
-"""torch_peer.py: the PyTorch peer of `bench --sweep resnet`.
+"""peers.torch_resnet: the PyTorch peer of `bench --sweep resnet`.
 
 Times the same ResNet-18 training step as duograd (core/nn/resnet.c: forward
 in training mode, softmax cross-entropy averaged over the batch, backward,
 SGD with momentum 0.9, weight decay 5e-4, lr 0.1) with PyTorch eager fp32,
 NCHW, TF32 off, and appends the rows to DIR/resnet.csv in that file's own
-column order (or creates it with bench/writers/csv.h's header). Run it right after
-duograd's sweep, on the same machine:
+column order (or creates it with bench's header, common.COLUMNS). Run it
+right after duograd's sweep, on the same machine:
 
-    bench/bench --sweep resnet --out DIR
-    python3 bench/torch_peer.py --out DIR
+    build/bench --sweep resnet --out DIR
+    python3 bench/peers/torch_resnet.py --out DIR
 
 Two impls: "torch-eager" (cudnn.benchmark False, PyTorch's default) and
 "torch-eager-cudnn-bench" (cudnn.benchmark True: autotuned algorithms).
 Before timing, each impl's first step at a small batch is checked against
 the same model in float64 on the CPU, as duograd checks its rows.
 
-torch is imported inside the functions that need it, so the CSV and FLOP
-code runs (and is tested by tests/test_torch_peer.py) without it.
+torch is imported inside the functions that need it, so the FLOP code
+runs (and is tested by bench/peers/tests/test_torch_resnet.py) without it.
 """
 import argparse
-import datetime
 import math
 import os
-import re
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from peers import common  # noqa: E402
+from peers.common import MAX_CV_PCT  # noqa: E402
+
+PROG = "torch_resnet"
 
 # ---- the network's geometry (no torch): FLOP and parameter counts ----
 
@@ -41,7 +46,6 @@ STEMS = {  # core/nn/resnet.h; params: duograd's counts, asserted below
 BN_EPS, BN_MOMENTUM = 1e-5, 0.1              # DG_BN_EPS, DG_BN_MOMENTUM (core/nn/layers.h)
 LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # the sweep's optimizer
 LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2            # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL (bench/check/check.h)
-MAX_CV_PCT = 5.0                             # bench's default --max-cv: above it a row is "noisy"
 
 
 def conv_out(n, k, stride, pad):
@@ -89,141 +93,6 @@ def param_count(stem):
     for kind, cin, cout, k, _, _ in resnet18_layers(stem):
         n += cin * cout * k * k + (2 * cout if kind == "conv" else cout)
     return n
-
-
-# ---- the CSV (no torch) ----
-
-# bench_csv_read's required columns (bench/writers/csv.c, col_names before N_REQUIRED)
-REQUIRED_COLUMNS = ("sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer",
-                    "median_ms", "min_ms", "max_ms", "status")
-
-
-def bench_header(csv_h=os.path.join(HERE, "writers", "csv.h")):
-    """The columns of BENCH_CSV_HEADER, parsed from bench/writers/csv.h so they cannot drift."""
-    with open(csv_h) as f:
-        text = f.read()
-    m = re.search(r"#define\s+BENCH_CSV_HEADER((?:[^\n]*\\\n)*[^\n]*)", text)
-    if not m:
-        raise ValueError(f"{csv_h}: no #define BENCH_CSV_HEADER")
-    columns = "".join(re.findall(r'"([^"]*)"', m.group(1))).split(",")
-    if not columns or any(not c for c in columns):
-        raise ValueError(f"{csv_h}: BENCH_CSV_HEADER is not a list of column names: {columns}")
-    return columns
-
-
-def read_header(path):
-    """The columns of an existing result file's header (its first line not
-    starting with '#'), or None when it has none (metadata only)."""
-    with open(path) as f:
-        for line in f:
-            line = line.rstrip("\r\n")
-            if line and not line.startswith("#"):
-                return line.split(",")
-    return None
-
-
-def read_rows(path):
-    """(columns, rows as dicts by header name) of a bench CSV, or (None, [])
-    without a header; a last line without its newline (a row cut short) is
-    left out, as bench_csv_read does"""
-    columns = read_header(path)
-    if columns is None:
-        return None, []
-    rows, seen_header = [], False
-    with open(path) as f:
-        lines = f.read().split("\n")
-    for no, line in enumerate(lines[:-1], 1):  # the last piece: "" or a cut row
-        if not line or line.startswith("#"):
-            continue
-        if not seen_header:
-            seen_header = True
-            continue
-        fields = line.split(",")
-        if len(fields) != len(columns):
-            raise ValueError(f"{path}:{no}: {len(fields)} fields, the header has {len(columns)}")
-        rows.append(dict(zip(columns, fields)))
-    return columns, rows
-
-
-def check_header(columns, path):
-    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
-    if missing:
-        raise ValueError(f"{path}: its header lacks the column(s) {', '.join(missing)}: "
-                         "not a duograd bench CSV, no rows appended")
-
-
-def csv_field(v):
-    """One field as bench/writers/csv.c writes it: numbers %.6g (NaN when not finite),
-    text with commas as ';' and control characters as ' '."""
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return str(int(v))
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return "%.6g" % v if math.isfinite(v) else "NaN"
-    return "".join(";" if c == "," else " " if ord(c) < 0x20 or ord(c) == 0x7F else c for c in str(v))
-
-
-def format_row(row, columns):
-    """row (a dict by column name) as one line in columns' order; a column the
-    row lacks is left empty, a field the header lacks is dropped."""
-    return ",".join(csv_field(row.get(c)) for c in columns) + "\n"
-
-
-class CsvOut:
-    """DIR/resnet.csv: appended to in its own header's column order, or
-    created with the metadata and bench/writers/csv.h's header. Rows are flushed one by one."""
-
-    def __init__(self, path, meta_lines, columns=None):
-        self.path = path
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            self.columns = read_header(path)
-            header = self.columns is None  # metadata only: the sweep died before its header
-            if header:
-                self.columns = columns or bench_header()
-            check_header(self.columns, path)  # before anything is written
-            self._drop_cut_row()
-            self.f = open(path, "a")
-            if header:
-                self.f.write(",".join(self.columns) + "\n")
-            # '#' lines between rows are skipped by bench_csv_read and by gnuplot
-            self.f.write("# torch peer rows: " + "; ".join(meta_lines) + "\n")
-        else:
-            self.columns = columns or bench_header()
-            check_header(self.columns, path)
-            self.f = open(path, "w")
-            self.f.write("".join(f"# {m}\n" for m in meta_lines) + ",".join(self.columns) + "\n")
-        self.f.flush()
-
-    def _drop_cut_row(self):
-        """A last line without its newline is a row cut short (bench_csv_read
-        skips it); appending after it would make it a malformed line."""
-        with open(self.path, "rb+") as f:
-            data = f.read()
-            if not data.endswith(b"\n"):
-                keep = data.rfind(b"\n") + 1
-                print(f"torch_peer: warning: {self.path}: incomplete last line dropped", file=sys.stderr)
-                f.truncate(keep)
-
-    def write(self, row):
-        self.f.write(format_row(row, self.columns))
-        self.f.flush()
-
-    def close(self):
-        self.f.close()
-
-
-def summarize(ms):
-    """median, min, max and cv_pct of the step times in ms; the CV with the
-    sample standard deviation (n - 1), as bench/runner/timing.c computes it."""
-    v = sorted(ms)
-    n = len(v)
-    median = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-    mean = sum(v) / n
-    var = sum((x - mean) ** 2 for x in v) / (n - 1) if n > 1 else 0.0
-    return median, v[0], v[-1], 100.0 * math.sqrt(var) / mean if mean > 0 else 0.0
 
 
 # ---- the model in torch ----
@@ -357,15 +226,12 @@ def time_steps(step, device):
     import torch
     cuda = device.type == "cuda"
     sync = torch.cuda.synchronize if cuda else torch.cpu.synchronize
-    warm, t0 = 0, time.perf_counter()
-    while warm < 5 or time.perf_counter() - t0 < 1.0:
-        step()
-        sync()
-        warm += 1
+    warm = common.repeat(lambda: (step(), sync()), 5, 1.0)
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
-    ms, events, t0 = [], [], time.perf_counter()
-    while len(ms) + len(events) < 20 or time.perf_counter() - t0 < 2.0:
+    ms, events = [], []
+
+    def timed():
         if cuda:
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
@@ -376,6 +242,7 @@ def time_steps(step, device):
             t = time.perf_counter()
             step()
             ms.append(1e3 * (time.perf_counter() - t))
+    common.repeat(timed, 20, 2.0)
     sync()
     ms += [a.elapsed_time(b) for a, b in events]
     # PyTorch's caching allocator's peak (parameters, gradients, momentum,
@@ -405,7 +272,7 @@ def run_impl(out, stem, impl, cudnn_benchmark, batches, device, init_state, ref,
     loss_err, upd_err = check_first_step(model, opt, ref, x, y, device)
     ok = loss_err <= LOSS_TOL and upd_err <= UPDATE_TOL
     errs = f"loss rel err {loss_err:.3g} (tol {LOSS_TOL:g}); update rel err {upd_err:.3g} (tol {UPDATE_TOL:g})"
-    print(f"torch_peer: {STEMS[stem]['case']} {impl}: first step {'ok' if ok else 'WRONG'}: {errs}", file=sys.stderr)
+    print(f"{PROG}: {STEMS[stem]['case']} {impl}: first step {'ok' if ok else 'WRONG'}: {errs}", file=sys.stderr)
     for batch in batches:
         row = base_row(stem, impl, device, batch, threads)
         row["max_rel_err"] = max(loss_err, upd_err)
@@ -416,7 +283,7 @@ def run_impl(out, stem, impl, cudnn_benchmark, batches, device, init_state, ref,
             try:
                 x, y = x.to(device), y.to(device)
                 warm, ms, peak = time_steps(lambda: train_step(model, opt, x, y), device)
-                median, lo, hi, cv = summarize(ms)
+                median, lo, hi, cv = common.summarize(ms)
                 row.update(warmup=warm, reps=len(ms), median_ms=median, min_ms=lo, max_ms=hi, cv_pct=cv,
                            gflops=step_flops(stem, batch) / (median * 1e6), arena_bytes=peak, status="ok")
                 if cv > MAX_CV_PCT:
@@ -429,29 +296,22 @@ def run_impl(out, stem, impl, cudnn_benchmark, batches, device, init_state, ref,
                 torch.cuda.empty_cache()
         out.write(row)
         summary.append(row)
-        print(f"torch_peer: {row['case']} {impl} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms",
+        print(f"{PROG}: {row['case']} {impl} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms",
               file=sys.stderr)
-
-
-def parse_batches(text):
-    b = [int(v) for v in text.split(",") if v.strip()]
-    if not b or min(b) < 1:
-        raise argparse.ArgumentTypeError(f"'{text}': a list of batch sizes >= 1")
-    return b
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="PyTorch eager fp32 peer of `bench --sweep resnet`")
-    ap.add_argument("--out", required=True, help="result folder: rows go to DIR/resnet.csv")
-    ap.add_argument("--batches-cifar", type=parse_batches, default=[8, 32, 128, 256])
-    ap.add_argument("--batches-imagenet", type=parse_batches, default=[8, 32, 64])
+    common.out_arg(ap, "result folder: rows go to DIR/resnet.csv")
+    ap.add_argument("--batches-cifar", type=common.int_list(), default=[8, 32, 128, 256])
+    ap.add_argument("--batches-imagenet", type=common.int_list(), default=[8, 32, 64])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--quick", action="store_true", help="one small batch per stem")
     a = ap.parse_args(argv)
 
     import torch
     if a.device == "cuda" and not torch.cuda.is_available():
-        print("torch_peer: no CUDA device answers (torch.cuda.is_available() is False); "
+        print(f"{PROG}: no CUDA device answers (torch.cuda.is_available() is False); "
               "use --device cpu for a smoke test", file=sys.stderr)
         return 1
     device = torch.device(a.device)
@@ -466,8 +326,9 @@ def main(argv=None):
         batches = {stem: [min(b)] for stem, b in batches.items()}
 
     where = f"gpu: {torch.cuda.get_device_name(device)}" if cuda else f"cpu: {threads} torch threads"
-    meta = [f"duograd torch peer (bench/torch_peer.py): PyTorch eager fp32 NCHW, {'; '.join(i for i, _ in impls)}",
-            f"date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')}",
+    meta = [f"duograd torch peer (bench/peers/torch_resnet.py): PyTorch eager fp32 NCHW, "
+            f"{'; '.join(i for i, _ in impls)}",
+            common.date_line(),
             f"torch: {torch.__version__} (CUDA {torch.version.cuda})",
             where,
             f"cudnn: {torch.backends.cudnn.version()}",
@@ -476,11 +337,11 @@ def main(argv=None):
             "optimizer.step); CPU: perf_counter; arena_bytes: torch.cuda.max_memory_allocated()"]
     os.makedirs(a.out, exist_ok=True)
     try:
-        out = CsvOut(os.path.join(a.out, "resnet.csv"), meta)
+        out = common.CsvOut(os.path.join(a.out, "resnet.csv"), meta, PROG)
     except ValueError as e:  # a header without a column bench_csv_read requires
-        print(f"torch_peer: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    print(f"torch_peer: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {where}, TF32 off "
+    print(f"{PROG}: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {where}, TF32 off "
           f"-> {out.path} ({len(out.columns)} columns)", file=sys.stderr)
 
     summary = []

@@ -1,0 +1,345 @@
+"""peers.common: what every peer does the way bench does it.
+
+- COLUMNS: bench's CSV columns (BENCH_CSV_HEADER, bench/writers/csv.h) and
+  the ones its reader requires. A constant, not parsed out of csv.h at run
+  time: bench/peers/tests/test_common.py compares it with the compiled
+  macro and with the header of a file the bench wrote, so a column added
+  to bench fails the test, where the peers would otherwise write rows with
+  the new column left empty (an empty number bench's reader refuses).
+- read_rows / read_header: the one reader of bench CSVs, on the standard
+  library's csv module, with bench_csv_read's (bench/writers/csv.c) rules.
+- csv_field / format_row / CsvOut: rows written as bench_csv_write writes
+  them, appended to a file in its own header's column order.
+- date_line: the metadata line every peer's rows carry.
+- summarize / Timing / measure / host_ms / repeat: bench/runner/timing.c's
+  rules.
+- out_arg / int_list / bounded / timing_args: the options the peers share.
+
+No torch and no NumPy here: the peers import them where they need them.
+"""
+import argparse
+import csv
+import datetime
+import gc
+import math
+import os
+import sys
+import time
+
+# ---- bench's columns ----
+
+COLUMNS = ("sweep", "case", "impl", "backend", "dtype", "m", "n", "k", "batch", "threads", "transfer", "tf32",
+           "cold", "warmup", "reps", "median_ms", "min_ms", "max_ms", "cv_pct", "gflops", "gbps", "scratch_bytes",
+           "arena_bytes", "live_bytes", "max_rel_err", "check", "status", "note")  # BENCH_CSV_HEADER
+# bench_csv_read's required columns (bench/writers/csv.c, col_names before N_REQUIRED)
+REQUIRED_COLUMNS = ("sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer",
+                    "median_ms", "min_ms", "max_ms", "status")
+NOTE_MAX = 159     # csv_rec's note holds 159 characters: bench cuts a longer one
+MAX_CV_PCT = 5.0   # bench's default --max-cv: above it a row is "noisy"
+
+
+def bench_header():
+    """bench's columns in their order, as a list the caller may change"""
+    return list(COLUMNS)
+
+
+# ---- reading: the one CSV reader ----
+
+def read_csv(path):
+    """(columns, rows as dicts by header name, the cut line or None) of a
+    bench CSV, read as bench_csv_read reads it:
+      - a line starting with '#' (metadata, anywhere) and an empty line are
+        skipped;
+      - the first other line is the header: columns are found by name, so a
+        folder written with fewer columns (before one was added) reads, its
+        rows without the newer keys;
+      - a last line without its newline is a row cut short by a killed run:
+        left out (returned as the third value for a warning), also when it
+        is the header (columns None then);
+      - a row whose field count is not the header's, or with a NUL byte, is
+        refused (ValueError naming the file and line).
+    Fields are split by the csv module, one line at a time: a quoted field
+    may hold commas (a file a spreadsheet saved), never a line break (bench
+    writes one row per line, and a cut row is told by its missing newline).
+    bench's own reader splits at every comma, and its writer puts none
+    inside a field (bench_csv_write turns them into ';'), so a line bench
+    wrote has the same fields here as there; the one difference is a free
+    text field that starts with '"', read here without its quote marks
+    (leniently, the csv module's default: never a refusal of a file bench
+    reads). Without a header: (None, [], cut)."""
+    with open(path, newline="", encoding="utf-8", errors="surrogateescape") as f:
+        lines = f.read().split("\n")
+    cut = lines.pop() or None  # "" after a final newline, else the row cut short
+    columns, rows = None, []
+    for no, line in enumerate(lines, 1):
+        line = line.rstrip("\r")
+        if not line or line.startswith("#"):
+            continue
+        if "\0" in line:  # refused, as bench refuses it
+            raise ValueError(f"{path}:{no}: a NUL byte: not a text file")
+        try:
+            fields = next(csv.reader([line]))
+        except csv.Error as e:  # a field over the csv module's size limit
+            raise ValueError(f"{path}:{no}: {e}") from None
+        if columns is None:
+            columns = fields
+            continue
+        if len(fields) != len(columns):
+            raise ValueError(f"{path}:{no}: {len(fields)} fields, the header has {len(columns)}")
+        rows.append(dict(zip(columns, fields)))
+    return columns, rows, cut
+
+
+def read_rows(path):
+    """(columns, rows as dicts by header name) of a bench CSV (read_csv's
+    rules; a row cut short left out); (None, []) without a header"""
+    columns, rows, _ = read_csv(path)
+    return columns, rows
+
+
+def read_header(path):
+    """the columns of a bench CSV's header, or None when it has none
+    (metadata only: the run died before writing it)"""
+    return read_csv(path)[0]
+
+
+def check_header(columns, path):
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    if missing:
+        raise ValueError(f"{path}: its header lacks the column(s) {', '.join(missing)}: "
+                         "not a duograd bench CSV, no rows appended")
+
+
+# ---- writing: rows as bench_csv_write writes them ----
+
+def csv_field(v):
+    """One field as bench/writers/csv.c writes it: numbers %.6g (NaN when
+    not finite), text with commas as ';' and control characters as ' '.
+    Never quoted: bench's reader splits at every comma."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "%.6g" % v if math.isfinite(v) else "NaN"
+    return "".join(";" if c == "," else " " if ord(c) < 0x20 or ord(c) == 0x7F else c for c in str(v))
+
+
+def format_row(row, columns):
+    """row (a dict by column name) as one line in columns' order; a column the
+    row lacks is left empty, a field the header lacks is dropped."""
+    return ",".join(csv_field(row.get(c)) for c in columns) + "\n"
+
+
+def date_line():
+    """the metadata line of when the rows were made, in UTC"""
+    return "date: " + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class CsvOut:
+    """A result file the peer's rows go to, flushed one by one. An existing
+    file is appended to in its own header's column order (after a '# LABEL:'
+    line with the metadata: '#' lines between rows are skipped by bench's
+    reader and by gnuplot), its row cut short dropped first; a file with
+    metadata only gets `columns` (default COLUMNS) as its header; a missing
+    or empty file is created with the metadata lines and that header.
+    ValueError, before anything is written, for a header without a column
+    bench requires. prog names the peer in warnings."""
+
+    def __init__(self, path, meta_lines, prog, label="torch peer rows", columns=None):
+        self.path, self.prog = path, prog
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            self.columns = read_header(path)
+            header = self.columns is None  # metadata only: the sweep died before its header
+            if header:
+                self.columns = list(columns or COLUMNS)
+            check_header(self.columns, path)  # before anything is written
+            self._drop_cut_row()
+            self.f = open(path, "a")
+            if header:
+                self.f.write(",".join(self.columns) + "\n")
+            self.f.write(f"# {label}: " + "; ".join(meta_lines) + "\n")
+        else:
+            self.columns = list(columns or COLUMNS)
+            check_header(self.columns, path)
+            self.f = open(path, "w")
+            self.f.write("".join(f"# {m}\n" for m in meta_lines) + ",".join(self.columns) + "\n")
+        self.f.flush()
+
+    def _drop_cut_row(self):
+        """A last line without its newline is a row cut short (bench's reader
+        skips it); appending after it would make it a malformed line."""
+        with open(self.path, "rb+") as f:
+            data = f.read()
+            if data and not data.endswith(b"\n"):
+                print(f"{self.prog}: warning: {self.path}: incomplete last line dropped", file=sys.stderr)
+                f.truncate(data.rfind(b"\n") + 1)
+
+    def write(self, row):
+        self.f.write(format_row(row, self.columns))
+        self.f.flush()
+
+    def close(self):
+        self.f.close()
+
+
+# ---- timing: bench/runner/timing.c's rules ----
+
+def summarize(ms):
+    """median, min, max and cv_pct of the run times in ms; the CV with the
+    sample standard deviation (n - 1), as bench_stats_of computes it"""
+    v = sorted(ms)
+    n = len(v)
+    median = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+    mean = sum(v) / n
+    var = sum((x - mean) ** 2 for x in v) / (n - 1) if n > 1 else 0.0
+    return median, v[0], v[-1], 100.0 * math.sqrt(var) / mean if mean > 0 else 0.0
+
+
+class Timing:
+    """bench_timing: warm-up runs until `warmup` runs and `warmup_time` s;
+    timed runs until `reps` runs and `min_time` s of their times, at most
+    `max_reps`; above `max_cv` % measured again, at most `retries` times.
+    `row_time`, which bench has not: at most this many seconds of wall
+    clock for the timed runs of one attempt (None: no bound)."""
+
+    def __init__(self, warmup=2, warmup_time=0.0, reps=5, min_time=0.1, max_reps=10000, max_cv=MAX_CV_PCT,
+                 retries=2, row_time=None):
+        self.warmup, self.warmup_time, self.reps, self.min_time = warmup, warmup_time, reps, min_time
+        self.max_reps, self.max_cv, self.retries = max(max_reps, reps), max_cv, retries
+        self.row_time = row_time
+
+
+def time_reps(run, t, warm_ms):
+    """timed runs (run() returns one run's ms) until t.reps and t.min_time,
+    or t.max_reps (capped), or t.row_time (cut); a warm-up run longer than
+    the whole time budget makes 3 runs enough, as bench/runner/timing.c"""
+    long_run = t.min_time > 0 and warm_ms > 1e3 * t.min_time
+    min_reps = 3 if long_run and t.reps > 3 else t.reps
+    ms, total, t0, cut = [], 0.0, time.perf_counter(), False
+    while len(ms) < t.max_reps and (len(ms) < min_reps or total < 1e3 * t.min_time):
+        if ms and t.row_time is not None and time.perf_counter() - t0 > t.row_time:
+            cut = True
+            break
+        ms.append(run())
+        total += ms[-1]
+    med, lo, hi, cv = summarize(ms)
+    return dict(ms=ms, reps=len(ms), median=med, min=lo, max=hi, cv=cv, cut=cut,
+                capped=len(ms) == t.max_reps and total < 1e3 * t.min_time)
+
+
+def measure(run, t, sync=None):
+    """bench_time: warm-up (a count and a time), sync(), then timed runs; a
+    measurement whose CV is above t.max_cv is taken again up to t.retries
+    times, keeping the steadiest. The garbage collector is off meanwhile,
+    as timeit has it: its pauses would be the collector's time, not the
+    run's. Returns time_reps' dict with warmup and retries added."""
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        warm, warm_ms, t0 = 0, 0.0, time.perf_counter()
+        while warm < t.warmup or time.perf_counter() - t0 < t.warmup_time:
+            warm_ms = run()
+            warm += 1
+        if sync:
+            sync()
+        best, retries = time_reps(run, t, warm_ms), 0
+        while t.max_cv > 0 and best["cv"] > t.max_cv and retries < t.retries:
+            again = time_reps(run, t, warm_ms)
+            retries += 1
+            if again["cv"] < best["cv"]:
+                best = again
+    finally:
+        if gc_was_on:
+            gc.enable()
+    best.update(warmup=warm, retries=retries)
+    return best
+
+
+def host_ms(fn):
+    """one call of fn by the host clock, in ms: a run for measure() of
+    work that is done when fn returns"""
+    t0 = time.perf_counter()
+    fn()
+    return 1e3 * (time.perf_counter() - t0)
+
+
+def repeat(fn, min_count, min_seconds, max_count=None):
+    """calls fn() until both min_count calls and min_seconds of wall clock
+    are done, at most max_count: for work whose times are known only later
+    (GPU events not waited for between runs). Returns the number of calls."""
+    n, t0 = 0, time.perf_counter()
+    while (n < min_count or time.perf_counter() - t0 < min_seconds) and (max_count is None or n < max_count):
+        fn()
+        n += 1
+    return n
+
+
+# ---- the options the peers share ----
+
+def out_arg(ap, help):
+    ap.add_argument("--out", required=True, metavar="DIR", help=help)
+
+
+def int_list(lo=1, hi=None):
+    """argparse type: a comma-separated list of integers in [lo, hi]"""
+    def parse(text):
+        try:
+            v = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            v = []
+        if not v or min(v) < lo or (hi is not None and max(v) > hi):
+            raise argparse.ArgumentTypeError(f"'{text}': a comma-separated list of integers {lo} to {hi}"
+                                             if hi is not None else
+                                             f"'{text}': a comma-separated list of integers >= {lo}")
+        return v
+    return parse
+
+
+def bounded(kind, lo, hi):
+    """argparse type: one int or float in [lo, hi] (NaN refused)"""
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not lo <= v <= hi or (kind is float and math.isnan(v)):
+            raise argparse.ArgumentTypeError(f"'{text}': {lo} to {hi}")
+        return v
+    return parse
+
+
+def timing_args(ap, max_reps=10000, warmup_time=False, retries=False):
+    """bench's timing options with bench's defaults (max_reps: the peer's);
+    --warmup-time and --retries where the peer takes them"""
+    ap.add_argument("--warmup", type=bounded(int, 0, 1000), default=2, metavar="N",
+                    help="untimed runs first (default 2)")
+    if warmup_time:
+        ap.add_argument("--warmup-time", type=bounded(float, 0, 60), default=0.0, metavar="S",
+                        help="and at least S seconds of them (default 0)")
+    ap.add_argument("--reps", type=bounded(int, 1, 100000), default=5, metavar="N",
+                    help="at least N timed runs (default 5)")
+    ap.add_argument("--min-time", type=bounded(float, 0, 3600), default=0.1, metavar="S",
+                    help="and at least S seconds of them (default 0.1)")
+    ap.add_argument("--max-reps", type=bounded(int, 1, 1000000), default=max_reps, metavar="N",
+                    help=f"at most N timed runs (default {max_reps})")
+    ap.add_argument("--max-cv", type=bounded(float, 0, 1000), default=MAX_CV_PCT, metavar="PCT",
+                    help="a row above it is " + ("measured again, then " if retries else "") +
+                         f"'noisy' (default {MAX_CV_PCT:g})")
+    if retries:
+        ap.add_argument("--retries", type=bounded(int, 0, 10), default=2, metavar="N",
+                        help="more measurements of a noisy row (default 2)")
+
+
+def check_timing_args(ap, a):
+    """refuses --max-reps below --reps (argparse's exit status 2)"""
+    if a.max_reps < a.reps:
+        ap.error(f"--max-reps {a.max_reps} is below --reps {a.reps}")
+
+
+def timing_of(a, row_time=None):
+    """the Timing of parsed timing_args"""
+    return Timing(a.warmup, getattr(a, "warmup_time", 0.0), a.reps, a.min_time, a.max_reps, a.max_cv,
+                  getattr(a, "retries", 0), row_time)
