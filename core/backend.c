@@ -4,7 +4,9 @@
 #include "clock_internal.h"
 #include "status_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 dg_backend *dg__backend_new(const dg_backend_i *iface, void *ctx) {
     if (!iface || iface->version != DG_BACKEND_IFACE_VERSION) {
@@ -68,6 +70,34 @@ dg_status dg_backend_download(dg_backend *be, void *dst, const void *src, size_t
 size_t dg_backend_scratch_bytes(const dg_backend *be, const dg_node *n) {
     if (!be || !n) return 0;
     return be->iface->scratch_bytes ? be->iface->scratch_bytes(be, n) : dg_node_scratch_bytes(n);
+}
+
+size_t dg_backend_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
+    if (!be || !n) return 0;
+    return be->iface->step_scratch_bytes ? be->iface->step_scratch_bytes(be, n, flags) : dg_backend_scratch_bytes(be, n);
+}
+
+dg_status dg_backend_step_impl(const dg_backend *be, const dg_node *node, unsigned flags, char *buf, size_t n) {
+    if (!be) return null_arg("dg_backend_step_impl", "backend");
+    if (node && (!buf || n == 0))
+        return dg__fail(DG_ERR_INVALID, "dg_backend_step_impl: %s", buf ? "a buffer of 0 bytes" : "NULL buf");
+    if ((unsigned)DG_STEP_GEMM(flags) >= DG_GEMM_COUNT || (unsigned)DG_STEP_CONV(flags) >= DG_CONV_COUNT)
+        return dg__fail(DG_ERR_INVALID, "dg_backend_step_impl: flags 0x%x name no GEMM or convolution choice", flags);
+    char name[64];
+    if (!be->iface->step_impl) {
+        if (DG_STEP_GEMM(flags) != DG_GEMM_DEFAULT || DG_STEP_CONV(flags) != DG_CONV_DEFAULT)
+            return dg__fail(DG_ERR_UNSUPPORTED, "%s backend: no GEMM or convolution implementation to choose",
+                            dg_backend_name(be));
+        snprintf(name, sizeof name, "%s", dg_backend_name(be));
+    } else {
+        dg_status st = be->iface->step_impl(be, node, flags, name, sizeof name);
+        if (st != DG_OK || !node) return st;
+    }
+    if (!node) return DG_OK;
+    size_t len = strlen(name);
+    snprintf(buf, n, "%s", name);
+    return len < n ? DG_OK
+                   : dg__fail(DG_ERR_INVALID, "dg_backend_step_impl: '%s' needs %zu bytes, %zu given", name, len + 1, n);
 }
 
 dg_status dg_backend_host_alloc(dg_backend *be, size_t bytes, void **out) {

@@ -28,12 +28,55 @@ typedef struct dg_step {
                                               row marks input i as written in place;
                                               NULL elsewhere                       */
     unsigned       flags;                  /* DG_STEP_*, from the plan's options   */
-    void          *scratch;                /* dg_node_scratch_bytes(node) of working
-                                              memory for this step only (NULL when
-                                              0, or from dg_step_of)               */
+    void          *scratch;                /* dg_backend_step_scratch_bytes(node) of
+                                              working memory for this step only
+                                              (NULL when 0, or from dg_step_of)    */
 } dg_step;
 
 #define DG_STEP_TF32 1u /* matmul may use TF32 tensor cores */
+
+/* Which implementation a plan asks for its matmuls (and the GEMMs inside a
+ * CPU convolution): one of the choices every backend names the same way.
+ * DEFAULT: the backend's default (dg_cpu_set_gemm / dg_gpu_set_gemm, at
+ * the time a step runs; OpenBLAS and cuBLAS unless set). */
+typedef enum dg_gemm_impl {
+    DG_GEMM_DEFAULT,
+    DG_GEMM_VENDOR, /* the vendor library: OpenBLAS on the CPU, cuBLAS on the GPU */
+    DG_GEMM_OWN,    /* the project's kernels: the CPU's blocked OpenMP sgemm, the
+                       GPU's tiled kernel (its own TF32 tensor-core kernels when
+                       the plan allows TF32)                                   */
+    DG_GEMM_NAIVE,  /* the reference kernels: a triple loop, a thread per entry */
+    DG_GEMM_COUNT,
+} dg_gemm_impl;
+
+/* Which implementation a plan asks for its convolutions (conv2d and its
+ * two backward ops). DEFAULT: the backend's default (dg_cpu_set_conv /
+ * dg_gpu_set_conv, at the time a step runs; unless set, the CPU's measured
+ * choice per layer and the GPU's implicit GEMM). The others name one
+ * strategy, each offered by one backend (cpu_backend.h, gpu_backend.h);
+ * a plan that asks a backend for one it does not offer is refused with
+ * DG_ERR_UNSUPPORTED. Where a strategy cannot run a node (one image, one
+ * thread, 32-bit indexing overflowed, ...) the backend runs its fallback:
+ * dg_plan_node_impl says which. */
+typedef enum dg_conv_impl {
+    DG_CONV_DEFAULT,
+    DG_CONV_IM2COL,          /* im2col + GEMMs in passes of images (CPU: DG_CPU_CONV_PASSES;
+                                GPU: DG_GPU_CONV_IM2COL, cuBLAS)                       */
+    DG_CONV_IM2COL_BATCH,    /* CPU: OpenMP over the batch (DG_CPU_CONV_BATCH)          */
+    DG_CONV_SHIFT,           /* CPU: shifted taps, no im2col (DG_CPU_CONV_SHIFT)        */
+    DG_CONV_IM2COL_CHANNELS, /* CPU: the weight's gradient by input channels
+                                (DG_CPU_CONV_CHANNELS)                                  */
+    DG_CONV_IMPLICIT,        /* GPU: the implicit-GEMM kernels (DG_GPU_CONV_IMPLICIT)   */
+    DG_CONV_COUNT,
+} dg_conv_impl;
+
+/* The plan's choices travel in every step's flags beside DG_STEP_TF32
+ * (dg_step_flags makes them from a plan's options): 4 bits each. */
+#define DG_STEP_GEMM_SHIFT 8
+#define DG_STEP_CONV_SHIFT 12
+#define DG_STEP_IMPL_MASK  0xFu
+#define DG_STEP_GEMM(flags) ((dg_gemm_impl)((unsigned)(flags) >> DG_STEP_GEMM_SHIFT & DG_STEP_IMPL_MASK))
+#define DG_STEP_CONV(flags) ((dg_conv_impl)((unsigned)(flags) >> DG_STEP_CONV_SHIFT & DG_STEP_IMPL_MASK))
 
 typedef struct dg_backend dg_backend;
 /* A point in a backend's stream of work (a CUDA event on the GPU, the
@@ -75,6 +118,17 @@ size_t      dg_backend_n_allocs(const dg_backend *be);
  * algorithm needs another amount (the GPU's implicit-GEMM convolutions need
  * no im2col columns). 0 for a NULL backend or node. */
 size_t      dg_backend_scratch_bytes(const dg_backend *be, const dg_node *n);
+/* The same for a step that carries `flags` (DG_STEP_*: the plan's GEMM and
+ * convolution choices), as a plan with those options reserves it. */
+size_t      dg_backend_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags);
+/* The implementation the backend runs n's step with under `flags`: a short
+ * name into buf ("cpu-openblas", "cpu-im2col-chan", "gpu-implicit",
+ * "gpu-cublas-tf32"; an op with one implementation: the backend's name,
+ * "cpu" or "gpu"). DG_ERR_UNSUPPORTED where flags ask for a choice the
+ * backend does not offer; DG_ERR_INVALID for a NULL backend or buf, n == 0
+ * or a name longer than buf holds (it is cut there). node NULL: only
+ * whether the backend offers the choices (buf may then be NULL). */
+dg_status   dg_backend_step_impl(const dg_backend *be, const dg_node *node, unsigned flags, char *buf, size_t n);
 /* Data parallelism: joins n >= 2 backends of one kind, one per device, into
  * a group whose plans' all_reduce nodes average over the group (the same
  * graph planned on each; dg_dp_new does this). For the life of the

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define DG_BACKEND_IFACE_VERSION 5
+#define DG_BACKEND_IFACE_VERSION 6
 
 typedef struct dg_backend_i {
     int          version;   /* DG_BACKEND_IFACE_VERSION the backend was written for */
@@ -54,6 +54,20 @@ typedef struct dg_backend_i {
      * dg_node_scratch_bytes(n), what the portable algorithms need (the im2col
      * columns of a convolution). */
     size_t      (*scratch_bytes)(const dg_backend *be, const dg_node *n);
+    /* Version 6. The plan's GEMM and convolution choices travel in each
+     * step's flags (DG_STEP_GEMM, DG_STEP_CONV); DEFAULT is the backend's own
+     * setting when the step runs.
+     * step_scratch_bytes: scratch_bytes for a step carrying flags; optional:
+     * NULL means scratch_bytes (the working memory does not depend on the
+     * choices).
+     * step_impl: the short name of the implementation n's step runs with
+     * under flags into buf (size > 0; the core checks the arguments and
+     * that the name fits), or DG_ERR_UNSUPPORTED with a message for a choice
+     * the backend does not offer; n NULL: only that check. Optional: NULL
+     * means DEFAULT is the only choice and every step is named by the
+     * backend's name. */
+    size_t      (*step_scratch_bytes)(const dg_backend *be, const dg_node *n, unsigned flags);
+    dg_status   (*step_impl)(const dg_backend *be, const dg_node *n, unsigned flags, char *buf, size_t size);
 } dg_backend_i;
 
 struct dg_backend {

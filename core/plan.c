@@ -188,42 +188,48 @@ static dg_status plan_fail(dg_plan *p, dg_status st) {
     return st;
 }
 
-dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const *outputs, int n_out,
-                      const dg_plan_opts *opts) {
-    if (!out) return dg__fail(DG_ERR_INVALID, "dg_plan_new: NULL out");
-    *out = NULL;
-    if (!g || !be || !outputs)
-        return dg__fail(DG_ERR_INVALID, "dg_plan_new: NULL %s", !g ? "graph" : !be ? "backend" : "outputs");
-    if (n_out < 1) return dg__fail(DG_ERR_INVALID, "dg_plan_new: %d outputs (at least 1)", n_out);
-    if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "dg_plan_new");
-    const dg_plan_opts o = opts ? *opts : (dg_plan_opts){0};
-    if (o.share_leaves && (o.share_leaves->g != g || o.share_leaves->be != be))
-        return dg__fail(DG_ERR_INVALID, "dg_plan_new: share_leaves must be a plan of the same graph and backend");
+unsigned dg_step_flags(const dg_plan_opts *o) {
+    if (!o) return 0u;
+    return (o->tf32 ? DG_STEP_TF32 : 0u) | ((unsigned)o->gemm & DG_STEP_IMPL_MASK) << DG_STEP_GEMM_SHIFT |
+           ((unsigned)o->conv & DG_STEP_IMPL_MASK) << DG_STEP_CONV_SHIFT;
+}
 
-    dg_plan *p = calloc(1, sizeof *p);
-    if (!p) return dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory");
-    p->g = g;
-    p->be = be;
-    p->opts = o;
-    int n = p->graph_size = dg_graph_size(g);
-    p->data = calloc((size_t)n, sizeof *p->data);
-    p->owned_leaf = calloc((size_t)n, sizeof *p->owned_leaf);
-    bool *needed = calloc((size_t)n, sizeof *needed);
-    int *last = malloc((size_t)n * sizeof *last);
-    p->steps = calloc((size_t)n, sizeof *p->steps);
-    p->bufs = calloc(2 * (size_t)n, sizeof *p->bufs); /* a node, or a node and its scratch */
-    dg_status st = DG_OK;
-    if (!p->data || !p->owned_leaf || !needed || !last || !p->steps || !p->bufs) {
-        st = dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory for %d nodes", n);
-        goto done;
-    }
+/* The arguments dg_plan_new and dg_plan_estimate share, checked alike. */
+static dg_status check_args(const char *fn, const dg_graph *g, const dg_backend *be, bool need_be,
+                            dg_node *const *outputs, int n_out, const dg_plan_opts *o) {
+    if (!g || (need_be && !be) || !outputs)
+        return dg__fail(DG_ERR_INVALID, "%s: NULL %s", fn, !g ? "graph" : !outputs ? "outputs" : "backend");
+    if (n_out < 1) return dg__fail(DG_ERR_INVALID, "%s: %d outputs (at least 1)", fn, n_out);
+    if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, fn);
+    if (o->share_leaves && (o->share_leaves->g != g || (be && o->share_leaves->be != be)))
+        return dg__fail(DG_ERR_INVALID, "%s: share_leaves must be a plan of the same graph and backend", fn);
+    if ((unsigned)o->gemm >= DG_GEMM_COUNT || (unsigned)o->conv >= DG_CONV_COUNT)
+        return dg__fail(DG_ERR_INVALID, "%s: unknown %s implementation %d", fn,
+                        (unsigned)o->gemm >= DG_GEMM_COUNT ? "GEMM" : "convolution",
+                        (unsigned)o->gemm >= DG_GEMM_COUNT ? (int)o->gemm : (int)o->conv);
+    /* a choice the backend does not offer: refused before anything is laid out */
+    if (be) return dg_backend_step_impl(be, NULL, dg_step_flags(o), NULL, 0);
+    return DG_OK;
+}
+
+/* The plan without its memory: which nodes the outputs need, their
+ * liveness, the leaves this plan owns, the arena's buffers placed, the
+ * stats and the step count; every step's op checked against the backend
+ * (p->be NULL: none in particular). What dg_plan_new allocates and what
+ * dg_plan_estimate reports both come from here. p->g, p->be, p->opts set;
+ * the arrays allocated by the caller. */
+static dg_status plan_layout(dg_plan *p, dg_node *const *outputs, int n_out, bool *needed, int *last) {
+    dg_graph *g = p->g;
+    const dg_backend *be = p->be;
+    const dg_plan_opts o = p->opts;
+    const unsigned flags = dg_step_flags(&o);
+    const int n = p->graph_size;
+    dg_status st;
 
     /* needed: everything the outputs depend on (inputs have smaller ids) */
     for (int i = 0; i < n_out; i++) {
-        if (!dg__graph_owns(g, outputs[i])) {
-            st = dg__fail(DG_ERR_INVALID, "dg_plan_new: output %d is not a node of this graph", i);
-            goto done;
-        }
+        if (!dg__graph_owns(g, outputs[i]))
+            return dg__fail(DG_ERR_INVALID, "dg_plan_new: output %d is not a node of this graph", i);
         needed[outputs[i]->id] = true;
     }
     for (int id = n - 1; id >= 0; id--) {
@@ -235,7 +241,7 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         const dg_node *x = dg_graph_node(g, id);
         for (int j = 0; j < x->n_side && needed[id]; j++) needed[x->side[j]->id] = true;
     }
-    if ((st = check_in_place(g, needed)) != DG_OK) goto done;
+    if ((st = check_in_place(g, needed)) != DG_OK) return st;
 
     /* liveness: last step reading each storage root */
     for (int id = 0; id < n; id++) last[id] = id;
@@ -271,7 +277,8 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         persist = align_up(persist + dg_node_bytes(x));
     }
     /* arena buffers: computed storage roots in step order, each node's side
-     * outputs right after it (live from the owner's step, which writes them) */
+     * outputs right after it (live from the owner's step, which writes them),
+     * then its scratch for the plan's choices */
     for (int id = 0; id < n; id++) {
         const dg_node *x = dg_graph_node(g, id);
         if (!needed[id] || x->op == DG_OP_LEAF || x->op == DG_OP_SIDE_OUTPUT || x->view_of) continue;
@@ -280,16 +287,101 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
             const dg_node *sd = x->side[j];
             p->bufs[p->n_bufs++] = (dg_plan_buffer){sd->id, 0, dg_node_bytes(sd), id, last[sd->id], false};
         }
-        size_t scratch = dg_backend_scratch_bytes(be, x);
+        size_t scratch = be ? dg_backend_step_scratch_bytes(be, x, flags) : dg_node_scratch_bytes(x);
         if (scratch) p->bufs[p->n_bufs++] = (dg_plan_buffer){id, 0, scratch, id, id, true};
     }
     size_t arena = place_buffers(p->bufs, p->n_bufs, !o.no_reuse);
     size_t flat = 0;
     for (int i = 0; i < p->n_bufs; i++) flat = align_up(flat + p->bufs[i].bytes);
     size_t live = peak_live_bytes(p->bufs, p->n_bufs);
-    if (arena == SIZE_MAX || live == SIZE_MAX) { st = dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory"); goto done; }
-    p->stats = (dg_plan_stats){persist, arena, flat, 0, p->n_bufs, live};
+    if (arena == SIZE_MAX || live == SIZE_MAX) return dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory");
 
+    /* steps: every computed node but views and side outputs, each one the
+     * backend can run */
+    int n_steps = 0;
+    for (int id = 0; id < n; id++) {
+        const dg_node *x = dg_graph_node(g, id);
+        if (!needed[id] || x->op == DG_OP_LEAF || x->op == DG_OP_RESHAPE || x->op == DG_OP_SIDE_OUTPUT) continue;
+        if (be && !dg_backend_supports(be, x)) {
+            char sh[96];
+            return dg__fail(DG_ERR_UNSUPPORTED, "%s backend: op %s (node '%s', shape %s) is not supported",
+                            dg_backend_name(be), dg_op_name(x->op), x->name, dg_shape_str(x->shape, sh, sizeof sh));
+        }
+        n_steps++;
+    }
+    p->stats = (dg_plan_stats){persist, arena, flat, n_steps, p->n_bufs, live};
+    return DG_OK;
+}
+
+/* A plan's bookkeeping for graph g: the struct and its arrays, no memory of
+ * the backend's. NULL when out of host memory (the last error set). */
+static dg_plan *plan_alloc(dg_graph *g, dg_backend *be, const dg_plan_opts *o) {
+    dg_plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory");
+        return NULL;
+    }
+    p->g = g;
+    p->be = be;
+    p->opts = *o;
+    int n = p->graph_size = dg_graph_size(g);
+    p->data = calloc((size_t)n, sizeof *p->data);
+    p->owned_leaf = calloc((size_t)n, sizeof *p->owned_leaf);
+    p->steps = calloc((size_t)n, sizeof *p->steps);
+    p->bufs = calloc(2 * (size_t)n, sizeof *p->bufs); /* a node, or a node and its scratch */
+    if (!p->data || !p->owned_leaf || !p->steps || !p->bufs) {
+        dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory for %d nodes", n);
+        dg_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+dg_status dg_plan_estimate(dg_graph *g, const dg_backend *be, dg_node *const *outputs, int n_out,
+                           const dg_plan_opts *opts, dg_plan_stats *out) {
+    if (!out) return dg__fail(DG_ERR_INVALID, "dg_plan_estimate: NULL out");
+    *out = (dg_plan_stats){0};
+    const dg_plan_opts o = opts ? *opts : (dg_plan_opts){0};
+    dg_status st = check_args("dg_plan_estimate", g, be, false, outputs, n_out, &o);
+    if (st != DG_OK) return st;
+    /* the plan's own bookkeeping, with no backend to free memory to: the
+     * layout never touches the backend but through its const queries */
+    dg_plan *p = plan_alloc(g, NULL, &o);
+    if (!p) return DG_ERR_OOM;
+    p->be = (dg_backend *)be;
+    int n = p->graph_size;
+    bool *needed = calloc((size_t)n ? (size_t)n : 1, sizeof *needed);
+    int *last = malloc(((size_t)n ? (size_t)n : 1) * sizeof *last);
+    st = needed && last ? plan_layout(p, outputs, n_out, needed, last)
+                        : dg__fail(DG_ERR_OOM, "dg_plan_estimate: out of memory for %d nodes", n);
+    if (st == DG_OK) *out = p->stats;
+    free(needed);
+    free(last);
+    p->be = NULL; /* nothing of the backend's to release */
+    dg_plan_free(p);
+    return st;
+}
+
+dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const *outputs, int n_out,
+                      const dg_plan_opts *opts) {
+    if (!out) return dg__fail(DG_ERR_INVALID, "dg_plan_new: NULL out");
+    *out = NULL;
+    const dg_plan_opts o = opts ? *opts : (dg_plan_opts){0};
+    dg_status st = check_args("dg_plan_new", g, be, true, outputs, n_out, &o);
+    if (st != DG_OK) return st;
+
+    dg_plan *p = plan_alloc(g, be, &o);
+    if (!p) return DG_ERR_OOM;
+    int n = p->graph_size;
+    bool *needed = calloc((size_t)n ? (size_t)n : 1, sizeof *needed);
+    int *last = malloc(((size_t)n ? (size_t)n : 1) * sizeof *last);
+    if (!needed || !last) {
+        st = dg__fail(DG_ERR_OOM, "dg_plan_new: out of memory for %d nodes", n);
+        goto done;
+    }
+    if ((st = plan_layout(p, outputs, n_out, needed, last)) != DG_OK) goto done;
+
+    size_t persist = p->stats.persistent_bytes, arena = p->stats.arena_bytes;
     if (persist && (st = dg_backend_alloc(be, persist, &p->persist)) != DG_OK) goto done;
     if (arena && (st = dg_backend_alloc(be, arena, &p->arena)) != DG_OK) goto done;
 
@@ -309,17 +401,12 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         if (x->view_of) p->data[id] = p->data[storage_root(x)->id];
     }
 
-    /* steps: every computed node but views and side outputs */
+    /* steps: as plan_layout counted them, with the plan's choices */
+    unsigned flags = dg_step_flags(&o);
     for (int id = 0; id < n; id++) {
         const dg_node *x = dg_graph_node(g, id);
         if (!needed[id] || x->op == DG_OP_LEAF || x->op == DG_OP_RESHAPE || x->op == DG_OP_SIDE_OUTPUT) continue;
-        if (!dg_backend_supports(be, x)) {
-            char sh[96];
-            st = dg__fail(DG_ERR_UNSUPPORTED, "%s backend: op %s (node '%s', shape %s) is not supported",
-                          dg_backend_name(be), dg_op_name(x->op), x->name, dg_shape_str(x->shape, sh, sizeof sh));
-            goto done;
-        }
-        p->steps[p->n_steps++] = dg_step_of(x, p->data, p->opts.tf32 ? DG_STEP_TF32 : 0u);
+        p->steps[p->n_steps++] = dg_step_of(x, p->data, flags);
     }
     /* each step's scratch: its buffers follow the steps' order */
     for (int i = 0, k = 0; i < p->n_bufs; i++) {
@@ -327,7 +414,6 @@ dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const
         while (p->steps[k].node->id != p->bufs[i].node_id) k++;
         p->steps[k].scratch = (char *)p->arena + p->bufs[i].offset;
     }
-    p->stats.n_steps = p->n_steps;
     st = init_leaves(p);
 
 done:
@@ -340,7 +426,7 @@ done:
 
 void dg_plan_free(dg_plan *p) {
     if (!p) return;
-    if (p->cache && p->be->iface->cache_free) p->be->iface->cache_free(p->be, p->cache);
+    if (p->cache && p->be && p->be->iface->cache_free) p->be->iface->cache_free(p->be, p->cache);
     dg_backend_release(p->be, p->arena);
     dg_backend_release(p->be, p->persist);
     free(p->data);
@@ -442,4 +528,14 @@ const dg_step *dg_plan_steps(const dg_plan *p, int *n) {
     }
     *n = p->n_steps;
     return p->steps;
+}
+
+dg_status dg_plan_node_impl(const dg_plan *p, const dg_node *n, char *buf, size_t size) {
+    if (!p || !n || !buf)
+        return dg__fail(DG_ERR_INVALID, "dg_plan_node_impl: NULL %s", !p ? "plan" : !n ? "node" : "buf");
+    if (dg__graph_owns(p->g, n))
+        for (int i = 0; i < p->n_steps; i++)
+            if (p->steps[i].node == n) return dg_backend_step_impl(p->be, n, p->steps[i].flags, buf, size);
+    return dg__fail(DG_ERR_INVALID, "dg_plan_node_impl: node '%s' has no step in this plan (a leaf, a view, a side "
+                    "output, or not needed by its outputs)", n->name);
 }

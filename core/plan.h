@@ -33,6 +33,15 @@ typedef struct dg_plan_opts {
                                       can capture the plan once and replay it
                                       (CUDA graphs)                           */
     bool           tf32;           /* matmuls may use TF32 tensor cores       */
+    dg_gemm_impl   gemm;           /* the matmuls' implementation (backend.h);
+                                      DEFAULT: the backend's setting          */
+    dg_conv_impl   conv;           /* the convolutions' implementation;
+                                      DEFAULT: the backend's setting. A
+                                      choice the backend does not offer is
+                                      refused (DG_ERR_UNSUPPORTED). Plans of
+                                      different choices share a backend: each
+                                      step runs with its own plan's choice,
+                                      and its scratch is reserved for it      */
 } dg_plan_opts;
 
 typedef struct dg_plan_stats {
@@ -60,6 +69,11 @@ typedef struct dg_plan_buffer {
     bool   scratch;
 } dg_plan_buffer;
 
+/* The flags every step of a plan with options o carries (DG_STEP_TF32,
+ * the GEMM and convolution choices): for a step made by hand
+ * (dg_step_of) that should run as the plan's would. 0 for NULL. */
+unsigned  dg_step_flags(const dg_plan_opts *o);
+
 dg_status dg_plan_new(dg_plan **out, dg_graph *g, dg_backend *be, dg_node *const *outputs, int n_out,
                       const dg_plan_opts *opts);
 void      dg_plan_free(dg_plan *p);
@@ -80,6 +94,26 @@ void     *dg_plan_data(const dg_plan *p, const dg_node *n);
  * for NULL or a node of another graph. */
 bool                  dg_plan_has(const dg_plan *p, const dg_node *n);
 dg_plan_stats         dg_plan_stats_get(const dg_plan *p);
+/* A dry run of dg_plan_new: *out gets the dg_plan_stats that a plan of the
+ * same arguments would report (persistent and arena bytes, peak live
+ * bytes, steps, buffers), by the same liveness and placement, without
+ * allocating backend memory or initialising leaves (host memory: the
+ * layout's bookkeeping only). be: the backend the plan is meant for (its
+ * scratch per step, the ops it supports, the choices it offers), or NULL
+ * for none in particular: every op supported and the portable algorithms'
+ * scratch (dg_node_scratch_bytes; a GPU's implicit convolutions need less).
+ * Refuses what dg_plan_new refuses, with the same status; *out zeroed
+ * then. */
+dg_status             dg_plan_estimate(dg_graph *g, const dg_backend *be, dg_node *const *outputs, int n_out,
+                                       const dg_plan_opts *opts, dg_plan_stats *out);
+/* The implementation n's step runs with in this plan: a short name into
+ * buf (dg_backend_step_impl: "cpu-openblas", "cpu-im2col-chan",
+ * "gpu-implicit", ...), for the plan's own choices, whatever other plans
+ * or the backend's settings say (a DEFAULT choice: the backend's setting
+ * now). DG_ERR_INVALID for NULL arguments, a node the plan holds no step
+ * for (leaves, views, side outputs, nodes not planned) or a buf too
+ * small. */
+dg_status             dg_plan_node_impl(const dg_plan *p, const dg_node *n, char *buf, size_t size);
 /* Whether the backend holds a captured graph of the plan (a replay plan
  * that has run once): dg_plan_run then only launches it, with no host-side
  * work per node (data parallelism then launches every replica from one

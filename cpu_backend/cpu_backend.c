@@ -76,18 +76,55 @@ static void sgemm(const cpu_ctx *c, dg_cpu_gemm impl, bool ta, bool tb, int m, i
     }
 }
 
-static void cpu_matmul(const cpu_ctx *c, const dg_step *s) {
+/* The step's sgemm: its plan's choice (DG_STEP_GEMM), or the backend's
+ * setting for DEFAULT. -1 for a choice this backend does not offer. */
+static int step_gemm(const cpu_ctx *c, unsigned flags) {
+    switch (DG_STEP_GEMM(flags)) {
+    case DG_GEMM_DEFAULT: return (int)c->gemm;
+    case DG_GEMM_VENDOR:  return DG_CPU_GEMM_OPENBLAS;
+    case DG_GEMM_OWN:     return DG_CPU_GEMM_OWN;
+    case DG_GEMM_NAIVE:   return DG_CPU_GEMM_NAIVE;
+    case DG_GEMM_COUNT:   break;
+    }
+    return -1;
+}
+
+/* The step's convolution strategy, as step_gemm: -1 for the GPU's implicit
+ * GEMM (and anything else the CPU does not have) */
+static int step_conv(const cpu_ctx *c, unsigned flags) {
+    switch (DG_STEP_CONV(flags)) {
+    case DG_CONV_DEFAULT:         return (int)c->conv;
+    case DG_CONV_IM2COL:          return DG_CPU_CONV_PASSES;
+    case DG_CONV_IM2COL_BATCH:    return DG_CPU_CONV_BATCH;
+    case DG_CONV_SHIFT:           return DG_CPU_CONV_SHIFT;
+    case DG_CONV_IM2COL_CHANNELS: return DG_CPU_CONV_CHANNELS;
+    case DG_CONV_IMPLICIT:
+    case DG_CONV_COUNT:           break;
+    }
+    return -1;
+}
+
+static dg_status refuse_choice(const cpu_ctx *c, unsigned flags) {
+    if (step_gemm(c, flags) < 0)
+        return dg__fail(DG_ERR_UNSUPPORTED, "cpu backend: no GEMM implementation %d", (int)DG_STEP_GEMM(flags));
+    return dg__fail(DG_ERR_UNSUPPORTED, "cpu backend: convolution implementation %d is not one of the CPU's (the "
+                    "implicit GEMM is the GPU's)", (int)DG_STEP_CONV(flags));
+}
+
+static void cpu_matmul(const cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
     dg_gemm_dims d = dg_gemm_dims_of(s->node);
     for (int i = 0; i < d.batch; i++)
-        sgemm(c, c->gemm, d.ta, d.tb, d.m, d.n, d.k, (const float *)s->in[0] + i * d.stride_a, d.lda,
+        sgemm(c, impl, d.ta, d.tb, d.m, d.n, d.k, (const float *)s->in[0] + i * d.stride_a, d.lda,
               (const float *)s->in[1] + i * d.stride_b, d.ldb, (float *)s->out + i * d.stride_c, d.ldc, false);
 }
 
-/* sgemm above with this backend's choice, as the convolution kernels call it */
+/* sgemm above with the step's choice, as the convolution kernels call it */
+typedef struct step_blas { const cpu_ctx *c; dg_cpu_gemm impl; } step_blas;
+
 static void selected_sgemm(const void *ctx, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
                            const float *B, int ldb, float *C, int ldc, bool accumulate) {
-    const cpu_ctx *c = ctx;
-    sgemm(c, c->gemm, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, accumulate);
+    const step_blas *b = ctx;
+    sgemm(b->c, b->impl, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 /* Whether `impl` may be called from every thread of a parallel region at
@@ -105,18 +142,48 @@ static bool sgemm_serial_in_parallel(dg_cpu_gemm impl) {
     return false;
 }
 
-/* conv2d and its two backward ops, with the selected sgemm and strategy */
-static dg_status cpu_conv(const cpu_ctx *c, const dg_step *s) {
-    const dg_cpu_blas blas = {selected_sgemm, c, sgemm_serial_in_parallel(c->gemm)};
+/* conv2d and its two backward ops, with the step's sgemm and strategy */
+static dg_status cpu_conv(const cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_conv conv, const dg_step *s) {
+    const step_blas b = {c, gemm};
+    const dg_cpu_blas blas = {selected_sgemm, &b, sgemm_serial_in_parallel(gemm)};
     switch (s->node->op) {
-    case DG_OP_CONV2D:               return dg__cpu_conv2d(s, &blas, c->conv);
-    case DG_OP_CONV2D_BACKWARD_DATA: return dg__cpu_conv2d_backward_data(s, &blas, c->conv);
-    default:                         return dg__cpu_conv2d_backward_weight(s, &blas, c->conv);
+    case DG_OP_CONV2D:               return dg__cpu_conv2d(s, &blas, conv);
+    case DG_OP_CONV2D_BACKWARD_DATA: return dg__cpu_conv2d_backward_data(s, &blas, conv);
+    default:                         return dg__cpu_conv2d_backward_weight(s, &blas, conv);
     }
 }
 
+/* What n's step runs as under flags (dg_backend_step_impl): the matmul's
+ * sgemm, the convolution's strategy on the backend's threads with the
+ * step's sgemm, the backend's name for every other op. */
+static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned flags, char *buf, size_t size) {
+    const cpu_ctx *c = ctx_of(be);
+    int gemm = step_gemm(c, flags), conv = step_conv(c, flags);
+    if (gemm < 0 || conv < 0) return refuse_choice(c, flags);
+    if (!n) return DG_OK;
+    const char *name = "cpu";
+    switch (n->op) {
+    case DG_OP_MATMUL:
+        name = gemm == DG_CPU_GEMM_OPENBLAS ? "cpu-openblas" : gemm == DG_CPU_GEMM_OWN ? "cpu-own" : "cpu-naive";
+        break;
+    case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: {
+        dg_conv_dims d = dg_conv_dims_of(n);
+        name = dg__cpu_conv_run_name(dg__cpu_conv_strategy(&d, n->op, (dg_cpu_conv)conv,
+                                                           sgemm_serial_in_parallel((dg_cpu_gemm)gemm), c->threads,
+                                                           NULL));
+        break;
+    }
+    default: break;
+    }
+    snprintf(buf, size, "%s", name);
+    return DG_OK;
+}
+
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
-    apply_threads(ctx_of(be));
+    const cpu_ctx *c = ctx_of(be);
+    int gemm = step_gemm(c, s->flags), conv = step_conv(c, s->flags);
+    if (gemm < 0 || conv < 0) return refuse_choice(c, s->flags);
+    apply_threads(c);
     switch (s->node->op) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
@@ -127,7 +194,7 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
     case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
         dg__cpu_unary_backward(s); break;
-    case DG_OP_MATMUL:       cpu_matmul(ctx_of(be), s); break;
+    case DG_OP_MATMUL:       cpu_matmul(c, (dg_cpu_gemm)gemm, s); break;
     case DG_OP_PERMUTE:      dg__cpu_permute(s); break;
     case DG_OP_RESHAPE:      break; /* a view: nothing to compute */
     case DG_OP_ALL_REDUCE:   /* no group on the CPU: one replica, its own mean */
@@ -146,7 +213,7 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
         dg__cpu_update(s); break;
     case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
-        return cpu_conv(ctx_of(be), s);
+        return cpu_conv(c, (dg_cpu_gemm)gemm, (dg_cpu_conv)conv, s);
     case DG_OP_MAX_POOL2D:             dg__cpu_max_pool2d(s); break;
     case DG_OP_MAX_POOL2D_BACKWARD:    dg__cpu_max_pool2d_backward(s); break;
     case DG_OP_AVG_POOL2D:             dg__cpu_avg_pool2d(s); break;
@@ -202,6 +269,8 @@ static const dg_backend_i cpu_iface = {
     /* .host_alloc = */ NULL,
     /* .host_free  = */ NULL,
     /* .scratch_bytes = */ NULL, /* dg_node_scratch_bytes: im2col columns */
+    /* .step_scratch_bytes = */ NULL, /* the same columns whatever the strategy */
+    /* .step_impl  = */ cpu_step_impl,
 };
 
 dg_status dg_cpu_backend_new(dg_backend **out, int threads) {

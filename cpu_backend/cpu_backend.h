@@ -59,6 +59,13 @@ typedef enum dg_cpu_conv {
  * backend applies its count to OpenMP and OpenBLAS whenever it runs work. */
 dg_status dg_cpu_backend_new(dg_backend **out, int threads);
 int       dg_cpu_threads(const dg_backend *be);
+/* The backend's defaults: what the steps of a plan that leaves its choice
+ * at DG_GEMM_DEFAULT / DG_CONV_DEFAULT (dg_plan_opts) run with, read when
+ * each step runs (OPENBLAS and DEFAULT unless set). A plan that names its
+ * implementation runs with that one whatever these say. The plan choices
+ * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are OPENBLAS, OWN,
+ * NAIVE; DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,
+ * BATCH, SHIFT, CHANNELS (the CPU has no DG_CONV_IMPLICIT). */
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
 /* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */

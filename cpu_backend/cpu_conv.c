@@ -414,17 +414,40 @@ int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, 
     return (int)slots;
 }
 
-static int conv_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_conv impl, dg_op op) {
-    return dg__cpu_conv_slots(d, blas->serial_in_parallel, impl, omp_get_max_threads(), op);
+dg_cpu_conv_run dg__cpu_conv_strategy(const dg_conv_dims *d, dg_op op, dg_cpu_conv impl, bool serial_ok,
+                                      int threads, int *slots) {
+    int none;
+    if (!slots) slots = &none;
+    *slots = 0;
+    if (op == DG_OP_CONV2D_BACKWARD_WEIGHT) {
+        bool channels = impl == DG_CPU_CONV_CHANNELS ||
+                        (impl == DG_CPU_CONV_DEFAULT && dg__cpu_conv_channels_pay(d, threads));
+        if (channels && dg__cpu_conv_channels_run(d, serial_ok, threads)) return DG_CPU_CONV_RUN_CHANNELS;
+    } else if (impl == DG_CPU_CONV_CHANNELS) {
+        impl = DG_CPU_CONV_DEFAULT; /* it splits the weight's gradient only */
+    }
+    /* the shifted kernels (cpu_conv_shift.c): asked for, or DEFAULT where
+     * they pay */
+    bool shift = impl == DG_CPU_CONV_SHIFT || (impl == DG_CPU_CONV_DEFAULT && dg__cpu_conv_shift_pays(d, threads, op));
+    if (shift && (*slots = dg__cpu_conv_shift_slots(d, serial_ok, threads, op)) > 0) return DG_CPU_CONV_RUN_SHIFT;
+    if ((*slots = dg__cpu_conv_slots(d, serial_ok, impl, threads, op)) > 0) return DG_CPU_CONV_RUN_BATCH;
+    return DG_CPU_CONV_RUN_PASSES;
 }
 
-/* threads of the shifted kernels (cpu_conv_shift.c): asked for, or
- * DEFAULT where they pay; 0 for the other strategies or where they do
- * not apply */
-static int shift_slots(const dg_conv_dims *d, const dg_cpu_blas *blas, dg_cpu_conv impl, dg_op op) {
-    int threads = omp_get_max_threads();
-    bool wanted = impl == DG_CPU_CONV_SHIFT || (impl == DG_CPU_CONV_DEFAULT && dg__cpu_conv_shift_pays(d, threads, op));
-    return wanted ? dg__cpu_conv_shift_slots(d, blas->serial_in_parallel, threads, op) : 0;
+const char *dg__cpu_conv_run_name(dg_cpu_conv_run run) {
+    switch (run) {
+    case DG_CPU_CONV_RUN_PASSES:   return "cpu-im2col";
+    case DG_CPU_CONV_RUN_BATCH:    return "cpu-im2col-batch";
+    case DG_CPU_CONV_RUN_SHIFT:    return "cpu-shift";
+    case DG_CPU_CONV_RUN_CHANNELS: return "cpu-im2col-chan";
+    }
+    return "cpu-im2col";
+}
+
+/* the strategy of step s on the threads of the region it runs in */
+static dg_cpu_conv_run strategy_of(const dg_conv_dims *d, dg_op op, const dg_cpu_blas *blas, dg_cpu_conv impl,
+                                   int *slots) {
+    return dg__cpu_conv_strategy(d, op, impl, blas->serial_in_parallel, omp_get_max_threads(), slots);
 }
 
 static dg_status conv2d_batch(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {
@@ -608,11 +631,13 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv 
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
-    if (impl == DG_CPU_CONV_CHANNELS) impl = DG_CPU_CONV_DEFAULT; /* it splits the weight's gradient only */
-    int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D);
-    if (shift) return dg__cpu_conv2d_shift(s, &d, blas, shift);
-    int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D);
-    if (slots) return conv2d_batch(s, &d, blas, slots);
+    int slots;
+    switch (strategy_of(&d, DG_OP_CONV2D, blas, impl, &slots)) {
+    case DG_CPU_CONV_RUN_SHIFT:    return dg__cpu_conv2d_shift(s, &d, blas, slots);
+    case DG_CPU_CONV_RUN_BATCH:    return conv2d_batch(s, &d, blas, slots);
+    case DG_CPU_CONV_RUN_CHANNELS: /* the weight's gradient only: never here */
+    case DG_CPU_CONV_RUN_PASSES:   break;
+    }
     const float *x = s->in[0], *w = s->in[1];
     float *y = s->out, *col = s->scratch;
     bool side = forward_side_by_side(&d);
@@ -645,11 +670,13 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
-    if (impl == DG_CPU_CONV_CHANNELS) impl = DG_CPU_CONV_DEFAULT; /* it splits the weight's gradient only */
-    int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_DATA);
-    if (shift) return dg__cpu_conv2d_backward_data_shift(s, &d, blas, shift);
-    int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_DATA);
-    if (slots) return conv2d_backward_data_batch(s, &d, blas, slots);
+    int slots;
+    switch (strategy_of(&d, DG_OP_CONV2D_BACKWARD_DATA, blas, impl, &slots)) {
+    case DG_CPU_CONV_RUN_SHIFT:    return dg__cpu_conv2d_backward_data_shift(s, &d, blas, slots);
+    case DG_CPU_CONV_RUN_BATCH:    return conv2d_backward_data_batch(s, &d, blas, slots);
+    case DG_CPU_CONV_RUN_CHANNELS: /* the weight's gradient only: never here */
+    case DG_CPU_CONV_RUN_PASSES:   break;
+    }
     const float *dy = s->in[0], *w = s->in[1];
     float *dx = s->out;
     bool side = data_side_by_side(&d);
@@ -683,14 +710,13 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
     dg_conv_dims d = dg_conv_dims_of(s->node);
     dg_status st = need_scratch(s, &d);
     if (st) return st;
-    int threads = omp_get_max_threads();
-    bool channels = impl == DG_CPU_CONV_CHANNELS || (impl == DG_CPU_CONV_DEFAULT && dg__cpu_conv_channels_pay(&d, threads));
-    if (channels && dg__cpu_conv_channels_run(&d, blas->serial_in_parallel, threads))
-        return conv2d_backward_weight_channels(s, &d, blas);
-    int shift = shift_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_WEIGHT);
-    if (shift) return dg__cpu_conv2d_backward_weight_shift(s, &d, blas, shift);
-    int slots = conv_slots(&d, blas, impl, DG_OP_CONV2D_BACKWARD_WEIGHT);
-    if (slots) return conv2d_backward_weight_batch(s, &d, blas, slots);
+    int slots;
+    switch (strategy_of(&d, DG_OP_CONV2D_BACKWARD_WEIGHT, blas, impl, &slots)) {
+    case DG_CPU_CONV_RUN_CHANNELS: return conv2d_backward_weight_channels(s, &d, blas);
+    case DG_CPU_CONV_RUN_SHIFT:    return dg__cpu_conv2d_backward_weight_shift(s, &d, blas, slots);
+    case DG_CPU_CONV_RUN_BATCH:    return conv2d_backward_weight_batch(s, &d, blas, slots);
+    case DG_CPU_CONV_RUN_PASSES:   break;
+    }
     const float *dy = s->in[0], *x = s->in[1];
     float *dw = s->out;
     /* per pass col [rows, count], then dyT [o, count] behind it (one image's

@@ -8,7 +8,7 @@
 #include "../core/backend.h"
 #include "cpu_backend.h"
 
-/* The backend's selected sgemm (dg_cpu_set_gemm), for kernels built on
+/* The step's sgemm (the plan's choice, else dg_cpu_set_gemm's), for kernels built on
  * GEMMs: row-major C[m,n] = op(A) op(B) (or C += ... with accumulate),
  * op = transpose where the flag is set, leading dimensions as row strides;
  * ctx is the backend's. */
@@ -85,6 +85,20 @@ dg_status dg__cpu_conv2d_backward_data_shift(const dg_step *s, const struct dg_c
                                              int slots);
 dg_status dg__cpu_conv2d_backward_weight_shift(const dg_step *s, const struct dg_conv_dims *d,
                                                const dg_cpu_blas *blas, int slots);
+/* What a convolution step of op `op` runs as with strategy `impl` (never
+ * DEFAULT's own: the rules above resolve it), an sgemm that can (serial_ok)
+ * or cannot run on every thread at once, on `threads` threads: the one
+ * place the kernels and dg_plan_node_impl learn it from. *slots (may be
+ * NULL): the threads of the shifted or image-by-image kernels, 0 else. */
+typedef enum dg_cpu_conv_run {
+    DG_CPU_CONV_RUN_PASSES,   /* "cpu-im2col"       */
+    DG_CPU_CONV_RUN_BATCH,    /* "cpu-im2col-batch" */
+    DG_CPU_CONV_RUN_SHIFT,    /* "cpu-shift"        */
+    DG_CPU_CONV_RUN_CHANNELS, /* "cpu-im2col-chan"  */
+} dg_cpu_conv_run;
+dg_cpu_conv_run dg__cpu_conv_strategy(const struct dg_conv_dims *d, dg_op op, dg_cpu_conv impl, bool serial_ok,
+                                      int threads, int *slots);
+const char     *dg__cpu_conv_run_name(dg_cpu_conv_run run);
 /* Images per pass of the passes' forward or dx: as many as fit 1 MiB of
  * columns, or, `side_by_side` and an image of fewer than 512 columns,
  * enough for 512 columns multiplied as one GEMM; never more than the

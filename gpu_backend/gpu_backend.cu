@@ -162,16 +162,71 @@ static bool gpu_supports(const dg_backend *be, const dg_node *n) {
     return true;
 }
 
-/* a convolution's scratch depends on the kernels selected (dg_gpu_set_conv),
- * a matmul's on the GEMM (dg_gpu_set_gemm) */
-static size_t gpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
-    if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT)
-        return dg__gpu_conv_scratch_bytes(gpu_of(be), n);
-    if (n->op == DG_OP_MATMUL) return sizeof(float) * dg__gpu_matmul_scratch_floats(gpu_of(be), n);
+int dg__gpu_step_gemm(const gpu_ctx *c, unsigned flags) {
+    switch (DG_STEP_GEMM(flags)) {
+    case DG_GEMM_DEFAULT: return (int)c->gemm;
+    case DG_GEMM_VENDOR:  return DG_GPU_GEMM_CUBLAS;
+    case DG_GEMM_OWN:     return DG_GPU_GEMM_TILED;
+    case DG_GEMM_NAIVE:   return DG_GPU_GEMM_NAIVE;
+    case DG_GEMM_COUNT:   break;
+    }
+    return -1;
+}
+
+int dg__gpu_step_conv(const gpu_ctx *c, unsigned flags) {
+    switch (DG_STEP_CONV(flags)) {
+    case DG_CONV_DEFAULT:  return (int)c->conv;
+    case DG_CONV_IM2COL:   return DG_GPU_CONV_IM2COL;
+    case DG_CONV_IMPLICIT: return DG_GPU_CONV_IMPLICIT;
+    case DG_CONV_IM2COL_BATCH: case DG_CONV_SHIFT: case DG_CONV_IM2COL_CHANNELS: case DG_CONV_COUNT:
+        break;
+    }
+    return -1;
+}
+
+static dg_status refuse_choice(const gpu_ctx *c, unsigned flags) {
+    if (dg__gpu_step_gemm(c, flags) < 0)
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu backend: no GEMM implementation %d", (int)DG_STEP_GEMM(flags));
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu backend: convolution implementation %d is not one of the GPU's (im2col "
+                    "and implicit; the others are the CPU's strategies)", (int)DG_STEP_CONV(flags));
+}
+
+static bool is_conv(const dg_node *n) {
+    return n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT;
+}
+
+/* a convolution's scratch depends on its kernels, a matmul's on its GEMM:
+ * the step's (its plan's choice, or the backend's setting for DEFAULT) */
+static size_t gpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
+    const gpu_ctx *c = gpu_of(be);
+    int gemm = dg__gpu_step_gemm(c, flags), conv = dg__gpu_step_conv(c, flags);
+    if (is_conv(n) && conv >= 0) return dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)conv);
+    if (n->op == DG_OP_MATMUL && gemm >= 0) return sizeof(float) * dg__gpu_matmul_scratch_floats(c, n, (dg_gpu_gemm)gemm);
     return dg_node_scratch_bytes(n);
 }
 
+static size_t gpu_scratch_bytes(const dg_backend *be, const dg_node *n) { return gpu_step_scratch_bytes(be, n, 0u); }
+
+/* what n's step runs as under flags (dg_backend_step_impl) */
+static dg_status gpu_step_impl(const dg_backend *be, const dg_node *n, unsigned flags, char *buf, size_t size) {
+    const gpu_ctx *c = gpu_of(be);
+    int gemm = dg__gpu_step_gemm(c, flags), conv = dg__gpu_step_conv(c, flags);
+    if (gemm < 0 || conv < 0) return refuse_choice(c, flags);
+    if (!n) return DG_OK;
+    bool tf32 = (flags & DG_STEP_TF32) != 0;
+    const char *name = "gpu";
+    if (n->op == DG_OP_MATMUL)
+        name = gemm == DG_GPU_GEMM_CUBLAS ? (tf32 ? "gpu-cublas-tf32" : "gpu-cublas")
+             : gemm == DG_GPU_GEMM_TILED  ? (tf32 ? "gpu-tiled-tf32" : "gpu-tiled")
+                                          : "gpu-naive";
+    else if (is_conv(n))
+        name = conv == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(n) ? "gpu-implicit" : "gpu-im2col";
+    snprintf(buf, size, "%s", name);
+    return DG_OK;
+}
+
 static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
+    if (dg__gpu_step_gemm(c, s->flags) < 0 || dg__gpu_step_conv(c, s->flags) < 0) return refuse_choice(c, s->flags);
     switch (s->node->op) {
     case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
@@ -377,6 +432,8 @@ static const dg_backend_i gpu_iface = {
     /* .host_alloc    = */ dg__gpu_host_alloc,
     /* .host_free     = */ dg__gpu_host_free,
     /* .scratch_bytes = */ gpu_scratch_bytes,
+    /* .step_scratch_bytes = */ gpu_step_scratch_bytes,
+    /* .step_impl     = */ gpu_step_impl,
 };
 
 static dg_status gpu_init(gpu_ctx *c) {

@@ -18,15 +18,19 @@ typedef enum dg_gpu_gemm {
     DG_GPU_GEMM_TILED,   /* shared-memory tiles, 8x8 register blocking    */
 } dg_gpu_gemm;
 
-/* How conv2d and its backward ops run (every node of those ops on this
- * backend): the geometry is core/layout.h's dg_conv_dims either way. The
- * default is IMPLICIT; a node whose sizes overflow its 32-bit indexing
- * runs as IM2COL. A plan reserves the scratch its convolutions need with
- * the kernels selected when it is made (dg_backend_scratch_bytes): made
- * with IMPLICIT it holds no im2col columns, and a convolution of it run
- * after switching to IM2COL fails with DG_ERR_INVALID and says so; made
- * with IM2COL it runs with either. A plan that replays a CUDA graph keeps
- * the kernels of the run it captured. */
+/* How conv2d and its backward ops run: the geometry is core/layout.h's
+ * dg_conv_dims either way. A plan names its kernels in its options
+ * (dg_plan_opts.conv: DG_CONV_IM2COL or DG_CONV_IMPLICIT), and each of its
+ * steps runs with them whatever other plans chose; a plan that leaves
+ * DG_CONV_DEFAULT gets this backend's setting (dg_gpu_set_conv, IMPLICIT
+ * unless set) when each step runs. A node whose sizes overflow the
+ * implicit kernels' 32-bit indexing runs as IM2COL. A plan reserves the
+ * scratch its convolutions need with its kernels (for DEFAULT: those set
+ * when it is made): made for IMPLICIT it holds no im2col columns, and a
+ * DEFAULT plan's convolution run after switching the setting to IM2COL
+ * fails with DG_ERR_INVALID and says so; made for IM2COL it runs with
+ * either. A plan that replays a CUDA graph keeps the kernels of the run it
+ * captured. */
 typedef enum dg_gpu_conv {
     DG_GPU_CONV_IM2COL,   /* im2col into the step's scratch + cuBLAS GEMMs  */
     DG_GPU_CONV_IMPLICIT, /* the project's implicit-GEMM kernels: columns
@@ -86,6 +90,13 @@ dg_status dg_gpu_backend_new(dg_backend **out, const dg_gpu_opts *opts);
 /* CUDA devices that answer (0 where none does or the driver is missing) */
 int       dg_gpu_device_count(void);
 int       dg_gpu_device(const dg_backend *be);
+/* The backend's defaults: what the steps of a plan that leaves its choice
+ * at DG_GEMM_DEFAULT / DG_CONV_DEFAULT (dg_plan_opts) run with, read when
+ * each step runs (CUBLAS and IMPLICIT unless set). A plan that names its
+ * implementation runs with that one whatever these say. The plan choices
+ * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are CUBLAS, TILED,
+ * NAIVE; DG_CONV_IM2COL and DG_CONV_IMPLICIT are IM2COL and IMPLICIT (the
+ * CPU's strategies are refused with DG_ERR_UNSUPPORTED). */
 void      dg_gpu_set_gemm(dg_backend *be, dg_gpu_gemm impl);
 void      dg_gpu_set_conv(dg_backend *be, dg_gpu_conv impl);
 /* "NVIDIA H100 80GB HBM3, 132 SMs, cc 9.0, driver 13.0, runtime 13.0, cuBLAS 130100" */

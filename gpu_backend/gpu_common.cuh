@@ -191,14 +191,20 @@ static inline bool dg__gpu_vec4_ok(const void *X, int ld, long long stride, int 
     return ((uintptr_t)X & 15) == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
 }
 
+/* gpu_backend.cu: a step's GEMM and convolution kernels, its plan's
+ * choice (DG_STEP_GEMM, DG_STEP_CONV in its flags) or, for DEFAULT, the
+ * backend's setting (dg_gpu_set_gemm / dg_gpu_set_conv); -1 for a choice
+ * the GPU does not offer (the CPU's strategies) */
+int       dg__gpu_step_gemm(const gpu_ctx *c, unsigned flags);
+int       dg__gpu_step_conv(const gpu_ctx *c, unsigned flags);
 /* gpu_gemm.cu; dg__gpu_sgemm's tf32: cuBLAS's TF32 math (the own kernels
  * ignore it: the own TF32 products are dg__gpu_sgemm_tf32, which
  * dg__gpu_matmul and dg_gpu_sgemm call with room for its transposes) */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s);
-/* the room a matmul node's TF32 product takes with the kernels selected
- * when a plan is made (0 unless DG_GPU_GEMM_TILED), reserved whether or
- * not the plan allows TF32: the step does not know it yet */
-size_t    dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n);
+/* the room a matmul node's TF32 product takes with GEMM `impl` (the
+ * step's: 0 unless DG_GPU_GEMM_TILED), reserved whether or not the plan
+ * allows TF32 */
+size_t    dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n, dg_gpu_gemm impl);
 dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                         const float *A, int lda, const float *B, int ldb, float *C, int ldc, int batch,
                         long long sa, long long sb, long long sc);
@@ -223,8 +229,8 @@ dg_status dg__gpu_sgemm_wgmma(gpu_ctx *c, int bn, bool ta, bool tb, int m, int n
 size_t    dg__gpu_wgmma_transpose_floats(bool ta, bool tb, int m, int n, int k, int batch);
 /* gpu_conv.cu; conv_fits: the node's GEMM dimensions fit cuBLAS's int */
 bool      dg__gpu_conv_fits(const dg_node *n);
-/* the scratch a conv node's step needs with the kernels selected now */
-size_t    dg__gpu_conv_scratch_bytes(const gpu_ctx *c, const dg_node *n);
+/* the scratch a conv node's step needs with kernels `impl` (the step's) */
+size_t    dg__gpu_conv_scratch_bytes(const gpu_ctx *c, const dg_node *n, dg_gpu_conv impl);
 dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s);

@@ -118,16 +118,21 @@ static dg_status check_step(const dg_step *s) {
                         dg_op_name(nd->op));
     if (dg_node_scratch_bytes(nd) && !s->scratch)
         return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (%s): the step gives no scratch for its %zu bytes of "
-                        "im2col columns (a plan made while the implicit kernels were selected reserves none: make "
-                        "it after dg_gpu_set_conv(be, DG_GPU_CONV_IM2COL))", nd->name, dg_op_name(nd->op),
+                        "im2col columns (a plan made for the implicit kernels reserves none: make it with "
+                        "DG_CONV_IM2COL in its options, or after dg_gpu_set_conv(be, DG_GPU_CONV_IM2COL))", nd->name, dg_op_name(nd->op),
                         dg_node_scratch_bytes(nd));
     return DG_OK;
 }
 
+/* whether the step runs on the implicit-GEMM kernels: its plan's choice
+ * (or the backend's setting for DEFAULT) is them and the node fits them */
+static bool implicit(const gpu_ctx *c, const dg_step *s) {
+    return dg__gpu_step_conv(c, s->flags) == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node);
+}
+
 /* (x [n,c,h,w], w [o,cg,kh,kw]) -> y [n,o,oh,ow] */
 dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s) {
-    if (c->conv == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node))
-        return dg__gpu_conv2d_implicit(c, s); /* gpu_conv_implicit.cu */
+    if (implicit(c, s)) return dg__gpu_conv2d_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
     dg_conv_dims d = dg_conv_dims_of(s->node);
@@ -162,8 +167,7 @@ dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s) {
 
 /* (dy [n,o,oh,ow], w [o,cg,kh,kw]) -> dx [n,c,h,w] */
 dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
-    if (c->conv == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node))
-        return dg__gpu_conv2d_backward_data_implicit(c, s); /* gpu_conv_implicit.cu */
+    if (implicit(c, s)) return dg__gpu_conv2d_backward_data_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
     dg_conv_dims d = dg_conv_dims_of(s->node);
@@ -201,8 +205,7 @@ dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
 
 /* (dy [n,o,oh,ow], x [n,c,h,w]) -> dw [o,cg,kh,kw] */
 dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s) {
-    if (c->conv == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node))
-        return dg__gpu_conv2d_backward_weight_implicit(c, s); /* gpu_conv_implicit.cu */
+    if (implicit(c, s)) return dg__gpu_conv2d_backward_weight_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
     dg_conv_dims d = dg_conv_dims_of(s->node);

@@ -1,6 +1,7 @@
 /* gpu_conv_implicit.cu: conv2d and its backward ops as implicit GEMMs, the
  * second implementation beside gpu_conv.cu's im2col + cuBLAS, chosen per
- * backend (dg_gpu_set_conv, DG_GPU_CONV_IMPLICIT). No column matrix is
+ * backend (DG_CONV_IMPLICIT in a plan's options, or dg_gpu_set_conv's
+ * DG_GPU_CONV_IMPLICIT for a plan that leaves it at DEFAULT). No column matrix is
  * stored: each block gathers the column tile it needs from x (or dy)
  * straight into shared memory. Geometry from layout.h's dg_conv_dims;
  * x [n,c,h,w], y [n,o,oh,ow], w [o,cg,kh,kw], og = o/groups.
@@ -746,9 +747,9 @@ static ig_tile weight_tile(const dg_conv_dims &d) {
  * backward-data, and for backward-weight the partials of the split count
  * that the im2col columns' room would allow (so the split, and the result,
  * are those of a plan that reserved the columns). Else the columns. */
-size_t dg__gpu_conv_scratch_bytes(const gpu_ctx *c, const dg_node *n) {
+size_t dg__gpu_conv_scratch_bytes(const gpu_ctx *c, const dg_node *n, dg_gpu_conv impl) {
     size_t cols = dg_node_scratch_bytes(n);
-    if (c->conv != DG_GPU_CONV_IMPLICIT || !dg__gpu_conv_implicit_fits(n)) return cols;
+    if (impl != DG_GPU_CONV_IMPLICIT || !dg__gpu_conv_implicit_fits(n)) return cols;
     if (n->op != DG_OP_CONV2D_BACKWARD_WEIGHT) return 0;
     dg_conv_dims d = dg_conv_dims_of(n);
     long long splits = weight_splits(c, d, weight_tile(d), cols);
@@ -760,7 +761,7 @@ dg_status dg__gpu_conv2d_backward_weight_implicit(gpu_ctx *c, const dg_step *s) 
     dg_conv_dims d = dg_conv_dims_of(s->node);
     ig_tile tile = weight_tile(d);
     /* the room the plan reserved (the columns, or what the line above asks) */
-    size_t scratch_bytes = s->scratch ? dg__gpu_conv_scratch_bytes(c, s->node) : 0;
+    size_t scratch_bytes = s->scratch ? dg__gpu_conv_scratch_bytes(c, s->node, DG_GPU_CONV_IMPLICIT) : 0;
     return launch_weight(c, d, (const float *)s->in[0], (const float *)s->in[1], (float *)s->out,
                          (float *)s->scratch, tile, weight_splits(c, d, tile, scratch_bytes));
 }

@@ -258,8 +258,8 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
     return DG_OK;
 }
 
-size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n) {
-    if (c->gemm != DG_GPU_GEMM_TILED) return 0;
+size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n, dg_gpu_gemm impl) {
+    if (impl != DG_GPU_GEMM_TILED) return 0;
     dg_gemm_dims g = dg_gemm_dims_of(n);
     return dg__gpu_tf32_scratch_floats(c, g.ta, g.tb, g.m, g.n, g.k, g.batch);
 }
@@ -268,12 +268,13 @@ size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n) {
  * batch strides from the core's dg_gemm_dims_of (shared with the CPU) */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s) {
     dg_gemm_dims g = dg_gemm_dims_of(s->node);
-    if (c->gemm == DG_GPU_GEMM_TILED && (s->flags & DG_STEP_TF32)) /* with the room the plan reserved */
+    dg_gpu_gemm impl = (dg_gpu_gemm)dg__gpu_step_gemm(c, s->flags); /* checked by the dispatch */
+    if (impl == DG_GPU_GEMM_TILED && (s->flags & DG_STEP_TF32)) /* with the room the plan reserved */
         return dg__gpu_sgemm_tf32(c, g.ta, g.tb, g.m, g.n, g.k, (const float *)s->in[0], g.lda,
                                   (const float *)s->in[1], g.ldb, (float *)s->out, g.ldc, g.batch, g.stride_a,
                                   g.stride_b, g.stride_c, (float *)s->scratch,
-                                  s->scratch ? dg__gpu_matmul_scratch_floats(c, s->node) : 0);
-    return dg__gpu_sgemm(c, c->gemm, (s->flags & DG_STEP_TF32) != 0, g.ta, g.tb, g.m, g.n, g.k,
+                                  s->scratch ? dg__gpu_matmul_scratch_floats(c, s->node, impl) : 0);
+    return dg__gpu_sgemm(c, impl, (s->flags & DG_STEP_TF32) != 0, g.ta, g.tb, g.m, g.n, g.k,
                          (const float *)s->in[0], g.lda, (const float *)s->in[1], g.ldb, (float *)s->out, g.ldc,
                          g.batch, g.stride_a, g.stride_b, g.stride_c);
 }

@@ -1,71 +1,14 @@
-/* plan_predict.c: see plan_predict.h. The dry-run backend is a struct on
- * the stack: it never goes through a backend constructor, and nothing but
- * dg_plan_new and dg_plan_free ever sees it. */
+/* plan_predict.c: see plan_predict.h. */
 #include "runner/plan_predict.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core/backend_impl.h"
 #include "machine/env.h"
 
-static const char *dry_name(const dg_backend *be) {
-    (void)be;
-    return "dry-run";
-}
-static void dry_free(dg_backend *be) { (void)be; }
-/* An address no one dereferences: the plan only adds offsets to it. */
-static dg_status dry_alloc(dg_backend *be, size_t bytes, void **out) {
-    (void)be;
-    (void)bytes;
-    *out = (void *)(uintptr_t)4096;
-    return DG_OK;
-}
-static void dry_release(dg_backend *be, void *p) {
-    (void)be;
-    (void)p;
-}
-static dg_status dry_copy(dg_backend *be, void *dst, const void *src, size_t bytes) {
-    (void)be;
-    (void)dst;
-    (void)src;
-    (void)bytes;
-    return DG_OK;
-}
-static bool dry_supports(const dg_backend *be, const dg_node *n) {
-    (void)be;
-    (void)n;
-    return true;
-}
-static dg_status dry_compute(dg_backend *be, const dg_step *s) {
-    (void)be;
-    (void)s;
-    return DG_ERR_UNSUPPORTED; /* never called: the plan is never run */
-}
-
-static const dg_backend_i dry_iface = {
-    .version = DG_BACKEND_IFACE_VERSION,
-    .name = dry_name,
-    .free = dry_free,
-    .alloc = dry_alloc,
-    .release = dry_release,
-    .upload = dry_copy,
-    .download = dry_copy,
-    .sync = NULL,
-    .supports = dry_supports,
-    .compute = dry_compute,
-};
-
 dg_status bench_plan_predict(dg_graph *g, dg_node *const *outputs, int n_out, dg_plan_stats *out) {
-    dg_backend dry = {.iface = &dry_iface};
-    dg_plan *p = NULL;
-    *out = (dg_plan_stats){0};
-    dg_status st = dg_plan_new(&p, g, &dry, outputs, n_out, &(dg_plan_opts){.no_replay = true});
-    if (st == DG_OK) *out = dg_plan_stats_get(p);
-    dg_plan_free(p);
-    return st;
+    return dg_plan_estimate(g, NULL, outputs, n_out, &(dg_plan_opts){.no_replay = true}, out);
 }
 
 double bench_mem_total(void) {

@@ -1,17 +1,17 @@
-/* plan_predict.h: a plan's memory, without the memory. The graph is
- * planned by dg_plan_new itself (the same liveness, placement and
- * alignment as a real plan) on a backend that hands out addresses but no
- * bytes and runs nothing, so a sweep learns what a plan would take before
- * it asks a device for it: the attention and transformer sweeps write
- * rows that cannot fit as `oom` or `skipped` with the bytes in the note. */
+/* plan_predict.h: a plan's memory, without the memory. The graph is laid
+ * out by the library's dry run (dg_plan_estimate: the same liveness,
+ * placement and alignment as dg_plan_new, no backend memory), so a sweep
+ * learns what a plan would take before it asks a device for it: the
+ * attention and transformer sweeps write rows that cannot fit as `oom` or
+ * `skipped` with the bytes in the note. */
 #ifndef DG_BENCH_PLAN_PREDICT_H
 #define DG_BENCH_PLAN_PREDICT_H
 
 #include "core/plan.h"
 
-/* *out: dg_plan_stats of a plan of outputs on g (no backend memory is
- * touched; host memory: one buffer of the largest persistent leaf, as
- * dg_plan_new's leaf initialisation needs). */
+/* *out: dg_plan_stats of a plan of outputs on g for no backend in
+ * particular (dg_plan_estimate with a NULL backend: the portable
+ * algorithms' scratch); no backend memory is touched. */
 dg_status bench_plan_predict(dg_graph *g, dg_node *const *outputs, int n_out, dg_plan_stats *out);
 
 /* Bytes of host memory of this machine (physical pages); 0 when unknown. */

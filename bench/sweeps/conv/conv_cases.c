@@ -15,15 +15,14 @@ const char *const conv_dir_name[CONV_N_DIRS] = {"fwd", "bwd-data", "bwd-weight"}
 const conv_impl conv_impls[CONV_N_IMPLS] = {
     /* im2col + OpenBLAS in passes; the same, image per thread; shifted taps,
      * no im2col; the weight's gradient split by input channels */
-    [CONV_CPU]          = {"cpu-im2col", false, false, false, DG_CPU_CONV_PASSES},
-    [CONV_CPU_BATCH]    = {"cpu-im2col-batch", false, false, false, DG_CPU_CONV_BATCH},
-    [CONV_CPU_SHIFT]    = {"cpu-shift", false, false, false, DG_CPU_CONV_SHIFT},
-    [CONV_CPU_CHANNELS] = {"cpu-im2col-chan", false, false, false, DG_CPU_CONV_CHANNELS},
-    /* im2col + cuBLAS; the same with the copies; the implicit-GEMM kernels
-     * (the CPU's strategy is not theirs to set) */
-    [CONV_GPU_IM2COL]   = {"gpu-im2col", true, false, false, DG_CPU_CONV_DEFAULT},
-    [CONV_GPU_TRANSFER] = {"gpu-im2col", true, false, true, DG_CPU_CONV_DEFAULT},
-    [CONV_GPU_IMPLICIT] = {"gpu-implicit", true, true, false, DG_CPU_CONV_DEFAULT},
+    [CONV_CPU]          = {"cpu-im2col", false, false, DG_CONV_IM2COL},
+    [CONV_CPU_BATCH]    = {"cpu-im2col-batch", false, false, DG_CONV_IM2COL_BATCH},
+    [CONV_CPU_SHIFT]    = {"cpu-shift", false, false, DG_CONV_SHIFT},
+    [CONV_CPU_CHANNELS] = {"cpu-im2col-chan", false, false, DG_CONV_IM2COL_CHANNELS},
+    /* im2col + cuBLAS; the same with the copies; the implicit-GEMM kernels */
+    [CONV_GPU_IM2COL]   = {"gpu-im2col", true, false, DG_CONV_IM2COL},
+    [CONV_GPU_TRANSFER] = {"gpu-im2col", true, true, DG_CONV_IM2COL},
+    [CONV_GPU_IMPLICIT] = {"gpu-implicit", true, false, DG_CONV_IMPLICIT},
 };
 
 void conv_case_name(const conv_shape *s, int dir, char *buf, size_t n) {

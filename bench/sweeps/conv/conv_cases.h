@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/backend.h"
 #include "core/status.h"
-#include "cpu_backend/cpu_backend.h"
 
 #define CONV_MAX_SHAPES 40
 
@@ -34,12 +34,14 @@ extern const char *const conv_dir_name[CONV_N_DIRS]; /* fwd, bwd-data, bwd-weigh
 /* SHAPE:DIRECTION into buf (47 characters at most) */
 void conv_case_name(const conv_shape *s, int dir, char *buf, size_t n);
 
-/* what a row runs: on the CPU with one of the backend's strategies
- * (cpu_backend.h: in passes, image by image per thread, shifted taps, the
- * weight's gradient by input channels), on
- * the GPU with the implicit-GEMM kernels or im2col, with the host-device
- * copies inside the timed region or not */
-typedef struct conv_impl { const char *name; bool gpu, implicit, transfer; dg_cpu_conv cpu; } conv_impl;
+/* what a row runs: the convolution implementation its step is run with
+ * (dg_conv_impl, as a plan's options name it): on the CPU one of the
+ * backend's strategies (cpu_backend.h: in passes, image by image per
+ * thread, shifted taps, the weight's gradient by input channels), on the
+ * GPU the implicit-GEMM kernels or im2col, with the host-device copies
+ * inside the timed region or not; `name` is also what
+ * dg_backend_step_impl calls it where it runs as asked */
+typedef struct conv_impl { const char *name; bool gpu, transfer; dg_conv_impl conv; } conv_impl;
 enum { CONV_CPU, CONV_CPU_BATCH, CONV_CPU_SHIFT, CONV_CPU_CHANNELS, CONV_GPU_IM2COL, CONV_GPU_TRANSFER, CONV_GPU_IMPLICIT, CONV_N_IMPLS };
 extern const conv_impl conv_impls[CONV_N_IMPLS]; /* in the order of a shape's rows */
 

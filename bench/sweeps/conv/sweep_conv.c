@@ -18,8 +18,12 @@
  * cpu-im2col: one thread or one input channel),
  * gpu-im2col (im2col + cuBLAS; also with transfers: transfer = 1, the two
  * inputs uploaded from host memory and the output downloaded inside the
- * timed region) and gpu-implicit (dg_gpu_set_conv(DG_GPU_CONV_IMPLICIT),
- * the default restored after). TF32 stays off in every row.
+ * timed region) and gpu-implicit (DG_CONV_IMPLICIT). Each row's step runs
+ * with its implementation in the step's flags, as a plan made with that
+ * dg_plan_opts.conv would run it (dg_step_flags); the backend's own
+ * settings are never touched. A strategy that would fall back elsewhere
+ * is found by asking the backend what the step runs as
+ * (dg_backend_step_impl). TF32 stays off in every row.
  *
  * One graph per shape and batch: y = conv2d(x, w), loss = sum(y * g), and
  * dg_grad's dx = conv2d_backward_data(dy, w), dw = conv2d_backward_weight(
@@ -37,9 +41,9 @@
  * K = o/groups; backward-weight M = o/groups, N = c/groups*kh*kw,
  * K = batch*oh*ow. flops = 2*batch*o*oh*ow*(c/groups)*kh*kw in every
  * direction, bytes = the node's two inputs and its output, scratch_bytes =
- * dg_backend_scratch_bytes of the timed node with the row's kernels (the
- * im2col columns; for gpu-implicit none, or backward-weight's split
- * partials). The GPU plan is made with im2col selected, so it reserves the
+ * dg_backend_step_scratch_bytes of the timed node with the row's kernels
+ * (the im2col columns; for gpu-implicit none, or backward-weight's split
+ * partials). The GPU plan is made with DG_CONV_IM2COL, so it reserves the
  * columns and both GPU implementations run on it. */
 #include <math.h>
 #include <stdlib.h>
@@ -53,12 +57,8 @@
 #include "core/rng.h"
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
-#include "cpu_backend/cpu_kernels.h"
 #include "machine/env.h"
 #include "runner/sweep.h"
-#ifdef DG_HAVE_CUDA
-#include "gpu_backend/gpu_backend.h"
-#endif
 
 static const long long default_batches[] = {1, 8, 32, 128};
 static const long long quick_batches[] = {1, 8};
@@ -74,21 +74,9 @@ static const long long quick_batches[] = {1, 8};
 enum { IN_X, IN_W, IN_DY };
 static const int dir_inputs[CONV_N_DIRS][2] = {{IN_X, IN_W}, {IN_DY, IN_W}, {IN_DY, IN_X}};
 
-/* the backends' convolutions as implementation im runs them */
-static void select_conv(const bench_ctx *ctx, const conv_impl *im) {
-    if (ctx->cpu && !im->gpu) dg_cpu_set_conv(ctx->cpu, im->cpu);
-#ifdef DG_HAVE_CUDA
-    if (ctx->gpu) dg_gpu_set_conv(ctx->gpu, im->implicit ? DG_GPU_CONV_IMPLICIT : DG_GPU_CONV_IM2COL);
-#endif
-}
-
-/* the backends' own choices again, for the rows and sweeps that follow */
-static void restore_conv(const bench_ctx *ctx) {
-    if (ctx->cpu) dg_cpu_set_conv(ctx->cpu, DG_CPU_CONV_DEFAULT);
-#ifdef DG_HAVE_CUDA
-    if (ctx->gpu) dg_gpu_set_conv(ctx->gpu, DG_GPU_CONV_DEFAULT);
-#endif
-}
+/* the flags of a step run by implementation im: its convolution choice,
+ * nothing else (TF32 off, the backend's GEMM) */
+static unsigned impl_flags(const conv_impl *im) { return dg_step_flags(&(dg_plan_opts){.conv = im->conv}); }
 
 /* ---- one shape at one batch ---- */
 
@@ -190,7 +178,7 @@ static double host_bytes(const conv_problem *pb, bool cpu) {
 
 typedef struct conv_run {
     dg_backend    *be;
-    const dg_step *step;
+    dg_step        step;        /* the plan's, with the row's implementation */
     void          *dst[2];      /* the step's inputs' storage */
     const float   *src[2];
     size_t         bytes[2];
@@ -201,7 +189,7 @@ typedef struct conv_run {
 
 static dg_status run_step(void *arg) {
     conv_run *r = arg;
-    return dg_backend_compute(r->be, r->step);
+    return dg_backend_compute(r->be, &r->step);
 }
 
 /* the step with its inputs uploaded and its output downloaded */
@@ -209,7 +197,7 @@ static dg_status run_transfer(void *arg) {
     conv_run *r = arg;
     dg_status st = DG_OK;
     for (int i = 0; i < 2 && st == DG_OK; i++) st = dg_backend_upload(r->be, r->dst[i], r->src[i], r->bytes[i]);
-    if (st == DG_OK) st = dg_backend_compute(r->be, r->step);
+    if (st == DG_OK) st = dg_backend_compute(r->be, &r->step);
     return st == DG_OK ? dg_backend_download(r->be, r->host_out, r->out, r->out_bytes) : st;
 }
 
@@ -228,9 +216,7 @@ static bench_row row_of(const bench_ctx *ctx, const conv_problem *pb, int d, con
     int64_t mnk[CONV_N_DIRS][3] = {{g.og, cols, r}, {r, cols, g.og}, {g.og, r, cols}};
     dg_cost cost = dg_node_cost(nd);
     dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
-    select_conv(ctx, im);
-    size_t scratch = be ? dg_backend_scratch_bytes(be, nd) : dg_node_scratch_bytes(nd);
-    restore_conv(ctx);
+    size_t scratch = be ? dg_backend_step_scratch_bytes(be, nd, impl_flags(im)) : dg_node_scratch_bytes(nd);
     return (bench_row){.sweep = "conv", .name = pb->name[d], .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
                        .m = mnk[d][0], .n = mnk[d][1], .k = mnk[d][2], .batch = pb->batch,
                        .threads = ctx->threads, .transfer = im->transfer, .warmup = ctx->timing.warmup,
@@ -245,18 +231,19 @@ static double run_row(bench_ctx *ctx, conv_problem *pb, dg_plan *p, int d, const
     bench_row row = row_of(ctx, pb, d, im);
     dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
     const dg_node *nd = pb->out[d];
-    conv_run run = {be, step_of(p, nd), .out = dg_plan_data(p, nd), .host_out = pb->host_out,
+    const dg_step *step = step_of(p, nd);
+    conv_run run = {be, step ? *step : (dg_step){0}, .out = dg_plan_data(p, nd), .host_out = pb->host_out,
                     .out_bytes = dg_node_bytes(nd)};
+    run.step.flags = impl_flags(im);
     for (int i = 0; i < 2; i++) {
         int which = dir_inputs[d][i];
         run.dst[i] = dg_plan_data(p, pb->in[which]);
         run.src[i] = pb->host[which];
         run.bytes[i] = dg_node_bytes(pb->in[which]);
     }
-    dg_status st = run.step && run.out && run.dst[0] && run.dst[1]
+    dg_status st = step && run.out && run.dst[0] && run.dst[1]
                        ? problem_ref(pb, d)
                        : dg__fail(DG_ERR_INVALID, "conv sweep: the plan lacks %s's step or buffers", pb->name[d]);
-    select_conv(ctx, im);
     if (st == DG_OK) { /* NaN in the output first: an entry left unwritten fails the check */
         for (size_t i = 0; i < run.out_bytes / sizeof(float); i++) pb->host_out[i] = NAN;
         st = dg_backend_upload(be, run.out, pb->host_out, run.out_bytes);
@@ -269,7 +256,6 @@ static double run_row(bench_ctx *ctx, conv_problem *pb, dg_plan *p, int d, const
             st = im->transfer ? bench_time(be, false, run_transfer, &run, &ctx->timing, &row.st)
                               : bench_time(be, im->gpu, run_step, &run, &ctx->timing, &row.st);
     }
-    restore_conv(ctx);
     if (st != DG_OK) {
         row.status = bench_status_word(st);
         row.note = dg_last_error();
@@ -289,23 +275,32 @@ static const char *skip_reason(const bench_ctx *ctx, const conv_problem *pb, int
                                const cpu_pred *pred, const char *no_memory, char *why, size_t n) {
     if (*no_memory) return no_memory;
     if (im->gpu) return NULL;
-    dg_conv_dims g = dg_conv_dims_of(pb->out[d]);
+    const dg_node *nd = pb->out[d];
+    const conv_shape *sh = pb->sh;
     int threads = dg_cpu_threads(ctx->cpu);
-    if (im->cpu == DG_CPU_CONV_BATCH && !dg__cpu_conv_slots(&g, true, DG_CPU_CONV_BATCH, threads, pb->out[d]->op)) {
-        snprintf(why, n, "runs as cpu-im2col here: %s", g.n < 2 || threads < 2
-                 ? "one image or one thread" : "the scratch holds fewer than two threads' slots");
-        return why;
-    }
-    if (im->cpu == DG_CPU_CONV_SHIFT && !dg__cpu_conv_shift_slots(&g, true, threads, pb->out[d]->op)) {
-        snprintf(why, n, "runs as cpu-im2col-batch here: %s", !dg__cpu_conv_shift_applies(&g)
-                 ? "the shift does not apply (a stride above 1, a 1x1 unpadded layer, or padding beyond the kernel)"
-                 : threads < 2 ? "one thread" : "the scratch holds fewer than two threads' slots");
-        return why;
-    }
-    if (im->cpu == DG_CPU_CONV_CHANNELS && pb->out[d]->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
+    if (im->conv == DG_CONV_IM2COL_CHANNELS && nd->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
         return "the channel split computes the weight's gradient only (this direction runs as the default)";
-    if (im->cpu == DG_CPU_CONV_CHANNELS && !dg__cpu_conv_channels_run(&g, true, threads))
-        return "runs as cpu-im2col here: one thread or one input channel";
+    /* the strategy the backend runs this step with: another one where the
+     * row's does not apply, which is that one's row */
+    char runs_as[32];
+    dg_status st = dg_backend_step_impl(ctx->cpu, nd, impl_flags(im), runs_as, sizeof runs_as);
+    if (st != DG_OK) {
+        snprintf(why, n, "%s", dg_last_error());
+        return why;
+    }
+    if (strcmp(runs_as, im->name)) {
+        /* shift_applies: strides of 1, not a 1x1 unpadded layer, padding within the kernel */
+        bool shift_applies = sh->stride == 1 && !(sh->kh == 1 && sh->kw == 1 && sh->pad == 0) &&
+                             sh->pad <= sh->kh - 1 && sh->pad <= sh->kw - 1;
+        const char *cause = "the scratch holds fewer than two threads' slots";
+        if (im->conv == DG_CONV_IM2COL_CHANNELS) cause = "one thread or one input channel";
+        else if (im->conv == DG_CONV_IM2COL_BATCH && (pb->batch < 2 || threads < 2)) cause = "one image or one thread";
+        else if (im->conv == DG_CONV_SHIFT && !shift_applies)
+            cause = "the shift does not apply (a stride above 1, a 1x1 unpadded layer, or padding beyond the kernel)";
+        else if (threads < 2) cause = "one thread";
+        snprintf(why, n, "runs as %s here: %s", runs_as, cause);
+        return why;
+    }
     if (!bench_user_sizes(ctx) && !strcmp(pb->sh->family, "r18i") && pb->batch > CPU_IMAGENET_MAX_BATCH) {
         snprintf(why, n, "ImageNet-sized: the CPU's default batches stop at %d (--sizes conv=LIST runs more)",
                  CPU_IMAGENET_MAX_BATCH);
@@ -347,9 +342,8 @@ static void run_backend(bench_ctx *ctx, conv_problem *pb, bool gpu, cpu_pred *pr
     dg_plan *p = NULL;
     /* a plan made with im2col on the GPU reserves its columns, so every
      * implementation runs on it (the CPU's plan is the same either way) */
-    select_conv(ctx, &conv_impls[CONV_GPU_IM2COL]);
-    dg_status st = dg_plan_new(&p, pb->g, be, pb->out, CONV_N_DIRS, &(dg_plan_opts){0});
-    restore_conv(ctx);
+    dg_status st = dg_plan_new(&p, pb->g, be, pb->out, CONV_N_DIRS,
+                               &(dg_plan_opts){.conv = gpu ? DG_CONV_IM2COL : DG_CONV_DEFAULT});
     char why[256];
     snprintf(why, sizeof why, "%s", st != DG_OK ? dg_last_error() : "");
     for (int i = 0; i < CONV_N_IMPLS; i++)
