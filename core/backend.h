@@ -11,6 +11,7 @@
 #ifndef DG_BACKEND_H
 #define DG_BACKEND_H
 
+#include "cost.h"
 #include "graph.h"
 
 #ifdef __cplusplus
