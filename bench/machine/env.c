@@ -13,6 +13,7 @@
 #include "machine/host_cache.h"
 #include "machine/host_load.h"
 #include "machine/wait_policy.h"
+#include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
 #endif
