@@ -1,7 +1,8 @@
 # The installed duograd (included by CMakeLists.txt when DG_INSTALL is on):
 #   lib/libduograd.so.0.1.0 (soname libduograd.so.0.1) and libduograd.a,
-#   include/duograd/ (duograd.h, version.h, and the public headers in the
-#     source layout: core/, core/nn/, core/data/, cpu_backend/, gpu_backend/),
+#   include/duograd/ (duograd.h and testing.h from include/duograd/,
+#     version.h, and the public headers in the source layout: core/,
+#     core/nn/, core/data/, cpu_backend/, gpu_backend/),
 #   lib/cmake/duograd/ (find_package(duograd CONFIG)), lib/pkgconfig/duograd.pc,
 #   bin/bench (CMakeLists.txt), and a Debian package of it all (cpack -G DEB).
 include(CMakePackageConfigHelpers)
@@ -9,14 +10,18 @@ include(CMakePackageConfigHelpers)
 # What a program may include; every other header (attrs.h, layout.h,
 # backend_impl.h, *_internal.h, rng.h, cpu_kernels.h, gpu_common.cuh, the
 # data stream, the checking kit) is the library's own and stays behind.
+# The hooks of the tests and the bench (core/testing.h, gpu_testing.h,
+# gathered by include/duograd/testing.h) are installed so that the bench
+# builds against the installed package; the umbrella leaves them out.
 set(DG_PUBLIC_HEADERS
-  core/autodiff.h core/backend.h core/graph.h core/ops.h core/plan.h core/status.h
+  core/autodiff.h core/backend.h core/cost.h core/graph.h core/ops.h core/plan.h core/status.h
+  core/testing.h
   core/nn/cnn.h core/nn/layers.h core/nn/mlp.h core/nn/model.h core/nn/resnet.h
   core/nn/train_step.h core/nn/trainer.h core/nn/transformer.h core/nn/lm_trainer.h core/nn/data_parallel.h
   core/data/dataset.h core/data/text.h
   cpu_backend/cpu_backend.h)
 if(DG_HAVE_CUDA)
-  list(APPEND DG_PUBLIC_HEADERS gpu_backend/gpu_backend.h)
+  list(APPEND DG_PUBLIC_HEADERS gpu_backend/gpu_backend.h gpu_backend/gpu_testing.h)
 endif()
 
 # Both libraries are made of the layers' position-independent objects (so
@@ -44,7 +49,8 @@ set_target_properties(duograd_shared PROPERTIES OUTPUT_NAME duograd EXPORT_NAME 
 set_target_properties(duograd_static PROPERTIES OUTPUT_NAME duograd EXPORT_NAME duograd_static
   LINKER_LANGUAGE ${DG_LIB_LANGUAGE})
 foreach(t duograd_shared duograd_static)
-  target_include_directories(${t} PUBLIC $<BUILD_INTERFACE:${DG_ROOT_INCLUDE}> $<BUILD_INTERFACE:${DG_GEN_INCLUDE}>
+  target_include_directories(${t} PUBLIC $<BUILD_INTERFACE:${DG_ROOT_INCLUDE}> $<BUILD_INTERFACE:${DG_TOP_INCLUDE}>
+                                         $<BUILD_INTERFACE:${DG_GEN_INCLUDE}>
                                          $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 endforeach()
 # The shared library exports the public dg_ API alone (duograd.map hides the
@@ -63,7 +69,7 @@ foreach(h ${DG_PUBLIC_HEADERS})
   get_filename_component(dir ${h} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duograd/${dir})
 endforeach()
-install(FILES ${DG_GEN_INCLUDE}/duograd/duograd.h ${DG_GEN_INCLUDE}/duograd/version.h
+install(FILES ${DG_TOP_INCLUDE}/duograd/duograd.h ${DG_TOP_INCLUDE}/duograd/testing.h ${DG_GEN_INCLUDE}/duograd/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duograd)
 
 # the CMake package

@@ -3,6 +3,7 @@
 #include "backend_impl.h"
 #include "clock_internal.h"
 #include "status_internal.h"
+#include "testing.h"
 
 #include <stdio.h>
 #include <stdlib.h>

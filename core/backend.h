@@ -11,6 +11,7 @@
 #ifndef DG_BACKEND_H
 #define DG_BACKEND_H
 
+#include "cost.h"
 #include "graph.h"
 
 #ifdef __cplusplus
@@ -86,8 +87,8 @@ typedef struct dg_event dg_event;
 const char *dg_backend_name(const dg_backend *be);
 void        dg_backend_free(dg_backend *be);
 /* Every allocation of device or arena memory goes through here: it counts
- * calls (a plan that allocates during a run shows up in n_allocs) and can be
- * made to fail on purpose (dg_backend_fail_alloc_after). */
+ * calls (a plan that allocates during a run shows up in the count) and can
+ * be made to fail on purpose (both hooks: <duograd/testing.h>). */
 dg_status   dg_backend_alloc(dg_backend *be, size_t bytes, void **out);
 void        dg_backend_release(dg_backend *be, void *ptr);
 dg_status   dg_backend_upload(dg_backend *be, void *dst, const void *src, size_t bytes);
@@ -112,7 +113,6 @@ dg_status   dg_backend_compute(dg_backend *be, const dg_step *s);
  * backend memory (assembles a shuffled batch from a resident data set). */
 dg_status   dg_backend_gather_rows(dg_backend *be, void *dst, const void *src, const int32_t *idx, int n,
                                    size_t row_bytes);
-size_t      dg_backend_n_allocs(const dg_backend *be);
 /* The working memory (bytes) the backend's step for n needs, which a plan
  * reserves for it: dg_node_scratch_bytes(n) unless the backend's own
  * algorithm needs another amount (the GPU's implicit-GEMM convolutions need
@@ -137,9 +137,6 @@ dg_status   dg_backend_step_impl(const dg_backend *be, const dg_node *node, unsi
  * kinds, two on one device, one already grouped; DG_ERR_UNSUPPORTED: a kind
  * without collectives (the CPU) or a GPU build without NCCL. */
 dg_status   dg_backend_group(dg_backend *const *bes, int n);
-/* Tests: the n-th next allocation fails with DG_ERR_OOM (n <= 0: none);
- * nothing for a NULL backend. */
-void        dg_backend_fail_alloc_after(dg_backend *be, int n);
 
 /* Timing: record two events around queued work, then ask the time between
  * them (waits for the second). Device time on a device backend: host

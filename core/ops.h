@@ -1,9 +1,10 @@
 /* ops.h: the op enum and its static facts (name, arity, role, attribute
- * family, inputs written in place, side outputs), and each node's cost.
+ * family, inputs written in place, side outputs). A node's cost is
+ * cost.h's.
  *
  * Adding an op: add the enum value here, its row in op_info (ops.c; a
  * static_assert makes a forgotten row a build error), its cost in
- * dg_node_cost, a builder in graph.c, its gradient in autodiff.c, a kernel
+ * cost.c (dg_node_cost), a builder in graph.c, its gradient in autodiff.c, a kernel
  * in each backend, its float64 definition in core/check/ref.c and a row in
  * the op-case table (core/check/op_cases.c). Core switches over dg_op have no
  * default: -Werror=switch finds every place a new op must be handled. */
@@ -144,22 +145,6 @@ typedef struct dg_op_info {
 /* NULL (and the last error set) for a value that is no dg_op */
 const dg_op_info *dg_op_info_get(dg_op op);
 const char *dg_op_name(dg_op op);   /* "?" for a value that is no dg_op */
-
-struct dg_node;
-/* The least work a node's kernel must do: arithmetic (a transcendental
- * counts 1, a multiply-add 2) and bytes (every input and output, side
- * outputs included, read or written once). The bench's throughput columns
- * and the profiler's bound classification read these. */
-typedef struct dg_cost { double flops, bytes; } dg_cost;
-dg_cost dg_node_cost(const struct dg_node *n);   /* zeros for NULL */
-/* The FLOPs of an attention or attention_backward node's products (ops.c
- * says which); the attention sweep counts the same. */
-double dg_attention_flops(const struct dg_node *n);
-
-/* The working memory a node's kernel needs beside its inputs and output
- * (the im2col columns of a convolution, layout.h), which the plan places in
- * its arena for that step only (dg_step.scratch). 0 for most ops and NULL. */
-size_t dg_node_scratch_bytes(const struct dg_node *n);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 #include "../core/layout.h"
 #include "../core/status_internal.h"
 #include "gpu_backend.h"
+#include "gpu_testing.h"
 
 struct gpu_comm; /* gpu_collective.cu */
 

@@ -7,6 +7,9 @@
 #     source folder;
 #   - libduograd.so exports public dg_ symbols only: no dg__ internal, and
 #     none that no installed header declares;
+#   - the hooks of the tests and the bench (<duograd/testing.h>) are
+#     installed and link from the installed library, and the umbrella
+#     does not include them;
 #   - the example consumer (docs/examples/consumer) builds against it by
 #     CMake (find_package: shared and static) and by pkg-config, and from
 #     duograd's sources as a subproject (add_subdirectory, whose defaults
@@ -31,7 +34,7 @@ cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" || { cat "$tmp/i
 lib=$(find "$prefix" -name 'libduograd.so.*' -type f)
 [ -n "$lib" ] || fail "no libduograd.so installed"
 inc=$prefix/include/duograd
-for h in duograd.h version.h; do
+for h in duograd.h testing.h version.h; do
     [ -f "$inc/$h" ] || fail "no $h in $inc"
 done
 private=$(find "$inc" -name '*_internal.h' -o -name attrs.h -o -name layout.h -o -name backend_impl.h \
@@ -85,6 +88,22 @@ libdir=$(pkg-config --variable=libdir duograd)
 cc -o "$tmp/consumer-pc" "$example/main.c" $(pkg-config --cflags --libs duograd) -Wl,-rpath,"$libdir" ||
     fail "the pkg-config build failed"
 run "pkg-config $(pkg-config --modversion duograd), cuda=$(pkg-config --variable=cuda duograd)" "$tmp/consumer-pc"
+
+# the hooks: outside the umbrella (none of their include guards defined by
+# it), yet a program (the bench) can include and link them when it asks
+cat >"$tmp/hooks.c" <<'EOF_HOOKS'
+#include <duograd/duograd.h>
+#if defined(DG_TESTING_H) || defined(DG_CORE_TESTING_H) || defined(DG_GPU_TESTING_H)
+#error the umbrella <duograd/duograd.h> includes the hooks of <duograd/testing.h>
+#endif
+#include <duograd/testing.h>
+int main(void) { return (int)dg_backend_n_allocs(0); }
+EOF_HOOKS
+# shellcheck disable=SC2046 # pkg-config's flags are several words
+cc -o "$tmp/hooks" "$tmp/hooks.c" $(pkg-config --cflags --libs duograd) -Wl,-rpath,"$libdir" ||
+    fail "a program including <duograd/testing.h> does not build against the installed package"
+"$tmp/hooks" || fail "the installed dg_backend_n_allocs(NULL) is not 0"
+echo "consumer-test: <duograd/testing.h> installed, outside the umbrella, links from libduograd.so"
 
 # add_subdirectory: the library alone by default (no tests, bench or
 # install rules of duograd's), <duograd/duograd.h> from the build tree.

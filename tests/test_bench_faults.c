@@ -6,6 +6,8 @@
  * run. GPU tests skip, with the reason, where no CUDA device answers. */
 #include <math.h>
 
+#include <duograd/testing.h>
+
 #include "cpu_backend/cpu_backend.h"
 #include "shell_util.h"
 #include "runner/sweep.h"

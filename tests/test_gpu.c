@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <duograd/testing.h>
+
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
 #include "gpu_backend/gpu_backend.h"

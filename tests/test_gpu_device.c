@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <duograd/testing.h>
+
 #include "cpu_backend/cpu_backend.h"
 #include "gpu_backend/gpu_backend.h"
 #include "gpu_util.h"

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <duograd/testing.h>
+
 #include "gpu_util.h"
 #include "test_util.h"
 

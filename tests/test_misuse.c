@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <duograd/testing.h>
+
 #include "core/attrs.h"
 #include "core/nn/mlp.h"
 #include "core/nn/train_step.h"

@@ -2,6 +2,8 @@
  * its memory promises: after the first run, runs allocate nothing; the
  * arena packs the step's buffers close to the least they can take (the
  * peak of bytes alive at one step). */
+#include <duograd/testing.h>
+
 #include "core/nn/resnet.h"
 #include "core/nn/train_step.h"
 #include "cpu_backend/cpu_backend.h"

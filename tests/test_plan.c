@@ -5,6 +5,8 @@
  * reported cleanly. */
 #include <string.h>
 
+#include <duograd/testing.h>
+
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
 #include "test_util.h"

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <duograd/testing.h>
+
 #include "machine/host_cache.h"
 #include "shell_util.h"
 #include "runner/sweep.h"

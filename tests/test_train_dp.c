@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <duograd/testing.h>
+
 #include "core/backend_impl.h"
 #include "core/nn/data_parallel.h"
 #include "core/nn/mlp.h"

@@ -19,6 +19,7 @@
 #include "runner/sweep.h"
 #include "train/train.h"
 #include "machine/wait_policy.h"
+#include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
 #endif

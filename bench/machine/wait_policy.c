@@ -8,7 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "machine/env.h"
+#include "machine/host_load.h"
 
 /* why the last bench_wait_policy_apply could not execute the bench again
  * ("" when it did not fail): the metadata says so beside the policy */

@@ -10,6 +10,7 @@
 
 #include "core/nn/cnn.h"
 #include "core/status_internal.h"
+#include <duograd/testing.h>
 #include "profile/profile.h"
 #include "runner/sweep.h"
 #include "sweeps/transformer/sweep_transformer.h"

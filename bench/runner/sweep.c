@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "machine/gpu_monitor.h"
+#include <duograd/testing.h>
 #include "writers/json.h"
 #include "writers/samples.h"
 #ifdef DG_HAVE_CUDA

@@ -7,6 +7,7 @@
 
 #include "core/status_internal.h"
 #include "machine/host_cache.h"
+#include <duograd/testing.h>
 
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"

@@ -4,7 +4,6 @@
  * and time to stdout and CSV. */
 #include "train/train.h"
 
-#include <errno.h>
 #include <float.h>
 #include <limits.h>
 #include <getopt.h>
@@ -12,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/backends.h"
 #include "core/nn/cnn.h"
@@ -20,6 +18,8 @@
 #include "core/nn/mlp.h"
 #include "core/nn/resnet.h"
 #include "core/nn/trainer.h"
+#include "train/train_charlm.h"
+#include "train/train_csv.h"
 #include "writers/csv.h"
 #include "machine/env.h"
 #include "cli/options.h"
@@ -77,30 +77,6 @@ static void on_epoch(const dg_epoch_stats *s, void *arg) {
     fflush(e->csv);
 }
 
-FILE *bench_train_open(const char *backend, int threads, const char *out, const char *name, const char *header,
-                       int argc, char **argv, dg_backend **be) {
-    if (bench_backend_open(backend, threads, be) != DG_OK) {
-        fprintf(stderr, "bench train: %s backend: %s\n", backend, dg_last_error());
-        return NULL;
-    }
-    FILE *csv = NULL;
-    if (mkdir(out, 0755) && errno != EEXIST) {
-        fprintf(stderr, "bench train: cannot create %s: %s\n", out, strerror(errno));
-    } else {
-        char meta[4096];
-        dg_backend *gpu = !strcmp(backend, "gpu") ? *be : NULL;
-        bench_env_meta(meta, sizeof meta, threads, gpu);
-        bench_env_meta_more(meta, sizeof meta, argc, argv, gpu);
-        /* written as NAME.csv.partial: an earlier NAME.csv is replaced only by a finished run */
-        if (!(csv = bench_csv_open(out, name, meta, header))) fprintf(stderr, "bench train: %s\n", dg_last_error());
-    }
-    if (!csv) {
-        dg_backend_free(*be);
-        *be = NULL;
-    }
-    return csv;
-}
-
 /* frees the replicas' backends bes[0..n) (NULL ones skipped) */
 static void close_replicas(dg_backend **bes, int n) {
     for (int i = 0; i < n; i++) dg_backend_free(bes[i]);
@@ -135,13 +111,6 @@ static int open_replicas(int n, dg_backend **bes) {
     fprintf(stderr, "bench train: --gpus %d: no CUDA device: this build has no CUDA backend\n", n);
     return 1;
 #endif
-}
-
-dg_status bench_train_close(FILE *csv, const char *out, const char *name, dg_status st) {
-    if (st != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
-    dg_status fin = bench_csv_finish(csv, out, name, st == DG_OK);
-    if (fin != DG_OK) fprintf(stderr, "bench train: %s\n", dg_last_error());
-    return st != DG_OK ? st : fin;
 }
 
 int bench_train_main(int argc, char **argv) {

@@ -1,23 +1,7 @@
 #ifndef DG_BENCH_TRAIN_H
 #define DG_BENCH_TRAIN_H
 
-#include <stdio.h>
-
-#include "core/status.h"
-
-struct dg_backend;
-/* `bench train ...`: trains on Fashion-MNIST and writes per-epoch CSV. */
+/* `bench train ...`: trains on Fashion-MNIST and writes per-epoch CSV;
+ * `--model charlm` is handed to bench_train_charlm_main (train_charlm.h). */
 int bench_train_main(int argc, char **argv);
-/* What both trainers open: the backend `backend` ("cpu" or "gpu") into *be,
- * the folder out, and out/NAME.csv(.partial) with the run's metadata and
- * header. NULL, with the reason on stderr and nothing left open, when any
- * of them fails. */
-FILE *bench_train_open(const char *backend, int threads, const char *out, const char *name, const char *header,
-                       int argc, char **argv, struct dg_backend **be);
-/* After the training (st its status): closes csv, keeping out/NAME.csv
- * only when st is DG_OK, and says on stderr what failed. The run's final
- * status. */
-dg_status bench_train_close(FILE *csv, const char *out, const char *name, dg_status st);
-/* `bench train --model charlm ...` (train_charlm.c), its own options */
-int bench_train_charlm_main(int argc, char **argv);
 #endif

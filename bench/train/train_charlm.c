@@ -7,7 +7,7 @@
  * get under, and the held-out loss as training goes; writes
  * train-charlm-BACKEND.csv (one row per evaluation, the text's unigram
  * entropy in each: the report draws it as the bar to beat). */
-#include "train/train.h"
+#include "train/train_charlm.h"
 
 #include <float.h>
 #include <getopt.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/nn/lm_trainer.h"
+#include "train/train_csv.h"
 #include "writers/csv.h"
 #include "cli/options.h"
 

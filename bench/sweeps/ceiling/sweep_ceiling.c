@@ -10,6 +10,7 @@
 
 #include "core/status_internal.h"
 #include "runner/runner.h"
+#include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
 #endif

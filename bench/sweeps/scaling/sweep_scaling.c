@@ -47,6 +47,7 @@
 #include "core/status_internal.h"
 #include "runner/runner.h"
 #include "sweeps/scaling/sweep_scaling.h"
+#include <duograd/testing.h>
 
 const int scaling_counts[SCALING_N_COUNTS] = {1, 2, 4, 8};
 

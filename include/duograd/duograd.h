@@ -1,11 +1,16 @@
 /* duograd.h: the public API in one include. A program using duograd
- * writes #include <duograd/duograd.h> (installed, or the build tree's
- * include/ folder under add_subdirectory); the paths below are relative to
- * include/duograd/, where the installed headers keep the source layout.
+ * writes #include <duograd/duograd.h> (installed, or this folder, include/,
+ * under add_subdirectory). The umbrella sits above every layer: it is the
+ * one header that includes both the core's and the backends' headers, and
+ * no header below includes it. The paths below are relative to
+ * include/duograd/, where the installed headers keep the source layout (in
+ * the source tree they resolve through the source root). The hooks of the
+ * tests and the bench (<duograd/testing.h>) are not part of it.
  *
  *   version.h              DG_VERSION_*, DG_HAVE_CUDA, dg_version()
  *   core/status.h          dg_status, dg_last_error()
  *   core/graph.h, ops.h    graphs, shapes, the builders
+ *   core/cost.h            a node's FLOPs, bytes and scratch memory
  *   core/autodiff.h        dg_grad, the optimizers' update nodes
  *   core/backend.h         memory, copies, events of a backend
  *   core/plan.h            memory plan and run of a graph on a backend
@@ -22,6 +27,7 @@
 
 #include "core/autodiff.h"
 #include "core/backend.h"
+#include "core/cost.h"
 #include "core/data/dataset.h"
 #include "core/data/text.h"
 #include "core/graph.h"

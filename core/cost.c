@@ -1,0 +1,125 @@
+/* cost.c: what a node's kernel must do (FLOPs and bytes) and the working
+ * memory it needs: facts of a node (its shape, inputs and attributes), so
+ * they live beside the graph rather than in the op table (ops.c), which
+ * knows ops alone. */
+#include "cost.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "layout.h"
+#include "status_internal.h"
+
+/* arithmetic per output element (or per input element for reductions) */
+static double flops_per_element(dg_op op) {
+    switch (op) {
+    case DG_OP_LEAF: case DG_OP_RESHAPE: case DG_OP_SIDE_OUTPUT:
+    case DG_OP_PERMUTE: case DG_OP_BROADCAST_TO: case DG_OP_COUNT:
+        return 0;
+    case DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV: case DG_OP_NEG:
+    case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
+    case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS:
+    case DG_OP_RELU: case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
+    case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_ADAM_STEP:
+    case DG_OP_ALL_REDUCE: /* an add per element and replica: counted as one */
+        return 1;
+    case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
+    case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
+    case DG_OP_SGD_UPDATE:
+        return 2;
+    case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
+        return 3;
+    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE:
+    case DG_OP_MOMENTUM_UPDATE:
+        return 4;
+    case DG_OP_ADAM_UPDATE:
+        return 11;
+    case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+        return 3;  /* per input element: (x - mean) * invstd * dy, summed */
+    case DG_OP_BATCH_NORM:
+        return 7;  /* mean and variance passes, then scale and shift */
+    case DG_OP_BATCH_NORM_BACKWARD:
+        return 10; /* two channel sums, then the combination */
+    case DG_OP_BATCH_NORM_RUNNING:
+        return 8;  /* per channel */
+    case DG_OP_LAYER_NORM:
+        return 7;  /* as batch_norm, per row */
+    case DG_OP_LAYER_NORM_BACKWARD:
+        return 10;
+    case DG_OP_LAYER_NORM_BACKWARD_SCALE:
+        return 3;  /* per input element */
+    case DG_OP_EMBEDDING:
+        return 0;  /* a copy */
+    case DG_OP_EMBEDDING_BACKWARD:
+        return 0;  /* counted per input element below */
+    case DG_OP_ATTENTION: case DG_OP_ATTENTION_BACKWARD:
+        return 0;  /* counted from their dimensions */
+    case DG_OP_AVG_POOL2D_BACKWARD:
+        return 1;
+    case DG_OP_MATMUL: case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
+    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_MAX_POOL2D_BACKWARD:
+        return 0; /* counted from their dimensions */
+    }
+    return 0;
+}
+
+dg_cost dg_node_cost(const dg_node *n) {
+    dg_cost c = {0, 0};
+    if (!n) {
+        dg__fail(DG_ERR_INVALID, "dg_node_cost: NULL node");
+        return c;
+    }
+    const dg_op_info *info = dg_op_info_get(n->op);
+    if (!info || n->op == DG_OP_LEAF || n->op == DG_OP_RESHAPE || n->op == DG_OP_SIDE_OUTPUT) return c;
+    for (int i = 0; i < n->n_in; i++) {
+        double b = (double)dg_node_bytes(n->in[i]);
+        c.bytes += (info->writes >> i & 1u) ? 2 * b : b; /* read, then written back */
+    }
+    if (!info->writes) c.bytes += (double)dg_node_bytes(n);
+    for (int i = 0; i < n->n_side; i++) c.bytes += (double)dg_node_bytes(n->side[i]);
+    /* reductions and the softmax family count per input element */
+    bool per_input = n->op == DG_OP_SUM || n->op == DG_OP_MEAN || n->op == DG_OP_SOFTMAX_CE ||
+                     n->op == DG_OP_BATCH_NORM_BACKWARD_SCALE || n->op == DG_OP_LAYER_NORM_BACKWARD_SCALE;
+    double elems = (double)dg_node_numel(per_input ? n->in[0] : n);
+    c.flops = flops_per_element(n->op) * elems;
+    if (n->op == DG_OP_MATMUL) c.flops = 2.0 * (double)dg_node_numel(n) * (double)dg_gemm_dims_of(n).k;
+    if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT) {
+        /* each form is the same multiply-adds: every output of the forward
+         * against every tap of its window */
+        dg_conv_dims d = dg_conv_dims_of(n);
+        c.flops = 2.0 * (double)d.n * (double)d.o * (double)d.cols * (double)(d.cg * d.kh * d.kw);
+    }
+    if (n->op == DG_OP_MAX_POOL2D || n->op == DG_OP_AVG_POOL2D) {
+        dg_conv_dims d = dg_conv_dims_of(n);
+        c.flops = (double)dg_node_numel(n) * (double)(d.kh * d.kw); /* a compare or add per tap */
+    }
+    if (n->op == DG_OP_MAX_POOL2D_BACKWARD) c.flops = (double)dg_node_numel(n->in[0]); /* an add per max */
+    if (n->op == DG_OP_EMBEDDING_BACKWARD) c.flops = (double)dg_node_numel(n->in[0]); /* an add per dy element */
+    if (n->op == DG_OP_ATTENTION || n->op == DG_OP_ATTENTION_BACKWARD) c.flops = dg_attention_flops(n);
+    return c;
+}
+
+/* The multiply-adds of the products with the score matrix, two FLOPs each:
+ * forward QK^T and PV (2 products of T*T*Dh per head), backward QK^T again,
+ * dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q (5); the causal mask
+ * leaves (T+1)/(2T) of the scores. Softmax's exponentials are not counted. */
+double dg_attention_flops(const dg_node *n) {
+    const dg_shape s = n->in[n->op == DG_OP_ATTENTION ? 0 : 1]->shape;
+    double b = (double)s.d[0], h = (double)s.d[1], t = (double)s.d[2], dh = (double)s.d[3];
+    double products = n->op == DG_OP_ATTENTION ? 2 : 5;
+    double kept = dg_attr_attention_of(n).causal ? (t + 1) / (2 * t) : 1;
+    return 2 * products * b * h * t * t * dh * kept;
+}
+
+size_t dg_node_scratch_bytes(const dg_node *n) {
+    if (!n) {
+        dg__fail(DG_ERR_INVALID, "dg_node_scratch_bytes: NULL node");
+        return 0;
+    }
+    if (n->op == DG_OP_ATTENTION_BACKWARD) /* one float per query row */
+        return (size_t)dg_node_numel(n) / (size_t)n->shape.d[3] * sizeof(float);
+    if (n->op != DG_OP_CONV2D && n->op != DG_OP_CONV2D_BACKWARD_DATA && n->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
+        return 0;
+    dg_conv_dims d = dg_conv_dims_of(n);
+    return (size_t)dg_conv_scratch_floats(&d, n->op == DG_OP_CONV2D_BACKWARD_WEIGHT) * sizeof(float);
+}
