@@ -15,6 +15,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <duograd/testing.h>
+
 #include "core/autodiff.h"
 #include "core/check/ref.h"
 #include "core/nn/cnn.h"
