@@ -12,8 +12,9 @@
 #include "cli/list_ops.h"
 #include "cli/options.h"
 
-const sweep_def bench_sweeps[] = {{.name = "ceiling"}, {.name = "gemm"},     {.name = "ops"},
-                                  {.name = "mlp"},     {.name = "autodiff"}, {.name = "train"}};
+const sweep_def bench_sweeps[] = {{.name = "ceiling", .by_default = true}, {.name = "gemm", .by_default = true},
+                                  {.name = "ops", .by_default = true},     {.name = "mlp", .by_default = true},
+                                  {.name = "autodiff"},                    {.name = "train"}};
 const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof *bench_sweeps);
 int bench_list_ops(FILE *out) { return out ? 0 : 1; }
 const char *const dg_build_commit = "fuzz"; /* written by the build in the bench */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/options.h"
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
 #include "runner/runner.h"
@@ -338,4 +339,31 @@ Test(runner, hot_sweeps_stay_hot_under_cold) {
         free(r);
         remove_dir(dir);
     }
+}
+
+/* --sweep all and the default sweeps come from the registry (no list kept
+ * beside it to drift): all is every sweep not asked by name alone, the
+ * default the ones marked so, both in the registry's order */
+Test(runner, all_and_the_default_sweeps_come_from_the_registry) {
+    for (int all = 0; all < 2; all++) {
+        char *argv[] = {"bench", "--sweep", "all", NULL};
+        bench_ctx ctx;
+        bench_choice ch;
+        cr_assert_eq(bench_parse_options(all ? 3 : 1, argv, &ctx, &ch), BENCH_OPTS_RUN);
+        int k = 0;
+        for (int i = 0; i < bench_n_sweeps; i++) {
+            bool in = all ? !bench_sweeps[i].not_in_all : bench_sweeps[i].by_default;
+            if (!in) continue;
+            cr_assert(k < ch.n_sweeps && ch.sweeps[k] == &bench_sweeps[i], "all %d: %s missing or out of order",
+                      all, bench_sweeps[i].name);
+            k++;
+        }
+        cr_assert_eq(k, ch.n_sweeps, "all %d: %d sweeps, the registry says %d", all, ch.n_sweeps, k);
+        cr_assert_eq(ctx.extended, all);
+    }
+    cr_assert(bench_n_sweeps > 4);
+    char *empty[] = {"bench", "--sweep", "", NULL};
+    bench_ctx ctx;
+    bench_choice ch;
+    cr_assert_eq(bench_parse_options(3, empty, &ctx, &ch), 2, "an empty --sweep is refused");
 }

@@ -17,10 +17,21 @@
 /* written at build time by scripts/build_info.cmake */
 extern const char *const dg_build_commit;
 
-#define DEFAULT_SWEEPS "ceiling,gemm,ops,mlp"
-#define ALL_SWEEPS DEFAULT_SWEEPS ",autodiff,train,conv,resnet,attention,transformer"
+/* the registry's sweeps, comma-separated: those run by default (all
+ * false), or those --sweep all runs */
+static const char *sweep_names(bool all, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < bench_n_sweeps; i++)
+        if (all ? !bench_sweeps[i].not_in_all : bench_sweeps[i].by_default)
+            len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%s", len ? "," : "", bench_sweeps[i].name);
+    return buf;
+}
 
 static void usage(FILE *f) {
+    char by_default[256], all[256];
+    sweep_names(false, by_default, sizeof by_default);
+    sweep_names(true, all, sizeof all);
     fprintf(f,
             "usage: bench [options]            run sweeps, write CSV, JSON, charts and summary.md\n"
             "       bench plot DIR             redraw charts and summary.md from DIR's CSV files\n"
@@ -29,10 +40,9 @@ static void usage(FILE *f) {
             "       bench train [options]      train on Fashion-MNIST (bench train --help)\n"
             "\n"
             "what to run:\n"
-            "  --sweep LIST       comma-separated sweeps, each once (default: " DEFAULT_SWEEPS "); 'all'\n"
-            "                     runs them with their largest sizes too (gemm 8192, ops 64M, mlp batch\n"
-            "                     8192), and the autodiff, train, conv, resnet, attention and\n"
-            "                     transformer sweeps\n"
+            "  --sweep LIST       comma-separated sweeps, each once (default: %s)\n"
+            "                     'all': %s,\n"
+            "                     with their largest sizes (gemm 8192, ops 64M, mlp batch 8192)\n"
             "  --backends LIST    cpu,gpu (default both; a missing GPU is reported once)\n"
             "  --sizes [SWEEP=]LIST  sizes instead of the sweeps' defaults: 64,128,... or A:B (doubling),\n"
             "                     1 to 2^30, at most %d; SWEEP= gives one sweep its own list (repeatable);\n"
@@ -85,7 +95,7 @@ static void usage(FILE *f) {
             "(and NAME.json is written beside it) when the sweep ends or is interrupted with rows in it,\n"
             "so a failed run never erases an earlier result. Ctrl-C or SIGTERM: the row being measured\n"
             "is finished with the runs it has, then the charts and summary are drawn.\n",
-            BENCH_MAX_SIZES);
+            by_default, all, BENCH_MAX_SIZES);
 }
 
 int bench_usage_error(const char *prog, const char *fmt, ...) {
@@ -228,9 +238,10 @@ static const sweep_def *find_sweep(const char *name) {
 
 static int parse_sweeps(const char *spec, bench_ctx *ctx, bench_choice *ch) {
     char list[256];
-    ctx->extended = !strcmp(spec, "all");
-    if (strlen(spec) >= sizeof list) return bench_usage_error("bench", "--sweep is longer than 255 characters");
-    snprintf(list, sizeof list, "%s", ctx->extended ? ALL_SWEEPS : spec);
+    ctx->extended = spec && !strcmp(spec, "all");
+    if (spec && strlen(spec) >= sizeof list) return bench_usage_error("bench", "--sweep is longer than 255 characters");
+    if (!spec || ctx->extended) sweep_names(ctx->extended, list, sizeof list);
+    else snprintf(list, sizeof list, "%s", spec);
     ch->n_sweeps = 0;
     for (char *p = list, *tok; (tok = strsep(&p, ",")) != NULL;) {
         const sweep_def *s = find_sweep(tok);
@@ -358,7 +369,7 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
     *ch = (bench_choice){0};
     ctx->argc = argc;
     ctx->argv = argv;
-    const char *sweep_list = DEFAULT_SWEEPS, *backends = "cpu,gpu";
+    const char *sweep_list = NULL, *backends = "cpu,gpu"; /* NULL: the registry's default sweeps */
     long long max_reps = 0; /* 0: not given */
     int c, rc;
     optind = 0; /* glibc: start over, the parse may run more than once in a process */

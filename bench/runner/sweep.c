@@ -14,19 +14,19 @@
 
 /* in the order `bench plot` writes their sections and `bench compare` their rows */
 const sweep_def bench_sweeps[] = {
-    {.name = "ceiling",
+    {.name = "ceiling", .by_default = true,
      .what = "each device's measured peak: large sgemm, streaming copy, and host-device transfers from pinned "
              "and pageable memory",
      .run = sweep_ceilings, .report = bench_report_ceiling, .ceilings = bench_ceilings_read},
-    {.name = "gemm",
+    {.name = "gemm", .by_default = true,
      .what = "sgemm: square 32..8192 and non-square shapes; cpu-naive, cpu-omp, cpu-openblas, gpu-naive, "
              "gpu-tiled, gpu-cublas, gpu-cublas-tf32; GPU with and without transfers",
      .run = sweep_gemm, .report = bench_report_gemm},
-    {.name = "ops",
+    {.name = "ops", .by_default = true,
      .what = "elementwise, broadcasting, reductions, softmax, softmax cross-entropy, transpose; forward and "
              "backward; 1K..64M elements; GB/s",
      .run = sweep_ops, .report = bench_report_ops},
-    {.name = "mlp",
+    {.name = "mlp", .by_default = true,
      .what = "one MLP training step (forward, backward, Adam update) over batch sizes and widths; GPU with "
              "and without CUDA-graph replay",
      .run = sweep_mlp, .report = bench_report_mlp},
@@ -57,7 +57,8 @@ const sweep_def bench_sweeps[] = {
     {.name = "scaling",
      .what = "data parallelism over 1, 2, 4, 8 GPUs (NCCL): all-reduce bus bandwidth per message size (NCCL's "
              "own call and the graph's node), and MLP, ResNet-18 and char-LM steps, weak and strong scaling",
-     .run = sweep_scaling, .report = bench_report_scaling},
+     .run = sweep_scaling, .report = bench_report_scaling,
+     .not_in_all = true}, /* it opens every GPU of the host: asked by name */
 };
 const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof bench_sweeps[0]);
 

@@ -74,6 +74,8 @@ typedef struct sweep_def {
     sweep_run_fn      run;
     sweep_report_fn   report;    /* NULL: no section of its own         */
     sweep_ceilings_fn ceilings;  /* NULL: its rows are not ceilings     */
+    bool              by_default; /* run when no --sweep is given        */
+    bool              not_in_all; /* left out of --sweep all: asked by name */
 } sweep_def;
 
 extern const sweep_def bench_sweeps[];
