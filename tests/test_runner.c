@@ -1,7 +1,8 @@
 /* The sweep runner (bench/runner/runner.h) driven by a toy sweep declared
  * here and nowhere else: its rows are written once each in point x
  * implementation order, filtered, skipped by prediction, interrupted, and
- * failed or wrong with the right status, through the runner alone. */
+ * failed or wrong with the right status, each with the columns its sweep
+ * knows before running it, through the runner alone. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -43,6 +44,12 @@ static void toy_points(bench_ctx *ctx, const void *arg, bench_points *out) {
 static bool toy_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
     (void)ctx; (void)pt;
     return strcmp(im->name, "toy-none") != 0;
+}
+
+/* the scratch of every row: 1000 bytes per unit of m */
+static void toy_columns(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, bench_row *row) {
+    (void)ctx; (void)im;
+    row->scratch_bytes = 1000 * pt->m;
 }
 
 static dg_status toy_setup(bench_ctx *ctx, const bench_point *pt, void **state) {
@@ -102,8 +109,8 @@ static void toy_release(void *state, const bench_impl *im, bench_work *work) {
 
 static const bench_sweep_spec toy_spec = {
     .name = "toy", .check_word = "toy-check", .impls = toy_impls, .n_impls = 4, .points = toy_points,
-    .applies = toy_applies, .setup = toy_setup, .teardown = toy_teardown, .prepare = toy_prepare,
-    .check = toy_check, .release = toy_release,
+    .applies = toy_applies, .columns = toy_columns, .setup = toy_setup, .teardown = toy_teardown,
+    .prepare = toy_prepare, .check = toy_check, .release = toy_release,
 };
 
 static dg_status run_toy(bench_ctx *ctx) { return bench_run_spec(ctx, &toy_spec); }
@@ -152,6 +159,7 @@ Test(runner, writes_every_row_once_in_order) {
         cr_assert_str_eq(r[i].check, "toy-check");
         cr_assert(!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy"), "row %d: %s", i, r[i].status);
         cr_assert(r[i].max_rel_err == 1e-9 && r[i].reps == 2 && r[i].median_ms >= 0);
+        cr_assert_eq(r[i].scratch_bytes, 1000 * r[i].m);
     }
     cr_assert_eq(toy.setups, 6);
     cr_assert_eq(toy.teardowns, 6);
@@ -178,7 +186,8 @@ Test(runner, filters_by_case_and_impl) {
 }
 
 /* a CPU row predicted above --cpu-cap from the last row of its
- * implementation is skipped with the prediction, and never prepared */
+ * implementation is skipped with the prediction, and never prepared; it
+ * has the columns its sweep fills before running a row */
 Test(runner, skips_what_the_last_rate_predicts_too_slow) {
     reset();
     char dir[] = "/tmp/dg-runner-XXXXXX";
@@ -191,6 +200,7 @@ Test(runner, skips_what_the_last_rate_predicts_too_slow) {
     for (int i = 1; i < 3; i++) {
         cr_assert_str_eq(r[i].status, "skipped", "m %lld: %s", r[i].m, r[i].status);
         cr_assert(strstr(r[i].note, "--cpu-cap") != NULL, "%s", r[i].note);
+        cr_assert_eq(r[i].scratch_bytes, 1000 * r[i].m, "m %lld: scratch %lld", r[i].m, r[i].scratch_bytes);
     }
     cr_assert_eq(toy.prepares, 1);
     free(r);
@@ -216,7 +226,8 @@ Test(runner, stops_after_the_row_under_way_when_interrupted) {
 }
 
 /* a setup that fails: every row of its point says so (oom or failed),
- * with the message, and the other points run */
+ * with the message and the columns known before running, and the other
+ * points run */
 Test(runner, a_failed_setup_fails_its_points_rows) {
     for (int oom = 0; oom < 2; oom++) {
         reset();
@@ -232,6 +243,7 @@ Test(runner, a_failed_setup_fails_its_points_rows) {
             bool a = !strcmp(r[i].name, "a");
             cr_assert_str_eq(r[i].status, a ? (oom ? "oom" : "failed") : "ok");
             if (a) cr_assert(strstr(r[i].note, oom ? "no room for the toy" : "the toy broke"), "%s", r[i].note);
+            cr_assert_eq(r[i].scratch_bytes, 1000 * r[i].m);
         }
         cr_assert_eq(ctx.failed, 6);
         cr_assert_eq(toy.teardowns, 3, "only the points set up are torn down");

@@ -1,6 +1,8 @@
 /* test_sweep_conv.c: the conv sweep. Its CPU rows through the CLI, read
  * back from conv.csv (status, check, GEMM columns, scratch, GFLOP/s) and
- * its summary section; the report from rows written by hand, with and
+ * its summary section, and the rows that cannot run (skipped with the
+ * reason and their columns, or an error where the graph cannot be built);
+ * the report from rows written by hand, with and
  * without PyTorch's (bench/peers/torch_conv.py) beside duograd's; its
  * check (conv_check.h) against the CPU backend's three convolution nodes
  * on odd geometries (strides, padding, dilation, groups), and against
@@ -161,6 +163,56 @@ Test(conv_sweep, channel_rows_run_the_weight_gradient_or_say_why_not) {
                       r[i].name, runs[k].threads, r[i].status, r[i].note);
         }
         cr_assert_eq(timed, runs[k].timed, "%d weight gradients timed on %d threads", timed, runs[k].threads);
+        free(r);
+        remove_dir(dir);
+    }
+}
+
+/* Rows that cannot run say why. Skipped before anything of theirs is
+ * made, they keep the columns of what they would have run (m, n, k and the
+ * scratch of their kernels): r18i-l4.0-conv2's forward (x [b,256,14,14],
+ * w [512,256,3,3] stride 2: M = 512, N = b*49, K = 4608) on the CPU
+ * measured at batch 1, predicted above --cpu-cap at 8 and 32, past the
+ * CPU's ImageNet batches at 128; lenet-c2's (x [b,6,14,14], w [16,6,5,5]:
+ * M = 16, N = b*100, K = 150) at batch 5e8, beyond any host's memory. At
+ * batch 2^30 its graph cannot be built (x has more than 2^40 elements):
+ * an error row, with the message and no columns, and the exit code 1. */
+Test(conv_sweep, rows_that_cannot_run_say_why) {
+    static const struct { const char *args; int rows, rc; } runs[] = {
+        {"--case 'r18i-l4.0-conv2:fwd' --cpu-cap 0.001", 4, 0},
+        {"--case 'lenet-c2:fwd' --sizes conv=500000000", 1, 0},
+        {"--case 'lenet-c2:fwd' --sizes conv=1073741824", 1, 1},
+    };
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
+        tmp_dir(dir);
+        snprintf(cmd, sizeof cmd, "%s --sweep conv --backends cpu --impl cpu-im2col %s --reps 1 --warmup 0 "
+                 "--min-time 0 --out %s", DG_BENCH_PATH, runs[k].args, dir);
+        cr_assert_eq(sh(cmd, out, sizeof out), runs[k].rc, "%s", out);
+        snprintf(path, sizeof path, "%s/conv.csv", dir);
+        int n;
+        csv_rec *r = bench_csv_read(path, &n);
+        cr_assert_not_null(r, "%s", dg_last_error());
+        cr_assert_eq(n, runs[k].rows, "%s: %d rows", runs[k].args, n);
+        for (int i = 0; i < n; i++) {
+            if (k == 2) {
+                cr_assert(!strcmp(r[i].status, "error") && strstr(r[i].note, "more than 2^40 elements") &&
+                              r[i].m == 0 && r[i].scratch_bytes == 0,
+                          "%s (%s), m %lld", r[i].status, r[i].note, r[i].m);
+                continue;
+            }
+            const char *why = k == 1 ? "of host memory" : r[i].batch == 128 ? "ImageNet-sized" : "--cpu-cap";
+            if (k == 0 && r[i].batch == 1)
+                cr_assert(!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy"), "batch 1: %s (%s)",
+                          r[i].status, r[i].note);
+            else
+                cr_assert(!strcmp(r[i].status, "skipped") && strstr(r[i].note, why), "batch %lld: %s (%s)",
+                          r[i].batch, r[i].status, r[i].note);
+            long long m = k ? 16 : 512, cols = r[i].batch * (k ? 100 : 49), kk = k ? 150 : 4608;
+            cr_assert(r[i].m == m && r[i].n == cols && r[i].k == kk && r[i].scratch_bytes > 0,
+                      "batch %lld: m, n, k = %lld, %lld, %lld, scratch %lld", r[i].batch, r[i].m, r[i].n, r[i].k,
+                      r[i].scratch_bytes);
+        }
         free(r);
         remove_dir(dir);
     }

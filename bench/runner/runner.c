@@ -102,6 +102,7 @@ static void run_point(bench_ctx *ctx, const bench_sweep_spec *spec, const bench_
         const bench_impl *im = &spec->impls[i];
         if (!row_applies(ctx, spec, pt, im)) continue;
         bench_row row = row_of(ctx, spec, pt, im);
+        if (spec->columns) spec->columns(ctx, pt, im, &row);
         char why[256];
         const char *skip = skip_reason(ctx, spec, pt, im, &rates[i], why, sizeof why);
         if (skip) {

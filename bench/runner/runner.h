@@ -13,6 +13,7 @@
  *   for each implementation:
  *     applies(point, impl)       false: no row at all (not this machine's,
  *                                not this shape's)
+ *     columns(point, impl, row)  what the row says before anything runs
  *     skip(point, impl)          a reason: a skipped row
  *     prepare(state, impl, row, work)
  *                                the work to time (a plan, device buffers);
@@ -90,6 +91,10 @@ typedef struct bench_sweep_spec {
     bool (*applies)(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im);
     /* NULL or a reason written into why (n bytes): a skipped row */
     const char *(*skip)(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, char *why, size_t n);
+    /* NULL, or fills the columns of im's row at pt that are known before
+     * anything runs (the scratch its kernels reserve), in every row of it:
+     * skipped and failed rows too, where prepare never comes */
+    void (*columns)(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, bench_row *row);
     /* A CPU implementation's first rate, when no row of it has run yet and
      * the point is larger than what a probe costs: *ms for *work (flops,
      * or bytes where the point has no flops). NULL: predict from the rows

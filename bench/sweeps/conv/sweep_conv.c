@@ -35,6 +35,19 @@
  * also matters because the plan may place one step's im2col scratch over
  * another step's input.
  *
+ * Through the runner (runner/runner.h): a point is a direction of a shape
+ * at a batch, in the order shape, batch, direction (its case SHAPE:DIR);
+ * the implementations are conv_impls[], each row of a point in that order.
+ * A point's setup seeds the three inputs (the same values at every
+ * direction of the shape and batch) and, at the first row of a backend,
+ * plans the whole graph on it; its rows then check and time the
+ * direction's step. Rows that would run as another strategy, the CPU's
+ * ImageNet batches past CPU_IMAGENET_MAX_BATCH and problems too large for
+ * the host's memory are skipped with the reason (conv_skip); a CPU row
+ * predicted above --cpu-cap is the runner's to skip, from the last row of
+ * its implementation scaled by FLOPs (the three directions of a shape at a
+ * batch have the same FLOPs).
+ *
  * Columns: m, n, k are the GEMM of the direction (per group; groups = 1
  * in every shape here): forward M = o/groups, N = batch*oh*ow,
  * K = c/groups*kh*kw; backward-data M = c/groups*kh*kw, N = batch*oh*ow,
@@ -58,7 +71,10 @@
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
 
 static const long long default_batches[] = {1, 8, 32, 128};
 static const long long quick_batches[] = {1, 8};
@@ -80,21 +96,25 @@ static unsigned impl_flags(const conv_impl *im) { return dg_step_flags(&(dg_plan
 
 /* ---- one shape at one batch ---- */
 
+/* its graph, built when the points are listed (no tensor memory) */
 typedef struct conv_problem {
     const conv_shape *sh;
     int          batch;
+    uint64_t     seed;                 /* of its host inputs                          */
+    dg_status    built;                /* problem_build's; its message in why          */
+    char         why[256];
     dg_graph    *g;
     dg_node     *in[3];                /* x, w, dy (the node the backward ops read)  */
     dg_node     *out[CONV_N_DIRS];     /* y, dx, dw                                  */
-    float       *host[3];              /* seeded values of x, w, dy (= g)            */
-    float       *host_out;             /* room for the largest output                */
-    conv_sample *ref[CONV_N_DIRS];     /* NULL until a row of the direction needs it */
     char         name[CONV_N_DIRS][48];
+    bool         sized;                /* no_memory decided, before its first setup   */
+    char         no_memory[160];       /* "": it fits the host's memory               */
 } conv_problem;
 
-/* the graph of shape sh at a batch (no tensor memory yet) */
-static dg_status problem_build(conv_problem *pb, const conv_shape *sh, int batch) {
-    *pb = (conv_problem){.sh = sh, .batch = batch};
+/* the graph of pb's shape at its batch */
+static dg_status problem_build(conv_problem *pb) {
+    const conv_shape *sh = pb->sh;
+    int batch = pb->batch;
     for (int d = 0; d < CONV_N_DIRS; d++) conv_case_name(sh, d, pb->name[d], sizeof pb->name[d]);
     if (!(pb->g = dg_graph_new())) return dg__fail(DG_ERR_OOM, "conv sweep: out of memory for a graph");
     dg_graph *g = pb->g;
@@ -121,43 +141,6 @@ static dg_status problem_build(conv_problem *pb, const conv_shape *sh, int batch
     return DG_OK;
 }
 
-/* seeded inputs, uniform in [-1, 1) (zero mean: conv_check.h's tolerance
- * counts on it), the same on every backend; the output buffer */
-static dg_status problem_fill(conv_problem *pb, uint64_t seed) {
-    int64_t most = 0;
-    for (int d = 0; d < CONV_N_DIRS; d++) most = dg_node_numel(pb->out[d]) > most ? dg_node_numel(pb->out[d]) : most;
-    pb->host_out = malloc((size_t)most * sizeof(float));
-    dg_rng r = dg_rng_new(seed);
-    for (int i = 0; i < 3; i++) {
-        int64_t n = dg_node_numel(pb->in[i]);
-        if (!(pb->host[i] = malloc((size_t)n * sizeof(float))) || !pb->host_out)
-            return dg__fail(DG_ERR_OOM, "conv sweep: host memory for %s's tensors", pb->sh->name);
-        for (int64_t j = 0; j < n; j++) pb->host[i][j] = (float)(2 * dg_rng_uniform(&r) - 1);
-    }
-    return DG_OK;
-}
-
-static void problem_free(conv_problem *pb) {
-    for (int i = 0; i < 3; i++) free(pb->host[i]);
-    for (int d = 0; d < CONV_N_DIRS; d++) free(pb->ref[d]);
-    free(pb->host_out);
-    dg_graph_free(pb->g);
-}
-
-/* the float64 entries of direction d, drawn once for every backend */
-static dg_status problem_ref(conv_problem *pb, int d) {
-    if (pb->ref[d]) return DG_OK;
-    if (!(pb->ref[d] = malloc(CONV_CHECK_SAMPLES * sizeof(conv_sample))))
-        return dg__fail(DG_ERR_OOM, "conv sweep: host memory for the check");
-    dg_status st = conv_check_sample(pb->out[d], pb->host[dir_inputs[d][0]], pb->host[dir_inputs[d][1]],
-                                     (uint64_t)pb->batch * 7919u + (uint64_t)d, pb->ref[d], CONV_CHECK_SAMPLES);
-    if (st != DG_OK) {
-        free(pb->ref[d]);
-        pb->ref[d] = NULL;
-    }
-    return st;
-}
-
 /* Host bytes of the problem: its seeded inputs and the output buffer, and
  * for the CPU its plan at most: the inputs again, dy's two forerunners of
  * its size (the broadcast gradient of the sum, then 1 * g), the outputs and
@@ -174,8 +157,125 @@ static double host_bytes(const conv_problem *pb, bool cpu) {
     return in + most + (cpu ? in + 2.0 * (double)dg_node_bytes(pb->in[IN_DY]) + out + scratch : 0);
 }
 
-/* ---- a row ---- */
+/* why the problem's rows cannot run in the host's memory ("" where they
+ * can), decided once, before any of its tensors exist: later, its own
+ * tensors would count against it */
+static const char *no_memory(const bench_ctx *ctx, conv_problem *pb) {
+    if (!pb->sized) {
+        pb->sized = true;
+        double need = host_bytes(pb, ctx->cpu != NULL), avail = bench_mem_available();
+        if (avail > 0 && need > 0.9 * avail)
+            snprintf(pb->no_memory, sizeof pb->no_memory, "needs %.1f GB of host memory, %.1f GB available",
+                     need / 1e9, avail / 1e9);
+    }
+    return pb->no_memory;
+}
 
+/* ---- the runner's view: a point is a direction of a problem ---- */
+
+typedef struct conv_point { conv_problem *pb; int dir; } conv_point;
+
+/* every shape at every batch, built by conv_points; freed after the run */
+typedef struct conv_sweep {
+    conv_shape_list shapes;
+    const long long *batches;
+    int          n_batches;
+    conv_problem *pb;                  /* [shapes.n * n_batches]         */
+    conv_point  *pt;                   /* [shapes.n * n_batches * 3]     */
+} conv_sweep;
+
+static const conv_impl *conv_of(const bench_impl *im) { return im->data; }
+
+/* every shape at every batch (--sizes: 1 to 2^30), each direction a
+ * point; a graph that fails gives points without columns, whose rows
+ * say why */
+static void conv_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)ctx;
+    const conv_sweep *sw = arg;
+    for (int s = 0; s < sw->shapes.n; s++)
+        for (int b = 0; b < sw->n_batches; b++) {
+            conv_problem *pb = &sw->pb[s * sw->n_batches + b];
+            int batch = (int)sw->batches[b];
+            *pb = (conv_problem){.sh = &sw->shapes.s[s], .batch = batch,
+                                 .seed = (uint64_t)s << 32 ^ (uint64_t)batch};
+            pb->built = problem_build(pb);
+            if (pb->built != DG_OK) snprintf(pb->why, sizeof pb->why, "%s", dg_last_error());
+            for (int d = 0; d < CONV_N_DIRS; d++) {
+                conv_point *cp = &sw->pt[(s * sw->n_batches + b) * CONV_N_DIRS + d];
+                *cp = (conv_point){pb, d};
+                bench_point pt = {.name = pb->name[d], .batch = batch, .data = cp};
+                if (pb->built == DG_OK) {
+                    const dg_node *nd = pb->out[d];
+                    dg_conv_dims g = dg_conv_dims_of(nd);
+                    int64_t r = g.cg * g.kh * g.kw, cols = g.n * g.cols;
+                    int64_t mnk[CONV_N_DIRS][3] = {{g.og, cols, r}, {r, cols, g.og}, {g.og, r, cols}};
+                    dg_cost cost = dg_node_cost(nd);
+                    pt.m = mnk[d][0];
+                    pt.n = mnk[d][1];
+                    pt.k = mnk[d][2];
+                    pt.flops = cost.flops;
+                    pt.bytes = cost.bytes;
+                }
+                bench_points_add(out, pt);
+            }
+        }
+}
+
+/* the scratch of the row's node with the implementation's kernels */
+static void conv_columns(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, bench_row *row) {
+    const conv_point *cp = pt->data;
+    if (cp->pb->built != DG_OK) return;
+    row->scratch_bytes = (int64_t)dg_backend_step_scratch_bytes(im->gpu ? ctx->gpu : ctx->cpu, cp->pb->out[cp->dir],
+                                                                 impl_flags(conv_of(im)));
+}
+
+/* why a row does not run (a skipped row), or NULL; a CPU row then is
+ * the runner's to predict against --cpu-cap */
+static const char *conv_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *bim, char *why,
+                             size_t n) {
+    const conv_point *cp = pt->data;
+    conv_problem *pb = cp->pb;
+    const conv_impl *im = conv_of(bim);
+    if (pb->built != DG_OK) return NULL; /* its rows say why */
+    if (*no_memory(ctx, pb)) return pb->no_memory;
+    if (im->gpu) return NULL;
+    const dg_node *nd = pb->out[cp->dir];
+    const conv_shape *sh = pb->sh;
+    int threads = dg_cpu_threads(ctx->cpu);
+    if (im->conv == DG_CONV_IM2COL_CHANNELS && nd->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
+        return "the channel split computes the weight's gradient only (this direction runs as the default)";
+    /* the strategy the backend runs this step with: another one where the
+     * row's does not apply, which is that one's row */
+    char runs_as[32];
+    dg_status st = dg_backend_step_impl(ctx->cpu, nd, impl_flags(im), runs_as, sizeof runs_as);
+    if (st != DG_OK) {
+        snprintf(why, n, "%s", dg_last_error());
+        return why;
+    }
+    if (strcmp(runs_as, im->name)) {
+        /* shift_applies: strides of 1, not a 1x1 unpadded layer, padding within the kernel */
+        bool shift_applies = sh->stride == 1 && !(sh->kh == 1 && sh->kw == 1 && sh->pad == 0) &&
+                             sh->pad <= sh->kh - 1 && sh->pad <= sh->kw - 1;
+        const char *cause = "the scratch holds fewer than two threads' slots";
+        if (im->conv == DG_CONV_IM2COL_CHANNELS) cause = "one thread or one input channel";
+        else if (im->conv == DG_CONV_IM2COL_BATCH && (pb->batch < 2 || threads < 2)) cause = "one image or one thread";
+        else if (im->conv == DG_CONV_SHIFT && !shift_applies)
+            cause = "the shift does not apply (a stride above 1, a 1x1 unpadded layer, or padding beyond the kernel)";
+        else if (threads < 2) cause = "one thread";
+        snprintf(why, n, "runs as %s here: %s", runs_as, cause);
+        return why;
+    }
+    if (!bench_user_sizes(ctx) && !strcmp(pb->sh->family, "r18i") && pb->batch > CPU_IMAGENET_MAX_BATCH) {
+        snprintf(why, n, "ImageNet-sized: the CPU's default batches stop at %d (--sizes conv=LIST runs more)",
+                 CPU_IMAGENET_MAX_BATCH);
+        return why;
+    }
+    return NULL;
+}
+
+/* ---- a point's tensors and plans ---- */
+
+/* the step of a row and what it reads and writes */
 typedef struct conv_run {
     dg_backend    *be;
     dg_step        step;        /* the plan's, with the row's implementation */
@@ -209,223 +309,158 @@ static const dg_step *step_of(const dg_plan *p, const dg_node *nd) {
     return NULL;
 }
 
-static bench_row row_of(const bench_ctx *ctx, const conv_problem *pb, int d, const conv_impl *im) {
-    const dg_node *nd = pb->out[d];
-    dg_conv_dims g = dg_conv_dims_of(nd);
-    int64_t r = g.cg * g.kh * g.kw, cols = g.n * g.cols;
-    int64_t mnk[CONV_N_DIRS][3] = {{g.og, cols, r}, {r, cols, g.og}, {g.og, r, cols}};
-    dg_cost cost = dg_node_cost(nd);
-    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
-    size_t scratch = be ? dg_backend_step_scratch_bytes(be, nd, impl_flags(im)) : dg_node_scratch_bytes(nd);
-    return (bench_row){.sweep = "conv", .name = pb->name[d], .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
-                       .m = mnk[d][0], .n = mnk[d][1], .k = mnk[d][2], .batch = pb->batch,
-                       .threads = ctx->threads, .transfer = im->transfer, .warmup = ctx->timing.warmup,
-                       .st = BENCH_NO_STATS, .flops = cost.flops, .bytes = cost.bytes,
-                       .scratch_bytes = (int64_t)scratch, .max_rel_err = NAN,
-                       .check = CONV_CHECK_WORD};
+/* the graph planned on one backend, at the first row that needs it */
+typedef struct conv_plan {
+    bool      done;
+    dg_status st;
+    char      why[256];             /* st's message */
+    dg_plan  *p;
+} conv_plan;
+
+/* a point's: its host tensors, its check and its plans */
+typedef struct conv_state {
+    const bench_ctx *ctx;
+    conv_problem *pb;
+    int          dir;
+    float       *host[3];           /* seeded values of x, w, dy (= g)                */
+    float       *host_out;          /* the direction's output                          */
+    conv_sample *ref;               /* NULL until a row needs it                       */
+    conv_plan    plan[2];           /* cpu, gpu                                        */
+    conv_run     run;               /* the row under way's                             */
+} conv_state;
+
+static void conv_teardown(void *arg) {
+    conv_state *s = arg;
+    for (int b = 0; b < 2; b++) dg_plan_free(s->plan[b].p);
+    for (int i = 0; i < 3; i++) free(s->host[i]);
+    free(s->host_out);
+    free(s->ref);
+    free(s);
 }
 
-/* Checks direction d by implementation im on plan p, then times it; its
- * median time, NaN when it was not measured. */
-static double run_row(bench_ctx *ctx, conv_problem *pb, dg_plan *p, int d, const conv_impl *im) {
-    bench_row row = row_of(ctx, pb, d, im);
-    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
-    const dg_node *nd = pb->out[d];
-    const dg_step *step = step_of(p, nd);
-    conv_run run = {be, step ? *step : (dg_step){0}, .out = dg_plan_data(p, nd), .host_out = pb->host_out,
-                    .out_bytes = dg_node_bytes(nd)};
-    run.step.flags = impl_flags(im);
-    for (int i = 0; i < 2; i++) {
-        int which = dir_inputs[d][i];
-        run.dst[i] = dg_plan_data(p, pb->in[which]);
-        run.src[i] = pb->host[which];
-        run.bytes[i] = dg_node_bytes(pb->in[which]);
-    }
-    dg_status st = step && run.out && run.dst[0] && run.dst[1]
-                       ? problem_ref(pb, d)
-                       : dg__fail(DG_ERR_INVALID, "conv sweep: the plan lacks %s's step or buffers", pb->name[d]);
-    if (st == DG_OK) { /* NaN in the output first: an entry left unwritten fails the check */
-        for (size_t i = 0; i < run.out_bytes / sizeof(float); i++) pb->host_out[i] = NAN;
-        st = dg_backend_upload(be, run.out, pb->host_out, run.out_bytes);
-    }
-    if (st == DG_OK) st = run_transfer(&run);
-    if (st == DG_OK) {
-        row.max_rel_err = conv_check_error(pb->ref[d], CONV_CHECK_SAMPLES, pb->host_out);
-        row.status = row.max_rel_err <= CONV_CHECK_TOL ? "ok" : "wrong";
-        if (!strcmp(row.status, "ok"))
-            st = im->transfer ? bench_time(be, false, run_transfer, &run, &ctx->timing, &row.st)
-                              : bench_time(be, im->gpu, run_step, &run, &ctx->timing, &row.st);
-    }
-    if (st != DG_OK) {
-        row.status = bench_status_word(st);
-        row.note = dg_last_error();
-    }
-    bench_emit(ctx, &row);
-    return row.st.reps > 0 ? row.st.median_ms : NAN;
-}
-
-/* what the CPU rows ran so far, to predict the next one's time */
-typedef struct cpu_pred {
-    double last_ms[CONV_N_DIRS], last_flops[CONV_N_DIRS]; /* this shape's previous batch */
-    double ms_per_flop;                                   /* the last row of any shape   */
-} cpu_pred;
-
-/* why a row does not run (a skipped row), or NULL */
-static const char *skip_reason(const bench_ctx *ctx, const conv_problem *pb, int d, const conv_impl *im,
-                               const cpu_pred *pred, const char *no_memory, char *why, size_t n) {
-    if (*no_memory) return no_memory;
-    if (im->gpu) return NULL;
-    const dg_node *nd = pb->out[d];
-    const conv_shape *sh = pb->sh;
-    int threads = dg_cpu_threads(ctx->cpu);
-    if (im->conv == DG_CONV_IM2COL_CHANNELS && nd->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
-        return "the channel split computes the weight's gradient only (this direction runs as the default)";
-    /* the strategy the backend runs this step with: another one where the
-     * row's does not apply, which is that one's row */
-    char runs_as[32];
-    dg_status st = dg_backend_step_impl(ctx->cpu, nd, impl_flags(im), runs_as, sizeof runs_as);
-    if (st != DG_OK) {
-        snprintf(why, n, "%s", dg_last_error());
-        return why;
-    }
-    if (strcmp(runs_as, im->name)) {
-        /* shift_applies: strides of 1, not a 1x1 unpadded layer, padding within the kernel */
-        bool shift_applies = sh->stride == 1 && !(sh->kh == 1 && sh->kw == 1 && sh->pad == 0) &&
-                             sh->pad <= sh->kh - 1 && sh->pad <= sh->kw - 1;
-        const char *cause = "the scratch holds fewer than two threads' slots";
-        if (im->conv == DG_CONV_IM2COL_CHANNELS) cause = "one thread or one input channel";
-        else if (im->conv == DG_CONV_IM2COL_BATCH && (pb->batch < 2 || threads < 2)) cause = "one image or one thread";
-        else if (im->conv == DG_CONV_SHIFT && !shift_applies)
-            cause = "the shift does not apply (a stride above 1, a 1x1 unpadded layer, or padding beyond the kernel)";
-        else if (threads < 2) cause = "one thread";
-        snprintf(why, n, "runs as %s here: %s", runs_as, cause);
-        return why;
-    }
-    if (!bench_user_sizes(ctx) && !strcmp(pb->sh->family, "r18i") && pb->batch > CPU_IMAGENET_MAX_BATCH) {
-        snprintf(why, n, "ImageNet-sized: the CPU's default batches stop at %d (--sizes conv=LIST runs more)",
-                 CPU_IMAGENET_MAX_BATCH);
-        return why;
-    }
-    double flops = dg_node_cost(pb->out[d]).flops;
-    double ms = pred->last_ms[d] > 0 ? pred->last_ms[d] * flops / pred->last_flops[d] : pred->ms_per_flop * flops;
-    if (ms / 1e3 <= ctx->cpu_cap_s) return NULL;
-    snprintf(why, n, "predicted %.1f s per run > cap %.1f s (--cpu-cap)", ms / 1e3, ctx->cpu_cap_s);
-    return why;
-}
-
-static bool row_wanted(const bench_ctx *ctx, const char *name, const conv_impl *im) {
-    return (im->gpu ? ctx->gpu : ctx->cpu) && bench_wanted(ctx, name, im->name);
-}
-
-/* Every row of one backend for a shape at a batch: skipped rows first,
- * then one plan for the rest. */
-static void run_backend(bench_ctx *ctx, conv_problem *pb, bool gpu, cpu_pred *pred, const char *no_memory) {
-    bool run[CONV_N_IMPLS][CONV_N_DIRS];
-    int n_run = 0;
-    for (int i = 0; i < CONV_N_IMPLS; i++)
-        for (int d = 0; d < CONV_N_DIRS; d++) {
-            char buf[160];
-            const conv_impl *im = &conv_impls[i];
-            run[i][d] = im->gpu == gpu && row_wanted(ctx, pb->name[d], im);
-            const char *why = run[i][d] ? skip_reason(ctx, pb, d, im, pred, no_memory, buf, sizeof buf) : NULL;
-            if (why) {
-                bench_row row = row_of(ctx, pb, d, im);
-                row.status = "skipped";
-                row.note = why;
-                bench_emit(ctx, &row);
-                run[i][d] = false;
+/* seeded inputs, uniform in [-1, 1) (zero mean: conv_check.h's tolerance
+ * counts on it), the same on every backend and in every direction (the
+ * three drawn in one sequence, though a direction reads two); the output
+ * buffer. A problem whose graph failed has none: its rows say why. */
+static dg_status conv_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    const conv_point *cp = pt->data;
+    conv_problem *pb = cp->pb;
+    conv_state *s = malloc(sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "conv sweep: host memory for %s's tensors", pb->sh->name);
+    *s = (conv_state){.ctx = ctx, .pb = pb, .dir = cp->dir};
+    if (pb->built == DG_OK) {
+        s->host_out = malloc(dg_node_bytes(pb->out[cp->dir]));
+        dg_rng r = dg_rng_new(pb->seed);
+        for (int i = 0; i < 3; i++) {
+            int64_t n = dg_node_numel(pb->in[i]);
+            if (!(s->host[i] = malloc((size_t)n * sizeof(float))) || !s->host_out) {
+                conv_teardown(s);
+                return dg__fail(DG_ERR_OOM, "conv sweep: host memory for %s's tensors", pb->sh->name);
             }
-            n_run += run[i][d];
+            for (int64_t j = 0; j < n; j++) s->host[i][j] = (float)(2 * dg_rng_uniform(&r) - 1);
         }
-    if (!n_run) return;
-    dg_backend *be = gpu ? ctx->gpu : ctx->cpu;
-    dg_plan *p = NULL;
+    }
+    *out = s;
+    return DG_OK;
+}
+
+/* the float64 entries of the point's direction, drawn once for every backend */
+static dg_status point_ref(conv_state *s) {
+    if (s->ref) return DG_OK;
+    if (!(s->ref = malloc(CONV_CHECK_SAMPLES * sizeof(conv_sample))))
+        return dg__fail(DG_ERR_OOM, "conv sweep: host memory for the check");
+    int d = s->dir;
+    dg_status st = conv_check_sample(s->pb->out[d], s->host[dir_inputs[d][0]], s->host[dir_inputs[d][1]],
+                                     (uint64_t)s->pb->batch * 7919u + (uint64_t)d, s->ref, CONV_CHECK_SAMPLES);
+    if (st != DG_OK) {
+        free(s->ref);
+        s->ref = NULL;
+    }
+    return st;
+}
+
+/* plans the whole graph on be */
+static void plan_on(conv_state *s, conv_plan *pl, dg_backend *be) {
+    pl->done = true;
     /* a plan made with im2col on the GPU reserves its columns, so every
      * implementation runs on it (the CPU's plan is the same either way) */
-    dg_status st = dg_plan_new(&p, pb->g, be, pb->out, CONV_N_DIRS,
-                               &(dg_plan_opts){.conv = gpu ? DG_CONV_IM2COL : DG_CONV_DEFAULT});
-    char why[256];
-    snprintf(why, sizeof why, "%s", st != DG_OK ? dg_last_error() : "");
-    for (int i = 0; i < CONV_N_IMPLS; i++)
-        for (int d = 0; d < CONV_N_DIRS && !bench_interrupted; d++) {
-            if (!run[i][d]) continue;
-            if (st != DG_OK) {
-                bench_row row = row_of(ctx, pb, d, &conv_impls[i]);
-                row.status = bench_status_word(st);
-                row.note = why;
-                bench_emit(ctx, &row);
-                continue;
-            }
-            double ms = run_row(ctx, pb, p, d, &conv_impls[i]), flops = dg_node_cost(pb->out[d]).flops;
-            if (!gpu && ms > 0) { /* the next prediction starts from the row just measured */
-                pred->last_ms[d] = ms;
-                pred->last_flops[d] = flops;
-                pred->ms_per_flop = ms / flops;
-            }
-        }
-    dg_plan_free(p);
+    pl->st = dg_plan_new(&pl->p, s->pb->g, be, s->pb->out, CONV_N_DIRS,
+                         &(dg_plan_opts){.conv = be == s->ctx->gpu ? DG_CONV_IM2COL : DG_CONV_DEFAULT});
+    if (pl->st != DG_OK) snprintf(pl->why, sizeof pl->why, "%s", dg_last_error());
 }
 
-/* the rows a shape writes at each batch (the progress total; none: it is
- * not built) */
-static int rows_wanted(const bench_ctx *ctx, const conv_shape *sh) {
-    int n = 0;
-    for (int d = 0; d < CONV_N_DIRS; d++) {
-        char name[48];
-        conv_case_name(sh, d, name, sizeof name);
-        for (int i = 0; i < CONV_N_IMPLS; i++) n += row_wanted(ctx, name, &conv_impls[i]);
+/* Checks the direction by the implementation on its backend's plan (the
+ * step with the implementation in its flags): a wrong row is not timed. */
+static dg_status conv_prepare(bench_ctx *ctx, void *arg, const bench_impl *bim, bench_row *row, bench_work *work) {
+    conv_state *s = arg;
+    conv_problem *pb = s->pb;
+    const conv_impl *im = conv_of(bim);
+    if (pb->built != DG_OK) {
+        row->status = bench_status_word(pb->built);
+        row->note = pb->why;
+        return DG_OK;
     }
-    return n;
-}
-
-/* a shape whose graph or host tensors could not be made: a row for each
- * row it would have written */
-static void emit_failed(bench_ctx *ctx, const conv_shape *sh, int batch, const char *status, const char *why) {
-    for (int d = 0; d < CONV_N_DIRS; d++)
-        for (int i = 0; i < CONV_N_IMPLS; i++) {
-            char name[48];
-            conv_case_name(sh, d, name, sizeof name);
-            const conv_impl *im = &conv_impls[i];
-            if (!row_wanted(ctx, name, im)) continue;
-            bench_row row = {.sweep = "conv", .name = name, .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
-                             .batch = batch, .threads = ctx->threads, .transfer = im->transfer,
-                             .warmup = ctx->timing.warmup, .st = BENCH_NO_STATS, .max_rel_err = NAN,
-                             .check = CONV_CHECK_WORD, .status = status, .note = why};
-            bench_emit(ctx, &row);
-        }
-}
-
-static void run_problem(bench_ctx *ctx, const conv_shape *sh, int batch, uint64_t seed, cpu_pred *pred) {
-    conv_problem pb;
-    dg_status st = problem_build(&pb, sh, batch);
-    char no_memory[160] = "";
-    double need = st == DG_OK ? host_bytes(&pb, ctx->cpu != NULL) : 0, avail = bench_mem_available();
-    if (avail > 0 && need > 0.9 * avail)
-        snprintf(no_memory, sizeof no_memory, "needs %.1f GB of host memory, %.1f GB available", need / 1e9,
-                 avail / 1e9);
-    if (st == DG_OK && !*no_memory) st = problem_fill(&pb, seed);
-    if (st != DG_OK) {
-        emit_failed(ctx, sh, batch, bench_status_word(st), dg_last_error());
-    } else {
-        run_backend(ctx, &pb, false, pred, no_memory);
-        if (!bench_interrupted) run_backend(ctx, &pb, true, pred, no_memory);
+    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
+    conv_plan *pl = &s->plan[im->gpu];
+    if (!pl->done) plan_on(s, pl, be);
+    if (pl->st != DG_OK) {
+        row->status = bench_status_word(pl->st);
+        row->note = pl->why;
+        return DG_OK;
     }
-    problem_free(&pb);
+    int d = s->dir;
+    const dg_node *nd = pb->out[d];
+    conv_run *run = &s->run;
+    const dg_step *step = step_of(pl->p, nd);
+    *run = (conv_run){be, step ? *step : (dg_step){0}, .out = dg_plan_data(pl->p, nd), .host_out = s->host_out,
+                      .out_bytes = dg_node_bytes(nd)};
+    run->step.flags = impl_flags(im);
+    for (int i = 0; i < 2; i++) {
+        int which = dir_inputs[d][i];
+        run->dst[i] = dg_plan_data(pl->p, pb->in[which]);
+        run->src[i] = s->host[which];
+        run->bytes[i] = dg_node_bytes(pb->in[which]);
+    }
+    dg_status st = step && run->out && run->dst[0] && run->dst[1]
+                       ? point_ref(s)
+                       : dg__fail(DG_ERR_INVALID, "conv sweep: the plan lacks %s's step or buffers", pb->name[d]);
+    if (st != DG_OK) return st;
+    /* NaN in the output first: an entry left unwritten fails the check */
+    for (size_t i = 0; i < run->out_bytes / sizeof(float); i++) s->host_out[i] = NAN;
+    st = dg_backend_upload(be, run->out, s->host_out, run->out_bytes);
+    if (st == DG_OK) st = run_transfer(run);
+    if (st != DG_OK) return st;
+    row->max_rel_err = conv_check_error(s->ref, CONV_CHECK_SAMPLES, s->host_out);
+    if (!(row->max_rel_err <= CONV_CHECK_TOL)) {
+        row->status = "wrong";
+        return DG_OK;
+    }
+    *work = (bench_work){.fn = im->transfer ? run_transfer : run_step, .arg = run, .be = be,
+                         .events = im->gpu && !im->transfer};
+    return DG_OK;
 }
+
 
 dg_status sweep_conv(bench_ctx *ctx) {
-    conv_shape_list l;
-    dg_status st = conv_shapes(&l);
+    conv_sweep sw = {0};
+    dg_status st = conv_shapes(&sw.shapes);
     if (st != DG_OK) return st;
-    const long long *batches;
-    int nb = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches, ctx->quick ? 2 : 4, &batches);
-    for (int s = 0; s < l.n; s++) bench_plan_rows(ctx, nb * rows_wanted(ctx, &l.s[s]));
-    cpu_pred pred = {.ms_per_flop = 0};
-    for (int s = 0; s < l.n && !bench_interrupted; s++) {
-        if (!rows_wanted(ctx, &l.s[s])) continue;
-        for (int d = 0; d < CONV_N_DIRS; d++) pred.last_ms[d] = pred.last_flops[d] = 0;
-        for (int b = 0; b < nb && !bench_interrupted; b++) /* --sizes: 1 to 2^30 */
-            run_problem(ctx, &l.s[s], (int)batches[b], (uint64_t)s << 32 ^ (uint64_t)batches[b], &pred);
-    }
-    return DG_OK;
+    sw.n_batches = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches, ctx->quick ? 2 : 4, &sw.batches);
+    size_t n_pb = (size_t)sw.shapes.n * (size_t)sw.n_batches;
+    sw.pb = calloc(n_pb, sizeof *sw.pb);
+    sw.pt = calloc(n_pb * CONV_N_DIRS, sizeof *sw.pt);
+    bench_impl impls[CONV_N_IMPLS];
+    for (int i = 0; i < CONV_N_IMPLS; i++)
+        impls[i] = (bench_impl){.name = conv_impls[i].name, .gpu = conv_impls[i].gpu,
+                                .transfer = conv_impls[i].transfer, .data = &conv_impls[i]};
+    bench_sweep_spec spec = {
+        .name = "conv", .check_word = CONV_CHECK_WORD, .impls = impls, .n_impls = CONV_N_IMPLS,
+        .points = conv_points, .arg = &sw, .skip = conv_skip, .columns = conv_columns, .setup = conv_setup,
+        .teardown = conv_teardown, .prepare = conv_prepare,
+    };
+    st = sw.pb && sw.pt ? bench_run_spec(ctx, &spec) : dg__fail(DG_ERR_OOM, "conv sweep: out of host memory");
+    for (size_t i = 0; sw.pb && i < n_pb; i++) dg_graph_free(sw.pb[i].g);
+    free(sw.pb);
+    free(sw.pt);
+    return st;
 }
