@@ -18,7 +18,7 @@
 #include "core/graph_internal.h"
 #include "core/rng.h"
 #include "core/status_internal.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 
 static const long long default_batches[] = {32, 128, 512, 2048};
 static const long long quick_batches[] = {32, 512};
@@ -117,80 +117,144 @@ static dg_status manual_fetch(void *arg, const dg_node *param, float *host, size
     return dg_backend_download(mm->be, host, mm->buf[param->id], bytes);
 }
 
-static void emit(bench_ctx *ctx, dg_backend *be, const char *impl, int batch, double flops, double err, bool ok,
-                 dg_status st, const bench_stats *stats) {
-    bench_row row = {.sweep = "autodiff", .name = WIDTHS, .impl = impl, .backend = be == ctx->cpu ? "cpu" : "gpu",
-                     .m = batch, .n = 256, .k = 784, .batch = batch, .threads = ctx->threads,
-                     .warmup = ctx->timing.warmup, .flops = flops, .max_rel_err = err, .st = *stats,
-                     .check = BENCH_STEP_CHECK};
-    row.status = st != DG_OK ? bench_status_word(st) : ok ? "ok" : "wrong";
-    if (st != DG_OK) row.note = dg_last_error();
-    if (st != DG_OK) fprintf(stderr, "bench: autodiff %s batch %d: %s\n", impl, batch, dg_last_error());
-    bench_emit(ctx, &row);
-}
+/* ---- the runner's view (runner/runner.h): a point is a batch size; an
+ * implementation a backend and a version of the step, in the row order of
+ * a batch: cpu graph, cpu manual, gpu graph, gpu graph-cuda, gpu manual ---- */
 
-static void run_backend(bench_ctx *ctx, dg_backend *be, int batch, const float *x, const int32_t *y) {
-    dg_mlp_cfg cfg;
-    dg_mlp_parse_widths(WIDTHS, &cfg);
-    double flops = 6.0 * batch * (784.0 * 256 + 256.0 * 100 + 100.0 * 10);
-    bench_step_spec spec = bench_mlp_step(&cfg);
-    bench_step_ref ref = {0}; /* the float64 first step, for every version */
-    /* graph: dg_grad + plan (GPU: also with CUDA-graph replay) */
-    for (int cuda = 0; cuda < (be == ctx->gpu ? 2 : 1); cuda++) {
-        const char *impl = cuda ? "graph-cuda" : "graph";
-        bool wanted = bench_wanted(ctx, WIDTHS, impl);
-        if (cuda && !wanted) continue; /* the first one also gives the manual step its reference */
-        bench_stats s = BENCH_NO_STATS;
-        double err = NAN;
-        bool ok = false;
-        bench_step bs;
-        dg_status st =
-            bench_step_new(&bs, be, &spec, batch, x, y, &(dg_plan_opts){.no_replay = !cuda}, &ref, &err, &ok);
-        if (wanted && st == DG_OK && ok) st = bench_time(be, be == ctx->gpu, plan_run, bs.p, &ctx->timing, &s);
-        if (wanted) emit(ctx, be, impl, batch, flops, err, ok, st, &s);
-        bench_step_free(&bs);
-    }
-    if (!bench_wanted(ctx, WIDTHS, "manual")) {
-        bench_step_ref_free(&ref);
-        return;
-    }
-    manual mm = {.be = be};
-    bench_stats s = BENCH_NO_STATS;
-    double err = NAN;
-    float loss = NAN;
-    dg_status st = build_manual(&mm, &cfg, batch);
-    if (st == DG_OK) st = dg_backend_upload(be, mm.buf[mm.x->id], x, dg_node_bytes(mm.x));
-    if (st == DG_OK) st = dg_backend_upload(be, mm.buf[mm.y->id], y, dg_node_bytes(mm.y));
-    if (st == DG_OK) st = manual_run(&mm);
-    if (st == DG_OK) st = dg_backend_download(be, &loss, mm.buf[mm.loss->id], sizeof loss);
-    if (st == DG_OK && !ref.done) st = dg__fail(DG_ERR_INVALID, "autodiff: no float64 reference (the graph step failed)");
-    bool ok = false;
-    if (st == DG_OK) st = bench_step_error(&mm.mlp, manual_fetch, &mm, loss, &ref, spec.tol, &err, &ok);
-    if (st == DG_OK && ok) st = bench_time(be, be == ctx->gpu, manual_run, &mm, &ctx->timing, &s);
-    emit(ctx, be, "manual", batch, flops, err, ok, st, &s);
-    manual_free(&mm);
-    bench_step_ref_free(&ref);
-}
+typedef enum version { GRAPH, GRAPH_REPLAY, MANUAL } version;
+static const version graph = GRAPH, graph_replay = GRAPH_REPLAY, by_hand = MANUAL;
+static const bench_impl autodiff_impls[] = {
+    {.name = "graph", .data = &graph},
+    {.name = "manual", .data = &by_hand},
+    {.name = "graph", .gpu = true, .data = &graph},
+    {.name = "graph-cuda", .gpu = true, .data = &graph_replay},
+    {.name = "manual", .gpu = true, .data = &by_hand},
+};
 
-dg_status sweep_autodiff(bench_ctx *ctx) {
+static version version_of(const bench_impl *im) { return *(const version *)im->data; }
+
+/* every batch size: m = batch, n and k the first layer's widths */
+static void autodiff_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)arg;
     const long long *sizes;
     int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches,
                         ctx->quick ? 2 : (int)(sizeof default_batches / sizeof *default_batches), &sizes);
-    bench_plan_rows(ctx, n * (2 * !!ctx->cpu + 3 * !!ctx->gpu));
-    for (int i = 0; i < n && !bench_interrupted; i++) {
-        int batch = (int)sizes[i];
-        float *x = malloc((size_t)batch * 784 * sizeof(float));
-        int32_t *y = malloc((size_t)batch * sizeof(int32_t));
-        if (!x || !y) { free(x); free(y); return dg__fail(DG_ERR_OOM, "autodiff: out of memory"); }
-        dg_rng r = dg_rng_new((uint64_t)batch + 99);
-        for (long long j = 0; j < (long long)batch * 784; j++) x[j] = (float)dg_rng_uniform(&r);
-        for (int j = 0; j < batch; j++) y[j] = (int32_t)(dg_rng_u64(&r) % 10);
-        if (ctx->cpu) run_backend(ctx, ctx->cpu, batch, x, y);
-        if (ctx->gpu) run_backend(ctx, ctx->gpu, batch, x, y);
-        free(x);
-        free(y);
+    double weights = 784.0 * 256 + 256.0 * 100 + 100.0 * 10;
+    for (int i = 0; i < n; i++)
+        bench_points_add(out, (bench_point){.name = WIDTHS, .m = sizes[i], .n = 256, .k = 784, .batch = sizes[i],
+                                            /* forward 2, backward 4 flops per weight and row */
+                                            .flops = 6.0 * (double)sizes[i] * weights});
+}
+
+/* one batch: its data, and per backend the float64 reference of the step,
+ * made by the first graph step checked there; the manual step is checked
+ * against its own backend's, so where the graph steps of a backend failed
+ * its manual row says it has none */
+typedef struct autodiff_state {
+    dg_mlp_cfg     cfg;
+    int            batch;
+    float         *x;           /* [batch, 784] uniform in [0, 1)               */
+    int32_t       *y;           /* [batch] classes                              */
+    bench_step_ref ref[2];      /* cpu, gpu                                     */
+    bool           plain_tried[2]; /* the graph step without replay was checked */
+    bench_step     bs;          /* a graph implementation's step                */
+    manual         mm;          /* the manual implementation's step             */
+} autodiff_state;
+
+static void autodiff_teardown(void *arg) {
+    autodiff_state *s = arg;
+    for (int b = 0; b < 2; b++) bench_step_ref_free(&s->ref[b]);
+    free(s->x);
+    free(s->y);
+    free(s);
+}
+
+static dg_status autodiff_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    (void)ctx;
+    autodiff_state *s = calloc(1, sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "autodiff: out of memory");
+    dg_mlp_parse_widths(WIDTHS, &s->cfg);
+    int batch = s->batch = (int)pt->batch;
+    s->x = malloc((size_t)batch * 784 * sizeof(float));
+    s->y = malloc((size_t)batch * sizeof(int32_t));
+    if (!s->x || !s->y) {
+        autodiff_teardown(s);
+        return dg__fail(DG_ERR_OOM, "autodiff: out of memory");
     }
+    dg_rng r = dg_rng_new((uint64_t)batch + 99);
+    for (long long j = 0; j < (long long)batch * 784; j++) s->x[j] = (float)dg_rng_uniform(&r);
+    for (int j = 0; j < batch; j++) s->y[j] = (int32_t)(dg_rng_u64(&r) % 10);
+    *out = s;
     return DG_OK;
+}
+
+/* dg_grad + plan (replay: CUDA-graph replay on the GPU) into s->bs, run once
+ * and checked against the backend's reference (made first where none is) */
+static dg_status graph_step(autodiff_state *s, dg_backend *be, bool gpu, bool replay, double *err, bool *ok) {
+    bench_step_spec spec = bench_mlp_step(&s->cfg);
+    s->plain_tried[gpu] |= !replay;
+    return bench_step_new(&s->bs, be, &spec, s->batch, s->x, s->y, &(dg_plan_opts){.no_replay = !replay},
+                          &s->ref[gpu], err, ok);
+}
+
+/* the hand-written step, run once and checked against the backend's
+ * reference before it is timed. Where no graph row of the backend ran
+ * (--impl), its graph step is built and checked first, for the reference. */
+static dg_status manual_prepare(autodiff_state *s, dg_backend *be, bool gpu, bench_row *row, bench_work *work) {
+    bench_step_spec spec = bench_mlp_step(&s->cfg);
+    if (!s->ref[gpu].done && !s->plain_tried[gpu]) {
+        double graph_err;
+        bool graph_ok;
+        graph_step(s, be, gpu, false, &graph_err, &graph_ok); /* a failure: the row's "no float64 reference" */
+        bench_step_free(&s->bs);
+    }
+    float loss = NAN;
+    bool ok = false;
+    manual *mm = &s->mm;
+    *mm = (manual){.be = be};
+    dg_status st = build_manual(mm, &s->cfg, s->batch);
+    if (st == DG_OK) st = dg_backend_upload(be, mm->buf[mm->x->id], s->x, dg_node_bytes(mm->x));
+    if (st == DG_OK) st = dg_backend_upload(be, mm->buf[mm->y->id], s->y, dg_node_bytes(mm->y));
+    if (st == DG_OK) st = manual_run(mm);
+    if (st == DG_OK) st = dg_backend_download(be, &loss, mm->buf[mm->loss->id], sizeof loss);
+    if (st == DG_OK && !s->ref[gpu].done)
+        st = dg__fail(DG_ERR_INVALID, "autodiff: no float64 reference (the graph step failed)");
+    if (st == DG_OK)
+        st = bench_step_error(&mm->mlp, manual_fetch, mm, loss, &s->ref[gpu], spec.tol, &row->max_rel_err, &ok);
+    if (st != DG_OK) return st;
+    if (!ok) row->status = "wrong";
+    *work = (bench_work){.fn = manual_run, .arg = mm, .be = be, .events = gpu};
+    return DG_OK;
+}
+
+/* either version checked first, then its whole step timed */
+static dg_status autodiff_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    autodiff_state *s = arg;
+    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
+    if (version_of(im) == MANUAL) return manual_prepare(s, be, im->gpu, row, work);
+    bool ok = false;
+    dg_status st = graph_step(s, be, im->gpu, version_of(im) == GRAPH_REPLAY, &row->max_rel_err, &ok);
+    if (st != DG_OK) return st;
+    if (!ok) row->status = "wrong";
+    *work = (bench_work){.fn = plan_run, .arg = s->bs.p, .be = be, .events = im->gpu};
+    return DG_OK;
+}
+
+static void autodiff_release(void *arg, const bench_impl *im, bench_work *work) {
+    (void)work;
+    autodiff_state *s = arg;
+    if (version_of(im) == MANUAL) manual_free(&s->mm);
+    else bench_step_free(&s->bs);
+}
+
+dg_status sweep_autodiff(bench_ctx *ctx) {
+    static const bench_sweep_spec spec = {
+        .name = "autodiff", .check_word = BENCH_STEP_CHECK, .impls = autodiff_impls,
+        .n_impls = (int)(sizeof autodiff_impls / sizeof *autodiff_impls), .points = autodiff_points,
+        .setup = autodiff_setup, .teardown = autodiff_teardown, .prepare = autodiff_prepare,
+        .release = autodiff_release,
+    };
+    return bench_run_spec(ctx, &spec);
 }
 
 /* One chart (manual, graph, graph + CUDA graph per backend over the batch

@@ -10,8 +10,9 @@
  * CIFAR-10 itself is not installed, and a step's time depends on the
  * shapes, not on the pixels. Inputs are uploaded once (transfer = 0).
  *
- * Check (column check, "f64-step@b2"): before any timing, the same step
- * at batch 2 (images of the full size) runs once on the same backend and
+ * Check (column check, "f64-step@b2"): at an implementation's first row
+ * of a stem, before anything of it is timed, the same step at batch 2
+ * (images of the full size) runs once on the same backend and
  * implementation, and its loss, every parameter's update and every running
  * statistic's update are compared with the float64 evaluation of that
  * graph (bench/check/check.h, each tensor on its own, tolerances there). The
@@ -22,8 +23,9 @@
  * norm's backward cancels down to the mask's share and float32 rounding
  * grows to 1e-2..3e-2 in the deepest tensors (an ImageNet image, measured
  * on a 16-core Xeon's OpenBLAS), against 2e-3 at batch 2. A row's
- * max_rel_err is its implementation's check; a failed check makes its
- * rows "wrong", untimed. The full-batch plan then runs its first step once
+ * max_rel_err is its implementation's check (a skipped row's is NaN:
+ * nothing of its batch ran); a failed check makes its rows "wrong",
+ * untimed. The full-batch plan then runs its first step once
  * before timing and its loss must be finite: the only check of the batch
  * actually timed (batch norm in training mode makes the loss depend on the
  * whole batch, so no cheaper reference exists); a fault that leaves NaN or
@@ -35,10 +37,11 @@
  * backward costs about twice the forward; batch norm, pooling and
  * elementwise work are left out), so gflops is the step's rate;
  * arena_bytes and live_bytes from the plan (dg_plan_stats). The report's
- * images/s is batch / median time. CPU rows respect --cpu-cap: a batch
- * whose run is predicted to take longer (from the time of the check step,
- * then of the last batch timed, scaled by FLOPs: the small batch's lower
- * rate errs long) is a skipped row, decided before anything is allocated. */
+ * images/s is batch / median time. CPU rows respect --cpu-cap (the
+ * runner's prediction): a batch whose run is predicted to take longer
+ * (from the time of the check step, then of the case's last batch timed,
+ * scaled by FLOPs: the small batch's lower rate errs long) is a skipped
+ * row, decided before anything is allocated. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,21 +50,23 @@
 #include "core/nn/resnet.h"
 #include "core/rng.h"
 #include "core/status_internal.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
+
+/* the reduced batch of the float64 check, and the check column */
+#define CHECK_BATCH 2
+#define CHECK_WORD  "f64-step@b2"
 
 typedef struct resnet_case {
     const char    *name;         /* the case column                          */
     const char    *stem_name;    /* charts: resnet_STEM                      */
     dg_resnet_stem stem;
-    int            check_batch;  /* the reduced batch of the float64 check   */
-    const char    *check;        /* the check column (< 24 characters)       */
     long long      batches[4];   /* the default batches; --quick: n_quick    */
     int            n_batches, n_quick;
 } resnet_case;
 
 static const resnet_case cases[] = {
-    {"resnet18-cifar", "cifar", DG_RESNET_CIFAR, 2, "f64-step@b2", {8, 32, 128, 256}, 4, 2},
-    {"resnet18-imagenet", "imagenet", DG_RESNET_IMAGENET, 2, "f64-step@b2", {8, 32, 64}, 3, 1},
+    {"resnet18-cifar", "cifar", DG_RESNET_CIFAR, {8, 32, 128, 256}, 4, 2},
+    {"resnet18-imagenet", "imagenet", DG_RESNET_IMAGENET, {8, 32, 64}, 3, 1},
 };
 #define N_CASES (int)(sizeof cases / sizeof *cases)
 
@@ -81,142 +86,222 @@ static dg_status synth_batch(const dg_resnet_cfg *cfg, int batch, uint64_t seed,
     return DG_OK;
 }
 
-/* 2 FLOPs per multiply-add of the forward's convolutions and matmuls: the
- * nodes made before the loss (the gradient's matmuls come after it) */
-static double forward_flops(const bench_step *s) {
-    double f = 0;
-    for (int id = 0; id < s->ts.loss->id; id++) {
-        const dg_node *n = dg_graph_node(s->g, id);
-        if (n->op == DG_OP_CONV2D || n->op == DG_OP_MATMUL) f += dg_node_cost(n).flops;
-    }
-    return f;
-}
-
-/* One implementation's check on a case, shared by its rows. */
-typedef struct impl_check {
-    dg_status st;
-    double    err;
-    bool      ok;
-    double    step_flops_per_image;
-    double    last_ms, last_flops;   /* the CPU's time predictor: the last run timed */
-} impl_check;
-
 static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
 
-static void check_impl(const resnet_case *c, const dg_resnet_cfg *cfg, const resnet_impl *im, dg_backend *be,
-                       bench_step_ref *ref, impl_check *out) {
+/* The step's FLOPs per image: 3x the forward's, 2 per multiply-add of the
+ * forward's convolutions and matmuls (the nodes made before the loss; the
+ * gradient's matmuls come after it), counted on the step's graph at the
+ * check's batch (no plan, no backend); 0 where it cannot be built. */
+static double step_flops_per_image(const dg_resnet_cfg *cfg) {
     bench_step_spec spec = bench_resnet_step(cfg);
+    dg_graph *g = dg_graph_new();
+    dg_model model;
+    dg_train_step ts;
+    double f = 0;
+    if (g && spec.model(g, spec.cfg, 1, &model) == DG_OK &&
+        dg_train_step_build(g, &model, CHECK_BATCH, &spec.optim, &ts) == DG_OK)
+        for (int id = 0; id < ts.loss->id; id++) {
+            const dg_node *n = dg_graph_node(g, id);
+            if (n->op == DG_OP_CONV2D || n->op == DG_OP_MATMUL) f += dg_node_cost(n).flops;
+        }
+    dg_graph_free(g);
+    return 3 * f / CHECK_BATCH;
+}
+
+/* One implementation's check on a case, made at its first row and shared
+ * by its rows. */
+typedef struct impl_check {
+    bool      done;
+    dg_status st;
+    char      why[256];              /* st's message                                    */
+    double    err;
+    bool      ok;
+    double    warm_ms;               /* CPU: one more run of the checked step, warm:
+                                      * the first rate its --cpu-cap predictions use */
+} impl_check;
+
+/* One case during the sweep: the float64 reference of its check step (same
+ * graph, same data for every implementation: one) and each
+ * implementation's check. */
+typedef struct case_run {
+    const resnet_case *c;
+    dg_resnet_cfg      cfg;
+    double             flops_per_image;
+    bench_step_ref     ref;
+    impl_check         chk[N_IMPLS];
+} case_run;
+
+/* ---- the runner's view (runner/runner.h): a point is a case at a batch
+ * size; an implementation one of impls[] on one case (applies at that
+ * case's points only), so that each case's CPU rows are predicted from its
+ * own check step and rows ---- */
+
+typedef struct case_impl {
+    case_run          *run;
+    const resnet_impl *im;
+    impl_check        *chk;
+} case_impl;
+
+static const case_impl *case_impl_of(const bench_impl *im) { return im->data; }
+
+/* every case at every batch size; arg: the case_run of each case */
+static void resnet_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    const case_run *runs = arg;
+    for (int ci = 0; ci < N_CASES; ci++) {
+        const case_run *run = &runs[ci];
+        const long long *sizes;
+        int n = bench_sizes(ctx, run->c->batches, ctx->quick ? run->c->n_quick : run->c->n_batches, &sizes);
+        for (int b = 0; b < n; b++)
+            bench_points_add(out, (bench_point){.name = run->c->name, .m = sizes[b], .n = run->cfg.height,
+                                                .k = run->cfg.classes, .batch = sizes[b],
+                                                .flops = run->flops_per_image * (double)sizes[b], .data = run});
+    }
+}
+
+static bool resnet_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
+    (void)ctx;
+    return case_impl_of(im)->run == pt->data;
+}
+
+/* the implementation's check, run at its first call: the step at
+ * CHECK_BATCH on the implementation's backend against the float64
+ * reference (computed at the case's first check) */
+static const impl_check *checked(bench_ctx *ctx, const case_impl *ci) {
+    impl_check *out = ci->chk;
+    if (out->done) return out;
+    const resnet_case *c = ci->run->c;
+    const resnet_impl *im = ci->im;
+    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
+    bench_step_spec spec = bench_resnet_step(&ci->run->cfg);
     float *x = NULL;
     int32_t *y = NULL;
     bench_step s = {0};
-    *out = (impl_check){.err = NAN};
-    dg_status st = synth_batch(cfg, c->check_batch, 1000u + (uint64_t)c->stem, &x, &y);
+    *out = (impl_check){.done = true, .err = NAN};
+    dg_status st = synth_batch(&ci->run->cfg, CHECK_BATCH, 1000u + (uint64_t)c->stem, &x, &y);
     dg_plan_opts opts = {.no_replay = !im->replay};
-    if (st == DG_OK) st = bench_step_build(&s, be, &spec, c->check_batch, x, y, &opts);
-    bool fresh = !ref->done;
+    if (st == DG_OK) st = bench_step_build(&s, be, &spec, CHECK_BATCH, x, y, &opts);
+    bool fresh = !ci->run->ref.done;
     double t0 = bench_now_s();
-    if (st == DG_OK) st = bench_step_check(&s, &spec, x, y, ref, &out->err, &out->ok);
+    if (st == DG_OK) st = bench_step_check(&s, &spec, x, y, &ci->run->ref, &out->err, &out->ok);
     if (st == DG_OK && fresh)
         fprintf(stderr, "bench: resnet %s: float64 reference of the batch-%d step and its %s check: %.1f s\n", c->name,
-                c->check_batch, im->name, bench_now_s() - t0);
-    if (st == DG_OK) out->step_flops_per_image = 3 * forward_flops(&s) / c->check_batch;
-    if (st == DG_OK && out->ok && !im->gpu) { /* the CPU's first prediction: one more run, warm */
+                CHECK_BATCH, im->name, bench_now_s() - t0);
+    if (st == DG_OK && out->ok && !im->gpu) {
         t0 = bench_now_s();
         st = dg_plan_run(s.p);
-        out->last_ms = 1e3 * (bench_now_s() - t0);
-        out->last_flops = out->step_flops_per_image * c->check_batch;
+        out->warm_ms = 1e3 * (bench_now_s() - t0);
     }
     out->st = st;
+    if (st != DG_OK) snprintf(out->why, sizeof out->why, "%s", dg_last_error());
     bench_step_free(&s);
     free(x);
     free(y);
+    return out;
 }
 
-/* Why a CPU batch is not timed (a skipped row), or NULL */
-static const char *cpu_skip_reason(const bench_ctx *ctx, const impl_check *chk, double flops, char *why, size_t n) {
-    double predicted_s = chk->last_ms > 0 ? chk->last_ms * flops / chk->last_flops / 1e3 : 0;
-    if (predicted_s <= ctx->cpu_cap_s) return NULL;
-    snprintf(why, n, "predicted %.1f s per run > cap %.1f s (--cpu-cap)", predicted_s, ctx->cpu_cap_s);
-    return why;
+/* the CPU's first rate: the warm run of its checked step (the small
+ * batch's lower rate errs long); none where the check failed */
+static void resnet_probe(bench_ctx *ctx, const bench_impl *im, const bench_point *pt, double *ms, double *work) {
+    (void)pt;
+    const impl_check *chk = checked(ctx, case_impl_of(im));
+    if (chk->st != DG_OK || !chk->ok) return;
+    *ms = chk->warm_ms;
+    *work = case_impl_of(im)->run->flops_per_image * CHECK_BATCH;
 }
 
-static void run_batch(bench_ctx *ctx, const resnet_case *c, const dg_resnet_cfg *cfg, const resnet_impl *im,
-                      dg_backend *be, impl_check *chk, int batch) {
-    bench_row row = {.sweep = "resnet", .name = c->name, .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
-                     .m = batch, .n = cfg->height, .k = cfg->classes, .batch = batch, .threads = ctx->threads,
-                     .warmup = ctx->timing.warmup, .flops = chk->step_flops_per_image * batch,
-                     .max_rel_err = chk->err, .check = c->check};
-    char why[160];
-    float *x = NULL;
-    int32_t *y = NULL;
-    bench_step s = {0};
-    dg_status st = chk->st;
-    if (st == DG_OK && !chk->ok) {
-        row.status = "wrong";
-        row.note = "the reduced-batch step differs from its float64 reference";
-    } else if (st == DG_OK && !im->gpu && (row.note = cpu_skip_reason(ctx, chk, row.flops, why, sizeof why))) {
-        row.status = "skipped";
-    } else if (st == DG_OK) {
-        bench_step_spec spec = bench_resnet_step(cfg);
-        st = synth_batch(cfg, batch, (uint64_t)batch, &x, &y);
-        dg_plan_opts opts = {.no_replay = !im->replay};
-        if (st == DG_OK) st = bench_step_build(&s, be, &spec, batch, x, y, &opts);
-        float loss = NAN;
-        if (st == DG_OK) st = dg_plan_run(s.p);
-        if (st == DG_OK) st = dg_plan_get(s.p, s.ts.loss, &loss, sizeof loss);
-        if (st == DG_OK && !isfinite(loss)) {
-            row.status = "wrong";
-            snprintf(why, sizeof why, "first full-batch loss %g, not finite", (double)loss);
-            row.note = why;
-        } else if (st == DG_OK) {
-            dg_plan_stats ps = dg_plan_stats_get(s.p);
-            row.arena_bytes = (int64_t)ps.arena_bytes;
-            row.live_bytes = (int64_t)ps.live_bytes;
-            st = bench_time(be, im->gpu, run_plan, s.p, &ctx->timing, &row.st);
-        }
-        if (st == DG_OK && !row.status) {
-            row.status = "ok";
-            chk->last_ms = row.st.median_ms;
-            chk->last_flops = row.flops;
-        }
-    }
+/* one case at one batch: its images, the same for every implementation,
+ * and the implementation under way's step */
+typedef struct resnet_state {
+    float     *x;        /* [batch, c, h, w] */
+    int32_t   *y;        /* [batch]          */
+    bench_step s;
+    char       why[96];  /* a row's note     */
+} resnet_state;
+
+static void resnet_teardown(void *arg) {
+    resnet_state *s = arg;
+    free(s->x);
+    free(s->y);
+    free(s);
+}
+
+static dg_status resnet_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    (void)ctx;
+    const case_run *run = pt->data;
+    resnet_state *s = calloc(1, sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "resnet: out of host memory");
+    dg_status st = synth_batch(&run->cfg, (int)pt->batch, (uint64_t)pt->batch, &s->x, &s->y);
     if (st != DG_OK) {
-        row.status = bench_status_word(st);
-        row.note = dg_last_error();
+        resnet_teardown(s);
+        return st;
     }
-    bench_emit(ctx, &row);
-    bench_step_free(&s);
-    free(x);
-    free(y);
+    *out = s;
+    return DG_OK;
+}
+
+/* the implementation's check (a failed one makes its rows "wrong",
+ * untimed), then the full-batch plan's first step, whose loss must be
+ * finite, then the plan's memory; the step is timed */
+static dg_status resnet_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    resnet_state *s = arg;
+    const case_impl *ci = case_impl_of(im);
+    const impl_check *chk = checked(ctx, ci);
+    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
+    row->max_rel_err = chk->err;
+    if (chk->st != DG_OK) return dg__fail(chk->st, "%s", chk->why);
+    if (!chk->ok) {
+        row->status = "wrong";
+        row->note = "the reduced-batch step differs from its float64 reference";
+        return DG_OK;
+    }
+    bench_step_spec spec = bench_resnet_step(&ci->run->cfg);
+    dg_plan_opts opts = {.no_replay = !ci->im->replay};
+    float loss = NAN;
+    dg_status st = bench_step_build(&s->s, be, &spec, (int)row->batch, s->x, s->y, &opts);
+    if (st == DG_OK) st = dg_plan_run(s->s.p);
+    if (st == DG_OK) st = dg_plan_get(s->s.p, s->s.ts.loss, &loss, sizeof loss);
+    if (st != DG_OK) return st;
+    if (!isfinite(loss)) {
+        row->status = "wrong";
+        snprintf(s->why, sizeof s->why, "first full-batch loss %g, not finite", (double)loss);
+        row->note = s->why;
+        return DG_OK;
+    }
+    dg_plan_stats ps = dg_plan_stats_get(s->s.p);
+    row->arena_bytes = (int64_t)ps.arena_bytes;
+    row->live_bytes = (int64_t)ps.live_bytes;
+    *work = (bench_work){.fn = run_plan, .arg = s->s.p, .be = be, .events = im->gpu};
+    return DG_OK;
+}
+
+static void resnet_release(void *arg, const bench_impl *im, bench_work *work) {
+    (void)im; (void)work;
+    bench_step_free(&((resnet_state *)arg)->s);
 }
 
 dg_status sweep_resnet(bench_ctx *ctx) {
-    dg_backend *backends[N_IMPLS];
-    int n_rows = 0;
-    for (int i = 0; i < N_IMPLS; i++) backends[i] = impls[i].gpu ? ctx->gpu : ctx->cpu;
-    const long long *sizes[N_CASES];
-    int n_sizes[N_CASES];
+    case_run runs[N_CASES] = {0};
+    case_impl data[N_CASES * N_IMPLS];
+    bench_impl runner_impls[N_CASES * N_IMPLS];
     for (int ci = 0; ci < N_CASES; ci++) {
-        const resnet_case *c = &cases[ci];
-        n_sizes[ci] = bench_sizes(ctx, c->batches, ctx->quick ? c->n_quick : c->n_batches, &sizes[ci]);
-        for (int i = 0; i < N_IMPLS; i++)
-            if (backends[i] && bench_wanted(ctx, c->name, impls[i].name)) n_rows += n_sizes[ci];
-    }
-    bench_plan_rows(ctx, n_rows);
-    for (int ci = 0; ci < N_CASES && !bench_interrupted; ci++) {
-        const resnet_case *c = &cases[ci];
-        dg_resnet_cfg cfg = dg_resnet18_default(c->stem);
-        bench_step_ref ref = {0}; /* same graph, same data for every implementation: one reference */
-        for (int i = 0; i < N_IMPLS && !bench_interrupted; i++) {
-            if (!backends[i] || !bench_wanted(ctx, c->name, impls[i].name)) continue;
-            impl_check chk;
-            check_impl(c, &cfg, &impls[i], backends[i], &ref, &chk);
-            for (int b = 0; b < n_sizes[ci] && !bench_interrupted; b++)
-                run_batch(ctx, c, &cfg, &impls[i], backends[i], &chk, (int)sizes[ci][b]);
+        case_run *run = &runs[ci];
+        run->c = &cases[ci];
+        run->cfg = dg_resnet18_default(cases[ci].stem);
+        run->flops_per_image = step_flops_per_image(&run->cfg);
+        for (int i = 0; i < N_IMPLS; i++) {
+            int k = ci * N_IMPLS + i;
+            data[k] = (case_impl){run, &impls[i], &run->chk[i]};
+            runner_impls[k] = (bench_impl){.name = impls[i].name, .gpu = impls[i].gpu, .data = &data[k]};
         }
-        bench_step_ref_free(&ref);
     }
-    return DG_OK;
+    bench_sweep_spec spec = {
+        .name = "resnet", .check_word = CHECK_WORD, .impls = runner_impls, .n_impls = N_CASES * N_IMPLS,
+        .points = resnet_points, .arg = runs, .applies = resnet_applies, .probe = resnet_probe,
+        .setup = resnet_setup, .teardown = resnet_teardown, .prepare = resnet_prepare, .release = resnet_release,
+    };
+    dg_status st = bench_run_spec(ctx, &spec);
+    for (int ci = 0; ci < N_CASES; ci++) bench_step_ref_free(&runs[ci].ref);
+    return st;
 }
 
 /* ---- report ---- */

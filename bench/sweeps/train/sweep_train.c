@@ -8,11 +8,13 @@
  * epochs is printed. The data set is resident on the backend; batches are
  * gathered there. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/nn/mlp.h"
 #include "core/nn/trainer.h"
 #include "check/check.h"
-#include "runner/sweep.h"
+#include "core/status_internal.h"
+#include "runner/runner.h"
 
 static const long long default_batches[] = {32, 64, 128, 256, 512, 1024, 2048, 4096};
 static const long long quick_batches[] = {64, 512, 4096};
@@ -28,59 +30,111 @@ static const char *const curve_models[] = {"logreg", "mlp", "cnn"};
 static const char *const backends[] = {"cpu", "gpu"}; /* BACKEND of the curves */
 #define N_BACKENDS (int)(sizeof backends / sizeof *backends)
 
-static void run_one(bench_ctx *ctx, dg_backend *be, const train_model *model, const dg_dataset *train,
-                    const dg_dataset *test, int batch) {
-    bench_row row = {.sweep = "train", .name = model->name, .impl = be == ctx->cpu ? "cpu" : "gpu",
-                     .backend = be == ctx->cpu ? "cpu" : "gpu", .m = batch, .n = 1, .k = 1, .batch = batch,
-                     .threads = ctx->threads, .warmup = 1, .max_rel_err = NAN, .check = BENCH_STEP_CHECK};
-    char why[256];
-    if (!bench_wanted(ctx, row.name, row.impl)) return;
+/* ---- the runner's view (runner/runner.h): a point is a model at a batch
+ * size; an implementation a backend. The trainer times its own epochs, so
+ * prepare trains and fills the row's one sample itself: nothing is left
+ * for the runner to time. The points have no flops or bytes, so no
+ * --cpu-cap prediction skips an epoch (one takes seconds by nature). ---- */
+
+static const bench_impl train_impls[] = {{.name = "cpu"}, {.name = "gpu", .gpu = true}};
+
+/* a model and the data set it trains on: a point's data */
+typedef struct train_case {
+    const train_model *model;
+    const dg_dataset  *train, *test;
+} train_case;
+
+/* every model at every batch size; arg: the train_case of each model */
+static void train_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    const train_case *cases = arg;
+    const long long *sizes;
+    int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches,
+                        ctx->quick ? 3 : (int)(sizeof default_batches / sizeof *default_batches), &sizes);
+    for (int mi = 0; mi < N_MODELS; mi++)
+        for (int i = 0; i < n; i++)
+            bench_points_add(out, (bench_point){.name = models[mi].name, .m = sizes[i], .n = 1, .k = 1,
+                                                .batch = sizes[i], .data = &cases[mi]});
+}
+
+/* one model at one batch: the float64 reference of its check step, the
+ * same on every backend, and the row under way's note and its last epoch's
+ * time (its one sample) */
+typedef struct train_state {
+    const train_case *tc;
+    bench_step_ref    ref;
+    char              why[256];
+    double            epoch_ms;
+} train_state;
+
+static void train_teardown(void *arg) {
+    train_state *s = arg;
+    bench_step_ref_free(&s->ref);
+    free(s);
+}
+
+static dg_status train_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
+    (void)ctx;
+    train_state *s = calloc(1, sizeof *s);
+    if (!s) return dg__fail(DG_ERR_OOM, "train: out of host memory");
+    s->tc = pt->data;
+    *out = s;
+    return DG_OK;
+}
+
+/* one training step on the first batch checked against float64, then two
+ * epochs trained from the same seed: the second one's time is the row's
+ * one sample. Every row says warmup 1 (the first epoch pays one-time
+ * costs), whatever --warmup: hence a data set too small for the check step
+ * makes a skipped row here, not in a skip callback (whose rows say
+ * --warmup). */
+static dg_status train_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
+    (void)work;
+    train_state *s = arg;
+    const train_case *tc = s->tc;
+    const dg_dataset *train = tc->train;
+    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
+    int batch = (int)row->batch;
+    row->warmup = 1;
     dg_mlp_cfg cfg;
-    dg_mlp_parse_widths(model->widths, &cfg);
+    dg_mlp_parse_widths(tc->model->widths, &cfg);
+    /* the check step reads the first batch of the data set as [batch, widths[0]] */
+    if (batch > train->n || (int64_t)train->rows * train->cols != cfg.widths[0]) {
+        snprintf(s->why, sizeof s->why,
+                 "the data set has %d images of %dx%d, the model needs at least %d of %lld pixels", train->n,
+                 train->rows, train->cols, batch, (long long)cfg.widths[0]);
+        fprintf(stderr, "bench: train %s batch %d on %s: skipped: %s\n", tc->model->name, batch, row->backend, s->why);
+        row->status = "skipped";
+        row->note = s->why;
+        return DG_OK;
+    }
     bench_step_spec spec = bench_mlp_step(&cfg); /* the check's step is the trainer's */
     dg_train_opts o = {.model = spec.model, .model_cfg = spec.cfg, .optim = spec.optim,
                        .epochs = 2, .batch = batch, .seed = 1, .loss_every = 1 << 30};
-    /* the check step reads the first batch of the data set as [batch, widths[0]] */
-    if (batch > train->n || (int64_t)train->rows * train->cols != cfg.widths[0]) {
-        row.status = "skipped";
-        snprintf(why, sizeof why, "the data set has %d images of %dx%d, the model needs at least %d of %lld pixels",
-                 train->n, train->rows, train->cols, batch, (long long)cfg.widths[0]);
-        row.note = why;
-        fprintf(stderr, "bench: train %s batch %d on %s: skipped: %s\n", model->name, batch, row.backend, why);
-        bench_emit(ctx, &row);
-        return;
-    }
-    dg_epoch_stats s;
     bench_step check;
-    bench_step_ref ref = {0};
     bool ok = false;
-    dg_status st = bench_step_new(&check, be, &spec, batch, train->x, train->y, NULL, &ref, &row.max_rel_err, &ok);
+    dg_status st = bench_step_new(&check, be, &spec, batch, train->x, train->y, NULL, &s->ref,
+                                  &row->max_rel_err, &ok);
     bench_step_free(&check);
-    bench_step_ref_free(&ref);
-    if (st == DG_OK && !ok) {
-        row.status = "wrong";
-        bench_emit(ctx, &row);
-        return;
+    if (st != DG_OK) return st;
+    if (!ok) {
+        row->status = "wrong";
+        return DG_OK;
     }
-    double epoch_ms = NAN; /* the last epoch's time: the row's one sample */
-    if (st == DG_OK) st = dg_train(be, &o, train, test, NULL, NULL, &s);
-    if (st == DG_OK) {
-        epoch_ms = 1e3 * s.epoch_s;
-        row.st = (bench_stats){epoch_ms, epoch_ms, epoch_ms, 0, 1, &epoch_ms, 0, false, false};
-        row.status = "ok";
-        if (ctx->progress) fprintf(stderr, "\n");
-        fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", model->name, batch,
-                row.backend, 100 * s.test_acc);
-        /* examples per second would be the natural rate; GB/s column holds the
-         * bytes of images read per second */
-        row.bytes = (double)(train->n / batch * batch) * train->rows * train->cols * 4.0;
-    } else {
-        row.status = bench_status_word(st);
-        row.note = dg_last_error();
-    }
-    bench_emit(ctx, &row);
+    dg_epoch_stats es;
+    if ((st = dg_train(be, &o, train, tc->test, NULL, NULL, &es)) != DG_OK) return st;
+    s->epoch_ms = 1e3 * es.epoch_s;
+    row->st = (bench_stats){s->epoch_ms, s->epoch_ms, s->epoch_ms, 0, 1, &s->epoch_ms, 0, false, false};
+    row->status = "ok";
+    if (ctx->progress) fprintf(stderr, "\n");
+    fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", tc->model->name, batch,
+            row->backend, 100 * es.test_acc);
+    /* examples per second would be the natural rate; GB/s column holds the
+     * bytes of images read per second */
+    row->bytes = (double)(train->n / batch * batch) * train->rows * train->cols * 4.0;
+    return DG_OK;
 }
 
+/* the data set missing: no rows, the sweep fails with the loader's message */
 dg_status sweep_train(bench_ctx *ctx) {
     dg_dataset train, test;
     dg_status st = dg_dataset_load(ctx->data_dir, "train", &train);
@@ -89,18 +143,17 @@ dg_status sweep_train(bench_ctx *ctx) {
         dg_dataset_free(&train);
         return st;
     }
-    const long long *sizes;
-    int n = bench_sizes(ctx, ctx->quick ? quick_batches : default_batches,
-                        ctx->quick ? 3 : (int)(sizeof default_batches / sizeof *default_batches), &sizes);
-    bench_plan_rows(ctx, N_MODELS * n * (!!ctx->cpu + !!ctx->gpu));
-    for (int mi = 0; mi < N_MODELS; mi++)
-        for (int i = 0; i < n && !bench_interrupted; i++) {
-            if (ctx->cpu) run_one(ctx, ctx->cpu, &models[mi], &train, &test, (int)sizes[i]);
-            if (ctx->gpu) run_one(ctx, ctx->gpu, &models[mi], &train, &test, (int)sizes[i]);
-        }
+    train_case cases[N_MODELS];
+    for (int mi = 0; mi < N_MODELS; mi++) cases[mi] = (train_case){&models[mi], &train, &test};
+    bench_sweep_spec spec = {
+        .name = "train", .check_word = BENCH_STEP_CHECK, .impls = train_impls, .n_impls = 2,
+        .points = train_points, .arg = cases, .setup = train_setup,
+        .teardown = train_teardown, .prepare = train_prepare,
+    };
+    st = bench_run_spec(ctx, &spec);
     dg_dataset_free(&train);
     dg_dataset_free(&test);
-    return DG_OK;
+    return st;
 }
 
 /* a train-MODEL-BACKEND.csv written by bench train (bench/train/train.c): loss,
