@@ -44,8 +44,16 @@
  * code 0; a fused row's counts as a failure.
  *
  * CPU rows respect --cpu-cap: the time of a run is predicted from the last
- * row timed of the implementation (first: the reduced check's warm run,
- * whose lower rate errs long), scaled by FLOPs. */
+ * row timed of the case and implementation (first: the reduced check's
+ * warm run, whose lower rate errs long), scaled by FLOPs. The prediction
+ * is the sweep's own, not the runner's: it comes after the memory verdict
+ * (a row skipped by it still has its plan's bytes, which the report's
+ * arena table shows) and is kept per case (the composed form's causal
+ * rows do the full work for half the FLOPs).
+ *
+ * The rows go through the runner (runner/runner.h): a point is a case at
+ * one T, in the order T, then case; the implementations the 12
+ * BACKEND-FORM-PASS in att_impl_name's order. */
 #include "sweeps/attention/sweep_attention.h"
 
 #include <math.h>
@@ -57,7 +65,7 @@
 #include "core/status_internal.h"
 #include "machine/env.h"
 #include "runner/plan_predict.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 
 static const long long default_t[] = {128, 256, 512, 1024, 2048, 4096, 8192};
 static const long long quick_t[] = {128, 256};
@@ -110,24 +118,51 @@ static void problem_free(att_problem *pb) {
     free(pb->sample);
 }
 
-/* ---- a row ---- */
+/* ---- the runner's view (runner/runner.h): a point is a case at one T;
+ * an implementation BACKEND-FORM-PASS, data its index i of att_impl_name ---- */
 
-typedef struct att_state {
-    bench_ctx    *ctx;
+static struct { char name[32]; int i; } impl_defs[ATT_N_IMPLS];
+static bench_impl att_impls[ATT_N_IMPLS];
+
+static void list_impls(void) {
+    for (int i = 0; i < ATT_N_IMPLS; i++) {
+        att_impl_name(i, impl_defs[i].name, sizeof impl_defs[i].name);
+        impl_defs[i].i = i;
+        att_impls[i] = (bench_impl){.name = impl_defs[i].name, .gpu = att_backends[i / 4].gpu,
+                                    .data = &impl_defs[i].i};
+    }
+}
+
+typedef struct att_sweep att_sweep;
+
+/* the runner's state of one point: its problem, its check word, and the
+ * graph and plan of the row under way (prepare makes them, release frees) */
+typedef struct att_point {
+    att_sweep    *sw;
+    att_problem   pb;
+    char          check[48];       /* at most 20 characters (T' <= 128) */
+    att_graph     ag;
+    dg_plan      *p;
+    dg_plan_stats ps;
+    char          why[512];        /* the row's note                    */
+} att_point;
+
+/* what outlives a point: the reduced checks (rerun only where T' changes)
+ * and the CPU's rates, both per case and implementation */
+struct att_sweep {
     att_reduced_check red[ATT_N_CASES][ATT_N_IMPLS];
-    double        ms_per_flop[ATT_N_CASES][ATT_N_IMPLS]; /* CPU: the last row timed of the case
-                                                       * (the composed form's causal rows do the
-                                                       * full work for half the FLOPs); 0: none */
-} att_state;
+    double            ms_per_flop[ATT_N_CASES][ATT_N_IMPLS]; /* CPU: the last row timed; 0: none */
+    att_point         point;      /* the point under way */
+};
 
 static dg_status plan_run(void *p) { return dg_plan_run(p); }
 
-static const char *cap_verdict(const att_state *S, int ci, int ii, const att_reduced_check *rc, double flops, char *why,
-                               size_t n) {
-    double last = S->ms_per_flop[ci][ii], ms_per_flop = last > 0 ? last : rc->flops > 0 ? rc->ms / rc->flops : 0;
+static const char *cap_verdict(const bench_ctx *ctx, const att_sweep *sw, int ci, int ii, const att_reduced_check *rc,
+                               double flops, char *why, size_t n) {
+    double last = sw->ms_per_flop[ci][ii], ms_per_flop = last > 0 ? last : rc->flops > 0 ? rc->ms / rc->flops : 0;
     double s = ms_per_flop * flops / 1e3;
-    if (s <= S->ctx->cpu_cap_s) return NULL;
-    snprintf(why, n, "predicted %.3g s per run > cap %.3g s (--cpu-cap)", s, S->ctx->cpu_cap_s);
+    if (s <= ctx->cpu_cap_s) return NULL;
+    snprintf(why, n, "predicted %.3g s per run > cap %.3g s (--cpu-cap)", s, ctx->cpu_cap_s);
     return why;
 }
 
@@ -165,117 +200,152 @@ static dg_status full_check(att_problem *pb, const att_graph *ag, dg_plan *p, dg
     return DG_OK;
 }
 
-static void run_row(att_state *S, att_problem *pb, int ii) {
-    bench_ctx *ctx = S->ctx;
+static bool case_runs(const att_case *c, long long t) { return !c->variant || t == ATT_VARIANT_T; }
+
+/* every case at every T (the head-size variants at ATT_VARIANT_T only);
+ * data: arg, the address of the sweep's att_sweep * */
+static void att_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    const long long *ts;
+    int nt = bench_sizes(ctx, ctx->quick ? quick_t : default_t,
+                         ctx->quick ? (int)(sizeof quick_t / sizeof *quick_t) : (int)(sizeof default_t / sizeof *default_t),
+                         &ts);
+    for (int i = 0; i < nt; i++)
+        for (int ci = 0; ci < ATT_N_CASES; ci++) {
+            const att_case *c = &att_cases[ci];
+            if (case_runs(c, ts[i]))
+                bench_points_add(out, (bench_point){.name = c->name, .m = ts[i], .n = ts[i], .k = c->dh,
+                                                    .batch = (int64_t)ATT_BATCH * c->heads, .data = arg, .index = ci});
+        }
+}
+
+/* the point's problem, its inputs allocated only once a row gets as far as
+ * its full-size check */
+static dg_status att_setup(bench_ctx *ctx, const bench_point *pt, void **state) {
+    (void)ctx;
+    att_sweep *sw = *(att_sweep *const *)pt->data;
+    att_point *pp = &sw->point;
+    *pp = (att_point){.sw = sw};
+    problem_init(&pp->pb, (int)pt->index, pt->m);
+    snprintf(pp->check, sizeof pp->check, "f64-rows+ref@%dx%dx%lld", ATT_CHECK_B, ATT_CHECK_H,
+             (long long)(pt->m < ATT_CHECK_T ? pt->m : ATT_CHECK_T));
+    *state = pp;
+    return DG_OK;
+}
+
+static void att_teardown(void *state) { problem_free(&((att_point *)state)->pb); }
+
+/* Everything of a row but its timing, in this order: the FLOP convention,
+ * the inputs against the host memory, the plan laid out without memory
+ * (the row's arena and live bytes, tried or not) and its memory verdict,
+ * the reduced check, the --cpu-cap prediction, then the full-size plan and
+ * its first run checked. The first of these that fails is the row's
+ * status; a composed row's oom is a finding. Nothing of a row can run out
+ * of memory once timed: its plan holds all of it and has run once (a
+ * replayed one captured). */
+static dg_status att_prepare(bench_ctx *ctx, void *state, const bench_impl *im, bench_row *row, bench_work *work) {
+    att_point *pp = state;
+    att_problem *pb = &pp->pb;
     const att_case *c = pb->c;
+    const int ii = *(const int *)im->data;
     const att_backend *bb = &att_backends[ii / 4];
     dg_backend *be = bb->gpu ? ctx->gpu : ctx->cpu;
     const bool fused = ii / 2 % 2 == ATT_FUSED, backward = ii % 2 == ATT_FWDBWD;
     const int64_t t = pb->d.t, t_red = t < ATT_CHECK_T ? t : ATT_CHECK_T;
-    char impl[32], check[48], why[512] = ""; /* check: at most 20 characters (t_red <= 128) */
-    att_impl_name(ii, impl, sizeof impl);
-    snprintf(check, sizeof check, "f64-rows+ref@%dx%dx%lld", ATT_CHECK_B, ATT_CHECK_H, (long long)t_red);
-    bench_row row = {.sweep = "attention", .name = c->name, .impl = impl, .backend = bb->gpu ? "gpu" : "cpu",
-                     .m = t, .n = t, .k = c->dh, .batch = pb->d.b * pb->d.h, .threads = ctx->threads,
-                     .warmup = ctx->timing.warmup, .st = BENCH_NO_STATS,
-                     .flops = att_flops(pb->d.b, pb->d.h, t, c->dh, c->causal, backward), .max_rel_err = NAN,
-                     .check = check};
-    att_graph ag = {0};
-    dg_plan *p = NULL;
-    dg_plan_stats ps = {0};
+    char *why = pp->why;
+    const size_t wn = sizeof pp->why;
+    why[0] = '\0';
+    row->check = pp->check;
+    row->flops = att_flops(pb->d.b, pb->d.h, t, c->dh, c->causal, backward);
     dg_status st = DG_OK;
     const char *status = NULL;
-    if (!(fabs(row.flops - pb->core_flops[backward]) <= 1e-9 * row.flops)) {
+    if (!(fabs(row->flops - pb->core_flops[backward]) <= 1e-9 * row->flops)) {
         status = "error";
-        snprintf(why, sizeof why, "the sweep's FLOPs %.6g differ from core dg_attention_flops' %.6g", row.flops,
+        snprintf(why, wn, "the sweep's FLOPs %.6g differ from core dg_attention_flops' %.6g", row->flops,
                  pb->core_flops[backward]);
     }
     double inputs = (double)(backward ? 4 : 3) * (double)pb->n * sizeof(float), avail = bench_mem_available();
     if (!status && !bb->gpu && avail > 0 && inputs > avail) { /* not even the dry run's leaves */
         status = "oom";
-        snprintf(why, sizeof why, "the inputs alone need %.4g GB of host memory, %.4g GB available: not tried",
-                 inputs / 1e9, avail / 1e9);
+        snprintf(why, wn, "the inputs alone need %.4g GB of host memory, %.4g GB available: not tried", inputs / 1e9,
+                 avail / 1e9);
     }
-    if (!status) st = att_graph_build(&ag, &pb->d, fused, backward);
-    if (!status && st == DG_OK) st = bench_plan_predict(ag.g, ag.out, ag.n_out, &ps);
+    if (!status) st = att_graph_build(&pp->ag, &pb->d, fused, backward);
+    if (!status && st == DG_OK) st = bench_plan_predict(pp->ag.g, pp->ag.out, pp->ag.n_out, &pp->ps);
     if (!status && st == DG_OK) {
-        row.arena_bytes = (int64_t)ps.arena_bytes;
-        row.live_bytes = (int64_t)ps.live_bytes;
-        status = bench_memory_verdict(&ps, problem_bytes(pb), bb->gpu, why, sizeof why);
+        row->arena_bytes = (int64_t)pp->ps.arena_bytes;
+        row->live_bytes = (int64_t)pp->ps.live_bytes;
+        status = bench_memory_verdict(&pp->ps, problem_bytes(pb), bb->gpu, why, wn);
     }
-    att_reduced_check *rc = &S->red[pb->ci][ii];
+    att_reduced_check *rc = &pp->sw->red[pb->ci][ii];
     if (!status && st == DG_OK && !(rc->done && rc->t == t_red)) att_reduced_run(rc, be, bb, c, fused, backward, t_red);
     if (!status && st == DG_OK) {
-        row.max_rel_err = rc->err;
+        row->max_rel_err = rc->err;
         if (rc->st != DG_OK) {
             status = bench_status_word(rc->st);
-            snprintf(why, sizeof why, "%s", rc->why);
+            snprintf(why, wn, "%s", rc->why);
         } else if (!(rc->err <= ATT_CHECK_TOL)) {
             status = "wrong";
-            snprintf(why, sizeof why, "at %dx%dx%lld the graph differs from its float64 evaluation (error %.3g)",
-                     ATT_CHECK_B, ATT_CHECK_H, (long long)t_red, rc->err);
-        } else if (!bb->gpu && cap_verdict(S, pb->ci, ii, rc, row.flops, why, sizeof why)) {
+            snprintf(why, wn, "at %dx%dx%lld the graph differs from its float64 evaluation (error %.3g)", ATT_CHECK_B,
+                     ATT_CHECK_H, (long long)t_red, rc->err);
+        } else if (!bb->gpu && cap_verdict(ctx, pp->sw, pb->ci, ii, rc, row->flops, why, wn)) {
             status = "skipped";
         }
     }
     if (!status && st == DG_OK) st = problem_fill(pb);
-    if (!status && st == DG_OK) st = dg_plan_new(&p, ag.g, be, ag.out, ag.n_out, &(dg_plan_opts){.no_replay = !bb->replay});
+    if (!status && st == DG_OK)
+        st = dg_plan_new(&pp->p, pp->ag.g, be, pp->ag.out, pp->ag.n_out, &(dg_plan_opts){.no_replay = !bb->replay});
     double err = NAN;
-    if (!status && st == DG_OK) st = full_check(pb, &ag, p, be, &err, why, sizeof why);
+    if (!status && st == DG_OK) st = full_check(pb, &pp->ag, pp->p, be, &err, why, wn);
     if (!status && st == DG_OK) {
-        row.max_rel_err = fmax(rc->err, err);
-        status = row.max_rel_err <= ATT_CHECK_TOL ? "ok" : "wrong";
-        if (!strcmp(status, "wrong") && !why[0])
-            snprintf(why, sizeof why, "sampled rows of the full size differ from float64 (error %.3g)", err);
+        row->max_rel_err = fmax(rc->err, err);
+        if (!(row->max_rel_err <= ATT_CHECK_TOL)) {
+            status = "wrong";
+            if (!why[0]) snprintf(why, wn, "sampled rows of the full size differ from float64 (error %.3g)", err);
+        }
     }
-    if (status && !strcmp(status, "ok")) st = bench_time(be, bb->gpu, plan_run, p, &ctx->timing, &row.st);
-    if (st == DG_OK && status && !strcmp(status, "ok") && !bb->gpu && row.st.reps > 0)
-        S->ms_per_flop[pb->ci][ii] = row.st.median_ms / row.flops;
     if (st != DG_OK) {
         status = bench_status_word(st);
-        bench_plan_failure(&ps, why, sizeof why);
+        bench_plan_failure(&pp->ps, why, wn);
     }
-    row.status = status;
-    row.note = why[0] ? why : NULL;
-    if (!fused && !strcmp(status, "oom")) bench_emit_finding(ctx, &row); /* what the composed form is for */
-    else bench_emit(ctx, &row);
-    dg_plan_free(p);
-    dg_graph_free(ag.g);
+    row->note = why[0] ? why : NULL;
+    row->status = status;
+    if (status) work->finding = !fused && !strcmp(status, "oom"); /* what the composed form is for */
+    else *work = (bench_work){.fn = plan_run, .arg = pp->p, .be = be, .events = bb->gpu};
+    return DG_OK;
 }
 
-static bool impl_wanted(const bench_ctx *ctx, const att_case *c, int ii) {
-    char impl[32];
-    att_impl_name(ii, impl, sizeof impl);
-    return (att_backends[ii / 4].gpu ? ctx->gpu : ctx->cpu) && bench_wanted(ctx, c->name, impl);
+/* checked before timing (prepare); after it, the row's rate is the next
+ * prediction of its case and CPU implementation */
+static bool att_timed(void *state, const bench_impl *im, bench_row *row) {
+    att_point *pp = state;
+    if (!im->gpu && row->st.reps > 0)
+        pp->sw->ms_per_flop[pp->pb.ci][*(const int *)im->data] = row->st.median_ms / row->flops;
+    return true;
 }
 
-static bool case_runs(const att_case *c, long long t) { return !c->variant || t == ATT_VARIANT_T; }
+static void att_release(void *state, const bench_impl *im, bench_work *work) {
+    (void)im; (void)work;
+    att_point *pp = state;
+    dg_plan_free(pp->p);
+    dg_graph_free(pp->ag.g);
+    pp->p = NULL;
+    pp->ag = (att_graph){0};
+    pp->ps = (dg_plan_stats){0};
+}
 
 dg_status sweep_attention(bench_ctx *ctx) {
-    const long long *ts;
-    int nt = bench_sizes(ctx, ctx->quick ? quick_t : default_t,
-                         ctx->quick ? (int)(sizeof quick_t / sizeof *quick_t) : (int)(sizeof default_t / sizeof *default_t),
-                         &ts);
-    att_state *S = calloc(1, sizeof *S);
-    if (!S) return dg__fail(DG_ERR_OOM, "attention sweep: out of memory");
-    S->ctx = ctx;
-    int rows = 0;
-    for (int i = 0; i < nt; i++)
-        for (int ci = 0; ci < ATT_N_CASES; ci++)
-            for (int ii = 0; ii < ATT_N_IMPLS && case_runs(&att_cases[ci], ts[i]); ii++)
-                rows += impl_wanted(ctx, &att_cases[ci], ii);
-    bench_plan_rows(ctx, rows);
-    for (int i = 0; i < nt && !bench_interrupted; i++)
-        for (int ci = 0; ci < ATT_N_CASES && !bench_interrupted; ci++) {
-            bool any = false;
-            for (int ii = 0; ii < ATT_N_IMPLS; ii++) any |= impl_wanted(ctx, &att_cases[ci], ii);
-            if (!any || !case_runs(&att_cases[ci], ts[i])) continue;
-            att_problem pb;
-            problem_init(&pb, ci, ts[i]);
-            for (int ii = 0; ii < ATT_N_IMPLS && !bench_interrupted; ii++)
-                if (impl_wanted(ctx, &att_cases[ci], ii)) run_row(S, &pb, ii);
-            problem_free(&pb);
-        }
-    free(S);
-    return DG_OK;
+    att_sweep *sw = calloc(1, sizeof *sw);
+    if (!sw) return dg__fail(DG_ERR_OOM, "attention sweep: out of memory");
+    list_impls();
+    /* no check_word: prepare writes each point's; no flops on the points:
+     * the runner predicts nothing, the cap is prepare's (per case, and
+     * after the plan's memory, so a skipped row keeps its arena bytes) */
+    const bench_sweep_spec spec = {
+        .name = "attention", .impls = att_impls, .n_impls = ATT_N_IMPLS, .points = att_points, .arg = &sw,
+        .setup = att_setup, .teardown = att_teardown, .prepare = att_prepare, .check = att_timed,
+        .release = att_release,
+    };
+    dg_status st = bench_run_spec(ctx, &spec);
+    free(sw);
+    return st;
 }

@@ -40,7 +40,13 @@
  * row (for composed rows a finding, not a failure: the exit code stays 0);
  * DG_BENCH_MEM_LIMIT applies to both. CPU rows respect --cpu-cap, the
  * time predicted from the check step's warm run, then from the last row
- * timed, scaled by FLOPs. */
+ * timed, scaled by FLOPs: the sweep's own prediction, not the runner's, as
+ * it comes after the memory verdict (a row skipped by it still has its
+ * plan's bytes, which the report's table shows).
+ *
+ * The rows go through the runner (runner/runner.h): per form, the
+ * contexts that share a check context together, each batch over them;
+ * cpu, gpu and gpu-graph at each point. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +55,7 @@
 #include "core/nn/transformer.h"
 #include "core/status_internal.h"
 #include "runner/plan_predict.h"
-#include "runner/sweep.h"
+#include "runner/runner.h"
 #include "sweeps/attention/sweep_attention.h"
 #include "sweeps/transformer/sweep_transformer.h"
 
@@ -186,122 +192,207 @@ static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, benc
     free(y);
 }
 
-static void run_row(bench_ctx *ctx, int form, const lm_impl *im, dg_backend *be, lm_check *chk, int batch, int t) {
-    char name[48], check[48], why[512] = "";
-    snprintf(name, sizeof name, "charlm-%s-b%d", lm_forms[form], batch);
-    snprintf(check, sizeof check, "f64-step+grad@b%dt%d", LM_CHECK_BATCH, t < LM_CHECK_CONTEXT ? t : LM_CHECK_CONTEXT);
-    bench_row row = {.sweep = "transformer", .name = name, .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
-                     .m = t, .n = LM_WIDTH, .k = LM_VOCAB, .batch = batch, .threads = ctx->threads,
-                     .warmup = ctx->timing.warmup, .st = BENCH_NO_STATS, .flops = step_flops(batch, t),
-                     .max_rel_err = chk->err, .check = check};
-    dg_charlm_cfg cfg = lm_cfg(t, form == 1);
-    bench_step_spec spec = bench_charlm_step(&cfg);
-    int32_t *x = NULL, *y = NULL;
-    bench_step s = {0};
-    dg_plan_stats ps = {0};
-    const char *status = NULL;
-    dg_status st = chk->st;
-    if (st != DG_OK) {
-        status = bench_status_word(st);
-        snprintf(why, sizeof why, "%s", chk->why);
-        st = DG_OK;
-    } else if (!chk->ok) {
-        status = "wrong";
-        snprintf(why, sizeof why, "the batch-%d step differs from its float64 reference: gradients %.3g (tolerance "
-                 "%g), loss and updates %.3g (tolerances %g, %g)", LM_CHECK_BATCH, chk->grad_err, LM_GRAD_TOL,
-                 chk->step_err, BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL);
-    }
-    if (!status) st = step_graph(&s, &spec, batch, &ps);
-    if (!status && st == DG_OK) {
-        row.arena_bytes = (int64_t)ps.arena_bytes;
-        row.live_bytes = (int64_t)ps.live_bytes;
-        double counted = graph_flops(s.g);
-        if (form == 0 && !(fabs(counted - row.flops) <= 1e-9 * row.flops)) {
-            status = "error";
-            snprintf(why, sizeof why, "step_flops %.6g differs from the graph's matmul and attention nodes' %.6g",
-                     row.flops, counted);
-        }
-    }
-    if (!status && st == DG_OK) status = bench_memory_verdict(&ps, 2.0 * batch * t * sizeof(int32_t), im->gpu, why,
-                                                              sizeof why);
-    if (!status && st == DG_OK && !im->gpu) {
-        double s_pred = chk->last_ms > 0 ? chk->last_ms * row.flops / chk->last_flops / 1e3 : 0;
-        if (s_pred > ctx->cpu_cap_s) {
-            status = "skipped";
-            snprintf(why, sizeof why, "predicted %.3g s per run > cap %.3g s (--cpu-cap)", s_pred, ctx->cpu_cap_s);
-        }
-    }
-    if (!status && st == DG_OK) st = bench_charlm_batch(batch, t, LM_VOCAB, (uint64_t)batch << 20 ^ (uint64_t)t, &x, &y);
-    if (!status && st == DG_OK) st = step_plan(&s, be, im->replay, false, x, y);
-    float loss = NAN;
-    if (!status && st == DG_OK) st = dg_plan_run(s.p);
-    if (!status && st == DG_OK) st = dg_plan_get(s.p, s.ts.loss, &loss, sizeof loss);
-    if (!status && st == DG_OK && !isfinite(loss)) {
-        status = "wrong";
-        snprintf(why, sizeof why, "first full-size loss %g, not finite", (double)loss);
-    }
-    if (!status && st == DG_OK) {
-        st = bench_time(be, im->gpu, plan_run, s.p, &ctx->timing, &row.st);
-        status = "ok";
-        if (st == DG_OK && row.st.reps > 0) {
-            chk->last_ms = row.st.median_ms;
-            chk->last_flops = row.flops;
-        }
-    }
-    if (st != DG_OK) {
-        status = bench_status_word(st);
-        bench_plan_failure(&ps, why, sizeof why);
-    }
-    row.status = status;
-    row.note = why[0] ? why : NULL;
-    if (form == 1 && !strcmp(status, "oom")) bench_emit_finding(ctx, &row); /* composed: "where memory allows" */
-    else bench_emit(ctx, &row);
-    bench_step_free(&s);
-    free(x);
-    free(y);
+/* ---- the runner's view (runner/runner.h): a point is a form and a batch
+ * at one context T; the points whose contexts share a check context
+ * min(T, LM_CHECK_CONTEXT) are consecutive, so that the group checks each
+ * implementation once against one float64 reference ---- */
+
+static bench_impl impls[LM_N_IMPLS]; /* data: the lm_impl */
+static char case_names[2][LM_N_BATCHES][32];
+
+static void list_impls(void) {
+    for (int i = 0; i < LM_N_IMPLS; i++)
+        impls[i] = (bench_impl){.name = lm_impls[i].name, .gpu = lm_impls[i].gpu, .data = &lm_impls[i]};
+    for (int form = 0; form < 2; form++)
+        for (int b = 0; b < LM_N_BATCHES; b++)
+            snprintf(case_names[form][b], sizeof case_names[form][b], "charlm-%s-b%d", lm_forms[form], lm_batches[b]);
 }
 
-static bool row_wanted(const bench_ctx *ctx, int form, int batch, const lm_impl *im) {
-    char name[48];
-    snprintf(name, sizeof name, "charlm-%s-b%d", lm_forms[form], batch);
-    return (im->gpu ? ctx->gpu : ctx->cpu) && bench_wanted(ctx, name, im->name);
-}
+static int impl_index(const bench_impl *im) { return (int)((const lm_impl *)im->data - lm_impls); }
 
 static int check_context(long long t) { return t < LM_CHECK_CONTEXT ? (int)t : LM_CHECK_CONTEXT; }
 
-dg_status sweep_transformer(bench_ctx *ctx) {
+typedef struct lm_sweep lm_sweep;
+
+/* the runner's state of one point: its model, its check word, and the
+ * step of the row under way (prepare makes it, release frees it) */
+typedef struct lm_point {
+    lm_sweep     *sw;
+    int           form, batch, t;
+    dg_charlm_cfg cfg;
+    char          check[48];
+    bench_step    s;
+    int32_t      *x, *y;        /* the step's ids and labels */
+    dg_plan_stats ps;
+    char          why[512];     /* the row's note            */
+} lm_point;
+
+/* what outlives a point: the group under way (form and check context), its
+ * float64 reference and each implementation's check (with the CPU's rate) */
+struct lm_sweep {
+    int            form, tc;    /* tc 0: no group yet */
+    bench_step_ref ref;
+    lm_check       chk[LM_N_IMPLS];
+    bool           checked[LM_N_IMPLS];
+    lm_point       point;       /* the point under way */
+};
+
+/* per form, the contexts that share a check together (in the order of
+ * their first context), each at every batch (--quick: the first);
+ * data: arg, the address of the sweep's lm_sweep * */
+static void lm_points(bench_ctx *ctx, const void *arg, bench_points *out) {
     const long long *ts;
     int nt = bench_sizes(ctx, ctx->quick ? quick_ctx : default_ctx,
                          ctx->quick ? (int)(sizeof quick_ctx / sizeof *quick_ctx)
                                     : (int)(sizeof default_ctx / sizeof *default_ctx), &ts);
-    int rows = 0;
     for (int form = 0; form < 2; form++)
-        for (int i = 0; i < LM_N_IMPLS; i++)
-            for (int b = 0; b < N_BATCHES(ctx); b++) rows += nt * row_wanted(ctx, form, lm_batches[b], &lm_impls[i]);
-    bench_plan_rows(ctx, rows);
-    for (int form = 0; form < 2 && !bench_interrupted; form++)
-        /* the contexts that share a check (its context min(T, 64)) together */
-        for (int g = 0; g < nt && !bench_interrupted; g++) {
+        for (int g = 0; g < nt; g++) {
             int tc = check_context(ts[g]);
             bool first = true;
             for (int j = 0; j < g; j++) first &= check_context(ts[j]) != tc;
-            if (!first) continue;
-            bench_step_ref ref = {.keep_grads = true}; /* one graph and data for every implementation: one reference */
-            for (int i = 0; i < LM_N_IMPLS && !bench_interrupted; i++) {
-                bool any = false;
-                for (int b = 0; b < N_BATCHES(ctx); b++) any |= row_wanted(ctx, form, lm_batches[b], &lm_impls[i]);
-                if (!any) continue;
-                dg_backend *be = lm_impls[i].gpu ? ctx->gpu : ctx->cpu;
-                lm_check chk;
-                check_impl(form, &lm_impls[i], be, tc, &ref, &chk);
-                for (int b = 0; b < N_BATCHES(ctx) && !bench_interrupted; b++) {
-                    if (!row_wanted(ctx, form, lm_batches[b], &lm_impls[i])) continue;
-                    for (int k = g; k < nt && !bench_interrupted; k++)
-                        if (check_context(ts[k]) == tc)
-                            run_row(ctx, form, &lm_impls[i], be, &chk, lm_batches[b], (int)ts[k]);
-                }
-            }
-            bench_step_ref_free(&ref);
+            for (int b = 0; first && b < N_BATCHES(ctx); b++)
+                for (int k = g; k < nt; k++)
+                    if (check_context(ts[k]) == tc)
+                        bench_points_add(out, (bench_point){.name = case_names[form][b], .m = ts[k], .n = LM_WIDTH,
+                                                            .k = LM_VOCAB, .batch = lm_batches[b], .data = arg,
+                                                            .index = form});
         }
+}
+
+/* a point of a new group drops the last group's reference and checks */
+static dg_status lm_setup(bench_ctx *ctx, const bench_point *pt, void **state) {
+    (void)ctx;
+    lm_sweep *sw = *(lm_sweep *const *)pt->data;
+    int form = (int)pt->index, t = (int)pt->m, tc = check_context(t);
+    if (form != sw->form || tc != sw->tc) {
+        bench_step_ref_free(&sw->ref);
+        sw->ref = (bench_step_ref){.keep_grads = true}; /* one graph and data for every implementation: one reference */
+        memset(sw->checked, 0, sizeof sw->checked);
+        sw->form = form;
+        sw->tc = tc;
+    }
+    lm_point *pp = &sw->point;
+    *pp = (lm_point){.sw = sw, .form = form, .batch = (int)pt->batch, .t = t, .cfg = lm_cfg(t, form == 1)};
+    snprintf(pp->check, sizeof pp->check, "f64-step+grad@b%dt%d", LM_CHECK_BATCH, tc);
+    *state = pp;
     return DG_OK;
+}
+
+/* Everything of a row but its timing, in this order: the implementation's
+ * check (once a group), the step laid out without memory (the row's arena
+ * and live bytes, tried or not), the FLOP count against the graph's, the
+ * memory verdict, the --cpu-cap prediction, then the full-size step's
+ * first run, whose loss must be finite. The first of these that fails is
+ * the row's status; a composed row's oom is a finding. Nothing of a row
+ * can run out of memory once timed: its plan holds all of it and has run
+ * once (a replayed one captured). */
+static dg_status lm_prepare(bench_ctx *ctx, void *state, const bench_impl *im, bench_row *row, bench_work *work) {
+    lm_point *pp = state;
+    lm_sweep *sw = pp->sw;
+    const int i = impl_index(im), form = pp->form, batch = pp->batch, t = pp->t;
+    const lm_impl *li = &lm_impls[i];
+    dg_backend *be = li->gpu ? ctx->gpu : ctx->cpu;
+    lm_check *chk = &sw->chk[i];
+    if (!sw->checked[i]) {
+        check_impl(form, li, be, sw->tc, &sw->ref, chk);
+        sw->checked[i] = true;
+    }
+    char *why = pp->why;
+    const size_t wn = sizeof pp->why;
+    why[0] = '\0';
+    pp->ps = (dg_plan_stats){0};
+    row->check = pp->check;
+    row->flops = step_flops(batch, t);
+    row->max_rel_err = chk->err;
+    bench_step_spec spec = bench_charlm_step(&pp->cfg);
+    const char *status = NULL;
+    dg_status st = chk->st;
+    if (st != DG_OK) {
+        status = bench_status_word(st);
+        snprintf(why, wn, "%s", chk->why);
+        st = DG_OK;
+    } else if (!chk->ok) {
+        status = "wrong";
+        snprintf(why, wn, "the batch-%d step differs from its float64 reference: gradients %.3g (tolerance %g), loss "
+                 "and updates %.3g (tolerances %g, %g)", LM_CHECK_BATCH, chk->grad_err, LM_GRAD_TOL, chk->step_err,
+                 BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL);
+    }
+    if (!status) st = step_graph(&pp->s, &spec, batch, &pp->ps);
+    if (!status && st == DG_OK) {
+        row->arena_bytes = (int64_t)pp->ps.arena_bytes;
+        row->live_bytes = (int64_t)pp->ps.live_bytes;
+        double counted = graph_flops(pp->s.g);
+        if (form == 0 && !(fabs(counted - row->flops) <= 1e-9 * row->flops)) {
+            status = "error";
+            snprintf(why, wn, "step_flops %.6g differs from the graph's matmul and attention nodes' %.6g", row->flops,
+                     counted);
+        }
+    }
+    if (!status && st == DG_OK)
+        status = bench_memory_verdict(&pp->ps, 2.0 * batch * t * sizeof(int32_t), li->gpu, why, wn);
+    if (!status && st == DG_OK && !li->gpu) {
+        double s_pred = chk->last_ms > 0 ? chk->last_ms * row->flops / chk->last_flops / 1e3 : 0;
+        if (s_pred > ctx->cpu_cap_s) {
+            status = "skipped";
+            snprintf(why, wn, "predicted %.3g s per run > cap %.3g s (--cpu-cap)", s_pred, ctx->cpu_cap_s);
+        }
+    }
+    if (!status && st == DG_OK)
+        st = bench_charlm_batch(batch, t, LM_VOCAB, (uint64_t)batch << 20 ^ (uint64_t)t, &pp->x, &pp->y);
+    if (!status && st == DG_OK) st = step_plan(&pp->s, be, li->replay, false, pp->x, pp->y);
+    float loss = NAN;
+    if (!status && st == DG_OK) st = dg_plan_run(pp->s.p);
+    if (!status && st == DG_OK) st = dg_plan_get(pp->s.p, pp->s.ts.loss, &loss, sizeof loss);
+    if (!status && st == DG_OK && !isfinite(loss)) {
+        status = "wrong";
+        snprintf(why, wn, "first full-size loss %g, not finite", (double)loss);
+    }
+    if (st != DG_OK) {
+        status = bench_status_word(st);
+        bench_plan_failure(&pp->ps, why, wn);
+    }
+    row->note = why[0] ? why : NULL;
+    row->status = status;
+    if (status) work->finding = form == 1 && !strcmp(status, "oom"); /* composed: "where memory allows" */
+    else *work = (bench_work){.fn = plan_run, .arg = pp->s.p, .be = be, .events = li->gpu};
+    return DG_OK;
+}
+
+/* checked before timing (prepare); after it, the row's rate is the next
+ * prediction of its implementation in the group */
+static bool lm_timed(void *state, const bench_impl *im, bench_row *row) {
+    lm_point *pp = state;
+    lm_check *chk = &pp->sw->chk[impl_index(im)];
+    if (row->st.reps > 0) {
+        chk->last_ms = row->st.median_ms;
+        chk->last_flops = row->flops;
+    }
+    return true;
+}
+
+static void lm_release(void *state, const bench_impl *im, bench_work *work) {
+    (void)im; (void)work;
+    lm_point *pp = state;
+    bench_step_free(&pp->s);
+    free(pp->x);
+    free(pp->y);
+    pp->x = pp->y = NULL;
+}
+
+dg_status sweep_transformer(bench_ctx *ctx) {
+    lm_sweep *sw = calloc(1, sizeof *sw);
+    if (!sw) return dg__fail(DG_ERR_OOM, "transformer: out of memory");
+    list_impls();
+    /* no check_word: prepare writes each point's; no flops on the points:
+     * the runner predicts nothing, the cap is prepare's (from the check
+     * step's warm run, per group, and after the plan's memory, so a
+     * skipped row keeps its arena bytes) */
+    const bench_sweep_spec spec = {
+        .name = "transformer", .impls = impls, .n_impls = LM_N_IMPLS, .points = lm_points, .arg = &sw,
+        .setup = lm_setup, .prepare = lm_prepare, .check = lm_timed, .release = lm_release,
+    };
+    dg_status st = bench_run_spec(ctx, &spec);
+    bench_step_ref_free(&sw->ref);
+    free(sw);
+    return st;
 }
