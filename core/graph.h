@@ -185,6 +185,10 @@ typedef struct dg_pool2d_opts { int kernel[2], stride[2], pad[2]; } dg_pool2d_op
  * OH = (H + 2 pad - dilation (KH - 1) - 1) / stride + 1 (likewise OW).
  * groups = C = O is a depthwise convolution. */
 dg_node *dg_conv2d(dg_graph *g, dg_node *x, dg_node *w, dg_node *bias, dg_conv2d_opts o);
+/* The options a convolution node was built with: a conv2d's, or the forward
+ * convolution's of its backward-data and backward-weight nodes; zeros for
+ * any other node (and NULL). The kernel's size is in w's shape. */
+dg_conv2d_opts dg_node_conv2d_opts(const dg_node *n);
 dg_node *dg_max_pool2d(dg_graph *g, dg_node *x, dg_pool2d_opts o);
 dg_node *dg_avg_pool2d(dg_graph *g, dg_node *x, dg_pool2d_opts o);
 dg_node *dg_global_avg_pool2d(dg_graph *g, dg_node *x);   /* [N,C,H,W] -> [N,C] */

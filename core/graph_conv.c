@@ -50,6 +50,20 @@ static bool window_fits(dg_graph *g, const char *op, const dg_node *x, dg_attr_c
     return true;
 }
 
+dg_conv2d_opts dg_node_conv2d_opts(const dg_node *n) {
+    dg_conv2d_opts o = {{0, 0}, {0, 0}, {0, 0}, 0};
+    if (!n || (n->op != DG_OP_CONV2D && n->op != DG_OP_CONV2D_BACKWARD_DATA && n->op != DG_OP_CONV2D_BACKWARD_WEIGHT))
+        return o;
+    dg_attr_conv a = dg_attr_conv_of(n);
+    for (int i = 0; i < 2; i++) {
+        o.stride[i] = a.stride[i];
+        o.pad[i] = a.pad[i];
+        o.dilation[i] = a.dilation[i];
+    }
+    o.groups = a.groups;
+    return o;
+}
+
 dg_node *dg_conv2d(dg_graph *g, dg_node *x, dg_node *w, dg_node *bias, dg_conv2d_opts o) {
     dg_node *in[2] = {x, w};
     if (!dg__check_f32_inputs(g, "conv2d", 2, in)) return NULL;

@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 #include "status.h"
-#include "status_internal.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,11 +14,15 @@ extern "C" {
 
 typedef struct dg_rng { uint64_t s; } dg_rng;
 
-static inline dg_rng dg_rng_new(uint64_t seed) { return (dg_rng){seed ^ 0x9E3779B97F4A7C15ull}; }
+static inline dg_rng dg_rng_new(uint64_t seed) {
+    dg_rng r; /* no compound literal: the header compiles as C++ too */
+    r.s = seed ^ 0x9E3779B97F4A7C15ull;
+    return r;
+}
 
 static inline uint64_t dg_rng_u64(dg_rng *r) {
     if (!r) {
-        dg__fail(DG_ERR_INVALID, "dg_rng: NULL generator");
+        dg_fail(DG_ERR_INVALID, "dg_rng: NULL generator");
         return 0;
     }
     uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);

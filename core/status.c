@@ -9,10 +9,24 @@ static _Thread_local char last_error[1024];
 
 const char *dg_last_error(void) { return last_error; }
 
+static dg_status record(dg_status s, const char *fmt, va_list ap) {
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    return s;
+}
+
 dg_status dg__fail(dg_status s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    record(s, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* the public writer of the same slot, for programs built on duograd */
+dg_status dg_fail(dg_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    record(s, fmt, ap);
     va_end(ap);
     return s;
 }

@@ -29,6 +29,17 @@ const char *dg_last_error(void);
 /* Short name of a status: "DG_ERR_SHAPE" ... */
 const char *dg_status_name(dg_status s);
 
+/* Records a failure of the calling program's own (a harness built on
+ * duograd, the bench) in the same slot dg_last_error() reads, formatted as
+ * printf does, and returns s: one message slot serves the library's
+ * failures and the program's, whichever came last, so a caller that
+ * reports dg_last_error() after either reports the right one. */
+dg_status dg_fail(dg_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 #ifdef __cplusplus
 }
 #endif

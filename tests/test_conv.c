@@ -1274,3 +1274,28 @@ Test(conv_cpu, batch_slots_follow_threads_images_and_scratch) {
     cr_assert_eq(dg__cpu_conv_slots(&small, true, DG_CPU_CONV_DEFAULT, 5, DG_OP_CONV2D), 5);
     dg_graph_free(g);
 }
+
+/* dg_node_conv2d_opts: what a convolution and its two gradients were built
+ * with (the bench and the check kit read the geometry through it); zeros
+ * for any other node and NULL */
+Test(conv_builders, options_are_read_back_from_every_convolution_node) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_param(g, "x", S(2, 4, 9, 7), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *w = dg_param(g, "w", S(6, 2, 3, 2), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_conv2d_opts o = {.stride = {2, 1}, .pad = {1, 0}, .dilation = {1, 2}, .groups = 2};
+    dg_node *y = dg_conv2d(g, x, w, NULL, o);
+    dg_node *loss = dg_sum(g, dg_mul(g, y, y), DG_ALL_AXES, false);
+    dg_node *grads[2];
+    ASSERT_OK(dg_grad(g, loss, (dg_node *[]){x, w}, 2, grads));
+    const dg_node *conv_nodes[3] = {y, grads[0], grads[1]};
+    for (int i = 0; i < 3; i++) {
+        dg_conv2d_opts got = dg_node_conv2d_opts(conv_nodes[i]);
+        cr_assert(got.stride[0] == 2 && got.stride[1] == 1 && got.pad[0] == 1 && got.pad[1] == 0 &&
+                      got.dilation[0] == 1 && got.dilation[1] == 2 && got.groups == 2,
+                  "%s: stride %d,%d pad %d,%d dilation %d,%d groups %d", dg_op_name(conv_nodes[i]->op), got.stride[0],
+                  got.stride[1], got.pad[0], got.pad[1], got.dilation[0], got.dilation[1], got.groups);
+    }
+    dg_conv2d_opts none = dg_node_conv2d_opts(loss), null = dg_node_conv2d_opts(NULL);
+    cr_assert(none.groups == 0 && none.stride[0] == 0 && null.groups == 0 && null.dilation[1] == 0);
+    dg_graph_free(g);
+}

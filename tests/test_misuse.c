@@ -495,3 +495,13 @@ Test(misuse, trainer_arguments) {
     ASSERT_FAILS(dg_train(be, &o, &data, &data, NULL, NULL, NULL), DG_ERR_INVALID, "unknown optimizer kind 5");
     dg_backend_free(be);
 }
+
+/* dg_fail: a program built on duograd records its own failure in the slot
+ * dg_last_error() reads, and gets its status back; a later library failure
+ * replaces it */
+Test(misuse, a_programs_own_failure_is_the_last_error) {
+    cr_assert_eq(dg_fail(DG_ERR_IO, "harness: %s is %d bytes short", "x.csv", 12), DG_ERR_IO);
+    cr_assert_str_eq(dg_last_error(), "harness: x.csv is 12 bytes short");
+    cr_assert_null(dg_input(NULL, "x", DG_SHAPE(1)));
+    cr_assert(strstr(dg_last_error(), "x.csv") == NULL, "the library's failure came last: %s", dg_last_error());
+}

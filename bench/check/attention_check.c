@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/rng.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 
 static double dot(const float *a, const float *b, int64_t n) {
     double s = 0;
@@ -74,7 +74,7 @@ dg_status att_sample_new(att_sample *s, att_dims d, const float *q, const float 
     memset(s, 0, sizeof *s);
     s->d = d;
     if (d.dh < 1 || d.dh > DG_ATTENTION_MAX_HEAD || d.t < 1 || d.b < 1 || d.h < 1)
-        return dg__fail(DG_ERR_INVALID, "attention check: shape [%lld,%lld,%lld,%lld] out of range", (long long)d.b,
+        return dg_fail(DG_ERR_INVALID, "attention check: shape [%lld,%lld,%lld,%lld] out of range", (long long)d.b,
                         (long long)d.h, (long long)d.t, (long long)d.dh);
     dg_rng r = dg_rng_new(seed);
     const int64_t heads = d.b * d.h, t = d.t;
@@ -91,7 +91,7 @@ dg_status att_sample_new(att_sample *s, att_dims d, const float *q, const float 
     int nk = pick_rows(&r, t, kedges, 3, s->krow, ATT_CHECK_KROWS);
     for (int a = nk; a < ATT_CHECK_KROWS; a++) s->krow[a] = s->krow[a % nk]; /* t < KROWS: repeats */
     double *p = malloc((size_t)t * sizeof *p);
-    if (!p) return dg__fail(DG_ERR_OOM, "attention check: out of host memory");
+    if (!p) return dg_fail(DG_ERR_OOM, "attention check: out of host memory");
     for (int a = 0; a < ATT_CHECK_QROWS; a++) {
         query_row(&s->d, s->qrow[a], q, k, v, p, s->ref[ATT_O][a]);
         query_dq(&s->d, s->qrow[a], k, v, dout, p, s->ref[ATT_O][a], s->ref[ATT_DQ][a]);
@@ -129,7 +129,7 @@ dg_status att_sample_keys(att_sample *s, const float *q, const float *k, const f
     if (failed) {
         free(lse);
         free(di);
-        return dg__fail(DG_ERR_OOM, "attention check: out of host memory");
+        return dg_fail(DG_ERR_OOM, "attention check: out of host memory");
     }
 #pragma omp parallel for
     for (int a = 0; a < ATT_CHECK_KROWS; a++) {

@@ -8,7 +8,7 @@
 
 #include "core/check/ref.h"
 #include "core/rng.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 
 /* a leaf's float32 value: the input, or its init spec */
 static dg_status leaf_values(const bench_step *s, const dg_node *nd, const void *x, const int32_t *y, double *out) {
@@ -19,7 +19,7 @@ static dg_status leaf_values(const bench_step *s, const dg_node *nd, const void 
         return DG_OK;
     }
     float *tmp = malloc((size_t)cnt * sizeof *tmp);
-    if (!tmp) return dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
+    if (!tmp) return dg_fail(DG_ERR_OOM, "bench: out of memory for the reference");
     if (nd == s->ts.x) memcpy(tmp, x, (size_t)cnt * sizeof *tmp);
     else dg_init_fill(nd->init, tmp, cnt);
     for (int64_t j = 0; j < cnt; j++) out[j] = tmp[j];
@@ -51,24 +51,24 @@ dg_status bench_step_ref_run(const bench_step *s, const void *x, const int32_t *
     const dg_train_step *t = &s->ts;
     int n = dg_graph_size(s->g);
     double **v = calloc((size_t)n, sizeof *v);
-    dg_status st = v ? DG_OK : dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
+    dg_status st = v ? DG_OK : dg_fail(DG_ERR_OOM, "bench: out of memory for the reference");
     for (int id = 0; id < n && st == DG_OK; id++) {
         const dg_node *nd = dg_graph_node(s->g, id);
         if (nd->op != DG_OP_LEAF) continue;
         v[id] = malloc((size_t)dg_node_numel(nd) * sizeof(double));
-        st = v[id] ? leaf_values(s, nd, x, y, v[id]) : dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
+        st = v[id] ? leaf_values(s, nd, x, y, v[id]) : dg_fail(DG_ERR_OOM, "bench: out of memory for the reference");
     }
     *ref = (bench_step_ref){.keep_grads = ref->keep_grads, .n_params = s->model.n_params, .n_state = s->model.n_state};
     if (st == DG_OK) st = ref_eval(s->g, n, v);
     if (st == DG_OK) ref->loss = v[t->loss->id][0];
     for (int i = 0; i < s->model.n_params && st == DG_OK && ref->keep_grads; i++) {
         size_t bytes = (size_t)dg_node_numel(t->grads[i]) * sizeof(double);
-        if (!(ref->grad[i] = malloc(bytes))) st = dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
+        if (!(ref->grad[i] = malloc(bytes))) st = dg_fail(DG_ERR_OOM, "bench: out of memory for the reference");
         else memcpy(ref->grad[i], v[t->grads[i]->id], bytes);
     }
     for (int i = 0; i < s->model.n_params && st == DG_OK; i++)
         if (!update_of(s->g, s->model.params[i]))
-            st = dg__fail(DG_ERR_INVALID, "bench: parameter %d of the step has no update", i);
+            st = dg_fail(DG_ERR_INVALID, "bench: parameter %d of the step has no update", i);
     /* the updates (optimizer and running statistics) wrote each tensor's
      * slot in place: its change is that slot less its init spec's values */
     for (int i = 0; i < ref->n_params + ref->n_state && st == DG_OK; i++) {
@@ -76,7 +76,7 @@ dg_status bench_step_ref_run(const bench_step *s, const void *x, const int32_t *
         int64_t cnt = ref->numel[i] = dg_node_numel(w);
         ref->delta[i] = malloc((size_t)cnt * sizeof(double));
         st = ref->delta[i] ? leaf_values(s, w, x, y, ref->delta[i])
-                           : dg__fail(DG_ERR_OOM, "bench: out of memory for the reference");
+                           : dg_fail(DG_ERR_OOM, "bench: out of memory for the reference");
         for (int64_t j = 0; st == DG_OK && j < cnt; j++) ref->delta[i][j] = v[w->id][j] - ref->delta[i][j];
     }
     if (v) ref_free(v, n);
@@ -92,10 +92,10 @@ static dg_status add_error(const dg_model *m, int i, bench_param_fetch fetch, vo
     const dg_node *w = tracked(m, i);
     int64_t cnt = ref->numel[i];
     if (dg_node_numel(w) != cnt)
-        return dg__fail(DG_ERR_INVALID, "bench: tensor '%s' of the step differs from the reference's", w->name);
+        return dg_fail(DG_ERR_INVALID, "bench: tensor '%s' of the step differs from the reference's", w->name);
     float *now = malloc((size_t)cnt * sizeof *now), *init = malloc((size_t)cnt * sizeof *init);
     dg_status st = now && init ? fetch(arg, w, now, (size_t)cnt * sizeof *now)
-                               : dg__fail(DG_ERR_OOM, "bench: out of memory for the check");
+                               : dg_fail(DG_ERR_OOM, "bench: out of memory for the check");
     if (st == DG_OK) {
         dg_init_fill(w->init, init, cnt);
         for (int64_t j = 0; j < cnt; j++) {
@@ -112,7 +112,7 @@ static dg_status add_error(const dg_model *m, int i, bench_param_fetch fetch, vo
 dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg, float loss,
                            const bench_step_ref *ref, bench_step_tol tol, double *rel_err, bool *ok) {
     if (m->n_params != ref->n_params || m->n_state != ref->n_state)
-        return dg__fail(DG_ERR_INVALID, "bench: the step's model has %d parameters and %d state tensors, the "
+        return dg_fail(DG_ERR_INVALID, "bench: the step's model has %d parameters and %d state tensors, the "
                         "reference's %d and %d", m->n_params, m->n_state, ref->n_params, ref->n_state);
     double err = fabs(loss - ref->loss) / fmax(fabs(ref->loss), 1e-30);
     double num[2] = {0, 0}, den[2] = {0, 0}; /* [0] parameters, [1] running statistics */
@@ -154,7 +154,7 @@ bench_step_spec bench_charlm_step(const dg_charlm_cfg *cfg) {
 dg_status bench_charlm_batch(int batch, int t, int vocab, uint64_t seed, int32_t **x, int32_t **y) {
     *x = malloc((size_t)batch * t * sizeof **x);
     *y = malloc((size_t)batch * t * sizeof **y);
-    if (!*x || !*y) return dg__fail(DG_ERR_OOM, "bench: out of host memory for a char-LM batch of %d x %d", batch, t);
+    if (!*x || !*y) return dg_fail(DG_ERR_OOM, "bench: out of host memory for a char-LM batch of %d x %d", batch, t);
     dg_rng r = dg_rng_new(seed);
     for (int b = 0; b < batch; b++) {
         int32_t prev = (int32_t)(dg_rng_u64(&r) % (uint64_t)vocab);
@@ -177,7 +177,7 @@ dg_status bench_synth_batch(bench_batch_shape s, int batch, uint64_t seed, void 
     float *f = malloc(n * sizeof *f);
     *x = f;
     *y = malloc((size_t)batch * sizeof **y);
-    if (!f || !*y) return dg__fail(DG_ERR_OOM, "bench: out of host memory for a batch of %d", batch);
+    if (!f || !*y) return dg_fail(DG_ERR_OOM, "bench: out of host memory for a batch of %d", batch);
     dg_rng r = dg_rng_new(seed);
     for (size_t i = 0; i < n; i++) f[i] = (float)dg_rng_uniform(&r);
     for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)s.classes);
@@ -192,7 +192,7 @@ dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec 
                            const int32_t *y, const dg_plan_opts *opts) {
     *s = (bench_step){0};
     s->g = dg_graph_new();
-    dg_status st = s->g ? spec->model(s->g, spec->cfg, 1, &s->model) : dg__fail(DG_ERR_OOM, "bench: out of memory");
+    dg_status st = s->g ? spec->model(s->g, spec->cfg, 1, &s->model) : dg_fail(DG_ERR_OOM, "bench: out of memory");
     if (st == DG_OK) st = dg_train_step_build(s->g, &s->model, batch, &spec->optim, &s->ts);
     if (st == DG_OK) st = dg_plan_new(&s->p, s->g, be, s->ts.outputs, s->ts.n_outputs, opts);
     if (st == DG_OK) st = dg_plan_set(s->p, s->ts.x, x, dg_node_bytes(s->ts.x));

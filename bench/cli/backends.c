@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "cpu_backend/cpu_backend.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
@@ -15,8 +15,8 @@ dg_status bench_backend_open(const char *name, int threads, dg_backend **out) {
 #ifdef DG_HAVE_CUDA
         return dg_gpu_backend_new(out, NULL);
 #else
-        return dg__fail(DG_ERR_NO_DEVICE, "no CUDA device: this build has no CUDA backend (nvcc was not found)");
+        return dg_fail(DG_ERR_NO_DEVICE, "no CUDA device: this build has no CUDA backend (nvcc was not found)");
 #endif
     }
-    return dg__fail(DG_ERR_INVALID, "unknown backend '%s' (expected cpu or gpu)", name);
+    return dg_fail(DG_ERR_INVALID, "unknown backend '%s' (expected cpu or gpu)", name);
 }

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "writers/json.h"
 #include "cli/options.h"
 #include "runner/stats.h"
@@ -41,7 +41,7 @@ static int load_side(const char *dir, const char *sweep, side *s) {
         int n = 0;
         csv_rec *c = bench_csv_read(path, &n);
         s->recs = c ? calloc(n ? (size_t)n : 1, sizeof *s->recs) : NULL;
-        if (c && !s->recs) dg__fail(DG_ERR_OOM, "out of memory reading %s", path);
+        if (c && !s->recs) dg_fail(DG_ERR_OOM, "out of memory reading %s", path);
         for (int i = 0; s->recs && i < n; i++) {
             s->recs[i].rec = c[i];
             s->recs[i].cold = c[i].cold;
@@ -83,7 +83,7 @@ typedef struct tally {
 static dg_status add_ratio(tally *t, double ratio) {
     if (t->n_ratios == t->cap) {
         double *more = realloc(t->ratios, (size_t)(t->cap = t->cap ? 2 * t->cap : 256) * sizeof *more);
-        if (!more) return dg__fail(DG_ERR_OOM, "out of memory comparing");
+        if (!more) return dg_fail(DG_ERR_OOM, "out of memory comparing");
         t->ratios = more;
     }
     t->ratios[t->n_ratios++] = ratio;
@@ -148,7 +148,7 @@ static dg_status compare_sweep(const char *sweep, const side *a, const side *b, 
     if (!match || !used) {
         free(match);
         free(used);
-        return dg__fail(DG_ERR_OOM, "out of memory comparing %s", sweep);
+        return dg_fail(DG_ERR_OOM, "out of memory comparing %s", sweep);
     }
     for (int i = 0; i < b->n; i++) {
         match[i] = -1;

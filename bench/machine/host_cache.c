@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 
 #define LINE 64 /* bytes a write brings into cache */
 
@@ -89,7 +89,7 @@ dg_status bench_host_flush(void) {
         int64_t bytes = bench_host_flush_bytes(bench_host_caches_of(), omp_get_num_procs());
         flush.buf = calloc((size_t)bytes, 1);
         if (!flush.buf)
-            return dg__fail(DG_ERR_OOM, "bench --cold: out of host memory for the %.0f MB that empty the caches",
+            return dg_fail(DG_ERR_OOM, "bench --cold: out of host memory for the %.0f MB that empty the caches",
                             (double)bytes / 1e6);
         flush.bytes = bytes;
     }

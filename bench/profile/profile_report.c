@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "writers/csv.h"
 #include "profile/profile.h"
 
@@ -239,11 +239,11 @@ dg_status bench_profile_write(const char *dir, const char *meta, bench_profile *
 dg_status bench_prof_save(const char *dir, const char *file, const char *text) {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    if (!text) return dg__fail(DG_ERR_OOM, "profile: out of memory for %s", path);
+    if (!text) return dg_fail(DG_ERR_OOM, "profile: out of memory for %s", path);
     FILE *f = fopen(path, "w");
-    if (!f) return dg__fail(DG_ERR_IO, "profile: cannot write %s: %s", path, strerror(errno));
+    if (!f) return dg_fail(DG_ERR_IO, "profile: cannot write %s: %s", path, strerror(errno));
     dg_status st = DG_OK;
-    if (fputs(text, f) == EOF || fputc('\n', f) == EOF) st = dg__fail(DG_ERR_IO, "profile: writing %s failed", path);
-    if (fclose(f) && st == DG_OK) st = dg__fail(DG_ERR_IO, "profile: closing %s failed", path);
+    if (fputs(text, f) == EOF || fputc('\n', f) == EOF) st = dg_fail(DG_ERR_IO, "profile: writing %s failed", path);
+    if (fclose(f) && st == DG_OK) st = dg_fail(DG_ERR_IO, "profile: closing %s failed", path);
     return st;
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/nn/cnn.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include <duograd/testing.h>
 #include "profile/profile.h"
 #include "runner/sweep.h"
@@ -230,7 +230,7 @@ static dg_status profile_steps(dg_backend *be, bool gpu, bool run_once, int warm
     dg_event **ev = calloc((size_t)n + 4, sizeof *ev);
     double *times = malloc(3 * (size_t)k * sizeof *times);
     double *scratch = malloc((size_t)(k > n ? k : n) * sizeof *scratch);
-    dg_status st = ev && times && scratch ? DG_OK : dg__fail(DG_ERR_OOM, "profile: out of host memory");
+    dg_status st = ev && times && scratch ? DG_OK : dg_fail(DG_ERR_OOM, "profile: out of host memory");
     for (int i = 0; st == DG_OK && i < n + 4; i++) st = dg_event_new(be, &ev[i]);
     for (int i = 0; st == DG_OK && i < warmup; i++) st = dg_plan_run(p->step.p);
     if (st == DG_OK) st = profile_rounds(be, gpu, !run_once, p, ev, times, times + k, times + 2 * k);
@@ -260,7 +260,7 @@ static dg_status alloc_nodes(bench_profile *p) {
     p->n_nodes = n;
     p->nodes = calloc((size_t)n, sizeof *p->nodes);
     p->step_start_ms = calloc((size_t)p->steps, sizeof *p->step_start_ms);
-    if (!p->nodes || !p->step_start_ms) return dg__fail(DG_ERR_OOM, "profile: out of host memory");
+    if (!p->nodes || !p->step_start_ms) return dg_fail(DG_ERR_OOM, "profile: out of host memory");
     for (int i = 0; i < n; i++) {
         bench_prof_node *x = &p->nodes[i];
         x->node = steps[i].node;
@@ -272,7 +272,7 @@ static dg_status alloc_nodes(bench_profile *p) {
         x->bytes = c.bytes;
         x->start_ms = calloc((size_t)p->steps, sizeof *x->start_ms);
         x->dur_ms = calloc((size_t)p->steps, sizeof *x->dur_ms);
-        if (!x->start_ms || !x->dur_ms) return dg__fail(DG_ERR_OOM, "profile: out of host memory");
+        if (!x->start_ms || !x->dur_ms) return dg_fail(DG_ERR_OOM, "profile: out of host memory");
     }
     return DG_OK;
 }

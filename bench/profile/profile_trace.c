@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "profile/profile.h"
 
 static void add_meta(cJSON *events, const char *what, int pid, int tid, const char *name) {

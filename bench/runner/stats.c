@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 
 typedef struct ranked {
     double v;
@@ -24,7 +24,7 @@ static int by_value(const void *x, const void *y) {
 static dg_status exact_sf(int k, int m, double u, double *sf) {
     int deg = k * m;
     double *c = calloc((size_t)deg + 1, sizeof *c);
-    if (!c) return dg__fail(DG_ERR_OOM, "Mann-Whitney U: out of memory (%d x %d samples)", k, m);
+    if (!c) return dg_fail(DG_ERR_OOM, "Mann-Whitney U: out of memory (%d x %d samples)", k, m);
     c[0] = 1;
     for (int i = 1; i <= k; i++) {
         for (int j = deg; j >= m + i; j--) c[j] -= c[j - (m + i)];
@@ -42,11 +42,11 @@ static dg_status exact_sf(int k, int m, double u, double *sf) {
 
 dg_status bench_mann_whitney(const double *a, int na, const double *b, int nb, bench_utest *out) {
     if (na < BENCH_UTEST_MIN_REPS || nb < BENCH_UTEST_MIN_REPS)
-        return dg__fail(DG_ERR_INVALID, "Mann-Whitney U: %d and %d values; the test needs %d a side", na, nb,
+        return dg_fail(DG_ERR_INVALID, "Mann-Whitney U: %d and %d values; the test needs %d a side", na, nb,
                         BENCH_UTEST_MIN_REPS);
     int n = na + nb;
     ranked *r = malloc((size_t)n * sizeof *r);
-    if (!r) return dg__fail(DG_ERR_OOM, "Mann-Whitney U: out of memory (%d samples)", n);
+    if (!r) return dg_fail(DG_ERR_OOM, "Mann-Whitney U: out of memory (%d samples)", n);
     for (int i = 0; i < na; i++) r[i] = (ranked){a[i], true};
     for (int i = 0; i < nb; i++) r[na + i] = (ranked){b[i], false};
     qsort(r, (size_t)n, sizeof *r, by_value);

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "machine/host_cache.h"
 #include <duograd/testing.h>
 
@@ -86,7 +86,7 @@ static dg_status samples_reserve(int n) {
     if (v) samples.v = v;
     double *sorted = v ? realloc(samples.sorted, (size_t)n * sizeof *sorted) : NULL;
     if (sorted) samples.sorted = sorted;
-    if (!v || !sorted) return dg__fail(DG_ERR_OOM, "bench: out of memory for %d timings", n);
+    if (!v || !sorted) return dg_fail(DG_ERR_OOM, "bench: out of memory for %d timings", n);
     samples.cap = n;
     return DG_OK;
 }

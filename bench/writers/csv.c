@@ -7,19 +7,18 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "core/status_internal.h"
 
 FILE *bench_csv_open(const char *dir, const char *name, const char *meta, const char *header) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.csv.partial", dir, name);
     FILE *f = fopen(path, "w");
     if (!f) {
-        dg__fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        dg_fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(errno));
         return NULL;
     }
     fprintf(f, "%s%s\n", meta, header);
     if (fflush(f)) {
-        dg__fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        dg_fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(errno));
         fclose(f);
         return NULL;
     }
@@ -32,13 +31,13 @@ dg_status bench_csv_finish(FILE *f, const char *dir, const char *name, bool keep
     snprintf(final, sizeof final, "%s/%s.csv", dir, name);
     bool written = !ferror(f);
     if (fclose(f) || !written) /* a full disk: the rows may be incomplete; the earlier file stays */
-        return dg__fail(DG_ERR_IO, "cannot write %s (its rows are kept there; %s is unchanged)", partial, final);
+        return dg_fail(DG_ERR_IO, "cannot write %s (its rows are kept there; %s is unchanged)", partial, final);
     if (!keep) {
         remove(partial);
         return DG_OK;
     }
     if (rename(partial, final))
-        return dg__fail(DG_ERR_IO, "cannot rename %s to %s: %s", partial, final, strerror(errno));
+        return dg_fail(DG_ERR_IO, "cannot rename %s to %s: %s", partial, final, strerror(errno));
     return DG_OK;
 }
 
@@ -112,17 +111,17 @@ static int split(char *line, char **fld) {
 static dg_status map_header(char *line, const char *path, int line_no, int *col, int *n_fields) {
     char *fld[MAX_FIELDS];
     int nf = split(line, fld);
-    if (nf < 0) return dg__fail(DG_ERR_IO, "%s:%d: more than %d columns", path, line_no, MAX_FIELDS);
+    if (nf < 0) return dg_fail(DG_ERR_IO, "%s:%d: more than %d columns", path, line_no, MAX_FIELDS);
     for (int c = 0; c < N_KNOWN; c++) col[c] = -1;
     for (int i = 0; i < nf; i++)
         for (int c = 0; c < N_KNOWN; c++) /* an unknown name is someone else's column: ignored */
             if (!strcmp(fld[i], col_names[c])) {
-                if (col[c] >= 0) return dg__fail(DG_ERR_IO, "%s:%d: column '%s' twice", path, line_no, fld[i]);
+                if (col[c] >= 0) return dg_fail(DG_ERR_IO, "%s:%d: column '%s' twice", path, line_no, fld[i]);
                 col[c] = i;
             }
     for (int c = 0; c < N_REQUIRED; c++)
         if (col[c] < 0)
-            return dg__fail(DG_ERR_IO, "%s:%d: not a duograd bench CSV: no column '%s' in the header", path,
+            return dg_fail(DG_ERR_IO, "%s:%d: not a duograd bench CSV: no column '%s' in the header", path,
                             line_no, col_names[c]);
     *n_fields = nf;
     return DG_OK;
@@ -146,7 +145,7 @@ static dg_status int_col(const row_src *s, int c, long long lo, long long hi, lo
     errno = 0;
     long long x = strtoll(v, &end, 10);
     if (errno || end == v || *end || x < lo || x > hi)
-        return dg__fail(DG_ERR_IO, "%s:%d: column '%s': '%.32s' is not an integer in [%lld, %lld]", s->path,
+        return dg_fail(DG_ERR_IO, "%s:%d: column '%s': '%.32s' is not an integer in [%lld, %lld]", s->path,
                         s->line_no, col_names[c], v, lo, hi);
     *out = x;
     return DG_OK;
@@ -161,7 +160,7 @@ static dg_status num_col(const row_src *s, int c, double *out) {
     char *end;
     double x = strtod(v, &end);
     if (end == v || *end)
-        return dg__fail(DG_ERR_IO, "%s:%d: column '%s': '%.32s' is not a number", s->path, s->line_no,
+        return dg_fail(DG_ERR_IO, "%s:%d: column '%s': '%.32s' is not a number", s->path, s->line_no,
                         col_names[c], v);
     *out = x;
     return DG_OK;
@@ -202,19 +201,19 @@ csv_rec *bench_csv_read(const char *path, int *n) {
     *n = 0;
     FILE *f = fopen(path, "r");
     if (!f) {
-        dg__fail(DG_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+        dg_fail(DG_ERR_IO, "cannot read %s: %s", path, strerror(errno));
         return NULL;
     }
     int cap = 256, line_no = 0, col[N_KNOWN], n_fields = 0;
     csv_rec *recs = malloc((size_t)cap * sizeof *recs);
-    dg_status st = recs ? DG_OK : dg__fail(DG_ERR_OOM, "out of memory reading %s", path);
+    dg_status st = recs ? DG_OK : dg_fail(DG_ERR_OOM, "out of memory reading %s", path);
     char *line = NULL, *fld[MAX_FIELDS];
     size_t line_cap = 0;
     bool header = false;
     for (ssize_t len; st == DG_OK && (len = getline(&line, &line_cap, f)) != -1;) {
         line_no++;
         if (memchr(line, '\0', (size_t)len)) {
-            st = dg__fail(DG_ERR_IO, "%s:%d: a NUL byte: not a text file", path, line_no);
+            st = dg_fail(DG_ERR_IO, "%s:%d: a NUL byte: not a text file", path, line_no);
             break;
         }
         if (line[len - 1] != '\n') {
@@ -225,7 +224,7 @@ csv_rec *bench_csv_read(const char *path, int *n) {
             break;
         }
         if (len > MAX_LINE) {
-            st = dg__fail(DG_ERR_IO, "%s:%d: line longer than %d characters", path, line_no, MAX_LINE);
+            st = dg_fail(DG_ERR_IO, "%s:%d: line longer than %d characters", path, line_no, MAX_LINE);
             break;
         }
         line[strcspn(line, "\r\n")] = '\0';
@@ -237,16 +236,16 @@ csv_rec *bench_csv_read(const char *path, int *n) {
         }
         int nf = split(line, fld);
         if (nf < 0) {
-            st = dg__fail(DG_ERR_IO, "%s:%d: more than %d fields", path, line_no, MAX_FIELDS);
+            st = dg_fail(DG_ERR_IO, "%s:%d: more than %d fields", path, line_no, MAX_FIELDS);
             break;
         }
         if (nf != n_fields) {
-            st = dg__fail(DG_ERR_IO, "%s:%d: %d fields, the header has %d", path, line_no, nf, n_fields);
+            st = dg_fail(DG_ERR_IO, "%s:%d: %d fields, the header has %d", path, line_no, nf, n_fields);
             break;
         }
         if (*n == cap) {
             csv_rec *more = realloc(recs, (size_t)(cap *= 2) * sizeof *recs);
-            if (!more) { st = dg__fail(DG_ERR_OOM, "out of memory reading %s", path); break; }
+            if (!more) { st = dg_fail(DG_ERR_OOM, "out of memory reading %s", path); break; }
             recs = more;
         }
         row_src src = {fld, col, path, line_no};

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 
 struct bench_json {
     cJSON *root, *benchmarks;
@@ -179,7 +179,7 @@ bench_json *bench_json_open(const char *meta) {
     if (!benchmarks) {
         cJSON_Delete(root);
         free(j);
-        dg__fail(DG_ERR_OOM, "out of memory starting a JSON result file");
+        dg_fail(DG_ERR_OOM, "out of memory starting a JSON result file");
         return NULL;
     }
     *j = (bench_json){.root = root, .benchmarks = benchmarks};
@@ -328,20 +328,20 @@ dg_status bench_json_finish(bench_json *j, const char *dir, const char *name, bo
     cJSON_Delete(j->root);
     free(j);
     if (!keep) return DG_OK;
-    if (!text) return dg__fail(DG_ERR_OOM, "out of memory writing %s (%s is unchanged)", partial, final);
+    if (!text) return dg_fail(DG_ERR_OOM, "out of memory writing %s (%s is unchanged)", partial, final);
     FILE *f = fopen(partial, "w");
     if (!f) {
         free(text);
-        return dg__fail(DG_ERR_IO, "cannot write %s: %s", partial, strerror(errno));
+        return dg_fail(DG_ERR_IO, "cannot write %s: %s", partial, strerror(errno));
     }
     bool written = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     free(text);
     if (fclose(f) || !written) {
         remove(partial);
-        return dg__fail(DG_ERR_IO, "cannot write %s (%s is unchanged)", partial, final);
+        return dg_fail(DG_ERR_IO, "cannot write %s (%s is unchanged)", partial, final);
     }
     if (rename(partial, final))
-        return dg__fail(DG_ERR_IO, "cannot rename %s to %s: %s", partial, final, strerror(errno));
+        return dg_fail(DG_ERR_IO, "cannot rename %s to %s: %s", partial, final, strerror(errno));
     return DG_OK;
 }
 
@@ -352,7 +352,7 @@ dg_status bench_json_finish(bench_json *j, const char *dir, const char *name, bo
 char *bench_json_slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        dg__fail(DG_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+        dg_fail(DG_ERR_IO, "cannot read %s: %s", path, strerror(errno));
         return NULL;
     }
     long size = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
@@ -361,7 +361,7 @@ char *bench_json_slurp(const char *path, size_t *len) {
     fclose(f);
     if (!ok) {
         free(text);
-        dg__fail(DG_ERR_IO, "cannot read %s (%s)", path, size > MAX_JSON_BYTES ? "larger than 1 GiB" : "read failed");
+        dg_fail(DG_ERR_IO, "cannot read %s (%s)", path, size > MAX_JSON_BYTES ? "larger than 1 GiB" : "read failed");
         return NULL;
     }
     text[size] = '\0';
@@ -379,7 +379,7 @@ typedef struct entry_src {
 static dg_status get_str(const entry_src *s, const char *key, char *buf, size_t n) {
     const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->e, key));
     if (!v)
-        return dg__fail(DG_ERR_IO, "%s: benchmark %d has no string '%s' (not written by duograd's bench?)", s->path,
+        return dg_fail(DG_ERR_IO, "%s: benchmark %d has no string '%s' (not written by duograd's bench?)", s->path,
                         s->index, key);
     snprintf(buf, n, "%s", v);
     return DG_OK;
@@ -389,7 +389,7 @@ static dg_status get_int(const entry_src *s, const char *key, long long lo, long
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(s->e, key);
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!(x >= (double)lo && x <= (double)hi) || x != floor(x))
-        return dg__fail(DG_ERR_IO, "%s: benchmark %d: '%s' is not an integer in [%lld, %lld]", s->path, s->index,
+        return dg_fail(DG_ERR_IO, "%s: benchmark %d: '%s' is not an integer in [%lld, %lld]", s->path, s->index,
                         key, lo, hi);
     *out = (long long)x;
     return DG_OK;
@@ -427,11 +427,11 @@ static dg_status read_sample(const entry_src *s, bench_json_rec *r) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(s->e, "real_time");
     const char *unit = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->e, "time_unit"));
     if (!cJSON_IsNumber(t) || !(t->valuedouble > 0) || !isfinite(t->valuedouble) || !unit || strcmp(unit, "ms"))
-        return dg__fail(DG_ERR_IO, "%s: benchmark %d: no real_time > 0 in ms", s->path, s->index);
+        return dg_fail(DG_ERR_IO, "%s: benchmark %d: no real_time > 0 in ms", s->path, s->index);
     int n = r->n_samples;
     if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4 ...: full; double the room */
         double *more = realloc(r->samples, (size_t)(n ? 2 * n : 1) * sizeof *more);
-        if (!more) return dg__fail(DG_ERR_OOM, "out of memory reading %s", s->path);
+        if (!more) return dg_fail(DG_ERR_OOM, "out of memory reading %s", s->path);
         r->samples = more;
     }
     r->samples[r->n_samples++] = t->valuedouble;
@@ -445,7 +445,7 @@ static dg_status summarise(bench_json_rec *r, const char *path) {
     c->reps = r->n_samples;
     if (!r->n_samples) return DG_OK;
     double *v = malloc((size_t)r->n_samples * sizeof *v);
-    if (!v) return dg__fail(DG_ERR_OOM, "out of memory reading %s", path);
+    if (!v) return dg_fail(DG_ERR_OOM, "out of memory reading %s", path);
     memcpy(v, r->samples, (size_t)r->n_samples * sizeof *v);
     bench_stats st = bench_stats_of(v, r->n_samples);
     free(v);
@@ -466,14 +466,14 @@ static dg_status read_benchmarks(const cJSON *list, const char *path, bench_json
     for (const cJSON *e = list->child; e; e = e->next, index++) {
         entry_src s = {e, path, index};
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
-        if (!cJSON_IsObject(e) || !name) return dg__fail(DG_ERR_IO, "%s: benchmark %d has no name", path, index);
+        if (!cJSON_IsObject(e) || !name) return dg_fail(DG_ERR_IO, "%s: benchmark %d has no name", path, index);
         const char *run_type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "run_type"));
         if (run_type && !strcmp(run_type, "aggregate")) continue;
         bool failed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "error_occurred"));
         if (!prev || strcmp(prev, name)) {
             if (*n == cap) {
                 bench_json_rec *more = realloc(*out, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *more);
-                if (!more) return dg__fail(DG_ERR_OOM, "out of memory reading %s", path);
+                if (!more) return dg_fail(DG_ERR_OOM, "out of memory reading %s", path);
                 *out = more;
             }
             bench_json_rec *r = &(*out)[(*n)++];
@@ -505,8 +505,8 @@ bench_json_rec *bench_json_read(const char *path, int *n) {
     free(text);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "benchmarks");
     bench_json_rec *recs = NULL;
-    dg_status st = !root      ? dg__fail(DG_ERR_IO, "%s: not valid JSON (byte %ld)", path, at)
-                   : !cJSON_IsArray(list) ? dg__fail(DG_ERR_IO, "%s: no \"benchmarks\" list", path)
+    dg_status st = !root      ? dg_fail(DG_ERR_IO, "%s: not valid JSON (byte %ld)", path, at)
+                   : !cJSON_IsArray(list) ? dg_fail(DG_ERR_IO, "%s: no \"benchmarks\" list", path)
                                           : read_benchmarks(list, path, &recs, n);
     cJSON_Delete(root);
     if (st != DG_OK) {

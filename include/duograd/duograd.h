@@ -43,6 +43,7 @@
 #include "core/nn/transformer.h"
 #include "core/ops.h"
 #include "core/plan.h"
+#include "core/rng.h"
 #include "core/status.h"
 #include "cpu_backend/cpu_backend.h"
 #ifdef DG_HAVE_CUDA

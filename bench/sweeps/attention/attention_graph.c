@@ -10,7 +10,7 @@
 #include "core/check/ref.h"
 #include "core/plan.h"
 #include "core/rng.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "runner/sweep.h"
 #include "sweeps/attention/sweep_attention.h"
 
@@ -38,7 +38,7 @@ double att_flops(int64_t b, int64_t h, int64_t t, int64_t dh, bool causal, bool 
 
 dg_status att_graph_build(att_graph *ag, const att_dims *d, bool fused, bool backward) {
     *ag = (att_graph){.n_in = backward ? 4 : 3, .n_out = backward ? 3 : 1};
-    if (!(ag->g = dg_graph_new())) return dg__fail(DG_ERR_OOM, "attention sweep: out of memory for a graph");
+    if (!(ag->g = dg_graph_new())) return dg_fail(DG_ERR_OOM, "attention sweep: out of memory for a graph");
     dg_graph *g = ag->g;
     static const char *const names[4] = {"q", "k", "v", "w"};
     for (int i = 0; i < ag->n_in; i++) ag->in[i] = dg_input(g, names[i], DG_SHAPE(d->b, d->h, d->t, d->dh));
@@ -91,7 +91,7 @@ static double max_err(const float *x, const double *ref, int64_t n) {
 static dg_status reduced_ref(const att_graph *ag, float *const *host, double **ref) {
     int n = dg_graph_size(ag->g);
     double **v = calloc((size_t)n, sizeof *v);
-    dg_status st = v ? DG_OK : dg__fail(DG_ERR_OOM, "attention check: out of host memory");
+    dg_status st = v ? DG_OK : dg_fail(DG_ERR_OOM, "attention check: out of host memory");
     for (int id = 0; id < n && st == DG_OK; id++) {
         const dg_node *nd = dg_graph_node(ag->g, id);
         if (nd->op != DG_OP_LEAF) continue;
@@ -102,7 +102,7 @@ static dg_status reduced_ref(const att_graph *ag, float *const *host, double **r
             if (nd == ag->in[i]) src = host[i];
         if (!src && (tmp = malloc((size_t)cnt * sizeof *tmp))) st = dg_init_fill(nd->init, tmp, cnt);
         v[id] = malloc((size_t)cnt * sizeof(double));
-        if (!v[id] || (!src && !tmp)) st = dg__fail(DG_ERR_OOM, "attention check: out of host memory");
+        if (!v[id] || (!src && !tmp)) st = dg_fail(DG_ERR_OOM, "attention check: out of host memory");
         for (int64_t j = 0; st == DG_OK && j < cnt; j++) v[id][j] = src ? src[j] : tmp[j];
         free(tmp);
     }
@@ -124,9 +124,9 @@ void att_reduced_run(att_reduced_check *rc, dg_backend *be, const att_backend *b
     double *ref[3] = {NULL}, *ref_mem = malloc(3 * (size_t)n * sizeof *ref_mem);
     *rc = (att_reduced_check){.done = true, .t = t, .err = NAN};
     dg_status st = att_graph_build(&ag, &d, fused, backward);
-    if (st == DG_OK && (!out || !ref_mem)) st = dg__fail(DG_ERR_OOM, "attention check: out of host memory");
+    if (st == DG_OK && (!out || !ref_mem)) st = dg_fail(DG_ERR_OOM, "attention check: out of host memory");
     for (int i = 0; i < ag.n_in && st == DG_OK; i++) {
-        if (!(host[i] = malloc((size_t)n * sizeof(float)))) st = dg__fail(DG_ERR_OOM, "attention check: host memory");
+        if (!(host[i] = malloc((size_t)n * sizeof(float)))) st = dg_fail(DG_ERR_OOM, "attention check: host memory");
         else att_fill_uniform(host[i], n, 7000u + 131u * (uint64_t)t + (uint64_t)i);
     }
     for (int i = 0; i < 3 && ref_mem; i++) ref[i] = ref_mem + i * n;

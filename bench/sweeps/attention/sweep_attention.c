@@ -62,7 +62,7 @@
 
 #include "check/attention_check.h"
 #include "core/plan.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "machine/env.h"
 #include "runner/plan_predict.h"
 #include "runner/runner.h"
@@ -99,9 +99,9 @@ static dg_status problem_fill(att_problem *pb) {
     if (pb->sample) return DG_OK;
     for (int i = 0; i < 4; i++)
         if (!(pb->host[i] = malloc((size_t)pb->n * sizeof(float))))
-            return dg__fail(DG_ERR_OOM, "attention sweep: out of host memory for T=%lld's inputs", (long long)pb->d.t);
+            return dg_fail(DG_ERR_OOM, "attention sweep: out of host memory for T=%lld's inputs", (long long)pb->d.t);
     if (!(pb->out = malloc(3 * (size_t)pb->n * sizeof(float))) || !(pb->sample = malloc(sizeof *pb->sample)))
-        return dg__fail(DG_ERR_OOM, "attention sweep: out of host memory for T=%lld's outputs", (long long)pb->d.t);
+        return dg_fail(DG_ERR_OOM, "attention sweep: out of host memory for T=%lld's outputs", (long long)pb->d.t);
     for (int i = 0; i < 4; i++) att_fill_uniform(pb->host[i], pb->n, (uint64_t)pb->d.t << 8 ^ (uint64_t)(pb->ci * 4 + i));
     dg_status st = att_sample_new(pb->sample, pb->d, pb->host[0], pb->host[1], pb->host[2], pb->host[3],
                                   (uint64_t)pb->d.t * 31u + (uint64_t)pb->ci);
@@ -335,7 +335,7 @@ static void att_release(void *state, const bench_impl *im, bench_work *work) {
 
 dg_status sweep_attention(bench_ctx *ctx) {
     att_sweep *sw = calloc(1, sizeof *sw);
-    if (!sw) return dg__fail(DG_ERR_OOM, "attention sweep: out of memory");
+    if (!sw) return dg_fail(DG_ERR_OOM, "attention sweep: out of memory");
     list_impls();
     /* no check_word: prepare writes each point's; no flops on the points:
      * the runner predicts nothing, the cap is prepare's (per case, and

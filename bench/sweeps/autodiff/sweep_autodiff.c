@@ -17,7 +17,7 @@
 #include "check/check.h"
 #include "core/graph_internal.h"
 #include "core/rng.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "runner/runner.h"
 
 static const long long default_batches[] = {32, 128, 512, 2048};
@@ -73,7 +73,7 @@ static dg_status build_manual(manual *mm, const dg_mlp_cfg *cfg, int batch) {
     mm->steps = calloc((size_t)n, sizeof *mm->steps);
     float *host = malloc(dg_node_bytes(W[0]) > (size_t)batch * w[0] * 4 ? dg_node_bytes(W[0])
                                                                       : (size_t)batch * w[0] * 4);
-    if (!mm->buf || !mm->steps || !host) { free(host); return dg__fail(DG_ERR_OOM, "autodiff: out of memory"); }
+    if (!mm->buf || !mm->steps || !host) { free(host); return dg_fail(DG_ERR_OOM, "autodiff: out of memory"); }
     for (int id = 0; id < n && st == DG_OK; id++) { /* one allocation per tensor; updates write their param */
         dg_node *nd = dg_graph_node(g, id);
         if (nd->view_of) { mm->buf[id] = mm->buf[nd->view_of->id]; continue; }
@@ -172,14 +172,14 @@ static void autodiff_teardown(void *arg) {
 static dg_status autodiff_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     (void)ctx;
     autodiff_state *s = calloc(1, sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "autodiff: out of memory");
+    if (!s) return dg_fail(DG_ERR_OOM, "autodiff: out of memory");
     dg_mlp_parse_widths(WIDTHS, &s->cfg);
     int batch = s->batch = (int)pt->batch;
     s->x = malloc((size_t)batch * 784 * sizeof(float));
     s->y = malloc((size_t)batch * sizeof(int32_t));
     if (!s->x || !s->y) {
         autodiff_teardown(s);
-        return dg__fail(DG_ERR_OOM, "autodiff: out of memory");
+        return dg_fail(DG_ERR_OOM, "autodiff: out of memory");
     }
     dg_rng r = dg_rng_new((uint64_t)batch + 99);
     for (long long j = 0; j < (long long)batch * 784; j++) s->x[j] = (float)dg_rng_uniform(&r);
@@ -218,7 +218,7 @@ static dg_status manual_prepare(autodiff_state *s, dg_backend *be, bool gpu, ben
     if (st == DG_OK) st = manual_run(mm);
     if (st == DG_OK) st = dg_backend_download(be, &loss, mm->buf[mm->loss->id], sizeof loss);
     if (st == DG_OK && !s->ref[gpu].done)
-        st = dg__fail(DG_ERR_INVALID, "autodiff: no float64 reference (the graph step failed)");
+        st = dg_fail(DG_ERR_INVALID, "autodiff: no float64 reference (the graph step failed)");
     if (st == DG_OK)
         st = bench_step_error(&mm->mlp, manual_fetch, mm, loss, &s->ref[gpu], spec.tol, &row->max_rel_err, &ok);
     if (st != DG_OK) return st;

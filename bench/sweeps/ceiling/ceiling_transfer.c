@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "runner/runner.h"
 #include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
@@ -86,9 +86,9 @@ typedef struct xfer_state { xfer_buffers *b; size_t bytes; bool upload; unsigned
 static dg_status xfer_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     (void)ctx;
     xfer_buffers *b = (xfer_buffers *)pt->data;
-    if (b->st != DG_OK) return dg__fail(b->st, "%s", b->why);
+    if (b->st != DG_OK) return dg_fail(b->st, "%s", b->why);
     xfer_state *s = calloc(1, sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "host memory for a transfer");
+    if (!s) return dg_fail(DG_ERR_OOM, "host memory for a transfer");
     *s = (xfer_state){b, (size_t)pt->m * 4, !strcmp(pt->name, "h2d"), NULL, {0}};
     fill(b->pattern, s->bytes, (unsigned)pt->index * 7u + 3u);
     *out = s;
@@ -104,7 +104,7 @@ static dg_status xfer_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, b
     const xfer_impl *way = im->data;
     size_t bytes = s->bytes;
     s->host = way->pinned ? s->b->pinned : malloc(bytes);
-    if (!s->host) return dg__fail(DG_ERR_OOM, "host memory for a %zu-byte transfer", bytes);
+    if (!s->host) return dg_fail(DG_ERR_OOM, "host memory for a %zu-byte transfer", bytes);
     s->a = (xfer_arg){ctx->gpu, way, s->upload, s->host, s->b->dev, bytes};
     *work = (bench_work){.fn = xfer_run, .arg = &s->a, .be = ctx->gpu, .events = false};
     if (s->upload) {
@@ -145,7 +145,7 @@ static void xfer_release(void *arg, const bench_impl *im, bench_work *work) {
 void bench_transfer_ceilings(bench_ctx *ctx) {
     size_t most = ctx->quick ? (size_t)64 << 20 : (size_t)256 << 20;
     xfer_buffers b = {.pattern = malloc(most)};
-    b.st = b.pattern ? DG_OK : dg__fail(DG_ERR_OOM, "host memory for a %zu-byte transfer", most);
+    b.st = b.pattern ? DG_OK : dg_fail(DG_ERR_OOM, "host memory for a %zu-byte transfer", most);
     if (b.st == DG_OK) b.st = dg_backend_host_alloc(ctx->gpu, most, (void **)&b.pinned);
     if (b.st == DG_OK) b.st = dg_backend_alloc(ctx->gpu, most, &b.dev);
     if (b.st != DG_OK) snprintf(b.why, sizeof b.why, "%s", dg_last_error());

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "runner/runner.h"
 #include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
@@ -72,13 +72,13 @@ static void copy_teardown(void *arg) {
 static dg_status copy_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     size_t bytes = (size_t)pt->m * 4;
     copy_state *s = calloc(1, sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "host memory for a %zu-byte copy", bytes);
+    if (!s) return dg_fail(DG_ERR_OOM, "host memory for a %zu-byte copy", bytes);
     s->gpu = ctx->gpu;
     s->src = malloc(bytes);
     s->dst = malloc(bytes);
     if (!s->src || !s->dst) {
         copy_teardown(s);
-        return dg__fail(DG_ERR_OOM, "host memory for a %zu-byte copy", bytes);
+        return dg_fail(DG_ERR_OOM, "host memory for a %zu-byte copy", bytes);
     }
     for (size_t i = 0; i < bytes; i++) s->src[i] = (char)(i * 131u + 7u);
     s->a = (copy_arg){ctx->gpu, s->dst, s->src, bytes};

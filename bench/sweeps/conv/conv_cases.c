@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/attrs.h"
 #include "core/nn/cnn.h"
 #include "core/nn/resnet.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 
 const char *const conv_dir_name[CONV_N_DIRS] = {"fwd", "bwd-data", "bwd-weight"};
 
@@ -46,7 +45,7 @@ static void add_shape(conv_shape_list *l, const char *family, const char *layer,
  * after its weight, "l2.0.conv1.w" -> "l2.0-conv1". */
 static dg_status add_model(conv_shape_list *l, const char *family, dg_model_new_fn make, const void *cfg) {
     dg_graph *g = dg_graph_new();
-    if (!g) return dg__fail(DG_ERR_OOM, "conv sweep: out of memory for the %s graph", family);
+    if (!g) return dg_fail(DG_ERR_OOM, "conv sweep: out of memory for the %s graph", family);
     dg_model m;
     dg_shape xs;
     dg_status st = make(g, cfg, 1, &m);
@@ -55,7 +54,8 @@ static dg_status add_model(conv_shape_list *l, const char *family, dg_model_new_
     for (int id = 0; st == DG_OK && id < dg_graph_size(g); id++) {
         const dg_node *y = dg_graph_node(g, id);
         if (y->op != DG_OP_CONV2D) continue;
-        dg_attr_conv a = dg_attr_conv_of(y);
+        dg_conv2d_opts a = dg_node_conv2d_opts(y);
+        const dg_shape *w = &y->in[1]->shape; /* [O, C/groups, KH, KW] */
         char layer[32];
         snprintf(layer, sizeof layer, "%s", y->in[1]->name);
         char *dot = strrchr(layer, '.');
@@ -64,7 +64,7 @@ static dg_status add_model(conv_shape_list *l, const char *family, dg_model_new_
         const dg_shape *x = &y->in[0]->shape;
         add_shape(l, family, layer,
                   (conv_shape){.c = (int)x->d[1], .h = (int)x->d[2], .w = (int)x->d[3], .o = (int)y->shape.d[1],
-                               .kh = a.kernel[0], .kw = a.kernel[1], .stride = a.stride[0], .pad = a.pad[0]});
+                               .kh = (int)w->d[2], .kw = (int)w->d[3], .stride = a.stride[0], .pad = a.pad[0]});
     }
     dg_graph_free(g);
     return st;

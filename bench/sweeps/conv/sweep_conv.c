@@ -65,10 +65,9 @@
 #include "sweeps/conv/conv_cases.h"
 #include "check/conv_check.h"
 #include "core/autodiff.h"
-#include "core/layout.h"
 #include "core/plan.h"
 #include "core/rng.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
 #include "runner/runner.h"
@@ -116,7 +115,7 @@ static dg_status problem_build(conv_problem *pb) {
     const conv_shape *sh = pb->sh;
     int batch = pb->batch;
     for (int d = 0; d < CONV_N_DIRS; d++) conv_case_name(sh, d, pb->name[d], sizeof pb->name[d]);
-    if (!(pb->g = dg_graph_new())) return dg__fail(DG_ERR_OOM, "conv sweep: out of memory for a graph");
+    if (!(pb->g = dg_graph_new())) return dg_fail(DG_ERR_OOM, "conv sweep: out of memory for a graph");
     dg_graph *g = pb->g;
     dg_node *x = dg_input(g, "x", DG_SHAPE(batch, sh->c, sh->h, sh->w));
     dg_node *w = dg_input(g, "w", DG_SHAPE(sh->o, sh->c, sh->kh, sh->kw));
@@ -130,7 +129,7 @@ static dg_status problem_build(conv_problem *pb) {
     /* each row uploads the inputs it names: they must be these nodes */
     if (grads[0]->op != DG_OP_CONV2D_BACKWARD_DATA || grads[1]->op != DG_OP_CONV2D_BACKWARD_WEIGHT ||
         grads[0]->in[0] != grads[1]->in[0] || grads[0]->in[1] != w || grads[1]->in[1] != x)
-        return dg__fail(DG_ERR_INVALID, "conv sweep: dg_grad gave %s and %s, not the convolution's backward ops "
+        return dg_fail(DG_ERR_INVALID, "conv sweep: dg_grad gave %s and %s, not the convolution's backward ops "
                         "of (dy, w) and (dy, x)", dg_op_name(grads[0]->op), dg_op_name(grads[1]->op));
     pb->in[IN_X] = x;
     pb->in[IN_W] = w;
@@ -206,9 +205,11 @@ static void conv_points(bench_ctx *ctx, const void *arg, bench_points *out) {
                 bench_point pt = {.name = pb->name[d], .batch = batch, .data = cp};
                 if (pb->built == DG_OK) {
                     const dg_node *nd = pb->out[d];
-                    dg_conv_dims g = dg_conv_dims_of(nd);
-                    int64_t r = g.cg * g.kh * g.kw, cols = g.n * g.cols;
-                    int64_t mnk[CONV_N_DIRS][3] = {{g.og, cols, r}, {r, cols, g.og}, {g.og, r, cols}};
+                    /* a group's GEMM: w [O, C/groups, KH, KW], dy [N, O, OH, OW] */
+                    const dg_shape *w = &pb->in[IN_W]->shape, *dy = &pb->in[IN_DY]->shape;
+                    int64_t og = w->d[0] / dg_node_conv2d_opts(pb->out[0]).groups;
+                    int64_t r = w->d[1] * w->d[2] * w->d[3], cols = dy->d[0] * dy->d[2] * dy->d[3];
+                    int64_t mnk[CONV_N_DIRS][3] = {{og, cols, r}, {r, cols, og}, {og, r, cols}};
                     dg_cost cost = dg_node_cost(nd);
                     pt.m = mnk[d][0];
                     pt.n = mnk[d][1];
@@ -346,7 +347,7 @@ static dg_status conv_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     const conv_point *cp = pt->data;
     conv_problem *pb = cp->pb;
     conv_state *s = malloc(sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "conv sweep: host memory for %s's tensors", pb->sh->name);
+    if (!s) return dg_fail(DG_ERR_OOM, "conv sweep: host memory for %s's tensors", pb->sh->name);
     *s = (conv_state){.ctx = ctx, .pb = pb, .dir = cp->dir};
     if (pb->built == DG_OK) {
         s->host_out = malloc(dg_node_bytes(pb->out[cp->dir]));
@@ -355,7 +356,7 @@ static dg_status conv_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
             int64_t n = dg_node_numel(pb->in[i]);
             if (!(s->host[i] = malloc((size_t)n * sizeof(float))) || !s->host_out) {
                 conv_teardown(s);
-                return dg__fail(DG_ERR_OOM, "conv sweep: host memory for %s's tensors", pb->sh->name);
+                return dg_fail(DG_ERR_OOM, "conv sweep: host memory for %s's tensors", pb->sh->name);
             }
             for (int64_t j = 0; j < n; j++) s->host[i][j] = (float)(2 * dg_rng_uniform(&r) - 1);
         }
@@ -368,7 +369,7 @@ static dg_status conv_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
 static dg_status point_ref(conv_state *s) {
     if (s->ref) return DG_OK;
     if (!(s->ref = malloc(CONV_CHECK_SAMPLES * sizeof(conv_sample))))
-        return dg__fail(DG_ERR_OOM, "conv sweep: host memory for the check");
+        return dg_fail(DG_ERR_OOM, "conv sweep: host memory for the check");
     int d = s->dir;
     dg_status st = conv_check_sample(s->pb->out[d], s->host[dir_inputs[d][0]], s->host[dir_inputs[d][1]],
                                      (uint64_t)s->pb->batch * 7919u + (uint64_t)d, s->ref, CONV_CHECK_SAMPLES);
@@ -423,7 +424,7 @@ static dg_status conv_prepare(bench_ctx *ctx, void *arg, const bench_impl *bim, 
     }
     dg_status st = step && run->out && run->dst[0] && run->dst[1]
                        ? point_ref(s)
-                       : dg__fail(DG_ERR_INVALID, "conv sweep: the plan lacks %s's step or buffers", pb->name[d]);
+                       : dg_fail(DG_ERR_INVALID, "conv sweep: the plan lacks %s's step or buffers", pb->name[d]);
     if (st != DG_OK) return st;
     /* NaN in the output first: an entry left unwritten fails the check */
     for (size_t i = 0; i < run->out_bytes / sizeof(float); i++) s->host_out[i] = NAN;
@@ -458,7 +459,7 @@ dg_status sweep_conv(bench_ctx *ctx) {
         .points = conv_points, .arg = &sw, .skip = conv_skip, .columns = conv_columns, .setup = conv_setup,
         .teardown = conv_teardown, .prepare = conv_prepare,
     };
-    st = sw.pb && sw.pt ? bench_run_spec(ctx, &spec) : dg__fail(DG_ERR_OOM, "conv sweep: out of host memory");
+    st = sw.pb && sw.pt ? bench_run_spec(ctx, &spec) : dg_fail(DG_ERR_OOM, "conv sweep: out of host memory");
     for (size_t i = 0; sw.pb && i < n_pb; i++) dg_graph_free(sw.pb[i].g);
     free(sw.pb);
     free(sw.pt);

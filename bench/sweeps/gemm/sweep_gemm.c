@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/rng.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
 #include "runner/runner.h"
@@ -265,7 +265,7 @@ static dg_status gemm_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     int m = (int)pt->m, n = (int)pt->n, k = (int)pt->k;
     size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
     gemm_state *s = calloc(1, sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "host memory for the matrices and the check");
+    if (!s) return dg_fail(DG_ERR_OOM, "host memory for the matrices and the check");
     s->g = (gemm_run){ctx, NULL, m, n, k, pt->index & 1, pt->index & 2, malloc(na * 4), malloc(nb * 4), malloc(nc * 4),
                       NULL, NULL, NULL, NULL, NULL, NULL};
     s->x = malloc((size_t)n * sizeof *s->x);
@@ -273,7 +273,7 @@ static dg_status gemm_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     s->z = malloc((size_t)m * sizeof *s->z);
     if (!s->g.A || !s->g.B || !s->g.C || !s->x || !s->bx || !s->z) {
         gemm_teardown(s);
-        return dg__fail(DG_ERR_OOM, "host memory for the matrices and the check");
+        return dg_fail(DG_ERR_OOM, "host memory for the matrices and the check");
     }
     dg_rng r = dg_rng_new(((uint64_t)m << 40) ^ ((uint64_t)n << 20) ^ (uint64_t)k);
     for (size_t i = 0; i < na; i++) s->g.A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
@@ -301,7 +301,7 @@ static dg_status gpu_buffers(gemm_state *s, bool pinned) {
         s->gpu_ready = st == DG_OK;
         if (!s->gpu_ready) snprintf(s->gpu_why, sizeof s->gpu_why, "device buffers: %s", dg_last_error());
     }
-    if (!s->gpu_ready) return dg__fail(DG_ERR_OOM, "%s", s->gpu_why);
+    if (!s->gpu_ready) return dg_fail(DG_ERR_OOM, "%s", s->gpu_why);
     if (pinned && !s->pinned[0]) {
         dg_status st = DG_OK;
         for (int j = 0; j < 3 && st == DG_OK; j++) st = dg_backend_host_alloc(be, sz[j] * 4, (void **)&s->pinned[j]);

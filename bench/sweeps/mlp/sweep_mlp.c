@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/rng.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "check/check.h"
 #include "runner/runner.h"
 
@@ -73,7 +73,7 @@ static void mlp_teardown(void *arg) {
 static dg_status mlp_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     (void)ctx;
     mlp_state *s = calloc(1, sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "mlp: out of host memory");
+    if (!s) return dg_fail(DG_ERR_OOM, "mlp: out of host memory");
     dg_mlp_parse_widths(pt->name, &s->cfg);
     const int *w = s->cfg.widths, nw = s->cfg.n_widths;
     int batch = s->batch = (int)pt->batch;
@@ -81,7 +81,7 @@ static dg_status mlp_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     s->y = malloc((size_t)batch * 4);
     if (!s->x || !s->y) {
         mlp_teardown(s);
-        return dg__fail(DG_ERR_OOM, "mlp: out of host memory");
+        return dg_fail(DG_ERR_OOM, "mlp: out of host memory");
     }
     dg_rng r = dg_rng_new((uint64_t)batch);
     for (long long i = 0; i < (long long)batch * w[0]; i++) s->x[i] = (float)dg_rng_uniform(&r);

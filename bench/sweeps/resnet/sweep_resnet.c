@@ -49,7 +49,7 @@
 #include "check/check.h"
 #include "core/nn/resnet.h"
 #include "core/rng.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "runner/runner.h"
 
 /* the reduced batch of the float64 check, and the check column */
@@ -79,7 +79,7 @@ static dg_status synth_batch(const dg_resnet_cfg *cfg, int batch, uint64_t seed,
     size_t n = (size_t)batch * cfg->channels * cfg->height * cfg->width;
     *x = malloc(n * sizeof **x);
     *y = malloc((size_t)batch * sizeof **y);
-    if (!*x || !*y) return dg__fail(DG_ERR_OOM, "resnet: out of host memory for a batch of %d images", batch);
+    if (!*x || !*y) return dg_fail(DG_ERR_OOM, "resnet: out of host memory for a batch of %d images", batch);
     dg_rng r = dg_rng_new(seed);
     for (size_t i = 0; i < n; i++) (*x)[i] = (float)dg_rng_uniform(&r);
     for (int i = 0; i < batch; i++) (*y)[i] = (int32_t)(dg_rng_u64(&r) % (uint64_t)cfg->classes);
@@ -229,7 +229,7 @@ static dg_status resnet_setup(bench_ctx *ctx, const bench_point *pt, void **out)
     (void)ctx;
     const case_run *run = pt->data;
     resnet_state *s = calloc(1, sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "resnet: out of host memory");
+    if (!s) return dg_fail(DG_ERR_OOM, "resnet: out of host memory");
     dg_status st = synth_batch(&run->cfg, (int)pt->batch, (uint64_t)pt->batch, &s->x, &s->y);
     if (st != DG_OK) {
         resnet_teardown(s);
@@ -248,7 +248,7 @@ static dg_status resnet_prepare(bench_ctx *ctx, void *arg, const bench_impl *im,
     const impl_check *chk = checked(ctx, ci);
     dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
     row->max_rel_err = chk->err;
-    if (chk->st != DG_OK) return dg__fail(chk->st, "%s", chk->why);
+    if (chk->st != DG_OK) return dg_fail(chk->st, "%s", chk->why);
     if (!chk->ok) {
         row->status = "wrong";
         row->note = "the reduced-batch step differs from its float64 reference";

@@ -44,7 +44,7 @@
 
 #include "check/check.h"
 #include "core/nn/data_parallel.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "runner/runner.h"
 #include "sweeps/scaling/sweep_scaling.h"
 #include <duograd/testing.h>
@@ -82,7 +82,7 @@ typedef struct dp_graph { dg_graph *g; dg_model model; dg_train_step ts; } dp_gr
 
 static dg_status graph_new(dp_graph *d, const dp_model *m, int batch, bool all_reduce) {
     *d = (dp_graph){.g = dg_graph_new()};
-    dg_status st = d->g ? m->spec.model(d->g, m->spec.cfg, 1, &d->model) : dg__fail(DG_ERR_OOM, "scaling: out of memory");
+    dg_status st = d->g ? m->spec.model(d->g, m->spec.cfg, 1, &d->model) : dg_fail(DG_ERR_OOM, "scaling: out of memory");
     if (st == DG_OK) st = dg_train_step_build_ex(d->g, &d->model, batch, &m->spec.optim, all_reduce, &d->ts);
     return st;
 }
@@ -121,15 +121,15 @@ static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const
     dg_status st = graph_new(&s, m, per, false);
     double **mean = calloc((size_t)d->model.n_params, sizeof *mean);
     float *buf = NULL, *buf0 = NULL;
-    if (st == DG_OK && !mean) st = dg__fail(DG_ERR_OOM, "scaling: out of memory for the check");
+    if (st == DG_OK && !mean) st = dg_fail(DG_ERR_OOM, "scaling: out of memory for the check");
     for (int i = 0; i < d->model.n_params && st == DG_OK; i++)
         if (!(mean[i] = calloc((size_t)dg_node_numel(d->model.params[i]), sizeof **mean)))
-            st = dg__fail(DG_ERR_OOM, "scaling: out of memory for the check");
+            st = dg_fail(DG_ERR_OOM, "scaling: out of memory for the check");
     size_t most = 0;
     for (int i = 0; i < d->model.n_params; i++)
         if (dg_node_bytes(d->model.params[i]) > most) most = dg_node_bytes(d->model.params[i]);
     if (st == DG_OK && (!(buf = malloc(most)) || !(buf0 = malloc(most))))
-        st = dg__fail(DG_ERR_OOM, "scaling: out of memory for the check");
+        st = dg_fail(DG_ERR_OOM, "scaling: out of memory for the check");
     for (int r = 0; r < n && st == DG_OK; r++) {
         float l_alone, l_dp;
         st = dg_plan_new(&p, s.g, alone, s.ts.outputs, s.ts.n_outputs, NULL);
@@ -359,7 +359,7 @@ static dg_status scaling_setup(bench_ctx *ctx, const bench_point *pt, void **out
     (void)ctx;
     const scaling_point *sp = pt->data;
     scaling_state *s = calloc(1, sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "scaling: out of host memory");
+    if (!s) return dg_fail(DG_ERR_OOM, "scaling: out of host memory");
     s->sp = sp;
     s->pt = pt;
     *out = s;
@@ -367,7 +367,7 @@ static dg_status scaling_setup(bench_ctx *ctx, const bench_point *pt, void **out
     size_t bytes = (size_t)pt->n, count = bytes / sizeof(float);
     dg_backend **bes = sp->run->bes;
     s->raw = (raw_arg){bes, sp->n, s->dev, count};
-    dg_status st = (s->host = malloc(bytes)) ? DG_OK : dg__fail(DG_ERR_OOM, "scaling: out of host memory");
+    dg_status st = (s->host = malloc(bytes)) ? DG_OK : dg_fail(DG_ERR_OOM, "scaling: out of host memory");
     for (int r = 0; r < sp->n && st == DG_OK; r++) {
         for (size_t i = 0; i < count; i++) s->host[i] = pattern(r, i);
         st = dg_backend_alloc(bes[r], bytes, (void **)&s->dev[r]);
@@ -388,7 +388,7 @@ static dg_status node_new(scaling_state *s, size_t count) {
     s->x = s->d.g ? dg_input(s->d.g, "x", DG_SHAPE((int64_t)count)) : NULL;
     s->y = s->x ? dg_all_reduce(s->d.g, s->x) : NULL;
     dg_status st = s->y ? dg_dp_new(&s->dp, bes, s->sp->n, s->d.g, &s->y, 1, NULL)
-                        : dg__fail(DG_ERR_OOM, "scaling: out of memory");
+                        : dg_fail(DG_ERR_OOM, "scaling: out of memory");
     for (int r = 0; r < s->sp->n && st == DG_OK; r++) {
         for (size_t i = 0; i < count; i++) s->host[i] = pattern(r, i);
         st = dg_plan_set(dg_dp_plan(s->dp, r), s->x, s->host, bytes);
@@ -524,7 +524,7 @@ dg_status sweep_scaling(bench_ctx *ctx) {
     if (!run || !own) {
         free(run);
         free(own);
-        return dg__fail(DG_ERR_OOM, "scaling: out of host memory");
+        return dg_fail(DG_ERR_OOM, "scaling: out of host memory");
     }
     run->n_models = models_new(run->models);
     scaling_arg arg = {run, own};

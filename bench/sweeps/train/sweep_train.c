@@ -13,7 +13,7 @@
 #include "core/nn/mlp.h"
 #include "core/nn/trainer.h"
 #include "check/check.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "runner/runner.h"
 
 static const long long default_batches[] = {32, 64, 128, 256, 512, 1024, 2048, 4096};
@@ -75,7 +75,7 @@ static void train_teardown(void *arg) {
 static dg_status train_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     (void)ctx;
     train_state *s = calloc(1, sizeof *s);
-    if (!s) return dg__fail(DG_ERR_OOM, "train: out of host memory");
+    if (!s) return dg_fail(DG_ERR_OOM, "train: out of host memory");
     s->tc = pt->data;
     *out = s;
     return DG_OK;

@@ -53,7 +53,7 @@
 
 #include "check/check.h"
 #include "core/nn/transformer.h"
-#include "core/status_internal.h"
+#include "core/status.h"
 #include "runner/plan_predict.h"
 #include "runner/runner.h"
 #include "sweeps/attention/sweep_attention.h"
@@ -97,7 +97,7 @@ static double graph_flops(const dg_graph *g) {
 static dg_status step_graph(bench_step *s, const bench_step_spec *spec, int batch, dg_plan_stats *ps) {
     *s = (bench_step){0};
     s->g = dg_graph_new();
-    dg_status st = s->g ? spec->model(s->g, spec->cfg, 1, &s->model) : dg__fail(DG_ERR_OOM, "transformer: out of memory");
+    dg_status st = s->g ? spec->model(s->g, spec->cfg, 1, &s->model) : dg_fail(DG_ERR_OOM, "transformer: out of memory");
     if (st == DG_OK) st = dg_train_step_build(s->g, &s->model, batch, &spec->optim, &s->ts);
     if (st == DG_OK) st = bench_plan_predict(s->g, s->ts.outputs, s->ts.n_outputs, ps);
     return st;
@@ -127,7 +127,7 @@ static dg_status grad_error(const bench_step *s, const bench_step_ref *ref, doub
         int64_t cnt = dg_node_numel(s->ts.grads[i]);
         float *g = malloc((size_t)cnt * sizeof *g);
         st = g ? dg_plan_get(s->p, s->ts.grads[i], g, (size_t)cnt * sizeof *g)
-               : dg__fail(DG_ERR_OOM, "transformer: out of memory for the check");
+               : dg_fail(DG_ERR_OOM, "transformer: out of memory for the check");
         for (int64_t j = 0; j < cnt && st == DG_OK; j++) {
             double d = g[j] - ref->grad[i][j];
             num += isnan(d) ? INFINITY : d * d;
@@ -381,7 +381,7 @@ static void lm_release(void *state, const bench_impl *im, bench_work *work) {
 
 dg_status sweep_transformer(bench_ctx *ctx) {
     lm_sweep *sw = calloc(1, sizeof *sw);
-    if (!sw) return dg__fail(DG_ERR_OOM, "transformer: out of memory");
+    if (!sw) return dg_fail(DG_ERR_OOM, "transformer: out of memory");
     list_impls();
     /* no check_word: prepare writes each point's; no flops on the points:
      * the runner predicts nothing, the cap is prepare's (from the check
