@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check/attention_check.h"
+#include "core/check/attention_check.h"
 #include "core/backend_impl.h"
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"

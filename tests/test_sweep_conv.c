@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check/conv_check.h"
+#include "core/check/conv_check.h"
 #include "core/autodiff.h"
 #include "core/backend_impl.h"
 #include "core/plan.h"

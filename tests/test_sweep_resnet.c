@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "check/check.h"
+#include "core/check/step_check.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
 #include "writers/csv.h"

@@ -16,7 +16,7 @@ on Debian; buffers allocated once, ops in place) and "torch-cpu" (PyTorch
 eager on the CPU, torch.optim.Adam), the latter only where `import torch`
 works. Before timing, each impl's first step is checked against an
 independent float64 evaluation of the same step (the loss, and every
-parameter's update, with bench/check/check.h's BENCH_STEP_* tolerances), as
+parameter's update, with core/check/step_check.h's BENCH_STEP_* tolerances), as
 duograd checks its rows: a failed check is a row with status "wrong" and
 no times. Timing follows bench/runner/timing.c's rules and defaults
 (common.measure).

@@ -51,7 +51,7 @@ measured again). --time-limit (210 s) bounds the whole run: each impl gets
 an equal part of the time left, and its rows past it are written as
 skipped.
 
-Check, before timing, as duograd's conv_check (bench/check/conv_check.h, whose
+Check, before timing, as duograd's conv_check (core/check/conv_check.h, whose
 CONV_CHECK_* constants this script reads): the output of the first call is
 compared at 256 entries (the first, the last and 254 seeded) with the same
 entries as float64 dot products of the float32 inputs, computed on the CPU
@@ -207,9 +207,9 @@ OPERANDS = {"fwd": ("x", "w"), "bwd-data": ("dy", "w"), "bwd-weight": ("dy", "x"
 
 # ---- the check (no torch): duograd's constants, sampled float64 entries ----
 
-def conv_check_constants(path=os.path.join(BENCH, "check", "conv_check.h")):
+def conv_check_constants(path=os.path.join(os.path.dirname(BENCH), "core", "check", "conv_check.h")):
     """CONV_CHECK_WORD, CONV_CHECK_SAMPLES and CONV_CHECK_TOL, parsed from
-    bench/check/conv_check.h so the peer's check cannot drift from duograd's"""
+    core/check/conv_check.h so the peer's check cannot drift from duograd's"""
     with open(path) as f:
         text = f.read()
     word = re.search(r'#define\s+CONV_CHECK_WORD\s+"([^"]+)"', text)
@@ -649,7 +649,7 @@ class TorchOps:
                 "tf32: off (torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False)",
                 "timed: one call of F.conv2d (fwd) or aten.convolution_backward with the direction's output mask; "
                 + ("CUDA events around it then a wait for the stop event" if self.gpu else "perf_counter around it"),
-                f"check: {CHECK_WORD} as bench/check/conv_check.h ({CHECK_SAMPLES} entries, tol {CHECK_TOL:g})",
+                f"check: {CHECK_WORD} as core/check/conv_check.h ({CHECK_SAMPLES} entries, tol {CHECK_TOL:g})",
                 "scratch_bytes: " + ("the caching allocator's peak in one call less what it holds after, the output "
                                      "alive (the workspace)" if self.gpu else "not measured (0)")]
 

@@ -45,7 +45,7 @@ STEMS = {  # core/nn/resnet.h; params: duograd's counts, asserted below
 }
 BN_EPS, BN_MOMENTUM = 1e-5, 0.1              # DG_BN_EPS, DG_BN_MOMENTUM (core/nn/layers.h)
 LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # the sweep's optimizer
-LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2            # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL (bench/check/check.h)
+LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2            # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL (core/check/step_check.h)
 
 
 def conv_out(n, k, stride, pad):

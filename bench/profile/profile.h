@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "check/check.h"
+#include "core/check/step_check.h"
 #include "core/plan.h"
 
 typedef enum bench_phase { BENCH_PHASE_FORWARD, BENCH_PHASE_BACKWARD, BENCH_PHASE_OPTIMIZER } bench_phase;

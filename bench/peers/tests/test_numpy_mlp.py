@@ -99,19 +99,19 @@ def test_constants_are_the_c_sources():
     assert "- !ctx->extended" in mlp, "sweep_mlp.c no longer drops the last default batch without --sweep all"
     quick = tuple(int(v) for v in c_array(mlp, "quick_batches").split(","))
     assert quick == peer.QUICK_BATCHES, f"quick_batches {quick}"
-    check_h = source("bench/check/check.h")
+    check_h = source("core/check/step_check.h")
     for macro, value in (("BENCH_STEP_LOSS_TOL", peer.LOSS_TOL), ("BENCH_STEP_UPDATE_TOL", peer.UPDATE_TOL)):
         m = re.search(rf"#define {macro}\s+(\S+)", check_h)
         assert m and float(m.group(1)) == value, f"{macro} is {m and m.group(1)}, the peer uses {value}"
     assert f'#define BENCH_STEP_CHECK "{peer.CHECK_WORD}"' in check_h
-    m = re.search(r"bench_mlp_step\(.*?dg_optim_default\(DG_OPTIM_ADAM, ([0-9.e-]+)f\)", source("bench/check/check.c"), re.S)
+    m = re.search(r"bench_mlp_step\(.*?dg_optim_default\(DG_OPTIM_ADAM, ([0-9.e-]+)f\)", source("core/check/step_check.c"), re.S)
     assert m and float(m.group(1)) == peer.LR, f"the sweep's Adam lr is {m and m.group(1)}"
     optim = source("core/optim.c")
     for field, value in (("beta1", peer.BETA1), ("beta2", peer.BETA2), ("eps", peer.EPS)):
         m = re.search(rf"\.{field} = ([0-9.e-]+)f", optim)
         assert m and float(m.group(1)) == value, f"dg_optim_default's {field} is {m and m.group(1)}"
     assert "seed * 1000u + (uint64_t)i" in source("core/nn/mlp.c"), "dg_mlp_new seeds its weights differently"
-    assert "spec->model(s->g, spec->cfg, 1, &s->model)" in source("bench/check/check.c"), \
+    assert "spec->model(s->g, spec->cfg, 1, &s->model)" in source("core/check/step_check.c"), \
         "bench_step_build no longer builds the model with seed 1"
 
 
@@ -190,7 +190,7 @@ class BiasGradOneRow(peer.NumpyStep):
 
 # Not planted: a gradient off by a positive factor (a mean for a sum). Adam
 # is blind to it: its update m / sqrt(v) does not change when g is scaled,
-# but for eps; duograd's own check (bench/check/check.h) is as blind.
+# but for eps; duograd's own check (core/check/step_check.h) is as blind.
 
 
 class FlippedLastLayer(peer.NumpyStep):

@@ -60,7 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check/attention_check.h"
+#include "core/check/attention_check.h"
 #include "core/plan.h"
 #include "core/status.h"
 #include "machine/env.h"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "check/attention_check.h"
+#include "core/check/attention_check.h"
 #include "core/backend.h"
 
 #define ATT_BATCH     16    /* B of every row (the PyTorch peer's)           */

@@ -9,12 +9,12 @@
  * Node descriptors come from the builders (for their shapes); nothing else of
  * the core is used by the manual step. Check: each version's first step,
  * its loss and every parameter's update, against the float64 reference of
- * the step (bench/check/check.h). */
+ * the step (core/check/step_check.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check/check.h"
+#include "core/check/step_check.h"
 #include "core/graph_internal.h"
 #include "core/rng.h"
 #include "core/status.h"

@@ -63,7 +63,7 @@
 #include <string.h>
 
 #include "sweeps/conv/conv_cases.h"
-#include "check/conv_check.h"
+#include "core/check/conv_check.h"
 #include "core/autodiff.h"
 #include "core/plan.h"
 #include "core/rng.h"

@@ -9,7 +9,7 @@
 
 #include "core/rng.h"
 #include "core/status.h"
-#include "check/check.h"
+#include "core/check/step_check.h"
 #include "runner/runner.h"
 
 static const long long default_batches[] = {32, 128, 512, 2048, 8192};

@@ -15,7 +15,7 @@
  * (images of the full size) runs once on the same backend and
  * implementation, and its loss, every parameter's update and every running
  * statistic's update are compared with the float64 evaluation of that
- * graph (bench/check/check.h, each tensor on its own, tolerances there). The
+ * graph (core/check/step_check.h, each tensor on its own, tolerances there). The
  * float64 reference of a full batch would take hours; at batch 2 it takes
  * about 10 s (CIFAR) and 25 s (ImageNet) on a 2-core Xeon, once per stem.
  * Not batch 1: the gradient reaching the last stage is then, per channel,
@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check/check.h"
+#include "core/check/step_check.h"
 #include "core/nn/resnet.h"
 #include "core/rng.h"
 #include "core/status.h"

@@ -26,7 +26,7 @@
  * k = the model's gradient bytes (what each step all-reduces).
  *
  * Check before timing (column check): on one GPU ("f64-step@b2") the same
- * step at batch 2 against its float64 evaluation (bench/check/check.h). On n
+ * step at batch 2 against its float64 evaluation (core/check/step_check.h). On n
  * GPUs ("dp=mean-of-slices"): every replica's slice also runs alone on one
  * GPU, a plain step without all-reduce; each replica's loss must equal its
  * slice's (rel 1e-5), the replicas' parameters after the step must be
@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check/check.h"
+#include "core/check/step_check.h"
 #include "core/nn/data_parallel.h"
 #include "core/status.h"
 #include "runner/runner.h"

@@ -12,7 +12,7 @@
 
 #include "core/nn/mlp.h"
 #include "core/nn/trainer.h"
-#include "check/check.h"
+#include "core/check/step_check.h"
 #include "core/status.h"
 #include "runner/runner.h"
 

@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check/check.h"
+#include "core/check/step_check.h"
 #include "core/nn/transformer.h"
 #include "core/status.h"
 #include "runner/plan_predict.h"

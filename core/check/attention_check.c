@@ -1,6 +1,6 @@
 /* attention_check.c: see attention_check.h. Plain double loops, one query
  * row at a time; the score row of T doubles is the only buffer. */
-#include "check/attention_check.h"
+#include "core/check/attention_check.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* check.c: float64 references shared by the training-step sweeps, for any
  * model and optimizer (bench_step_spec). */
-#include "check/check.h"
+#include "core/check/step_check.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  *   dx[n,c,iy,ix]  = sum over the (o, ki, kj, oy, ox) whose tap lands on
  *                    (iy, ix): dy[n,o,oy,ox] w[o, c - g*cg, ki, kj];
  *   dw[o,ci,ki,kj] = sum_{n,oy,ox} dy[n,o,oy,ox] x[n, g*cg+ci, iy, ix]. */
-#include "check/conv_check.h"
+#include "core/check/conv_check.h"
 
 #include <math.h>
 
