@@ -66,8 +66,9 @@ if [ "${DG_SANITIZER:-1}" = 1 ]; then
 fi
 
 if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then
-    timeout -s INT "${DG_BENCH_LIMIT:-400}" "$DG_BEFORE" --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" \
-        --out "$out/bench-before" > "$out/bench-before.log" 2>&1
+    # the same options as the run after it: a comparison of like with like
+    timeout -s INT "${DG_BENCH_LIMIT:-400}" "$DG_BEFORE" --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
+        ${DG_BENCH_ARGS:-} --out "$out/bench-before" > "$out/bench-before.log" 2>&1
     summary="$summary\nbefore: bench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok,' "$out"/bench-before/*.csv | tr '\n' ' ')"
 fi
 if [ -n "${DG_SWEEP:-}" ]; then
