@@ -2,6 +2,7 @@
 #include "autodiff.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "attrs.h"
 #include "graph_internal.h"
@@ -14,13 +15,18 @@ static dg_node *backward_op(dg_graph *g, dg_op op, const dg_node *like, int n_in
     return n;
 }
 
-/* A backward op of a convolution, pool or batch norm: `like`'s shape, the
- * forward node y's attributes. */
-static dg_node *windowed_backward(dg_graph *g, dg_op op, const dg_node *y, const dg_node *like, int n_in,
-                                  dg_node **in) {
+/* A backward op that carries attributes: `like`'s shape, the forward node
+ * y's attributes, copied whole. The two rows of the op table must name the
+ * same family (ops.c); where they do not, the graph fails naming both ops,
+ * so no family needs a line here. */
+static dg_node *backward_with_attrs(dg_graph *g, dg_op op, const dg_node *y, const dg_node *like, int n_in,
+                                    dg_node **in) {
+    dg_attr_kind want = dg_op_info_get(op)->attr, have = dg_op_info_get(y->op)->attr;
+    if (want != have)
+        return dg__graph_fail(g, DG_ERR_INVALID, "dg_grad: %s takes attribute family %d, but its forward op %s "
+                              "(node '%s') has %d", dg_op_name(op), (int)want, dg_op_name(y->op), y->name, (int)have);
     dg_node *d = backward_op(g, op, like, n_in, in);
-    if (d && (y->op == DG_OP_BATCH_NORM || y->op == DG_OP_LAYER_NORM)) dg__attr_norm_set(d, dg_attr_norm_of(y));
-    else if (d) dg__attr_conv_set(d, dg_attr_conv_of(y));
+    if (d) memcpy(d->attr, y->attr, sizeof d->attr);
     return d;
 }
 
@@ -153,28 +159,28 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
         break;
     case DG_OP_CONV2D: { /* dx = conv^T(dy, w), dw = correlation of dy with x */
         dg_node *to_x[2] = {dy, b}, *to_w[2] = {dy, a};
-        if (na) accumulate(g, grad, a, windowed_backward(g, DG_OP_CONV2D_BACKWARD_DATA, y, a, 2, to_x));
-        if (nb) accumulate(g, grad, b, windowed_backward(g, DG_OP_CONV2D_BACKWARD_WEIGHT, y, b, 2, to_w));
+        if (na) accumulate(g, grad, a, backward_with_attrs(g, DG_OP_CONV2D_BACKWARD_DATA, y, a, 2, to_x));
+        if (nb) accumulate(g, grad, b, backward_with_attrs(g, DG_OP_CONV2D_BACKWARD_WEIGHT, y, b, 2, to_w));
         break;
     }
     case DG_OP_MAX_POOL2D:
         if (na) { /* routed through the forward's saved argmax */
             dg_node *in[2] = {dy, y->side[0]};
-            accumulate(g, grad, a, windowed_backward(g, DG_OP_MAX_POOL2D_BACKWARD, y, a, 2, in));
+            accumulate(g, grad, a, backward_with_attrs(g, DG_OP_MAX_POOL2D_BACKWARD, y, a, 2, in));
         }
         break;
     case DG_OP_AVG_POOL2D:
-        if (na) accumulate(g, grad, a, windowed_backward(g, DG_OP_AVG_POOL2D_BACKWARD, y, a, 1, &dy));
+        if (na) accumulate(g, grad, a, backward_with_attrs(g, DG_OP_AVG_POOL2D_BACKWARD, y, a, 1, &dy));
         break;
     case DG_OP_BATCH_NORM: { /* inputs x, scale, shift; stats saved by the forward */
         dg_node *shift = y->in[2], *stats = y->side[0];
         if (na) {
             dg_node *in[4] = {dy, a, b, stats};
-            accumulate(g, grad, a, windowed_backward(g, DG_OP_BATCH_NORM_BACKWARD, y, a, 4, in));
+            accumulate(g, grad, a, backward_with_attrs(g, DG_OP_BATCH_NORM_BACKWARD, y, a, 4, in));
         }
         if (nb) {
             dg_node *in[3] = {dy, a, stats};
-            accumulate(g, grad, b, windowed_backward(g, DG_OP_BATCH_NORM_BACKWARD_SCALE, y, b, 3, in));
+            accumulate(g, grad, b, backward_with_attrs(g, DG_OP_BATCH_NORM_BACKWARD_SCALE, y, b, 3, in));
         }
         /* the sum of dy over every axis but the channels': for [N,C,H,W]
          * first over H,W (row sums), then over N (column sums), two layouts
@@ -190,11 +196,11 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
         dg_node *shift = y->in[2], *stats = y->side[0];
         if (na) {
             dg_node *in[4] = {dy, a, b, stats};
-            accumulate(g, grad, a, windowed_backward(g, DG_OP_LAYER_NORM_BACKWARD, y, a, 4, in));
+            accumulate(g, grad, a, backward_with_attrs(g, DG_OP_LAYER_NORM_BACKWARD, y, a, 4, in));
         }
         if (nb) {
             dg_node *in[3] = {dy, a, stats};
-            accumulate(g, grad, b, windowed_backward(g, DG_OP_LAYER_NORM_BACKWARD_SCALE, y, b, 3, in));
+            accumulate(g, grad, b, backward_with_attrs(g, DG_OP_LAYER_NORM_BACKWARD_SCALE, y, b, 3, in));
         }
         if (needs[shift->id]) /* column sums of dy read as [rows, D] */
             accumulate(g, grad, shift,

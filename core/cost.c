@@ -10,55 +10,59 @@
 #include "layout.h"
 #include "status_internal.h"
 
-/* arithmetic per output element (or per input element for reductions) */
-static double flops_per_element(dg_op op) {
-    switch (op) {
+/* The arithmetic of n's kernel: per output element, per input element
+ * (reductions, the losses, the scale gradients) or from the node's
+ * dimensions (products, windows, attention). One case per op: a new op is
+ * a -Werror=switch error here until it has its rule. */
+static double node_flops(const dg_node *n) {
+    const double out = (double)dg_node_numel(n), in0 = n->n_in > 0 ? (double)dg_node_numel(n->in[0]) : 0;
+    switch (n->op) {
     case DG_OP_LEAF: case DG_OP_RESHAPE: case DG_OP_SIDE_OUTPUT:
     case DG_OP_PERMUTE: case DG_OP_BROADCAST_TO: case DG_OP_COUNT:
+    case DG_OP_EMBEDDING: /* a copy */
         return 0;
-    case DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV: case DG_OP_NEG:
-    case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
-    case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS:
-    case DG_OP_RELU: case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
-    case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_ADAM_STEP:
+    case DG_OPS_BINARY: case DG_OPS_UNARY: case DG_OP_ADAM_STEP:
     case DG_OP_ALL_REDUCE: /* an add per element and replica: counted as one */
-        return 1;
-    case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
-    case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
-    case DG_OP_SGD_UPDATE:
-        return 2;
+        return out;
+    case DG_OP_SUM: case DG_OP_MEAN:
+        return in0;
+    case DG_OPS_UNARY_BACKWARD: case DG_OP_SGD_UPDATE:
+        return 2 * out;
     case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
-        return 3;
-    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE:
-    case DG_OP_MOMENTUM_UPDATE:
-        return 4;
+        return 3 * out;
+    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_MOMENTUM_UPDATE:
+        return 4 * out;
+    case DG_OP_SOFTMAX_CE:
+        return 4 * in0;
     case DG_OP_ADAM_UPDATE:
-        return 11;
-    case DG_OP_BATCH_NORM_BACKWARD_SCALE:
-        return 3;  /* per input element: (x - mean) * invstd * dy, summed */
-    case DG_OP_BATCH_NORM:
-        return 7;  /* mean and variance passes, then scale and shift */
-    case DG_OP_BATCH_NORM_BACKWARD:
-        return 10; /* two channel sums, then the combination */
+        return 11 * out;
+    case DG_OP_BATCH_NORM_BACKWARD_SCALE: case DG_OP_LAYER_NORM_BACKWARD_SCALE:
+        return 3 * in0;  /* per input element: (x - mean) * invstd * dy, summed */
+    case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM:
+        return 7 * out;  /* mean and variance passes, then scale and shift (per channel or row) */
+    case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD:
+        return 10 * out; /* two sums, then the combination */
     case DG_OP_BATCH_NORM_RUNNING:
-        return 8;  /* per channel */
-    case DG_OP_LAYER_NORM:
-        return 7;  /* as batch_norm, per row */
-    case DG_OP_LAYER_NORM_BACKWARD:
-        return 10;
-    case DG_OP_LAYER_NORM_BACKWARD_SCALE:
-        return 3;  /* per input element */
-    case DG_OP_EMBEDDING:
-        return 0;  /* a copy */
-    case DG_OP_EMBEDDING_BACKWARD:
-        return 0;  /* counted per input element below */
-    case DG_OP_ATTENTION: case DG_OP_ATTENTION_BACKWARD:
-        return 0;  /* counted from their dimensions */
+        return 8 * out;  /* per channel */
+    case DG_OP_EMBEDDING_BACKWARD: /* an add per dy element */
+    case DG_OP_MAX_POOL2D_BACKWARD: /* an add per max */
+        return in0;
     case DG_OP_AVG_POOL2D_BACKWARD:
-        return 1;
-    case DG_OP_MATMUL: case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
-    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_MAX_POOL2D_BACKWARD:
-        return 0; /* counted from their dimensions */
+        return out;
+    case DG_OP_MATMUL:
+        return 2.0 * out * (double)dg_gemm_dims_of(n).k;
+    case DG_OPS_CONV: {
+        /* each form is the same multiply-adds: every output of the forward
+         * against every tap of its window */
+        dg_conv_dims d = dg_conv_dims_of(n);
+        return 2.0 * (double)d.n * (double)d.o * (double)d.cols * (double)(d.cg * d.kh * d.kw);
+    }
+    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: {
+        dg_conv_dims d = dg_conv_dims_of(n);
+        return out * (double)(d.kh * d.kw); /* a compare or add per tap */
+    }
+    case DG_OP_ATTENTION: case DG_OP_ATTENTION_BACKWARD:
+        return dg_attention_flops(n);
     }
     return 0;
 }
@@ -77,25 +81,7 @@ dg_cost dg_node_cost(const dg_node *n) {
     }
     if (!info->writes) c.bytes += (double)dg_node_bytes(n);
     for (int i = 0; i < n->n_side; i++) c.bytes += (double)dg_node_bytes(n->side[i]);
-    /* reductions and the softmax family count per input element */
-    bool per_input = n->op == DG_OP_SUM || n->op == DG_OP_MEAN || n->op == DG_OP_SOFTMAX_CE ||
-                     n->op == DG_OP_BATCH_NORM_BACKWARD_SCALE || n->op == DG_OP_LAYER_NORM_BACKWARD_SCALE;
-    double elems = (double)dg_node_numel(per_input ? n->in[0] : n);
-    c.flops = flops_per_element(n->op) * elems;
-    if (n->op == DG_OP_MATMUL) c.flops = 2.0 * (double)dg_node_numel(n) * (double)dg_gemm_dims_of(n).k;
-    if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT) {
-        /* each form is the same multiply-adds: every output of the forward
-         * against every tap of its window */
-        dg_conv_dims d = dg_conv_dims_of(n);
-        c.flops = 2.0 * (double)d.n * (double)d.o * (double)d.cols * (double)(d.cg * d.kh * d.kw);
-    }
-    if (n->op == DG_OP_MAX_POOL2D || n->op == DG_OP_AVG_POOL2D) {
-        dg_conv_dims d = dg_conv_dims_of(n);
-        c.flops = (double)dg_node_numel(n) * (double)(d.kh * d.kw); /* a compare or add per tap */
-    }
-    if (n->op == DG_OP_MAX_POOL2D_BACKWARD) c.flops = (double)dg_node_numel(n->in[0]); /* an add per max */
-    if (n->op == DG_OP_EMBEDDING_BACKWARD) c.flops = (double)dg_node_numel(n->in[0]); /* an add per dy element */
-    if (n->op == DG_OP_ATTENTION || n->op == DG_OP_ATTENTION_BACKWARD) c.flops = dg_attention_flops(n);
+    c.flops = node_flops(n);
     return c;
 }
 
@@ -116,10 +102,23 @@ size_t dg_node_scratch_bytes(const dg_node *n) {
         dg__fail(DG_ERR_INVALID, "dg_node_scratch_bytes: NULL node");
         return 0;
     }
-    if (n->op == DG_OP_ATTENTION_BACKWARD) /* one float per query row */
+    switch (n->op) {
+    case DG_OP_ATTENTION_BACKWARD: /* one float per query row */
         return (size_t)dg_node_numel(n) / (size_t)n->shape.d[3] * sizeof(float);
-    if (n->op != DG_OP_CONV2D && n->op != DG_OP_CONV2D_BACKWARD_DATA && n->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
+    case DG_OPS_CONV: {
+        dg_conv_dims d = dg_conv_dims_of(n);
+        return (size_t)dg_conv_scratch_floats(&d, n->op == DG_OP_CONV2D_BACKWARD_WEIGHT) * sizeof(float);
+    }
+    /* the others work in their inputs and output alone */
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_POOL:
+    case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_MATMUL: case DG_OP_PERMUTE: case DG_OP_RESHAPE:
+    case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_BROADCAST_TO: case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX:
+    case DG_OP_SOFTMAX_CE: case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM: case DG_OP_EMBEDDING: case DG_OP_ATTENTION:
+    case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
+    case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
+    case DG_OP_BATCH_NORM_RUNNING: case DG_OP_COUNT:
         return 0;
-    dg_conv_dims d = dg_conv_dims_of(n);
-    return (size_t)dg_conv_scratch_floats(&d, n->op == DG_OP_CONV2D_BACKWARD_WEIGHT) * sizeof(float);
+    }
+    return 0;
 }

@@ -154,8 +154,14 @@ static inline dg_conv_dims dg_conv_dims_of(const dg_node *nd) {
     case DG_OP_CONV2D:                 xs = nd->in[0]->shape; ws = nd->in[1]->shape; break;
     case DG_OP_CONV2D_BACKWARD_DATA:   ys = nd->in[0]->shape; ws = nd->in[1]->shape; break;
     case DG_OP_CONV2D_BACKWARD_WEIGHT: ys = nd->in[0]->shape; xs = nd->in[1]->shape; break;
-    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: xs = nd->in[0]->shape; break;
-    default:                           ys = nd->in[0]->shape; break; /* pool backward */
+    case DG_OPS_POOL: /* a forward reads x, a backward dy */
+        if (dg_op_info_get(nd->op)->role == DG_ROLE_FORWARD) xs = nd->in[0]->shape;
+        else ys = nd->in[0]->shape;
+        break;
+    /* no window: the caller passed a node of another family */
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_UNGROUPED:
+    case DG_OP_COUNT:
+        break;
     }
     dg_conv_dims d;
     d.n = xs.d[0]; d.c = xs.d[1]; d.h = xs.d[2]; d.w = xs.d[3];

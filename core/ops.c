@@ -79,6 +79,25 @@ static const dg_op_info op_info[] = {
 static_assert(sizeof op_info / sizeof op_info[0] == DG_OP_COUNT,
               "every dg_op needs a row in op_info");
 
+/* Never called: the compiler's check that ops.h's families partition the
+ * ops (a doubled op is a duplicate case, a missing one -Werror=switch). */
+#if defined(__GNUC__)
+__attribute__((unused))
+#endif
+static int family_of(dg_op op) {
+    switch (op) {
+    case DG_OPS_UNARY:          return 0;
+    case DG_OPS_BINARY:         return 1;
+    case DG_OPS_UNARY_BACKWARD: return 2;
+    case DG_OPS_OPTIM:          return 3;
+    case DG_OPS_CONV:           return 4;
+    case DG_OPS_POOL:           return 5;
+    case DG_OPS_UNGROUPED:      return 6;
+    case DG_OP_COUNT:           break;
+    }
+    return -1;
+}
+
 const dg_op_info *dg_op_info_get(dg_op op) {
     if ((unsigned)op >= DG_OP_COUNT) {
         dg__fail(DG_ERR_INVALID, "op %d is not a dg_op", (int)op);

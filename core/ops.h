@@ -1,13 +1,12 @@
-/* ops.h: the op enum and its static facts (name, arity, role, attribute
- * family, inputs written in place, side outputs). A node's cost is
- * cost.h's.
+/* ops.h: the op enum, its static facts (name, arity, role, attribute
+ * family, inputs written in place, side outputs) and its dispatch
+ * families. A node's cost is cost.h's.
  *
- * Adding an op: add the enum value here, its row in op_info (ops.c; a
- * static_assert makes a forgotten row a build error), its cost in
- * cost.c (dg_node_cost), a builder in graph.c, its gradient in autodiff.c, a kernel
- * in each backend, its float64 definition in core/check/ref.c and a row in
- * the op-case table (core/check/op_cases.c). Core switches over dg_op have no
- * default: -Werror=switch finds every place a new op must be handled. */
+ * Adding an op: README.md's "Adding an op" and docs/ARCHITECTURE.md's
+ * worked example (max_pool2d) list every file. Every switch over dg_op
+ * names every op (no default:, -Werror=switch), so the compiler lists the
+ * places a new op must be handled; tests/test_ops.c's coverage tests list
+ * the rest (an op-case row, a float64 reference, a cost). */
 #ifndef DG_OPS_H
 #define DG_OPS_H
 
@@ -108,6 +107,33 @@ typedef enum dg_op {
                                   the variance unbiased; dg_attr_norm        */
     DG_OP_COUNT
 } dg_op;
+
+/* Dispatch families: case-label lists that partition the ops (ops.c's
+ * family_of names each once: an op in two lists is a duplicate case there,
+ * an op in none a -Werror=switch error). A backend dispatches a family to
+ * one entry (cpu_backend.c, gpu_backend.cu), whose own switch names the
+ * family's ops and lists the other families, so an op added to a family
+ * is a compile error in that family's kernel files and nowhere else.
+ * Write `case DG_OPS_POOL:` in a switch over dg_op. */
+#define DG_OPS_UNARY            DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR: \
+    case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU: case DG_OP_LEAKY_RELU:  \
+    case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU
+#define DG_OPS_BINARY           DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV
+#define DG_OPS_UNARY_BACKWARD   DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:  \
+    case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD
+#define DG_OPS_OPTIM            DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP:            \
+    case DG_OP_ADAM_UPDATE
+#define DG_OPS_CONV             DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT
+#define DG_OPS_POOL             DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_MAX_POOL2D_BACKWARD:        \
+    case DG_OP_AVG_POOL2D_BACKWARD
+/* the ops each backend dispatches one by one */
+#define DG_OPS_UNGROUPED        DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_MATMUL: case DG_OP_PERMUTE:      \
+    case DG_OP_RESHAPE: case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_BROADCAST_TO: case DG_OP_SOFTMAX:          \
+    case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_CE: case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM:               \
+    case DG_OP_EMBEDDING: case DG_OP_ATTENTION: case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD:            \
+    case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD:           \
+    case DG_OP_BATCH_NORM_BACKWARD_SCALE: case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: \
+    case DG_OP_EMBEDDING_BACKWARD: case DG_OP_ATTENTION_BACKWARD: case DG_OP_BATCH_NORM_RUNNING
 
 typedef enum dg_op_role {
     DG_ROLE_LEAF,

@@ -149,8 +149,12 @@ static dg_status cpu_conv(const cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_conv conv, 
     switch (s->node->op) {
     case DG_OP_CONV2D:               return dg__cpu_conv2d(s, &blas, conv);
     case DG_OP_CONV2D_BACKWARD_DATA: return dg__cpu_conv2d_backward_data(s, &blas, conv);
-    default:                         return dg__cpu_conv2d_backward_weight(s, &blas, conv);
+    case DG_OP_CONV2D_BACKWARD_WEIGHT: return dg__cpu_conv2d_backward_weight(s, &blas, conv);
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
+    return dg__fail(DG_ERR_UNSUPPORTED, "cpu: %s is not a convolution", dg_op_name(s->node->op));
 }
 
 /* What n's step runs as under flags (dg_backend_step_impl): the matmul's
@@ -166,14 +170,23 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     case DG_OP_MATMUL:
         name = gemm == DG_CPU_GEMM_OPENBLAS ? "cpu-openblas" : gemm == DG_CPU_GEMM_OWN ? "cpu-own" : "cpu-naive";
         break;
-    case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: {
+    case DG_OPS_CONV: {
         dg_conv_dims d = dg_conv_dims_of(n);
         name = dg__cpu_conv_run_name(dg__cpu_conv_strategy(&d, n->op, (dg_cpu_conv)conv,
                                                            sgemm_serial_in_parallel((dg_cpu_gemm)gemm), c->threads,
                                                            NULL));
         break;
     }
-    default: break;
+    /* one implementation each: the backend's name */
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_POOL:
+    case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_PERMUTE: case DG_OP_RESHAPE: case DG_OP_SUM:
+    case DG_OP_MEAN: case DG_OP_BROADCAST_TO: case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_CE:
+    case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM: case DG_OP_EMBEDDING: case DG_OP_ATTENTION: case DG_OP_ALL_REDUCE:
+    case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
+    case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE: case DG_OP_LAYER_NORM_BACKWARD:
+    case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD: case DG_OP_ATTENTION_BACKWARD:
+    case DG_OP_BATCH_NORM_RUNNING: case DG_OP_COUNT:
+        break;
     }
     snprintf(buf, size, "%s", name);
     return DG_OK;
@@ -185,15 +198,10 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     if (gemm < 0 || conv < 0) return refuse_choice(c, s->flags);
     apply_threads(c);
     switch (s->node->op) {
-    case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
-    case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
-    case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
-        dg__cpu_unary(s); break;
-    case DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV:
-        dg__cpu_binary(s); break;
-    case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
-    case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
-        dg__cpu_unary_backward(s); break;
+    /* a family goes to one entry, whose switch names its ops (ops.h) */
+    case DG_OPS_UNARY:          dg__cpu_unary(s); break;
+    case DG_OPS_BINARY:         dg__cpu_binary(s); break;
+    case DG_OPS_UNARY_BACKWARD: dg__cpu_unary_backward(s); break;
     case DG_OP_MATMUL:       cpu_matmul(c, (dg_cpu_gemm)gemm, s); break;
     case DG_OP_PERMUTE:      dg__cpu_permute(s); break;
     case DG_OP_RESHAPE:      break; /* a view: nothing to compute */
@@ -210,14 +218,10 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
         dg__cpu_softmax_backward(s); break;
     case DG_OP_SOFTMAX_CE:          dg__cpu_softmax_ce(s); break;
     case DG_OP_SOFTMAX_CE_BACKWARD: dg__cpu_softmax_ce_backward(s); break;
-    case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
-        dg__cpu_update(s); break;
-    case DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
+    case DG_OPS_OPTIM:       dg__cpu_update(s); break;
+    case DG_OPS_CONV:
         return cpu_conv(c, (dg_cpu_gemm)gemm, (dg_cpu_conv)conv, s);
-    case DG_OP_MAX_POOL2D:             dg__cpu_max_pool2d(s); break;
-    case DG_OP_MAX_POOL2D_BACKWARD:    dg__cpu_max_pool2d_backward(s); break;
-    case DG_OP_AVG_POOL2D:             dg__cpu_avg_pool2d(s); break;
-    case DG_OP_AVG_POOL2D_BACKWARD:    dg__cpu_avg_pool2d_backward(s); break;
+    case DG_OPS_POOL:                  dg__cpu_pool(s); break;
     case DG_OP_BATCH_NORM:             dg__cpu_batch_norm(s); break;
     case DG_OP_BATCH_NORM_BACKWARD:    dg__cpu_batch_norm_backward(s); break;
     case DG_OP_BATCH_NORM_BACKWARD_SCALE: dg__cpu_batch_norm_backward_scale(s); break;

@@ -47,7 +47,10 @@ void dg__cpu_unary(const dg_step *s) {
     case DG_OP_SIGMOID:    vm_map(vm->sigmoid, y, x, n); break;
     case DG_OP_TANH:       vm_map(vm->tanh, y, x, n); break;
     case DG_OP_GELU:       vm_map(vm->gelu, y, x, n); break;
-    default: break; /* the dispatcher only routes the ops above here */
+    /* not unary: cpu_compute sends only DG_OPS_UNARY here */
+    case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
 }
 
@@ -74,7 +77,9 @@ void dg__cpu_unary_backward(const dg_step *s) {
         for (int64_t i = 0; i < n; i += VM_BLOCK) f(dx + i, dy + i, x + i, block_len(n, i));
         break;
     }
-    default: break;
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
 }
 
@@ -83,8 +88,12 @@ static inline float apply_binary(dg_op op, float a, float b) {
     case DG_OP_ADD: return a + b;
     case DG_OP_SUB: return a - b;
     case DG_OP_MUL: return a * b;
-    default:        return a / b;
+    case DG_OP_DIV: return a / b;
+    case DG_OPS_UNARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
+    return 0.0f; /* not binary: cpu_compute sends only DG_OPS_BINARY here */
 }
 
 #define BIN_SAME(OPER)                                                           \
@@ -101,7 +110,10 @@ void dg__cpu_binary(const dg_step *s) {
         case DG_OP_ADD: BIN_SAME(+); break;
         case DG_OP_SUB: BIN_SAME(-); break;
         case DG_OP_MUL: BIN_SAME(*); break;
-        default:        BIN_SAME(/); break;
+        case DG_OP_DIV: BIN_SAME(/); break;
+        case DG_OPS_UNARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+        case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+            break;
         }
         return;
     }

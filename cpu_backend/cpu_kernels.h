@@ -104,10 +104,9 @@ const char     *dg__cpu_conv_run_name(dg_cpu_conv_run run);
  * enough for 512 columns multiplied as one GEMM; never more than the
  * batch or the scratch's chunk, at least 1 */
 int64_t dg__cpu_conv_pass_images(const struct dg_conv_dims *d, bool side_by_side);
-void dg__cpu_max_pool2d(const dg_step *s);     /* y and the argmax side output  */
-void dg__cpu_max_pool2d_backward(const dg_step *s);
-void dg__cpu_avg_pool2d(const dg_step *s);
-void dg__cpu_avg_pool2d_backward(const dg_step *s);
+/* the pool family (DG_OPS_POOL): max_pool2d writes y and its argmax side
+ * output */
+void dg__cpu_pool(const dg_step *s);
 void dg__cpu_batch_norm(const dg_step *s);     /* y and the stats side output   */
 void dg__cpu_batch_norm_backward(const dg_step *s);
 void dg__cpu_batch_norm_backward_scale(const dg_step *s);

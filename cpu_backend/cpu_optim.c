@@ -78,6 +78,9 @@ void dg__cpu_update(const dg_step *s) {
             adam_range(w, dw, m, v, b * 1024, b + 1 < blocks ? (b + 1) * 1024 : n, lr_t, b1, b2, eps_t, wd);
         break;
     }
-    default: break;
+    /* not an update: cpu_compute sends only DG_OPS_OPTIM here */
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
 }

@@ -1,4 +1,5 @@
-/* cpu_pool.c: max and average pooling and their backward ops.
+/* cpu_pool.c: max and average pooling and their backward ops, the pool
+ * family (DG_OPS_POOL) of the CPU dispatch, entered at dg__cpu_pool.
  *
  * x and dx [N,C,H,W], y and dy [N,C,OH,OW] (core/layout.h, dg_conv_dims):
  * a KH x KW window moved by the stride over x padded by ph rows and pw
@@ -28,7 +29,7 @@ static window window_of(const dg_conv_dims *d, int64_t oy, int64_t ox) {
     return (window){y0 < 0 ? 0 : y0, y1 > d->h ? d->h : y1, x0 < 0 ? 0 : x0, x1 > d->w ? d->w : x1};
 }
 
-void dg__cpu_max_pool2d(const dg_step *s) {
+static void max_pool2d(const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     const float *x = s->in[0];
     float *y = s->out;
@@ -57,7 +58,7 @@ void dg__cpu_max_pool2d(const dg_step *s) {
 }
 
 /* dx[p] = the sum of dy over the windows whose argmax is p */
-void dg__cpu_max_pool2d_backward(const dg_step *s) {
+static void max_pool2d_backward(const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     const float *dy = s->in[0];
     const int32_t *argmax = s->in[1];
@@ -74,7 +75,7 @@ void dg__cpu_max_pool2d_backward(const dg_step *s) {
     }
 }
 
-void dg__cpu_avg_pool2d(const dg_step *s) {
+static void avg_pool2d(const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     const float *x = s->in[0];
     float *y = s->out;
@@ -94,7 +95,7 @@ void dg__cpu_avg_pool2d(const dg_step *s) {
 }
 
 /* each dy / (KH*KW) added to every tap of its window inside x */
-void dg__cpu_avg_pool2d_backward(const dg_step *s) {
+static void avg_pool2d_backward(const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     const float *dy = s->in[0];
     float *dx = s->out;
@@ -110,5 +111,18 @@ void dg__cpu_avg_pool2d_backward(const dg_step *s) {
                 for (int64_t iy = wd.y0; iy < wd.y1; iy++)
                     for (int64_t ix = wd.x0; ix < wd.x1; ix++) dxp[iy * d.w + ix] += g;
             }
+    }
+}
+
+void dg__cpu_pool(const dg_step *s) {
+    switch (s->node->op) {
+    case DG_OP_MAX_POOL2D:          max_pool2d(s); break;
+    case DG_OP_MAX_POOL2D_BACKWARD: max_pool2d_backward(s); break;
+    case DG_OP_AVG_POOL2D:          avg_pool2d(s); break;
+    case DG_OP_AVG_POOL2D_BACKWARD: avg_pool2d_backward(s); break;
+    /* not pools: cpu_compute sends only DG_OPS_POOL here */
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
 }

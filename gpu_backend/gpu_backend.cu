@@ -152,14 +152,24 @@ static bool gemm_dims_fit_int(const dg_node *n) {
  * writes them), except nodes the kernels cannot take, so a plan refuses
  * the graph up front instead of failing in a run. No device call. */
 static bool gpu_supports(const dg_backend *be, const dg_node *n) {
-    if (n->op == DG_OP_LEAF || n->op == DG_OP_SIDE_OUTPUT || n->op >= DG_OP_COUNT) return false;
-    if (n->op == DG_OP_SOFTMAX_CE) return dg__gpu_softmax_ce_fits(gpu_of(be), n);
-    if (n->op == DG_OP_MATMUL) return gemm_dims_fit_int(n);
-    if (n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT)
-        return dg__gpu_conv_fits(n);
-    if (n->op == DG_OP_MAX_POOL2D || n->op == DG_OP_MAX_POOL2D_BACKWARD) return dg__gpu_argmax_fits(n);
-    if (n->op == DG_OP_ATTENTION || n->op == DG_OP_ATTENTION_BACKWARD) return dg__gpu_attention_fits(n);
-    return true;
+    switch (n->op) {
+    case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_COUNT: return false;
+    case DG_OP_SOFTMAX_CE:                                 return dg__gpu_softmax_ce_fits(gpu_of(be), n);
+    case DG_OP_MATMUL:                                     return gemm_dims_fit_int(n);
+    case DG_OPS_CONV:                                      return dg__gpu_conv_fits(n);
+    case DG_OPS_POOL:                                      return dg__gpu_pool_fits(n);
+    case DG_OP_ATTENTION: case DG_OP_ATTENTION_BACKWARD:   return dg__gpu_attention_fits(n);
+    /* the kernels take every shape a builder makes */
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM:
+    case DG_OP_PERMUTE: case DG_OP_RESHAPE: case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_BROADCAST_TO:
+    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM: case DG_OP_EMBEDDING:
+    case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
+    case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
+    case DG_OP_BATCH_NORM_RUNNING:
+        return true;
+    }
+    return false; /* a value that is no dg_op */
 }
 
 int dg__gpu_step_gemm(const gpu_ctx *c, unsigned flags) {
@@ -228,15 +238,11 @@ static dg_status gpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
 static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     if (dg__gpu_step_gemm(c, s->flags) < 0 || dg__gpu_step_conv(c, s->flags) < 0) return refuse_choice(c, s->flags);
     switch (s->node->op) {
-    case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
-    case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
-    case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
-        return dg__gpu_unary(c, s);
-    case DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV:
-        return dg__gpu_binary(c, s);
-    case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
-    case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
-        return dg__gpu_unary_backward(c, s);
+    /* a family goes to one entry, whose switch names its ops (ops.h) */
+    case DG_OPS_UNARY:          return dg__gpu_unary(c, s);
+    case DG_OPS_BINARY:         return dg__gpu_binary(c, s);
+    case DG_OPS_UNARY_BACKWARD: return dg__gpu_unary_backward(c, s);
+    case DG_OPS_POOL:           return dg__gpu_pool(c, s);
     case DG_OP_MATMUL:       return dg__gpu_matmul(c, s);
     case DG_OP_PERMUTE:      return dg__gpu_permute(c, s);
     case DG_OP_RESHAPE:      return DG_OK; /* a view: the plan never steps it           */
@@ -250,15 +256,10 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
         return dg__gpu_softmax_backward(c, s);
     case DG_OP_SOFTMAX_CE:          return dg__gpu_softmax_ce(c, s);
     case DG_OP_SOFTMAX_CE_BACKWARD: return dg__gpu_softmax_ce_backward(c, s);
-    case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
-        return dg__gpu_update(c, s);
+    case DG_OPS_OPTIM:       return dg__gpu_update(c, s);
     case DG_OP_CONV2D:                    return dg__gpu_conv2d(c, s);
     case DG_OP_CONV2D_BACKWARD_DATA:      return dg__gpu_conv2d_backward_data(c, s);
     case DG_OP_CONV2D_BACKWARD_WEIGHT:    return dg__gpu_conv2d_backward_weight(c, s);
-    case DG_OP_MAX_POOL2D:                return dg__gpu_max_pool2d(c, s);
-    case DG_OP_MAX_POOL2D_BACKWARD:       return dg__gpu_max_pool2d_backward(c, s);
-    case DG_OP_AVG_POOL2D:                return dg__gpu_avg_pool2d(c, s);
-    case DG_OP_AVG_POOL2D_BACKWARD:       return dg__gpu_avg_pool2d_backward(c, s);
     case DG_OP_BATCH_NORM:                return dg__gpu_batch_norm(c, s);
     case DG_OP_BATCH_NORM_BACKWARD:       return dg__gpu_batch_norm_backward(c, s);
     case DG_OP_BATCH_NORM_BACKWARD_SCALE: return dg__gpu_batch_norm_backward_scale(c, s);
@@ -273,9 +274,9 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     case DG_OP_ALL_REDUCE:                return dg__gpu_all_reduce(c, s);
     case DG_OP_LEAF:
     case DG_OP_COUNT:
-        break;
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: op %s cannot be computed", dg_op_name(s->node->op));
     }
-    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: op %s cannot be computed", dg_op_name(s->node->op));
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: op %d is not a dg_op", (int)s->node->op);
 }
 
 /* One step's work inside an NVTX range named after its node, so Nsight

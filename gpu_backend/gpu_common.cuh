@@ -242,12 +242,10 @@ bool      dg__gpu_conv_implicit_fits(const dg_node *n);
 dg_status dg__gpu_conv2d_implicit(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_conv2d_backward_data_implicit(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_conv2d_backward_weight_implicit(gpu_ctx *c, const dg_step *s);
-/* gpu_pool.cu; argmax_fits: every h*W+w of the plane fits the int32 argmax */
-bool      dg__gpu_argmax_fits(const dg_node *n);
-dg_status dg__gpu_max_pool2d(gpu_ctx *c, const dg_step *s);
-dg_status dg__gpu_max_pool2d_backward(gpu_ctx *c, const dg_step *s);
-dg_status dg__gpu_avg_pool2d(gpu_ctx *c, const dg_step *s);
-dg_status dg__gpu_avg_pool2d_backward(gpu_ctx *c, const dg_step *s);
+/* gpu_pool.cu, the pool family (DG_OPS_POOL); pool_fits: the kernels take
+ * the node (max: every h*W+w of the plane fits the int32 argmax) */
+bool      dg__gpu_pool_fits(const dg_node *n);
+dg_status dg__gpu_pool(gpu_ctx *c, const dg_step *s);
 /* gpu_norm.cu */
 dg_status dg__gpu_batch_norm(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_batch_norm_backward(gpu_ctx *c, const dg_step *s);

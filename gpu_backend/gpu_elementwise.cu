@@ -124,7 +124,9 @@ dg_status dg__gpu_unary(gpu_ctx *c, const dg_step *s) {
     U(DG_OP_NEG) U(DG_OP_ADD_SCALAR) U(DG_OP_MUL_SCALAR) U(DG_OP_POW_SCALAR) U(DG_OP_EXP) U(DG_OP_LOG)
     U(DG_OP_SQRT) U(DG_OP_ABS) U(DG_OP_RELU) U(DG_OP_LEAKY_RELU) U(DG_OP_SIGMOID) U(DG_OP_TANH) U(DG_OP_GELU)
 #undef U
-    default: return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a unary op", dg_op_name(s->node->op));
+    case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a unary op", dg_op_name(s->node->op));
     }
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
@@ -139,7 +141,9 @@ dg_status dg__gpu_unary_backward(gpu_ctx *c, const dg_step *s) {
     B(DG_OP_RELU_BACKWARD) B(DG_OP_LEAKY_RELU_BACKWARD) B(DG_OP_ABS_BACKWARD) B(DG_OP_SIGMOID_BACKWARD)
     B(DG_OP_TANH_BACKWARD) B(DG_OP_GELU_BACKWARD)
 #undef B
-    default: return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a backward op", dg_op_name(s->node->op));
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a backward op", dg_op_name(s->node->op));
     }
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
@@ -164,7 +168,9 @@ dg_status dg__gpu_binary(gpu_ctx *c, const dg_step *s) {
         break;
     BIN(DG_OP_ADD) BIN(DG_OP_SUB) BIN(DG_OP_MUL) BIN(DG_OP_DIV)
 #undef BIN
-    default: return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a binary op", dg_op_name(nd->op));
+    case DG_OPS_UNARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a binary op", dg_op_name(nd->op));
     }
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;

@@ -67,7 +67,9 @@ dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s) {
                                               (const float *)s->in[4], n, o.lr, o.beta1, o.beta2, o.eps,
                                               o.weight_decay);
         break;
-    default: return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not an update op", dg_op_name(nd->op));
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not an update op", dg_op_name(nd->op));
     }
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;

@@ -98,16 +98,17 @@ __global__ void k_avg_pool_backward(const float *__restrict__ dy, float *__restr
     }
 }
 
-bool dg__gpu_argmax_fits(const dg_node *n) {
+/* every h*W+w of the plane fits the int32 argmax */
+static bool argmax_fits(const dg_node *n) {
     dg_conv_dims d = dg_conv_dims_of(n);
     return d.h * d.w <= INT_MAX;
 }
 
-dg_status dg__gpu_max_pool2d(gpu_ctx *c, const dg_step *s) {
+static dg_status max_pool2d(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node;
     /* guards for a step made without a plan (supports() declines such a
      * node; a plan gives every side output storage) */
-    if (!dg__gpu_argmax_fits(nd))
+    if (!argmax_fits(nd))
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu: node '%s' (max_pool2d): a %lldx%lld plane exceeds the int32 argmax",
                         nd->name, (long long)nd->in[0]->shape.d[2], (long long)nd->in[0]->shape.d[3]);
     if (!s->side[0])
@@ -120,7 +121,7 @@ dg_status dg__gpu_max_pool2d(gpu_ctx *c, const dg_step *s) {
     return DG_OK;
 }
 
-dg_status dg__gpu_max_pool2d_backward(gpu_ctx *c, const dg_step *s) {
+static dg_status max_pool2d_backward(gpu_ctx *c, const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     k_max_pool_backward<<<grid_for(dg_node_numel(s->node), BLOCK), BLOCK, 0, c->stream>>>(
         (const float *)s->in[0], (const int *)s->in[1], (float *)s->out, d);
@@ -128,7 +129,7 @@ dg_status dg__gpu_max_pool2d_backward(gpu_ctx *c, const dg_step *s) {
     return DG_OK;
 }
 
-dg_status dg__gpu_avg_pool2d(gpu_ctx *c, const dg_step *s) {
+static dg_status avg_pool2d(gpu_ctx *c, const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     k_avg_pool<<<grid_for(dg_node_numel(s->node), BLOCK), BLOCK, 0, c->stream>>>((const float *)s->in[0],
                                                                                   (float *)s->out, d);
@@ -136,10 +137,35 @@ dg_status dg__gpu_avg_pool2d(gpu_ctx *c, const dg_step *s) {
     return DG_OK;
 }
 
-dg_status dg__gpu_avg_pool2d_backward(gpu_ctx *c, const dg_step *s) {
+static dg_status avg_pool2d_backward(gpu_ctx *c, const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
     k_avg_pool_backward<<<grid_for(dg_node_numel(s->node), BLOCK), BLOCK, 0, c->stream>>>((const float *)s->in[0],
                                                                                            (float *)s->out, d);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
+}
+
+/* the family's entries (DG_OPS_POOL): gpu_backend.cu sends the family here */
+bool dg__gpu_pool_fits(const dg_node *n) {
+    switch (n->op) {
+    case DG_OP_MAX_POOL2D: case DG_OP_MAX_POOL2D_BACKWARD: return argmax_fits(n);
+    case DG_OP_AVG_POOL2D: case DG_OP_AVG_POOL2D_BACKWARD: return true;
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
+    }
+    return false; /* not a pool */
+}
+
+dg_status dg__gpu_pool(gpu_ctx *c, const dg_step *s) {
+    switch (s->node->op) {
+    case DG_OP_MAX_POOL2D:          return max_pool2d(c, s);
+    case DG_OP_MAX_POOL2D_BACKWARD: return max_pool2d_backward(c, s);
+    case DG_OP_AVG_POOL2D:          return avg_pool2d(c, s);
+    case DG_OP_AVG_POOL2D_BACKWARD: return avg_pool2d_backward(c, s);
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
+    }
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a pool", dg_op_name(s->node->op));
 }

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
+#include "core/cost.h"
 #include "cpu_backend/cpu_backend.h"
 #include "test_util.h"
 
@@ -87,6 +88,64 @@ ParameterizedTest(int *row, ops, gradcheck) {
     }
     case_ref_free(&ref);
     case_graph_free(&cg);
+}
+
+/* Every op is reached by the table: the forward ops by their rows, the
+ * backward ops by the rows' gradients, the updates by one training step
+ * per optimizer (and a batch norm's running statistics). An op reached by
+ * nothing has no float64 check of its reference, nor of either backend's
+ * kernel: add a row to core/check/op_cases.c (a forward op) or use the op
+ * in dg_grad (a backward op). Every node reached also has the side outputs
+ * its row declares (a builder that forgot dg__side_new fails here), and a
+ * cost (dg_node_cost) that counts its bytes. */
+static void reach(const dg_graph *g, const char *where, int *seen) {
+    for (int id = 0; id < dg_graph_size(g); id++) {
+        const dg_node *n = dg_graph_node(g, id);
+        const dg_op_info *info = dg_op_info_get(n->op);
+        seen[n->op]++;
+        cr_expect_eq(n->n_side, info->n_side, "%s: node '%s' (%s) has %d side outputs, its op-table row declares %d",
+                     where, n->name, info->name, n->n_side, info->n_side);
+        bool computes = n->op != DG_OP_LEAF && n->op != DG_OP_RESHAPE && n->op != DG_OP_SIDE_OUTPUT;
+        cr_expect(!computes || dg_node_cost(n).bytes > 0, "%s: node '%s' (%s) has no cost (core/cost.c)", where,
+                  n->name, info->name);
+    }
+}
+
+static void reach_step(dg_optim_kind kind, bool running, int *seen) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_input(g, "x", DG_SHAPE(4, 3));
+    dg_node *scale = dg_param(g, "scale", DG_SHAPE(3), (dg_init){DG_INIT_FILL, 1, 0, 0});
+    dg_node *shift = dg_param(g, "shift", DG_SHAPE(3), (dg_init){DG_INIT_FILL, 0, 0, 0});
+    dg_node *bn = dg_batch_norm(g, x, scale, shift, 1e-5f);
+    dg_node *loss = dg_sum(g, dg_mul(g, bn, bn), DG_ALL_AXES, false);
+    dg_node *params[2] = {scale, shift}, *grads[2], *updates[2];
+    ASSERT_OK(dg_grad(g, loss, params, 2, grads));
+    dg_optim o = dg_optim_default(kind, 0.1f);
+    ASSERT_OK(dg_optim_apply(g, &o, params, grads, 2, updates));
+    if (running) {
+        dg_node *rm = dg_param(g, "running_mean", DG_SHAPE(3), (dg_init){DG_INIT_FILL, 0, 0, 0});
+        dg_node *rv = dg_param(g, "running_var", DG_SHAPE(3), (dg_init){DG_INIT_FILL, 1, 0, 0});
+        cr_assert_not_null(dg_batch_norm_running(g, bn, rm, rv, 0.1f), "%s", dg_last_error());
+    }
+    ASSERT_OK(dg_graph_status(g));
+    reach(g, dg_optim_name(kind), seen);
+    dg_graph_free(g);
+}
+
+Test(ops, table_reaches_every_op) {
+    static int seen[DG_OP_COUNT];
+    for (int i = 0; i < dg_n_op_cases; i++) {
+        case_graph cg;
+        ASSERT_OK(case_graph_new(&cg, &dg_op_cases[i], 1));
+        reach(cg.g, dg_op_cases[i].name, seen);
+        case_graph_free(&cg);
+    }
+    reach_step(DG_OPTIM_SGD, true, seen);
+    reach_step(DG_OPTIM_MOMENTUM, false, seen);
+    reach_step(DG_OPTIM_ADAM, false, seen);
+    for (int op = 0; op < DG_OP_COUNT; op++)
+        cr_expect_gt(seen[op], 0, "op %s is reached by no op case (core/check/op_cases.c) nor by a training step",
+                     dg_op_name((dg_op)op));
 }
 
 Test(ops, table_covers_every_forward_op) {

@@ -299,8 +299,18 @@ dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
     case DG_OP_LAYER_NORM:   return dg_layer_norm(g, a, b, in[2], c->scalar);
     case DG_OP_EMBEDDING:    return dg_embedding(g, a, b);
     case DG_OP_ATTENTION:    return dg_attention(g, a, b, in[2], c->scalar, c->causal);
-    default:                 return NULL; /* no forward builder: not a table op */
+    /* not forward ops: no builder, so no row (their cases are the
+     * gradients of the forward rows) */
+    case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM:
+    case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
+    case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
+    case DG_OP_MAX_POOL2D_BACKWARD: case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD:
+    case DG_OP_BATCH_NORM_BACKWARD_SCALE: case DG_OP_BATCH_NORM_RUNNING: case DG_OP_LAYER_NORM_BACKWARD:
+    case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD: case DG_OP_ATTENTION_BACKWARD:
+    case DG_OP_COUNT:
+        break;
     }
+    return NULL;
 }
 
 bool op_case_shapes_at(const op_case *c, long long N, dg_shape *out) {

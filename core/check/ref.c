@@ -51,8 +51,11 @@ static double unary(dg_op op, double x, double c) {
     case DG_OP_SIGMOID:    return 1.0 / (1.0 + exp(-x));
     case DG_OP_TANH:       return tanh(x);
     case DG_OP_GELU:       return gelu(x);
-    default:               return NAN;
+    case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
+    return NAN; /* not a unary op */
 }
 
 static double unary_backward(dg_op op, double dy, double v, double c) {
@@ -63,8 +66,24 @@ static double unary_backward(dg_op op, double dy, double v, double c) {
     case DG_OP_SIGMOID_BACKWARD:    return dy * v * (1 - v);
     case DG_OP_TANH_BACKWARD:       return dy * (1 - v * v);
     case DG_OP_GELU_BACKWARD:       return dy * gelu_grad(v);
-    default:                        return NAN;
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
+    return NAN; /* not a unary op's backward */
+}
+
+static double binary(dg_op op, double x, double z) {
+    switch (op) {
+    case DG_OP_ADD: return x + z;
+    case DG_OP_SUB: return x - z;
+    case DG_OP_MUL: return x * z;
+    case DG_OP_DIV: return x / z;
+    case DG_OPS_UNARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
+    }
+    return NAN; /* not a binary op */
 }
 
 static void matmul(const dg_node *n, const double *A, const double *B, double *C) {
@@ -142,7 +161,9 @@ static dg_status optim_update(const dg_node *n, double **vals, double *y) {
         }
         break;
     }
-    default: break;
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break; /* not an update: eval_node sends only DG_OPS_OPTIM here */
     }
     free(g);
     memcpy(y, w, (size_t)numel * sizeof *y);
@@ -239,82 +260,6 @@ static void conv2d_backward_weight(const window *k, const double *dy, const doub
                 }
 }
 
-/* The maximum of window (oy, ox) over one plane of x among its taps inside
- * the plane (padding taps are ignored), and its index iy*W + ix in *arg.
- * A tap is taken when it is larger than the best so far, so a tie keeps
- * the first in (ki, kj) order, or when it is NaN and the best is not, so
- * the first NaN wins and propagates. */
-static double window_max(const window *k, const double *plane, int64_t oy, int64_t ox, int64_t *arg) {
-    double best = 0;
-    *arg = -1;
-    for (int64_t ki = 0; ki < k->kh; ki++)
-        for (int64_t kj = 0; kj < k->kw; kj++) {
-            int64_t iy = oy * k->sh - k->ph + ki, ix = ox * k->sw - k->pw + kj;
-            if (iy < 0 || iy >= k->H || ix < 0 || ix >= k->W) continue;
-            double v = plane[iy * k->W + ix];
-            if (*arg < 0 || v > best || (isnan(v) && !isnan(best))) {
-                best = v;
-                *arg = iy * k->W + ix;
-            }
-        }
-    return best;
-}
-
-/* max_pool2d's output (argmax NULL) or its side output, the argmax (y NULL) */
-static void max_pool2d(const window *k, const double *x, double *y, double *argmax) {
-#pragma omp parallel for collapse(2)
-    for (int64_t p = 0; p < k->N * k->C; p++)
-        for (int64_t oy = 0; oy < k->OH; oy++)
-            for (int64_t ox = 0; ox < k->OW; ox++) {
-                int64_t arg, i = (p * k->OH + oy) * k->OW + ox;
-                double v = window_max(k, x + p * k->H * k->W, oy, ox, &arg);
-                if (y) y[i] = v;
-                if (argmax) argmax[i] = (double)arg;
-            }
-}
-
-/* dx[n,c,q] = sum of dy[n,c,oy,ox] over the windows whose argmax is q */
-static void max_pool2d_backward(const window *k, const double *dy, const double *argmax, double *dx) {
-    memset(dx, 0, (size_t)(k->N * k->C * k->H * k->W) * sizeof *dx);
-#pragma omp parallel for
-    for (int64_t p = 0; p < k->N * k->C; p++)
-        for (int64_t j = 0; j < k->OH * k->OW; j++)
-            dx[p * k->H * k->W + (int64_t)argmax[p * k->OH * k->OW + j]] += dy[p * k->OH * k->OW + j];
-}
-
-/* avg_pool2d: y = (sum of the window's taps inside x) / (kh*kw), padding
- * counting in the divisor. Its backward adds dy / (kh*kw) to every tap of
- * the window inside x. */
-static void avg_pool2d(const window *k, const double *x, double *y) {
-#pragma omp parallel for collapse(2)
-    for (int64_t p = 0; p < k->N * k->C; p++)
-        for (int64_t oy = 0; oy < k->OH; oy++)
-            for (int64_t ox = 0; ox < k->OW; ox++) {
-                double acc = 0;
-                for (int64_t ki = 0; ki < k->kh; ki++)
-                    for (int64_t kj = 0; kj < k->kw; kj++) {
-                        int64_t iy = oy * k->sh - k->ph + ki, ix = ox * k->sw - k->pw + kj;
-                        if (iy >= 0 && iy < k->H && ix >= 0 && ix < k->W) acc += x[(p * k->H + iy) * k->W + ix];
-                    }
-                y[(p * k->OH + oy) * k->OW + ox] = acc / (double)(k->kh * k->kw);
-            }
-}
-
-static void avg_pool2d_backward(const window *k, const double *dy, double *dx) {
-    memset(dx, 0, (size_t)(k->N * k->C * k->H * k->W) * sizeof *dx);
-#pragma omp parallel for
-    for (int64_t p = 0; p < k->N * k->C; p++)
-        for (int64_t oy = 0; oy < k->OH; oy++)
-            for (int64_t ox = 0; ox < k->OW; ox++)
-                for (int64_t ki = 0; ki < k->kh; ki++)
-                    for (int64_t kj = 0; kj < k->kw; kj++) {
-                        int64_t iy = oy * k->sh - k->ph + ki, ix = ox * k->sw - k->pw + kj;
-                        if (iy >= 0 && iy < k->H && ix >= 0 && ix < k->W)
-                            dx[(p * k->H + iy) * k->W + ix] += dy[(p * k->OH + oy) * k->OW + ox] /
-                                                               (double)(k->kh * k->kw);
-                    }
-}
-
 /* Batch normalisation's channels: x [N,C] or [N,C,H,W] holds, for each of
  * its N images, C channels of P = H*W (or 1) values; channel c's M = N*P
  * values are x[(n*C + c)*P + q]. */
@@ -406,7 +351,7 @@ static void batch_norm_running(const dg_node *nd, double **vals, double *y) {
 }
 
 /* a side output from its definition, not from its owner's result:
- * softmax_ce's row log-sum-exp, max_pool2d's argmax, batch_norm's stats */
+ * softmax_ce's row log-sum-exp, batch_norm's stats, ... (the pools': ref_pool.c) */
 static dg_status side_output(const dg_node *n, double **vals, double *y) {
     const dg_node *owner = n->in[0];
     const double *x = vals[owner->in[0]->id];
@@ -416,11 +361,7 @@ static dg_status side_output(const dg_node *n, double **vals, double *y) {
         for (int64_t r = 0; r < dg_node_numel(n); r++) y[r] = row_lse(x + r * C, C);
         return DG_OK;
     }
-    case DG_OP_MAX_POOL2D: {
-        window k = window_of(owner, owner->in[0]->shape, owner->shape);
-        max_pool2d(&k, x, NULL, y);
-        return DG_OK;
-    }
+    case DG_OPS_POOL: return ref_pool_side(n, vals, y);
     case DG_OP_BATCH_NORM: {
         channels ch = channels_of(owner->in[0]->shape);
         for (int64_t c = 0; c < ch.C; c++)
@@ -433,8 +374,17 @@ static dg_status side_output(const dg_node *n, double **vals, double *y) {
         ref_attention_backward(owner, vals, NULL, dg_attr_side_of(n).index == 0 ? y : NULL,
                                dg_attr_side_of(n).index == 1 ? y : NULL);
         return DG_OK;
-    default: return DG_ERR_UNSUPPORTED;
+    /* no side outputs */
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV:
+    case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_MATMUL: case DG_OP_PERMUTE: case DG_OP_RESHAPE:
+    case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_BROADCAST_TO: case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX:
+    case DG_OP_EMBEDDING: case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
+    case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
+    case DG_OP_BATCH_NORM_RUNNING: case DG_OP_COUNT:
+        break;
     }
+    return DG_ERR_UNSUPPORTED;
 }
 
 static dg_status eval_node(const dg_node *n, double **vals) {
@@ -446,22 +396,19 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     dg_shape s = n->shape;
     switch (n->op) {
     case DG_OP_LEAF: break;
-    case DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV:
+    case DG_OPS_BINARY:
 #pragma omp parallel for private(idx)
         for (int64_t i = 0; i < numel; i++) {
             unravel(i, s, idx);
             double x = a[bcast_src(idx, s, n->in[0]->shape)], z = b[bcast_src(idx, s, n->in[1]->shape)];
-            y[i] = n->op == DG_OP_ADD ? x + z : n->op == DG_OP_SUB ? x - z : n->op == DG_OP_MUL ? x * z : x / z;
+            y[i] = binary(n->op, x, z);
         }
         break;
-    case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
-    case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
-    case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
+    case DG_OPS_UNARY:
 #pragma omp parallel for
         for (int64_t i = 0; i < numel; i++) y[i] = unary(n->op, a[i], c);
         break;
-    case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
-    case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
+    case DG_OPS_UNARY_BACKWARD:
 #pragma omp parallel for
         for (int64_t i = 0; i < numel; i++) y[i] = unary_backward(n->op, a[i], b[i], c);
         break;
@@ -552,8 +499,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         }
         break;
     }
-    case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
-        return optim_update(n, vals, y);
+    case DG_OPS_OPTIM: return optim_update(n, vals, y);
     case DG_OP_CONV2D: {
         window k = window_of(n, n->in[0]->shape, s);
         conv2d(&k, a, b, y);
@@ -569,18 +515,7 @@ static dg_status eval_node(const dg_node *n, double **vals) {
         conv2d_backward_weight(&k, a, b, y);
         break;
     }
-    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: {
-        window k = window_of(n, n->in[0]->shape, s);
-        if (n->op == DG_OP_MAX_POOL2D) max_pool2d(&k, a, y, NULL);
-        else avg_pool2d(&k, a, y);
-        break;
-    }
-    case DG_OP_MAX_POOL2D_BACKWARD: case DG_OP_AVG_POOL2D_BACKWARD: { /* (dy[, argmax]) -> dx */
-        window k = window_of(n, s, n->in[0]->shape);
-        if (n->op == DG_OP_MAX_POOL2D_BACKWARD) max_pool2d_backward(&k, a, b, y);
-        else avg_pool2d_backward(&k, a, y);
-        break;
-    }
+    case DG_OPS_POOL: return ref_pool_eval(n, vals);
     case DG_OP_BATCH_NORM: batch_norm(n, vals, y); break;
     case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
         batch_norm_backward(n, vals, y, n->op == DG_OP_BATCH_NORM_BACKWARD_SCALE);

@@ -17,4 +17,13 @@
 dg_status ref_eval(const dg_graph *g, int upto, double **vals);
 void ref_free(double **vals, int n);
 
+/* The pool family (ref_pool.c), reached by ref_eval and case_ref_own_grad
+ * through DG_OPS_POOL; DG_ERR_UNSUPPORTED for a node of another family.
+ * ref_pool_eval: vals[n->id] from n's inputs; ref_pool_side: the side
+ * output `side` of a pool from its owner's inputs; ref_pool_vjp: adds y's
+ * contribution (adj[y->id]) into its input's adjoint. */
+dg_status ref_pool_eval(const dg_node *n, double **vals);
+dg_status ref_pool_side(const dg_node *side, double **vals, double *y);
+dg_status ref_pool_vjp(const dg_node *y, double *const *val, double *const *adj);
+
 #endif

@@ -86,8 +86,11 @@ static double binary_partial(dg_op op, int wrt, double u, double v) {
     case DG_OP_SUB: return wrt ? -1 : 1;
     case DG_OP_MUL: return wrt ? u : v;
     case DG_OP_DIV: return wrt ? -u / (v * v) : 1 / v;
-    default:        return NAN; /* not a binary op */
+    case DG_OPS_UNARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
+    return NAN; /* not a binary op */
 }
 
 /* z = u op v with broadcasting: each operand's contribution g dz/dx is
@@ -135,8 +138,11 @@ static double unary_slope(dg_op op, double x, double c) {
         const double k = sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
         return 0.5 * (1 + tanh(u)) + 0.5 * x / (cosh(u) * cosh(u)) * k * (1 + 3 * 0.044715 * x * x);
     }
-    default:               return NAN; /* not an elementwise op */
+    case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
     }
+    return NAN; /* not a unary op */
 }
 
 static void vjp_unary(backward *bw, const dg_node *n) {
@@ -270,8 +276,8 @@ static dg_status vjp_softmax_ce(backward *bw, const dg_node *n) {
     return DG_OK;
 }
 
-/* The geometry of a convolution or pool node y = op(x[, w]): x [N,C,H,W],
- * y [N,O,OH,OW], w [O,C/groups,KH,KW] (pools: O = C, one group); output
+/* The geometry of a convolution y = conv2d(x, w): x [N,C,H,W],
+ * y [N,O,OH,OW], w [O,C/groups,KH,KW]; output
  * (oy, ox) meets tap (ki, kj) at x's row oy*sh - ph + ki*dh and column
  * ox*sw - pw + kj*dw. */
 typedef struct conv_geom {
@@ -329,38 +335,6 @@ static void vjp_conv2d(backward *bw, const dg_node *y) {
 #pragma omp parallel for
         for (int64_t o = 0; o < k.o; o++)
             for (int64_t b = 0; b < k.n; b++) conv2d_terms(&k, b, o, g, x, w, NULL, dw);
-    }
-}
-
-/* The pools, plane by plane (N*C planes of H*W; y's of OH*OW):
- *   max: y = x at the window's largest tap inside x (the first of equals),
- *        a selection, so dx there += g and nowhere else;
- *   avg: y = (sum of the window's taps inside x) / (KH*KW), so each of
- *        those taps gets g / (KH*KW).
- * The maximum is found here again from x, not read from the argmax. */
-static void vjp_pool2d(backward *bw, const dg_node *y) {
-    const conv_geom k = conv_geom_of(y);
-    const double *g = bw->adj[y->id], *x = bw->val[y->in[0]->id];
-    double *dx = bw->adj[y->in[0]->id];
-    const bool max = y->op == DG_OP_MAX_POOL2D;
-#pragma omp parallel for
-    for (int64_t p = 0; p < k.n * k.c; p++) {
-        const double *xp = x + p * k.h * k.w;
-        double *dxp = dx + p * k.h * k.w;
-        for (int64_t oy = 0; oy < k.oh; oy++)
-            for (int64_t ox = 0; ox < k.ow; ox++) {
-                const double gy = g[(p * k.oh + oy) * k.ow + ox];
-                int64_t best = -1;
-                for (int64_t ki = 0; ki < k.kh; ki++)
-                    for (int64_t kj = 0; kj < k.kw; kj++) {
-                        const int64_t iy = oy * k.sh - k.ph + ki, ix = ox * k.sw - k.pw + kj;
-                        if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;
-                        const int64_t i = iy * k.w + ix;
-                        if (!max) dxp[i] += gy / (double)(k.kh * k.kw);
-                        else if (best < 0 || xp[i] > xp[best]) best = i;
-                    }
-                if (max) dxp[best] += gy;
-            }
     }
 }
 
@@ -464,11 +438,9 @@ static void vjp_attention(backward *bw, const dg_node *y) {
  * op's input always has one; of two inputs, one may not (w, labels). */
 static dg_status vjp(backward *bw, const dg_node *n) {
     switch (n->op) {
-    case DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV:
+    case DG_OPS_BINARY:
         return vjp_binary(bw, n);
-    case DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR:
-    case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU:
-    case DG_OP_LEAKY_RELU: case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU:
+    case DG_OPS_UNARY:
         vjp_unary(bw, n);
         return DG_OK;
     case DG_OP_MATMUL: vjp_matmul(bw, n); return DG_OK;
@@ -491,7 +463,7 @@ static dg_status vjp(backward *bw, const dg_node *n) {
     case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: vjp_softmax(bw, n); return DG_OK;
     case DG_OP_SOFTMAX_CE: return vjp_softmax_ce(bw, n);
     case DG_OP_CONV2D: vjp_conv2d(bw, n); return DG_OK;
-    case DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: vjp_pool2d(bw, n); return DG_OK;
+    case DG_OPS_POOL: return ref_pool_vjp(n, bw->val, bw->adj); /* its backward ops: none */
     case DG_OP_BATCH_NORM: vjp_batch_norm(bw, n); return DG_OK;
     case DG_OP_LAYER_NORM: vjp_layer_norm(bw, n); return DG_OK;
     case DG_OP_EMBEDDING: vjp_embedding(bw, n); return DG_OK;
@@ -499,12 +471,10 @@ static dg_status vjp(backward *bw, const dg_node *n) {
     /* not forward ops of a case: the graph up to the loss holds none on a
      * path to the loss, and a new forward op lands here until it has a VJP */
     case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT:
-    case DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:
-    case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD:
+    case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM:
     case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
-    case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP: case DG_OP_ADAM_UPDATE:
-    case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT: case DG_OP_MAX_POOL2D_BACKWARD:
-    case DG_OP_AVG_POOL2D_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT:
+    case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
     case DG_OP_BATCH_NORM_RUNNING:
     case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
     case DG_OP_ATTENTION_BACKWARD:
