@@ -22,6 +22,7 @@ static struct {
     const char *fail_setup_of;  /* a case whose setup fails                           */
     dg_status fail_setup_with;
     bool wrong_check, wrong_prepare;
+    bool check_fails;           /* the check cannot read the result back          */
 } toy;
 
 static const bench_impl toy_impls[] = {
@@ -98,6 +99,11 @@ static dg_status toy_prepare(bench_ctx *ctx, void *state, const bench_impl *im, 
 
 static bool toy_check(void *state, const bench_impl *im, bench_row *row) {
     (void)state; (void)im;
+    if (toy.check_fails) {
+        row->status = bench_status_word(DG_ERR_BACKEND);
+        row->note = "the toy's result could not be read back";
+        return false;
+    }
     row->max_rel_err = toy.wrong_check ? 0.5 : 1e-9;
     return !toy.wrong_check;
 }
@@ -378,4 +384,82 @@ Test(runner, all_and_the_default_sweeps_come_from_the_registry) {
     bench_ctx ctx;
     bench_choice ch;
     cr_assert_eq(bench_parse_options(3, empty, &ctx, &ch), 2, "an empty --sweep is refused");
+}
+
+static int probe_calls;
+/* a probe that declines small points and, on large ones, reports a slow
+ * rate: 10 s per 1e6 flops */
+static void slow_probe(bench_ctx *ctx, const bench_impl *im, const bench_point *pt, double *ms, double *work) {
+    (void)ctx; (void)im;
+    probe_calls++;
+    if (pt->m < 100) return;
+    *ms = 1e4;
+    *work = 1e6;
+}
+
+/* case a at 1e6 flops, then 2e6, then 2e8: the last over 64 times the
+ * work of the row before it */
+static void far_points(bench_ctx *ctx, const void *arg, bench_points *out) {
+    (void)ctx; (void)arg;
+    static const int64_t m[] = {1, 2, 200};
+    for (int i = 0; i < 3; i++)
+        bench_points_add(out, (bench_point){.name = "a", .m = m[i], .n = 1, .k = 1, .batch = 1, .flops = 1e6 * m[i]});
+}
+
+static dg_status run_far(bench_ctx *ctx) {
+    bench_sweep_spec spec = toy_spec;
+    spec.points = far_points;
+    spec.probe = slow_probe;
+    return bench_run_spec(ctx, &spec);
+}
+
+/* The probe is asked where no row of the implementation has run and where
+ * the point's work is over 64 times the work of the last rate (a small
+ * row's rate predicts a large point poorly); a probe that declines leaves
+ * the rate as it was. Here the probe's slow rate skips the large point,
+ * which the fast small rows alone would have let run. */
+Test(runner, probes_again_where_the_last_rate_is_far_below_the_point) {
+    reset();
+    probe_calls = 0;
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    dg_backend *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
+    bench_ctx ctx = {.out_dir = dir, .cpu = cpu, .threads = 1, .cpu_cap_s = 30, .impl_filter = "toy-fast",
+                     .timing = {.min_reps = 1, .max_reps = 1}};
+    const sweep_def def = {.name = "toy", .run = run_far};
+    bench_run_sweep(&ctx, &def);
+    dg_backend_free(cpu);
+    char path[256];
+    snprintf(path, sizeof path, "%s/toy.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 3);
+    cr_assert(strcmp(r[0].status, "skipped") && strcmp(r[1].status, "skipped"), "%s %s", r[0].status, r[1].status);
+    cr_assert_str_eq(r[2].status, "skipped", "m 200: %s", r[2].note);
+    cr_assert(strstr(r[2].note, "predicted 2000.0 s"), "%s", r[2].note);
+    cr_assert_eq(probe_calls, 2, "asked with no rate (declined) and at the far point: %d", probe_calls);
+    free(r);
+    remove_dir(dir);
+}
+
+/* a check that could not read the result back says so with its own
+ * failure word: the row is an error, not a wrong result */
+Test(runner, a_check_that_cannot_check_is_an_error_not_wrong) {
+    reset();
+    toy.check_fails = true;
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.case_filter = "a", .impl_filter = "toy-fast"};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    cr_assert_eq(n, 3);
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(r[i].status, "error");
+        cr_assert_str_eq(r[i].note, "the toy's result could not be read back");
+    }
+    cr_assert_eq(ctx.failed, 3);
+    free(r);
+    remove_dir(dir);
 }

@@ -38,7 +38,12 @@ static bool row_applies(const bench_ctx *ctx, const bench_sweep_spec *spec, cons
 }
 
 /* the rate of a CPU implementation's last row (or probe), per implementation */
-typedef struct rate { double ms, work; bool probed; } rate;
+typedef struct rate { double ms, work; } rate;
+
+/* A rate measured on work this many times smaller predicts a point poorly
+ * (a 64^3 GEMM's rate says little of an 8192^3 one's): the sweep's probe is
+ * asked again, and may measure something closer. */
+#define RATE_REACH 64.0
 
 /* why im does not run at pt, or NULL: the sweep's reason, else the time
  * predicted for a CPU row against --cpu-cap */
@@ -46,9 +51,11 @@ static const char *skip_reason(bench_ctx *ctx, const bench_sweep_spec *spec, con
                                const bench_impl *im, rate *r, char *why, size_t n) {
     const char *sweep_why = spec->skip ? spec->skip(ctx, pt, im, why, n) : NULL;
     if (sweep_why || im->gpu) return sweep_why;
-    if (!(r->ms > 0) && !r->probed && spec->probe) {
-        r->probed = true;
-        spec->probe(ctx, im, pt, &r->ms, &r->work);
+    double work = pt->flops > 0 ? pt->flops : pt->bytes;
+    if (spec->probe && (!(r->ms > 0) || work > RATE_REACH * r->work)) {
+        double ms = 0, probe_work = 0; /* a probe that declines leaves the rate as it was */
+        spec->probe(ctx, im, pt, &ms, &probe_work);
+        if (ms > 0 && probe_work > 0) *r = (rate){ms, probe_work};
     }
     double predicted_s = bench_predict_s(pt, r->ms, r->work);
     if (predicted_s > ctx->cpu_cap_s) {
@@ -89,7 +96,8 @@ static void measure(bench_ctx *ctx, const bench_sweep_spec *spec, void *state, c
         row->note = dg_last_error();
         return;
     }
-    row->status = !spec->check || spec->check(state, im, row) ? "ok" : "wrong";
+    bool passed = !spec->check || spec->check(state, im, row);
+    if (!row->status) row->status = passed ? "ok" : "wrong"; /* else the check's own failure word */
 }
 
 /* every row of one point; rates[] updated from the rows that ran */

@@ -95,10 +95,11 @@ typedef struct bench_sweep_spec {
      * anything runs (the scratch its kernels reserve), in every row of it:
      * skipped and failed rows too, where prepare never comes */
     void (*columns)(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, bench_row *row);
-    /* A CPU implementation's first rate, when no row of it has run yet and
-     * the point is larger than what a probe costs: *ms for *work (flops,
-     * or bytes where the point has no flops). NULL: predict from the rows
-     * alone. */
+    /* A CPU implementation's rate measured apart: asked when no row of it
+     * has run yet, or when the point's work is over 64 times the work its
+     * last rate came from; sets *ms for *work (flops, or bytes where the
+     * point has no flops), or leaves them 0 to decline (a point no larger
+     * than the probe). NULL: predict from the rows alone. */
     void (*probe)(bench_ctx *ctx, const bench_impl *im, const bench_point *pt, double *ms, double *work);
     /* *state for this point's implementations; DG_OK or a failure that
      * becomes every remaining row's `failed` status, with its message */
@@ -110,7 +111,9 @@ typedef struct bench_sweep_spec {
      * which case nothing is timed; or set work->no_row */
     dg_status (*prepare)(bench_ctx *ctx, void *state, const bench_impl *im, bench_row *row, bench_work *work);
     /* NULL: prepare checked. Else, after timing: sets row->max_rel_err and
-     * returns whether the result passed; may set row->note */
+     * returns whether the result passed; may set row->note, and
+     * row->status where it could not check at all (a download that
+     * failed: bench_status_word of its status, not "wrong") */
     bool (*check)(void *state, const bench_impl *im, bench_row *row);
     /* NULL: nothing to release */
     void (*release)(void *state, const bench_impl *im, bench_work *work);

@@ -123,7 +123,9 @@ static bool xfer_check(void *arg, const bench_impl *im, bench_row *row) {
     bool same;
     if (s->upload) {
         if (s->a.im->pinned) memset(s->host, 0, s->bytes);
-        if (dg_backend_download(s->a.be, s->b->pinned, s->b->dev, s->bytes) != DG_OK) {
+        dg_status st = dg_backend_download(s->a.be, s->b->pinned, s->b->dev, s->bytes);
+        if (st != DG_OK) {
+            row->status = bench_status_word(st);
             row->note = dg_last_error();
             return false;
         }

@@ -111,7 +111,9 @@ static dg_status copy_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, b
 /* the destination, brought back from the device, equals the source byte for byte */
 static bool copy_check(void *arg, const bench_impl *im, bench_row *row) {
     copy_state *s = arg;
-    if (im->gpu && dg_backend_download(s->gpu, s->dst, s->ddst, s->a.bytes) != DG_OK) {
+    dg_status st = im->gpu ? dg_backend_download(s->gpu, s->dst, s->ddst, s->a.bytes) : DG_OK;
+    if (st != DG_OK) {
+        row->status = bench_status_word(st);
         row->note = dg_last_error();
         return false;
     }

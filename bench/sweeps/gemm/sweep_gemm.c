@@ -353,7 +353,9 @@ static bool gemm_check(void *arg, const bench_impl *im, bench_row *row) {
     gemm_run *g = &s->g;
     size_t nc = (size_t)g->m * g->n;
 #ifdef DG_HAVE_CUDA
-    if (im->gpu && !im->transfer && dg_backend_download(g->ctx->gpu, g->C, g->dC, nc * 4) != DG_OK) {
+    dg_status st = im->gpu && !im->transfer ? dg_backend_download(g->ctx->gpu, g->C, g->dC, nc * 4) : DG_OK;
+    if (st != DG_OK) {
+        row->status = bench_status_word(st);
         row->note = dg_last_error();
         return false;
     }

@@ -123,10 +123,11 @@ static dg_status ops_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     dg_shape shape[OP_CASE_MAX_IN];
     op_case_shapes_at(oc, pt->m, shape);
     ops_state *s = calloc(1, sizeof *s);
-    if (!s) return DG_ERR_OOM;
+    if (!s) return dg_fail(DG_ERR_OOM, "ops: out of host memory for %s", oc->sweep.name);
+    /* a graph that fails halfway keeps what it built: the teardown frees it */
     dg_status st = case_graph_new_at(&s->cg, oc, shape, (uint64_t)pt->m * 31 + (uint64_t)pt->index);
     if (st != DG_OK) {
-        free(s);
+        ops_teardown(s);
         return st;
     }
     st = case_ref_own_grad(&s->cg, s->ref.grad, &s->ref.out);

@@ -485,11 +485,17 @@ static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row
 }
 
 /* the host clock times every replica's work, all queued and waited for */
+/* every row, measured or not: the work is the GPUs', timed without the
+ * CPU backend's threads, and its warm-up is the check's run */
+static void scaling_columns(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, bench_row *row) {
+    (void)ctx; (void)pt; (void)im;
+    row->threads = 0;
+    row->warmup = 0;
+}
+
 static dg_status scaling_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
     (void)ctx;
     scaling_state *s = arg;
-    row->threads = 0;
-    row->warmup = 0;
     return s->sp->kind == ALLREDUCE ? allreduce_prepare(s, im, row, work) : model_prepare(s, im, row, work);
 }
 
@@ -531,6 +537,7 @@ dg_status sweep_scaling(bench_ctx *ctx) {
     const bench_sweep_spec spec = {
         .name = "scaling", .impls = scaling_impls, .n_impls = 4, .unavailable = scaling_unavailable,
         .hot = true, .points = scaling_points_of, .arg = &arg, .applies = scaling_applies, .skip = scaling_skip,
+        .columns = scaling_columns,
         .setup = scaling_setup, .teardown = scaling_teardown, .prepare = scaling_prepare, .check = scaling_check,
         .release = scaling_release,
     };
