@@ -7,8 +7,10 @@
 # bench/peers/torch_resnet.py appends PyTorch's rows of the same step to resnet.csv
 # right after; DG_PROFILE: bench profile of those models, see below). DG_TESTS=0 skips the test suites (a second call of a run). Everything lands in one tarball,
 # $OUT/gpu-results.tgz (the device returns few files); a short summary is
-# printed last. A missing or broken GPU fails the GPU tests here
-# (DG_REQUIRE_GPU=1) instead of skipping them: this machine exists to run them.
+# printed last, and kept in $OUT/summary.txt a line a step as it goes, so
+# a call cut by the device's limit still returns what finished. A missing
+# or broken GPU fails the GPU tests here (DG_REQUIRE_GPU=1) instead of
+# skipping them: this machine exists to run them.
 set -u
 export DG_REQUIRE_GPU=1
 work=$(mktemp -d)
@@ -32,19 +34,25 @@ export NCCL_NVLS_ENABLE=0 # never NVLink multicast on the shared machines
 if grep -q avx512f /proc/cpuinfo && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE=SkylakeX; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$out/gpu-smi.txt" 2>&1
 # what dg_gpu_probe finds (present, absent or broken, and why), first
-summary="gpu_probe: $($bin/gpu_probe 2>&1)"
+# The summary grows a line a step, kept in $OUT/summary.txt as it grows:
+# a call cut by the device's time limit still brings back every finished
+# step's line (the tarball is written only at the end)
+summary_file="${OUT:-$work}/summary.txt"
+: > "$summary_file"
+say() { printf "%b\n" "$1" >> "$summary_file"; }
+say "gpu_probe: $($bin/gpu_probe 2>&1)"
 
 # a suite's synthesis and its skip counts by reason (tests/skip_report.c)
 results() { grep -E 'Synthesis|\] Skipped: |DG_REQUIRE_GPU' "$1" | tr '\n' ' '; }
 if [ "${DG_TESTS:-1}" = 1 ]; then
     $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
-    summary="$summary\ntest_gpu: exit $? :: $(results "$out/test_gpu.log")"
+    say "test_gpu: exit $? :: $(results "$out/test_gpu.log")"
     # DG_SUITES: the suites after test_gpu (default: all of them)
     for t in ${DG_SUITES:-test_gpu_tf32 test_gpu_transfer test_conv_implicit test_gpu_device test_bench_faults test_optim test_range test_timing \
              test_ref_grad test_misuse test_ops test_conv test_models test_models_memory test_plan test_seams \
              test_train test_gemm test_shapes test_profile test_attention test_sweep_attention}; do
         $bin/$t --jobs 4 > "$out/$t.log" 2>&1
-        summary="$summary\n$t: exit $? :: $(results "$out/$t.log")"
+        say "$t: exit $? :: $(results "$out/$t.log")"
     done
 fi
 
@@ -60,7 +68,7 @@ if [ "${DG_SANITIZER:-1}" = 1 ]; then
             timeout "${DG_SANITIZER_LIMIT:-240}" compute-sanitizer --tool $tool --report-api-errors no \
                 --target-processes all --error-exitcode 3 $bin/$suite --jobs 1 \
                 ${DG_SANITIZER_FILTER:+--filter "$DG_SANITIZER_FILTER"} > "$log" 2>&1
-            summary="$summary\n$suite $tool: exit $? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$log")"
+            say "$suite $tool: exit $? :: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr '\n' ' ') :: $(grep Synthesis "$log")"
         done
     done
 fi
@@ -69,31 +77,31 @@ if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then
     # the same options as the run after it: a comparison of like with like
     timeout -s INT "${DG_BENCH_LIMIT:-400}" "$DG_BEFORE" --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
         ${DG_BENCH_ARGS:-} --out "$out/bench-before" > "$out/bench-before.log" 2>&1
-    summary="$summary\nbefore: bench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok,' "$out"/bench-before/*.csv | tr '\n' ' ')"
+    say "before: bench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok,' "$out"/bench-before/*.csv | tr '\n' ' ')"
 fi
 if [ -n "${DG_SWEEP:-}" ]; then
     # SIGINT at the time limit: bench keeps every finished row and says so
     # DG_BENCH_ARGS: more options (--cold, --samples ...)
     timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
         ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
-    summary="$summary\nbench --sweep $DG_SWEEP: exit $? :: ok rows $(grep -c ',ok,' "$out"/bench/*.csv | tr '\n' ' ') noisy rows $(grep -c ',noisy,' "$out"/bench/*.csv | tr '\n' ' ')"
-    summary="$summary\n$(grep 'bench:' "$out/bench.log" | tail -8)"
+    say "bench --sweep $DG_SWEEP: exit $? :: ok rows $(grep -c ',ok,' "$out"/bench/*.csv | tr '\n' ' ') noisy rows $(grep -c ',noisy,' "$out"/bench/*.csv | tr '\n' ' ')"
+    say "$(grep 'bench:' "$out/bench.log" | tail -8)"
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/resnet.csv" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_resnet.py --out "$out/bench" \
             > "$out/torch_peer.log" 2>&1
-        summary="$summary\ntorch_peer: exit $? :: $(tail -12 "$out/torch_peer.log")"
+        say "torch_peer: exit $? :: $(tail -12 "$out/torch_peer.log")"
     fi
     # PyTorch's host-device copies from pinned and pageable tensors, beside the ceiling's
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/ceiling.csv" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_ops.py --out "$out/bench" \
             --no-ops --no-gemm --transfers > "$out/torch_transfer_peer.log" 2>&1
-        summary="$summary\ntorch transfers: exit $? :: $(grep -c ' ok$' "$out/torch_transfer_peer.log") ok rows"
+        say "torch transfers: exit $? :: $(grep -c ' ok$' "$out/torch_transfer_peer.log") ok rows"
     fi
     # PyTorch's scaled_dot_product_attention at the attention sweep's peer shapes
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/attention.csv" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_attention.py --out "$out/bench" \
             > "$out/torch_attention_peer.log" 2>&1
-        summary="$summary\ntorch_attention_peer: exit $? :: $(tail -12 "$out/torch_attention_peer.log")"
+        say "torch_attention_peer: exit $? :: $(tail -12 "$out/torch_attention_peer.log")"
     fi
     # DG_PEER_OPS=1: PyTorch's sgemm, softmax and sums at the gemm and ops
     # sweeps' shapes (torch_ops.csv; DG_PEER_OPS_ARGS: more options);
@@ -102,19 +110,19 @@ if [ -n "${DG_SWEEP:-}" ]; then
     if [ "${DG_PEER_OPS:-0}" = 1 ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_ops.py --out "$out/bench" \
             ${DG_PEER_OPS_ARGS:-} > "$out/torch_ops_peer.log" 2>&1
-        summary="$summary\ntorch_ops_peer: exit $? :: $(grep -c ' ok$' "$out/torch_ops_peer.log") ok rows"
+        say "torch_ops_peer: exit $? :: $(grep -c ' ok$' "$out/torch_ops_peer.log") ok rows"
     fi
     if [ "${DG_PEER_MLP:-0}" = 1 ] && [ -f "$out/bench/mlp.csv" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/numpy_mlp.py --out "$out/bench" \
             ${DG_PEER_MLP_ARGS:-} > "$out/numpy_mlp_peer.log" 2>&1
-        summary="$summary\nnumpy_mlp_peer: exit $? :: $(tail -2 "$out/numpy_mlp_peer.log" | tr '\n' ' ')"
+        say "numpy_mlp_peer: exit $? :: $(tail -2 "$out/numpy_mlp_peer.log" | tr '\n' ' ')"
     fi
     # DG_PEER_DDP=1: PyTorch DDP's steps of the scaling sweep appended to
     # scaling.csv (DG_PEER_DDP_ARGS: bench/peers/torch_ddp.py's options)
     if [ "${DG_PEER_DDP:-0}" = 1 ] && [ -f "$out/bench/scaling.csv" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_ddp.py --out "$out/bench" \
             ${DG_PEER_DDP_ARGS:-} > "$out/torch_ddp_peer.log" 2>&1
-        summary="$summary\ntorch_ddp_peer: exit $? :: $(tail -8 "$out/torch_ddp_peer.log")"
+        say "torch_ddp_peer: exit $? :: $(tail -8 "$out/torch_ddp_peer.log")"
     fi
     # DG_PEER_CONV=1: PyTorch's convolutions (cuDNN, autotuned cuDNN, the
     # CPU's) of the conv sweep's rows appended to conv.csv, then the report
@@ -123,13 +131,13 @@ if [ -n "${DG_SWEEP:-}" ]; then
     if [ "${DG_PEER_CONV:-0}" = 1 ] && [ -f "$out/bench/conv.csv" ]; then
         PYTHONUNBUFFERED=1 timeout -s INT "${DG_PEER_CONV_LIMIT:-300}" python3 bench/peers/torch_conv.py \
             --out "$out/bench" ${DG_PEER_CONV_ARGS:-} > "$out/torch_conv_peer.log" 2>&1
-        summary="$summary\ntorch_conv_peer: exit $? :: $(tail -5 "$out/torch_conv_peer.log")"
+        say "torch_conv_peer: exit $? :: $(tail -5 "$out/torch_conv_peer.log")"
         $bin/bench plot "$out/bench" > "$out/bench-plot.log" 2>&1
-        summary="$summary\nbench plot with the conv peer's rows: exit $?"
+        say "bench plot with the conv peer's rows: exit $?"
     fi
     if [ -n "${DG_BEFORE:-}" ]; then
         $bin/bench compare --out "$out/compare.md" "$out/bench-before" "$out/bench" > "$out/compare.log" 2>&1
-        summary="$summary\ncompare: exit $? :: $(tail -1 "$out/compare.log")"
+        say "compare: exit $? :: $(tail -1 "$out/compare.log")"
     fi
 fi
 # DG_PROFILE="mlp cnn ...": bench profile of each model on both backends,
@@ -140,7 +148,7 @@ if [ -n "${DG_PROFILE:-}" ]; then
     for model in $DG_PROFILE; do
         timeout -s INT "${DG_PROFILE_LIMIT:-200}" $bin/bench profile --model "$model" --backend both $ceil \
             ${DG_PROFILE_ARGS:-} --out "$out/profile" > "$out/profile-$model.log" 2>&1
-        summary="$summary\nprofile $model: exit $? :: $(grep -E '^step:|^== ' "$out/profile-$model.log" | tr '\n' ' ')"
+        say "profile $model: exit $? :: $(grep -E '^step:|^== ' "$out/profile-$model.log" | tr '\n' ' ')"
         ceil="--ceilings $out/profile"
     done
     first=${DG_PROFILE%% *}
@@ -148,9 +156,9 @@ if [ -n "${DG_PROFILE:-}" ]; then
         nsys profile --trace=cuda,nvtx --force-overwrite true -o "$out/nsys-$first" $bin/bench profile --model "$first" \
             --backend gpu --run-once --out "$out/nsys-run" > "$out/nsys.log" 2>&1
         nsys stats --report nvtx_sum --format csv "$out/nsys-$first.nsys-rep" > "$out/nsys-nvtx.csv" 2>&1
-        summary="$summary\nnsys: $(grep -c . "$out/nsys-nvtx.csv") lines of NVTX ranges :: $(head -4 "$out/nsys-nvtx.csv" | tr '\n' ' ')"
+        say "nsys: $(grep -c . "$out/nsys-nvtx.csv") lines of NVTX ranges :: $(head -4 "$out/nsys-nvtx.csv" | tr '\n' ' ')"
     else
-        summary="$summary\nnsys: not on this machine"
+        say "nsys: not on this machine"
     fi
 fi
 if [ "${DG_TRAIN:-0}" = 1 ]; then
@@ -158,12 +166,12 @@ if [ "${DG_TRAIN:-0}" = 1 ]; then
         for be in cpu gpu; do
             $bin/bench train --model "$model" --backend "$be" --epochs 10 --data .gpu/data --out "$out/bench" \
                 > "$out/train-$model-$be.log" 2>&1
-            summary="$summary\ntrain $model $be: exit $? :: $(tail -1 "$out/train-$model-$be.log")"
+            say "train $model $be: exit $? :: $(tail -1 "$out/train-$model-$be.log")"
         done
     done
     $bin/bench train --model mlp --backend gpu --epochs 3 --copy-batches --data .gpu/data --out "$out/bench" \
         > "$out/train-mlp-gpu-copy.log" 2>&1
-    summary="$summary\ntrain mlp gpu copy-batches: exit $? :: $(tail -1 "$out/train-mlp-gpu-copy.log")"
+    say "train mlp gpu copy-batches: exit $? :: $(tail -1 "$out/train-mlp-gpu-copy.log")"
 fi
 # DG_TRAIN_GPUS=N: Fashion-MNIST data-parallel on N GPUs and on one GPU
 # with the same global batch (DG_TRAIN_GPUS_ARGS: more options)
@@ -171,7 +179,7 @@ if [ -n "${DG_TRAIN_GPUS:-}" ]; then
     for g in 1 "$DG_TRAIN_GPUS"; do
         timeout -s INT "${DG_TRAIN_GPUS_LIMIT:-150}" $bin/bench train --model mlp --backend gpu --gpus "$g" \
             --data .gpu/data ${DG_TRAIN_GPUS_ARGS:-} --out "$out/bench" > "$out/train-mlp-gpus$g.log" 2>&1
-        summary="$summary\ntrain mlp --gpus $g: exit $? :: $(tail -2 "$out/train-mlp-gpus$g.log" | tr '\n' ' ')"
+        say "train mlp --gpus $g: exit $? :: $(tail -2 "$out/train-mlp-gpus$g.log" | tr '\n' ' ')"
     done
 fi
 # DG_CHARLM=1: the character-level language model on both backends from one
@@ -182,8 +190,8 @@ if [ "${DG_CHARLM:-0}" = 1 ]; then
         [ "$be" = cpu ] && steps=${DG_CHARLM_CPU_STEPS:-300}
         timeout -s INT "${DG_CHARLM_LIMIT:-200}" $bin/bench train --model charlm --backend "$be" --steps "$steps" \
             ${DG_CHARLM_ARGS:-} --out "$out/bench" > "$out/train-charlm-$be.log" 2>&1
-        summary="$summary\ntrain charlm $be: exit $? :: $(head -1 "$out/train-charlm-$be.log") :: $(tail -1 "$out/train-charlm-$be.log")"
+        say "train charlm $be: exit $? :: $(head -1 "$out/train-charlm-$be.log") :: $(tail -1 "$out/train-charlm-$be.log")"
     done
 fi
 tar -C "$work" -czf "${OUT:-.}/gpu-results.tgz" results
-printf "%b\n" "$summary"
+cat "$summary_file"
