@@ -3,30 +3,16 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "status_internal.h"
-
 static _Thread_local char last_error[1024];
 
 const char *dg_last_error(void) { return last_error; }
 
-static dg_status record(dg_status s, const char *fmt, va_list ap) {
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    return s;
-}
-
-dg_status dg__fail(dg_status s, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    record(s, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-/* the public writer of the same slot, for programs built on duograd */
+/* the one writer of the slot: the library's failures (dg__fail, its own
+ * name for this function) and a program's alike */
 dg_status dg_fail(dg_status s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    record(s, fmt, ap);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
     return s;
 }

@@ -6,19 +6,10 @@
 
 #include "status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
 /* Record a formatted message and return `s`, so a failing path can be
- * written `return dg__fail(DG_ERR_SHAPE, "add: %s vs %s", ...);`. */
-dg_status dg__fail(dg_status s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
+ * written `return dg__fail(DG_ERR_SHAPE, "add: %s vs %s", ...);`. The
+ * library's own name for the public dg_fail (status.h): one writer of the
+ * message slot, whoever records the failure. */
+#define dg__fail dg_fail
 
-#ifdef __cplusplus
-}
-#endif
 #endif
