@@ -123,15 +123,17 @@ static dg_status run_toy(bench_ctx *ctx) { return bench_run_spec(ctx, &toy_spec)
 static const sweep_def toy_def = {.name = "toy", .what = "a sweep of the tests", .run = run_toy};
 
 /* runs the toy sweep through bench_run_sweep into dir/toy.csv, returns its rows */
-static csv_rec *run(bench_ctx *ctx, const char *dir, int *n) {
+/* runs sweep def on a one-thread CPU backend into dir/toy.csv, with ctx's
+ * filters, cap (default 30 s) and timing (default 2 runs); its rows */
+static csv_rec *run_def(bench_ctx *ctx, const sweep_def *def, const char *dir, int *n) {
     dg_backend *cpu;
     ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
     ctx->out_dir = dir;
     ctx->cpu = cpu;
     ctx->threads = 1;
-    ctx->timing = (bench_timing){.min_reps = 2, .max_reps = 2};
+    if (!ctx->timing.max_reps) ctx->timing = (bench_timing){.min_reps = 2, .max_reps = 2};
     if (!ctx->cpu_cap_s) ctx->cpu_cap_s = 30;
-    bench_run_sweep(ctx, &toy_def);
+    bench_run_sweep(ctx, def);
     dg_backend_free(cpu);
     char path[256];
     snprintf(path, sizeof path, "%s/toy.csv", dir);
@@ -139,6 +141,8 @@ static csv_rec *run(bench_ctx *ctx, const char *dir, int *n) {
     cr_assert_not_null(r, "%s", dg_last_error());
     return r;
 }
+
+static csv_rec *run(bench_ctx *ctx, const char *dir, int *n) { return run_def(ctx, &toy_def, dir, n); }
 
 static void reset(void) {
     memset(&toy, 0, sizeof toy);
@@ -340,18 +344,11 @@ Test(runner, hot_sweeps_stay_hot_under_cold) {
         reset();
         char dir[] = "/tmp/dg-runner-XXXXXX";
         tmp_dir(dir);
-        dg_backend *cpu;
-        ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
-        bench_ctx ctx = {.out_dir = dir, .cpu = cpu, .threads = 1, .cpu_cap_s = 30, .case_filter = "a",
-                         .impl_filter = "toy-fast", .timing = {.min_reps = 1, .max_reps = 1, .cold = true}};
+        bench_ctx ctx = {.case_filter = "a", .impl_filter = "toy-fast",
+                         .timing = {.min_reps = 1, .max_reps = 1, .cold = true}};
         const sweep_def def = {.name = "toy", .run = hot ? run_toy_hot : run_toy};
-        bench_run_sweep(&ctx, &def);
-        dg_backend_free(cpu);
-        char path[256];
-        snprintf(path, sizeof path, "%s/toy.csv", dir);
         int n;
-        csv_rec *r = bench_csv_read(path, &n);
-        cr_assert_not_null(r, "%s", dg_last_error());
+        csv_rec *r = run_def(&ctx, &def, dir, &n);
         cr_assert_eq(n, 3);
         for (int i = 0; i < n; i++) cr_assert_eq(r[i].cold, !hot, "hot %d: row %d cold %d", hot, i, r[i].cold);
         free(r);
@@ -423,18 +420,10 @@ Test(runner, probes_again_where_the_last_rate_is_far_below_the_point) {
     probe_calls = 0;
     char dir[] = "/tmp/dg-runner-XXXXXX";
     tmp_dir(dir);
-    dg_backend *cpu;
-    ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
-    bench_ctx ctx = {.out_dir = dir, .cpu = cpu, .threads = 1, .cpu_cap_s = 30, .impl_filter = "toy-fast",
-                     .timing = {.min_reps = 1, .max_reps = 1}};
+    bench_ctx ctx = {.impl_filter = "toy-fast", .timing = {.min_reps = 1, .max_reps = 1}};
     const sweep_def def = {.name = "toy", .run = run_far};
-    bench_run_sweep(&ctx, &def);
-    dg_backend_free(cpu);
-    char path[256];
-    snprintf(path, sizeof path, "%s/toy.csv", dir);
     int n;
-    csv_rec *r = bench_csv_read(path, &n);
-    cr_assert_not_null(r, "%s", dg_last_error());
+    csv_rec *r = run_def(&ctx, &def, dir, &n);
     cr_assert_eq(n, 3);
     cr_assert(strcmp(r[0].status, "skipped") && strcmp(r[1].status, "skipped"), "%s %s", r[0].status, r[1].status);
     cr_assert_str_eq(r[2].status, "skipped", "m 200: %s", r[2].note);
