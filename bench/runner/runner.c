@@ -167,8 +167,7 @@ dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
     if (pts.oom || !rates) {
         free(pts.p);
         free(rates);
-        fprintf(stderr, "bench: %s: out of host memory listing its rows\n", spec->name);
-        return DG_ERR_OOM;
+        return dg_fail(DG_ERR_OOM, "%s: out of host memory listing its rows", spec->name);
     }
     int rows = 0;
     for (int p = 0; p < pts.n; p++)
