@@ -5,22 +5,28 @@
 # is installed) appended to that run's mlp.csv, then the charts and
 # summary.md redrawn so they show duograd beside its peers.
 #
-#   scripts/main-job.sh [BUILD_DIR] [--quick] [--out DIR]
+#   scripts/main-job.sh [BUILD_DIR] [--quick] [--out DIR] [--budget S]
 #
 # BUILD_DIR: where the bench was built (default build). --quick and --out
-# go to both the bench and the peer. PYTHON names the interpreter; by
-# default the first of python3 and /usr/bin/python3 that imports numpy.
+# go to both the bench and the peer. --budget: the bench's wall seconds
+# (default 165, so that the whole job ends within 3 minutes on a 2-core
+# machine, loaded or not: rows that do not fit are timed leaner or skipped,
+# each saying so in its note). PYTHON names the interpreter; by default the
+# first of python3 and /usr/bin/python3 that imports numpy.
 # Exit status: the bench's, or 1 where the peer failed or could not run.
 set -u
-usage() { echo "usage: scripts/main-job.sh [BUILD_DIR] [--quick] [--out DIR]" >&2; exit 2; }
+usage() { echo "usage: scripts/main-job.sh [BUILD_DIR] [--quick] [--out DIR] [--budget S]" >&2; exit 2; }
 build=build
 out=reports/latest
 quick=""
+budget=165
+start=$(date +%s)
 case "${1:-}" in -*|"") ;; *) build=$1; shift ;; esac
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) quick=--quick ;;
     --out) [ $# -ge 2 ] || usage; out=$2; shift ;;
+    --budget) [ $# -ge 2 ] || usage; budget=$2; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) usage ;;
     esac
@@ -31,7 +37,7 @@ bench="$build/bench"
 [ -x "$bench" ] || { echo "main-job: no bench at $bench: build first (cmake --build $build)" >&2; exit 2; }
 
 # shellcheck disable=SC2086 # $quick is a word or nothing
-"$bench" --out "$out" $quick
+"$bench" --out "$out" --budget "$budget" $quick
 rc=$?
 [ "$rc" -le 1 ] || exit "$rc" # bad options or a crash: nothing for the peer to stand beside
 [ -f "$out/mlp.csv" ] || { echo "main-job: no $out/mlp.csv: the NumPy peer did not run" >&2; exit 1; }
@@ -56,4 +62,5 @@ policy=$(sed -n 's/^# openmp wait policy: \([a-z]*\).*/\1/p' "$out/mlp.csv" | he
 # redraw with the peer's rows (the summary went to stdout once already)
 "$bench" plot "$out" >/dev/null || rc=1
 echo "main-job: $out/summary.md and charts now show duograd's CPU step beside NumPy's" >&2
+echo "main-job: done in $(( $(date +%s) - start )) s (the bench's budget: $budget s)" >&2
 exit "$rc"

@@ -4,7 +4,8 @@
 # is also installed and used by the example consumer
 # (scripts/consumer-test.sh). CUDA code is compiled whenever nvcc is
 # found; GPU tests skip where no device answers.
-# Then each libFuzzer harness runs for a bounded time (scripts/fuzz.sh).
+# Then each libFuzzer harness runs for a bounded time (scripts/fuzz.sh), and
+# the main job runs as README.md gives it, its time checked against README's.
 # Last, what was skipped (and so proved nothing here), by suite and reason.
 # Build folders: $DG_BUILD_DIR (default build), $DG_ASAN_BUILD_DIR
 # (default build-asan).
@@ -41,6 +42,13 @@ cmake --build "$asan" -j"$jobs"
 # the readers of untrusted files (IDX, data-set folder, bench CSV) under
 # libFuzzer: about 20 s per harness, any crash or sanitizer report fails
 scripts/fuzz.sh 20
+# the main job as README.md gives it, timed: it must end within README's
+# "at most 3 minutes on 2 cores"
+main_start=$(date +%s)
+scripts/main-job.sh "$build" --out "$build/main-job"
+main_took=$(( $(date +%s) - main_start ))
+echo "main job: $main_took s (README.md: at most 180 s on 2 cores)"
+[ "$main_took" -le 180 ] || { echo "the main job took $main_took s, over README.md's 180 s" >&2; exit 1; }
 skips=$(sh tests/skip_summary.sh "$build" "$asan")
 skipped=$(printf '%s\n' "$skips" | sed -n 's/^skipped in all: //p')
 took="$(( $(date +%s) - start )) s"

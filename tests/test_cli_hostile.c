@@ -287,11 +287,19 @@ Test(bench_hostile, a_huge_first_gemm_size_is_skipped_before_allocation) {
 }
 
 /* Ctrl-C during a measurement that would run for an hour: the row is
- * finished with the runs done so far, the summary drawn, exit 130. SIGTERM
- * the same. */
-static void interrupt_after(int sig) {
-    char dir[] = "/tmp/dg-int-XXXXXX", path[1024];
+ * finished with the runs done so far and marked interrupted, the summary
+ * drawn, exit 128 + the signal (130, 143). With a complete gemm.csv of an
+ * earlier run in the folder, that result stays and the interrupted rows go
+ * beside it into gemm.interrupted.csv. */
+static void interrupt_after(int sig, bool earlier) {
+    char dir[] = "/tmp/dg-int-XXXXXX", path[1024], aside[1024];
     tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    snprintf(aside, sizeof aside, "%s/gemm.interrupted.csv", dir);
+    char out[4096], err0[4096];
+    const char *first[] = {"--sweep", "gemm", "--backends", "cpu", "--sizes", "32", "--reps", "1", "--warmup", "0",
+                           "--min-time", "0", "--out", dir, NULL};
+    if (earlier) cr_assert_eq(run_bench("/tmp", first, out, err0, 120), 0, "%s", err0);
     char *argv[] = {DG_BENCH_PATH, "--sweep", "gemm", "--backends", "cpu", "--sizes", "64", "--reps", "100000",
                     "--min-time", "3600", "--out", dir, NULL};
     char out_path[512], err_path[512];
@@ -303,11 +311,21 @@ static void interrupt_after(int sig) {
     kill(pid, sig);
     int rc = wait_exit(pid, 30);
     char *err = read_file(err_path);
-    cr_assert_eq(rc, 130, "signal %d: exit %d (-1: still running 30 s later)\n%s", sig, rc, err);
-    snprintf(path, sizeof path, "%s/gemm.csv", dir);
-    char *csv = read_file(path);
+    cr_assert_eq(rc, 128 + sig, "signal %d: exit %d (-1: still running 30 s later)\n%s", sig, rc, err);
+    char *csv = read_file(earlier ? aside : path);
     cr_assert(strstr(csv, "gemm,square,cpu-naive,cpu,f32,64,64,64,"), "the row under way is lost:\n%s\n%s", csv, err);
+    cr_assert(strstr(csv, ",interrupted,"), "the row cut short is not marked interrupted:\n%s", csv);
     free(csv);
+    if (earlier) {
+        csv = read_file(path);
+        cr_assert(strstr(csv, "gemm,square,cpu-openblas,cpu,f32,32,32,32,") && !strstr(csv, ",64,64,64,"),
+                  "the earlier complete result was replaced:\n%s", csv);
+        cr_assert(strstr(err, "gemm.interrupted.csv"), "not said on stderr:\n%s", err);
+        free(csv);
+        remove(aside);
+    } else {
+        cr_assert(!exists(aside), "no earlier result: the rows belong in gemm.csv");
+    }
     snprintf(path, sizeof path, "%s/summary.md", dir);
     cr_assert(exists(path), "no summary after signal %d", sig);
     free(err);
@@ -316,8 +334,9 @@ static void interrupt_after(int sig) {
     remove_dir(dir);
 }
 
-Test(bench_hostile, ctrl_c_inside_a_measurement_keeps_the_row) { interrupt_after(SIGINT); }
-Test(bench_hostile, sigterm_writes_the_rows_and_the_summary) { interrupt_after(SIGTERM); }
+Test(bench_hostile, ctrl_c_inside_a_measurement_keeps_the_row) { interrupt_after(SIGINT, false); }
+Test(bench_hostile, sigterm_writes_the_rows_and_the_summary) { interrupt_after(SIGTERM, false); }
+Test(bench_hostile, an_interrupted_rerun_keeps_the_complete_result) { interrupt_after(SIGINT, true); }
 
 /* An environment value with a newline would end its '#' metadata line and
  * start a row: it is written flattened, and the file reads back. */

@@ -5,12 +5,14 @@
  * knows before running it, through the runner alone. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli/options.h"
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
+#include "runner/eta.h"
 #include "runner/runner.h"
 #include "shell_util.h"
 #include "test_util.h"
@@ -23,6 +25,10 @@ static struct {
     dg_status fail_setup_with;
     bool wrong_check, wrong_prepare;
     bool check_fails;           /* the check cannot read the result back          */
+    bool cubic;                 /* toy-slow sleeps 2 ms x m^3: a rate from m = 1
+                                 * predicts the larger rows short                 */
+    int  interrupt_in_run;      /* run number that sets bench_interrupted; 0: none */
+    int  slow_runs_at_4;        /* toy-slow's runs at m = 4                        */
 } toy;
 
 static const bench_impl toy_impls[] = {
@@ -72,12 +78,14 @@ static void toy_teardown(void *state) {
 static dg_status toy_run(void *arg) {
     (void)arg;
     toy.runs++;
+    if (toy.interrupt_in_run && toy.runs == toy.interrupt_in_run) bench_interrupted = SIGINT;
     return DG_OK;
 }
 static dg_status toy_sleep(void *arg) {
     int64_t m = *(const int64_t *)arg;
     toy.runs++;
-    struct timespec ts = {0, 2000000L * (long)m};
+    toy.slow_runs_at_4 += m == 4;
+    struct timespec ts = {0, 2000000L * (long)(toy.cubic ? m * m * m : m)};
     nanosleep(&ts, NULL);
     return DG_OK;
 }
@@ -292,6 +300,102 @@ Test(runner, predicts_from_the_last_rate) {
     cr_assert_float_eq(bench_predict_s(&bytes, 100, 2e9), 0.4, 1e-12);
     cr_assert_eq(bench_predict_s(&none, 100, 1e9), 0);
     cr_assert_eq(bench_predict_s(&flops, 0, 1e9), 0, "no rate: no prediction");
+}
+
+/* A planted slow kernel: toy-slow's time grows as m^3 while the prediction
+ * scales the last rate by the work (m). m = 2 runs at 4x its prediction
+ * (noted as the sweep's worst miss); m = 4's prediction (32 ms) is under
+ * the 50 ms cap, but its first run takes 128 ms: the warm-up stops there,
+ * one timed run follows, and the row says so, instead of the 2 + 5 runs
+ * the timing asks for. */
+Test(runner, a_run_past_the_cap_ends_its_row_after_one_timed_run) {
+    reset();
+    toy.cubic = true;
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.impl_filter = "toy-slow", .case_filter = "a", .cpu_cap_s = 0.05,
+                     .timing = {.warmup = 2, .min_reps = 5, .max_reps = 100}};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    cr_assert_eq(n, 3);
+    for (int i = 0; i < 2; i++) cr_assert_eq(r[i].reps, 5, "m %lld: %d reps", r[i].m, r[i].reps);
+    cr_assert_eq(r[2].m, 4);
+    cr_assert_str_eq(r[2].status, "ok", "a correct row, measured once: %s", r[2].status);
+    cr_assert_eq(r[2].reps, 1, "the row past the cap: %d timed runs", r[2].reps);
+    cr_assert_eq(toy.slow_runs_at_4, 2, "one warm-up run and one timed run, not %d", toy.slow_runs_at_4);
+    cr_assert(r[2].note && strstr(r[2].note, "timed once") && strstr(r[2].note, "--cpu-cap"), "%s", r[2].note);
+    cr_assert(ctx.worst_miss > 3.5, "the worst miss (128 ms for 32 predicted) is %.2f", ctx.worst_miss);
+    cr_assert(strstr(ctx.worst_miss_row, "toy-slow 4x1x1"), "%s", ctx.worst_miss_row);
+    free(r);
+    remove_dir(dir);
+}
+
+/* --budget: the rows after the sweep's share of the run's time are skipped
+ * and say so; rows estimated past it run lean (one warm-up run, no
+ * re-measuring) and say so. Here the share (60 ms) holds case a's rows
+ * (toy-slow: 2 x 10, 20, 40 ms) but not case b's. */
+Test(runner, rows_past_the_budget_are_skipped_and_say_so) {
+    reset();
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.budget_s = 0.06, .sweeps_left = 1,
+                     .timing = {.warmup = 2, .min_reps = 5, .max_reps = 5, .max_cv_pct = 1e-9, .max_retries = 3}};
+    double t0 = bench_now_s();
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    double took = bench_now_s() - t0;
+    cr_assert_eq(n, 12);
+    int skipped = 0, lean = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(r[i].status, "skipped")) {
+            skipped++;
+            cr_assert(strstr(r[i].note, "--budget"), "%s", r[i].note);
+        } else {
+            lean += strstr(r[i].note, "lean timing") != NULL;
+        }
+    }
+    cr_assert_str_eq(r[0].status, "noisy", "the first row ran (noisy: --max-cv ~0)");
+    cr_assert(skipped >= 3, "%d rows skipped", skipped);
+    cr_assert(lean >= 1, "no row ran lean");
+    cr_assert_lt(took, 1.0, "the sweep took %.2f s on a budget of 0.06", took);
+    free(r);
+    remove_dir(dir);
+}
+
+/* Ctrl-C inside a row's timed runs: the row keeps the runs done, and is
+ * interrupted, not ok or noisy (its figures are of fewer runs than asked) */
+Test(runner, a_row_cut_short_is_interrupted) {
+    reset();
+    toy.interrupt_in_run = 4; /* 2 warm-up runs, then the second of 10 timed runs */
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.impl_filter = "toy-fast", .timing = {.warmup = 2, .min_reps = 10, .max_reps = 10}};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    bench_interrupted = 0;
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(r[0].status, "interrupted");
+    cr_assert_eq(r[0].reps, 2, "the runs done are kept: %d", r[0].reps);
+    free(r);
+    remove_dir(dir);
+}
+
+/* the time-left estimate: a row's runs under the timing rules, corrected
+ * by how far the estimates of the rows run so far missed */
+Test(runner, estimates_the_time_left_from_the_timing_rules) {
+    bench_timing t = {.warmup = 2, .min_reps = 5, .max_reps = 100, .min_time_s = 0.1};
+    cr_assert_float_eq(bench_eta_row_s(&t, 0.001), 0.002 + 0.1, 1e-12, "short runs: min-time");
+    cr_assert_float_eq(bench_eta_row_s(&t, 0.1), 0.2 + 0.5, 1e-12, "long runs: min-reps");
+    t.run_cap_s = 1;
+    cr_assert_float_eq(bench_eta_row_s(&t, 3), 6, 1e-12, "past the cap: one warm-up, one timed run");
+    t = (bench_timing){.warmup = 0, .min_reps = 1, .max_reps = 10, .min_time_s = 1};
+    cr_assert_float_eq(bench_eta_row_s(&t, 0.01), 0.1, 1e-12, "max-reps ends it before min-time");
+    bench_eta e = {0};
+    cr_assert_lt(bench_eta_left(&e, 5, 1), 0, "a row without estimate, and none ran: unknown");
+    cr_assert_float_eq(bench_eta_left(&e, 5, 0), 5, 1e-12);
+    bench_eta_record(&e, 1, 3);   /* estimated 1 s, took 3 */
+    bench_eta_record(&e, 0, 0.5); /* no estimate, took 0.5 */
+    cr_assert_float_eq(bench_eta_left(&e, 2, 4), 3 * 2 + 0.5 * 4, 1e-12);
 }
 
 static const char *toy_unavailable(bench_ctx *ctx, char *why, size_t n) {

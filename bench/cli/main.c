@@ -25,10 +25,11 @@
 #endif
 
 /* The first SIGINT or SIGTERM finishes the row under way and draws the
- * summary; a second SIGINT stops at once (the finished rows stay in
- * NAME.csv.partial). */
+ * summary, and the bench exits as the signal would have had it (128 + its
+ * number: 130, 143); a second SIGINT stops at once (the finished rows stay
+ * in NAME.csv.partial). */
 static void on_signal(int sig) {
-    bench_interrupted = 1;
+    bench_interrupted = sig;
     if (sig == SIGINT) signal(SIGINT, SIG_DFL);
 }
 
@@ -96,6 +97,7 @@ static int run_sweeps(int argc, char **argv) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     rc = gpu_broken;
+    ctx.sweeps_left = ch.n_sweeps;
     for (int i = 0; i < ch.n_sweeps && !bench_interrupted; i++) rc |= bench_run_sweep(&ctx, ch.sweeps[i]);
     if (bench_interrupted) fprintf(stderr, "bench: interrupted; every finished row is in %s\n", ctx.out_dir);
     if (bench_plot(ctx.out_dir, stdout)) rc = 1;
@@ -103,7 +105,7 @@ static int run_sweeps(int argc, char **argv) {
     bench_host_flush_free();
     dg_backend_free(ctx.cpu);
     dg_backend_free(ctx.gpu);
-    return bench_interrupted ? 130 : rc;
+    return bench_interrupted ? 128 + bench_interrupted : rc;
 }
 
 int main(int argc, char **argv) {

@@ -71,8 +71,13 @@ static void usage(FILE *f) {
             "                     host's caches written by all threads; --min-time then counts the\n"
             "                     flushes too); the scaling and train sweeps stay hot\n"
             "                     (default: hot, each run finds what the one before left in cache)\n"
-            "  --cpu-cap S        skip CPU runs predicted to take longer than S seconds (default 3); runs\n"
-            "                     that need more host memory than is available are skipped too\n"
+            "  --cpu-cap S        skip CPU runs predicted to take longer than S seconds (default 3); a\n"
+            "                     run that takes longer than predicted ends its row after one timed run;\n"
+            "                     runs that need more host memory than is available are skipped too\n"
+            "  --budget S         the whole run's wall time, 1 to 604800 s (default: none): each sweep\n"
+            "                     gets an equal share of what is left; rows its share cannot hold are\n"
+            "                     timed leaner (1 warm-up run, no re-measuring), rows after the share\n"
+            "                     is spent are skipped, each saying so in its note\n"
             "  --wait-policy P    OpenMP waiting threads: active (spin), passive (sleep) or auto (passive\n"
             "                     when half a core or more is busy beside the bench; default);\n"
             "                     OMP_WAIT_POLICY, if set, wins\n"
@@ -270,7 +275,7 @@ static bool path_ok(const char *s) { return *s && strlen(s) <= BENCH_MAX_PATH; }
 
 enum {
     OPT_SWEEP = 256, OPT_BACKENDS, OPT_SIZES, OPT_SHAPES, OPT_CASE, OPT_IMPL, OPT_THREADS, OPT_REPS, OPT_WARMUP,
-    OPT_WARMUP_TIME, OPT_MIN_TIME, OPT_MAX_REPS, OPT_MAX_CV, OPT_RETRIES, OPT_COLD, OPT_CPU_CAP, OPT_WAIT,
+    OPT_WARMUP_TIME, OPT_MIN_TIME, OPT_MAX_REPS, OPT_MAX_CV, OPT_RETRIES, OPT_COLD, OPT_CPU_CAP, OPT_BUDGET, OPT_WAIT,
     OPT_QUICK, OPT_OUT, OPT_SAMPLES, OPT_DATA, OPT_LIST, OPT_LIST_OPS, OPT_VERSION,
 };
 
@@ -327,6 +332,9 @@ static int take_option(int c, const char *arg, bench_ctx *ctx, const char **swee
     case OPT_CPU_CAP:
         if (!bench_parse_double(arg, 0.001, 86400, &ctx->cpu_cap_s)) return bench_usage_error("bench", "bad --cpu-cap '%.80s' (0.001 to 86400 s)", arg);
         break;
+    case OPT_BUDGET:
+        if (!bench_parse_double(arg, 1, 604800, &ctx->budget_s)) return bench_usage_error("bench", "bad --budget '%.80s' (1 to 604800 s)", arg);
+        break;
     case OPT_WAIT:
         if (strcmp(arg, "auto") && strcmp(arg, "active") && strcmp(arg, "passive"))
             return bench_usage_error("bench", "bad --wait-policy '%.80s' (auto, active or passive)", arg);
@@ -359,6 +367,7 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
         {"min-time", required_argument, NULL, OPT_MIN_TIME},  {"max-reps", required_argument, NULL, OPT_MAX_REPS},
         {"max-cv", required_argument, NULL, OPT_MAX_CV},      {"retries", required_argument, NULL, OPT_RETRIES},
         {"cold", no_argument, NULL, OPT_COLD},                {"cpu-cap", required_argument, NULL, OPT_CPU_CAP},
+        {"budget", required_argument, NULL, OPT_BUDGET},
         {"wait-policy", required_argument, NULL, OPT_WAIT},   {"quick", no_argument, NULL, OPT_QUICK},
         {"out", required_argument, NULL, OPT_OUT},            {"samples", no_argument, NULL, OPT_SAMPLES},
         {"data", required_argument, NULL, OPT_DATA},          {"list", no_argument, NULL, OPT_LIST},

@@ -26,20 +26,29 @@ int bench_mkdir_p(const char *dir) {
 }
 
 /* the sweep's other files (NAME.json, NAME.samples.csv): closed, and kept
- * when its CSV is */
-static int finish_extras(bench_ctx *ctx, const sweep_def *s, bool keep) {
+ * as AS.json and AS.samples.csv when its CSV is kept as AS.csv (as NULL:
+ * discarded) */
+static int finish_extras(bench_ctx *ctx, const sweep_def *s, const char *as) {
     int rc = 0;
-    if (ctx->json && bench_json_finish(ctx->json, ctx->out_dir, s->name, keep) != DG_OK) {
+    if (ctx->json && bench_json_finish(ctx->json, ctx->out_dir, as ? as : s->name, as != NULL) != DG_OK) {
         fprintf(stderr, "bench: %s\n", dg_last_error());
         rc = 1;
     }
-    if (ctx->samples_csv && bench_samples_finish(ctx->samples_csv, ctx->out_dir, s->name, keep) != DG_OK) {
+    if (ctx->samples_csv && bench_samples_finish_as(ctx->samples_csv, ctx->out_dir, s->name, as) != DG_OK) {
         fprintf(stderr, "bench: %s\n", dg_last_error());
         rc = 1;
     }
     ctx->json = NULL;
     ctx->samples_csv = NULL;
     return rc;
+}
+
+/* whether DIR/NAME.csv is there from an earlier run */
+static bool earlier_result(const char *dir, const char *name) {
+    char path[1024];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/%s.csv", dir, name);
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
 /* runs one sweep into DIR/NAME.csv (and .json, .samples.csv); 0, or 1 when
@@ -56,12 +65,19 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
     if (!ctx->csv || !ctx->json || (ctx->samples && !ctx->samples_csv)) {
         fprintf(stderr, "bench: %s\n", dg_last_error());
         if (ctx->csv) bench_csv_finish(ctx->csv, ctx->out_dir, s->name, false);
-        finish_extras(ctx, s, false);
+        finish_extras(ctx, s, NULL);
         return 1;
     }
     ctx->sweep = s->name;
     ctx->rows = ctx->failed = ctx->noisy = ctx->planned = 0;
-    ctx->t0 = bench_now_s();
+    ctx->t0 = ctx->last_line_s = bench_now_s();
+    ctx->left_s = -1;
+    ctx->worst_miss = 0;
+    /* an equal share of the budget left: what a quick sweep leaves unused
+     * goes to the ones after it */
+    if (!ctx->run_t0) ctx->run_t0 = ctx->t0;
+    int sweeps_left = ctx->sweeps_left > 0 ? ctx->sweeps_left : 1;
+    ctx->deadline_s = ctx->budget_s > 0 ? ctx->t0 + (ctx->budget_s - (ctx->t0 - ctx->run_t0)) / sweeps_left : 0;
     dg_status st = s->run(ctx);
     int rc = st != DG_OK || ctx->failed;
     if (ctx->progress) fprintf(stderr, "\r\033[K");
@@ -70,20 +86,34 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
     bench_env_snapshot(end, sizeof end, "end of sweep");
     bench_gpu_monitor_snapshot(ctx->gpu_mon, end, sizeof end, "end of sweep");
     fputs(end, ctx->csv);
-    /* a sweep that wrote no row leaves an earlier NAME.csv as it was */
-    bool keep = ctx->rows > 0;
-    if (bench_csv_finish(ctx->csv, ctx->out_dir, s->name, keep) != DG_OK) {
+    /* A sweep that wrote no row leaves an earlier NAME.csv as it was; an
+     * interrupted one too, its rows kept beside it as NAME.interrupted.csv
+     * (a complete result is never replaced by part of a later run's). */
+    char aside[256];
+    const char *as = ctx->rows > 0 ? s->name : NULL;
+    if (as && bench_interrupted && earlier_result(ctx->out_dir, s->name)) {
+        snprintf(aside, sizeof aside, "%s.interrupted", s->name);
+        as = aside;
+    }
+    if (bench_csv_finish_as(ctx->csv, ctx->out_dir, s->name, as) != DG_OK) {
         fprintf(stderr, "bench: %s\n", dg_last_error());
-        finish_extras(ctx, s, false);
+        finish_extras(ctx, s, NULL);
         return 1;
     }
-    rc |= finish_extras(ctx, s, keep);
-    if (keep)
+    rc |= finish_extras(ctx, s, as);
+    if (as == aside)
+        fprintf(stderr, "bench: %s: interrupted after %d rows -> %s/%s.csv; the earlier result stays in %s/%s.csv\n",
+                s->name, ctx->rows, ctx->out_dir, as, ctx->out_dir, s->name);
+    else if (as)
         fprintf(stderr, "bench: %s: %d rows (%d failed, %d noisy) in %.1f s -> %s/%s.csv\n", s->name, ctx->rows,
-                ctx->failed, ctx->noisy, bench_now_s() - ctx->t0, ctx->out_dir, s->name);
+                ctx->failed, ctx->noisy, bench_now_s() - ctx->t0, ctx->out_dir, as);
     else
         fprintf(stderr, "bench: %s: no rows%s\n", s->name,
                 ctx->case_filter || ctx->impl_filter ? " (--case / --impl matched nothing here)" : "");
+    if (ctx->worst_miss > 0)
+        fprintf(stderr, "bench: %s: a CPU run took up to %.1fx its predicted time (%s)\n", s->name, ctx->worst_miss,
+                ctx->worst_miss_row);
     ctx->sweep = NULL;
+    if (ctx->sweeps_left > 0) ctx->sweeps_left--;
     return rc;
 }

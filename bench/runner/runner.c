@@ -3,6 +3,8 @@
  * one site where rows are emitted. */
 #include "runner/runner.h"
 
+#include "runner/eta.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +48,15 @@ typedef struct rate { double ms, work; } rate;
 #define RATE_REACH 64.0
 
 /* why im does not run at pt, or NULL: the sweep's reason, else the time
- * predicted for a CPU row against --cpu-cap */
+ * predicted for a CPU row against --cpu-cap (*predicted_s: that time, 0
+ * where none could be made) */
 static const char *skip_reason(bench_ctx *ctx, const bench_sweep_spec *spec, const bench_point *pt,
-                               const bench_impl *im, rate *r, char *why, size_t n) {
+                               const bench_impl *im, rate *r, double *predicted_s, char *why, size_t n) {
+    *predicted_s = 0;
+    if (ctx->deadline_s > 0 && bench_now_s() > ctx->deadline_s) {
+        snprintf(why, n, "the sweep's share of the run's time is spent (--budget %.0f s)", ctx->budget_s);
+        return why;
+    }
     const char *sweep_why = spec->skip ? spec->skip(ctx, pt, im, why, n) : NULL;
     if (sweep_why || im->gpu) return sweep_why;
     double work = pt->flops > 0 ? pt->flops : pt->bytes;
@@ -57,9 +65,9 @@ static const char *skip_reason(bench_ctx *ctx, const bench_sweep_spec *spec, con
         spec->probe(ctx, im, pt, &ms, &probe_work);
         if (ms > 0 && probe_work > 0) *r = (rate){ms, probe_work};
     }
-    double predicted_s = bench_predict_s(pt, r->ms, r->work);
-    if (predicted_s > ctx->cpu_cap_s) {
-        snprintf(why, n, "predicted %.1f s per run > cap %.1f s (--cpu-cap)", predicted_s, ctx->cpu_cap_s);
+    *predicted_s = bench_predict_s(pt, r->ms, r->work);
+    if (*predicted_s > ctx->cpu_cap_s) {
+        snprintf(why, n, "predicted %.1f s per run > cap %.1f s (--cpu-cap)", *predicted_s, ctx->cpu_cap_s);
         return why;
     }
     return NULL;
@@ -79,10 +87,8 @@ static bench_row row_of(const bench_ctx *ctx, const bench_sweep_spec *spec, cons
 static const char *failed_word(dg_status st) { return st == DG_ERR_OOM ? "oom" : "failed"; }
 
 /* prepares, times and checks one row; the row's status and columns set */
-static void measure(bench_ctx *ctx, const bench_sweep_spec *spec, void *state, const bench_impl *im, bench_row *row,
-                    bench_work *work) {
-    bench_timing timing = ctx->timing;
-    timing.cold = timing.cold && !spec->hot;
+static void measure(bench_ctx *ctx, const bench_sweep_spec *spec, const bench_timing *timing, void *state,
+                    const bench_impl *im, bench_row *row, bench_work *work) {
     dg_status st = spec->prepare(ctx, state, im, row, work);
     if (st != DG_OK) {
         row->status = bench_status_word(st);
@@ -90,7 +96,7 @@ static void measure(bench_ctx *ctx, const bench_sweep_spec *spec, void *state, c
         return;
     }
     if (row->status || work->no_row) return; /* prepare said what the row is */
-    st = bench_time(work->be, work->events, work->fn, work->arg, &timing, &row->st);
+    st = bench_time(work->be, work->events, work->fn, work->arg, timing, &row->st);
     if (st != DG_OK) {
         row->status = bench_status_word(st);
         row->note = dg_last_error();
@@ -100,8 +106,96 @@ static void measure(bench_ctx *ctx, const bench_sweep_spec *spec, void *state, c
     if (!row->status) row->status = passed ? "ok" : "wrong"; /* else the check's own failure word */
 }
 
-/* every row of one point; rates[] updated from the rows that ran */
-static void run_point(bench_ctx *ctx, const bench_sweep_spec *spec, const bench_point *pt, rate *rates) {
+/* row->note, then what, into buf (row->note may already be buf); a note
+ * longer than buf is cut */
+static void append_note(bench_row *row, const char *what, char *buf, size_t n) {
+    if (row->note != buf) snprintf(buf, n, "%s", row->note ? row->note : "");
+    size_t len = strlen(buf);
+    if (len && len + 2 < n) {
+        memcpy(buf + len, "; ", 3);
+        len += 2;
+    }
+    snprintf(buf + len, n - len, "%s", what);
+    row->note = buf;
+}
+
+/* A CPU row against its prediction: a run that passed --cpu-cap (timed
+ * once) is said in the row's note (appended to the sweep's, in buf); a
+ * prediction missed by more than MISS_NOTED times is counted in the
+ * sweep's worst miss, which the sweep's last line reports. */
+#define MISS_NOTED 2.0
+static void note_prediction(bench_ctx *ctx, bench_row *row, double predicted_s, char *buf, size_t n) {
+    if (row->st.reps < 1 || !(predicted_s > 0)) return;
+    double ran_s = row->st.median_ms / 1e3, miss = ran_s / predicted_s;
+    if (miss > MISS_NOTED && miss > ctx->worst_miss) {
+        ctx->worst_miss = miss;
+        snprintf(ctx->worst_miss_row, sizeof ctx->worst_miss_row, "%s %s %lldx%lldx%lld", row->name, row->impl,
+                 (long long)row->m, (long long)row->n, (long long)row->k);
+    }
+    if (!row->st.over_cap) return;
+    char what[160];
+    snprintf(what, sizeof what, "a run took %.1f s > cap %.1f s (--cpu-cap; predicted %.2g s): timed once", ran_s,
+             ctx->cpu_cap_s, predicted_s);
+    append_note(row, what, buf, n);
+}
+
+/* One sweep's run: its points, each implementation's last rate, and what
+ * the rows so far say of the time the rest will take. */
+typedef struct run_state {
+    bench_ctx              *ctx;
+    const bench_sweep_spec *spec;
+    bench_points            pts;
+    rate                   *rates; /* [spec->n_impls] */
+    bench_eta               eta;
+} run_state;
+
+/* the timing a row of im runs under */
+static bench_timing timing_of(const bench_ctx *ctx, const bench_sweep_spec *spec, const bench_impl *im) {
+    bench_timing timing = ctx->timing;
+    timing.cold = timing.cold && !spec->hot;
+    timing.run_cap_s = im->gpu ? 0 : ctx->cpu_cap_s; /* a CPU row whose prediction missed ends early */
+    return timing;
+}
+
+/* Whether the rows left are estimated past the sweep's share of --budget:
+ * then they run lean (lean_timing), so that more of them fit. */
+static bool behind_budget(const bench_ctx *ctx) {
+    return ctx->deadline_s > 0 && ctx->left_s > ctx->deadline_s - bench_now_s();
+}
+
+static void lean_timing(bench_timing *t) {
+    if (t->warmup > 1) t->warmup = 1;
+    t->warmup_s = 0;
+    t->max_retries = 0;
+}
+
+/* ctx->left_s: the rows after point p's implementation i, each at its
+ * prediction from the rates so far (a CPU row predicted past --cpu-cap is
+ * skipped: no time), the others at the mean of such rows so far */
+static void estimate_left(run_state *rs, int p, int i) {
+    bench_ctx *ctx = rs->ctx;
+    const bench_sweep_spec *spec = rs->spec;
+    double predicted = 0;
+    int unpredicted = 0;
+    for (; p < rs->pts.n; p++, i = -1)
+        for (int j = i + 1; j < spec->n_impls; j++) {
+            const bench_point *pt = &rs->pts.p[p];
+            const bench_impl *im = &spec->impls[j];
+            if (!row_applies(ctx, spec, pt, im)) continue;
+            double run_s = im->gpu ? 0 : bench_predict_s(pt, rs->rates[j].ms, rs->rates[j].work);
+            bench_timing t = timing_of(ctx, spec, im);
+            if (run_s > ctx->cpu_cap_s) continue;
+            if (run_s > 0) predicted += bench_eta_row_s(&t, run_s);
+            else unpredicted++;
+        }
+    ctx->left_s = bench_eta_left(&rs->eta, predicted, unpredicted);
+}
+
+/* every row of point p; rs->rates updated from the rows that ran */
+static void run_point(run_state *rs, int p) {
+    bench_ctx *ctx = rs->ctx;
+    const bench_sweep_spec *spec = rs->spec;
+    const bench_point *pt = &rs->pts.p[p];
     void *state = NULL;
     bool set_up = false;
     dg_status setup_st = DG_OK;
@@ -109,10 +203,15 @@ static void run_point(bench_ctx *ctx, const bench_sweep_spec *spec, const bench_
     for (int i = 0; i < spec->n_impls && !bench_interrupted; i++) {
         const bench_impl *im = &spec->impls[i];
         if (!row_applies(ctx, spec, pt, im)) continue;
+        double t0 = bench_now_s();
         bench_row row = row_of(ctx, spec, pt, im);
         if (spec->columns) spec->columns(ctx, pt, im, &row);
         char why[256];
-        const char *skip = skip_reason(ctx, spec, pt, im, &rates[i], why, sizeof why);
+        double predicted_s;
+        const char *skip = skip_reason(ctx, spec, pt, im, &rs->rates[i], &predicted_s, why, sizeof why);
+        bench_timing timing = timing_of(ctx, spec, im);
+        double estimated_s = skip ? 0 : bench_eta_row_s(&timing, predicted_s);
+        estimate_left(rs, p, i);
         if (skip) {
             row.status = "skipped";
             row.note = skip;
@@ -131,14 +230,23 @@ static void run_point(bench_ctx *ctx, const bench_sweep_spec *spec, const bench_
             continue;
         }
         bench_work work = {0};
-        measure(ctx, spec, state, im, &row, &work);
+        bool lean = behind_budget(ctx);
+        if (lean) lean_timing(&timing);
+        row.warmup = timing.warmup;
+        measure(ctx, spec, &timing, state, im, &row, &work);
+        char note[512];
+        note_prediction(ctx, &row, predicted_s, note, sizeof note);
+        if (lean) append_note(&row, "lean timing: the rows left are estimated past the sweep's share of --budget",
+                              note, sizeof note);
+        if (row.st.reps > 0 && !im->gpu) {
+            rs->rates[i].ms = row.st.median_ms;
+            rs->rates[i].work = pt->flops > 0 ? pt->flops : pt->bytes;
+        }
+        bench_eta_record(&rs->eta, estimated_s, bench_now_s() - t0);
+        estimate_left(rs, p, i);
         if (work.no_row) ctx->planned--;
         else if (work.finding) bench_emit_finding(ctx, &row);
         else bench_emit(ctx, &row);
-        if (row.st.reps > 0 && !im->gpu) {
-            rates[i].ms = row.st.median_ms;
-            rates[i].work = pt->flops > 0 ? pt->flops : pt->bytes;
-        }
         if (spec->release) spec->release(state, im, &work);
     }
     if (set_up && setup_st == DG_OK && spec->teardown) spec->teardown(state);
@@ -161,20 +269,20 @@ dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
         unavailable_row(ctx, spec, unavailable);
         return DG_OK;
     }
-    bench_points pts = {0};
-    spec->points(ctx, spec->arg, &pts);
-    rate *rates = calloc((size_t)spec->n_impls, sizeof *rates);
-    if (pts.oom || !rates) {
-        free(pts.p);
-        free(rates);
+    run_state rs = {.ctx = ctx, .spec = spec};
+    spec->points(ctx, spec->arg, &rs.pts);
+    rs.rates = calloc((size_t)spec->n_impls, sizeof *rs.rates);
+    if (rs.pts.oom || !rs.rates) {
+        free(rs.pts.p);
+        free(rs.rates);
         return dg_fail(DG_ERR_OOM, "%s: out of host memory listing its rows", spec->name);
     }
     int rows = 0;
-    for (int p = 0; p < pts.n; p++)
-        for (int i = 0; i < spec->n_impls; i++) rows += row_applies(ctx, spec, &pts.p[p], &spec->impls[i]);
+    for (int p = 0; p < rs.pts.n; p++)
+        for (int i = 0; i < spec->n_impls; i++) rows += row_applies(ctx, spec, &rs.pts.p[p], &spec->impls[i]);
     bench_plan_rows(ctx, rows);
-    for (int p = 0; p < pts.n && !bench_interrupted; p++) run_point(ctx, spec, &pts.p[p], rates);
-    free(pts.p);
-    free(rates);
+    for (int p = 0; p < rs.pts.n && !bench_interrupted; p++) run_point(&rs, p);
+    free(rs.pts.p);
+    free(rs.rates);
     return DG_OK;
 }

@@ -103,24 +103,35 @@ static void row_note(const bench_ctx *ctx, const bench_row *r, char *buf, size_t
 #undef NOTE
 }
 
-static void show_progress(const bench_ctx *ctx, const bench_row *r) {
-    double elapsed = bench_now_s() - ctx->t0;
+/* Off a terminal (CI, a pipe) a plain progress line this often, seconds */
+#define PROGRESS_EVERY_S 10.0
+
+/* On a terminal, one line rewritten at each row; elsewhere a line every
+ * PROGRESS_EVERY_S seconds. The time left is the runner's estimate
+ * (ctx->left_s, eta.h). */
+static void show_progress(bench_ctx *ctx, const bench_row *r) {
+    double now = bench_now_s(), elapsed = now - ctx->t0;
+    if (!ctx->progress && now - ctx->last_line_s < PROGRESS_EVERY_S) return;
+    ctx->last_line_s = now;
     char left[48] = "";
-    if (ctx->planned > ctx->rows && ctx->rows > 0) {
-        double s = elapsed / ctx->rows * (ctx->planned - ctx->rows);
-        snprintf(left, sizeof left, ", ~%.0f s left", s);
-    }
-    fprintf(stderr, "\r\033[K%s: %d/%d rows (%.0f s%s)  %-14s %-18s %lld %s", r->sweep, ctx->rows,
-            ctx->planned > ctx->rows ? ctx->planned : ctx->rows, elapsed, left, r->name, r->impl, (long long)r->m,
-            r->status);
+    if (ctx->left_s >= 0) snprintf(left, sizeof left, ", ~%.0f s left", ctx->left_s);
+    int total = ctx->planned > ctx->rows ? ctx->planned : ctx->rows;
+    if (ctx->progress)
+        fprintf(stderr, "\r\033[K%s: %d/%d rows (%.0f s%s)  %-14s %-18s %lld %s", r->sweep, ctx->rows, total, elapsed,
+                left, r->name, r->impl, (long long)r->m, r->status);
+    else
+        fprintf(stderr, "bench: %s: %d/%d rows (%.0f s%s), last %s %s %lld %s\n", r->sweep, ctx->rows, total, elapsed,
+                left, r->name, r->impl, (long long)r->m, r->status);
 }
 
 void bench_emit(bench_ctx *ctx, const bench_row *given) {
     bench_row row = *given;
     const bench_row *r = &row;
     char note[512];
-    /* Ctrl-C came before the first timed run: nothing was measured */
-    if (bench_interrupted && !strcmp(row.status, "ok") && row.st.reps == 0) row.status = "interrupted";
+    /* Ctrl-C or SIGTERM came before the row's runs were all done: its
+     * figures, if any, are of fewer runs than the timing rules ask */
+    if (bench_interrupted && !strcmp(row.status, "ok") && (row.st.reps == 0 || row.st.cut_short))
+        row.status = "interrupted";
     if (!strcmp(row.status, "ok") && ctx->timing.max_cv_pct > 0 && row.st.cv_pct > ctx->timing.max_cv_pct)
         row.status = "noisy";
     row.cold = row.st.cold && row.st.reps > 0;
@@ -138,7 +149,7 @@ void bench_emit(bench_ctx *ctx, const bench_row *given) {
         fprintf(stderr, "%sbench: %s %s %s %lldx%lldx%lld: %s%s%s\n", ctx->progress ? "\r\033[K" : "", r->sweep,
                 r->name, r->impl, (long long)r->m, (long long)r->n, (long long)r->k, r->status, r->note ? ": " : "",
                 r->note ? r->note : "");
-    if (ctx->progress) show_progress(ctx, r);
+    show_progress(ctx, r);
 }
 
 void bench_emit_finding(bench_ctx *ctx, const bench_row *r) {

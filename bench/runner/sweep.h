@@ -42,6 +42,10 @@ typedef struct bench_ctx {
     bool         extended;           /* --sweep all: the largest sizes too   */
     bool         samples;            /* --samples: NAME.samples.csv too      */
     double       cpu_cap_s;          /* skip CPU runs predicted to take longer */
+    double       budget_s;           /* --budget: the run's wall seconds, 0: none */
+    double       run_t0;             /* when the run's first sweep started    */
+    int          sweeps_left;        /* sweeps of the run not finished, this one
+                                      * included (the budget's shares)        */
     const char  *wait_policy;        /* --wait-policy: auto, active, passive */
     bool         progress;           /* stderr is a terminal                 */
     char         meta[8192];
@@ -55,6 +59,14 @@ typedef struct bench_ctx {
     int          rows, failed, noisy;
     int          planned;            /* rows it expects (progress), 0: unknown */
     double       t0;                 /* when it started                       */
+    double       deadline_s;         /* its share of --budget ends, 0: none    */
+    double       left_s;             /* the runner's estimate of the time its
+                                      * remaining rows take, < 0: none        */
+    double       last_line_s;        /* when the last progress line was printed
+                                      * (stderr not a terminal)               */
+    double       worst_miss;         /* largest ran/predicted time of a CPU
+                                      * row above 2 (runner.c), 0: none       */
+    char         worst_miss_row[160];
 } bench_ctx;
 
 typedef dg_status (*sweep_run_fn)(bench_ctx *ctx);

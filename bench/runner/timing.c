@@ -91,6 +91,8 @@ static dg_status samples_reserve(int n) {
     return DG_OK;
 }
 
+static bool over_run_cap(const bench_timing *t, double ms) { return t->run_cap_s > 0 && ms > 1e3 * t->run_cap_s; }
+
 /* timed runs into v[0..): until min_reps and min_time_s, or max_reps.
  * Where the host's caches are emptied before each run (tens of ms a
  * flush), min_time_s counts the flushes too: a 10 us op would otherwise
@@ -104,29 +106,35 @@ static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const be
     int min_reps = long_run && t->min_reps > 3 ? 3 : t->min_reps;
     int n = 0;
     double total = 0, spent = 0, ms = 0, t0 = bench_now_s(); /* spent: what --min-time counts, ms */
-    while (n < t->max_reps && (n < min_reps || spent < 1e3 * t->min_time_s) && !bench_interrupted) {
+    bool over_cap = false;
+    while (n < t->max_reps && (n < min_reps || spent < 1e3 * t->min_time_s) && !bench_interrupted && !over_cap) {
         if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
         v[n++] = ms;
         total += ms;
         spent = c->flush_host ? 1e3 * (bench_now_s() - t0) : total;
+        over_cap = over_run_cap(t, ms);
     }
     memcpy(samples.sorted, v, (size_t)n * sizeof *v);
     *out = bench_stats_of(samples.sorted, n);
     out->capped = n == t->max_reps && spent < 1e3 * t->min_time_s;
+    out->over_cap = over_cap;
+    out->cut_short = bench_interrupted && !over_cap && (n < min_reps || spent < 1e3 * t->min_time_s);
     return DG_OK;
 }
 
 static dg_status measure(const clock_pair *c, bench_fn fn, void *arg, const bench_timing *t, bench_stats *out) {
     dg_status st;
     double ms = 0, t0 = bench_now_s();
-    for (int i = 0; (i < t->warmup || bench_now_s() - t0 < t->warmup_s) && !bench_interrupted; i++)
+    for (int i = 0; (i < t->warmup || bench_now_s() - t0 < t->warmup_s) && !bench_interrupted && !over_run_cap(t, ms);
+         i++)
         if ((st = run_once(c, fn, arg, &ms)) != DG_OK) return st;
     if ((st = samples_reserve(2 * t->max_reps)) != DG_OK) return st;
     /* attempt k goes to the half of samples.v the best attempt is not in */
     double *best = samples.v, *next = samples.v + t->max_reps;
     if ((st = time_reps(c, fn, arg, t, ms, best, out)) != DG_OK) return st;
     int retries = 0;
-    while (t->max_cv_pct > 0 && out->cv_pct > t->max_cv_pct && retries < t->max_retries && !bench_interrupted) {
+    while (t->max_cv_pct > 0 && out->cv_pct > t->max_cv_pct && retries < t->max_retries && !bench_interrupted &&
+           !out->over_cap) {
         bench_stats again;
         if ((st = time_reps(c, fn, arg, t, ms, next, &again)) != DG_OK) return st;
         retries++;

@@ -20,6 +20,10 @@ typedef struct bench_timing {
     double min_time_s;   /* and at least this much timed time        */
     double max_cv_pct;   /* above: measure again (0: never)          */
     int    max_retries;  /* at most this many times, then "noisy"    */
+    double run_cap_s;    /* a run longer than this ends the row after it:
+                          * the warm-up stops and that run is the one
+                          * timed sample (a CPU row whose prediction
+                          * missed: --cpu-cap); 0: no cap */
     bool   cold;         /* empty the caches before every run: the GPU's L2
                           * for a GPU's work, the host's (host_cache.h) for
                           * the CPU's */
@@ -33,15 +37,19 @@ typedef struct bench_stats {
     int           retries; /* measured again this many times (cv_pct too high) */
     bool          capped;  /* max_reps ended it before min_time_s     */
     bool          cold;    /* every timed run followed a flush (t->cold) */
+    bool          over_cap;  /* a run passed t->run_cap_s: timed once    */
+    bool          cut_short; /* bench_interrupted ended it before its
+                              * runs were all done                       */
 } bench_stats;
 
 /* nothing measured */
-#define BENCH_NO_STATS ((bench_stats){NAN, NAN, NAN, NAN, 0, NULL, 0, false, false})
+#define BENCH_NO_STATS ((bench_stats){NAN, NAN, NAN, NAN, 0, NULL, 0, false, false, false, false})
 
 typedef dg_status (*bench_fn)(void *arg);
 
-/* Set by the CLI's SIGINT/SIGTERM handler: bench_time stops after the run
- * under way, and the sweeps after the row under way. */
+/* Set by the CLI's SIGINT/SIGTERM handler to the signal's number:
+ * bench_time stops after the run under way, and the sweeps after the row
+ * under way. */
 extern volatile sig_atomic_t bench_interrupted;
 
 /* be: the backend whose work fn queues (NULL: host-only work).
@@ -52,11 +60,13 @@ extern volatile sig_atomic_t bench_interrupted;
  * t->max_reps (out->capped). When the coefficient of variation is above
  * t->max_cv_pct the whole measurement is taken again, at most
  * t->max_retries times, and the attempt with the smallest one is kept
- * (out->retries). t->cold: before each run, outside the timed region,
+ * (out->retries). A run longer than t->run_cap_s (when set) ends the
+ * warm-up, or the timed runs after it, and no retry follows (out->over_cap).
+ * t->cold: before each run, outside the timed region,
  * a GPU backend's L2 is flushed; for a CPU backend's work or the host's
  * (be NULL) the host's caches are emptied (host_cache.h), and
  * t->min_time_s then counts the flushes' time too; out->cold says so. When bench_interrupted is set the statistics are those of the runs
- * done so far (out->reps, 0 if it came during the warm-up). */
+ * done so far (out->reps, 0 if it came during the warm-up; out->cut_short). */
 dg_status bench_time(dg_backend *be, bool events, bench_fn fn, void *arg, const bench_timing *t,
                      bench_stats *out);
 

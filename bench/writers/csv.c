@@ -25,20 +25,24 @@ FILE *bench_csv_open(const char *dir, const char *name, const char *meta, const 
     return f;
 }
 
-dg_status bench_csv_finish(FILE *f, const char *dir, const char *name, bool keep) {
+dg_status bench_csv_finish_as(FILE *f, const char *dir, const char *name, const char *as) {
     char partial[1024], final[1024];
     snprintf(partial, sizeof partial, "%s/%s.csv.partial", dir, name);
-    snprintf(final, sizeof final, "%s/%s.csv", dir, name);
+    snprintf(final, sizeof final, "%s/%s.csv", dir, as ? as : name);
     bool written = !ferror(f);
     if (fclose(f) || !written) /* a full disk: the rows may be incomplete; the earlier file stays */
         return dg_fail(DG_ERR_IO, "cannot write %s (its rows are kept there; %s is unchanged)", partial, final);
-    if (!keep) {
+    if (!as) {
         remove(partial);
         return DG_OK;
     }
     if (rename(partial, final))
         return dg_fail(DG_ERR_IO, "cannot rename %s to %s: %s", partial, final, strerror(errno));
     return DG_OK;
+}
+
+dg_status bench_csv_finish(FILE *f, const char *dir, const char *name, bool keep) {
+    return bench_csv_finish_as(f, dir, name, keep ? name : NULL);
 }
 
 static void num(FILE *f, double v) {

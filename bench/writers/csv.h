@@ -48,6 +48,9 @@ typedef struct bench_row {
  * short is a last line without a newline, which readers skip. */
 FILE     *bench_csv_open(const char *dir, const char *name, const char *meta, const char *header);
 dg_status bench_csv_finish(FILE *f, const char *dir, const char *name, bool keep);
+/* the same, kept as DIR/AS.csv (an interrupted re-run beside the earlier
+ * result); as NULL: discarded */
+dg_status bench_csv_finish_as(FILE *f, const char *dir, const char *name, const char *as);
 void      bench_csv_write(FILE *f, const bench_row *r);
 /* whether r has times to report: a checked, finished measurement (ok,
  * noisy, interrupted with runs); a wrong or failed row keeps none */

@@ -21,7 +21,12 @@ void bench_samples_write(FILE *f, const bench_row *r) {
 }
 
 dg_status bench_samples_finish(FILE *f, const char *dir, const char *name, bool keep) {
-    char file[256];
+    return bench_samples_finish_as(f, dir, name, keep ? name : NULL);
+}
+
+dg_status bench_samples_finish_as(FILE *f, const char *dir, const char *name, const char *as) {
+    char file[256], file_as[256];
     samples_name(file, sizeof file, name);
-    return bench_csv_finish(f, dir, file, keep);
+    samples_name(file_as, sizeof file_as, as ? as : name);
+    return bench_csv_finish_as(f, dir, file, as ? file_as : NULL);
 }

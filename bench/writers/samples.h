@@ -20,5 +20,7 @@ FILE     *bench_samples_open(const char *dir, const char *name, const char *meta
 void      bench_samples_write(FILE *f, const bench_row *r);
 /* bench_csv_finish of DIR/NAME.samples.csv */
 dg_status bench_samples_finish(FILE *f, const char *dir, const char *name, bool keep);
+/* kept as DIR/AS.samples.csv (bench_csv_finish_as) */
+dg_status bench_samples_finish_as(FILE *f, const char *dir, const char *name, const char *as);
 
 #endif

@@ -123,7 +123,11 @@ static dg_status train_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, 
     dg_epoch_stats es;
     if ((st = dg_train(be, &o, train, tc->test, NULL, NULL, &es)) != DG_OK) return st;
     s->epoch_ms = 1e3 * es.epoch_s;
-    row->st = (bench_stats){s->epoch_ms, s->epoch_ms, s->epoch_ms, 0, 1, &s->epoch_ms, 0, false, false};
+    row->st = BENCH_NO_STATS;
+    row->st.median_ms = row->st.min_ms = row->st.max_ms = s->epoch_ms;
+    row->st.cv_pct = 0;
+    row->st.reps = 1;
+    row->st.samples = &s->epoch_ms;
     row->status = "ok";
     if (ctx->progress) fprintf(stderr, "\n");
     fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", tc->model->name, batch,
