@@ -2,6 +2,7 @@
  * negative, zero, huge, non-numeric and overlong values. Each must exit 2
  * with a message on stderr, print nothing on stdout and write nothing: the
  * result folder named by --out is never created. */
+#include <ctype.h>
 #include <sys/stat.h>
 
 #include "shell_util.h"
@@ -114,4 +115,100 @@ Test(bench_cli_table, every_bad_value_is_a_usage_error_that_writes_nothing) {
                             c->opt ? c->opt : "", listing);
     }
     remove_dir(root);
+}
+
+/* ---- discoverable: every subcommand in --help, bench help SUB, and each
+ * option's missing value named as such ---- */
+
+static const char *const subcommands[] = {"plot", "compare", "train", "profile"};
+
+/* bench --help names every subcommand, and `bench help SUB` prints SUB's
+ * own help (profile was missing from --help; `bench help` did not exist) */
+Test(bench_cli_help, help_lists_every_subcommand_and_help_sub_prints_its_help) {
+    char out[4096], err[4096];
+    const char *help[] = {"--help", NULL};
+    cr_assert_eq(run_bench("/tmp", help, out, err, 30), 0, "%s", err);
+    for (int i = 0; i < 4; i++) {
+        char line[64], usage[64];
+        snprintf(line, sizeof line, "\n       bench %s ", subcommands[i]);
+        cr_expect(strstr(out, line), "bench --help does not list '%s':\n%s", subcommands[i], out);
+        const char *args[] = {"help", subcommands[i], NULL};
+        int rc = run_bench("/tmp", args, out, err, 30);
+        snprintf(usage, sizeof usage, "usage: bench %s", subcommands[i]);
+        cr_expect_eq(rc, 0, "bench help %s: exit %d\n%s", subcommands[i], rc, err);
+        cr_expect(!strncmp(out, usage, strlen(usage)), "bench help %s printed:\n%s", subcommands[i], out);
+        cr_assert_eq(run_bench("/tmp", help, out, err, 30), 0);
+    }
+    const char *plain[] = {"help", NULL};
+    cr_assert_eq(run_bench("/tmp", plain, out, err, 30), 0, "%s", err);
+    cr_assert(!strncmp(out, "usage: bench [options]", 22), "%s", out);
+    const char *unknown[] = {"help", "nope", NULL};
+    cr_assert_eq(run_bench("/tmp", unknown, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "plot, compare, train or profile"), "%s", err);
+}
+
+/* the options of a --help text that take a value ("  --reps N", "  --sizes [SWEEP=]LIST") */
+static int options_with_values(const char *help, char names[][32], int max) {
+    int n = 0;
+    for (const char *p = help; (p = strstr(p, "\n  --")) != NULL && n < max;) {
+        p += 5; /* past "\n  --" */
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-");
+        if (len < sizeof names[0] && p[len] == ' ' && (isupper((unsigned char)p[len + 1]) || p[len + 1] == '['))
+            snprintf(names[n++], sizeof names[0], "%.*s", (int)len, p);
+    }
+    return n;
+}
+
+/* Every option that takes a value, given last without one, is "missing
+ * value for --X" (exit 2, nothing on stdout), in every subcommand, as read
+ * from each one's --help; before, it was "unknown or incomplete option" or
+ * "bad option (unknown or without its value)". */
+Test(bench_cli_help, a_missing_value_is_named_as_missing) {
+    static const char *const prefixes[][3] = {{NULL}, {"compare"}, {"train"}, {"train", "--model", "charlm"}, {"profile"}};
+    int checked = 0;
+    for (size_t s = 0; s < sizeof prefixes / sizeof *prefixes; s++) {
+        const char *args[8];
+        int n = 0;
+        for (int k = 0; k < 3 && prefixes[s][k]; k++) args[n++] = prefixes[s][k];
+        args[n] = "--help";
+        args[n + 1] = NULL;
+        char out[4096], err[4096], names[64][32];
+        cr_assert_eq(run_bench("/tmp", args, out, err, 30), 0, "%s", err);
+        int n_opts = options_with_values(out, names, 64);
+        cr_assert_geq(n_opts, 3, "too few options read from:\n%s", out);
+        for (int i = 0; i < n_opts; i++) {
+            char opt[40], want[64];
+            snprintf(opt, sizeof opt, "--%.31s", names[i]);
+            snprintf(want, sizeof want, "missing value for %s\n", opt);
+            args[n] = opt;
+            int rc = run_bench("/tmp", args, out, err, 30);
+            cr_expect_eq(rc, 2, "%s %s: exit %d\n%s", args[0], opt, rc, err);
+            cr_expect(strstr(err, want), "%s %s (no value): %s", n ? args[0] : "bench", opt, err);
+            cr_expect_str_empty(out, "%s", opt);
+            checked++;
+        }
+    }
+    cr_assert_geq(checked, 50, "only %d options checked", checked);
+    /* and a value given to an option that takes none */
+    char out[4096], err[4096];
+    const char *quick[] = {"--quick=yes", NULL};
+    cr_assert_eq(run_bench("/tmp", quick, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "--quick takes no value"), "%s", err);
+    const char *unknown[] = {"--nope", NULL};
+    cr_assert_eq(run_bench("/tmp", unknown, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "unknown option '--nope'"), "%s", err);
+}
+
+/* A build without CUDA says so when GPU rows are asked for, not that nvcc
+ * was not found (which it said also where nvcc was there and DG_CUDA=OFF) */
+Test(bench_cli_help, a_build_without_cuda_says_so) {
+#ifdef DG_HAVE_CUDA
+    cr_skip_test("built with CUDA: the message of a build without it is not compiled");
+#else
+    char out[4096], err[4096];
+    const char *args[] = {"--sweep", "ceiling", "--backends", "gpu", "--out", "/nonexistent/never", NULL};
+    cr_assert_eq(run_bench("/tmp", args, out, err, 30), 1, "%s", err);
+    cr_assert(strstr(err, "built without CUDA"), "%s", err);
+    cr_assert_null(strstr(err, "nvcc"), "%s", err);
+#endif
 }

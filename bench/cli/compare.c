@@ -336,7 +336,7 @@ int bench_compare_main(int argc, char **argv) {
     int c;
     optind = 0; /* glibc: start over, the parse may run more than once in a process */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (!bench_parse_double(optarg, 0, 1000, &o.threshold_pct))
@@ -353,8 +353,7 @@ int bench_compare_main(int argc, char **argv) {
             out = optarg;
             break;
         case 'h': usage(stdout); return 0;
-        default:
-            return bench_usage_error("bench compare", "unknown or incomplete option '%.80s'", argv[optind - 1]);
+        default: return bench_option_error("bench compare", opts, c, argv);
         }
     }
     if (argc - optind != 2)

@@ -38,6 +38,8 @@ static void usage(FILE *f) {
             "       bench compare DIR_A DIR_B  B against A: ratios, U test; exit 3 on a regression\n"
             "                                  (bench compare --help)\n"
             "       bench train [options]      train on Fashion-MNIST (bench train --help)\n"
+            "       bench profile [options]    time one training step node by node (bench profile --help)\n"
+            "       bench help [SUBCOMMAND]    this help, or a subcommand's (plot, compare, train, profile)\n"
             "\n"
             "what to run:\n"
             "  --sweep LIST       comma-separated sweeps, each once (default: %s)\n"
@@ -106,6 +108,16 @@ int bench_usage_error(const char *prog, const char *fmt, ...) {
     fprintf(stderr, "\n(see %s --help)\n", prog);
     va_end(ap);
     return 2;
+}
+
+int bench_option_error(const char *prog, const struct option *opts, int c, char *const *argv) {
+    const char *word = argv[optind - 1];
+    const struct option *o = opts;
+    while (o->name && (!optopt || o->val != optopt)) o++; /* optopt 0: a name no option has */
+    if (c == ':' && o->name) return bench_usage_error(prog, "missing value for --%s", o->name);
+    if (o->name && o->has_arg == no_argument && !strncmp(word, "--", 2) && strchr(word, '='))
+        return bench_usage_error(prog, "--%s takes no value ('%.80s')", o->name, word);
+    return bench_usage_error(prog, "unknown option '%.80s'", word);
 }
 
 /* strtoll and strtod skip leading blanks and take a sign; a value given on a
@@ -374,9 +386,8 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
     int c, rc;
     optind = 0; /* glibc: start over, the parse may run more than once in a process */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == '?' || c == ':')
-            return bench_usage_error("bench", "unknown or incomplete option '%.80s'", argv[optind - 1]);
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (c == '?' || c == ':') return bench_option_error("bench", opts, c, argv);
         if ((rc = take_option(c, optarg, ctx, &sweep_list, &backends, &max_reps)) != BENCH_OPTS_RUN) return rc;
     }
     if (optind < argc) return bench_usage_error("bench", "unexpected argument '%.80s'", argv[optind]);

@@ -34,6 +34,12 @@ bench_ctx bench_default_ctx(void);
 /* strict numbers: the whole string, no sign where lo >= 0, within [lo, hi] */
 bool bench_parse_long(const char *s, long long lo, long long hi, long long *out);
 bool bench_parse_double(const char *s, double lo, double hi, double *out);
+struct option;
+/* The usage error of getopt_long's answer c ('?' or ':'; the parse's
+ * optstring starts with ':' so that a value that is missing reads ':'):
+ * "missing value for --x", "--x takes no value" or "unknown option '...'",
+ * from opts and argv[optind - 1]; returns 2. */
+int  bench_option_error(const char *prog, const struct option *opts, int c, char *const *argv);
 /* prints "PROG: <fmt, ...>\n(see PROG --help)" to stderr; returns 2 */
 int  bench_usage_error(const char *prog, const char *fmt, ...)
 #if defined(__GNUC__)
