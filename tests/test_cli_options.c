@@ -147,13 +147,17 @@ Test(bench_cli_help, help_lists_every_subcommand_and_help_sub_prints_its_help) {
     cr_assert(strstr(err, "plot, compare, train or profile"), "%s", err);
 }
 
-/* the options of a --help text that take a value ("  --reps N", "  --sizes [SWEEP=]LIST") */
+/* the options of a --help text that take a value ("  --reps N", "  --sizes [SWEEP=]LIST"),
+ * less those it also shows without one ("  --list  " beside "  --list SWEEP") */
 static int options_with_values(const char *help, char names[][32], int max) {
     int n = 0;
     for (const char *p = help; (p = strstr(p, "\n  --")) != NULL && n < max;) {
         p += 5; /* past "\n  --" */
         size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-");
-        if (len < sizeof names[0] && p[len] == ' ' && (isupper((unsigned char)p[len + 1]) || p[len + 1] == '['))
+        char bare[48];
+        snprintf(bare, sizeof bare, "\n  --%.*s  ", (int)len, p);
+        if (len < sizeof names[0] && p[len] == ' ' && (isupper((unsigned char)p[len + 1]) || p[len + 1] == '[') &&
+            !strstr(help, bare))
             snprintf(names[n++], sizeof names[0], "%.*s", (int)len, p);
     }
     return n;
@@ -211,4 +215,57 @@ Test(bench_cli_help, a_build_without_cuda_says_so) {
     cr_assert(strstr(err, "built without CUDA"), "%s", err);
     cr_assert_null(strstr(err, "nvcc"), "%s", err);
 #endif
+}
+
+/* "sweep case impl backend m=.. n=.. k=.. batch=.." of each CSV row of path, one per line, into buf */
+static void csv_rows_as_listed(const char *path, char *buf, size_t n) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "grep -v '^#' '%s' | tail -n +2 | awk -F, '{print $1\" \"$2\" \"$3\" \"$4\" m=\"$6\" n=\"$7\" k=\"$8\" "
+             "batch=\"$9}' | sort",
+             path);
+    cr_assert_eq(sh(cmd, buf, n), 0, "%s", buf);
+}
+
+/* bench --list SWEEP prints the rows a run with the same options writes,
+ * and their --case and --impl names, from the sweep's own points and
+ * implementations; it runs nothing and makes no folder. The listed rows
+ * are those of the run, one for one (add_bcast's backward is listed and
+ * not written: its gradient turns out to be no node of its own only once
+ * the case is built, which listing does not do). */
+Test(bench_cli_help, list_sweep_prints_the_rows_a_run_would_write) {
+    char root[] = "/tmp/dg-list-XXXXXX", out[4096], err[4096], dir[512], path[600], cmd[2048];
+    tmp_dir(root);
+    snprintf(dir, sizeof dir, "%s/res", root);
+    const char *list[] = {"--list", "ops", "--sizes", "ops=1024", "--backends", "cpu", "--case", "add,relu",
+                          "--out", dir, NULL};
+    cr_assert_eq(run_bench(root, list, out, err, 60), 0, "%s", err);
+    cr_assert_neq(access(dir, F_OK), 0, "--list made %s", dir);
+    cr_assert(strstr(out, "ops: 3 rows; --case: add, relu; --impl: cpu-fwd, cpu-bwd\n"), "%s", out);
+    char listed[4096], ran[4096];
+    snprintf(path, sizeof path, "%s/listed", root);
+    write_file(path, out);
+    snprintf(cmd, sizeof cmd, "grep -v ' rows; ' '%s' | sort", path);
+    cr_assert_eq(sh(cmd, listed, sizeof listed), 0);
+    const char *run[] = {"--sweep", "ops", "--sizes", "ops=1024", "--backends", "cpu", "--case", "add,relu",
+                         "--warmup", "0", "--reps", "1", "--min-time", "0", "--out", dir, NULL};
+    cr_assert_eq(run_bench(root, run, out, err, 120), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/ops.csv", dir);
+    csv_rows_as_listed(path, ran, sizeof ran);
+    cr_assert_str_eq(listed, ran, "listed:\n%s\nthe run wrote:\n%s", listed, ran);
+    /* --list --sweep LIST: the same; --impl filters; the sweeps alone without a sweep */
+    const char *gemm[] = {"--list", "--sweep", "gemm", "--sizes", "gemm=64", "--backends", "cpu", "--impl", "cpu-o*",
+                          NULL};
+    cr_assert_eq(run_bench(root, gemm, out, err, 60), 0, "%s", err);
+    cr_assert(strstr(out, "gemm square cpu-omp cpu m=64 n=64 k=64 batch=1\n") &&
+                  strstr(out, "--impl: cpu-omp, cpu-openblas\n") && !strstr(out, "cpu-naive"), "%s", out);
+    const char *plain[] = {"--list", NULL};
+    cr_assert_eq(run_bench(root, plain, out, err, 60), 0, "%s", err);
+    cr_assert(strstr(out, "gemm ") && strstr(out, "ops ") && !strstr(out, "rows;"), "%s", out);
+    const char *both[] = {"--list", "gemm", "--sweep", "ops", NULL};
+    cr_assert_eq(run_bench(root, both, out, err, 60), 2, "%s", err);
+    const char *unknown[] = {"--list", "nope", NULL};
+    cr_assert_eq(run_bench(root, unknown, out, err, 60), 2, "%s", err);
+    cr_assert(strstr(err, "unknown sweep 'nope'"), "%s", err);
+    remove_dir(root);
 }

@@ -70,11 +70,31 @@ static bench_gpu_monitor *open_monitor(dg_backend *gpu) {
     return m;
 }
 
+/* bench --list SWEEP: each sweep's rows as a run on these backends, with
+ * these options, would have them (runner.h); nothing is measured, nothing
+ * written, no folder made. 0, or 1 when a sweep could not list its rows. */
+static int list_sweeps(bench_ctx *ctx, const bench_choice *ch) {
+    bool gpu_broken;
+    if (open_backends(ctx, ch, &gpu_broken)) return 1;
+    int rc = gpu_broken;
+    for (int i = 0; i < ch->n_sweeps; i++) {
+        ctx->sweep = ch->sweeps[i]->name;
+        if (ch->sweeps[i]->run(ctx) != DG_OK) {
+            fprintf(stderr, "bench: %s: cannot list its rows: %s\n", ctx->sweep, dg_last_error());
+            rc = 1;
+        }
+    }
+    dg_backend_free(ctx->cpu);
+    dg_backend_free(ctx->gpu);
+    return rc;
+}
+
 static int run_sweeps(int argc, char **argv) {
     bench_ctx ctx;
     bench_choice ch;
     int rc = bench_parse_options(argc, argv, &ctx, &ch);
     if (rc != BENCH_OPTS_RUN) return rc;
+    if (ctx.list) return list_sweeps(&ctx, &ch);
     /* before anything starts OpenMP: it may execute the bench again */
     char policy[256], load[256];
     if (bench_wait_policy_apply(ctx.wait_policy, argv, policy, sizeof policy))

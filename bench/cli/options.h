@@ -25,7 +25,9 @@ typedef struct bench_choice {
 
 /* Parses argv (the main form: no subcommand) into ctx's settings and *ch.
  * BENCH_OPTS_RUN: go on; otherwise the exit code: 0 after --help, --list,
- * --list-ops; 2 after a usage error (message on stderr). */
+ * --list-ops; 2 after a usage error (message on stderr). With --list and a
+ * sweep (bench --list SWEEP, or --list --sweep LIST), BENCH_OPTS_RUN and
+ * ctx->list set: the caller lists the sweeps' rows instead of running. */
 int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch);
 
 /* every setting at its default (what an empty command line gives) */
