@@ -25,7 +25,9 @@
 static const char *const peer_files[] = {"torch_ops", "torch_attention"};
 #define N_PEER_FILES (int)(sizeof peer_files / sizeof *peer_files)
 
-static const char *file_name(int i) { return i < bench_n_sweeps ? bench_sweeps[i].name : peer_files[i - bench_n_sweeps]; }
+static const char *file_name(int i) {
+    return i < bench_n_sweeps ? bench_sweeps[i].name : peer_files[i - bench_n_sweeps];
+}
 #define N_FILES (bench_n_sweeps + N_PEER_FILES)
 
 /* a row with a time to compare: measured and checked (noisy is flagged, not wrong) */
