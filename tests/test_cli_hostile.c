@@ -162,6 +162,30 @@ Test(bench_hostile, a_failed_train_run_keeps_the_earlier_csv) {
     remove_dir(dir);
 }
 
+/* bench train makes its whole --out path, as the sweeps do: a nested
+ * folder in a fresh place, and the default reports/latest in a folder
+ * without reports/ (a fresh checkout). Making one level only failed both. */
+Test(bench_hostile, train_creates_its_nested_out_folder) {
+    char dir[] = "/tmp/dg-trainout-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    tiny_data_set(dir, "train", 20, 28);
+    tiny_data_set(dir, "t10k", 10, 28);
+    snprintf(path, sizeof path, "%s/a/b/c", dir);
+    const char *nested[] = {"train", "--model", "logreg", "--epochs", "1", "--batch", "4", "--threads", "1",
+                            "--data", dir, "--out", path, NULL};
+    int rc = run_bench("/tmp", nested, out, err, 60);
+    cr_assert_eq(rc, 0, "--out a/b/c: exit %d\n%s", rc, err);
+    snprintf(path, sizeof path, "%s/a/b/c/train-logreg-cpu.csv", dir);
+    cr_assert(exists(path), "no %s: %s", path, err);
+    const char *fresh[] = {"train", "--model", "logreg", "--epochs", "1", "--batch", "4", "--threads", "1",
+                           "--data", dir, NULL};
+    rc = run_bench(dir, fresh, out, err, 60);
+    cr_assert_eq(rc, 0, "the default --out in a fresh folder: exit %d\n%s", rc, err);
+    snprintf(path, sizeof path, "%s/reports/latest/train-logreg-cpu.csv", dir);
+    cr_assert(exists(path), "no %s: %s", path, err);
+    remove_dir(dir);
+}
+
 /* --gpus out of range or not a number, without --backend gpu, or with a
  * batch it does not divide: usage errors naming the options, before
  * anything is opened or written. */

@@ -2,6 +2,7 @@
  * negative, zero, huge, non-numeric and overlong values. Each must exit 2
  * with a message on stderr, print nothing on stdout and write nothing: the
  * result folder named by --out is never created. */
+#include <ctype.h>
 #include <sys/stat.h>
 
 #include "shell_util.h"
@@ -113,5 +114,158 @@ Test(bench_cli_table, every_bad_value_is_a_usage_error_that_writes_nothing) {
         cr_expect_str_empty(listing, "bench %s %s: wrote into its working folder: %s", c->sub ? c->sub : "",
                             c->opt ? c->opt : "", listing);
     }
+    remove_dir(root);
+}
+
+/* ---- discoverable: every subcommand in --help, bench help SUB, and each
+ * option's missing value named as such ---- */
+
+static const char *const subcommands[] = {"plot", "compare", "train", "profile"};
+
+/* bench --help names every subcommand, and `bench help SUB` prints SUB's
+ * own help (profile was missing from --help; `bench help` did not exist) */
+Test(bench_cli_help, help_lists_every_subcommand_and_help_sub_prints_its_help) {
+    char out[4096], err[4096];
+    const char *help[] = {"--help", NULL};
+    cr_assert_eq(run_bench("/tmp", help, out, err, 30), 0, "%s", err);
+    for (int i = 0; i < 4; i++) {
+        char line[64], usage[64];
+        snprintf(line, sizeof line, "\n       bench %s ", subcommands[i]);
+        cr_expect(strstr(out, line), "bench --help does not list '%s':\n%s", subcommands[i], out);
+        const char *args[] = {"help", subcommands[i], NULL};
+        int rc = run_bench("/tmp", args, out, err, 30);
+        snprintf(usage, sizeof usage, "usage: bench %s", subcommands[i]);
+        cr_expect_eq(rc, 0, "bench help %s: exit %d\n%s", subcommands[i], rc, err);
+        cr_expect(!strncmp(out, usage, strlen(usage)), "bench help %s printed:\n%s", subcommands[i], out);
+        cr_assert_eq(run_bench("/tmp", help, out, err, 30), 0);
+    }
+    const char *plain[] = {"help", NULL};
+    cr_assert_eq(run_bench("/tmp", plain, out, err, 30), 0, "%s", err);
+    cr_assert(!strncmp(out, "usage: bench [options]", 22), "%s", out);
+    const char *unknown[] = {"help", "nope", NULL};
+    cr_assert_eq(run_bench("/tmp", unknown, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "plot, compare, train or profile"), "%s", err);
+}
+
+/* the options of a --help text that take a value ("  --reps N", "  --sizes [SWEEP=]LIST"),
+ * less those it also shows without one ("  --list  " beside "  --list SWEEP") */
+static int options_with_values(const char *help, char names[][32], int max) {
+    int n = 0;
+    for (const char *p = help; (p = strstr(p, "\n  --")) != NULL && n < max;) {
+        p += 5; /* past "\n  --" */
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-");
+        char bare[48];
+        snprintf(bare, sizeof bare, "\n  --%.*s  ", (int)len, p);
+        if (len < sizeof names[0] && p[len] == ' ' && (isupper((unsigned char)p[len + 1]) || p[len + 1] == '[') &&
+            !strstr(help, bare))
+            snprintf(names[n++], sizeof names[0], "%.*s", (int)len, p);
+    }
+    return n;
+}
+
+/* Every option that takes a value, given last without one, is "missing
+ * value for --X" (exit 2, nothing on stdout), in every subcommand, as read
+ * from each one's --help; before, it was "unknown or incomplete option" or
+ * "bad option (unknown or without its value)". */
+Test(bench_cli_help, a_missing_value_is_named_as_missing) {
+    static const char *const prefixes[][3] = {{NULL}, {"compare"}, {"train"}, {"train", "--model", "charlm"}, {"profile"}};
+    int checked = 0;
+    for (size_t s = 0; s < sizeof prefixes / sizeof *prefixes; s++) {
+        const char *args[8];
+        int n = 0;
+        for (int k = 0; k < 3 && prefixes[s][k]; k++) args[n++] = prefixes[s][k];
+        args[n] = "--help";
+        args[n + 1] = NULL;
+        char out[4096], err[4096], names[64][32];
+        cr_assert_eq(run_bench("/tmp", args, out, err, 30), 0, "%s", err);
+        int n_opts = options_with_values(out, names, 64);
+        cr_assert_geq(n_opts, 3, "too few options read from:\n%s", out);
+        for (int i = 0; i < n_opts; i++) {
+            char opt[40], want[64];
+            snprintf(opt, sizeof opt, "--%.31s", names[i]);
+            snprintf(want, sizeof want, "missing value for %s\n", opt);
+            args[n] = opt;
+            int rc = run_bench("/tmp", args, out, err, 30);
+            cr_expect_eq(rc, 2, "%s %s: exit %d\n%s", args[0], opt, rc, err);
+            cr_expect(strstr(err, want), "%s %s (no value): %s", n ? args[0] : "bench", opt, err);
+            cr_expect_str_empty(out, "%s", opt);
+            checked++;
+        }
+    }
+    cr_assert_geq(checked, 50, "only %d options checked", checked);
+    /* and a value given to an option that takes none */
+    char out[4096], err[4096];
+    const char *quick[] = {"--quick=yes", NULL};
+    cr_assert_eq(run_bench("/tmp", quick, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "--quick takes no value"), "%s", err);
+    const char *unknown[] = {"--nope", NULL};
+    cr_assert_eq(run_bench("/tmp", unknown, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "unknown option '--nope'"), "%s", err);
+}
+
+/* A build without CUDA says so when GPU rows are asked for, not that nvcc
+ * was not found (which it said also where nvcc was there and DG_CUDA=OFF) */
+Test(bench_cli_help, a_build_without_cuda_says_so) {
+#ifdef DG_HAVE_CUDA
+    cr_skip_test("built with CUDA: the message of a build without it is not compiled");
+#else
+    char out[4096], err[4096];
+    const char *args[] = {"--sweep", "ceiling", "--backends", "gpu", "--out", "/nonexistent/never", NULL};
+    cr_assert_eq(run_bench("/tmp", args, out, err, 30), 1, "%s", err);
+    cr_assert(strstr(err, "built without CUDA"), "%s", err);
+    cr_assert_null(strstr(err, "nvcc"), "%s", err);
+#endif
+}
+
+/* "sweep case impl backend m=.. n=.. k=.. batch=.." of each CSV row of path, one per line, into buf */
+static void csv_rows_as_listed(const char *path, char *buf, size_t n) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "grep -v '^#' '%s' | tail -n +2 | awk -F, '{print $1\" \"$2\" \"$3\" \"$4\" m=\"$6\" n=\"$7\" k=\"$8\" "
+             "batch=\"$9}' | sort",
+             path);
+    cr_assert_eq(sh(cmd, buf, n), 0, "%s", buf);
+}
+
+/* bench --list SWEEP prints the rows a run with the same options writes,
+ * and their --case and --impl names, from the sweep's own points and
+ * implementations; it runs nothing and makes no folder. The listed rows
+ * are those of the run, one for one (add_bcast's backward is listed and
+ * not written: its gradient turns out to be no node of its own only once
+ * the case is built, which listing does not do). */
+Test(bench_cli_help, list_sweep_prints_the_rows_a_run_would_write) {
+    char root[] = "/tmp/dg-list-XXXXXX", out[4096], err[4096], dir[512], path[600], cmd[2048];
+    tmp_dir(root);
+    snprintf(dir, sizeof dir, "%s/res", root);
+    const char *list[] = {"--list", "ops", "--sizes", "ops=1024", "--backends", "cpu", "--case", "add,relu",
+                          "--out", dir, NULL};
+    cr_assert_eq(run_bench(root, list, out, err, 60), 0, "%s", err);
+    cr_assert_neq(access(dir, F_OK), 0, "--list made %s", dir);
+    cr_assert(strstr(out, "ops: 3 rows; --case: add, relu; --impl: cpu-fwd, cpu-bwd\n"), "%s", out);
+    char listed[4096], ran[4096];
+    snprintf(path, sizeof path, "%s/listed", root);
+    write_file(path, out);
+    snprintf(cmd, sizeof cmd, "grep -v ' rows; ' '%s' | sort", path);
+    cr_assert_eq(sh(cmd, listed, sizeof listed), 0);
+    const char *run[] = {"--sweep", "ops", "--sizes", "ops=1024", "--backends", "cpu", "--case", "add,relu",
+                         "--warmup", "0", "--reps", "1", "--min-time", "0", "--out", dir, NULL};
+    cr_assert_eq(run_bench(root, run, out, err, 120), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/ops.csv", dir);
+    csv_rows_as_listed(path, ran, sizeof ran);
+    cr_assert_str_eq(listed, ran, "listed:\n%s\nthe run wrote:\n%s", listed, ran);
+    /* --list --sweep LIST: the same; --impl filters; the sweeps alone without a sweep */
+    const char *gemm[] = {"--list", "--sweep", "gemm", "--sizes", "gemm=64", "--backends", "cpu", "--impl", "cpu-o*",
+                          NULL};
+    cr_assert_eq(run_bench(root, gemm, out, err, 60), 0, "%s", err);
+    cr_assert(strstr(out, "gemm square cpu-omp cpu m=64 n=64 k=64 batch=1\n") &&
+                  strstr(out, "--impl: cpu-omp, cpu-openblas\n") && !strstr(out, "cpu-naive"), "%s", out);
+    const char *plain[] = {"--list", NULL};
+    cr_assert_eq(run_bench(root, plain, out, err, 60), 0, "%s", err);
+    cr_assert(strstr(out, "gemm ") && strstr(out, "ops ") && !strstr(out, "rows;"), "%s", out);
+    const char *both[] = {"--list", "gemm", "--sweep", "ops", NULL};
+    cr_assert_eq(run_bench(root, both, out, err, 60), 2, "%s", err);
+    const char *unknown[] = {"--list", "nope", NULL};
+    cr_assert_eq(run_bench(root, unknown, out, err, 60), 2, "%s", err);
+    cr_assert(strstr(err, "unknown sweep 'nope'"), "%s", err);
     remove_dir(root);
 }

@@ -96,17 +96,23 @@ static bench_row row_of(int64_t m, const double *v, int n, const char *status, c
     return r;
 }
 
-/* DIR/gemm.csv and, when json, DIR/gemm.json from rows r[0..n) */
-static void write_run(const char *dir, const bench_row *r, int n, bool json) {
-    FILE *csv = bench_csv_open(dir, "gemm", META, BENCH_CSV_HEADER);
+/* DIR/NAME.csv and, when json, DIR/NAME.json from rows r[0..n), with metadata meta */
+static void write_file_rows(const char *dir, const char *name, const char *meta, const bench_row *r, int n,
+                            bool json) {
+    FILE *csv = bench_csv_open(dir, name, meta, BENCH_CSV_HEADER);
     cr_assert_not_null(csv, "%s", dg_last_error());
-    bench_json *j = json ? bench_json_open(META) : NULL;
+    bench_json *j = json ? bench_json_open(meta) : NULL;
     for (int i = 0; i < n; i++) {
         bench_csv_write(csv, &r[i]);
         bench_json_add(j, &r[i]);
     }
-    cr_assert_eq(bench_csv_finish(csv, dir, "gemm", true), DG_OK, "%s", dg_last_error());
-    if (j) cr_assert_eq(bench_json_finish(j, dir, "gemm", true), DG_OK, "%s", dg_last_error());
+    cr_assert_eq(bench_csv_finish(csv, dir, name, true), DG_OK, "%s", dg_last_error());
+    if (j) cr_assert_eq(bench_json_finish(j, dir, name, true), DG_OK, "%s", dg_last_error());
+}
+
+/* DIR/gemm.csv and, when json, DIR/gemm.json from rows r[0..n) */
+static void write_run(const char *dir, const bench_row *r, int n, bool json) {
+    write_file_rows(dir, "gemm", META, r, n, json);
 }
 
 /* folders root/a and root/b: rows 64 (base in both), 128 (a128 in A, b128
@@ -236,16 +242,83 @@ Test(bench_compare, overlapping_noisy_samples_are_not_significant) {
     remove_dir(r.root);
 }
 
-Test(bench_compare, folders_without_json_compare_medians_and_never_exit_3) {
+/* Without repetitions to test (a baseline of CSV files alone), the medians
+ * decide: a 3x regression still exits 3, saying no U test was possible;
+ * within the threshold the rows are the same and the exit 0. (Such rows
+ * were "untested" and the exit 0 before.) */
+Test(bench_compare, folders_without_json_compare_medians_and_fail_a_gross_regression) {
     runs r;
     char out[4096], err[4096];
     double slow[10];
     scaled(slow, 3.0);
     make_runs(&r, base, slow, false);
     int rc = compare(&r, NULL, NULL, out, err);
-    cr_assert_eq(rc, 0, "exit %d\n%s", rc, out);
-    cr_assert(strstr(out, "gemm.csv (medians only)"), "%s", out);
-    cr_assert(line_says(line_128(out), "| - | untested (CSV medians only)"), "%s", out);
+    cr_assert_eq(rc, 3, "exit %d\n%s", rc, out);
+    cr_assert(strstr(out, "gemm.csv (medians only, no U test)"), "%s", out);
+    cr_assert(line_says(line_128(out), "| 3.000 | - | slower (no U test: CSV medians only)"), "%s", out);
+    cr_assert(strstr(out, "judged by the medians alone (no U test) 1;"), "%s", out);
+    cr_assert(strstr(err, "1 rows of B slower") && strstr(err, "medians alone"), "%s", err);
+    rc = compare(&r, "--threshold", "250", out, err);
+    cr_assert_eq(rc, 0, "exit %d with --threshold 250\n%s", rc, out);
+    cr_assert(line_says(line_128(out), "| same"), "%s", out);
+    remove_dir(r.root);
+}
+
+/* A baseline with samples against one without (a CSV folder against a
+ * JSON one) is judged on the medians too, either way round. */
+Test(bench_compare, a_baseline_without_samples_still_fails_a_regression) {
+    runs r;
+    char out[4096], err[4096];
+    double slow[10];
+    scaled(slow, 3.0);
+    make_runs(&r, base, slow, true);
+    char path[128];
+    snprintf(path, sizeof path, "%s/gemm.json", r.a); /* A: the CSV alone */
+    cr_assert_eq(remove(path), 0);
+    int rc = compare(&r, NULL, NULL, out, err);
+    cr_assert_eq(rc, 3, "exit %d\n%s", rc, out);
+    cr_assert(line_says(line_128(out), "| slower (no U test: CSV medians only)"), "%s", out);
+    remove_dir(r.root);
+}
+
+/* ---- one median per row: CSV, JSON and compare agree ---- */
+
+/* 40 runs, 22 of 1 ms and 18 of 100 ms (the odd runs below 36): the
+ * row's median is 1 ms, while each of the JSON's 16 repetitions (means of
+ * 2 or 3 consecutive runs) holds a 100 ms run, so their median is above
+ * 33 ms */
+static void skewed_runs(double *v, int n) {
+    for (int i = 0; i < n; i++) v[i] = i % 2 && i < 36 ? 100.0 : 1.0;
+}
+
+/* The same row read from NAME.csv (its median of all runs) and from
+ * NAME.json (the repetitions are means of consecutive runs) compares as
+ * ratio 1: the JSON's median is the CSV's. (With the JSON's median taken
+ * from its block means, this row's ratio was far from 1.) */
+Test(bench_compare, a_row_has_one_median_in_csv_and_json) {
+    double v[40];
+    skewed_runs(v, 40);
+    runs r;
+    char out[4096], err[4096];
+    make_runs(&r, base, base, true);
+    bench_row row = row_of(128, v, 40, "ok", NULL);
+    cr_assert_eq(row.st.median_ms, 1.0, "the row's median: %g", row.st.median_ms);
+    write_run(r.a, &row, 1, true); /* the same row: A's from its CSV alone, B's from its JSON alone */
+    write_run(r.b, &row, 1, true);
+    char path[128];
+    snprintf(path, sizeof path, "%s/gemm.json", r.a);
+    cr_assert_eq(remove(path), 0);
+    snprintf(path, sizeof path, "%s/gemm.csv", r.b);
+    cr_assert_eq(remove(path), 0);
+    int n = 0;
+    snprintf(path, sizeof path, "%s/gemm.json", r.b);
+    bench_json_rec *back = bench_json_read(path, &n);
+    cr_assert(back && n == 1, "%s", dg_last_error());
+    cr_assert_eq(back[0].rec.median_ms, 1.0, "the JSON's median %g is not the CSV's 1", back[0].rec.median_ms);
+    bench_json_recs_free(back, n);
+    int rc = compare(&r, NULL, NULL, out, err);
+    cr_assert_eq(rc, 0, "exit %d\n%s\n%s", rc, out, err);
+    cr_assert(line_says(line_128(out), "| 1 | 1 | 1.000 |"), "%s", out);
     remove_dir(r.root);
 }
 
@@ -331,5 +404,152 @@ Test(bench_compare, bad_flags_exit_2_and_a_missing_folder_exits_1) {
     const char *help[] = {"compare", "--help", NULL};
     cr_assert_eq(run_bench(r.root, help, out, err, 60), 0);
     cr_assert(strstr(out, "--threshold") && strstr(out, "exit: 0"), "%s", out);
+    remove_dir(r.root);
+}
+
+/* ---- runs of one machine, or of two ---- */
+
+#define META_ON(cpu, cores, blas, gpu)                                                                            \
+    "# duograd bench test\n# date: 2030-01-01T00:00:00Z\n# cpu: " cpu "\n# cores: " cores                          \
+    "\n# threads: 2\n# openblas: OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY USE_OPENMP " blas             \
+    " MAX_THREADS=64 (parallel: OpenMP) (OPENBLAS_CORETYPE=unset)\n# gpu: " gpu "\n"
+#define XEON "Intel(R) Xeon(R) Processor @ 2.80GHz"
+#define H100 "NVIDIA H100 80GB HBM3, 132 SMs, cc 9.0, driver 13.0, runtime 13.0, cuBLAS 130100"
+
+/* folders root/a and root/b of one row each, equal times, with metadata ma and mb */
+static void make_machines(runs *r, const char *ma, const char *mb, bool json) {
+    make_runs(r, base, base, json);
+    bench_row row = row_of(128, base, 10, "ok", NULL);
+    write_file_rows(r->a, "gemm", ma, &row, 1, json);
+    write_file_rows(r->b, "gemm", mb, &row, 1, json);
+}
+
+/* A CPU model, a core count, an OpenBLAS core or a GPU model that differs:
+ * exit 2 before any report, naming both folders and both machines, and
+ * how to compare them all the same; with --across-machines the report's
+ * first line says it compares runs of two machines. (Before, any two
+ * folders were compared and the exit was 0.) */
+Test(bench_compare, runs_from_different_machines_are_refused_unless_asked) {
+    static const struct { const char *a, *b, *field, *says_a, *says_b; } cases[] = {
+        {META_ON(XEON, "2", "SkylakeX", "none (built without CUDA)"), META_ON("AMD EPYC 9654", "2", "SkylakeX", "none"),
+         "cpu differs", XEON, "AMD EPYC 9654"},
+        {META_ON(XEON, "16", "SkylakeX", H100), META_ON(XEON, "2", "SkylakeX", H100), "cores differs", "16 cores",
+         "2 cores"},
+        {META_ON(XEON, "2", "SkylakeX", "none"), META_ON(XEON, "2", "Prescott", "none"), "BLAS core differs",
+         "BLAS core SkylakeX", "BLAS core Prescott"},
+        {META_ON(XEON, "16", "SkylakeX", H100),
+         META_ON(XEON, "16", "SkylakeX", "NVIDIA H200, 132 SMs, cc 9.0, driver 13.0, runtime 13.0, cuBLAS 130100"),
+         "gpu differs", "gpu NVIDIA H100 80GB HBM3,", "gpu NVIDIA H200,"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int json = 0; json < 2; json++) {
+            runs r;
+            char out[4096], err[4096];
+            make_machines(&r, cases[i].a, cases[i].b, json);
+            if (json) { /* the machine from NAME.json's context alone */
+                char path[128];
+                snprintf(path, sizeof path, "%s/gemm.csv", r.a);
+                cr_assert_eq(remove(path), 0);
+                snprintf(path, sizeof path, "%s/gemm.csv", r.b);
+                cr_assert_eq(remove(path), 0);
+            }
+            int rc = compare(&r, NULL, NULL, out, err);
+            cr_expect_eq(rc, 2, "case %zu json %d: exit %d\n%s\n%s", i, json, rc, out, err);
+            cr_expect(strstr(err, r.a) && strstr(err, r.b) && strstr(err, "different machines") &&
+                          strstr(err, cases[i].field) && strstr(err, cases[i].says_a) && strstr(err, cases[i].says_b) &&
+                          strstr(err, "--across-machines"),
+                      "case %zu json %d: the message names neither both machines nor the way out:\n%s", i, json, err);
+            cr_expect_str_empty(out, "case %zu json %d: a refused comparison printed a report", i, json);
+            rc = compare(&r, "--across-machines", NULL, out, err);
+            cr_expect_eq(rc, 0, "case %zu json %d --across-machines: exit %d\n%s", i, json, rc, err);
+            cr_expect(!strncmp(out, "# bench compare: B against A, runs from different machines", 58) &&
+                          strstr(out, cases[i].field),
+                      "case %zu json %d: the first line does not say so:\n%s", i, json, out);
+            remove_dir(r.root);
+        }
+}
+
+/* One machine: the same CPU, cores and OpenBLAS core; a run that measured
+ * no GPU ("none") says nothing against one that did. Compared, exit 0. */
+Test(bench_compare, runs_of_one_machine_compare) {
+    runs r;
+    char out[4096], err[4096];
+    make_machines(&r, META_ON(XEON, "16", "SkylakeX", H100), META_ON(XEON, "16", "SkylakeX", "none (no CUDA device answered)"),
+                  true);
+    int rc = compare(&r, NULL, NULL, out, err);
+    cr_assert_eq(rc, 0, "exit %d\n%s\n%s", rc, out, err);
+    cr_assert(!strncmp(out, "# bench compare: B against A\n", 29), "%s", out);
+    remove_dir(r.root);
+}
+
+/* --out and a refusal: no report file, nothing left behind */
+Test(bench_compare, a_refused_comparison_writes_no_report) {
+    runs r;
+    char out[4096], err[4096], report[128], partial[160];
+    make_machines(&r, META_ON(XEON, "16", "SkylakeX", "none"), META_ON(XEON, "2", "SkylakeX", "none"), true);
+    snprintf(report, sizeof report, "%s/report.md", r.root);
+    snprintf(partial, sizeof partial, "%s.partial", report);
+    cr_assert_eq(compare(&r, "--out", report, out, err), 2, "%s", err);
+    cr_assert_neq(access(report, F_OK), 0, "a refused comparison wrote %s", report);
+    cr_assert_neq(access(partial, F_OK), 0, "%s left behind", partial);
+    remove_dir(r.root);
+}
+
+/* ---- the peers' rows ---- */
+
+static bench_row peer_row(const double *v, const char *impl) {
+    bench_row r = row_of(128, v, 10, "ok", NULL);
+    r.impl = impl;
+    r.st.samples = NULL; /* a peer writes the CSV row alone */
+    return r;
+}
+
+/* appends row to DIR/NAME.csv, as a peer appends its rows after the sweep */
+static void append_row(const char *dir, const char *name, const bench_row *row) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.csv", dir, name);
+    FILE *f = fopen(path, "a");
+    cr_assert_not_null(f, "%s", path);
+    bench_csv_write(f, row);
+    fclose(f);
+}
+
+/* A peer's rows appended to the sweep's CSV after its JSON was written are
+ * compared like the sweep's own, on their medians; the header says how
+ * many rows came from the CSV alone; a 3x slower peer row exits 3. (They
+ * were never read where NAME.json existed.) */
+Test(bench_compare, peer_rows_in_the_sweeps_csv_are_compared) {
+    runs r;
+    char out[4096], err[4096];
+    double slow[10];
+    scaled(slow, 3.0);
+    make_runs(&r, base, base, true);
+    bench_row pa = peer_row(base, "torch-cpu"), pb = peer_row(slow, "torch-cpu");
+    append_row(r.a, "gemm", &pa);
+    append_row(r.b, "gemm", &pb);
+    int rc = compare(&r, NULL, NULL, out, err);
+    cr_assert_eq(rc, 3, "exit %d\n%s\n%s", rc, out, err);
+    const char *line = strstr(out, "| gemm | square | torch-cpu | cpu | 128 |");
+    cr_assert(line && line_says(line, "| 3.000 | - | slower (no U test: CSV medians only)"), "%s", out);
+    cr_assert(strstr(out, "B: gemm.json and 1 rows of gemm.csv alone"), "%s", out);
+    cr_assert(line_says(line_128(out), "| 1.000 | 1 | same"), "the sweep's own row from the JSON:\n%s", out);
+    remove_dir(r.root);
+}
+
+/* A peer's own file (torch_ops.csv) present in both folders is compared
+ * as a section of its own. */
+Test(bench_compare, a_peers_own_file_is_compared) {
+    runs r;
+    char out[4096], err[4096];
+    double slow[10];
+    scaled(slow, 3.0);
+    make_runs(&r, base, base, true);
+    bench_row pa = peer_row(base, "torch-cuda"), pb = peer_row(slow, "torch-cuda");
+    write_file_rows(r.a, "torch_ops", META, &pa, 1, false);
+    write_file_rows(r.b, "torch_ops", META, &pb, 1, false);
+    int rc = compare(&r, NULL, NULL, out, err);
+    cr_assert_eq(rc, 3, "exit %d\n%s\n%s", rc, out, err);
+    const char *section = strstr(out, "## torch_ops");
+    cr_assert(section && strstr(section, "| torch-cuda | cpu | 128 |"), "%s", out);
     remove_dir(r.root);
 }

@@ -18,12 +18,15 @@
 
 static const double five[] = {2.0, 1.0, 4.0, 3.0, 10.0}; /* mean 4, median 3, sample stddev sqrt(12.5) */
 
-/* a measured gemm row of size m with samples v[0..n) */
+/* a measured gemm row of size m with samples v[0..n) and their statistics */
 static bench_row measured_row(int64_t m, const double *v, int n) {
+    double sorted[64];
+    memcpy(sorted, v, (size_t)n * sizeof *v);
+    bench_stats st = n ? bench_stats_of(sorted, n) : BENCH_NO_STATS;
+    st.samples = v;
     return (bench_row){.sweep = "gemm", .name = "square", .impl = "cpu-openblas", .backend = "cpu", .m = m, .n = m,
-                       .k = m, .batch = 1, .threads = 4, .warmup = 1,
-                       .st = {.median_ms = v[0], .min_ms = v[0], .max_ms = v[0], .cv_pct = 0, .reps = n, .samples = v},
-                       .flops = 2e6, .max_rel_err = 1e-7, .check = "f64-fwd", .status = "ok"};
+                       .k = m, .batch = 1, .threads = 4, .warmup = 1, .st = st, .flops = 2e6, .max_rel_err = 1e-7,
+                       .check = "f64-fwd", .status = "ok"};
 }
 
 static bench_row failed_row(int64_t m, const char *status, const char *note) {

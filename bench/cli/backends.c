@@ -15,7 +15,7 @@ dg_status bench_backend_open(const char *name, int threads, dg_backend **out) {
 #ifdef DG_HAVE_CUDA
         return dg_gpu_backend_new(out, NULL);
 #else
-        return dg_fail(DG_ERR_NO_DEVICE, "no CUDA device: this build has no CUDA backend (nvcc was not found)");
+        return dg_fail(DG_ERR_NO_DEVICE, "built without CUDA: this bench has no GPU backend (rebuild with a CUDA toolkit, -DDG_CUDA=ON)");
 #endif
     }
     return dg_fail(DG_ERR_INVALID, "unknown backend '%s' (expected cpu or gpu)", name);

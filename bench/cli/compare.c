@@ -10,59 +10,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
+#include "cli/compare_machine.h"
+#include "cli/compare_side.h"
+#include "cli/options.h"
 #include "core/status.h"
 #include "writers/json.h"
-#include "cli/options.h"
 #include "runner/stats.h"
 #include "runner/sweep.h"
 
-/* one folder's rows of one sweep; from NAME.csv they have no samples */
-typedef struct side {
-    bench_json_rec *recs;
-    int             n;
-    bool            json;
-} side;
+/* The result files compared: each registered sweep's NAME.json / NAME.csv,
+ * then the files the peers write of their own (bench/peers/__init__.py's
+ * table; their rows are in bench's CSV format, medians only). */
+static const char *const peer_files[] = {"torch_ops", "torch_attention"};
+#define N_PEER_FILES (int)(sizeof peer_files / sizeof *peer_files)
 
-static bool exists(const char *path) { return access(path, F_OK) == 0; }
-
-/* NAME.json, else NAME.csv; 1 loaded, 0 neither present, -1 unreadable (message on stderr) */
-static int load_side(const char *dir, const char *sweep, side *s) {
-    char path[1200];
-    *s = (side){0};
-    snprintf(path, sizeof path, "%s/%s.json", dir, sweep);
-    if (exists(path)) {
-        s->json = true;
-        s->recs = bench_json_read(path, &s->n);
-    } else {
-        snprintf(path, sizeof path, "%s/%s.csv", dir, sweep);
-        if (!exists(path)) return 0;
-        int n = 0;
-        csv_rec *c = bench_csv_read(path, &n);
-        s->recs = c ? calloc(n ? (size_t)n : 1, sizeof *s->recs) : NULL;
-        if (c && !s->recs) dg_fail(DG_ERR_OOM, "out of memory reading %s", path);
-        for (int i = 0; s->recs && i < n; i++) {
-            s->recs[i].rec = c[i];
-            s->recs[i].cold = c[i].cold;
-        }
-        s->n = s->recs ? n : 0;
-        free(c);
-    }
-    if (!s->recs) {
-        fprintf(stderr, "bench compare: %s\n", dg_last_error());
-        return -1;
-    }
-    return 1;
+static const char *file_name(int i) {
+    return i < bench_n_sweeps ? bench_sweeps[i].name : peer_files[i - bench_n_sweeps];
 }
-
-/* the same measurement: every column that defines what was timed */
-static bool same_case(const bench_json_rec *x, const bench_json_rec *y) {
-    const csv_rec *a = &x->rec, *b = &y->rec;
-    return !strcmp(a->sweep, b->sweep) && !strcmp(a->name, b->name) && !strcmp(a->impl, b->impl) &&
-           !strcmp(a->backend, b->backend) && a->m == b->m && a->n == b->n && a->k == b->k &&
-           a->batch == b->batch && a->transfer == b->transfer && a->tf32 == b->tf32 && x->cold == y->cold;
-}
+#define N_FILES (bench_n_sweeps + N_PEER_FILES)
 
 /* a row with a time to compare: measured and checked (noisy is flagged, not wrong) */
 static bool comparable(const bench_json_rec *r) {
@@ -70,12 +36,13 @@ static bool comparable(const bench_json_rec *r) {
            r->rec.median_ms > 0;
 }
 
-typedef enum verdict { V_SAME, V_FASTER, V_SLOWER, V_NOT_SIGNIFICANT, V_UNTESTED, N_VERDICTS } verdict;
-static const char *const verdict_names[N_VERDICTS] = {"same", "faster", "slower", "not significant", "untested"};
+typedef enum verdict { V_SAME, V_FASTER, V_SLOWER, V_NOT_SIGNIFICANT, N_VERDICTS } verdict;
+static const char *const verdict_names[N_VERDICTS] = {"same", "faster", "slower", "not significant"};
 
 /* what a sweep (or the whole comparison) counts */
 typedef struct tally {
     int     matched, only_a, only_b, not_compared, verdicts[N_VERDICTS];
+    int     medians_only; /* rows beyond the threshold judged without a U test */
     double *ratios; /* of the compared rows: their geometric mean */
     int     n_ratios, cap;
 } tally;
@@ -91,17 +58,20 @@ static dg_status add_ratio(tally *t, double ratio) {
 }
 
 /* Beyond the threshold and p < alpha: slower or faster; beyond it with p
- * >= alpha: not significant; within it: same; beyond it without
- * repetitions to test: untested. *p: NaN when untested; *why: the reason. */
+ * >= alpha: not significant; within it: same. Where a side has no
+ * repetitions to test (NAME.csv's medians, a row of one run), the medians
+ * alone decide beyond the threshold: a gross regression fails the
+ * comparison even against a baseline without samples. *p: NaN when
+ * untested; *why: the reason, or "". */
 static dg_status judge(const bench_json_rec *a, const bench_json_rec *b, const bench_compare_opts *o, double *p,
                        const char **why, verdict *v) {
     double change = b->rec.median_ms / a->rec.median_ms - 1;
     bool beyond = fabs(change) > o->threshold_pct / 100;
     *p = NAN;
     *why = "";
-    if (!a->samples || !b->samples) *why = "CSV medians only";
+    if (!a->samples || !b->samples) *why = "no U test: CSV medians only";
     else if (a->n_samples < BENCH_UTEST_MIN_REPS || b->n_samples < BENCH_UTEST_MIN_REPS)
-        *why = "under 2 repetitions";
+        *why = "no U test: under 2 repetitions";
     else {
         bench_utest u;
         dg_status st = bench_mann_whitney(a->samples, a->n_samples, b->samples, b->n_samples, &u);
@@ -111,10 +81,18 @@ static dg_status judge(const bench_json_rec *a, const bench_json_rec *b, const b
             *why = "under 9 repetitions: weak";
     }
     if (!beyond) *v = V_SAME;
-    else if (isnan(*p)) *v = V_UNTESTED;
+    else if (isnan(*p)) *v = change > 0 ? V_SLOWER : V_FASTER;
     else if (*p >= o->alpha) *v = V_NOT_SIGNIFICANT;
     else *v = change > 0 ? V_SLOWER : V_FASTER;
     return DG_OK;
+}
+
+/* "A: gemm.json" / "A: gemm.csv (medians only, no U test)" / "A: mlp.json
+ * and 4 rows of mlp.csv alone (medians only, no U test)" */
+static void describe_side(FILE *out, const char *which, const char *name, const bench_side *s) {
+    if (!s->json) fprintf(out, "%s: %s.csv (medians only, no U test)", which, name);
+    else if (!s->csv_only) fprintf(out, "%s: %s.json", which, name);
+    else fprintf(out, "%s: %s.json and %d rows of %s.csv alone (medians only, no U test)", which, name, s->csv_only, name);
 }
 
 static void row_cells(FILE *out, const bench_json_rec *r) {
@@ -137,11 +115,12 @@ static void summary_line(FILE *out, const char *what, const tally *t) {
     fprintf(out, "%s: %d rows matched, %d compared", what, t->matched, t->n_ratios);
     if (t->n_ratios) fprintf(out, ", geometric mean of the ratios B/A %.4f", g);
     for (int v = 0; v < N_VERDICTS; v++) fprintf(out, "; %s %d", verdict_names[v], t->verdicts[v]);
+    fprintf(out, "; judged by the medians alone (no U test) %d", t->medians_only);
     fprintf(out, "; not compared %d; only in A %d; only in B %d\n", t->not_compared, t->only_a, t->only_b);
 }
 
 /* one sweep's section: the compared rows, then those not compared and why; counts into t */
-static dg_status compare_sweep(const char *sweep, const side *a, const side *b, const bench_compare_opts *o,
+static dg_status compare_sweep(const char *sweep, const bench_side *a, const bench_side *b, const bench_compare_opts *o,
                                FILE *out, tally *t) {
     int *match = malloc((b->n ? (size_t)b->n : 1) * sizeof *match); /* B row i pairs with A row match[i], -1: none */
     bool *used = calloc(a->n ? (size_t)a->n : 1, sizeof *used);
@@ -154,15 +133,18 @@ static dg_status compare_sweep(const char *sweep, const side *a, const side *b, 
         match[i] = -1;
         for (int k = 0; k < a->n; k++) {
             int j = (i + k) % a->n; /* the folders usually hold the rows in one order: look there first */
-            if (!used[j] && same_case(&b->recs[i], &a->recs[j])) {
+            if (!used[j] && bench_same_case(&b->recs[i], &a->recs[j])) {
                 match[i] = j;
                 used[j] = true;
                 break;
             }
         }
     }
-    fprintf(out, "## %s\n\nA: %s.%s, B: %s.%s%s\n\n", sweep, sweep, a->json ? "json" : "csv (medians only)", sweep,
-            b->json ? "json" : "csv (medians only)", a->json && b->json ? "" : ": no U test");
+    fprintf(out, "## %s\n\n", sweep);
+    describe_side(out, "A", sweep, a);
+    fputs("  \n", out);
+    describe_side(out, "B", sweep, b);
+    fputs("\n\n", out);
     fprintf(out, ROW_HEADER " A ms | B ms | ratio | p | verdict |\n" ROW_RULE "---|---|---|---|---|\n");
     dg_status st = DG_OK;
     for (int i = 0; i < b->n && st == DG_OK; i++) {
@@ -176,6 +158,7 @@ static dg_status compare_sweep(const char *sweep, const side *a, const side *b, 
         if ((st = judge(ra, rb, o, &p, &why, &v)) != DG_OK || (st = add_ratio(t, rb->rec.median_ms / ra->rec.median_ms)))
             break;
         t->verdicts[v]++;
+        t->medians_only += v != V_SAME && isnan(p);
         row_cells(out, rb);
         fprintf(out, " %.4g | %.4g | %.3f |", ra->rec.median_ms, rb->rec.median_ms, rb->rec.median_ms / ra->rec.median_ms);
         if (isnan(p)) fprintf(out, " - |");
@@ -208,6 +191,7 @@ static void tally_add(tally *all, const tally *t) {
     all->only_a += t->only_a;
     all->only_b += t->only_b;
     all->not_compared += t->not_compared;
+    all->medians_only += t->medians_only;
     for (int v = 0; v < N_VERDICTS; v++) all->verdicts[v] += t->verdicts[v];
 }
 
@@ -225,22 +209,44 @@ static int check_dir(const char *dir) {
     return 0;
 }
 
+/* Whether a file present in both folders was measured on another machine
+ * in B than in A; msg then names the file, the field and both machines. */
+static bool machines_differ(const char *dir_a, const char *dir_b, char *msg, size_t n) {
+    for (int f = 0; f < N_FILES; f++) {
+        char pa[1200], pb[1200];
+        if (bench_result_file(dir_a, file_name(f), pa, sizeof pa) && bench_result_file(dir_b, file_name(f), pb, sizeof pb) &&
+            bench_machine_mismatch(pa, pb, msg, n))
+            return true;
+    }
+    return false;
+}
+
 int bench_compare(const char *dir_a, const char *dir_b, const bench_compare_opts *o, FILE *out) {
     if (check_dir(dir_a) || check_dir(dir_b)) return 1;
-    fprintf(out, "# bench compare: B against A\n\nA: %s  \nB: %s\n\n", dir_a, dir_b);
+    char machines[1024];
+    bool across = machines_differ(dir_a, dir_b, machines, sizeof machines);
+    if (across && !o->across_machines) {
+        fprintf(stderr, "bench compare: %s and %s are runs from different machines (%s); their times do not compare. "
+                        "--across-machines compares them anyway\n", dir_a, dir_b, machines);
+        return 2;
+    }
+    if (across) fprintf(out, "# bench compare: B against A, runs from different machines (--across-machines): %s\n\n", machines);
+    else fprintf(out, "# bench compare: B against A\n\n");
+    fprintf(out, "A: %s  \nB: %s\n\n", dir_a, dir_b);
     fprintf(out, "ratio = median B / median A (< 1: B is faster). p: two-sided Mann-Whitney U test of the two rows' "
                  "repetitions, as Google Benchmark's compare.py computes it (scipy: exact below 9 values a side "
                  "without ties, else the normal approximation with tie and continuity corrections; no test below "
                  "%d repetitions a side, weak below %d). Verdict: slower or faster when the ratio is beyond "
-                 "1 +- %g%% and p < %g; not significant when beyond it with p >= %g; same within it; untested "
-                 "beyond it without repetitions to test (a folder without NAME.json).\n\n",
+                 "1 +- %g%% and p < %g; not significant when beyond it with p >= %g; same within it. Where a side "
+                 "has no repetitions to test (NAME.csv's medians, a peer's rows, a row of one run), the medians "
+                 "alone decide beyond the threshold (marked 'no U test').\n\n",
             BENCH_UTEST_MIN_REPS, BENCH_UTEST_GOOD_REPS, o->threshold_pct, o->alpha, o->alpha);
     tally all = {0};
     int files = 0, rc = 0;
-    for (int s = 0; s < bench_n_sweeps && !rc; s++) { /* the registered sweeps' results present in both */
-        const char *name = bench_sweeps[s].name;
-        side a, b;
-        int la = load_side(dir_a, name, &a), lb = la == 1 ? load_side(dir_b, name, &b) : 0;
+    for (int f = 0; f < N_FILES && !rc; f++) { /* the results present in both */
+        const char *name = file_name(f);
+        bench_side a, b;
+        int la = bench_compare_load(dir_a, name, &a), lb = la == 1 ? bench_compare_load(dir_b, name, &b) : 0;
         if (la == 1 && lb == 1) {
             files++;
             tally t = {0};
@@ -269,8 +275,9 @@ int bench_compare(const char *dir_a, const char *dir_b, const bench_compare_opts
         summary_line(out, "**overall**", &all);
         if (out != stdout) summary_line(stdout, "overall", &all); /* the report went to a file: its gist */
         if (all.verdicts[V_SLOWER]) {
-            fprintf(stderr, "bench compare: %d rows of B slower than A by more than %g%% (p < %g): exit %d\n",
-                    all.verdicts[V_SLOWER], o->threshold_pct, o->alpha, BENCH_COMPARE_REGRESSION);
+            fprintf(stderr, "bench compare: %d rows of B slower than A by more than %g%% (p < %g, or by the medians "
+                    "alone where no U test was possible): exit %d\n", all.verdicts[V_SLOWER], o->threshold_pct, o->alpha,
+                    BENCH_COMPARE_REGRESSION);
             rc = BENCH_COMPARE_REGRESSION;
         }
     }
@@ -280,20 +287,25 @@ int bench_compare(const char *dir_a, const char *dir_b, const bench_compare_opts
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: bench compare [--threshold PCT] [--alpha A] [--out FILE] DIR_A DIR_B\n"
+            "usage: bench compare [--threshold PCT] [--alpha A] [--across-machines] [--out FILE] DIR_A DIR_B\n"
             "\n"
             "Pairs the rows of each sweep in two result folders (B against A) and reports the ratio of\n"
-            "medians B/A, a two-sided Mann-Whitney U test of the repetitions (from NAME.json; a folder with\n"
-            "only NAME.csv gives medians, no test), a verdict per row, and per sweep and overall the\n"
-            "geometric mean of the ratios. Nothing is written into DIR_A or DIR_B.\n"
+            "medians B/A, a two-sided Mann-Whitney U test of the repetitions (from NAME.json; rows only in\n"
+            "NAME.csv, such as the peers', and a folder with only NAME.csv give medians, no test), a verdict\n"
+            "per row, and per sweep and overall the geometric mean of the ratios. Runs from different\n"
+            "machines (CPU model, cores, GPU model, OpenBLAS core, from the files' metadata) are refused.\n"
+            "Nothing is written into DIR_A or DIR_B.\n"
             "\n"
-            "  --threshold PCT  a change within +-PCT percent is 'same' (default 5; 0 to 1000)\n"
-            "  --alpha A        significance level of the U test (default 0.05; above 0, at most 1)\n"
-            "  --out FILE       the markdown report to FILE (via FILE.partial) instead of stdout\n"
-            "  -h, --help       this help\n"
+            "  --threshold PCT    a change within +-PCT percent is 'same' (default 5; 0 to 1000)\n"
+            "  --alpha A          significance level of the U test (default 0.05; above 0, at most 1)\n"
+            "  --across-machines  compare runs from different machines all the same (the report's first\n"
+            "                     line says so)\n"
+            "  --out FILE         the markdown report to FILE (via FILE.partial) instead of stdout\n"
+            "  -h, --help         this help\n"
             "\n"
-            "exit: 0 no regression; %d a row of B slower than A by more than PCT percent with p < A;\n"
-            "      1 an error (a missing folder, an unreadable file); 2 a usage error.\n",
+            "exit: 0 no regression; %d a row of B slower than A by more than PCT percent with p < A (or,\n"
+            "      where a side has no repetitions to test, by the medians alone); 1 an error (a missing\n"
+            "      folder, an unreadable file); 2 a usage error, or runs from different machines.\n",
             BENCH_COMPARE_REGRESSION);
 }
 
@@ -312,7 +324,7 @@ static int compare_to_file(const char *dir_a, const char *dir_b, const bench_com
         fprintf(stderr, "bench compare: cannot write %s\n", partial);
         rc = 1;
     }
-    if (rc == 1) {
+    if (rc == 1 || rc == 2) { /* no report: an error, or machines that do not compare */
         remove(partial);
         return rc;
     }
@@ -329,14 +341,14 @@ int bench_compare_main(int argc, char **argv) {
     static const struct option opts[] = {
         {"threshold", required_argument, NULL, 't'}, {"alpha", required_argument, NULL, 'a'},
         {"out", required_argument, NULL, 'o'},       {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"across-machines", no_argument, NULL, 'x'}, {NULL, 0, NULL, 0},
     };
     bench_compare_opts o = {.threshold_pct = 5, .alpha = 0.05};
     const char *out = NULL;
     int c;
     optind = 0; /* glibc: start over, the parse may run more than once in a process */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 't':
             if (!bench_parse_double(optarg, 0, 1000, &o.threshold_pct))
@@ -352,9 +364,9 @@ int bench_compare_main(int argc, char **argv) {
                                          BENCH_MAX_PATH);
             out = optarg;
             break;
+        case 'x': o.across_machines = true; break;
         case 'h': usage(stdout); return 0;
-        default:
-            return bench_usage_error("bench compare", "unknown or incomplete option '%.80s'", argv[optind - 1]);
+        default: return bench_option_error("bench compare", opts, c, argv);
         }
     }
     if (argc - optind != 2)

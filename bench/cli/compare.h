@@ -3,6 +3,7 @@
 #ifndef DG_BENCH_COMPARE_H
 #define DG_BENCH_COMPARE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 /* the exit code when a row of B is slower than A beyond the threshold and
@@ -12,12 +13,17 @@
 typedef struct bench_compare_opts {
     double threshold_pct; /* a change within +-this many percent is "same" (default 5) */
     double alpha;         /* significance level of the U test (default 0.05)           */
+    bool   across_machines; /* runs of different machines are compared, not refused */
 } bench_compare_opts;
 
-/* Matches the rows of each registered sweep in DIR_A and DIR_B (NAME.json
- * when a folder has it, else NAME.csv: medians only, no test) and writes
- * the markdown report to out. Returns the exit code: 0, 1 or
- * BENCH_COMPARE_REGRESSION. Writes nothing into either folder. */
+/* Matches the rows of each registered sweep in DIR_A and DIR_B (NAME.json,
+ * and the rows of NAME.csv it lacks, the peers': medians only, no test),
+ * and of the peers' own files, and writes the markdown report to out.
+ * Runs whose metadata names different machines (CPU model, cores, GPU
+ * model, OpenBLAS core) are refused with exit 2 and a message naming both,
+ * unless o->across_machines: then the report's first line says so.
+ * Returns the exit code: 0, 1, 2 or BENCH_COMPARE_REGRESSION. Writes
+ * nothing into either folder. */
 int bench_compare(const char *dir_a, const char *dir_b, const bench_compare_opts *o, FILE *out);
 
 /* `bench compare [--threshold PCT] [--alpha A] [--out FILE] DIR_A DIR_B`

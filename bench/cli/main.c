@@ -71,11 +71,31 @@ static bench_gpu_monitor *open_monitor(dg_backend *gpu) {
     return m;
 }
 
+/* bench --list SWEEP: each sweep's rows as a run on these backends, with
+ * these options, would have them (runner.h); nothing is measured, nothing
+ * written, no folder made. 0, or 1 when a sweep could not list its rows. */
+static int list_sweeps(bench_ctx *ctx, const bench_choice *ch) {
+    bool gpu_broken;
+    if (open_backends(ctx, ch, &gpu_broken)) return 1;
+    int rc = gpu_broken;
+    for (int i = 0; i < ch->n_sweeps; i++) {
+        ctx->sweep = ch->sweeps[i]->name;
+        if (ch->sweeps[i]->run(ctx) != DG_OK) {
+            fprintf(stderr, "bench: %s: cannot list its rows: %s\n", ctx->sweep, dg_last_error());
+            rc = 1;
+        }
+    }
+    dg_backend_free(ctx->cpu);
+    dg_backend_free(ctx->gpu);
+    return rc;
+}
+
 static int run_sweeps(int argc, char **argv) {
     bench_ctx ctx;
     bench_choice ch;
     int rc = bench_parse_options(argc, argv, &ctx, &ch);
     if (rc != BENCH_OPTS_RUN) return rc;
+    if (ctx.list) return list_sweeps(&ctx, &ch);
     /* before anything starts OpenMP: it may execute the bench again */
     char policy[256], load[256];
     if (bench_wait_policy_apply(ctx.wait_policy, argv, policy, sizeof policy))
@@ -108,28 +128,59 @@ static int run_sweeps(int argc, char **argv) {
     return bench_interrupted ? 128 + bench_interrupted : rc;
 }
 
+/* `bench plot DIR` (argv[0] = "plot") */
+static int plot_main(int argc, char **argv) {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: bench plot DIR\n\nDraws the charts (DIR/*.png, *.svg, plot-data/) and writes DIR/summary.md "
+               "from the sweep CSV files in DIR, and the charts of each profile-MODEL.json, on any machine. Exit 1 when a file cannot be read (the others "
+               "are still drawn).\n");
+        return 0;
+    }
+    if (argc != 2) return bench_usage_error("bench", "plot takes one folder: bench plot DIR");
+    return bench_plot(argv[1], stdout) | bench_profile_replot(argv[1]);
+}
+
+/* the subcommands, each called with argv[0] = its name; `wait`: OpenMP
+ * runs in it, so the wait policy is chosen first (it may execute the
+ * bench again; OMP_WAIT_POLICY, if set, wins) */
+static const struct subcommand {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    bool wait;
+} subcommands[] = {
+    {"plot", plot_main, false},
+    {"compare", bench_compare_main, false},
+    {"train", bench_train_main, true},
+    {"profile", bench_profile_main, true},
+};
+#define N_SUBCOMMANDS (int)(sizeof subcommands / sizeof *subcommands)
+
+static const struct subcommand *find_subcommand(const char *name) {
+    for (int i = 0; i < N_SUBCOMMANDS; i++)
+        if (!strcmp(subcommands[i].name, name)) return &subcommands[i];
+    return NULL;
+}
+
+/* `bench help [SUBCOMMAND]`: the main help, or the subcommand's --help */
+static int help_main(int argc, char **argv) {
+    if (argc == 2) {
+        char *args[] = {"bench", "--help", NULL};
+        bench_ctx ctx;
+        bench_choice ch;
+        return bench_parse_options(2, args, &ctx, &ch);
+    }
+    const struct subcommand *sub = argc == 3 ? find_subcommand(argv[2]) : NULL;
+    if (!sub) return bench_usage_error("bench", "help takes one subcommand: plot, compare, train or profile");
+    char *args[] = {(char *)sub->name, "--help", NULL};
+    return sub->main(2, args);
+}
+
 int main(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "plot")) {
-        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
-            printf("usage: bench plot DIR\n\nDraws the charts (DIR/*.png, *.svg, plot-data/) and writes DIR/summary.md "
-                   "from the sweep CSV files in DIR, and the charts of each profile-MODEL.json, on any machine. Exit 1 when a file cannot be read (the others "
-                   "are still drawn).\n");
-            return 0;
-        }
-        if (argc != 3) return bench_usage_error("bench", "plot takes one folder: bench plot DIR");
-        return bench_plot(argv[2], stdout) | bench_profile_replot(argv[2]);
-    }
-    if (argc >= 2 && !strcmp(argv[1], "train")) {
-        /* before OpenMP starts: it may execute the bench again (OMP_WAIT_POLICY, if set, wins) */
-        char policy[256];
-        if (bench_wait_policy_apply("auto", argv, policy, sizeof policy)) fprintf(stderr, "bench: warning: %s\n", policy);
-        return bench_train_main(argc - 1, argv + 1);
-    }
-    if (argc >= 2 && !strcmp(argv[1], "compare")) return bench_compare_main(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "profile")) {
-        char policy[256];
-        if (bench_wait_policy_apply("auto", argv, policy, sizeof policy)) fprintf(stderr, "bench: warning: %s\n", policy);
-        return bench_profile_main(argc - 1, argv + 1);
-    }
-    return run_sweeps(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "help")) return help_main(argc, argv);
+    const struct subcommand *sub = argc >= 2 ? find_subcommand(argv[1]) : NULL;
+    if (!sub) return run_sweeps(argc, argv);
+    char policy[256];
+    if (sub->wait && bench_wait_policy_apply("auto", argv, policy, sizeof policy))
+        fprintf(stderr, "bench: warning: %s\n", policy);
+    return sub->main(argc - 1, argv + 1);
 }

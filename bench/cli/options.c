@@ -38,6 +38,8 @@ static void usage(FILE *f) {
             "       bench compare DIR_A DIR_B  B against A: ratios, U test; exit 3 on a regression\n"
             "                                  (bench compare --help)\n"
             "       bench train [options]      train on Fashion-MNIST (bench train --help)\n"
+            "       bench profile [options]    time one training step node by node (bench profile --help)\n"
+            "       bench help [SUBCOMMAND]    this help, or a subcommand's (plot, compare, train, profile)\n"
             "\n"
             "what to run:\n"
             "  --sweep LIST       comma-separated sweeps, each once (default: %s)\n"
@@ -87,6 +89,8 @@ static void usage(FILE *f) {
             "  --samples          also DIR/NAME.samples.csv: every timed run of every row\n"
             "  --data DIR         Fashion-MNIST folder for the train sweep (default " DG_FASHION_MNIST_DIR ")\n"
             "  --list             sweeps and what they measure\n"
+            "  --list SWEEP       the rows a run of SWEEP (or of --sweep LIST) would write with the other\n"
+            "                     options given, and their --case and --impl names; nothing runs\n"
             "  --list-ops         op coverage: forward/backward support per backend\n"
             "  --version          the version and the commit it was built from\n"
             "  -h, --help         this help\n"
@@ -111,6 +115,16 @@ int bench_usage_error(const char *prog, const char *fmt, ...) {
     fprintf(stderr, "\n(see %s --help)\n", prog);
     va_end(ap);
     return 2;
+}
+
+int bench_option_error(const char *prog, const struct option *opts, int c, char *const *argv) {
+    const char *word = argv[optind - 1];
+    const struct option *o = opts;
+    while (o->name && (!optopt || o->val != optopt)) o++; /* optopt 0: a name no option has */
+    if (c == ':' && o->name) return bench_usage_error(prog, "missing value for --%s", o->name);
+    if (o->name && o->has_arg == no_argument && !strncmp(word, "--", 2) && strchr(word, '='))
+        return bench_usage_error(prog, "--%s takes no value ('%.80s')", o->name, word);
+    return bench_usage_error(prog, "unknown option '%.80s'", word);
 }
 
 /* strtoll and strtod skip leading blanks and take a sign; a value given on a
@@ -347,9 +361,7 @@ static int take_option(int c, const char *arg, bench_ctx *ctx, const char **swee
     case OPT_DATA:
         if (!path_ok(arg)) return bench_usage_error("bench", "bad --data '%.80s' (1 to 900 characters)", arg);
         ctx->data_dir = arg; break;
-    case OPT_LIST:
-        for (int i = 0; i < bench_n_sweeps; i++) printf("%-11s %s\n", bench_sweeps[i].name, bench_sweeps[i].what);
-        return 0;
+    case OPT_LIST: ctx->list = stdout; break; /* the sweeps, or a sweep's rows: after the parse */
     case OPT_LIST_OPS: return bench_list_ops(stdout);
     case OPT_VERSION: printf("duograd bench %s (commit %s)\n", DG_VERSION, dg_build_commit); return 0;
     case 'h': usage(stdout); return 0;
@@ -383,12 +395,19 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
     int c, rc;
     optind = 0; /* glibc: start over, the parse may run more than once in a process */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == '?' || c == ':')
-            return bench_usage_error("bench", "unknown or incomplete option '%.80s'", argv[optind - 1]);
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (c == '?' || c == ':') return bench_option_error("bench", opts, c, argv);
         if ((rc = take_option(c, optarg, ctx, &sweep_list, &backends, &max_reps)) != BENCH_OPTS_RUN) return rc;
     }
+    if (ctx->list && optind < argc) { /* bench --list SWEEP: as --list --sweep SWEEP */
+        if (sweep_list) return bench_usage_error("bench", "--list takes a sweep or --sweep, not both");
+        sweep_list = argv[optind++];
+    }
     if (optind < argc) return bench_usage_error("bench", "unexpected argument '%.80s'", argv[optind]);
+    if (ctx->list && !sweep_list) {
+        for (int i = 0; i < bench_n_sweeps; i++) printf("%-11s %s\n", bench_sweeps[i].name, bench_sweeps[i].what);
+        return 0;
+    }
     bench_timing *t = &ctx->timing;
     if (max_reps && max_reps < t->min_reps)
         return bench_usage_error("bench", "--max-reps %lld is below --reps %d", max_reps, t->min_reps);

@@ -25,7 +25,9 @@ typedef struct bench_choice {
 
 /* Parses argv (the main form: no subcommand) into ctx's settings and *ch.
  * BENCH_OPTS_RUN: go on; otherwise the exit code: 0 after --help, --list,
- * --list-ops; 2 after a usage error (message on stderr). */
+ * --list-ops; 2 after a usage error (message on stderr). With --list and a
+ * sweep (bench --list SWEEP, or --list --sweep LIST), BENCH_OPTS_RUN and
+ * ctx->list set: the caller lists the sweeps' rows instead of running. */
 int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch);
 
 /* every setting at its default (what an empty command line gives) */
@@ -34,6 +36,12 @@ bench_ctx bench_default_ctx(void);
 /* strict numbers: the whole string, no sign where lo >= 0, within [lo, hi] */
 bool bench_parse_long(const char *s, long long lo, long long hi, long long *out);
 bool bench_parse_double(const char *s, double lo, double hi, double *out);
+struct option;
+/* The usage error of getopt_long's answer c ('?' or ':'; the parse's
+ * optstring starts with ':' so that a value that is missing reads ':'):
+ * "missing value for --x", "--x takes no value" or "unknown option '...'",
+ * from opts and argv[optind - 1]; returns 2. */
+int  bench_option_error(const char *prog, const struct option *opts, int c, char *const *argv);
 /* prints "PROG: <fmt, ...>\n(see PROG --help)" to stderr; returns 2 */
 int  bench_usage_error(const char *prog, const char *fmt, ...)
 #if defined(__GNUC__)

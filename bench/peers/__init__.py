@@ -17,6 +17,8 @@ machine, right after the sweep, and appends its rows to the sweep's CSV
                      library's csv), the row writer in bench's format,
                      metadata lines, bench/runner/timing.c's timing rules,
                      the options every peer takes
+    results          a result folder as one pandas DataFrame, its
+                     metadata in df.attrs (for people, not for the bench)
 
 Each peer runs by its path from anywhere, nothing installed:
 

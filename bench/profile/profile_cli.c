@@ -70,7 +70,7 @@ static int parse(int argc, char **argv, prof_cli *c) {
     int opt;
     optind = 0; /* glibc: start over */
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (opt) {
         case 'M': if (!(c->o.model = bench_prof_model_find(optarg))) return bad("--model (see --help)", optarg); break;
         case 'b':
@@ -87,7 +87,7 @@ static int parse(int argc, char **argv, prof_cli *c) {
         case '1': c->o.run_once = true; break;
         case 'o': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--out", optarg); c->out = optarg; break;
         case 'h': usage(stdout); return 0;
-        default: return bad("option (unknown or without its value)", argv[optind - 1]);
+        default: return bench_option_error("bench profile", opts, opt, argv);
         }
     }
     if (optind < argc) return bad("argument", argv[optind]);

@@ -262,7 +262,10 @@ static void unavailable_row(bench_ctx *ctx, const bench_sweep_spec *spec, const 
     bench_emit(ctx, &row);
 }
 
+static dg_status list_spec(bench_ctx *ctx, const bench_sweep_spec *spec);
+
 dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
+    if (ctx->list) return list_spec(ctx, spec);
     char why[512];
     const char *unavailable = spec->unavailable ? spec->unavailable(ctx, why, sizeof why) : NULL;
     if (unavailable) {
@@ -284,5 +287,46 @@ dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
     for (int p = 0; p < rs.pts.n && !bench_interrupted; p++) run_point(&rs, p);
     free(rs.pts.p);
     free(rs.rates);
+    return DG_OK;
+}
+
+/* "name" into names (n bytes, ", "-separated) unless it is there already */
+static void add_name(char *names, size_t n, const char *name) {
+    size_t len = strlen(names), k = strlen(name);
+    for (const char *p = names; (p = strstr(p, name)) != NULL; p += k)
+        if ((p == names || (p - names >= 2 && p[-2] == ',')) && (p[k] == ',' || p[k] == '\0')) return;
+    snprintf(names + len, n - len, "%s%s", len ? ", " : "", name);
+}
+
+/* bench --list SWEEP: the rows, then the cases and implementations */
+static dg_status list_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
+    char why[512], cases[4096] = "", impls[1024] = "";
+    const char *unavailable = spec->unavailable ? spec->unavailable(ctx, why, sizeof why) : NULL;
+    if (unavailable) {
+        fprintf(ctx->list, "%s: no rows on this machine: %s\n", spec->name, unavailable);
+        return DG_OK;
+    }
+    bench_points pts = {0};
+    spec->points(ctx, spec->arg, &pts);
+    if (pts.oom) {
+        free(pts.p);
+        return dg_fail(DG_ERR_OOM, "%s: out of host memory listing its rows", spec->name);
+    }
+    int rows = 0;
+    for (int p = 0; p < pts.n; p++)
+        for (int i = 0; i < spec->n_impls; i++) {
+            const bench_point *pt = &pts.p[p];
+            const bench_impl *im = &spec->impls[i];
+            if (!row_applies(ctx, spec, pt, im)) continue;
+            fprintf(ctx->list, "%s %s %s %s m=%lld n=%lld k=%lld batch=%lld%s%s\n", spec->name, pt->name, im->name,
+                    im->gpu ? "gpu" : "cpu", (long long)pt->m, (long long)pt->n, (long long)pt->k,
+                    (long long)pt->batch, im->transfer ? " transfer" : "", im->tf32 ? " tf32" : "");
+            add_name(cases, sizeof cases, pt->name);
+            add_name(impls, sizeof impls, im->name);
+            rows++;
+        }
+    fprintf(ctx->list, "%s: %d rows; --case: %s; --impl: %s\n", spec->name, rows, rows ? cases : "-",
+            rows ? impls : "-");
+    free(pts.p);
     return DG_OK;
 }

@@ -121,7 +121,12 @@ typedef struct bench_sweep_spec {
 
 /* Runs every point x implementation of spec, writing its rows into the
  * sweep under way (ctx->csv); DG_OK, or DG_ERR_OOM when the points could
- * not be listed. */
+ * not be listed. With ctx->list (bench --list SWEEP) nothing is set up or
+ * run: each row that would be written (its backend open, --case and
+ * --impl letting it through, the sweep's `applies`) is a line of
+ * ctx->list, then the spec's cases and implementations. Nothing is set
+ * up, so a listed row may still be skipped when run (a prediction, the
+ * memory) or not written (work->no_row, found once its case is built). */
 dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec);
 
 /* The predicted seconds of one run of im at pt from the last row of im that

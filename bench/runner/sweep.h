@@ -48,6 +48,8 @@ typedef struct bench_ctx {
                                       * included (the budget's shares)        */
     const char  *wait_policy;        /* --wait-policy: auto, active, passive */
     bool         progress;           /* stderr is a terminal                 */
+    FILE        *list;               /* bench --list SWEEP: the rows a run would
+                                      * have go here, nothing runs (runner.h) */
     char         meta[8192];
     int          argc;               /* the command line, for the metadata   */
     char       **argv;

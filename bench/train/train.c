@@ -108,7 +108,7 @@ static int open_replicas(int n, dg_backend **bes) {
     return 0;
 #else
     (void)bes;
-    fprintf(stderr, "bench train: --gpus %d: no CUDA device: this build has no CUDA backend\n", n);
+    fprintf(stderr, "bench train: --gpus %d: built without CUDA: no CUDA device can be used\n", n);
     return 1;
 #endif
 }
@@ -138,7 +138,7 @@ int bench_train_main(int argc, char **argv) {
     long long v;
     optind = 0; /* glibc: start over */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'M':
             if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg") && strcmp(optarg, "cnn") &&
@@ -167,7 +167,7 @@ int bench_train_main(int argc, char **argv) {
         case 'd': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--data", optarg); data = optarg; break;
         case 'o': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--out", optarg); out = optarg; break;
         case 'h': usage(stdout); return 0;
-        default: return bad("option (unknown or without its value)", argv[optind - 1]);
+        default: return bench_option_error("bench train", opts, c, argv);
         }
     }
     if (optind < argc) return bad("argument", argv[optind]);

@@ -79,7 +79,7 @@ int bench_train_charlm_main(int argc, char **argv) {
     long long v;
     optind = 0;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'M': if (strcmp(optarg, "charlm")) return bad("--model", optarg); break;
         case 'x': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--text", optarg); text_path = optarg; break;
@@ -100,7 +100,7 @@ int bench_train_charlm_main(int argc, char **argv) {
         case 't': if (!bench_parse_long(optarg, 1, 1024, &v)) return bad("--threads (1 to 1024)", optarg); threads = (int)v; break;
         case 'o': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--out", optarg); out = optarg; break;
         case 'h': usage(stdout); return 0;
-        default: return bad("option (unknown or without its value)", argv[optind - 1]);
+        default: return bench_option_error("bench train", opts, c, argv);
         }
     }
     if (optind < argc) return bad("argument", argv[optind]);

@@ -6,10 +6,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/backends.h"
 #include "machine/env.h"
+#include "runner/sweep.h"
 #include "writers/csv.h"
 
 FILE *bench_train_open(const char *backend, int threads, const char *out, const char *name, const char *header,
@@ -19,7 +19,8 @@ FILE *bench_train_open(const char *backend, int threads, const char *out, const 
         return NULL;
     }
     FILE *csv = NULL;
-    if (mkdir(out, 0755) && errno != EEXIST) {
+    /* the whole path, as the sweeps make theirs: a fresh checkout has no reports/ */
+    if (bench_mkdir_p(out)) {
         fprintf(stderr, "bench train: cannot create %s: %s\n", out, strerror(errno));
     } else {
         char meta[4096];

@@ -238,27 +238,19 @@ static void put_times(bench_json *j, cJSON *e, int iterations, double real, doub
     put_str(j, e, "time_unit", unit);
 }
 
-static int by_value(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-/* NAME_mean, NAME_median, NAME_stddev, NAME_cv of v[0..n), n >= 2, as
- * Google Benchmark's statistics.cc computes them */
+/* NAME_mean, NAME_stddev, NAME_cv of the repetitions v[0..n), n >= 2, as
+ * Google Benchmark's statistics.cc computes them; NAME_median is the row's
+ * median of all its runs, NAME.csv's median_ms (a row of more runs than
+ * repetitions has block means as repetitions, whose median is another
+ * number: one row, one median, in every file) */
 static void add_aggregates(bench_json *j, const bench_row *r, const char *name, const double *v, int n) {
-    double *sorted = malloc((size_t)n * sizeof *sorted);
-    if (!sorted) { j->oom = true; return; }
-    memcpy(sorted, v, (size_t)n * sizeof *v);
-    qsort(sorted, (size_t)n, sizeof *sorted, by_value);
     double mean = 0, var = 0;
     for (int i = 0; i < n; i++) mean += v[i];
     mean /= n;
     for (int i = 0; i < n; i++) var += (v[i] - mean) * (v[i] - mean);
     double stddev = sqrt(var / (n - 1));
-    double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-    free(sorted);
     static const char *const names[] = {"mean", "median", "stddev", "cv"};
-    double values[] = {mean, median, stddev, mean > 0 ? stddev / mean : 0};
+    double values[] = {mean, r->st.median_ms, stddev, mean > 0 ? stddev / mean : 0};
     for (int a = 0; a < 4; a++) {
         char suffix[16];
         snprintf(suffix, sizeof suffix, "_%s", names[a]);
@@ -438,9 +430,11 @@ static dg_status read_sample(const entry_src *s, bench_json_rec *r) {
     return DG_OK;
 }
 
-/* median, min, max, cv and reps of r from its samples; NaN and 0 without */
+/* min, max, cv and reps of r from its samples, and its median unless the
+ * file gave it (rec.median_ms > 0: its NAME_median); NaN and 0 without */
 static dg_status summarise(bench_json_rec *r, const char *path) {
     csv_rec *c = &r->rec;
+    double given = c->median_ms;
     c->median_ms = c->min_ms = c->max_ms = c->cv_pct = c->gflops = c->gbps = NAN;
     c->reps = r->n_samples;
     if (!r->n_samples) return DG_OK;
@@ -449,16 +443,29 @@ static dg_status summarise(bench_json_rec *r, const char *path) {
     memcpy(v, r->samples, (size_t)r->n_samples * sizeof *v);
     bench_stats st = bench_stats_of(v, r->n_samples);
     free(v);
-    c->median_ms = st.median_ms;
+    c->median_ms = given > 0 ? given : st.median_ms;
     c->min_ms = st.min_ms;
     c->max_ms = st.max_ms;
     c->cv_pct = st.cv_pct;
     return DG_OK;
 }
 
+/* The row's median from its NAME_median aggregate entry e, which follows the
+ * row's repetitions: NAME.csv's median of all runs in a file written since
+ * the two were made one; in an older file the median of the repetitions,
+ * the number summarise would compute, so old files read as before. */
+static void read_median(const cJSON *e, const char *prev, bench_json_rec *r) {
+    const char *what = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "aggregate_name"));
+    const char *run = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "run_name"));
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "real_time");
+    if (r && what && !strcmp(what, "median") && run && prev && !strcmp(run, prev) && cJSON_IsNumber(t) &&
+        isfinite(t->valuedouble) && t->valuedouble > 0)
+        r->rec.median_ms = t->valuedouble;
+}
+
 /* The benchmarks' entries in order: repetitions of one benchmark follow one
- * another (as written); aggregates are skipped (recomputed from the
- * repetitions). */
+ * another (as written); of the aggregates, the median is read (read_median),
+ * the others are recomputed from the repetitions. */
 static dg_status read_benchmarks(const cJSON *list, const char *path, bench_json_rec **out, int *n) {
     int cap = 0;
     const char *prev = NULL;
@@ -468,7 +475,10 @@ static dg_status read_benchmarks(const cJSON *list, const char *path, bench_json
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
         if (!cJSON_IsObject(e) || !name) return dg_fail(DG_ERR_IO, "%s: benchmark %d has no name", path, index);
         const char *run_type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "run_type"));
-        if (run_type && !strcmp(run_type, "aggregate")) continue;
+        if (run_type && !strcmp(run_type, "aggregate")) {
+            read_median(e, prev, *n ? &(*out)[*n - 1] : NULL);
+            continue;
+        }
         bool failed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "error_occurred"));
         if (!prev || strcmp(prev, name)) {
             if (*n == cap) {
@@ -509,6 +519,8 @@ bench_json_rec *bench_json_read(const char *path, int *n) {
                    : !cJSON_IsArray(list) ? dg_fail(DG_ERR_IO, "%s: no \"benchmarks\" list", path)
                                           : read_benchmarks(list, path, &recs, n);
     cJSON_Delete(root);
+    if (st == DG_OK && !recs && !(recs = calloc(1, sizeof *recs))) /* no benchmarks: an empty list, not NULL */
+        st = dg_fail(DG_ERR_OOM, "out of memory reading %s", path);
     if (st != DG_OK) {
         bench_json_recs_free(recs, *n);
         *n = 0;
@@ -520,4 +532,16 @@ bench_json_rec *bench_json_read(const char *path, int *n) {
 void bench_json_recs_free(bench_json_rec *recs, int n) {
     for (int i = 0; i < n; i++) free(recs[i].samples);
     free(recs);
+}
+
+bool bench_json_meta(const char *path, const char *key, char *buf, size_t n) {
+    size_t len;
+    char *text = bench_json_slurp(path, &len);
+    cJSON *root = text ? cJSON_ParseWithLength(text, len) : NULL;
+    free(text);
+    const char *v = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "context"), key));
+    snprintf(buf, n, "%s", v ? v : "");
+    cJSON_Delete(root);
+    return v != NULL;
 }

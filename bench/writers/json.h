@@ -14,8 +14,11 @@
  * 1, "real_time" = "cpu_time" = its time, "time_unit": "ms"); a longer row
  * is cut into BENCH_JSON_MAX_REPS runs of consecutive runs, each with its
  * mean and its "iterations" (every single run is in NAME.samples.csv with
- * --samples). The aggregates are those of the repetitions, as Google
- * Benchmark's; the row's median of all runs is NAME.csv's. Each entry also holds the row's columns (sweep,
+ * --samples). NAME_mean, NAME_stddev and NAME_cv are those of the
+ * repetitions, as Google Benchmark's; NAME_median is the row's median of all
+ * its runs, the very number of NAME.csv's median_ms (the median of block
+ * means is another number, and a row has one median in every file, in
+ * bench compare and in the charts). Each entry also holds the row's columns (sweep,
  * case, impl, backend, m, n, k, batch, transfer, tf32, cold) and duograd's
  * status, check, max_rel_err (null when none), note (absent when none).
  *
@@ -56,8 +59,9 @@ void bench_json_add(bench_json *j, const bench_row *r);
 dg_status bench_json_finish(bench_json *j, const char *dir, const char *name, bool keep);
 
 /* One benchmark read back from a NAME.json: its columns and status in a
- * csv_rec (median_ms, min_ms, max_ms, reps from the repetitions; NaN and 0
- * for a failed row), cold, the error message of a failed row, and its
+ * csv_rec (median_ms from NAME_median, or from the repetitions where there
+ * is no aggregate (a row of one run); min_ms, max_ms, reps from the
+ * repetitions; NaN and 0 for a failed row), cold, the error message of a failed row, and its
  * repetitions' times in ms, in the order run. */
 typedef struct bench_json_rec {
     csv_rec rec;
@@ -71,6 +75,11 @@ typedef struct bench_json_rec {
  * is wrong) when it cannot be read or is not in the layout above. */
 bench_json_rec *bench_json_read(const char *path, int *n);
 void            bench_json_recs_free(bench_json_rec *recs, int n);
+
+/* The string entry KEY of path's "context" (a metadata line "# KEY: value"
+ * of the run) into buf; false (buf empty) when there is none or the file
+ * cannot be read. */
+bool bench_json_meta(const char *path, const char *key, char *buf, size_t n);
 
 /* the whole file (at most 1 GiB), NUL-terminated, for the caller to free;
  * NULL with a message */
