@@ -18,7 +18,7 @@
 #include "charts/plot.h"
 #include "runner/sweep.h"
 #include "train/train.h"
-#include "machine/wait_policy.h"
+#include "machine/reexec.h"
 #include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
@@ -75,9 +75,10 @@ static int run_sweeps(int argc, char **argv) {
     bench_choice ch;
     int rc = bench_parse_options(argc, argv, &ctx, &ch);
     if (rc != BENCH_OPTS_RUN) return rc;
-    /* before anything starts OpenMP: it may execute the bench again */
+    /* before anything starts OpenMP: it may execute the bench again (the
+     * wait policy, the OpenBLAS core: machine/reexec.h) */
     char policy[256], load[256];
-    if (bench_wait_policy_apply(ctx.wait_policy, argv, policy, sizeof policy))
+    if (bench_reexec_apply(ctx.wait_policy, argv, policy, sizeof policy))
         fprintf(stderr, "bench: warning: %s\n", policy);
     if (bench_env_loaded(load, sizeof load))
         fprintf(stderr, "bench: warning: the machine is loaded (%s): rows may be noisy\n", load);
@@ -118,15 +119,16 @@ int main(int argc, char **argv) {
         return bench_plot(argv[2], stdout) | bench_profile_replot(argv[2]);
     }
     if (argc >= 2 && !strcmp(argv[1], "train")) {
-        /* before OpenMP starts: it may execute the bench again (OMP_WAIT_POLICY, if set, wins) */
+        /* before OpenMP starts: it may execute the bench again (OMP_WAIT_POLICY
+         * and OPENBLAS_CORETYPE, if set, win) */
         char policy[256];
-        if (bench_wait_policy_apply("auto", argv, policy, sizeof policy)) fprintf(stderr, "bench: warning: %s\n", policy);
+        if (bench_reexec_apply("auto", argv, policy, sizeof policy)) fprintf(stderr, "bench: warning: %s\n", policy);
         return bench_train_main(argc - 1, argv + 1);
     }
     if (argc >= 2 && !strcmp(argv[1], "compare")) return bench_compare_main(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "profile")) {
         char policy[256];
-        if (bench_wait_policy_apply("auto", argv, policy, sizeof policy)) fprintf(stderr, "bench: warning: %s\n", policy);
+        if (bench_reexec_apply("auto", argv, policy, sizeof policy)) fprintf(stderr, "bench: warning: %s\n", policy);
         return bench_profile_main(argc - 1, argv + 1);
     }
     return run_sweeps(argc, argv);
