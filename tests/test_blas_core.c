@@ -220,7 +220,7 @@ static bench_blas_choice this_machines_choice(void) {
 /* bench_reexec_apply_exe(choice, exe) in a child with OMP_WAIT_POLICY
  * `policy` and OPENBLAS_CORETYPE `core` (NULL: unset; no markers); its
  * stdout into out: what the executed sh printed, or "returned RC [env
- * OMP_WAIT_POLICY OPENBLAS_CORETYPE]" */
+ * OMP_WAIT_POLICY OPENBLAS_CORETYPE]", and the warning after it for RC 1 */
 static void reexec_in_child(const char *choice, const char *policy, const char *core, const char *exe, char *out,
                             size_t n) {
     static char *const show[] = {"sh", "-c", "printf '%s|%s|%s' \"$OMP_WAIT_POLICY\" \"$OPENBLAS_CORETYPE\" "
@@ -243,7 +243,8 @@ static void reexec_in_child(const char *choice, const char *policy, const char *
         char warn[512];
         int rc = bench_reexec_apply_exe(choice, exe, (char **)show, warn, sizeof warn);
         const char *pol = getenv("OMP_WAIT_POLICY"), *cor = getenv("OPENBLAS_CORETYPE");
-        printf("returned %d [env %s %s]", rc, pol ? pol : "-", cor ? cor : "-");
+        printf("returned %d [env %s %s]%s%s", rc, pol ? pol : "-", cor ? cor : "-", rc == 1 ? " " : "",
+               rc == 1 ? warn : "");
         fflush(stdout);
         _exit(0);
     }
@@ -283,7 +284,14 @@ Test(blas_core, the_users_core_executes_nothing) {
 
 Test(blas_core, a_failed_execution_restores_the_environment) {
     bench_blas_choice c = this_machines_choice();
-    char out[1024];
+    char out[1024], want[1024];
     reexec_in_child("auto", "active", NULL, "/nonexistent/bench", out, sizeof out);
-    cr_assert_str_eq(out, c.action == BENCH_BLAS_SWITCH ? "returned 1 [env active -]" : "returned 0 [env active -]");
+    /* the warning says the core kept, the one wanted, and why it is not in force */
+    if (c.action == BENCH_BLAS_SWITCH)
+        snprintf(want, sizeof want, "returned 1 [env active -] openblas core: %s (%s; %s would serve it better; not "
+                 "applied: OPENBLAS_CORETYPE=%s: could not execute /nonexistent/bench again: No such file or "
+                 "directory)", dg_cpu_blas_core(), c.reason, c.core, c.core);
+    else
+        snprintf(want, sizeof want, "returned 0 [env active -]");
+    cr_assert_str_eq(out, want);
 }

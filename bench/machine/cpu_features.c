@@ -1,5 +1,24 @@
 #include "machine/cpu_features.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+/* AMX by CPUID leaf 7 (EDX bit 24 AMX-TILE, bit 22 AMX-BF16), usable only
+ * where the OS saves the tile state (XCR0 bits 17 and 18, read with
+ * XGETBV, which CPUID leaf 1's OSXSAVE bit allows): GCC 12 knows
+ * "amx-tile" for __builtin_cpu_supports, clang 14 does not. */
+static void read_amx(bool *tile, bool *bf16) {
+    unsigned a, b, c, d;
+    *tile = *bf16 = false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17) || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return;
+    *tile = d & (1u << 24);
+    *bf16 = d & (1u << 22);
+}
+#endif
+
 bench_cpu_features bench_cpu_features_read(void) {
     bench_cpu_features f = {0};
 #if defined(__x86_64__) || defined(__i386__)
@@ -16,8 +35,7 @@ bench_cpu_features bench_cpu_features_read(void) {
     f.avx512bw = __builtin_cpu_supports("avx512bw");
     f.avx512vl = __builtin_cpu_supports("avx512vl");
     f.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
-    f.amx_tile = __builtin_cpu_supports("amx-tile");
-    f.amx_bf16 = __builtin_cpu_supports("amx-bf16");
+    read_amx(&f.amx_tile, &f.amx_bf16);
 #endif
     return f;
 }

@@ -6,8 +6,8 @@
 #include <stdbool.h>
 
 /* What the CPU and the OS let a program run (AVX, AVX-512 and AMX also
- * need the kernel to save their registers: __builtin_cpu_supports checks
- * XCR0 for them). */
+ * need the kernel to save their registers, by XCR0: __builtin_cpu_supports
+ * checks it for AVX and AVX-512, cpu_features.c reads it for AMX). */
 typedef struct bench_cpu_features {
     bool sse3, ssse3, sse4_2, avx, avx2, fma;
     bool avx512f, avx512dq, avx512cd, avx512bw, avx512vl; /* SkylakeX's set */

@@ -1,6 +1,7 @@
 #include "machine/reexec.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,10 +34,16 @@ int bench_reexec_apply_exe(const char *wait_choice, const char *exe, char **argv
                  "itself again without it: %s", err);
         return 1;
     }
+    /* the core in force, on stderr where it is not OpenBLAS's own choice
+     * (or in warn, where applying the bench's failed) */
     char line[512];
-    if (bench_blas_core_describe(line, sizeof line)) fprintf(stderr, "bench: openblas core: %s\n", line);
+    bool tell = bench_blas_core_describe(line, sizeof line);
+    if (core && !wait) {
+        snprintf(warn, n, "openblas core: %s", line);
+        return rc;
+    }
     if (wait) bench_wait_policy_describe(warn, n);
-    else if (core) snprintf(warn, n, "openblas core: %s", line);
+    if (tell) fprintf(stderr, "bench: openblas core: %s\n", line);
     return rc;
 }
 
