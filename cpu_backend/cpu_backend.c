@@ -305,6 +305,8 @@ int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }
 void dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl) { ctx_of(be)->gemm = impl; }
 void dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl) { ctx_of(be)->conv = impl; }
 
+const char *dg_cpu_blas_core(void) { return openblas_get_corename(); }
+
 const char *dg_cpu_blas_info(char *buf, size_t n) {
     int par = openblas_get_parallel(); /* 0 sequential, 1 pthreads, 2 OpenMP */
     snprintf(buf, n, "%s (parallel: %s)", openblas_get_config(),

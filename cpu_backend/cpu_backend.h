@@ -70,6 +70,13 @@ void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
 /* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */
 const char *dg_cpu_blas_info(char *buf, size_t n);
+/* The core (kernel set) OpenBLAS runs the backend's sgemm with:
+ * "SkylakeX", "Haswell", or "Prescott" where a DYNAMIC_ARCH OpenBLAS did
+ * not know the CPU and fell back to its generic SSE3 kernels (several
+ * times slower on a CPU with AVX-512). One for the whole process, every
+ * backend alike: OpenBLAS chooses it when it loads, by the CPU's model or
+ * by OPENBLAS_CORETYPE, so no backend argument. */
+const char *dg_cpu_blas_core(void);
 
 /* Row-major packed C[m,n] = op(A) op(B) by `impl`, with the backend's
  * threads and packing scratch (the bench times these directly). */

@@ -14,7 +14,9 @@
 #include "machine/env.h"
 #include "machine/gpu_monitor.h"
 #include "shell_util.h"
+#include "machine/reexec.h"
 #include "machine/wait_policy.h"
+#include "cpu_backend/cpu_backend.h"
 
 extern char **environ;
 extern const char *const dg_build_commit;
@@ -63,10 +65,11 @@ static void meta_more(char *buf, size_t n, int argc, char *const *argv) {
     bench_env_meta_more(buf, n, argc, argv, NULL);
 }
 
-Test(bench_env, load_governor_and_wait_policy_lines_are_there) {
-    char buf[4096], line[512];
+Test(bench_env, load_governor_wait_policy_and_blas_core_lines_are_there) {
+    char buf[4096], line[512], want[600];
     char *argv[] = {"bench", NULL};
     setenv("OMP_WAIT_POLICY", "passive", 1);
+    setenv("OPENBLAS_CORETYPE", "Haswell", 1);
     unsetenv("GOMP_SPINCOUNT");
     unsetenv(BENCH_WAIT_POLICY_MARK);
     meta_more(buf, sizeof buf, 1, argv);
@@ -74,13 +77,17 @@ Test(bench_env, load_governor_and_wait_policy_lines_are_there) {
     cr_assert(find_line(buf, "# load at start: ", line, sizeof line), "no load line:\n%s", buf);
     assert_matches(line, "^# load at start: [0-9]+\\.[0-9]{2} [0-9]+\\.[0-9]{2} [0-9]+\\.[0-9]{2} "
                          "\\(1, 5, 15 min; [1-9][0-9]* online cores\\)$");
-    char governors[256], want[300];
+    char governors[256];
     bench_cpu_governors("/sys/devices/system/cpu", governors, sizeof governors);
     snprintf(want, sizeof want, "# cpu governor: %s", governors);
     cr_assert(find_line(buf, "# cpu governor: ", line, sizeof line), "no governor line:\n%s", buf);
     cr_assert_str_eq(line, want);
     cr_assert(find_line(buf, "# openmp wait policy: ", line, sizeof line), "no wait-policy line:\n%s", buf);
     cr_assert_str_eq(line, "# openmp wait policy: passive (set by the user: OMP_WAIT_POLICY=passive)");
+    /* the core this process's OpenBLAS runs, and that the user set one */
+    snprintf(want, sizeof want, "# openblas core: %s (user-set: OPENBLAS_CORETYPE=Haswell)", dg_cpu_blas_core());
+    cr_assert(find_line(buf, "# openblas core: ", line, sizeof line), "no openblas-core line:\n%s", buf);
+    cr_assert_str_eq(line, want);
     cr_assert(find_line(buf, "# host caches: ", line, sizeof line), "no host-cache line:\n%s", buf);
     assert_matches(line, "^# host caches: L2 [0-9]+ KiB a core, last level [0-9]+ KiB x [1-9][0-9]* "
                          "\\(--cold writes [1-9][0-9]* MB first\\)$");
@@ -292,9 +299,12 @@ Test(bench_gpu_monitor, reason_bits_are_named_and_only_slowdowns_count_as_thrott
     }
 }
 
-/* Runs bench_wait_policy_apply_exe(choice, exe, argv) in a child with the
- * given OMP_WAIT_POLICY (NULL: unset) and marker; the child's stdout (what
- * an executed program printed, or "returned RC: WHY") into out. */
+/* Runs bench_reexec_apply_exe(choice, exe, argv) in a child with the given
+ * OMP_WAIT_POLICY (NULL: unset) and marker, and the OpenBLAS core the
+ * process runs as the user's OPENBLAS_CORETYPE (so only the wait policy
+ * may execute anything: test_blas_core.c covers the core); the child's
+ * stdout (what an executed program printed, or "returned RC: WHY" with
+ * WHY the policy described) into out. */
 static void apply_in_child(const char *choice, const char *policy, const char *mark, const char *exe,
                            char *const *argv, char *out, size_t n) {
     char path[] = "/tmp/dg-wait-XXXXXX";
@@ -310,8 +320,10 @@ static void apply_in_child(const char *choice, const char *policy, const char *m
         else unsetenv("OMP_WAIT_POLICY");
         if (mark) setenv(BENCH_WAIT_POLICY_MARK, mark, 1);
         else unsetenv(BENCH_WAIT_POLICY_MARK);
+        setenv("OPENBLAS_CORETYPE", dg_cpu_blas_core(), 1);
         char why[512];
-        int rc = bench_wait_policy_apply_exe(choice, exe, (char **)argv, why, sizeof why);
+        int rc = bench_reexec_apply_exe(choice, exe, (char **)argv, why, sizeof why);
+        if (rc >= 0) bench_wait_policy_describe(why, sizeof why);
         const char *pol = getenv("OMP_WAIT_POLICY"), *left = getenv(BENCH_WAIT_POLICY_MARK);
         printf("returned %d: %s [env %s %s]", rc, why, pol ? pol : "-", left ? left : "-");
         fflush(stdout);
@@ -364,12 +376,11 @@ Test(bench_wait_policy, a_failed_exec_restores_the_environment_and_says_what_lib
     char out[1024];
     apply_in_child("passive", NULL, NULL, "/nonexistent/bench", show_env, out, sizeof out);
     cr_assert_str_eq(out, "returned 1: libgomp default (OMP_WAIT_POLICY unset: spin about 300000 iterations, then "
-                          "sleep); could not execute /nonexistent/bench again to apply OMP_WAIT_POLICY=passive: No "
-                          "such file or directory [env - -]");
+                          "sleep); could not execute /nonexistent/bench again: No such file or directory [env - -]");
 }
 
 Test(bench_wait_policy, an_unknown_choice_is_refused) {
     char why[256];
-    cr_assert_eq(bench_wait_policy_apply("spin\n", NULL, why, sizeof why), -1);
+    cr_assert_eq(bench_reexec_apply("spin\n", NULL, why, sizeof why), -1);
     cr_assert_str_eq(why, "unknown wait policy 'spin?' (auto, active or passive)");
 }

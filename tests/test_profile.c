@@ -237,6 +237,8 @@ Test(profile, cli_writes_a_trace_with_one_slice_per_node_per_step) {
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     cr_assert(strstr(out, "top 5 of ") && strstr(out, "check f64-step: ok") && strstr(out, "allocations during"),
               "%s", out);
+    /* without ceilings, bound and %ceil say '-', never nan% */
+    cr_assert(!strstr(out, "nan") && strstr(out, "ceilings: not measured"), "%s", out);
     fixture f = {0};
     profile_model(&f, "logreg", 16, 1); /* the same graph: its node names */
     snprintf(path, sizeof path, "%s/profile-logreg-trace.json", dir);

@@ -18,7 +18,7 @@
 #include "charts/plot.h"
 #include "runner/sweep.h"
 #include "train/train.h"
-#include "machine/wait_policy.h"
+#include "machine/reexec.h"
 #include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
@@ -96,9 +96,10 @@ static int run_sweeps(int argc, char **argv) {
     int rc = bench_parse_options(argc, argv, &ctx, &ch);
     if (rc != BENCH_OPTS_RUN) return rc;
     if (ctx.list) return list_sweeps(&ctx, &ch);
-    /* before anything starts OpenMP: it may execute the bench again */
+    /* before anything starts OpenMP: it may execute the bench again (the
+     * wait policy, the OpenBLAS core: machine/reexec.h) */
     char policy[256], load[256];
-    if (bench_wait_policy_apply(ctx.wait_policy, argv, policy, sizeof policy))
+    if (bench_reexec_apply(ctx.wait_policy, argv, policy, sizeof policy))
         fprintf(stderr, "bench: warning: %s\n", policy);
     if (bench_env_loaded(load, sizeof load))
         fprintf(stderr, "bench: warning: the machine is loaded (%s): rows may be noisy\n", load);
@@ -141,8 +142,9 @@ static int plot_main(int argc, char **argv) {
 }
 
 /* the subcommands, each called with argv[0] = its name; `wait`: OpenMP
- * runs in it, so the wait policy is chosen first (it may execute the
- * bench again; OMP_WAIT_POLICY, if set, wins) */
+ * and OpenBLAS run in it, so the wait policy and the OpenBLAS core are
+ * chosen first (machine/reexec.h: it may execute the bench again;
+ * OMP_WAIT_POLICY and OPENBLAS_CORETYPE, if set, win) */
 static const struct subcommand {
     const char *name;
     int (*main)(int argc, char **argv);
@@ -179,8 +181,11 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "help")) return help_main(argc, argv);
     const struct subcommand *sub = argc >= 2 ? find_subcommand(argv[1]) : NULL;
     if (!sub) return run_sweeps(argc, argv);
+    /* before OpenMP starts: it may execute the bench again (OMP_WAIT_POLICY
+     * and OPENBLAS_CORETYPE, if set, win) */
     char policy[256];
-    if (sub->wait && bench_wait_policy_apply("auto", argv, policy, sizeof policy))
-        fprintf(stderr, "bench: warning: %s\n", policy);
+    if (sub->wait && bench_reexec_apply("auto", argv, policy, sizeof policy))
+        fprintf(stderr, "bench: warning: %s
+", policy);
     return sub->main(argc - 1, argv + 1);
 }

@@ -12,6 +12,7 @@
 #include "cpu_backend/cpu_backend.h"
 #include "machine/host_cache.h"
 #include "machine/host_load.h"
+#include "machine/blas_core.h"
 #include "machine/wait_policy.h"
 #include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
@@ -244,7 +245,7 @@ static void append_host_caches(char *buf, size_t n) {
 }
 
 void bench_env_meta_more(char *buf, size_t n, int argc, char *const *argv, dg_backend *gpu) {
-    char governors[256], policy[512];
+    char governors[256], policy[512], core[512];
     bench_env_snapshot(buf, n, "start");
     bench_cpu_governors("/sys/devices/system/cpu", governors, sizeof governors);
     appendf(buf, n, "# cpu governor: %s\n", governors);
@@ -252,6 +253,8 @@ void bench_env_meta_more(char *buf, size_t n, int argc, char *const *argv, dg_ba
     append_command_line(buf, n, argc, argv);
     bench_wait_policy_describe(policy, sizeof policy);
     appendf(buf, n, "# openmp wait policy: %s\n", policy);
+    bench_blas_core_describe(core, sizeof core);
+    appendf(buf, n, "# openblas core: %s\n", core);
     append_host_caches(buf, n);
     append_gpu_device(buf, n, gpu);
     end_with_newline(buf);

@@ -15,7 +15,8 @@ void bench_env_meta(char *buf, size_t n, int threads, dg_backend *gpu);
  * about what else changes the numbers: the load average at start, the CPU
  * frequency governors, every OMP_*, GOMP_*, OPENBLAS_*, CUDA_* and DG_GPU_*
  * environment variable, the command line (argv[0..argc-1], shell-quoted),
- * the OpenMP wait policy in force and why (bench_wait_policy_describe), and
+ * the OpenMP wait policy in force and why (bench_wait_policy_describe), the
+ * OpenBLAS core in force and why (bench_blas_core_describe), and
  * for a GPU backend (gpu may be NULL) its L2 size and PCI bus id. The text
  * always ends with a newline, cut short if n is too small. */
 void bench_env_meta_more(char *buf, size_t n, int argc, char *const *argv, dg_backend *gpu);

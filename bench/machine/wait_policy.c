@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "machine/host_load.h"
 
-/* why the last bench_wait_policy_apply could not execute the bench again
- * ("" when it did not fail): the metadata says so beside the policy */
+/* why the last policy decided could not be applied (the image that would
+ * run it did not start; "" when nothing failed): the metadata says so
+ * beside the policy */
 static char exec_failure[256];
 
 /* the marker names the policy first: "passive (auto: ...)"; it is in force
@@ -41,7 +41,8 @@ void bench_wait_policy_describe(char *why, size_t n) {
     bench_one_line(why);
 }
 
-int bench_wait_policy_apply_exe(const char *choice, const char *exe, char **argv, char *why, size_t n) {
+int bench_wait_policy_decide(const char *choice, char *why, size_t n) {
+    exec_failure[0] = '\0';
     if (strcmp(choice, "auto") && strcmp(choice, "active") && strcmp(choice, "passive")) {
         snprintf(why, n, "unknown wait policy '%s' (auto, active or passive)", choice);
         bench_one_line(why);
@@ -67,19 +68,18 @@ int bench_wait_policy_apply_exe(const char *choice, const char *exe, char **argv
     char mark[256];
     snprintf(mark, sizeof mark, "%s (%s)", policy, reason);
     if (setenv("OMP_WAIT_POLICY", policy, 1) || setenv(BENCH_WAIT_POLICY_MARK, mark, 1)) {
-        snprintf(exec_failure, sizeof exec_failure, "could not set OMP_WAIT_POLICY=%s: %s", policy, strerror(errno));
-    } else {
-        fflush(NULL);
-        execv(exe, argv);
-        snprintf(exec_failure, sizeof exec_failure, "could not execute %s again to apply OMP_WAIT_POLICY=%s: %s",
-                 exe, policy, strerror(errno));
+        char err[128];
+        snprintf(err, sizeof err, "could not set OMP_WAIT_POLICY=%s: %s", policy, strerror(errno));
+        bench_wait_policy_undo(err);
+        bench_wait_policy_describe(why, n);
+        return 0;
     }
-    unsetenv("OMP_WAIT_POLICY");
-    unsetenv(BENCH_WAIT_POLICY_MARK);
     bench_wait_policy_describe(why, n);
     return 1;
 }
 
-int bench_wait_policy_apply(const char *choice, char **argv, char *why, size_t n) {
-    return bench_wait_policy_apply_exe(choice, "/proc/self/exe", argv, why, n);
+void bench_wait_policy_undo(const char *failure) {
+    snprintf(exec_failure, sizeof exec_failure, "%s", failure);
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv(BENCH_WAIT_POLICY_MARK);
 }

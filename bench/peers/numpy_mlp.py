@@ -20,11 +20,20 @@ parameter's update, with core/check/step_check.h's BENCH_STEP_* tolerances), as
 duograd checks its rows: a failed check is a row with status "wrong" and
 no times. Timing follows bench/runner/timing.c's rules and defaults
 (common.measure).
+
+NumPy's OpenBLAS runs the core bench's rows ran on: run as a script, the
+peer reads it from DIR/mlp.csv's '# openblas core:' line and, unless
+OPENBLAS_CORETYPE is set, executes itself again with it before NumPy
+loads (bench picks a better core where OpenBLAS falls back to its generic
+one: bench/machine/blas_core.h). The core the peer got is in its metadata
+line and in each numpy row's note.
 """
 import argparse
+import contextlib
 import math
 import os
 import platform
+import re
 import sys
 
 if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
@@ -353,14 +362,61 @@ def open_mlp_csv(path, meta_lines):
         raise PeerError(str(e)) from None
 
 
-# ---- the machine: which BLAS NumPy runs on, with how many threads ----
+# ---- the machine: which BLAS NumPy runs on, on which core, with how many threads ----
+
+CORE_VAR = "OPENBLAS_CORETYPE"
+CORE_MARK = "DG_PEER_BLAS_CORE"  # where the peer's OPENBLAS_CORETYPE came from, when it set it
+CORE_LINE = "# openblas core: "   # bench's metadata line (bench/machine/env.c): "NAME (why)"
+
+
+def bench_core(path):
+    """The OpenBLAS core bench ran its rows of `path` on (the first word of
+    its '# openblas core:' line), or None where the file has no such line."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(CORE_LINE):
+                    word = (line[len(CORE_LINE):].split() or [""])[0]
+                    return word if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", word) else None
+                if not line.startswith("#"):
+                    return None  # the metadata ends at the header
+    except OSError:
+        pass
+    return None
+
+
+def core_environment(environ, out_dir):
+    """The environment under which NumPy's OpenBLAS runs the core bench ran
+    DIR/mlp.csv's rows on, or None where `environ` needs no change: an
+    OPENBLAS_CORETYPE already set (the user's, or this function's before
+    the peer executed itself again: the marker says so) wins, and a file without the line
+    leaves OpenBLAS to choose. A DYNAMIC_ARCH OpenBLAS reads the variable
+    once, when NumPy loads it: the peer sets it and executes itself again."""
+    if environ.get(CORE_VAR) or CORE_MARK in environ:  # the marker: executed again already, never twice
+        return None
+    path = os.path.join(out_dir, "mlp.csv")
+    core = bench_core(path)
+    if core is None:
+        return None
+    return dict(environ, **{CORE_VAR: core, CORE_MARK: f"the core of {path}'s rows"})
+
+
+def core_source(environ):
+    """why the peer's OpenBLAS runs the core it runs, for the metadata"""
+    if environ.get(CORE_MARK) and environ.get(CORE_VAR):
+        return f"{CORE_VAR}={environ[CORE_VAR]}: {environ[CORE_MARK]}"
+    if environ.get(CORE_VAR):
+        return f"user-set: {CORE_VAR}={environ[CORE_VAR]}"
+    return "OpenBLAS's own choice"
+
 
 def blas_info(threads=None):
-    """(description, threads): the BLAS library mapped into this process
-    once NumPy is imported (from /proc/self/maps), and for OpenBLAS its
-    configuration and thread count (openblas_get_num_threads: the OpenMP
+    """(description, threads, core): the BLAS library mapped into this
+    process once NumPy is imported (from /proc/self/maps), and for OpenBLAS
+    its configuration, thread count (openblas_get_num_threads: the OpenMP
     build's count, from OMP_NUM_THREADS or the processor count), after
-    setting it to `threads` when given (as bench --threads does)"""
+    setting it to `threads` when given (as bench --threads does), and the
+    core it runs (openblas_get_corename; None where it is not OpenBLAS)"""
     import ctypes
     libs = []
     try:
@@ -378,10 +434,14 @@ def blas_info(threads=None):
             config = lib.openblas_get_config().decode(errors="replace")
             if threads:
                 lib.openblas_set_num_threads(threads)
-            return f"{os.path.realpath(path)}: {config}", int(lib.openblas_get_num_threads())
+            core = None
+            with contextlib.suppress(AttributeError):  # an OpenBLAS older than the query
+                lib.openblas_get_corename.restype = ctypes.c_char_p
+                core = lib.openblas_get_corename().decode(errors="replace")
+            return f"{os.path.realpath(path)}: {config}", int(lib.openblas_get_num_threads()), core
         except (OSError, AttributeError):
             continue
-    return ("not OpenBLAS: " + (", ".join(libs) or "no BLAS library found mapped")), threads or 1
+    return ("not OpenBLAS: " + (", ".join(libs) or "no BLAS library found mapped")), threads or 1, None
 
 
 # ---- the sweep ----
@@ -431,9 +491,12 @@ def make_parser():
     return ap
 
 
-def run_impl(np, out, name, cls, widths_spec, batch, params, x, y, ref, threads, timing):
-    """one row: the impl's first step checked against ref, then timed"""
+def run_impl(np, out, name, cls, widths_spec, batch, params, x, y, ref, threads, timing, core=None):
+    """one row: the impl's first step checked against ref, then timed; its
+    note names the OpenBLAS core the numpy rows ran on"""
     row = base_row(widths_spec, name, batch, threads)
+    if core and name == "numpy":
+        row["note"] = f"openblas core {core}"
     try:
         impl = cls(np, parse_widths(widths_spec), params, x, y)
         loss_err, upd_err = first_step_error(np, impl, ref)
@@ -489,10 +552,18 @@ def print_summary(path, rows):
     print(f"rows appended to {path}; `bench plot {os.path.dirname(path) or '.'}` draws them")
 
 
-def main(argv=None):
+def main(argv=None, reexec=False):
+    """reexec: the peer runs as a script and may execute itself again to
+    run NumPy's OpenBLAS on bench's core (core_environment); never from a
+    process that imported NumPy already"""
     ap = make_parser()
     a = ap.parse_args(argv)  # bad arguments: argparse's message, exit 2
     common.check_timing_args(ap, a)
+    env = core_environment(os.environ, a.out) if reexec and "numpy" not in sys.modules else None
+    if env is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
     try:
         import numpy as np
     except ImportError as e:
@@ -503,13 +574,18 @@ def main(argv=None):
     widths_list = a.widths or (WIDTHS_LIST[:1] if a.quick else WIDTHS_LIST)
     batches = batches_of(a)
     try:
-        blas, threads = blas_info(a.threads)  # before torch, whose libraries could be mapped too
+        blas, threads, core = blas_info(a.threads)  # before torch, whose libraries could be mapped too
+        want = bench_core(os.path.join(a.out, "mlp.csv"))
+        if core and want and core.lower() != want.lower():
+            print(f"{PROG}: warning: NumPy's OpenBLAS runs {core}, bench's rows ran on {want}: the numpy rows "
+                  f"are not on the same core (run the peer as a script, or set {CORE_VAR}={want})", file=sys.stderr)
         torch = import_torch(a.impl is not None and "torch-cpu" in a.impl) if "torch-cpu" in impls else None
         if not blas.startswith("/"):
             print(f"{PROG}: warning: NumPy's BLAS is {blas}: the numpy rows are not OpenBLAS's",
                   file=sys.stderr)
         meta = [f"numpy {np.__version__}", f"python {platform.python_version()}", f"blas: {blas}",
-                f"blas threads: {threads}", f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}",
+                f"blas threads: {threads}", f"openblas core: {core or '-'} ({core_source(os.environ)})",
+                f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}",
                 common.date_line(),
                 f"load average: {' '.join(f'{v:.2f}' for v in os.getloadavg())}"]
         if torch is not None:
@@ -537,7 +613,7 @@ def main(argv=None):
                 for name in impls:
                     if name in cls:
                         rows.append(run_impl(np, out, name, cls[name][0], spec, batch, params, x, y, ref,
-                                             cls[name][1], timing))
+                                             cls[name][1], timing, core))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted: the rows written so far are kept", file=sys.stderr)
         out.close()
@@ -548,4 +624,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(reexec=True))

@@ -59,8 +59,11 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
     if (!isnan(p->plan_nodes_ms)) fprintf(f, ", %.4f ms node by node", p->plan_nodes_ms);
     fprintf(f, "; %.4f ms profiled; the nodes' medians sum to %.4f ms (%.1f%% of the un-profiled step)\n",
             p->profiled_ms, p->sum_ms, pct(p->sum_ms, p->plan_ms));
-    fprintf(f, "ceilings: %.1f GFLOP/s, %.1f GB/s (ridge %.1f FLOP/byte)\n", p->peak_gflops, p->peak_gbps,
-            p->peak_gflops / p->peak_gbps);
+    if (p->peak_gflops > 0 && p->peak_gbps > 0)
+        fprintf(f, "ceilings: %.1f GFLOP/s, %.1f GB/s (ridge %.1f FLOP/byte)\n", p->peak_gflops, p->peak_gbps,
+                p->peak_gflops / p->peak_gbps);
+    else
+        fprintf(f, "ceilings: not measured (bound and %%ceil: -)\n");
     const bench_prof_node **order = malloc((size_t)p->n_nodes * sizeof *order);
     if (!order) return;
     for (int i = 0; i < p->n_nodes; i++) order[i] = &p->nodes[i];
@@ -70,12 +73,14 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
             "node", "op", "phase", "shape", "time ms", "share", "GFLOP/s", "GB/s", "bound", "%ceil");
     for (int i = 0; i < top; i++) {
         const bench_prof_node *x = order[i];
-        char shape[64];
+        char shape[64], ceil[16] = "-";
         shapes_of(x->node, shape, sizeof shape, false);
-        fprintf(f, "%-24.24s %-22.22s %-9s %-20.20s %9.4f %6.1f%% %9.1f %8.1f %-7s %5.1f%%\n", x->name,
+        /* no ceilings (none measured, none in --ceilings DIR) or no time: no fraction */
+        double frac = bench_prof_ceiling_frac(p, x);
+        if (!isnan(frac)) snprintf(ceil, sizeof ceil, "%.1f%%", 100 * frac);
+        fprintf(f, "%-24.24s %-22.22s %-9s %-20.20s %9.4f %6.1f%% %9.1f %8.1f %-7s %6s\n", x->name,
                 x->op, bench_phase_name(x->phase), shape, x->median_ms, pct(x->median_ms, p->sum_ms),
-                gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms), bench_prof_bound(p, x),
-                100 * bench_prof_ceiling_frac(p, x));
+                gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms), bench_prof_bound(p, x), ceil);
     }
     free(order);
     print_groups(f, p, false);

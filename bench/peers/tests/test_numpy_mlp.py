@@ -325,6 +325,57 @@ def test_errors():
     assert [r["impl"] for r in common.read_rows(cut)[1]] == ["numpy"], open(cut).read()
 
 
+def core_csv(name, line):
+    """an mlp.csv whose metadata has `line` (bench's '# openblas core:' line, or anything)"""
+    path = os.path.join(TMP, name, "mlp.csv")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("# duograd bench 0.1.0\n" + line + "\n" + ",".join(common.bench_header()) + "\n")
+    return path
+
+
+def test_the_core_comes_from_benchs_metadata():
+    """the first word of bench's '# openblas core:' line becomes the peer's
+    OPENBLAS_CORETYPE; a user's value, a file without the line, or a word
+    that is not a core name change nothing"""
+    path = core_csv("core-line", "# openblas core: SkylakeX (auto: OpenBLAS chose Prescott (SSE3 kernels) on a CPU "
+                                 "with AVX512-BF16; checked: ...)")
+    d = os.path.dirname(path)
+    assert peer.bench_core(path) == "SkylakeX"
+    env = peer.core_environment({"PATH": "/bin"}, d)
+    assert env is not None and env["OPENBLAS_CORETYPE"] == "SkylakeX" and env["PATH"] == "/bin", env
+    assert peer.core_source(env) == f"OPENBLAS_CORETYPE=SkylakeX: the core of {path}'s rows", peer.core_source(env)
+    assert peer.core_environment({"OPENBLAS_CORETYPE": "Haswell"}, d) is None
+    assert peer.core_source({"OPENBLAS_CORETYPE": "Haswell"}) == "user-set: OPENBLAS_CORETYPE=Haswell"
+    assert peer.core_environment({}, os.path.dirname(new_csv("no-core-line"))) is None
+    assert peer.core_environment({}, os.path.join(TMP, "no-such-folder")) is None
+    assert peer.bench_core(core_csv("bad-core", "# openblas core: $(rm -rf /) (x)")) is None
+    # a line after the header is a row's business, not the metadata's
+    late = new_csv("late-line", rows="# openblas core: Haswell (x)\n")
+    assert peer.bench_core(late) is None
+
+
+def test_run_as_a_script_the_peer_runs_on_benchs_core():
+    """executed again under bench's core before NumPy loads, the peer's
+    OpenBLAS runs it, and the metadata and the numpy rows say so"""
+    blas, _, core = peer.blas_info()
+    if core is None or "DYNAMIC_ARCH" not in blas:
+        raise runner.Skip(f"NumPy's BLAS is not a DYNAMIC_ARCH OpenBLAS ({blas}): one core, nothing to choose")
+    # a core any x86-64 CPU runs, and not the one OpenBLAS picks for a current CPU
+    want = "Core2" if core.lower() != "core2" else "Nehalem"
+    path = core_csv("script-core", f"# openblas core: {want} (user-set: OPENBLAS_CORETYPE={want})")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "peers", "numpy_mlp.py"), "--out",
+                          os.path.dirname(path), "--widths", "7-6-5-4", "--sizes", "3", "--impl", "numpy"] + FAST,
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "not on the same core" not in run.stderr, run.stderr
+    text = open(path).read()
+    assert f"openblas core: {want} (OPENBLAS_CORETYPE={want}: the core of {path}'s rows)" in text, text
+    rows = common.read_rows(path)[1]
+    assert [r["note"] for r in rows] == [f"openblas core {want}"], rows
+
+
 def test_without_torch():
     """no torch: the numpy rows alone and a line on stderr; asked for by
     --impl, a refusal"""

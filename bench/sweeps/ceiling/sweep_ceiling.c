@@ -1,5 +1,6 @@
 /* sweep_ceiling.c: each device's measured limits, the lines every chart
- * draws: a large sgemm (GFLOP/s) and a streaming copy (GB/s, bytes read plus
+ * draws: a large sgemm (GFLOP/s; on the CPU as large as --cpu-cap lets
+ * it be, so that every machine has one) and a streaming copy (GB/s, bytes read plus
  * bytes written); on the GPU also the host-device transfer rates
  * (ceiling_transfer.c). Copies are checked by comparing destination and
  * source. */
@@ -9,6 +10,8 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "cpu_backend/cpu_backend.h"
+#include "runner/timing.h"
 #include "runner/runner.h"
 #include <duograd/testing.h>
 #ifdef DG_HAVE_CUDA
@@ -132,9 +135,37 @@ static void copy_row(bench_ctx *ctx, bool gpu) {
     bench_run_spec(ctx, &one);
 }
 
+typedef struct square_arg { dg_backend *be; int s; float *A, *B, *C; } square_arg;
+
+static dg_status square_sgemm(void *arg) {
+    square_arg *a = arg;
+    dg_cpu_sgemm(a->be, DG_CPU_GEMM_OPENBLAS, false, false, a->s, a->s, a->s, a->A, a->B, a->C);
+    return DG_OK;
+}
+
+/* The CPU's sgemm ceiling is a square of 4096 (--quick: 1024), or the
+ * largest of 2048, 1024, 512, 256 whose run is predicted within half of
+ * --cpu-cap: a slow CPU (a generic OpenBLAS core, one core) would have its
+ * 4096 skipped by the cap and leave every chart without its CPU ceiling.
+ * The prediction takes the rate of one 1024 run, as the runner's probe
+ * does; larger squares run at that rate or faster, so it errs long. */
+static int cpu_ceiling_size(bench_ctx *ctx) {
+    int s = ctx->quick ? 1024 : 4096;
+    size_t nn = (size_t)1024 * 1024;
+    square_arg a = {ctx->cpu, 1024, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4)};
+    bench_timing once = {.warmup = 1, .min_reps = 1, .max_reps = 1};
+    bench_stats st;
+    double gflop_s = 0;
+    if (a.A && a.B && a.C && bench_time(NULL, false, square_sgemm, &a, &once, &st) == DG_OK && st.median_ms > 0)
+        gflop_s = 2.0 * 1024 * 1024 * 1024 / st.median_ms / 1e6;
+    free(a.A); free(a.B); free(a.C);
+    while (gflop_s > 0 && s > 256 && 2.0 * s * s * s / (gflop_s * 1e9) > ctx->cpu_cap_s / 2) s /= 2;
+    return s;
+}
+
 dg_status sweep_ceilings(bench_ctx *ctx) {
     if (ctx->cpu) {
-        bench_gemm_ceiling(ctx, ctx->quick ? 1024 : 4096, "cpu-openblas");
+        bench_gemm_ceiling(ctx, cpu_ceiling_size(ctx), "cpu-openblas");
         copy_row(ctx, false);
     }
     if (ctx->gpu) {
