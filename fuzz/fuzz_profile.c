@@ -28,14 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!*path) snprintf(path, sizeof path, "%s/profile-x.json", fuzz_tmp_dir());
     fuzz_write(path, data, size);
     bench_profile p[2];
-    char model[64];
+    char model[64], context[512];
     int n = -1;
-    if (bench_profile_read(path, model, p, &n) != DG_OK) {
+    if (bench_profile_read(path, model, context, sizeof context, p, &n) != DG_OK) {
         if (n != 0 || p[0].nodes || p[1].nodes) abort();
         fuzz_check_message(dg_last_error(), path);
         return 0;
     }
-    if (n < 1 || n > 2 || !bench_file_name_ok(model)) abort();
+    if (n < 1 || n > 2 || !bench_file_name_ok(model) || !TERMINATED(context)) abort();
     for (int i = 0; i < n; i++) {
         if (p[i].batch < 1 || !(p[i].sum_ms > 0) || p[i].n_nodes < 0 || !p[i].nodes || !TERMINATED(p[i].backend))
             abort();

@@ -41,6 +41,14 @@ Test(charts, provenance_comes_from_the_csv_metadata) {
                           "commit abc1234");
     bench_csv_provenance(dir, "ops", buf, sizeof buf);
     cr_assert_str_eq(buf, "", "no ops.csv: no provenance");
+    /* the same from a text of '#' lines (a profile JSON's context) */
+    bench_meta_provenance("# duograd bench 0.1.0\n# git commit: abc1234\n# cpu: Test CPU 9000\n# cores: 4\n"
+                          "# gpu: H200, 132 SMs\n# date: 2026-11-28T10:00:00Z\n# cpuish: no", buf, sizeof buf);
+    cr_assert_str_eq(buf, "cpu Test CPU 9000 (4 cores), gpu H200, 132 SMs, 2026-11-28T10:00:00Z, commit abc1234");
+    bench_meta_provenance("no metadata", buf, sizeof buf);
+    cr_assert_str_eq(buf, "");
+    bench_meta_provenance(NULL, buf, sizeof buf);
+    cr_assert_str_eq(buf, "");
 }
 
 /* draws c in dir and returns its script's text (held) */
@@ -57,7 +65,8 @@ Test(charts, a_chart_carries_provenance_pow2_ticks_and_the_ceilings_it_promises)
     char dir[] = "/tmp/dg-charts-XXXXXX";
     tmp_dir(dir);
     held_dir(dir);
-    bench_report rep = {.dir = dir, .gnuplot = true, .provenance = "cpu Test CPU (4 cores), gpu none, 2026, commit c0ffee"};
+    bench_report rep = {.dir = dir, .gnuplot = true,
+                        .provenance = "cpu Test CPU (4 cores), gpu none, 2026, commit c0ffee"};
     bench_chart c = {"rate", "rate against measured ceilings", "elements", "GFLOP/s", true, .vline = NAN};
     bench_series s = {.title = "cpu-x", .n = 3, .x = {4096, 65536, 1 << 20}, .y = {1, 2, 3}, .lo = {1, 2, 3},
                       .hi = {1, 2, 3}};

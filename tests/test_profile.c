@@ -306,7 +306,8 @@ Test(profile, cli_refuses_bad_options) {
 static void write_profile_json(const char *path, const char *model, const char *node) {
     char text[2048];
     snprintf(text, sizeof text,
-             "{\"model\": \"%s\", \"profiles\": [{\"backend\": \"cpu\", \"batch\": 4, \"step_ms\": "
+             "{\"model\": \"%s\", \"context\": \"# cpu: Test CPU\\n# git commit: abc1234\\n\", "
+             "\"profiles\": [{\"backend\": \"cpu\", \"batch\": 4, \"step_ms\": "
              "{\"sum_of_nodes\": 0.5}, \"ceilings\": {\"gflops\": 100, \"gbps\": 10}, \"memory_bytes\": "
              "{\"arena\": 4096}, \"nodes\": [{\"name\": \"%s\", \"op\": \"matmul\", \"phase\": \"forward\", "
              "\"flops\": 2e6, \"bytes\": 1e5, \"median_ms\": 0.5, \"live_bytes\": 2048}]}]}",
@@ -328,13 +329,13 @@ Test(profile, read_refuses_a_model_name_that_is_not_a_file_name) {
     int n;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         write_profile_json(path, bad[i], "fc1");
-        cr_assert_eq(bench_profile_read(path, model, p, &n), DG_ERR_IO, "model '%s' was accepted", bad[i]);
+        cr_assert_eq(bench_profile_read(path, model, NULL, 0, p, &n), DG_ERR_IO, "model '%s' was accepted", bad[i]);
         cr_assert_eq(n, 0);
         cr_assert(strstr(dg_last_error(), path) && strstr(dg_last_error(), "\"model\""), "%s", dg_last_error());
         if (*bad[i]) cr_assert(strstr(dg_last_error(), bad[i]), "the message names the value: %s", dg_last_error());
     }
     write_profile_json(path, "mlp-2.b_c", "fc1");
-    ASSERT_OK(bench_profile_read(path, model, p, &n));
+    ASSERT_OK(bench_profile_read(path, model, NULL, 0, p, &n));
     cr_assert(n == 1 && !strcmp(model, "mlp-2.b_c") && p[0].n_nodes == 1 && !strcmp(p[0].nodes[0].name, "fc1"));
     bench_profile_read_free(p, n);
     remove_dir(dir);
@@ -388,6 +389,11 @@ Test(profile, plot_writes_nothing_outside_the_folder_and_escapes_node_names) {
         rows++;
     }
     cr_assert_eq(rows, 1, "one node, %d rows", rows);
+    free(text);
+    /* the run's metadata (the JSON's context) on the chart */
+    snprintf(path, sizeof path, "%s/plot-data/profile-ok-ops.gp", dir);
+    text = read_file(path);
+    cr_assert(strstr(text, "set label 'cpu Test CPU (? cores), gpu ?, date ?, commit abc1234' at screen"), "%s", text);
     free(text);
     remove_dir(top);
 }

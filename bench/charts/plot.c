@@ -136,19 +136,41 @@ void bench_chart_hline(bench_chart *c, double y, const char *title) {
     }
 }
 
+/* the metadata keys a provenance line names, in its order */
+enum { PROV_CPU, PROV_CORES, PROV_GPU, PROV_DATE, PROV_COMMIT, N_PROV };
+static const char *const prov_keys[N_PROV] = {"cpu", "cores", "gpu", "date", "git commit"};
+
+static void provenance_format(char v[N_PROV][160], char *buf, size_t n) {
+    *buf = '\0';
+    if (!*v[PROV_CPU] && !*v[PROV_GPU] && !*v[PROV_DATE] && !*v[PROV_COMMIT]) return;
+    snprintf(buf, n, "cpu %.70s (%.8s cores), gpu %.50s, %.40s, commit %.40s", *v[PROV_CPU] ? v[PROV_CPU] : "?",
+             *v[PROV_CORES] ? v[PROV_CORES] : "?", *v[PROV_GPU] ? v[PROV_GPU] : "?",
+             *v[PROV_DATE] ? v[PROV_DATE] : "date ?", *v[PROV_COMMIT] ? v[PROV_COMMIT] : "?");
+}
+
 void bench_csv_provenance(const char *dir, const char *sweep, char *buf, size_t n) {
-    char path[1200], cpu[160], cores[16], gpu[160], date[64], commit[64];
+    char path[1200], v[N_PROV][160];
     snprintf(path, sizeof path, "%s/%s.csv", dir, sweep);
     *buf = '\0';
     if (access(path, F_OK) != 0) return;
-    bench_csv_meta(path, "cpu", cpu, sizeof cpu);
-    bench_csv_meta(path, "cores", cores, sizeof cores);
-    bench_csv_meta(path, "gpu", gpu, sizeof gpu);
-    bench_csv_meta(path, "date", date, sizeof date);
-    bench_csv_meta(path, "git commit", commit, sizeof commit);
-    if (!*cpu && !*gpu && !*date && !*commit) return;
-    snprintf(buf, n, "cpu %.70s (%s cores), gpu %.50s, %s, commit %s", *cpu ? cpu : "?", *cores ? cores : "?",
-             *gpu ? gpu : "?", *date ? date : "date ?", *commit ? commit : "?");
+    for (int k = 0; k < N_PROV; k++) bench_csv_meta(path, prov_keys[k], v[k], sizeof v[k]);
+    provenance_format(v, buf, n);
+}
+
+void bench_meta_provenance(const char *meta, char *buf, size_t n) {
+    char v[N_PROV][160] = {{0}};
+    /* lines "# KEY: VALUE" */
+    for (const char *l = meta; l && *l;) {
+        size_t len = strcspn(l, "\n");
+        for (int k = 0; k < N_PROV; k++) {
+            size_t kl = strlen(prov_keys[k]);
+            if (len > kl + 4 && !strncmp(l, "# ", 2) && !strncmp(l + 2, prov_keys[k], kl) &&
+                !strncmp(l + 2 + kl, ": ", 2))
+                snprintf(v[k], sizeof v[k], "%.*s", (int)(len - kl - 4), l + kl + 4);
+        }
+        l += len + (l[len] == '\n');
+    }
+    provenance_format(v, buf, n);
 }
 
 void bench_pow2_label(double v, char *buf, size_t n) {

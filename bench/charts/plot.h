@@ -107,6 +107,9 @@ const char *bench_fmt_num(double v, const char *fmt, char *buf, size_t n);
  * DIR/SWEEP.csv (what a chart's reader needs to know where its figures come
  * from); "" where the file is absent or says none of them */
 void bench_csv_provenance(const char *dir, const char *sweep, char *buf, size_t n);
+/* the same from a text of `#` lines (a profile JSON's "context"); "" for
+ * NULL or a text that names none of them */
+void bench_meta_provenance(const char *meta, char *buf, size_t n);
 /* v as an axis label: a power of two from 2^10 in K, M or G (4K, 64K, 1M:
  * the sizes the sweeps use), anything else as %g */
 void bench_pow2_label(double v, char *buf, size_t n);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "charts/gnuplot.h"
+#include "charts/plot.h"
 #include "core/status.h"
 #include "profile/profile.h"
 
@@ -36,9 +37,15 @@ static FILE *open_data(const char *dir, const char *name, const char *ext) {
     return fopen(path, "w");
 }
 
-/* writes the script (its text in `script`) and runs gnuplot on it */
-static int draw(const char *dir, const char *name, const char *script) {
+/* writes the script (its text in `script`, the provenance label first)
+ * and runs gnuplot on it */
+static int draw(const char *dir, const char *prov, const char *name, const char *script) {
     FILE *f = open_data(dir, name, "gp");
+    if (f && *prov) { /* where the figures come from, on the image itself */
+        fprintf(f, "set bmargin 5\nset label ");
+        bench_gnuplot_quote(f, prov);
+        fprintf(f, " at screen 0.01, screen 0.02 left font ',8' tc rgb 'grey40'\n");
+    }
     if (!f || fputs(script, f) == EOF || fclose(f)) {
         fprintf(stderr, "bench profile: cannot write %s/plot-data/%s.gp\n", dir, name);
         return 1;
@@ -48,7 +55,7 @@ static int draw(const char *dir, const char *name, const char *script) {
     return bench_gnuplot_run(dir, rel, name);
 }
 
-static int plot_ops(const char *dir, bench_profile *const *p, int n) {
+static int plot_ops(const char *dir, const char *prov, bench_profile *const *p, int n) {
     /* the op types by their largest share on any backend */
     bench_prof_group all[64];
     int n_all = 0;
@@ -107,10 +114,10 @@ static int plot_ops(const char *dir, bench_profile *const *p, int n) {
              "set grid ytics\nplot for [i=2:%d] 'plot-data/%s.dat' using i:xtic(1) title columnheader(i), "
              "'' using %d title columnheader(%d) lc rgb 'grey70'\n",
              p[0]->model, p[0]->batch, shown + 1, name, shown + 2, shown + 2);
-    return draw(dir, name, script);
+    return draw(dir, prov, name, script);
 }
 
-static int plot_roofline(const char *dir, const bench_profile *p) {
+static int plot_roofline(const char *dir, const char *prov, const bench_profile *p) {
     if (!(p->peak_gflops > 0) || !(p->peak_gbps > 0)) return 0;
     char name[128];
     snprintf(name, sizeof name, "profile-%s-roofline-%s", p->model, bench_prof_device(p));
@@ -156,10 +163,10 @@ static int plot_roofline(const char *dir, const bench_profile *p) {
              "'' index 2 using 1:2 with points pt 9 ps 0.9 title 'optimizer'\n",
              p->model, bench_prof_device(p), left_out, lo, hi, p->peak_gbps, p->peak_gflops, p->peak_gbps, p->peak_gflops,
              p->peak_gbps, p->peak_gflops, name);
-    return draw(dir, name, script);
+    return draw(dir, prov, name, script);
 }
 
-static int plot_live(const char *dir, bench_profile *const *p, int n) {
+static int plot_live(const char *dir, const char *prov, bench_profile *const *p, int n) {
     char name[128];
     snprintf(name, sizeof name, "profile-%s-live", p[0]->model);
     FILE *f = open_data(dir, name, "dat");
@@ -183,32 +190,34 @@ static int plot_live(const char *dir, bench_profile *const *p, int n) {
                         "title '%s arena (%.1f MiB)'%s",
                         name, b, bench_prof_device(p[b]), (double)p[b]->arena_bytes / (1 << 20), bench_prof_device(p[b]),
                         (double)p[b]->arena_bytes / (1 << 20), b + 1 < n ? ", " : "\n");
-    return draw(dir, name, script);
+    return draw(dir, prov, name, script);
 }
 
-int bench_profile_plot(const char *dir, bench_profile *const *p, int n) {
+int bench_profile_plot(const char *dir, const char *meta, bench_profile *const *p, int n) {
     if (!bench_gnuplot_found()) {
         fprintf(stderr, "bench profile: gnuplot not found: no charts (the CSV and JSON files are written)\n");
         return 0;
     }
-    int rc = plot_ops(dir, p, n) | plot_live(dir, p, n);
-    for (int b = 0; b < n; b++) rc |= plot_roofline(dir, p[b]);
+    char prov[256];
+    bench_meta_provenance(meta, prov, sizeof prov);
+    int rc = plot_ops(dir, prov, p, n) | plot_live(dir, prov, p, n);
+    for (int b = 0; b < n; b++) rc |= plot_roofline(dir, prov, p[b]);
     return rc;
 }
 
 /* ---- charts again from DIR/profile-MODEL.json ---- */
 
 static int replot_file(const char *dir, const char *file) {
-    char path[1200], model[64];
+    char path[1200], model[64], context[8192];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     bench_profile p[2];
     int n;
-    if (bench_profile_read(path, model, p, &n) != DG_OK) {
+    if (bench_profile_read(path, model, context, sizeof context, p, &n) != DG_OK) {
         fprintf(stderr, "bench plot: %s\n", dg_last_error());
         return 1;
     }
     bench_profile *all[2] = {&p[0], &p[1]};
-    int rc = bench_profile_plot(dir, all, n);
+    int rc = bench_profile_plot(dir, context, all, n);
     bench_profile_read_free(p, n);
     return rc;
 }

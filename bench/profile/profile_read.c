@@ -79,9 +79,11 @@ void bench_profile_read_free(bench_profile *p, int n) {
     }
 }
 
-dg_status bench_profile_read(const char *path, char model[64], bench_profile p[2], int *n) {
+dg_status bench_profile_read(const char *path, char model[64], char *context, size_t n_context, bench_profile p[2],
+                             int *n) {
     *n = 0;
     *model = '\0';
+    if (context && n_context) *context = '\0';
     memset(p, 0, 2 * sizeof *p);
     size_t len = 0;
     char *text = bench_json_slurp(path, &len);
@@ -91,7 +93,8 @@ dg_status bench_profile_read(const char *path, char model[64], bench_profile p[2
     const cJSON *profiles = cJSON_GetObjectItemCaseSensitive(root, "profiles");
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "model"));
     dg_status st = DG_OK;
-    if (!root || !cJSON_IsArray(profiles) || cJSON_GetArraySize(profiles) < 1 || cJSON_GetArraySize(profiles) > 2 || !name)
+    int n_profiles = cJSON_GetArraySize(profiles);
+    if (!root || !cJSON_IsArray(profiles) || n_profiles < 1 || n_profiles > 2 || !name)
         st = dg_fail(DG_ERR_IO, "%s: not a profile written by bench profile (no \"model\", or not 1 or 2 \"profiles\")",
                      path);
     else if (!bench_file_name_ok(name))
@@ -99,6 +102,8 @@ dg_status bench_profile_read(const char *path, char model[64], bench_profile p[2
                      "not starting with '.'): nothing drawn", path, name, strlen(name) > 80 ? "..." : "");
     else
         snprintf(model, 64, "%s", name);
+    const char *ctx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "context"));
+    if (st == DG_OK && ctx && context && n_context) snprintf(context, n_context, "%s", ctx);
     for (const cJSON *e = st == DG_OK ? profiles->child : NULL; e && st == DG_OK; e = e->next) {
         const char *why = profile_from_json(e, model, &p[*n]);
         (*n)++;
