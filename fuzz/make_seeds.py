@@ -103,3 +103,40 @@ put("csv", "empty-fields", (HEADER + "," * 21 + "\n").encode())
 put("csv", "many-rows", ("sweep,case,impl,backend,m,n,k,batch,transfer,median_ms,min_ms,max_ms,status\n"
                          + "g,c,i,b,1,1,1,1,0,1,1,1,ok\n" * 300).encode())
 put("csv", "blank-and-comments", ("\n#\n\n" + HEADER + "\n" + ROW).encode())
+
+# CIFAR-10 binary batches: records of a label byte and 3 planes of 32x32
+def cifar(labels):
+    return b"".join(bytes([lab]) + bytes((i * 7 + lab) % 256 for i in range(3072)) for lab in labels)
+
+
+put("cifar", "one-record", cifar([3]))
+put("cifar", "three-records.gz", gz(cifar([0, 9, 5])))
+put("cifar", "label-10", cifar([1, 10]))
+put("cifar", "cut-record", cifar([2])[:-1])
+put("cifar", "cut.gz", gz(cifar([4, 4]))[:-9])
+
+# the char-LM's text corpus
+put("text", "prose", b"It was the best of times,\nit was the worst of times.\n")
+put("text", "crlf-tabs", b"a\tb\r\nc\fd\r\n")
+put("text", "one-character", b"aaaaaaaa")
+put("text", "nul", b"text\0more")
+put("text", "controls", b"ab\x01\x02cd")
+put("text", "high-bytes", bytes(range(32, 256)))
+
+# profile JSON, as bench profile writes it and bench plot reads it back
+NODE = ('{"id": 3, "name": "fc1.matmul", "op": "matmul", "phase": "forward", "shapes": "[16,784]x[784,10]", '
+        '"flops": 250880, "bytes": 82560, "median_ms": 0.02, "min_ms": 0.018, "bound": "memory", '
+        '"ceiling_frac": 0.1, "live_bytes": 51200}')
+PROF = ('{"backend": "%s", "batch": 16, "steps": 3, "step_ms": {"plan": 0.1, "profiled": 0.12, '
+        '"sum_of_nodes": 0.11}, "ceilings": {"gflops": 100, "gbps": 10}, "memory_bytes": {"persistent": 1000, '
+        '"arena": 4096, "live_peak": 2048}, "nodes": [%s, %s]}')
+def profile(model, *backends):
+    return ('{"model": "%s", "context": "# duograd", "profiles": [%s]}'
+            % (model, ", ".join(PROF % (b, NODE, NODE.replace("forward", "backward")) for b in backends))).encode()
+
+
+put("profile", "cpu", profile("logreg", "cpu"))
+put("profile", "cpu-gpu", profile("mlp", "cpu", "cuda:0"))
+put("profile", "model-climbs", profile("a/../../../X", "cpu"))
+put("profile", "no-nodes", b'{"model": "m", "profiles": [{"batch": 1}]}')
+put("profile", "nan-batch", profile("m", "cpu").replace(b'"batch": 16', b'"batch": 1e300'))

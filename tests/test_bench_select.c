@@ -20,7 +20,7 @@ Test(bench_select, user_gemm_shapes_with_transposes_are_run_and_checked) {
     tmp_dir(dir);
     const char *args[] = {"--sweep", "gemm", "--backends", "cpu", "--shapes", "33x17x9:TN,8x40x24:NT,5x6x7",
                           "--impl", "cpu-omp,cpu-openblas", "--min-time", "0", "--reps", "2", "--max-cv", "0",
-                          "--out", dir, NULL};
+                          "--cpu-cap", "86400", "--out", dir, NULL};
     int rc = run_bench(dir, args, out, err, 120);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     cr_assert_eq(data_lines(dir, "gemm", rows, sizeof rows), 6, "3 shapes x 2 impls:\n%s", rows);
@@ -37,7 +37,7 @@ Test(bench_select, case_and_impl_patterns_and_per_sweep_sizes_choose_the_rows) {
     tmp_dir(dir);
     const char *args[] = {"--sweep", "ops,gemm", "--backends", "cpu", "--case", "relu,soft*,square", "--impl",
                           "*-fwd,cpu-omp", "--sizes", "ops=4096", "--sizes", "64", "--min-time", "0", "--reps", "2",
-                          "--max-cv", "0", "--out", dir, NULL};
+                          "--max-cv", "0", "--cpu-cap", "86400", "--out", dir, NULL};
     int rc = run_bench(dir, args, out, err, 120);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     int n = data_lines(dir, "ops", rows, sizeof rows);

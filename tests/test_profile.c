@@ -9,10 +9,12 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/graph.h"
 #include "cpu_backend/cpu_backend.h"
+#include "charts/gnuplot.h"
 #include "gpu_util.h"
 #include "profile/profile.h"
 #include "shell_util.h"
@@ -299,6 +301,103 @@ Test(profile, cli_refuses_bad_options) {
     snprintf(cmd, sizeof cmd, "%s profile --help", DG_BENCH_PATH);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     cr_assert(strstr(out, "resnet18-cifar") && strstr(out, "--run-once"), "%s", out);
+}
+
+/* A profile JSON as bench profile writes it, with `model` and one node
+ * named `node` (both written raw: the test's own escapes) */
+static void write_profile_json(const char *path, const char *model, const char *node) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"model\": \"%s\", \"context\": \"# cpu: Test CPU\\n# git commit: abc1234\\n\", "
+             "\"profiles\": [{\"backend\": \"cpu\", \"batch\": 4, \"step_ms\": "
+             "{\"sum_of_nodes\": 0.5}, \"ceilings\": {\"gflops\": 100, \"gbps\": 10}, \"memory_bytes\": "
+             "{\"arena\": 4096}, \"nodes\": [{\"name\": \"%s\", \"op\": \"matmul\", \"phase\": \"forward\", "
+             "\"flops\": 2e6, \"bytes\": 1e5, \"median_ms\": 0.5, \"live_bytes\": 2048}]}]}",
+             model, node);
+    write_file(path, text);
+}
+
+/* The model's name becomes part of file names: a name that is not a plain
+ * file name is refused with the file and the value named, whatever else
+ * the profile holds. Fails, without the check, on the first name. */
+Test(profile, read_refuses_a_model_name_that_is_not_a_file_name) {
+    static const char *bad[] = {"a/../../../X", "..", ".hidden", "", "a b", "x'y",
+                                "a234567890123456789012345678901234567890123456789012345678901234"};
+    char dir[] = "/tmp/dg-profread-XXXXXX", path[256];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/profile-x.json", dir);
+    bench_profile p[2];
+    char model[64];
+    int n;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_profile_json(path, bad[i], "fc1");
+        cr_assert_eq(bench_profile_read(path, model, NULL, 0, p, &n), DG_ERR_IO, "model '%s' was accepted", bad[i]);
+        cr_assert_eq(n, 0);
+        cr_assert(strstr(dg_last_error(), path) && strstr(dg_last_error(), "\"model\""), "%s", dg_last_error());
+        if (*bad[i]) cr_assert(strstr(dg_last_error(), bad[i]), "the message names the value: %s", dg_last_error());
+    }
+    write_profile_json(path, "mlp-2.b_c", "fc1");
+    ASSERT_OK(bench_profile_read(path, model, NULL, 0, p, &n));
+    cr_assert(n == 1 && !strcmp(model, "mlp-2.b_c") && p[0].n_nodes == 1 && !strcmp(p[0].nodes[0].name, "fc1"));
+    bench_profile_read_free(p, n);
+    remove_dir(dir);
+}
+
+/* `bench plot DIR` on a profile whose model climbs out of DIR: exit 1,
+ * the file and the value named, nothing written beside DIR or above it
+ * (the folder the path climbs through exists, as an attacker would make
+ * it). A node name holding a newline, blanks and '#' stays one token of
+ * one row of the roofline's data file. */
+Test(profile, plot_writes_nothing_outside_the_folder_and_escapes_node_names) {
+    bench_or_skip();
+    char top[] = "/tmp/dg-profplot-XXXXXX", dir[256], path[512], cmd[1024], out[8192];
+    tmp_dir(top);
+    snprintf(dir, sizeof dir, "%s/res", top);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(path, sizeof path, "%s/plot-data", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/plot-data/profile-a", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/profile-evil.json", dir);
+    write_profile_json(path, "a/../../../X", "fc1");
+    snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "profile-evil.json") && strstr(out, "a/../../../X"), "%s", out);
+    static const char *const ext[] = {"ops.gp", "ops.dat", "ops.png", "live.gp", "live.dat", "roofline-cpu.gp",
+                                      "roofline-cpu.dat", "roofline-cpu.png"};
+    for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+        snprintf(path, sizeof path, "%s/X-%s", top, ext[i]);
+        cr_assert(access(path, F_OK) != 0, "bench plot wrote %s, outside %s", path, dir);
+        snprintf(path, sizeof path, "%s/X-%s", dir, ext[i]);
+        cr_assert(access(path, F_OK) != 0, "bench plot wrote %s", path);
+    }
+    if (!bench_gnuplot_found()) {
+        remove_dir(top);
+        cr_skip_test("gnuplot not found: the data files of a good profile are not written");
+    }
+    snprintf(path, sizeof path, "%s/profile-evil.json", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/profile-ok.json", dir);
+    write_profile_json(path, "ok", "n 1\\n7 7 injected #c \\\"q\\\"");
+    sh(cmd, out, sizeof out); /* exit 1: the folder has no sweep CSV */
+    snprintf(path, sizeof path, "%s/plot-data/profile-ok-roofline-cpu.dat", dir);
+    char *text = read_file(path);
+    int rows = 0;
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+        if (*l == '#' || strstr(l, "nan nan none")) continue;
+        char a[64], b[64], name[64], extra[64];
+        cr_assert_eq(sscanf(l, "%63s %63s %63s %63s", a, b, name, extra), 3, "not one row of 3 columns: '%s'", l);
+        cr_assert_str_eq(name, "n_1_7_7_injected__c__q_");
+        rows++;
+    }
+    cr_assert_eq(rows, 1, "one node, %d rows", rows);
+    free(text);
+    /* the run's metadata (the JSON's context) on the chart */
+    snprintf(path, sizeof path, "%s/plot-data/profile-ok-ops.gp", dir);
+    text = read_file(path);
+    cr_assert(strstr(text, "set label 'cpu Test CPU (? cores), gpu ?, date ?, commit abc1234' at screen"), "%s", text);
+    free(text);
+    remove_dir(top);
 }
 
 /* A profile on the GPU interleaves three ways of running the same plan:

@@ -21,21 +21,31 @@
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
 #include "writers/csv.h"
+#include "held.h"
 #include "shell_util.h"
 #include "runner/sweep.h"
 #include "test_util.h"
+
+/* rows, backends, files and folders a failed assertion leaves: released */
+TestSuite(conv_sweep, .fini = held_release);
+
+/* every sweep here runs with --cpu-cap at its largest (CAP): a row must not
+ * be skipped because the build is slow (the sanitizer build), except where
+ * a test is about the cap */
+#define CAP "--cpu-cap 86400"
 
 /* ---- the CLI ---- */
 
 Test(conv_sweep, cpu_rows_are_checked_and_timed) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
     tmp_dir(dir);
+    held_dir(dir);
     snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=2,3 --backends cpu --case 'cnn-conv2:*' --impl cpu-im2col "
-             "--reps 2 --min-time 0 --out %s", DG_BENCH_PATH, dir);
+             "--reps 2 --min-time 0 " CAP " --out %s", DG_BENCH_PATH, dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     snprintf(path, sizeof path, "%s/conv.csv", dir);
     int n;
-    csv_rec *r = bench_csv_read(path, &n);
+    csv_rec *r = held_ptr(bench_csv_read(path, &n));
     cr_assert_not_null(r, "%s", dg_last_error());
     cr_assert_eq(n, 6, "3 directions x 2 batches of cnn-conv2, got %d rows", n);
     /* cnn-conv2: x [b,32,14,14], w [64,32,3,3] padding 1: o = 64, cols = 196, r = c*kh*kw = 288 */
@@ -61,16 +71,15 @@ Test(conv_sweep, cpu_rows_are_checked_and_timed) {
         cr_assert(r[i].gflops > 0 && fabs(r[i].gflops - flops / (r[i].median_ms * 1e6)) < 1e-3 * r[i].gflops,
                   "%s: %g GFLOP/s in %g ms", name, r[i].gflops, r[i].median_ms);
     }
-    free(r);
+    held_free(r);
     snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     snprintf(path, sizeof path, "%s/summary.md", dir);
-    char *sum = read_file(path);
+    char *sum = held_ptr(read_file(path));
     cr_assert(strstr(sum, "## Convolutions") && strstr(sum, "| 24 | cnn-conv2 | 32x14x14 -> 64x14x14"),
               "summary: %s", sum);
     cr_assert(strstr(sum, "### bwd-weight: 3x3 layers") && strstr(sum, "| 24 | cnn-conv2 | 3 | "), "summary: %s", sum);
-    free(sum);
-    remove_dir(dir);
+    held_free(sum);
 }
 
 /* cpu-im2col-batch's rows: at batch 1 skipped with the reason (it would
@@ -78,12 +87,13 @@ Test(conv_sweep, cpu_rows_are_checked_and_timed) {
 Test(conv_sweep, batch_rows_run_or_say_why_not) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
     tmp_dir(dir);
+    held_dir(dir);
     snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=1,3 --backends cpu --threads 2 --case 'cnn-conv2:*' "
-             "--impl cpu-im2col-batch --reps 2 --min-time 0 --out %s", DG_BENCH_PATH, dir);
+             "--impl cpu-im2col-batch --reps 2 --min-time 0 " CAP " --out %s", DG_BENCH_PATH, dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     snprintf(path, sizeof path, "%s/conv.csv", dir);
     int n;
-    csv_rec *r = bench_csv_read(path, &n);
+    csv_rec *r = held_ptr(bench_csv_read(path, &n));
     cr_assert_not_null(r, "%s", dg_last_error());
     cr_assert_eq(n, 6, "3 directions x 2 batches of cnn-conv2, got %d rows", n);
     for (int i = 0; i < n; i++) {
@@ -97,8 +107,7 @@ Test(conv_sweep, batch_rows_run_or_say_why_not) {
                       "%s at batch %lld: %s, error %g (%s)", r[i].name, r[i].batch, r[i].status, r[i].max_rel_err,
                       r[i].note);
     }
-    free(r);
-    remove_dir(dir);
+    held_free(r);
 }
 
 /* cpu-shift's rows: the stride-1 layer cnn-conv2 checked and timed at
@@ -107,13 +116,14 @@ Test(conv_sweep, batch_rows_run_or_say_why_not) {
 Test(conv_sweep, shift_rows_run_or_say_why_not) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
     tmp_dir(dir);
+    held_dir(dir);
     snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=3 --backends cpu --threads 2 "
-             "--case 'cnn-conv2:*,r18c-l2.0-conv1:*' --impl cpu-shift --reps 2 --min-time 0 --out %s",
+             "--case 'cnn-conv2:*,r18c-l2.0-conv1:*' --impl cpu-shift --reps 2 --min-time 0 " CAP " --out %s",
              DG_BENCH_PATH, dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     snprintf(path, sizeof path, "%s/conv.csv", dir);
     int n;
-    csv_rec *r = bench_csv_read(path, &n);
+    csv_rec *r = held_ptr(bench_csv_read(path, &n));
     cr_assert_not_null(r, "%s", dg_last_error());
     cr_assert_eq(n, 6, "3 directions x 2 shapes, got %d rows", n);
     for (int i = 0; i < n; i++) {
@@ -126,8 +136,7 @@ Test(conv_sweep, shift_rows_run_or_say_why_not) {
                           r[i].max_rel_err <= CONV_CHECK_TOL && r[i].reps >= 2,
                       "%s: %s, error %g (%s)", r[i].name, r[i].status, r[i].max_rel_err, r[i].note);
     }
-    free(r);
-    remove_dir(dir);
+    held_free(r);
 }
 
 /* cpu-im2col-chan's rows: the weight's gradients checked and timed at
@@ -139,13 +148,14 @@ Test(conv_sweep, channel_rows_run_the_weight_gradient_or_say_why_not) {
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
         tmp_dir(dir);
+        held_dir(dir);
         snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=3 --backends cpu --threads %d "
-                 "--case 'cnn-conv2:*,r18c-l2.0-conv1:*' --impl cpu-im2col-chan --reps 2 --min-time 0 --out %s",
+                 "--case 'cnn-conv2:*,r18c-l2.0-conv1:*' --impl cpu-im2col-chan --reps 2 --min-time 0 " CAP " --out %s",
                  DG_BENCH_PATH, runs[k].threads, dir);
         cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
         snprintf(path, sizeof path, "%s/conv.csv", dir);
         int n, timed = 0;
-        csv_rec *r = bench_csv_read(path, &n);
+        csv_rec *r = held_ptr(bench_csv_read(path, &n));
         cr_assert_not_null(r, "%s", dg_last_error());
         cr_assert_eq(n, 6, "3 directions x 2 shapes, got %d rows", n);
         for (int i = 0; i < n; i++) {
@@ -163,8 +173,7 @@ Test(conv_sweep, channel_rows_run_the_weight_gradient_or_say_why_not) {
                       r[i].name, runs[k].threads, r[i].status, r[i].note);
         }
         cr_assert_eq(timed, runs[k].timed, "%d weight gradients timed on %d threads", timed, runs[k].threads);
-        free(r);
-        remove_dir(dir);
+        held_free(r);
     }
 }
 
@@ -180,18 +189,19 @@ Test(conv_sweep, channel_rows_run_the_weight_gradient_or_say_why_not) {
 Test(conv_sweep, rows_that_cannot_run_say_why) {
     static const struct { const char *args; int rows, rc; } runs[] = {
         {"--case 'r18i-l4.0-conv2:fwd' --cpu-cap 0.001", 4, 0},
-        {"--case 'lenet-c2:fwd' --sizes conv=500000000", 1, 0},
-        {"--case 'lenet-c2:fwd' --sizes conv=1073741824", 1, 1},
+        {"--case 'lenet-c2:fwd' --sizes conv=500000000 " CAP, 1, 0},
+        {"--case 'lenet-c2:fwd' --sizes conv=1073741824 " CAP, 1, 1},
     };
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
         tmp_dir(dir);
+        held_dir(dir);
         snprintf(cmd, sizeof cmd, "%s --sweep conv --backends cpu --impl cpu-im2col %s --reps 1 --warmup 0 "
                  "--min-time 0 --out %s", DG_BENCH_PATH, runs[k].args, dir);
         cr_assert_eq(sh(cmd, out, sizeof out), runs[k].rc, "%s", out);
         snprintf(path, sizeof path, "%s/conv.csv", dir);
         int n;
-        csv_rec *r = bench_csv_read(path, &n);
+        csv_rec *r = held_ptr(bench_csv_read(path, &n));
         cr_assert_not_null(r, "%s", dg_last_error());
         cr_assert_eq(n, runs[k].rows, "%s: %d rows", runs[k].args, n);
         for (int i = 0; i < n; i++) {
@@ -213,8 +223,7 @@ Test(conv_sweep, rows_that_cannot_run_say_why) {
                       "batch %lld: m, n, k = %lld, %lld, %lld, scratch %lld", r[i].batch, r[i].m, r[i].n, r[i].k,
                       r[i].scratch_bytes);
         }
-        free(r);
-        remove_dir(dir);
+        held_free(r);
     }
 }
 
@@ -232,21 +241,25 @@ Test(conv_sweep, a_wrong_kernel_gives_wrong_rows_untimed) {
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 2));
     cpu_iface = be->iface;
+    held_backend(be, cpu_iface);
     dg_backend_i wrong = *be->iface;
     wrong.compute = off_by_a_thousandth;
     be->iface = &wrong;
     char dir[] = "/tmp/dg-convsweep-XXXXXX", path[256];
     tmp_dir(dir);
+    held_dir(dir);
     bench_ctx ctx = {.out_dir = dir, .cpu = be, .threads = 2, .size_lists = {{.v = {2}, .n = 1}}, .n_size_lists = 1,
                      .case_filter = "cnn-conv2:*", .impl_filter = "cpu-im2col",
-                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 3};
+                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 86400};
     ctx.csv = bench_csv_open(dir, "conv", "# a wrong kernel\n", BENCH_CSV_HEADER);
     cr_assert_not_null(ctx.csv, "%s", dg_last_error());
+    held_file(ctx.csv);
     ASSERT_OK(sweep_conv(&ctx));
+    held_drop(ctx.csv, true); /* closed by bench_csv_finish */
     ASSERT_OK(bench_csv_finish(ctx.csv, dir, "conv", true));
     snprintf(path, sizeof path, "%s/conv.csv", dir);
     int n;
-    csv_rec *r = bench_csv_read(path, &n);
+    csv_rec *r = held_ptr(bench_csv_read(path, &n));
     cr_assert_not_null(r, "%s", dg_last_error());
     cr_assert_eq(n, 3, "the three directions of cnn-conv2, got %d rows", n);
     for (int i = 0; i < n; i++)
@@ -254,10 +267,8 @@ Test(conv_sweep, a_wrong_kernel_gives_wrong_rows_untimed) {
                   isnan(r[i].median_ms), "%s: status %s, error %g, %d reps", r[i].name, r[i].status,
                   r[i].max_rel_err, r[i].reps);
     cr_assert_eq(ctx.failed, 3);
-    free(r);
-    remove_dir(dir);
-    be->iface = cpu_iface;
-    dg_backend_free(be);
+    held_free(r);
+    held_free(be);
 }
 
 /* rows written by hand: a case by an impl on a device at batches 1, 8 and
@@ -288,19 +299,19 @@ static void write_hand_rows(const char *dir, const hand_series *s, size_t n) {
 Test(conv_sweep, report_tables_and_crossover) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX";
     tmp_dir(dir);
+    held_dir(dir);
     static const hand_series series[] = {
         {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},   {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},
         {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}}, {"cnn-conv1:fwd", "cpu-im2col", false, {1, 2, 4}},
         {"cnn-conv1:fwd", "gpu-im2col", true, {3, 3, 1}},
     };
     write_hand_rows(dir, series, sizeof series / sizeof *series);
-    char *sum = plot_summary(dir);
+    char *sum = held_ptr(plot_summary(dir));
     /* 32e6 flops in 4, 1 and 0.5 ms */
     cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 32.0 | 64.0 | 2.00 | - |\n"), "summary: %s", sum);
     cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv1; 2 shapes) |"), "summary: %s", sum);
     cr_assert(!strstr(sum, "torch"), "summary: %s", sum);
-    free(sum);
-    remove_dir(dir);
+    held_free(sum);
 }
 
 /* PyTorch's rows (bench/peers/torch_conv.py) beside duograd's: each
@@ -311,33 +322,33 @@ Test(conv_sweep, report_tables_and_crossover) {
 Test(conv_sweep, report_sets_pytorch_beside_duograd) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX";
     tmp_dir(dir);
+    held_dir(dir);
     static const hand_series series[] = {
         {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},       {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},
         {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}},     {"cnn-conv2:fwd", "torch-cudnn", true, {2, 1, 0.25}},
         {"cnn-conv2:fwd", "torch-cudnn-bench", true, {1, 0.25, 0}}, {"cnn-conv2:fwd", "torch-cpu", false, {0.5, 1, 2}},
     };
     write_hand_rows(dir, series, sizeof series / sizeof *series);
-    char *sum = plot_summary(dir);
+    char *sum = held_ptr(plot_summary(dir));
     cr_assert(strstr(sum, "| CPU / CPU sgemm ceiling | torch-cudnn | duograd GPU / torch-cudnn | torch-cudnn-bench | "
                           "duograd GPU / torch-cudnn-bench | torch-cpu | duograd CPU / torch-cpu |\n"
                           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"), "summary: %s", sum);
     cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 32.0 | 64.0 | 2.00 | - | 128.0 | 0.50 | 32.0 (batch 8) | "
                           "0.25 (batch 8) | 16.0 | 0.50 |\n"), "summary: %s", sum);
     cr_assert(strstr(sum, "PyTorch beside it (bench/peers/torch_conv.py"), "summary: %s", sum);
-    free(sum);
-    remove_dir(dir);
+    held_free(sum);
     /* duograd on the GPU only, PyTorch on the CPU: no ratio, and no
      * crossover (PyTorch's CPU rows are not duograd's) */
     char dir2[] = "/tmp/dg-convsweep-XXXXXX";
     tmp_dir(dir2);
+    held_dir(dir2);
     const hand_series apart[] = {series[1], series[2], series[5]};
     write_hand_rows(dir2, apart, sizeof apart / sizeof *apart);
-    sum = plot_summary(dir2);
+    sum = held_ptr(plot_summary(dir2));
     cr_assert(!strstr(sum, "| torch-cudnn"), "summary: %s", sum);
     cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | - | 32.0 | 64.0 | 2.00 | - | 16.0 | - |\n"), "summary: %s", sum);
     cr_assert(strstr(sum, "GPU/CPU crossover: n/a (rows of only one device in conv.csv)."), "summary: %s", sum);
-    free(sum);
-    remove_dir(dir2);
+    held_free(sum);
 }
 
 /* cpu-im2col-batch, cpu-shift and cpu-im2col-chan beside cpu-im2col:
@@ -350,6 +361,7 @@ Test(conv_sweep, report_sets_pytorch_beside_duograd) {
 Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
     char dir[] = "/tmp/dg-convsweep-XXXXXX";
     tmp_dir(dir);
+    held_dir(dir);
     static const hand_series series[] = {
         {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},    {"cnn-conv2:fwd", "cpu-im2col-batch", false, {1.5, 1, 2}},
         {"cnn-conv2:fwd", "cpu-shift", false, {3, 1.2, 1.25}}, {"cnn-conv2:fwd", "cpu-im2col-chan", false, {5, 5, 1.1}},
@@ -363,7 +375,7 @@ Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
                          .max_rel_err = 1e-7, .check = "f64", .status = "ok"};
     bench_csv_write(f, &ceiling);
     ASSERT_OK(bench_csv_finish(f, dir, "ceiling", true));
-    char *sum = plot_summary(dir);
+    char *sum = held_ptr(plot_summary(dir));
     cr_assert(strstr(sum, "| # | shape | batch | cpu-im2col | cpu-im2col-batch | cpu-shift | cpu-im2col-chan | "
                           "gpu-im2col | gpu-implicit | implicit / im2col | best CPU / CPU sgemm ceiling |\n"
                           "|---|---|---|---|---|---|---|---|---|---|---|\n"),
@@ -372,8 +384,7 @@ Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
               "summary: %s", sum);
     cr_assert(strstr(sum, "(gpu-im2col vs the fastest CPU implementation; the worst shape's)"), "summary: %s", sum);
     cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv2; 1 shapes) |"), "summary: %s", sum);
-    free(sum);
-    remove_dir(dir);
+    held_free(sum);
 }
 
 /* ---- the check ---- */

@@ -40,12 +40,29 @@ void bench_gnuplot_quote(FILE *f, const char *s) {
     fputc('\'', f);
 }
 
-/* names the -e command line quotes without escaping */
+#define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+
+bool bench_file_name_ok(const char *s) {
+    size_t n = strlen(s);
+    return n >= 1 && n <= 63 && s[0] != '.' && strspn(s, NAME_CHARS) == n;
+}
+
+void bench_gnuplot_word(FILE *f, const char *s) {
+    if (!*s) fputc('-', f);
+    for (; *s; s++) fputc(strchr(NAME_CHARS "+:/()[]@=", *s) ? *s : '_', f);
+}
+
+/* Names relative to the result folder that the -e command line quotes
+ * without escaping: components of NAME_CHARS joined by '/', none empty,
+ * "." or "..": nothing written outside the folder. */
 static bool plain_name(const char *s) {
-    if (!*s) return false;
-    for (; *s; s++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-", *s)) return false;
-    return true;
+    for (;;) {
+        size_t n = strcspn(s, "/");
+        if (n == 0 || strspn(s, NAME_CHARS) != n || (n == 1 && s[0] == '.') || (n == 2 && !strncmp(s, "..", 2)))
+            return false;
+        if (!s[n]) return true;
+        s += n + 1;
+    }
 }
 
 int bench_gnuplot_run(const char *dir, const char *script, const char *chart) {

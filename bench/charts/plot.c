@@ -136,12 +136,83 @@ void bench_chart_hline(bench_chart *c, double y, const char *title) {
     }
 }
 
+/* the metadata keys a provenance line names, in its order */
+enum { PROV_CPU, PROV_CORES, PROV_GPU, PROV_DATE, PROV_COMMIT, N_PROV };
+static const char *const prov_keys[N_PROV] = {"cpu", "cores", "gpu", "date", "git commit"};
+
+static void provenance_format(char v[N_PROV][160], char *buf, size_t n) {
+    *buf = '\0';
+    if (!*v[PROV_CPU] && !*v[PROV_GPU] && !*v[PROV_DATE] && !*v[PROV_COMMIT]) return;
+    snprintf(buf, n, "cpu %.70s (%.8s cores), gpu %.50s, %.40s, commit %.40s", *v[PROV_CPU] ? v[PROV_CPU] : "?",
+             *v[PROV_CORES] ? v[PROV_CORES] : "?", *v[PROV_GPU] ? v[PROV_GPU] : "?",
+             *v[PROV_DATE] ? v[PROV_DATE] : "date ?", *v[PROV_COMMIT] ? v[PROV_COMMIT] : "?");
+}
+
+void bench_csv_provenance(const char *dir, const char *sweep, char *buf, size_t n) {
+    char path[1200], v[N_PROV][160];
+    snprintf(path, sizeof path, "%s/%s.csv", dir, sweep);
+    *buf = '\0';
+    if (access(path, F_OK) != 0) return;
+    for (int k = 0; k < N_PROV; k++) bench_csv_meta(path, prov_keys[k], v[k], sizeof v[k]);
+    provenance_format(v, buf, n);
+}
+
+void bench_meta_provenance(const char *meta, char *buf, size_t n) {
+    char v[N_PROV][160] = {{0}};
+    /* lines "# KEY: VALUE" */
+    for (const char *l = meta; l && *l;) {
+        size_t len = strcspn(l, "\n");
+        for (int k = 0; k < N_PROV; k++) {
+            size_t kl = strlen(prov_keys[k]);
+            if (len > kl + 4 && !strncmp(l, "# ", 2) && !strncmp(l + 2, prov_keys[k], kl) &&
+                !strncmp(l + 2 + kl, ": ", 2))
+                snprintf(v[k], sizeof v[k], "%.*s", (int)(len - kl - 4), l + kl + 4);
+        }
+        l += len + (l[len] == '\n');
+    }
+    provenance_format(v, buf, n);
+}
+
+void bench_pow2_label(double v, char *buf, size_t n) {
+    static const char unit[] = " KMGT";
+    int e = 0;
+    double m = frexp(v, &e); /* v = m 2^e, m in [0.5, 1): a power of two has m = 0.5 */
+    if (v >= 1024 && m == 0.5 && (e - 1) / 10 < (int)sizeof unit - 1)
+        snprintf(buf, n, "%.0f%c", ldexp(1, (e - 1) % 10), unit[(e - 1) / 10]);
+    else
+        snprintf(buf, n, "%g", v);
+}
+
+/* `set xtics (...)` at the powers of two around the x values of c's series,
+ * labelled 4K, 64K, 1M (gnuplot's own %c reads 65536 as 66k); every second
+ * or fourth power where there would be more than 12 */
+static void pow2_tics(FILE *g, const bench_chart *c) {
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < c->n; i++)
+        for (int j = 0; j < c->s[i].n; j++)
+            if (c->s[i].x[j] > 0 && isfinite(c->s[i].x[j])) {
+                lo = fmin(lo, c->s[i].x[j]);
+                hi = fmax(hi, c->s[i].x[j]);
+            }
+    if (!(hi > 0)) return;
+    int e0 = (int)floor(log2(lo)), e1 = (int)ceil(log2(hi)), step = 1;
+    while ((e1 - e0) / step > 12) step *= 2;
+    fprintf(g, "set xtics (");
+    for (int e = e0; e <= e1; e += step) {
+        char label[32];
+        bench_pow2_label(ldexp(1, e), label, sizeof label);
+        fprintf(g, "%s'%s' %.17g", e > e0 ? ", " : "", label, ldexp(1, e));
+    }
+    fprintf(g, ")\n");
+}
+
 /* The script names its data files relative to the result folder and gnuplot
  * runs inside it, so the folder's name is in neither; every title is quoted
  * (bench_gnuplot_quote: case names come from CSV files). `cd DIR && gnuplot
  * plot-data/FILE.gp` redraws a chart by hand. 0, or 1 when a file cannot be
  * written or gnuplot fails. */
-static int draw(const char *dir, const bench_chart *c) {
+static int draw(const bench_report *rep, const bench_chart *c) {
+    const char *dir = rep->dir;
     char path[1200], script[256];
     snprintf(path, sizeof path, "%s/plot-data", dir);
     if (mkdir(path, 0755) && errno != EEXIST) {
@@ -152,14 +223,26 @@ static int draw(const char *dir, const bench_chart *c) {
     snprintf(path, sizeof path, "%s/%s", dir, script);
     FILE *g = fopen(path, "w");
     if (!g) { fprintf(stderr, "bench plot: cannot write %s: %s\n", path, strerror(errno)); return 1; }
+    /* a title that promises ceilings, drawn without any: it says so */
+    char title[512];
+    snprintf(title, sizeof title, "%s%s", c->title,
+             strstr(c->title, "ceiling") && c->n_hline == 0 ? " (no ceiling measured: bench --sweep ceiling)" : "");
     fprintf(g, "set datafile missing NaN\nset title ");
-    bench_gnuplot_quote(g, c->title);
+    bench_gnuplot_quote(g, title);
     fprintf(g, "\nset xlabel ");
     bench_gnuplot_quote(g, c->xlabel);
     fprintf(g, "\nset ylabel ");
     bench_gnuplot_quote(g, c->ylabel);
     fprintf(g, "\nset grid\nset key outside right\n");
-    if (!c->linx) fprintf(g, "set logscale x 2\nset format x '%%.0s%%c'\n");
+    if (!c->linx) {
+        fprintf(g, "set logscale x 2\n");
+        pow2_tics(g, c);
+    }
+    if (*rep->provenance) { /* where the figures come from, on the image itself */
+        fprintf(g, "set bmargin 5\nset label ");
+        bench_gnuplot_quote(g, rep->provenance);
+        fprintf(g, " at screen 0.01, screen 0.02 left font ',8' tc rgb 'grey40'\n");
+    }
     if (c->logy) fprintf(g, "set logscale y 10\n");
     if (isfinite(c->vline))
         fprintf(g, "set arrow from %g, graph 0 to %g, graph 1 nohead dt 2 lc rgb 'red'\n"
@@ -203,7 +286,7 @@ static int draw(const char *dir, const bench_chart *c) {
 }
 
 void bench_chart_draw(bench_report *rep, const bench_chart *c) {
-    if (rep->gnuplot && c->n > 0 && draw(rep->dir, c)) rep->failed = true;
+    if (rep->gnuplot && c->n > 0 && draw(rep, c)) rep->failed = true;
 }
 
 /* the ceilings every chart's lines come from, from the sweep that measures them */
@@ -301,6 +384,7 @@ int bench_plot(const char *dir, FILE *out) {
         if (!bench_sweeps[i].report) continue;
         bench_table t = bench_table_load(dir, bench_sweeps[i].name);
         rep.failed |= t.unreadable; /* the other files are still drawn */
+        bench_csv_provenance(dir, bench_sweeps[i].name, rep.provenance, sizeof rep.provenance);
         found |= bench_sweeps[i].report(&rep, &t);
         free(t.r);
     }

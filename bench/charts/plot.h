@@ -62,6 +62,9 @@ typedef struct bench_ceilings {
 /* what a sweep's report gets */
 typedef struct bench_report {
     const char    *dir;     /* the result folder                             */
+    char           provenance[256]; /* the sweep's CSV's machine, date and
+                                     * commit (bench_csv_provenance), printed
+                                     * on each of its charts; "" for none   */
     FILE          *sum;     /* where its summary.md section goes             */
     bench_ceilings ceil;    /* for the ceiling lines of its charts           */
     bool           gnuplot; /* false: summary only, bench_chart_draw does nothing */
@@ -100,12 +103,26 @@ void bench_crossover_str(const bench_series *speedup, char *buf, size_t n);
 /* a number, or "-" where nothing was measured (NaN) */
 const char *bench_fmt_num(double v, const char *fmt, char *buf, size_t n);
 
+/* "cpu MODEL (N cores), gpu NAME, DATE, commit C" from the `#` metadata of
+ * DIR/SWEEP.csv (what a chart's reader needs to know where its figures come
+ * from); "" where the file is absent or says none of them */
+void bench_csv_provenance(const char *dir, const char *sweep, char *buf, size_t n);
+/* the same from a text of `#` lines (a profile JSON's "context"); "" for
+ * NULL or a text that names none of them */
+void bench_meta_provenance(const char *meta, char *buf, size_t n);
+/* v as an axis label: a power of two from 2^10 in K, M or G (4K, 64K, 1M:
+ * the sizes the sweeps use), anything else as %g */
+void bench_pow2_label(double v, char *buf, size_t n);
+
 /* adds a series if it has points (at most 12) */
 void bench_chart_add(bench_chart *c, bench_series s);
 /* adds a horizontal line if y is finite (at most 4) */
 void bench_chart_hline(bench_chart *c, double y, const char *title);
 /* writes DIR/plot-data/FILE-i.dat and FILE.gp and runs gnuplot (PNG + SVG);
- * a chart without series is skipped; a failure sets rep->failed */
+ * a chart without series is skipped; a failure sets rep->failed. The chart
+ * carries rep->provenance in its bottom left corner; a log2 x axis has its
+ * ticks at powers of two (bench_pow2_label); a title that names ceilings
+ * while none was measured says so. */
 void bench_chart_draw(bench_report *rep, const bench_chart *c);
 
 #endif

@@ -131,9 +131,23 @@ dg_status bench_prof_save(const char *dir, const char *file, const char *text);
  * per backend, one slice per node per profiled step */
 dg_status bench_profile_trace(const char *dir, bench_profile *const *p, int n);
 /* DIR/profile-MODEL-ops.png (stacked bars of step time by op type per
- * backend), -roofline-BACKEND.png, -live-BACKEND.png; 0, or 1 when gnuplot
- * failed (a missing gnuplot is reported and is not a failure) */
-int bench_profile_plot(const char *dir, bench_profile *const *p, int n);
+ * backend), -roofline-BACKEND.png, -live-BACKEND.png, each carrying the
+ * machine, date and commit of meta (the run's `#` metadata lines; NULL:
+ * none); 0, or 1 when gnuplot failed (a missing gnuplot is reported and is
+ * not a failure) */
+int bench_profile_plot(const char *dir, const char *meta, bench_profile *const *p, int n);
+
+/* Reads a profile JSON back (profile_read.c) as the charts need it: the
+ * model's name into model, checked as a file name (bench_file_name_ok), its
+ * "context" (the run's `#` metadata lines) into context (n_context bytes,
+ * cut there; "" where absent; context may be NULL), and
+ * n = 1 or 2 profiles whose nodes have names, ops, phases and figures but
+ * no graph. DG_ERR_IO with a message naming the file and what it holds
+ * (n = 0, nothing to free); else p[0..n) are freed by
+ * bench_profile_read_free. */
+dg_status bench_profile_read(const char *path, char model[64], char *context, size_t n_context, bench_profile p[2],
+                             int *n);
+void      bench_profile_read_free(bench_profile *p, int n);
 
 /* Redraws the charts of every DIR/profile-MODEL.json (what `bench plot
  * DIR` does for profiles measured on a machine without gnuplot): 0, or 1

@@ -202,7 +202,7 @@ int bench_profile_main(int argc, char **argv) {
             fprintf(stderr, "bench profile: %s\n", dg_last_error());
             rc = 1;
         }
-        rc |= bench_profile_plot(c.out, done, n);
+        rc |= bench_profile_plot(c.out, meta, done, n);
         fprintf(stderr, "bench profile: %s: %d profile%s -> %s/profile-%s*\n", c.o.model->name, n, n == 1 ? "" : "s",
                 c.out, c.o.model->name);
     }

@@ -9,7 +9,6 @@
  *                            backend's measured ceilings min(peak, bw * x)
  *   profile-MODEL-live       arena MiB alive at each node of the step, per
  *                            backend, and the arena's size */
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -18,23 +17,35 @@
 #include <sys/stat.h>
 
 #include "charts/gnuplot.h"
-#include "writers/json.h"
+#include "charts/plot.h"
+#include "core/status.h"
 #include "profile/profile.h"
 
 #define TOP_OPS 8
 
-/* opens DIR/plot-data/NAME.EXT for writing */
+/* opens DIR/plot-data/NAME.EXT for writing; NULL with a message when NAME
+ * (made from the model's name) is not a plain file name */
 static FILE *open_data(const char *dir, const char *name, const char *ext) {
     char path[1200];
+    if (!bench_file_name_ok(name)) {
+        fprintf(stderr, "bench profile: refusing chart name '%s': not a plain file name\n", name);
+        return NULL;
+    }
     snprintf(path, sizeof path, "%s/plot-data", dir);
     if (mkdir(path, 0755) && errno != EEXIST) return NULL;
     snprintf(path, sizeof path, "%s/plot-data/%s.%s", dir, name, ext);
     return fopen(path, "w");
 }
 
-/* writes the script (its text in `script`) and runs gnuplot on it */
-static int draw(const char *dir, const char *name, const char *script) {
+/* writes the script (its text in `script`, the provenance label first)
+ * and runs gnuplot on it */
+static int draw(const char *dir, const char *prov, const char *name, const char *script) {
     FILE *f = open_data(dir, name, "gp");
+    if (f && *prov) { /* where the figures come from, on the image itself */
+        fprintf(f, "set bmargin 5\nset label ");
+        bench_gnuplot_quote(f, prov);
+        fprintf(f, " at screen 0.01, screen 0.02 left font ',8' tc rgb 'grey40'\n");
+    }
     if (!f || fputs(script, f) == EOF || fclose(f)) {
         fprintf(stderr, "bench profile: cannot write %s/plot-data/%s.gp\n", dir, name);
         return 1;
@@ -44,7 +55,7 @@ static int draw(const char *dir, const char *name, const char *script) {
     return bench_gnuplot_run(dir, rel, name);
 }
 
-static int plot_ops(const char *dir, bench_profile *const *p, int n) {
+static int plot_ops(const char *dir, const char *prov, bench_profile *const *p, int n) {
     /* the op types by their largest share on any backend */
     bench_prof_group all[64];
     int n_all = 0;
@@ -75,7 +86,10 @@ static int plot_ops(const char *dir, bench_profile *const *p, int n) {
     FILE *f = open_data(dir, name, "dat");
     if (!f) return 1;
     fprintf(f, "backend");
-    for (int i = 0; i < shown; i++) fprintf(f, " %s", all[i].key);
+    for (int i = 0; i < shown; i++) {
+        fputc(' ', f);
+        bench_gnuplot_word(f, all[i].key); /* op names from a JSON file when replotting */
+    }
     fprintf(f, " other\n");
     for (int b = 0; b < n; b++) {
         bench_prof_group g[64];
@@ -100,10 +114,10 @@ static int plot_ops(const char *dir, bench_profile *const *p, int n) {
              "set grid ytics\nplot for [i=2:%d] 'plot-data/%s.dat' using i:xtic(1) title columnheader(i), "
              "'' using %d title columnheader(%d) lc rgb 'grey70'\n",
              p[0]->model, p[0]->batch, shown + 1, name, shown + 2, shown + 2);
-    return draw(dir, name, script);
+    return draw(dir, prov, name, script);
 }
 
-static int plot_roofline(const char *dir, const bench_profile *p) {
+static int plot_roofline(const char *dir, const char *prov, const bench_profile *p) {
     if (!(p->peak_gflops > 0) || !(p->peak_gbps > 0)) return 0;
     char name[128];
     snprintf(name, sizeof name, "profile-%s-roofline-%s", p->model, bench_prof_device(p));
@@ -123,7 +137,9 @@ static int plot_roofline(const char *dir, const bench_profile *p) {
                 left_out++;
                 continue;
             }
-            fprintf(f, "%g %g %s\n", ai, x->flops / (x->median_ms * 1e-3) / 1e9, x->name);
+            fprintf(f, "%g %g ", ai, x->flops / (x->median_ms * 1e-3) / 1e9);
+            bench_gnuplot_word(f, x->name);
+            fputc('\n', f);
             lo = fmin(lo, ai);
             hi = fmax(hi, ai);
             in_block++;
@@ -147,10 +163,10 @@ static int plot_roofline(const char *dir, const bench_profile *p) {
              "'' index 2 using 1:2 with points pt 9 ps 0.9 title 'optimizer'\n",
              p->model, bench_prof_device(p), left_out, lo, hi, p->peak_gbps, p->peak_gflops, p->peak_gbps, p->peak_gflops,
              p->peak_gbps, p->peak_gflops, name);
-    return draw(dir, name, script);
+    return draw(dir, prov, name, script);
 }
 
-static int plot_live(const char *dir, bench_profile *const *p, int n) {
+static int plot_live(const char *dir, const char *prov, bench_profile *const *p, int n) {
     char name[128];
     snprintf(name, sizeof name, "profile-%s-live", p[0]->model);
     FILE *f = open_data(dir, name, "dat");
@@ -174,84 +190,35 @@ static int plot_live(const char *dir, bench_profile *const *p, int n) {
                         "title '%s arena (%.1f MiB)'%s",
                         name, b, bench_prof_device(p[b]), (double)p[b]->arena_bytes / (1 << 20), bench_prof_device(p[b]),
                         (double)p[b]->arena_bytes / (1 << 20), b + 1 < n ? ", " : "\n");
-    return draw(dir, name, script);
+    return draw(dir, prov, name, script);
 }
 
-int bench_profile_plot(const char *dir, bench_profile *const *p, int n) {
+int bench_profile_plot(const char *dir, const char *meta, bench_profile *const *p, int n) {
     if (!bench_gnuplot_found()) {
         fprintf(stderr, "bench profile: gnuplot not found: no charts (the CSV and JSON files are written)\n");
         return 0;
     }
-    int rc = plot_ops(dir, p, n) | plot_live(dir, p, n);
-    for (int b = 0; b < n; b++) rc |= plot_roofline(dir, p[b]);
+    char prov[256];
+    bench_meta_provenance(meta, prov, sizeof prov);
+    int rc = plot_ops(dir, prov, p, n) | plot_live(dir, prov, p, n);
+    for (int b = 0; b < n; b++) rc |= plot_roofline(dir, prov, p[b]);
     return rc;
 }
 
 /* ---- charts again from DIR/profile-MODEL.json ---- */
 
-static double num_of(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItem(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static void str_of(const cJSON *o, const char *key, char *buf, size_t n) {
-    const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
-    snprintf(buf, n, "%s", v ? v : "?");
-}
-
-/* one profile of the JSON's "profiles" array, as the charts need it (no
- * graph: nodes by name and op); false when a field is missing */
-static bool profile_from_json(const cJSON *j, const char *model, bench_profile *p) {
-    const cJSON *nodes = cJSON_GetObjectItem(j, "nodes"), *step = cJSON_GetObjectItem(j, "step_ms");
-    const cJSON *ceil = cJSON_GetObjectItem(j, "ceilings"), *mem = cJSON_GetObjectItem(j, "memory_bytes");
-    if (!cJSON_IsArray(nodes) || !step || !ceil || !mem) return false;
-    *p = (bench_profile){.model = model, .batch = (int)num_of(j, "batch"), .sum_ms = num_of(step, "sum_of_nodes"),
-                         .peak_gflops = num_of(ceil, "gflops"), .peak_gbps = num_of(ceil, "gbps"),
-                         .arena_bytes = (size_t)num_of(mem, "arena")};
-    str_of(j, "backend", p->backend, sizeof p->backend);
-    p->n_nodes = cJSON_GetArraySize(nodes);
-    p->nodes = calloc((size_t)p->n_nodes + 1, sizeof *p->nodes);
-    if (!p->nodes || !(p->sum_ms > 0)) return false;
-    for (int i = 0; i < p->n_nodes; i++) {
-        const cJSON *n = cJSON_GetArrayItem(nodes, i);
-        bench_prof_node *x = &p->nodes[i];
-        str_of(n, "name", x->name, sizeof x->name);
-        str_of(n, "op", x->op, sizeof x->op);
-        char phase[16];
-        str_of(n, "phase", phase, sizeof phase);
-        while ((int)x->phase < BENCH_N_PHASES - 1 && strcmp(bench_phase_name(x->phase), phase)) x->phase++;
-        x->flops = num_of(n, "flops");
-        x->bytes = num_of(n, "bytes");
-        x->median_ms = num_of(n, "median_ms");
-        x->live_bytes = (size_t)fmax(0, num_of(n, "live_bytes"));
-    }
-    return true;
-}
-
 static int replot_file(const char *dir, const char *file) {
-    char path[1200];
+    char path[1200], model[64], context[8192];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    size_t len = 0;
-    char *text = bench_json_slurp(path, &len);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    const cJSON *profiles = cJSON_GetObjectItem(root, "profiles");
-    char model[64];
-    str_of(root, "model", model, sizeof model);
     bench_profile p[2];
-    memset(p, 0, sizeof p);
-    int n = 0, rc = 0;
-    bool ok = cJSON_IsArray(profiles) && cJSON_GetArraySize(profiles) >= 1 && cJSON_GetArraySize(profiles) <= 2;
-    for (int i = 0; ok && i < cJSON_GetArraySize(profiles); i++) ok = profile_from_json(cJSON_GetArrayItem(profiles, i), model, &p[n++]);
-    if (ok) {
-        bench_profile *all[2] = {&p[0], &p[1]};
-        rc = bench_profile_plot(dir, all, n);
-    } else {
-        fprintf(stderr, "bench plot: %s is not a profile written by bench profile\n", path);
-        rc = 1;
+    int n;
+    if (bench_profile_read(path, model, context, sizeof context, p, &n) != DG_OK) {
+        fprintf(stderr, "bench plot: %s\n", dg_last_error());
+        return 1;
     }
-    for (int i = 0; i < 2; i++) free(p[i].nodes);
-    cJSON_Delete(root);
+    bench_profile *all[2] = {&p[0], &p[1]};
+    int rc = bench_profile_plot(dir, context, all, n);
+    bench_profile_read_free(p, n);
     return rc;
 }
 

@@ -33,11 +33,6 @@ const bench_prof_model *bench_prof_model_find(const char *name) {
     return NULL;
 }
 
-const char *bench_phase_name(bench_phase p) {
-    static const char *names[BENCH_N_PHASES] = {"forward", "backward", "optimizer"};
-    return (unsigned)p < BENCH_N_PHASES ? names[p] : "?";
-}
-
 bench_phase bench_phase_of(const dg_train_step *ts, const dg_node *n) {
     if (n->id >= ts->first_optimizer_id) return BENCH_PHASE_OPTIMIZER;
     return n->id >= ts->first_backward_id ? BENCH_PHASE_BACKWARD : BENCH_PHASE_FORWARD;

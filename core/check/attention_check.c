@@ -2,6 +2,8 @@
  * row at a time; the score row of T doubles is the only buffer. */
 #include "core/check/attention_check.h"
 
+#include "core/check/error.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,22 @@ static int pick_rows(dg_rng *r, int64_t t, const int64_t *edges, int n_edges, in
     return got;
 }
 
+static double abs_max(const float *x, int64_t n) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs((double)x[i]));
+    return m;
+}
+
+void att_scales(const att_dims *d, const float *q, const float *k, const float *v, const float *dout, int64_t n,
+                double scale[ATT_N_OUT]) {
+    double qm = abs_max(q, n), km = abs_max(k, n), vm = abs_max(v, n), gm = dout ? abs_max(dout, n) : 0;
+    double dots = fabs((double)d->scale) * (double)d->dh * gm * vm;
+    scale[ATT_O] = vm;
+    scale[ATT_DQ] = dots * km;
+    scale[ATT_DK] = dots * qm;
+    scale[ATT_DV] = gm;
+}
+
 dg_status att_sample_new(att_sample *s, att_dims d, const float *q, const float *k, const float *v,
                          const float *dout, uint64_t seed) {
     memset(s, 0, sizeof *s);
@@ -76,6 +94,7 @@ dg_status att_sample_new(att_sample *s, att_dims d, const float *q, const float 
     if (d.dh < 1 || d.dh > DG_ATTENTION_MAX_HEAD || d.t < 1 || d.b < 1 || d.h < 1)
         return dg_fail(DG_ERR_INVALID, "attention check: shape [%lld,%lld,%lld,%lld] out of range", (long long)d.b,
                         (long long)d.h, (long long)d.t, (long long)d.dh);
+    att_scales(&d, q, k, v, dout, d.b * d.h * d.t * d.dh, s->scale);
     dg_rng r = dg_rng_new(seed);
     const int64_t heads = d.b * d.h, t = d.t;
     /* the mask's edges in the first and last head, then rows anywhere */
@@ -166,5 +185,5 @@ double att_sample_error(const att_sample *s, att_out which, const float *x) {
             den = fmax(den, fabs(s->ref[which][a][c]));
         }
     }
-    return num / fmax(den, 1e-300);
+    return dg_check_rel_err(num, den, s->scale[which]);
 }

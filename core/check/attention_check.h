@@ -16,7 +16,9 @@
  *
  * Error of an output: max |x - ref| / max |ref| over its sampled rows (the
  * norm-wise error bench/peers/torch_attention.py computes over whole
- * tensors); NaN in x counts as infinite. */
+ * tensors), the denominator floored at 1e-3 of the output's scale
+ * (att_scales, core/check/error.h): at T = 1 dq and dk are exactly zero;
+ * NaN in x counts as infinite. */
 #ifndef DG_BENCH_ATTENTION_CHECK_H
 #define DG_BENCH_ATTENTION_CHECK_H
 
@@ -47,8 +49,18 @@ typedef struct att_sample {
     int64_t  head;                    /* b*h' + h of the key rows                       */
     int64_t  krow[ATT_CHECK_KROWS];   /* j within that head                              */
     bool     keys_done;
+    double   scale[ATT_N_OUT];        /* att_scales of the full tensors                  */
     double   ref[ATT_N_OUT][ATT_CHECK_QROWS][DG_ATTENTION_MAX_HEAD]; /* dk, dv: the first KROWS */
 } att_sample;
+
+/* The scale of each output's terms (error.h), from the largest entries of
+ * the n-element inputs: o = P v is an average of v's rows (max|v|); dv =
+ * sum_i P[i,j] dO[i] (max|dO|: a key's probabilities sum to about 1 over
+ * the queries); dq = scale sum_j P[i,j] (dO[i].v[j] - dO[i].o[i]) k[j]
+ * (scale * dh * max|dO| max|v| max|k|: a dot product of dh terms); dk the
+ * same with max|q|. dout may be NULL (a forward: the backward's scales 0). */
+void att_scales(const att_dims *d, const float *q, const float *k, const float *v, const float *dout, int64_t n,
+                double scale[ATT_N_OUT]);
 
 /* Picks the rows (seeded) and computes o and dq there. q, k, v, dout: the
  * full tensors. DG_ERR_INVALID for a head size above DG_ATTENTION_MAX_HEAD,

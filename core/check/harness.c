@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../rng.h"
+#include "error.h"
 #include "ref.h"
 
 /* a uniform draw in [0, 1], except that elements 0 and 1 take the ends:
@@ -137,11 +138,18 @@ dg_status case_run(case_graph *cg, dg_backend *be, case_result *r) {
     return st;
 }
 
+double case_grad_scale(const case_graph *cg, const case_ref *ref) {
+    double m = 0;
+    for (int i = 0; i < cg->c->n_in; i++)
+        for (int64_t j = 0; cg->grad[i] && j < dg_node_numel(cg->grad[i]); j++) m = fmax(m, fabs(ref->grad[i][j]));
+    return m;
+}
+
 double case_max_rel_err(const case_graph *cg, const case_result *r, const case_ref *ref) {
-    double err = cmp_f32(r->out, ref->out, r->n_out).max_rel;
+    double err = cmp_f32(r->out, ref->out, r->n_out).max_rel, scale = case_grad_scale(cg, ref);
     for (int i = 0; i < cg->c->n_in; i++) {
         if (!cg->grad[i]) continue;
-        double e = cmp_f32(r->grad[i], ref->grad[i], r->n_grad[i]).max_rel;
+        double e = cmp_f32_scaled(r->grad[i], ref->grad[i], r->n_grad[i], scale).max_rel;
         err = e > err ? e : err;
     }
     return err;
@@ -217,7 +225,8 @@ double *case_finite_diff(const case_graph *cg, int i) {
     return d;
 }
 
-static cmp_stats cmp_generic(const float *xf, const double *xd, const double *ref, const float *reff, int64_t n) {
+static cmp_stats cmp_generic(const float *xf, const double *xd, const double *ref, const float *reff, int64_t n,
+                             double scale) {
     cmp_stats s = {0};
     double max_ref = 0, max_err = -1, se = 0, sr = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -229,12 +238,15 @@ static cmp_stats cmp_generic(const float *xf, const double *xd, const double *re
         sr += y * y;
         if (e > max_err) { max_err = e; s.worst = i; s.got = x; s.want = y; }
     }
-    s.max_rel = max_err / fmax(max_ref, 1e-30);
+    s.max_rel = dg_check_rel_err(fmax(max_err, 0), max_ref, scale);
     s.nmse = se / fmax(sr, 1e-300);
     return s;
 }
 
-cmp_stats cmp_f32(const float *x, const double *ref, int64_t n) { return cmp_generic(x, NULL, ref, NULL, n); }
+cmp_stats cmp_f32(const float *x, const double *ref, int64_t n) { return cmp_generic(x, NULL, ref, NULL, n, 0); }
+cmp_stats cmp_f32_scaled(const float *x, const double *ref, int64_t n, double scale) {
+    return cmp_generic(x, NULL, ref, NULL, n, scale);
+}
 
 cmp_stats cmp_f32_floor(const float *x, const double *ref, int64_t n, double floor) {
     cmp_stats s = {0};
@@ -252,8 +264,8 @@ cmp_stats cmp_f32_floor(const float *x, const double *ref, int64_t n, double flo
     s.nmse = se / fmax(sr, 1e-300);
     return s;
 }
-cmp_stats cmp_f64(const double *x, const double *ref, int64_t n) { return cmp_generic(NULL, x, ref, NULL, n); }
-cmp_stats cmp_f32_f32(const float *x, const float *ref, int64_t n) { return cmp_generic(x, NULL, NULL, ref, n); }
+cmp_stats cmp_f64(const double *x, const double *ref, int64_t n) { return cmp_generic(NULL, x, ref, NULL, n, 0); }
+cmp_stats cmp_f32_f32(const float *x, const float *ref, int64_t n) { return cmp_generic(x, NULL, NULL, ref, n, 0); }
 
 void ref_sgemm(bool ta, bool tb, int m, int n, int k, const float *A, const float *B, double *C) {
     for (int i = 0; i < m; i++)

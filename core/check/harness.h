@@ -58,8 +58,18 @@ double   *case_finite_diff(const case_graph *cg, int i);
 /* C[m,n] = op(A) op(B) in float64, row-major, packed (lda = ta ? m : k ...) */
 void ref_sgemm(bool ta, bool tb, int m, int n, int k, const float *A, const float *B, double *C);
 
+/* max_rel: max |x - ref| / max |ref| (error.h's measure without a scale:
+ * INFINITY for any difference from an all-zero reference) */
 cmp_stats cmp_f32(const float *x, const double *ref, int64_t n);
-/* the worst max_rel of a result's output and gradients against the reference */
+/* the same, the denominator floored at DG_CHECK_ABS_FLOOR * scale (error.h) */
+cmp_stats cmp_f32_scaled(const float *x, const double *ref, int64_t n, double scale);
+/* The scale of a case's gradients: the largest |reference gradient| over
+ * all its inputs. The gradients of one loss share its weights w and its
+ * units: an input whose gradient is zero (a max that never picks it, a
+ * product with a zero factor) is measured against its siblings' size. */
+double    case_grad_scale(const case_graph *cg, const case_ref *ref);
+/* the worst max_rel of a result's output and gradients against the
+ * reference (the gradients with case_grad_scale) */
 double    case_max_rel_err(const case_graph *cg, const case_result *r, const case_ref *ref);
 /* per element: |x - ref| / max(|ref|, floor * max |ref|); floor 1 is
  * cmp_f32's max_rel, a small floor holds every element above it to its own

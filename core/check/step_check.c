@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check/error.h"
 #include "core/check/ref.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -114,21 +115,31 @@ dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg
     if (m->n_params != ref->n_params || m->n_state != ref->n_state)
         return dg_fail(DG_ERR_INVALID, "bench: the step's model has %d parameters and %d state tensors, the "
                         "reference's %d and %d", m->n_params, m->n_state, ref->n_params, ref->n_state);
-    double err = fabs(loss - ref->loss) / fmax(fabs(ref->loss), 1e-30);
-    double num[2] = {0, 0}, den[2] = {0, 0}; /* [0] parameters, [1] running statistics */
-    double worst[2] = {0, 0};                /* the largest error of one tensor in each */
+    /* a fresh model's cross-entropy is about log(classes), never zero: no scale */
+    double loss_err = dg_check_rel_err(fabs(loss - ref->loss), ref->loss, 0);
+    double n1[2 * DG_MODEL_MAX_PARAMS], d1[2 * DG_MODEL_MAX_PARAMS];
+    double num[2] = {0, 0}, den[2] = {0, 0}, cnt[2] = {0, 0}; /* [0] parameters, [1] running statistics */
     for (int i = 0; i < ref->n_params + ref->n_state; i++) {
         int k = i >= ref->n_params;
-        double n1 = 0, d1 = 0;
-        dg_status st = add_error(m, i, fetch, arg, ref, &n1, &d1);
+        n1[i] = d1[i] = 0;
+        dg_status st = add_error(m, i, fetch, arg, ref, &n1[i], &d1[i]);
         if (st != DG_OK) return st;
-        num[k] += n1;
-        den[k] += d1;
-        worst[k] = fmax(worst[k], sqrt(n1 / fmax(d1, 1e-300)));
+        num[k] += n1[i];
+        den[k] += d1[i];
+        cnt[k] += (double)ref->numel[i];
     }
-    double loss_err = isnan(err) ? INFINITY : err;
-    double update_err = tol.per_tensor ? worst[0] : sqrt(num[0] / fmax(den[0], 1e-300));
-    double state_err = tol.per_tensor ? worst[1] : sqrt(num[1] / fmax(den[1], 1e-300));
+    /* One tensor's relative L2 error, its norm floored (error.h) at the
+     * norm it would have with the mean square update of its kind: a tensor
+     * whose reference update is zero (a parameter no example reached) is
+     * measured against the step's updates, not against 1e-300. */
+    double worst[2] = {0, 0};
+    for (int i = 0; i < ref->n_params + ref->n_state; i++) {
+        int k = i >= ref->n_params;
+        double scale = sqrt((double)ref->numel[i] * den[k] / fmax(cnt[k], 1));
+        worst[k] = fmax(worst[k], dg_check_rel_err(sqrt(n1[i]), sqrt(d1[i]), scale));
+    }
+    double update_err = tol.per_tensor ? worst[0] : dg_check_rel_err(sqrt(num[0]), sqrt(den[0]), 0);
+    double state_err = tol.per_tensor ? worst[1] : dg_check_rel_err(sqrt(num[1]), sqrt(den[1]), 0);
     *rel_err = fmax(loss_err, fmax(update_err, state_err));
     *ok = loss_err <= tol.loss && update_err <= tol.update && state_err <= tol.state;
     return DG_OK;

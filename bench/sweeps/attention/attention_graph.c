@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "core/autodiff.h"
+#include "core/check/attention_check.h"
+#include "core/check/error.h"
 #include "core/check/ref.h"
 #include "core/plan.h"
 #include "core/rng.h"
@@ -74,14 +76,15 @@ void att_fill_uniform(float *x, int64_t n, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) x[i] = (float)(2 * dg_rng_uniform(&r) - 1);
 }
 
-static double max_err(const float *x, const double *ref, int64_t n) {
+/* max |x - ref| / max |ref|, floored at the output's scale (error.h) */
+static double max_err(const float *x, const double *ref, int64_t n, double scale) {
     double num = 0, den = 0;
     for (int64_t i = 0; i < n; i++) {
         double e = fabs((double)x[i] - ref[i]);
         num = fmax(num, isnan(e) ? INFINITY : e);
         den = fmax(den, fabs(ref[i]));
     }
-    return num / fmax(den, 1e-300);
+    return dg_check_rel_err(num, den, scale);
 }
 
 /* ---- the reduced check: the row's graph at B=1, H=2, T'=min(T,128) ---- */
@@ -137,8 +140,12 @@ void att_reduced_run(att_reduced_check *rc, dg_backend *be, const att_backend *b
     for (int i = 0; i < ag.n_out && st == DG_OK; i++) st = dg_plan_get(p, ag.out[i], out + i * n, (size_t)n * 4);
     if (st == DG_OK) st = reduced_ref(&ag, host, ref);
     if (st == DG_OK) {
+        /* the outputs: o, or dq, dk, dv; w (host[3], NULL forward) is the loss's weight, dO */
+        double scale[ATT_N_OUT];
+        att_scales(&d, host[0], host[1], host[2], host[3], n, scale);
         rc->err = 0;
-        for (int i = 0; i < ag.n_out; i++) rc->err = fmax(rc->err, max_err(out + i * n, ref[i], n));
+        for (int i = 0; i < ag.n_out; i++)
+            rc->err = fmax(rc->err, max_err(out + i * n, ref[i], n, scale[ag.n_out == 3 ? ATT_DQ + i : ATT_O]));
         if (isnan(rc->err)) rc->err = INFINITY;
     }
     if (st == DG_OK && !bb->gpu) { /* the CPU's first prediction: a warm run */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check/error.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "cpu_backend/cpu_backend.h"
@@ -108,8 +109,19 @@ static dg_status run_transfer(void *arg) {
 }
 #endif
 
-/* max |C x - z| / max |z| */
-static double freivalds(const gemm_run *g, const double *x, const double *z) {
+/* max |C x - z| / max |z|, the denominator floored at the scale of z's
+ * terms (core/check/error.h): z_i sums k n products A_ip B_pj x_j of
+ * random sign, whose sum grows like sqrt(k n) max|A| max|B| max|x| */
+static double freivalds_scale(const gemm_run *g, const double *x) {
+    size_t na = (size_t)g->m * g->k, nb = (size_t)g->k * g->n;
+    double a = 0, b = 0, xm = 0;
+    for (size_t i = 0; i < na; i++) a = fmax(a, fabs(g->A[i]));
+    for (size_t i = 0; i < nb; i++) b = fmax(b, fabs(g->B[i]));
+    for (int j = 0; j < g->n; j++) xm = fmax(xm, fabs(x[j]));
+    return sqrt((double)g->k * g->n) * a * b * xm;
+}
+
+static double freivalds(const gemm_run *g, const double *x, const double *z, double scale) {
     double err = 0, zmax = 0;
 #pragma omp parallel for reduction(max : err, zmax)
     for (int i = 0; i < g->m; i++) {
@@ -120,7 +132,7 @@ static double freivalds(const gemm_run *g, const double *x, const double *z) {
         err = e > err ? e : err;
         zmax = fabs(z[i]) > zmax ? fabs(z[i]) : zmax;
     }
-    return err / (zmax > 0 ? zmax : 1);
+    return dg_check_rel_err(err, zmax, scale);
 }
 
 /* A CPU implementation's rate from one run of a small square (half its
@@ -242,6 +254,7 @@ static void gemm_probe(bench_ctx *ctx, const bench_impl *im, const bench_point *
 typedef struct gemm_state {
     gemm_run g;
     double  *x, *bx, *z;
+    double   scale;         /* freivalds_scale */
     bool     gpu_tried, gpu_ready;
     char     gpu_why[256];
     float   *pinned[3];     /* A, B, C page-locked, for the pinned transfer rows */
@@ -282,6 +295,7 @@ static dg_status gemm_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     for (size_t i = 0; i < nb; i++) s->g.B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
     for (int j = 0; j < n; j++) s->x[j] = 2 * dg_rng_uniform(&r) - 1;
     freivalds_prepare(&s->g, s->x, s->bx, s->z);
+    s->scale = freivalds_scale(&s->g, s->x);
     *out = s;
     return DG_OK;
 }
@@ -365,7 +379,7 @@ static bool gemm_check(void *arg, const bench_impl *im, bench_row *row) {
 #else
     (void)nc;
 #endif
-    row->max_rel_err = freivalds(g, s->x, s->z);
+    row->max_rel_err = freivalds(g, s->x, s->z, s->scale);
     return row->max_rel_err <= (im->tf32 ? TOL_TF32 : TOL_FP32);
 }
 
