@@ -185,7 +185,6 @@ int main(int argc, char **argv) {
      * and OPENBLAS_CORETYPE, if set, win) */
     char policy[256];
     if (sub->wait && bench_reexec_apply("auto", argv, policy, sizeof policy))
-        fprintf(stderr, "bench: warning: %s
-", policy);
+        fprintf(stderr, "bench: warning: %s\n", policy);
     return sub->main(argc - 1, argv + 1);
 }
