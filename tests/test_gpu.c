@@ -191,6 +191,40 @@ Test(gpu, softmax_row_widths) {
     dg_backend_free(gpu);
 }
 
+/* Labels outside [0, classes) and embedding ids outside [0, V) are
+ * refused by dg_plan_set on the GPU backend too (no device flag: the GPU
+ * kernels would turn the loss NaN without a status), naming the first,
+ * and nothing is copied. */
+Test(gpu, labels_and_ids_outside_their_range_are_refused) {
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    dg_graph *g = dg_graph_new();
+    dg_node *logits = dg_param(g, "logits", DG_SHAPE(4, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 7});
+    dg_node *labels = dg_input_i32(g, "labels", DG_SHAPE(4));
+    dg_node *table = dg_param(g, "table", DG_SHAPE(6, 3), (dg_init){DG_INIT_UNIFORM, -1, 1, 8});
+    dg_node *ids = dg_input_i32(g, "ids", DG_SHAPE(3));
+    dg_node *outs[2] = {dg_softmax_cross_entropy(g, logits, labels), dg_embedding(g, table, ids)};
+    ASSERT_OK(dg_graph_status(g));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, gpu, outs, 2, NULL));
+    const int32_t good[4] = {0, 4, 2, 2}, bad[4] = {0, 1, 5, 2}, good_ids[3] = {5, 0, 1}, bad_ids[3] = {5, 6, -1};
+    ASSERT_OK(dg_plan_set(p, labels, good, sizeof good));
+    ASSERT_OK(dg_plan_set(p, ids, good_ids, sizeof good_ids));
+    cr_assert_eq(dg_plan_set(p, labels, bad, sizeof bad), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "label 5 at position 2 of 'labels' is outside [0, 5)"), "%s", dg_last_error());
+    cr_assert_eq(dg_plan_set(p, ids, bad_ids, sizeof bad_ids), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "id 6 at position 1 of 'ids' is outside [0, 6)"), "%s", dg_last_error());
+    int32_t back[4];
+    ASSERT_OK(dg_plan_get(p, labels, back, sizeof back));
+    cr_assert(!memcmp(back, good, sizeof good), "a refused set changed the labels");
+    ASSERT_OK(dg_plan_run(p));
+    float loss;
+    ASSERT_OK(dg_plan_get(p, outs[0], &loss, sizeof loss));
+    cr_assert(isfinite(loss), "loss %g", (double)loss);
+    dg_plan_free(p);
+    dg_graph_free(g);
+    dg_backend_free(gpu);
+}
+
 /* the backend's matmul on its own kernels: every matmul row of the op table,
  * forward and gradients, against the float64 reference */
 Test(gpu, backend_matmul_with_own_kernels) {
