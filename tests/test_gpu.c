@@ -191,6 +191,54 @@ Test(gpu, softmax_row_widths) {
     dg_backend_free(gpu);
 }
 
+/* Every softmax-like op with logits in [-mag, mag] (the table draws
+ * [-2, 2]) at 100 and 1000, where exp of a logit overflows float: a row
+ * reduced without its max subtracted (or with 0 for the max) gives inf or
+ * NaN. Widths that take the register kernels (4, 128, 1024) and the
+ * two-pass ones (1026, 2048). GPU against the float64 reference, with a
+ * tolerance that grows with the logits (float rounds x - max to |x| *
+ * 2^-24, and __expf adds its own error of the same order), and against the
+ * CPU. */
+Test(gpu, softmax_family_at_large_logits) {
+    dg_backend *gpu = gpu_open_or_skip(NULL), *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 0));
+    const char *names[] = {"softmax", "softmax_scaled", "softmax_causal", "log_softmax", "softmax_ce"};
+    const int widths[] = {4, 128, 1024, 1026, 2048};
+    const float mags[] = {100.0f, 1000.0f};
+    const int rows = 9;
+    uint64_t seed = test_seed();
+    for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
+        const op_case *c = NULL;
+        for (int i = 0; i < dg_n_op_cases && !c; i++)
+            if (!strcmp(dg_op_cases[i].name, names[ni])) c = &dg_op_cases[i];
+        cr_assert(c, "no op case named %s", names[ni]);
+        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+            for (size_t mi = 0; mi < sizeof mags / sizeof *mags; mi++) {
+                dg_shape shape[OP_CASE_MAX_IN] = {DG_SHAPE(rows, widths[wi]), DG_SHAPE(rows)};
+                char name[80];
+                snprintf(name, sizeof name, "%s [%d, %d] at +-%g", names[ni], rows, widths[wi], (double)mags[mi]);
+                case_graph cg;
+                ASSERT_OK(case_graph_new_at(&cg, c, shape, seed));
+                for (int64_t j = 0; j < dg_node_numel(cg.in[0]); j++) cg.in_val[0][j] *= mags[mi] / 2.0f;
+                case_result rg, rc;
+                case_ref ref;
+                ASSERT_OK(case_run(&cg, gpu, &rg));
+                ASSERT_OK(case_run(&cg, cpu, &rc));
+                ASSERT_OK(case_ref_run(&cg, &ref));
+                double tol = c->tol * mags[mi];
+                ASSERT_CLOSE(cmp_f32(rg.out, ref.out, rg.n_out), tol, "gpu forward vs float64", name, seed);
+                ASSERT_CLOSE(cmp_f32(rg.grad[0], ref.grad[0], rg.n_grad[0]), tol, "gpu grad vs float64", name, seed);
+                ASSERT_CLOSE(cmp_f32(rc.out, ref.out, rc.n_out), tol, "cpu forward vs float64", name, seed);
+                case_result_free(&rg);
+                case_result_free(&rc);
+                case_ref_free(&ref);
+                case_graph_free(&cg);
+            }
+    }
+    dg_backend_free(cpu);
+    dg_backend_free(gpu);
+}
+
 /* Labels outside [0, classes) and embedding ids outside [0, V) are
  * refused by dg_plan_set on the GPU backend too (no device flag: the GPU
  * kernels would turn the loss NaN without a status), naming the first,

@@ -164,6 +164,54 @@ Test(ops, table_covers_every_forward_op) {
     cr_assert_geq(n_forward, 25, "only %d forward ops", n_forward);
 }
 
+/* ---- logits far from 0 ---- */
+
+/* The softmax-like rows of the op table: softmax (plain, scaled, causal),
+ * log_softmax, softmax cross-entropy (2-D and 3-D logits). */
+static const char *const softmax_like[] = {"softmax", "softmax_scaled", "softmax_causal", "log_softmax",
+                                           "softmax_ce", "softmax_ce_3d"};
+
+static const op_case *op_case_named(const char *name) {
+    for (int i = 0; i < dg_n_op_cases; i++)
+        if (!strcmp(dg_op_cases[i].name, name)) return &dg_op_cases[i];
+    cr_assert_fail("no op case named %s", name);
+    return NULL;
+}
+
+/* Every softmax-like op with its logits drawn in [-mag, mag] (the table
+ * draws [-2, 2]), forward and gradient, on the CPU against the float64
+ * reference. At 100 and 1000, exp of a logit overflows float (exp(89) is
+ * past FLT_MAX): a row reduced without its max subtracted first (or with
+ * the max taken as 0) gives inf or NaN. The tolerance grows with the
+ * logits: float rounds x - max to |x| * 2^-24, which moves exp(x - max)
+ * by as much relatively (softmax's condition number is about |x|). */
+Test(ops, softmax_family_at_large_logits) {
+    const float mags[] = {100.0f, 1000.0f};
+    uint64_t seed = test_seed();
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    for (size_t ni = 0; ni < sizeof softmax_like / sizeof *softmax_like; ni++)
+        for (size_t mi = 0; mi < sizeof mags / sizeof *mags; mi++) {
+            const op_case *c = op_case_named(softmax_like[ni]);
+            case_graph cg;
+            ASSERT_OK(case_graph_new(&cg, c, seed));
+            for (int64_t j = 0; j < dg_node_numel(cg.in[0]); j++) cg.in_val[0][j] *= mags[mi] / 2.0f;
+            char name[64];
+            snprintf(name, sizeof name, "%s at +-%g", c->name, (double)mags[mi]);
+            case_result r;
+            case_ref ref;
+            ASSERT_OK(case_run(&cg, be, &r));
+            ASSERT_OK(case_ref_run(&cg, &ref));
+            double tol = c->tol * mags[mi] / 2.0;
+            ASSERT_CLOSE(cmp_f32(r.out, ref.out, r.n_out), tol, "forward", name, seed);
+            ASSERT_CLOSE(cmp_f32(r.grad[0], ref.grad[0], r.n_grad[0]), tol, "gradient", name, seed);
+            case_result_free(&r);
+            case_ref_free(&ref);
+            case_graph_free(&cg);
+        }
+    dg_backend_free(be);
+}
+
 /* ---- labels and ids outside their range ---- */
 
 static void assert_error_has(const char *needle) {
