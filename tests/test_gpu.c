@@ -191,6 +191,47 @@ Test(gpu, softmax_row_widths) {
     dg_backend_free(gpu);
 }
 
+/* Pools whose windows are 2^31 - 1 taps tall over 4 rows of x (padding
+ * 2^30 - 1, at most half the window, so the builder accepts them): the GPU
+ * kernels loop over the taps inside x alone, as the CPU's do, and agree
+ * with them. Looping over every tap and skipping the padding took seconds
+ * a window in the forward and longer in the backward (the timeout). */
+Test(gpu, pools_loop_over_the_taps_inside_x_alone, .timeout = 20) {
+    dg_backend *gpu = gpu_open_or_skip(NULL), *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 0));
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_param(g, "x", DG_SHAPE(1, 2, 4, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 11});
+    dg_pool2d_opts o = {.kernel = {INT32_MAX, 3}, .stride = {1, 1}, .pad = {(1 << 30) - 1, 1}};
+    dg_node *mx = dg_max_pool2d(g, x, o), *av = dg_avg_pool2d(g, x, o), *dx;
+    ASSERT_OK(dg_graph_status(g));
+    cr_assert_eq(mx->shape.d[2], 4, "oh %lld", (long long)mx->shape.d[2]);
+    dg_node *loss = dg_add(g, dg_sum(g, mx, DG_ALL_AXES, false), dg_sum(g, av, DG_ALL_AXES, false));
+    ASSERT_OK(dg_grad(g, loss, &x, 1, &dx));
+    dg_node *outs[4] = {mx, mx->side[0], av, dx};
+    float y[2][4][40];
+    int32_t arg[2][40];
+    dg_backend *be[2] = {gpu, cpu};
+    for (int b = 0; b < 2; b++) {
+        dg_plan *p;
+        ASSERT_OK(dg_plan_new(&p, g, be[b], outs, 4, NULL));
+        ASSERT_OK(dg_plan_run(p));
+        ASSERT_OK(dg_plan_get(p, mx, y[b][0], sizeof y[b][0]));
+        ASSERT_OK(dg_plan_get(p, mx->side[0], arg[b], sizeof arg[b]));
+        ASSERT_OK(dg_plan_get(p, av, y[b][1], sizeof y[b][1]));
+        ASSERT_OK(dg_plan_get(p, dx, y[b][2], sizeof y[b][2]));
+        dg_plan_free(p);
+    }
+    for (int i = 0; i < 40; i++) {
+        cr_assert_eq(y[0][0][i], y[1][0][i], "max_pool2d y[%d]: gpu %g, cpu %g", i, y[0][0][i], y[1][0][i]);
+        cr_assert_eq(arg[0][i], arg[1][i], "argmax[%d]: gpu %d, cpu %d", i, arg[0][i], arg[1][i]);
+    }
+    ASSERT_NMSE(cmp_f32_f32(y[0][1], y[1][1], 40), "avg_pool2d", "2^31 - 1 taps", 11);
+    ASSERT_NMSE(cmp_f32_f32(y[0][2], y[1][2], 40), "dx", "2^31 - 1 taps", 11);
+    dg_graph_free(g);
+    dg_backend_free(cpu);
+    dg_backend_free(gpu);
+}
+
 /* Every softmax-like op with logits in [-mag, mag] (the table draws
  * [-2, 2]) at 100 and 1000, where exp of a logit overflows float: a row
  * reduced without its max subtracted (or with 0 for the max) gives inf or
