@@ -170,7 +170,9 @@ dg_node *dg_softmax_ex(dg_graph *g, dg_node *a, float scale, bool causal);
 dg_node *dg_log_softmax(dg_graph *g, dg_node *a);
 /* logits [r, c] (any rank: rows = all but the last axis), labels int32 with
  * r elements in [0, c); returns the mean over rows of -log softmax[label],
- * computed through log-sum-exp, shape [1]. */
+ * computed through log-sum-exp, shape [1]. The labels are data:
+ * dg_plan_set refuses one outside [0, c) with a message, and the CPU
+ * kernel refuses it however it reached the plan. */
 dg_node *dg_softmax_cross_entropy(dg_graph *g, dg_node *logits, dg_node *labels);
 
 /* convolutional networks (NCHW), built in graph_conv.c */

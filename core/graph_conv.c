@@ -12,18 +12,23 @@ static const char *hw(const int v[2], char *buf, size_t n) {
     return buf;
 }
 
+/* Attribute arithmetic is done in 64 bits: every attribute is an int up to
+ * INT_MAX, so 2*pad and dilation*(k-1)+1 overflow an int (undefined, and a
+ * check on the wrapped value passes) but not an int64_t. */
+static int64_t span_of(int k, int dilation) { return (int64_t)dilation * ((int64_t)k - 1) + 1; }
+
 /* The output extent of one spatial axis, or -1 when the (dilated) window
  * does not fit in the padded input. */
 static int64_t out_extent(int64_t in, int k, int stride, int pad, int dilation) {
-    int64_t span = (int64_t)dilation * (k - 1) + 1;
-    if (in + 2 * (int64_t)pad < span) return -1;
-    return (in + 2 * (int64_t)pad - span) / stride + 1;
+    int64_t span = span_of(k, dilation), padded = in + 2 * (int64_t)pad;
+    if (padded < span) return -1;
+    return (padded - span) / stride + 1;
 }
 
 /* Checks the attributes every windowed op shares and computes OH, OW.
  * Returns false with g in an error state. */
 static bool window_fits(dg_graph *g, const char *op, const dg_node *x, dg_attr_conv a, int64_t *oh, int64_t *ow) {
-    char sx[96], b1[32], b2[32], b3[32];
+    char sx[96], b1[32], b3[32];
     dg_shape_str(x->shape, sx, sizeof sx);
     if (x->shape.ndim != 4) {
         dg__graph_fail(g, DG_ERR_SHAPE, "%s: input %s must have 4 axes [N,C,H,W]", op, sx);
@@ -40,11 +45,11 @@ static bool window_fits(dg_graph *g, const char *op, const dg_node *x, dg_attr_c
     *oh = out_extent(x->shape.d[2], a.kernel[0], a.stride[0], a.pad[0], a.dilation[0]);
     *ow = out_extent(x->shape.d[3], a.kernel[1], a.stride[1], a.pad[1], a.dilation[1]);
     if (*oh < 1 || *ow < 1) {
-        int span[2] = {a.dilation[0] * (a.kernel[0] - 1) + 1, a.dilation[1] * (a.kernel[1] - 1) + 1};
-        dg__graph_fail(g, DG_ERR_SHAPE, "%s: kernel %s (dilated %s) is larger than the padded input %lldx%lld "
-                       "(input %s, padding %s)", op, hw(a.kernel, b1, sizeof b1), hw(span, b2, sizeof b2),
-                       (long long)(x->shape.d[2] + 2 * a.pad[0]), (long long)(x->shape.d[3] + 2 * a.pad[1]), sx,
-                       hw(a.pad, b3, sizeof b3));
+        dg__graph_fail(g, DG_ERR_SHAPE, "%s: kernel %s (dilated %lldx%lld) is larger than the padded input "
+                       "%lldx%lld (input %s, padding %s)", op, hw(a.kernel, b1, sizeof b1),
+                       (long long)span_of(a.kernel[0], a.dilation[0]), (long long)span_of(a.kernel[1], a.dilation[1]),
+                       (long long)(x->shape.d[2] + 2 * (int64_t)a.pad[0]),
+                       (long long)(x->shape.d[3] + 2 * (int64_t)a.pad[1]), sx, hw(a.pad, b3, sizeof b3));
         return false;
     }
     return true;
@@ -73,14 +78,14 @@ dg_node *dg_conv2d(dg_graph *g, dg_node *x, dg_node *w, dg_node *bias, dg_conv2d
     dg_shape_str(w->shape, sw, sizeof sw);
     if (w->shape.ndim != 4)
         return dg__graph_fail(g, DG_ERR_SHAPE, "conv2d: weight %s must have 4 axes [O,C/groups,KH,KW]", sw);
+    if (w->shape.d[2] > INT32_MAX || w->shape.d[3] > INT32_MAX)
+        return dg__graph_fail(g, DG_ERR_SHAPE, "conv2d: weight %s: kernel too large", sw);
     int groups = o.groups ? o.groups : 1;
     dg_attr_conv a = {{(int)w->shape.d[2], (int)w->shape.d[3]},
                       {o.stride[0] ? o.stride[0] : 1, o.stride[1] ? o.stride[1] : 1},
                       {o.pad[0], o.pad[1]},
                       {o.dilation[0] ? o.dilation[0] : 1, o.dilation[1] ? o.dilation[1] : 1},
                       groups};
-    if (w->shape.d[2] > INT32_MAX || w->shape.d[3] > INT32_MAX)
-        return dg__graph_fail(g, DG_ERR_SHAPE, "conv2d: weight %s: kernel too large", sw);
     int64_t oh, ow;
     if (!window_fits(g, "conv2d", x, a, &oh, &ow)) return NULL;
     int64_t c = x->shape.d[1], oc = w->shape.d[0];
@@ -111,7 +116,7 @@ static dg_node *pool(dg_graph *g, dg_op op, dg_node *x, dg_pool2d_opts o) {
                       1};
     int64_t oh, ow;
     if (!window_fits(g, name, x, a, &oh, &ow)) return NULL;
-    if (2 * a.pad[0] > a.kernel[0] || 2 * a.pad[1] > a.kernel[1]) {
+    if (2 * (int64_t)a.pad[0] > a.kernel[0] || 2 * (int64_t)a.pad[1] > a.kernel[1]) {
         char sx[96], b1[32], b2[32];
         return dg__graph_fail(g, DG_ERR_SHAPE, "%s: padding %s of input %s is more than half the window %s", name,
                               hw(a.pad, b1, sizeof b1), dg_shape_str(x->shape, sx, sizeof sx),

@@ -53,8 +53,8 @@ typedef enum dg_op {
                                 output: stats [2, rows] (mean, 1/sqrt(var+eps)) */
     DG_OP_EMBEDDING,         /* (table [V, D], ids i32 [...]) -> [..., D]: row
                                 ids[p] of table at position p; an id outside
-                                [0, V) gives a row of zeros (dg_plan_set
-                                refuses such ids before any kernel runs)     */
+                                [0, V) is refused by dg_plan_set and by the
+                                CPU kernel (the GPU's gives a row of zeros) */
     DG_OP_ATTENTION,         /* (q, k, v [B,H,T,Dh]) -> [B,H,T,Dh]: fused
                                 softmax(scale q k^T, causal mask) v, the score
                                 matrix never stored; dg_attr_attention; side

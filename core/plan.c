@@ -460,19 +460,27 @@ static dg_status check_node(const dg_plan *p, const dg_node *n, const void *host
     return DG_OK;
 }
 
-/* ids fed to an embedding must name a row of its table: checked here, on
- * the host, so no kernel ever reads past a table */
+/* Int32 data indexes: ids fed to an embedding must name a row of its
+ * table, labels fed to a softmax cross-entropy a class (a column of its
+ * logits). Checked here, on the host, on both backends, so no kernel ever
+ * reads past a table or a row, and no loss turns NaN without a word; the
+ * first value outside its range is named. (The GPU kernels could raise a
+ * device flag instead, but reading it back costs a synchronisation each
+ * run, where this costs one pass over ints the caller hands in; the CPU
+ * kernels check again for data that reaches the plan otherwise.) */
 static dg_status check_ids(const dg_plan *p, const dg_node *ids, const int32_t *host) {
     for (int i = ids->id + 1; i < dg_graph_size(p->g); i++) {
         const dg_node *e = dg_graph_node(p->g, i);
-        if (e->op != DG_OP_EMBEDDING || e->in[1] != ids) continue;
-        int64_t rows = e->in[0]->shape.d[0], n = dg_node_numel(ids);
+        bool table = e->op == DG_OP_EMBEDDING;
+        if ((!table && e->op != DG_OP_SOFTMAX_CE) || e->in[1] != ids) continue;
+        const dg_node *of = e->in[0];
+        int64_t bound = table ? of->shape.d[0] : of->shape.d[of->shape.ndim - 1], n = dg_node_numel(ids);
         for (int64_t j = 0; j < n; j++)
-            if (host[j] < 0 || host[j] >= rows)
-                return dg__fail(DG_ERR_INVALID,
-                                "dg_plan_set: id %ld at position %lld of '%s' is outside [0, %lld), the rows of "
-                                "embedding table '%s'", (long)host[j], (long long)j, ids->name, (long long)rows,
-                                e->in[0]->name);
+            if (host[j] < 0 || host[j] >= bound)
+                return dg__fail(DG_ERR_INVALID, "dg_plan_set: %s %ld at position %lld of '%s' is outside [0, %lld), "
+                                "the %s of %s '%s'", table ? "id" : "label", (long)host[j], (long long)j, ids->name,
+                                (long long)bound, table ? "rows" : "classes",
+                                table ? "embedding table" : "softmax_cross_entropy's logits", of->name);
     }
     return DG_OK;
 }

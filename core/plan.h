@@ -80,7 +80,9 @@ void      dg_plan_free(dg_plan *p);
 dg_status dg_plan_run(dg_plan *p);
 /* Copies host data into a leaf (bytes must equal the leaf's size; host must
  * not be NULL). Ids that feed an embedding are checked against its table's
- * rows first: one outside [0, V) is DG_ERR_INVALID, nothing copied. */
+ * rows first, labels that feed a softmax cross-entropy against its logits'
+ * classes: one outside [0, V) or [0, classes) is DG_ERR_INVALID, naming
+ * it, nothing copied. */
 dg_status dg_plan_set(dg_plan *p, const dg_node *n, const void *host, size_t bytes);
 /* Copies a tensor to the host. Leaves and outputs hold their values after a
  * run; other tensors may have been overwritten by later ones. */

@@ -216,8 +216,8 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
         dg__cpu_softmax(s); break;
     case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
         dg__cpu_softmax_backward(s); break;
-    case DG_OP_SOFTMAX_CE:          dg__cpu_softmax_ce(s); break;
-    case DG_OP_SOFTMAX_CE_BACKWARD: dg__cpu_softmax_ce_backward(s); break;
+    case DG_OP_SOFTMAX_CE:          return dg__cpu_softmax_ce(s);
+    case DG_OP_SOFTMAX_CE_BACKWARD: return dg__cpu_softmax_ce_backward(s);
     case DG_OPS_OPTIM:       dg__cpu_update(s); break;
     case DG_OPS_CONV:
         return cpu_conv(c, (dg_cpu_gemm)gemm, (dg_cpu_conv)conv, s);
@@ -229,8 +229,8 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_LAYER_NORM:             dg__cpu_layer_norm(s); break;
     case DG_OP_LAYER_NORM_BACKWARD:    dg__cpu_layer_norm_backward(s); break;
     case DG_OP_LAYER_NORM_BACKWARD_SCALE: dg__cpu_layer_norm_backward_scale(s); break;
-    case DG_OP_EMBEDDING:              dg__cpu_embedding(s); break;
-    case DG_OP_EMBEDDING_BACKWARD:     dg__cpu_embedding_backward(s); break;
+    case DG_OP_EMBEDDING:              return dg__cpu_embedding(s);
+    case DG_OP_EMBEDDING_BACKWARD:     return dg__cpu_embedding_backward(s);
     case DG_OP_ATTENTION:              dg__cpu_attention(s, ctx_of(be)->attn); break;
     case DG_OP_ATTENTION_BACKWARD:     dg__cpu_attention_backward(s, ctx_of(be)->attn); break;
     case DG_OP_LEAF:

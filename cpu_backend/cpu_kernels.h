@@ -28,8 +28,10 @@ void dg__cpu_permute(const dg_step *s);
 void dg__cpu_reduce(const dg_step *s);         /* sum, mean                     */
 void dg__cpu_softmax(const dg_step *s);        /* softmax, log_softmax          */
 void dg__cpu_softmax_backward(const dg_step *s);
-void dg__cpu_softmax_ce(const dg_step *s);
-void dg__cpu_softmax_ce_backward(const dg_step *s);
+/* softmax-CE and the embedding refuse a label or id outside its range
+ * (DG_ERR_INVALID, naming the first) before they read a row */
+dg_status dg__cpu_softmax_ce(const dg_step *s);
+dg_status dg__cpu_softmax_ce_backward(const dg_step *s);
 void dg__cpu_update(const dg_step *s);         /* sgd, momentum, adam           */
 
 /* convolutions: im2col in the step's scratch, then GEMMs, spread over the
@@ -116,8 +118,13 @@ void dg__cpu_batch_norm_running(const dg_step *s); /* in place, inout[0] and [1]
 void dg__cpu_layer_norm(const dg_step *s);     /* y and the stats side output   */
 void dg__cpu_layer_norm_backward(const dg_step *s);
 void dg__cpu_layer_norm_backward_scale(const dg_step *s);
-void dg__cpu_embedding(const dg_step *s);
-void dg__cpu_embedding_backward(const dg_step *s);
+dg_status dg__cpu_embedding(const dg_step *s);
+dg_status dg__cpu_embedding_backward(const dg_step *s);
+/* DG_OK when every v[i] (i < n) of int32 node `idx` lies in [0, bound),
+ * else DG_ERR_INVALID naming the first that does not, its position, and
+ * `range`: what the bound counts (node nd's step) */
+dg_status dg__cpu_check_index(const dg_node *nd, const dg_node *idx, const int32_t *v, int64_t n, int64_t bound,
+                              const char *range);
 /* fused attention by tiles (cpu_attention.c); work: the backend's
  * workspace of dg__cpu_attention_work_floats() per OpenMP thread */
 size_t dg__cpu_attention_work_floats(void);

@@ -3,8 +3,11 @@
  *
  * x and dx [N,C,H,W], y and dy [N,C,OH,OW] (core/layout.h, dg_conv_dims):
  * a KH x KW window moved by the stride over x padded by ph rows and pw
- * columns on each side. Padding taps are never read; the builder keeps the
- * padding at most half the window, so every window holds a tap of x. Every
+ * columns on each side. Padding taps are never read: window_of clamps each
+ * window to x, whatever the attributes say. The builder keeps the padding
+ * at most half the window, so every window holds a tap of x; one that held
+ * none (a node made otherwise) would give 0 and argmax -1, as on the GPU,
+ * which the backward skips. Every
  * loop runs in parallel over the N*C planes, so the backward ops scatter
  * into their plane of dx with no atomics, and sum in a fixed order.
  *
@@ -40,12 +43,12 @@ static void max_pool2d(const dg_step *s) {
         for (int64_t oy = 0; oy < d.oh; oy++)
             for (int64_t ox = 0; ox < d.ow; ox++) {
                 window wd = window_of(&d, oy, ox);
-                int64_t at = wd.y0 * d.w + wd.x0;
-                float best = xp[at];
+                int64_t at = -1;
+                float best = 0.0f;
                 for (int64_t iy = wd.y0; iy < wd.y1; iy++)
                     for (int64_t ix = wd.x0; ix < wd.x1; ix++) {
                         float v = xp[iy * d.w + ix];
-                        if (v > best || (isnan(v) && !isnan(best))) {
+                        if (at < 0 || v > best || (isnan(v) && !isnan(best))) {
                             best = v;
                             at = iy * d.w + ix;
                         }

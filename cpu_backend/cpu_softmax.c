@@ -11,6 +11,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/attrs.h"
 #include "cpu_kernels.h"
@@ -106,16 +107,28 @@ void dg__cpu_softmax_backward(const dg_step *s) {
     }
 }
 
-/* loss = mean_r (logsumexp(x_r) - x_r[label_r]); a label outside [0, c)
- * makes the loss NaN rather than reading out of bounds. Side output:
+/* Labels name a column of their row: one outside [0, c) is refused before
+ * any row is read (one pass over the rows' ints beside their c
+ * exponentials each). dg_plan_set refuses it earlier; labels can also
+ * reach the plan's memory by a gather or through dg_plan_data. */
+static dg_status check_labels(const dg_node *nd, const dg_node *logits, const dg_node *labels, const int32_t *label) {
+    char range[160];
+    snprintf(range, sizeof range, "the classes of logits '%s'", logits->name);
+    int64_t c = row_len(logits);
+    return dg__cpu_check_index(nd, labels, label, dg_node_numel(logits) / c, c, range);
+}
+
+/* loss = mean_r (logsumexp(x_r) - x_r[label_r]). Side output:
  * lse[r] = logsumexp(x_r), which the backward reads instead of
  * recomputing it. */
-void dg__cpu_softmax_ce(const dg_step *s) {
+dg_status dg__cpu_softmax_ce(const dg_step *s) {
     const dg_node *nd = s->node, *logits = nd->in[0];
     const float *x = s->in[0];
     const int32_t *label = s->in[1];
     float *lse = s->side[0];
     int64_t c = row_len(logits), rows = dg_node_numel(logits) / c;
+    dg_status st = check_labels(nd, logits, nd->in[1], label);
+    if (st != DG_OK) return st;
     /* per-thread partial sums over a static partition, added in thread
      * order: the same loss on every run (an OpenMP reduction clause may
      * combine partials in any order) */
@@ -127,27 +140,29 @@ void dg__cpu_softmax_ce(const dg_step *s) {
         double acc = 0.0;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
-            int32_t l = label[r];
             double lr = logsumexp(vm, x + r * c, c, 1.0f);
             lse[r] = (float)lr;
-            acc += (l >= 0 && l < c) ? lr - x[r * c + l] : NAN;
+            acc += lr - x[r * c + label[r]];
         }
         part[omp_get_thread_num()] = acc;
     }
     double total = 0.0;
     for (int t = 0; t < nt; t++) total += part[t];
     *(float *)s->out = (float)(total / (double)rows);
+    return DG_OK;
 }
 
 /* dx = (softmax(x) - onehot(label)) * dloss / rows, softmax(x) = exp(x - lse)
  * with the forward's saved row log-sum-exp */
-void dg__cpu_softmax_ce_backward(const dg_step *s) {
+dg_status dg__cpu_softmax_ce_backward(const dg_step *s) {
     const dg_node *nd = s->node;
     const float *dloss = s->in[0], *x = s->in[1];
     const int32_t *label = s->in[2];
     const float *lse = s->in[3];
     float *dx = s->out;
     int64_t c = row_len(nd), rows = dg_node_numel(nd) / c;
+    dg_status st = check_labels(nd, nd->in[1], nd->in[2], label);
+    if (st != DG_OK) return st;
     double g = (double)dloss[0] / (double)rows;
     const dg_vmath *vm = dg__vmath();
 #pragma omp parallel for schedule(static)
@@ -155,9 +170,8 @@ void dg__cpu_softmax_ce_backward(const dg_step *s) {
         const float *xr = x + r * c;
         float *dxr = dx + r * c;
         float gf = (float)g;
-        int32_t l = label[r];
         vm->exp_scaled(dxr, xr, c, 1.0f, lse[r], gf);
-        if (l >= 0 && l < c) dxr[l] -= gf;
-        if (l < 0 || l >= c) dxr[0] = NAN;
+        dxr[label[r]] -= gf;
     }
+    return DG_OK;
 }

@@ -144,6 +144,32 @@ static __device__ __forceinline__ long long window_at(long long i, long long k, 
     return t < out ? t : -1;
 }
 
+/* A range of taps [k0, k1) of a window of kk taps. */
+struct tap_range { long long k0, k1; };
+
+/* The taps of a window whose tap 0 lies on input position `start` (taps
+ * `dilation` apart) that land inside the input [0, extent): a forward loops
+ * over these alone, so it reads nothing outside the input and takes no
+ * time over padding, whatever the attributes say (a pool's kernel may be
+ * 2^31 - 1 taps long over a few rows of input). */
+static __device__ __forceinline__ tap_range taps_inside(long long start, long long dilation, long long kk,
+                                                        long long extent) {
+    long long k0 = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+    long long k1 = extent <= start ? 0 : (extent - start + dilation - 1) / dilation;
+    return {k0, k1 < kk ? k1 : kk};
+}
+
+/* The taps k of a window of kk taps for which some output position in
+ * [0, out) has input position i under tap k (window_at's t = i + pad -
+ * k*dilation in [0, (out - 1)*stride]): a backward loops over these alone.
+ * i + pad >= 0 always (pad >= 0). */
+static __device__ __forceinline__ tap_range taps_reaching(long long i, long long stride, long long pad,
+                                                          long long dilation, long long kk, long long out) {
+    long long far = i + pad - (out - 1) * stride; /* k*dilation >= far */
+    long long k0 = far <= 0 ? 0 : (far + dilation - 1) / dilation, k1 = (i + pad) / dilation + 1;
+    return {k0, k1 < kk ? k1 : kk};
+}
+
 /* gpu_transfer.cu: host <-> device copies and pinned host memory */
 dg_status dg__gpu_staging_init(gpu_ctx *c);
 void      dg__gpu_staging_free(gpu_ctx *c);

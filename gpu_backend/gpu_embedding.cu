@@ -6,6 +6,10 @@
  *     of dy's rows at the positions whose id is v, added in increasing
  *     position in float, as the CPU adds them (the same bits); zeros for a
  *     row no id names; ids outside [0, V) add nothing
+ * dg_plan_set refuses ids outside [0, V) on the host, naming the first
+ * (gpu_softmax.cu says why there and not by a device flag); the kernels
+ * still never read or write outside the table for one that arrives
+ * otherwise.
  * Rows of D % 4 == 0 at 16-byte aligned addresses move as float4.
  *
  * The backward gathers instead of scattering (no float atomics). Where its

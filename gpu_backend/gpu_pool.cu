@@ -14,8 +14,12 @@
 
 #define BLOCK 256
 
+/* Every kernel loops over the taps inside x alone (taps_inside,
+ * taps_reaching), clamped whatever the node's attributes say. */
+
 /* The maximum of the window's taps inside x (the pools' padding is at most
- * half the window, so every window has one). Ties keep the first tap in
+ * half the window, so every window has one; one without gives 0 and
+ * argmax -1, which the backward skips). Ties keep the first tap in
  * (ki, kj) order; a NaN replaces any number, so the first NaN wins. */
 __global__ void k_max_pool(const float *__restrict__ x, float *__restrict__ y, int *__restrict__ argmax,
                            dg_conv_dims d) {
@@ -24,12 +28,12 @@ __global__ void k_max_pool(const float *__restrict__ x, float *__restrict__ y, i
         const float *xp = x + plane * d.h * d.w;
         float best = 0.0f;
         long long at = -1;
-        for (long long ki = 0; ki < d.kh; ki++) {
-            long long iy = oy * d.sh - d.ph + ki * d.dh;
-            if (iy < 0 || iy >= d.h) continue;
-            for (long long kj = 0; kj < d.kw; kj++) {
-                long long ix = ox * d.sw - d.pw + kj * d.dw;
-                if (ix < 0 || ix >= d.w) continue;
+        long long y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
+        tap_range ry = taps_inside(y0, d.dh, d.kh, d.h), rx = taps_inside(x0, d.dw, d.kw, d.w);
+        for (long long ki = ry.k0; ki < ry.k1; ki++) {
+            long long iy = y0 + ki * d.dh;
+            for (long long kj = rx.k0; kj < rx.k1; kj++) {
+                long long ix = x0 + kj * d.dw;
                 float v = xp[iy * d.w + ix];
                 if (at < 0 || v > best || (isnan(v) && !isnan(best))) {
                     best = v;
@@ -49,10 +53,12 @@ __global__ void k_max_pool_backward(const float *__restrict__ dy, const int *__r
         long long ix = i % d.w, iy = i / d.w % d.h, plane = i / (d.h * d.w);
         long long p = iy * d.w + ix, base = plane * d.cols;
         float acc = 0.0f;
-        for (long long ki = 0; ki < d.kh; ki++) {
+        tap_range ry = taps_reaching(iy, d.sh, d.ph, d.dh, d.kh, d.oh);
+        tap_range rx = taps_reaching(ix, d.sw, d.pw, d.dw, d.kw, d.ow);
+        for (long long ki = ry.k0; ki < ry.k1; ki++) {
             long long oy = window_at(iy, ki, d.sh, d.ph, d.dh, d.oh);
             if (oy < 0) continue;
-            for (long long kj = 0; kj < d.kw; kj++) {
+            for (long long kj = rx.k0; kj < rx.k1; kj++) {
                 long long ox = window_at(ix, kj, d.sw, d.pw, d.dw, d.ow);
                 long long o = base + oy * d.ow + ox;
                 if (ox >= 0 && argmax[o] == p) acc += dy[o];
@@ -68,14 +74,10 @@ __global__ void k_avg_pool(const float *__restrict__ x, float *__restrict__ y, d
         long long ox = i % d.ow, oy = i / d.ow % d.oh, plane = i / d.cols;
         const float *xp = x + plane * d.h * d.w;
         float acc = 0.0f;
-        for (long long ki = 0; ki < d.kh; ki++) {
-            long long iy = oy * d.sh - d.ph + ki * d.dh;
-            if (iy < 0 || iy >= d.h) continue;
-            for (long long kj = 0; kj < d.kw; kj++) {
-                long long ix = ox * d.sw - d.pw + kj * d.dw;
-                if (ix >= 0 && ix < d.w) acc += xp[iy * d.w + ix];
-            }
-        }
+        long long y0 = oy * d.sh - d.ph, x0 = ox * d.sw - d.pw;
+        tap_range ry = taps_inside(y0, d.dh, d.kh, d.h), rx = taps_inside(x0, d.dw, d.kw, d.w);
+        for (long long ki = ry.k0; ki < ry.k1; ki++)
+            for (long long kj = rx.k0; kj < rx.k1; kj++) acc += xp[(y0 + ki * d.dh) * d.w + x0 + kj * d.dw];
         y[i] = acc / taps;
     }
 }
@@ -86,10 +88,12 @@ __global__ void k_avg_pool_backward(const float *__restrict__ dy, float *__restr
     GRID_STRIDE(i, d.n * d.c * d.h * d.w) {
         long long ix = i % d.w, iy = i / d.w % d.h, base = i / (d.h * d.w) * d.cols;
         float acc = 0.0f;
-        for (long long ki = 0; ki < d.kh; ki++) {
+        tap_range ry = taps_reaching(iy, d.sh, d.ph, d.dh, d.kh, d.oh);
+        tap_range rx = taps_reaching(ix, d.sw, d.pw, d.dw, d.kw, d.ow);
+        for (long long ki = ry.k0; ki < ry.k1; ki++) {
             long long oy = window_at(iy, ki, d.sh, d.ph, d.dh, d.oh);
             if (oy < 0) continue;
-            for (long long kj = 0; kj < d.kw; kj++) {
+            for (long long kj = rx.k0; kj < rx.k1; kj++) {
                 long long ox = window_at(ix, kj, d.sw, d.pw, d.dw, d.ow);
                 if (ox >= 0) acc += dy[base + oy * d.ow + ox] / taps;
             }

@@ -22,7 +22,15 @@
  * buffer, then one block sums them in a fixed order: deterministic without
  * atomics, and every row's work spread over the whole GPU. It also saves
  * each row's log-sum-exp (its side output), so its backward reads it
- * instead of reducing the row again. */
+ * instead of reducing the row again.
+ *
+ * Labels outside [0, c) are refused before they reach these kernels, by
+ * dg_plan_set on the host (core/plan.c), which names the first: a flag
+ * raised here would need a read back, a synchronisation, after every run
+ * (and every replay of a captured graph), where the host check is one pass
+ * over ints the caller hands in. Should one arrive otherwise (a gather on
+ * the device), the kernels still read only inside the row and make the
+ * loss NaN. */
 #include "gpu_common.cuh"
 
 #define WARPS_PER_BLOCK 8

@@ -29,5 +29,8 @@ install_missing $pkgs
 # for the default clang N (14 on Debian 12), which clang only recommends
 clang_major=$(clang --version | sed -n 's/.*clang version \([0-9][0-9]*\).*/\1/p' | head -1)
 install_missing "libclang-rt-$clang_major-dev"
+# LLVM's OpenMP runtime and its Archer tool: the ThreadSanitizer step of
+# scripts/test.sh (GCC's libgomp is not instrumented)
+install_missing "libomp-$clang_major-dev"
 command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] ||
     echo "note: no CUDA toolkit found: building the CPU backend only" >&2

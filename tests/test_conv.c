@@ -71,6 +71,14 @@ Test(conv_builders, conv2d_refusals) {
     REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 6, 6), W(2, 3, 3, 3), NULL, CONV(.dilation = {3, 3})), "conv2d",
             "kernel 3x3 (dilated 7x7)", "padded input 6x6");
     ACCEPTS(dg_conv2d(g, X(1, 3, 6, 6), W(2, 3, 3, 3), NULL, CONV(.pad = {1, 1}, .dilation = {3, 3})));
+    /* the span and the padded input in 64 bits: INT_MAX * 2 + 1 taps apart
+     * wraps an int to -1 ("dilated -1x-1", and a sanitizer abort), and
+     * 4 + 2 * 2^30 to a negative height */
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 1, 4, 4), W(1, 1, 3, 3), NULL, CONV(.dilation = {INT32_MAX, INT32_MAX})),
+            "conv2d", "kernel 3x3 (dilated 4294967295x4294967295)", "padded input 4x4");
+    REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 1, 4, 4), W(1, 1, 3, 3), NULL,
+                                    CONV(.pad = {1 << 30, 0}, .dilation = {INT32_MAX, 1})),
+            "conv2d", "dilated 4294967295x3", "padded input 2147483652x4", "padding 1073741824x0");
     REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 7, 7), W(4, 3, 3, 3), NULL, CONV(.stride = {-1, 1})), "conv2d",
             "stride -1x1", "input [1,3,7,7]", ">= 1");
     REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 3, 7, 7), W(4, 3, 3, 3), NULL, CONV(.pad = {0, -1})), "conv2d",
@@ -117,6 +125,14 @@ Test(conv_builders, pool_refusals) {
     REFUSES(DG_ERR_SHAPE, dg_avg_pool2d(g, X(1, 3, 6, 6), POOL(.kernel = {2, 3}, .pad = {1, 2})), "avg_pool2d",
             "padding 1x2", "half the window 2x3");
     ACCEPTS(dg_max_pool2d(g, X(1, 3, 6, 6), POOL(.kernel = {2, 2}, .pad = {1, 1})));
+    /* 2 * 2^30 overflows an int (to INT_MIN, which passed the check): the
+     * windows of this pool past the first lie wholly in the padding */
+    REFUSES(DG_ERR_SHAPE,
+            dg_max_pool2d(g, X(1, 1, 4, 4), POOL(.kernel = {3, 3}, .stride = {INT32_MAX, 1}, .pad = {1 << 30, 0})),
+            "max_pool2d", "padding 1073741824x0", "more than half the window 3x3");
+    REFUSES(DG_ERR_SHAPE,
+            dg_avg_pool2d(g, X(1, 1, 4, 4), POOL(.kernel = {3, 3}, .stride = {1, INT32_MAX}, .pad = {0, INT32_MAX})),
+            "avg_pool2d", "padding 0x2147483647", "more than half the window 3x3");
     REFUSES(DG_ERR_SHAPE, dg_global_avg_pool2d(g, X(2, 3, 4)), "global_avg_pool2d", "input [2,3,4]", "4 axes");
 }
 
@@ -633,6 +649,46 @@ Test(conv_cpu, side_outputs_match_the_reference) {
     dg_plan_free(p);
     dg_backend_free(be);
     ref_done(g, v);
+}
+
+/* The pool kernels clamp every window to x whatever the node's attributes
+ * say: a pool built with sound attributes and then given the ones of a
+ * window wholly in the padding (kernel 3x3, stride INT_MAX x 1, padding
+ * 2^30 x 0 on x [1,1,4,4], which the builder refuses) reads no element
+ * outside x: its windows hold no tap, so y is 0 and argmax -1, and the
+ * backward adds nothing. The CPU max pool read x at its window's first
+ * corner, 2^30 rows past the plane (SIGSEGV). */
+Test(conv_cpu, pools_stay_inside_x_whatever_the_attributes) {
+    for (int max = 0; max < 2; max++) {
+        /* sound: kernel 3x3, stride 2x1, padding 1x0 -> y [1,1,2,2] */
+        pool_case c = pool_case_new(max, S(1, 1, 4, 4), POOL(.kernel = {3, 3}, .stride = {2, 1}, .pad = {1, 0}));
+        dg_node *outs[2] = {c.y, c.dx};
+        dg_backend *be;
+        ASSERT_OK(dg_cpu_backend_new(&be, 2));
+        dg_plan *p;
+        ASSERT_OK(dg_plan_new(&p, c.g, be, outs, 2, NULL));
+        float x[16], dy[4] = {1, 2, 3, 4}, y[4], dx[16];
+        for (int i = 0; i < 16; i++) x[i] = (float)i + 1.0f;
+        ASSERT_OK(dg_plan_set(p, c.x, x, sizeof x));
+        ASSERT_OK(dg_plan_set(p, c.dy, dy, sizeof dy));
+        dg_attr_conv hostile = {{3, 3}, {INT32_MAX, 1}, {1 << 30, 0}, {1, 1}, 1};
+        dg__attr_conv_set(c.y, hostile);
+        dg__attr_conv_set(c.dx, hostile);
+        ASSERT_OK(dg_plan_run(p));
+        ASSERT_OK(dg_plan_get(p, c.y, y, sizeof y));
+        ASSERT_OK(dg_plan_get(p, c.dx, dx, sizeof dx));
+        for (int i = 0; i < 4; i++) cr_assert_eq(y[i], 0.0f, "%s: y[%d] = %g, want 0", dg_op_name(c.y->op), i, y[i]);
+        for (int i = 0; i < 16; i++)
+            cr_assert_eq(dx[i], 0.0f, "%s: dx[%d] = %g, want 0", dg_op_name(c.y->op), i, dx[i]);
+        if (max) {
+            int32_t argmax[4];
+            ASSERT_OK(dg_plan_get(p, c.y->side[0], argmax, sizeof argmax));
+            for (int i = 0; i < 4; i++) cr_assert_eq(argmax[i], -1, "argmax[%d] = %d, want -1", i, argmax[i]);
+        }
+        dg_plan_free(p);
+        dg_backend_free(be);
+        dg_graph_free(c.g);
+    }
 }
 
 /* How the CPU backend of a case runs: its threads (0: OpenMP's default),

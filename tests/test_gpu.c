@@ -191,6 +191,129 @@ Test(gpu, softmax_row_widths) {
     dg_backend_free(gpu);
 }
 
+/* Pools whose windows are 2^31 - 1 taps tall over 4 rows of x (padding
+ * 2^30 - 1, at most half the window, so the builder accepts them): the GPU
+ * kernels loop over the taps inside x alone, as the CPU's do, and agree
+ * with them. Looping over every tap and skipping the padding took seconds
+ * a window in the forward and longer in the backward (the timeout). */
+Test(gpu, pools_loop_over_the_taps_inside_x_alone, .timeout = 20) {
+    dg_backend *gpu = gpu_open_or_skip(NULL), *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 0));
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_param(g, "x", DG_SHAPE(1, 2, 4, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 11});
+    dg_pool2d_opts o = {.kernel = {INT32_MAX, 3}, .stride = {1, 1}, .pad = {(1 << 30) - 1, 1}};
+    dg_node *mx = dg_max_pool2d(g, x, o), *av = dg_avg_pool2d(g, x, o), *dx;
+    ASSERT_OK(dg_graph_status(g));
+    cr_assert_eq(mx->shape.d[2], 4, "oh %lld", (long long)mx->shape.d[2]);
+    dg_node *loss = dg_add(g, dg_sum(g, mx, DG_ALL_AXES, false), dg_sum(g, av, DG_ALL_AXES, false));
+    ASSERT_OK(dg_grad(g, loss, &x, 1, &dx));
+    dg_node *outs[4] = {mx, mx->side[0], av, dx};
+    float y[2][4][40];
+    int32_t arg[2][40];
+    dg_backend *be[2] = {gpu, cpu};
+    for (int b = 0; b < 2; b++) {
+        dg_plan *p;
+        ASSERT_OK(dg_plan_new(&p, g, be[b], outs, 4, NULL));
+        ASSERT_OK(dg_plan_run(p));
+        ASSERT_OK(dg_plan_get(p, mx, y[b][0], sizeof y[b][0]));
+        ASSERT_OK(dg_plan_get(p, mx->side[0], arg[b], sizeof arg[b]));
+        ASSERT_OK(dg_plan_get(p, av, y[b][1], sizeof y[b][1]));
+        ASSERT_OK(dg_plan_get(p, dx, y[b][2], sizeof y[b][2]));
+        dg_plan_free(p);
+    }
+    for (int i = 0; i < 40; i++) {
+        cr_assert_eq(y[0][0][i], y[1][0][i], "max_pool2d y[%d]: gpu %g, cpu %g", i, y[0][0][i], y[1][0][i]);
+        cr_assert_eq(arg[0][i], arg[1][i], "argmax[%d]: gpu %d, cpu %d", i, arg[0][i], arg[1][i]);
+    }
+    ASSERT_NMSE(cmp_f32_f32(y[0][1], y[1][1], 40), "avg_pool2d", "2^31 - 1 taps", 11);
+    ASSERT_NMSE(cmp_f32_f32(y[0][2], y[1][2], 40), "dx", "2^31 - 1 taps", 11);
+    dg_graph_free(g);
+    dg_backend_free(cpu);
+    dg_backend_free(gpu);
+}
+
+/* Every softmax-like op with logits in [-mag, mag] (the table draws
+ * [-2, 2]) at 100 and 1000, where exp of a logit overflows float: a row
+ * reduced without its max subtracted (or with 0 for the max) gives inf or
+ * NaN. Widths that take the register kernels (4, 128, 1024) and the
+ * two-pass ones (1026, 2048). GPU against the float64 reference, with a
+ * tolerance that grows with the logits (float rounds x - max to |x| *
+ * 2^-24, and __expf adds its own error of the same order), and against the
+ * CPU. */
+Test(gpu, softmax_family_at_large_logits) {
+    dg_backend *gpu = gpu_open_or_skip(NULL), *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 0));
+    const char *names[] = {"softmax", "softmax_scaled", "softmax_causal", "log_softmax", "softmax_ce"};
+    const int widths[] = {4, 128, 1024, 1026, 2048};
+    const float mags[] = {100.0f, 1000.0f};
+    const int rows = 9;
+    uint64_t seed = test_seed();
+    for (size_t ni = 0; ni < sizeof names / sizeof *names; ni++) {
+        const op_case *c = NULL;
+        for (int i = 0; i < dg_n_op_cases && !c; i++)
+            if (!strcmp(dg_op_cases[i].name, names[ni])) c = &dg_op_cases[i];
+        cr_assert(c, "no op case named %s", names[ni]);
+        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+            for (size_t mi = 0; mi < sizeof mags / sizeof *mags; mi++) {
+                dg_shape shape[OP_CASE_MAX_IN] = {DG_SHAPE(rows, widths[wi]), DG_SHAPE(rows)};
+                char name[80];
+                snprintf(name, sizeof name, "%s [%d, %d] at +-%g", names[ni], rows, widths[wi], (double)mags[mi]);
+                case_graph cg;
+                ASSERT_OK(case_graph_new_at(&cg, c, shape, seed));
+                for (int64_t j = 0; j < dg_node_numel(cg.in[0]); j++) cg.in_val[0][j] *= mags[mi] / 2.0f;
+                case_result rg, rc;
+                case_ref ref;
+                ASSERT_OK(case_run(&cg, gpu, &rg));
+                ASSERT_OK(case_run(&cg, cpu, &rc));
+                ASSERT_OK(case_ref_run(&cg, &ref));
+                double tol = c->tol * mags[mi];
+                ASSERT_CLOSE(cmp_f32(rg.out, ref.out, rg.n_out), tol, "gpu forward vs float64", name, seed);
+                ASSERT_CLOSE(cmp_f32(rg.grad[0], ref.grad[0], rg.n_grad[0]), tol, "gpu grad vs float64", name, seed);
+                ASSERT_CLOSE(cmp_f32(rc.out, ref.out, rc.n_out), tol, "cpu forward vs float64", name, seed);
+                case_result_free(&rg);
+                case_result_free(&rc);
+                case_ref_free(&ref);
+                case_graph_free(&cg);
+            }
+    }
+    dg_backend_free(cpu);
+    dg_backend_free(gpu);
+}
+
+/* Labels outside [0, classes) and embedding ids outside [0, V) are
+ * refused by dg_plan_set on the GPU backend too (no device flag: the GPU
+ * kernels would turn the loss NaN without a status), naming the first,
+ * and nothing is copied. */
+Test(gpu, labels_and_ids_outside_their_range_are_refused) {
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    dg_graph *g = dg_graph_new();
+    dg_node *logits = dg_param(g, "logits", DG_SHAPE(4, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 7});
+    dg_node *labels = dg_input_i32(g, "labels", DG_SHAPE(4));
+    dg_node *table = dg_param(g, "table", DG_SHAPE(6, 3), (dg_init){DG_INIT_UNIFORM, -1, 1, 8});
+    dg_node *ids = dg_input_i32(g, "ids", DG_SHAPE(3));
+    dg_node *outs[2] = {dg_softmax_cross_entropy(g, logits, labels), dg_embedding(g, table, ids)};
+    ASSERT_OK(dg_graph_status(g));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, gpu, outs, 2, NULL));
+    const int32_t good[4] = {0, 4, 2, 2}, bad[4] = {0, 1, 5, 2}, good_ids[3] = {5, 0, 1}, bad_ids[3] = {5, 6, -1};
+    ASSERT_OK(dg_plan_set(p, labels, good, sizeof good));
+    ASSERT_OK(dg_plan_set(p, ids, good_ids, sizeof good_ids));
+    cr_assert_eq(dg_plan_set(p, labels, bad, sizeof bad), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "label 5 at position 2 of 'labels' is outside [0, 5)"), "%s", dg_last_error());
+    cr_assert_eq(dg_plan_set(p, ids, bad_ids, sizeof bad_ids), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "id 6 at position 1 of 'ids' is outside [0, 6)"), "%s", dg_last_error());
+    int32_t back[4];
+    ASSERT_OK(dg_plan_get(p, labels, back, sizeof back));
+    cr_assert(!memcmp(back, good, sizeof good), "a refused set changed the labels");
+    ASSERT_OK(dg_plan_run(p));
+    float loss;
+    ASSERT_OK(dg_plan_get(p, outs[0], &loss, sizeof loss));
+    cr_assert(isfinite(loss), "loss %g", (double)loss);
+    dg_plan_free(p);
+    dg_graph_free(g);
+    dg_backend_free(gpu);
+}
+
 /* the backend's matmul on its own kernels: every matmul row of the op table,
  * forward and gradients, against the float64 reference */
 Test(gpu, backend_matmul_with_own_kernels) {

@@ -3,6 +3,8 @@
  * against central finite differences. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <math.h>
+#include <string.h>
 
 #include "core/cost.h"
 #include "cpu_backend/cpu_backend.h"
@@ -160,4 +162,157 @@ Test(ops, table_covers_every_forward_op) {
         cr_expect_gt(rows, 0, "forward op %s has no row in the op table", info->name);
     }
     cr_assert_geq(n_forward, 25, "only %d forward ops", n_forward);
+}
+
+/* ---- logits far from 0 ---- */
+
+/* The softmax-like rows of the op table: softmax (plain, scaled, causal),
+ * log_softmax, softmax cross-entropy (2-D and 3-D logits). */
+static const char *const softmax_like[] = {"softmax", "softmax_scaled", "softmax_causal", "log_softmax",
+                                           "softmax_ce", "softmax_ce_3d"};
+
+static const op_case *op_case_named(const char *name) {
+    for (int i = 0; i < dg_n_op_cases; i++)
+        if (!strcmp(dg_op_cases[i].name, name)) return &dg_op_cases[i];
+    cr_assert_fail("no op case named %s", name);
+    return NULL;
+}
+
+/* Every softmax-like op with its logits drawn in [-mag, mag] (the table
+ * draws [-2, 2]), forward and gradient, on the CPU against the float64
+ * reference. At 100 and 1000, exp of a logit overflows float (exp(89) is
+ * past FLT_MAX): a row reduced without its max subtracted first (or with
+ * the max taken as 0) gives inf or NaN. The tolerance grows with the
+ * logits: float rounds x - max to |x| * 2^-24, which moves exp(x - max)
+ * by as much relatively (softmax's condition number is about |x|). */
+Test(ops, softmax_family_at_large_logits) {
+    const float mags[] = {100.0f, 1000.0f};
+    uint64_t seed = test_seed();
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    for (size_t ni = 0; ni < sizeof softmax_like / sizeof *softmax_like; ni++)
+        for (size_t mi = 0; mi < sizeof mags / sizeof *mags; mi++) {
+            const op_case *c = op_case_named(softmax_like[ni]);
+            case_graph cg;
+            ASSERT_OK(case_graph_new(&cg, c, seed));
+            for (int64_t j = 0; j < dg_node_numel(cg.in[0]); j++) cg.in_val[0][j] *= mags[mi] / 2.0f;
+            char name[64];
+            snprintf(name, sizeof name, "%s at +-%g", c->name, (double)mags[mi]);
+            case_result r;
+            case_ref ref;
+            ASSERT_OK(case_run(&cg, be, &r));
+            ASSERT_OK(case_ref_run(&cg, &ref));
+            double tol = c->tol * mags[mi] / 2.0;
+            ASSERT_CLOSE(cmp_f32(r.out, ref.out, r.n_out), tol, "forward", name, seed);
+            ASSERT_CLOSE(cmp_f32(r.grad[0], ref.grad[0], r.n_grad[0]), tol, "gradient", name, seed);
+            case_result_free(&r);
+            case_ref_free(&ref);
+            case_graph_free(&cg);
+        }
+    dg_backend_free(be);
+}
+
+/* ---- labels and ids outside their range ---- */
+
+static void assert_error_has(const char *needle) {
+    cr_assert(strstr(dg_last_error(), needle), "the message lacks \"%s\": %s", needle, dg_last_error());
+}
+
+/* logits [4,5] -> loss, and the logits' gradient */
+typedef struct ce_case { dg_graph *g; dg_node *logits, *labels, *loss, *dlogits; dg_backend *be; dg_plan *p; } ce_case;
+
+static ce_case ce_case_new(void) {
+    ce_case c = {.g = dg_graph_new()};
+    c.logits = dg_param(c.g, "logits", DG_SHAPE(4, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 7});
+    c.labels = dg_input_i32(c.g, "labels", DG_SHAPE(4));
+    c.loss = dg_softmax_cross_entropy(c.g, c.logits, c.labels);
+    ASSERT_OK(dg_grad(c.g, c.loss, &c.logits, 1, &c.dlogits));
+    ASSERT_OK(dg_cpu_backend_new(&c.be, 2));
+    dg_node *outs[2] = {c.loss, c.dlogits};
+    ASSERT_OK(dg_plan_new(&c.p, c.g, c.be, outs, 2, NULL));
+    return c;
+}
+
+static void ce_case_free(ce_case *c) {
+    dg_plan_free(c->p);
+    dg_backend_free(c->be);
+    dg_graph_free(c->g);
+}
+
+/* A label outside [0, classes) gave a NaN loss with status OK. dg_plan_set
+ * refuses it, naming the first, and copies nothing. */
+Test(labels, outside_the_classes_are_refused_by_dg_plan_set) {
+    ce_case c = ce_case_new();
+    int32_t good[4] = {0, 4, 2, 2}, high[4] = {0, 1, 5, 7}, low[4] = {1, -1, 0, 9};
+    ASSERT_OK(dg_plan_set(c.p, c.labels, good, sizeof good));
+    cr_assert_eq(dg_plan_set(c.p, c.labels, high, sizeof high), DG_ERR_INVALID);
+    assert_error_has("label 5 at position 2 of 'labels' is outside [0, 5)");
+    assert_error_has("'logits'");
+    cr_assert_eq(dg_plan_set(c.p, c.labels, low, sizeof low), DG_ERR_INVALID);
+    assert_error_has("label -1 at position 1");
+    int32_t back[4];
+    ASSERT_OK(dg_plan_get(c.p, c.labels, back, sizeof back));
+    cr_assert(memcmp(back, good, sizeof good) == 0, "a refused set left the labels changed");
+    ASSERT_OK(dg_plan_run(c.p));
+    float loss;
+    ASSERT_OK(dg_plan_get(c.p, c.loss, &loss, sizeof loss));
+    cr_assert(isfinite(loss), "loss %g", (double)loss);
+    ce_case_free(&c);
+}
+
+/* Labels that reach the plan's memory without dg_plan_set (a gather, a
+ * write through dg_plan_data): the CPU kernels refuse them, forward and
+ * backward, with the first bad value. */
+Test(labels, outside_the_classes_are_refused_by_the_cpu_kernels) {
+    ce_case c = ce_case_new();
+    int32_t *dev = dg_plan_data(c.p, c.labels); /* host memory on the CPU */
+    cr_assert_not_null(dev, "%s", dg_last_error());
+    const int32_t bad[4] = {3, 0, 6, -2};
+    memcpy(dev, bad, sizeof bad);
+    cr_assert_eq(dg_plan_run(c.p), DG_ERR_INVALID, "a run with label 6 of 5 classes: %s", dg_last_error());
+    assert_error_has("(softmax_cross_entropy): 6 at position 2 of 'labels' is outside [0, 5)");
+    int n;
+    const dg_step *steps = dg_plan_steps(c.p, &n);
+    int backward = 0;
+    for (int i = 0; i < n; i++) {
+        if (steps[i].node->op != DG_OP_SOFTMAX_CE_BACKWARD) continue;
+        cr_assert_eq(dg_backend_compute(c.be, &steps[i]), DG_ERR_INVALID, "the backward took label 6");
+        assert_error_has("(softmax_cross_entropy_backward): 6 at position 2 of 'labels'");
+        backward++;
+    }
+    cr_assert_eq(backward, 1);
+    ce_case_free(&c);
+}
+
+/* The same for embedding ids, forward and backward: a row outside the
+ * table was a row of zeros, silently. */
+Test(labels, ids_outside_the_table_are_refused_by_the_cpu_kernels) {
+    dg_graph *g = dg_graph_new();
+    dg_node *table = dg_param(g, "table", DG_SHAPE(5, 3), (dg_init){DG_INIT_UNIFORM, -1, 1, 3});
+    dg_node *ids = dg_input_i32(g, "ids", DG_SHAPE(2, 3));
+    dg_node *e = dg_embedding(g, table, ids), *dtable;
+    ASSERT_OK(dg_grad(g, dg_sum(g, e, DG_ALL_AXES, false), &table, 1, &dtable));
+    cr_assert_eq(dtable->op, DG_OP_EMBEDDING_BACKWARD);
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 2));
+    dg_plan *p;
+    dg_node *outs[2] = {e, dtable};
+    ASSERT_OK(dg_plan_new(&p, g, be, outs, 2, NULL));
+    int32_t *dev = dg_plan_data(p, ids);
+    const int32_t bad[6] = {0, 4, 1, 5, 2, -1};
+    memcpy(dev, bad, sizeof bad);
+    int n;
+    const dg_step *steps = dg_plan_steps(p, &n);
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        dg_op op = steps[i].node->op;
+        if (op != DG_OP_EMBEDDING && op != DG_OP_EMBEDDING_BACKWARD) continue;
+        cr_assert_eq(dg_backend_compute(be, &steps[i]), DG_ERR_INVALID, "%s took id 5 of 5 rows", dg_op_name(op));
+        assert_error_has("5 at position 3 of 'ids' is outside [0, 5)");
+        checked++;
+    }
+    cr_assert_eq(checked, 2);
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
 }
