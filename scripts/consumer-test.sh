@@ -15,6 +15,8 @@
 #     duograd's sources as a subproject (add_subdirectory, whose defaults
 #     leave out tests, bench and install rules), and each build runs: its
 #     MLP's loss falls, and the library's version is its headers';
+#   - the headers serve a C++11 program too (docs/examples/consumer/cxx.cpp,
+#     -pedantic -Werror), which runs;
 #   - a copy of duograd inside another git repository records no commit of
 #     that repository (scripts/build_info.cmake);
 #   - cpack -G DEB packs the same files under /usr;
@@ -88,6 +90,15 @@ libdir=$(pkg-config --variable=libdir duograd)
 cc -o "$tmp/consumer-pc" "$example/main.c" $(pkg-config --cflags --libs duograd) -Wl,-rpath,"$libdir" ||
     fail "the pkg-config build failed"
 run "pkg-config $(pkg-config --modversion duograd), cuda=$(pkg-config --variable=cuda duograd)" "$tmp/consumer-pc"
+
+# C++: the same headers from a C++11 program, -pedantic -Werror (DG_SHAPE's
+# C++ form, the inline functions); it runs a ReLU and its backward
+cxx=${CXX:-c++}
+command -v "$cxx" >/dev/null 2>&1 || fail "no C++ compiler $cxx (apt-get install g++)"
+# shellcheck disable=SC2046 # pkg-config's flags are several words
+"$cxx" -std=c++11 -pedantic -Wall -Wextra -Werror -o "$tmp/consumer-cxx" "$example/cxx.cpp" \
+    $(pkg-config --cflags --libs duograd) -Wl,-rpath,"$libdir" || fail "the C++ consumer does not build ($cxx -std=c++11 -pedantic -Werror)"
+run "C++11 ($cxx -pedantic -Werror), pkg-config" "$tmp/consumer-cxx"
 
 # the hooks: outside the umbrella (none of their include guards defined by
 # it), yet a program (the bench) can include and link them when it asks
