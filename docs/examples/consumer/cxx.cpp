@@ -1,7 +1,8 @@
 // A C++ program using duograd's C headers (C++11, built -pedantic -Werror
 // by scripts/consumer-test.sh): DG_SHAPE in its C++ form, a model's input
-// shape, and a ReLU with its hand-built backward (dg_relu_backward) run on
-// the CPU backend. Exits 0 only when both results are the expected values.
+// shape, the seeded generator, and a ReLU with its hand-built backward
+// (dg_relu_backward) run on the CPU backend. Exits 0 only when every result
+// is the expected value.
 #include <duograd/duograd.h>
 
 #include <cstdio>
@@ -21,6 +22,12 @@ int main() {
     dg_shape in;
     if (!dg_model_input_shape(&m, 16, &in) || in.ndim != 4 || in.d[0] != 16 || in.d[3] != 8) {
         std::fprintf(stderr, "dg_model_input_shape: not [16,3,8,8]\n");
+        return 1;
+    }
+    dg_rng r = dg_rng_new(7); /* rng.h's inline and exported functions */
+    double z = dg_rng_normal(&r), u = dg_rng_uniform(&r);
+    if (!(z == z) || !(u >= 0 && u < 1)) {
+        std::fprintf(stderr, "dg_rng: normal %g, uniform %g\n", z, u);
         return 1;
     }
     dg_backend *be;
