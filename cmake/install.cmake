@@ -112,8 +112,12 @@ set(DG_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
 set(DG_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 set(DG_PC_LIBS_PRIVATE "-L${DUOGRAD_OPENBLAS_LIBDIR} -lopenblas -L${DUOGRAD_SLEEF_LIBDIR} -lsleef ${OpenMP_C_FLAGS} -lm")
 set(DG_PC_CUDA_WORDS "")
+set(DG_PC_CUDA_LIBDIR "")
 if(DG_HAVE_CUDA)
-  string(APPEND DG_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt -lpthread -ldl")
+  # the toolkit's folder as a variable: NVIDIA's installer puts it under
+  # /usr/local, which no directive of a packaged .pc may name
+  set(DG_PC_CUDA_LIBDIR "cudalibdir=${CUDAToolkit_LIBRARY_DIR}")
+  string(APPEND DG_PC_LIBS_PRIVATE " -L\${cudalibdir} -lcudart_static -lrt -lpthread -ldl")
   set(DG_PC_CUDA_WORDS " and a CUDA/cuBLAS GPU backend")
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/duograd.pc.in ${PROJECT_BINARY_DIR}/duograd.pc @ONLY)

@@ -96,13 +96,14 @@ if(DUOGRAD_OPENBLAS_LIBDIR MATCHES "openblas-openmp")
   set(CPACK_DEBIAN_BENCH_PACKAGE_DEPENDS libopenblas0-openmp)
 endif()
 set(DG_DEB_WHAT "duograd builds a static computation graph, differentiates it in reverse
-mode, plans its memory once and runs it on an OpenMP and OpenBLAS CPU backend")
+mode, plans its memory once and runs it on an OpenMP and OpenBLAS CPU
+backend")
 if(DG_HAVE_CUDA)
   # no dependency on NVIDIA's libraries (CMakeLists.txt: the CUDA runtime
   # linked statically, cuBLAS and NCCL loaded at run time): the GPU backend
   # works where the driver and cuBLAS are installed, the CPU one anywhere
-  string(APPEND DG_DEB_WHAT " or, where NVIDIA's driver and cuBLAS are installed, a CUDA and cuBLAS GPU
-backend")
+  string(APPEND DG_DEB_WHAT " or, where NVIDIA's driver and cuBLAS are installed, a
+CUDA and cuBLAS GPU backend")
 endif()
 string(APPEND DG_DEB_WHAT ".")
 
