@@ -1,15 +1,19 @@
-# The installed duograd (included by CMakeLists.txt when DG_INSTALL is on):
-#   lib/libduograd.so.0.1.0 (soname libduograd.so.0.1) and libduograd.a,
-#   include/duograd/ (duograd.h and testing.h from include/duograd/,
+# The installed duograd (included by CMakeLists.txt when DG_INSTALL is on),
+# in three install components, one Debian package each (package.cmake):
+#   lib: LIBDIR/libduograd.so.0.1.0 (soname libduograd.so.0.1; LIBDIR is
+#     lib/<multiarch> on Debian, CMakeLists.txt);
+#   dev: libduograd.so, libduograd.a, the check kit libduograd_check.a,
+#     include/duograd/ (duograd.h and testing.h from include/duograd/,
 #     version.h, and the public headers in the source layout: core/,
-#     core/nn/, core/data/, cpu_backend/, gpu_backend/),
-#   lib/cmake/duograd/ (find_package(duograd CONFIG)), lib/pkgconfig/duograd.pc,
-#   bin/bench (CMakeLists.txt), and a Debian package of it all (cpack -G DEB).
+#     core/nn/, core/data/, core/check/, cpu_backend/, gpu_backend/),
+#     LIBDIR/cmake/duograd/ (find_package(duograd CONFIG)),
+#     LIBDIR/pkgconfig/duograd.pc;
+#   bench: bin/duograd-bench and its man page (install_bench.cmake).
 include(CMakePackageConfigHelpers)
 
 # What a program may include; every other header (attrs.h, layout.h,
 # backend_impl.h, *_internal.h, cpu_kernels.h, gpu_common.cuh, the
-# data stream, the checking kit) is the library's own and stays behind.
+# data stream) is the library's own and stays behind.
 # The hooks of the tests and the bench (core/testing.h, gpu_testing.h,
 # gathered by include/duograd/testing.h) are installed so that the bench
 # builds against the installed package; the umbrella leaves them out.
@@ -20,6 +24,11 @@ set(DG_PUBLIC_HEADERS
   core/nn/train_step.h core/nn/trainer.h core/nn/transformer.h core/nn/lm_trainer.h core/nn/data_parallel.h
   core/data/dataset.h core/data/text.h
   cpu_backend/cpu_backend.h)
+# The float64 check kit (core/check/, libduograd_check.a): the bench's and
+# the tests' references and checks, installed so that the bench builds
+# against the package. Its headers include public headers alone.
+file(GLOB DG_CHECK_HEADERS RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/core/check/*.h)
+list(APPEND DG_PUBLIC_HEADERS ${DG_CHECK_HEADERS})
 if(DG_HAVE_CUDA)
   list(APPEND DG_PUBLIC_HEADERS gpu_backend/gpu_backend.h gpu_backend/gpu_testing.h)
 endif()
@@ -31,7 +40,7 @@ set(DG_LIB_DEPS ZLIB::ZLIB m OpenMP::OpenMP_C duograd::openblas duograd::sleef)
 set(DG_LIB_LANGUAGE C)
 if(DG_HAVE_CUDA)
   list(APPEND DG_LIB_OBJECTS ${DG_GPU_OBJECTS})
-  list(APPEND DG_LIB_DEPS CUDA::cudart CUDA::cublas)
+  list(APPEND DG_LIB_DEPS CUDA::cudart_static)   # cuBLAS is loaded at run time (gpu_cublas.cu)
   set(DG_LIB_LANGUAGE CUDA)
 endif()
 add_library(duograd_shared SHARED ${DG_LIB_OBJECTS})
@@ -62,19 +71,28 @@ target_link_libraries(duograd_shared PRIVATE ${DG_LIB_DEPS})
 list(TRANSFORM DG_LIB_DEPS REPLACE "(.+)" "$<LINK_ONLY:\\1>")
 target_link_libraries(duograd_static INTERFACE ${DG_LIB_DEPS})
 
-install(TARGETS duograd_shared duograd_static EXPORT duograd-targets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# The check kit: static only (a program's tests link it), its position-
+# independent objects, calling the shared library's public API (its
+# interface links duograd::duograd).
+add_library(duograd_check STATIC $<TARGET_OBJECTS:dg_check_pic>)
+set_target_properties(duograd_check PROPERTIES OUTPUT_NAME duograd_check EXPORT_NAME duograd_check)
+target_include_directories(duograd_check PUBLIC $<BUILD_INTERFACE:${DG_ROOT_INCLUDE}>
+                                                $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+target_link_libraries(duograd_check INTERFACE duograd_shared $<LINK_ONLY:OpenMP::OpenMP_C> $<LINK_ONLY:m>)
+
+install(TARGETS duograd_shared duograd_static duograd_check EXPORT duograd-targets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev)
 foreach(h ${DG_PUBLIC_HEADERS})
   get_filename_component(dir ${h} DIRECTORY)
-  install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duograd/${dir})
+  install(FILES ${PROJECT_SOURCE_DIR}/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duograd/${dir} COMPONENT dev)
 endforeach()
 install(FILES ${DG_TOP_INCLUDE}/duograd/duograd.h ${DG_TOP_INCLUDE}/duograd/testing.h ${DG_GEN_INCLUDE}/duograd/version.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duograd)
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duograd COMPONENT dev)
 
 # the CMake package
 set(DG_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/duograd)
-install(EXPORT duograd-targets NAMESPACE duograd:: DESTINATION ${DG_CMAKE_DIR})
+install(EXPORT duograd-targets NAMESPACE duograd:: DESTINATION ${DG_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/duograd-config.cmake.in
   ${PROJECT_BINARY_DIR}/duograd-config.cmake INSTALL_DESTINATION ${DG_CMAKE_DIR})
 # 0.x: only the same minor release is compatible (as the soname says)
@@ -82,7 +100,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/duograd-config-version.cm
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/duograd-config.cmake ${PROJECT_BINARY_DIR}/duograd-config-version.cmake
         ${CMAKE_CURRENT_LIST_DIR}/duograd_openblas.cmake ${CMAKE_CURRENT_LIST_DIR}/duograd_sleef.cmake
-        DESTINATION ${DG_CMAKE_DIR})
+        DESTINATION ${DG_CMAKE_DIR} COMPONENT dev)
 
 # duograd.pc, relocatable: its prefix is found from its own folder
 # (${pcfiledir}), so an install with --prefix elsewhere still finds itself.
@@ -94,15 +112,13 @@ set(DG_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
 set(DG_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 set(DG_PC_LIBS_PRIVATE "-L${DUOGRAD_OPENBLAS_LIBDIR} -lopenblas -L${DUOGRAD_SLEEF_LIBDIR} -lsleef ${OpenMP_C_FLAGS} -lm")
 set(DG_PC_CUDA_WORDS "")
+set(DG_PC_CUDA_LIBDIR "")
 if(DG_HAVE_CUDA)
-  string(APPEND DG_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")
+  # the toolkit's folder as a variable: NVIDIA's installer puts it under
+  # /usr/local, which no directive of a packaged .pc may name
+  set(DG_PC_CUDA_LIBDIR "cudalibdir=${CUDAToolkit_LIBRARY_DIR}")
+  string(APPEND DG_PC_LIBS_PRIVATE " -L\${cudalibdir} -lcudart_static -lrt -lpthread -ldl")
   set(DG_PC_CUDA_WORDS " and a CUDA/cuBLAS GPU backend")
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/duograd.pc.in ${PROJECT_BINARY_DIR}/duograd.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/duograd.pc DESTINATION ${DG_PC_DIR})
-
-# CPack writes its configuration to the top of the build tree: the package
-# of duograd's own build, not of a project that adds it
-if(PROJECT_IS_TOP_LEVEL)
-  include(${CMAKE_CURRENT_LIST_DIR}/package.cmake)
-endif()
+install(FILES ${PROJECT_BINARY_DIR}/duograd.pc DESTINATION ${DG_PC_DIR} COMPONENT dev)

@@ -46,8 +46,15 @@ typedef struct dg_shape {
 
 #define DG__NARGS(...) DG__NARGS_(__VA_ARGS__, 4, 3, 2, 1, 0)
 #define DG__NARGS_(a, b, c, d, n, ...) n
-/* DG_SHAPE(128, 784) -> a dg_shape of two dimensions */
+/* DG_SHAPE(128, 784) -> a dg_shape of two dimensions. C++ has no compound
+ * literal: there it is the aggregate dg_shape{2, {128, 784}} (C++11), whose
+ * list-initialisation refuses a narrowing size (a size_t or double
+ * variable: cast it to int64_t). */
+#ifdef __cplusplus
+#define DG_SHAPE(...) (dg_shape{DG__NARGS(__VA_ARGS__), {__VA_ARGS__}})
+#else
 #define DG_SHAPE(...) ((dg_shape){.ndim = DG__NARGS(__VA_ARGS__), .d = {__VA_ARGS__}})
+#endif
 
 typedef enum dg_leaf_kind {
     DG_LEAF_NONE,    /* not a leaf: computed by an op                        */
@@ -174,6 +181,16 @@ dg_node *dg_log_softmax(dg_graph *g, dg_node *a);
  * dg_plan_set refuses one outside [0, c) with a message, and the CPU
  * kernel refuses it however it reached the plan. */
 dg_node *dg_softmax_cross_entropy(dg_graph *g, dg_node *logits, dg_node *labels);
+
+/* Backward ops for a step written by hand (graph_backward.c): the nodes
+ * dg_grad makes for these gradients, for a program that calls the backward
+ * kernels itself. dy and x [same shape] -> dy where x > 0, else 0, x's
+ * shape (DG_ERR_SHAPE when the shapes differ). */
+dg_node *dg_relu_backward(dg_graph *g, dg_node *dy, dg_node *x);
+/* loss: a dg_softmax_cross_entropy node (DG_ERR_INVALID otherwise), dloss
+ * its gradient, one element (DG_ERR_SHAPE otherwise) -> the gradient for
+ * its logits, their shape: dloss (softmax(logits) - onehot(labels)) / rows. */
+dg_node *dg_softmax_cross_entropy_backward(dg_graph *g, dg_node *dloss, dg_node *loss);
 
 /* convolutional networks (NCHW), built in graph_conv.c */
 

@@ -31,8 +31,11 @@ static inline uint64_t dg_rng_u64(dg_rng *r) {
     return z ^ (z >> 31);
 }
 
-/* uniform in [0, 1) with 53 random bits */
-static inline double dg_rng_uniform(dg_rng *r) { return (double)(dg_rng_u64(r) >> 11) * 0x1.0p-53; }
+/* uniform in [0, 1) with 53 random bits; 2^-53 written as a quotient (a
+ * hexadecimal float is C++17 and later) */
+static inline double dg_rng_uniform(dg_rng *r) {
+    return (double)(dg_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+}
 
 /* standard normal (Box-Muller, one value per call) */
 double dg_rng_normal(dg_rng *r);

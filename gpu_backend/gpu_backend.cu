@@ -82,8 +82,8 @@ dg_status dg_gpu_inject_fault(dg_backend *be) {
 
 dg_status dg__cublas_fail(cublasStatus_t s, const char *expr, const char *file, int line) {
     dg_status st = s == CUBLAS_STATUS_ALLOC_FAILED ? DG_ERR_OOM : DG_ERR_BACKEND;
-    return dg__fail(st, "gpu: %s failed: %s (%s) at %s:%d", expr, cublasGetStatusName(s),
-                    cublasGetStatusString(s), file, line);
+    return dg__fail(st, "gpu: %s failed: %s (%s) at %s:%d", expr, dg__cublas.status_name(s),
+                    dg__cublas.status_string(s), file, line);
 }
 
 static const char *gpu_name(const dg_backend *) { return "gpu"; }
@@ -95,8 +95,8 @@ static void gpu_free(dg_backend *be) {
     if (c->stream) DG_CUDA_NOTE(cudaStreamSynchronize(c->stream));
     dg__gpu_comm_free(c);
     if (c->cublas) {
-        cublasStatus_t s = cublasDestroy(c->cublas);
-        if (s != CUBLAS_STATUS_SUCCESS) (void)dg__cublas_fail(s, "cublasDestroy(c->cublas)", __FILE__, __LINE__);
+        cublasStatus_t s = dg__cublas.destroy(c->cublas);
+        if (s != CUBLAS_STATUS_SUCCESS) (void)dg__cublas_fail(s, "dg__cublas.destroy(c->cublas)", __FILE__, __LINE__);
     }
     DG_CUDA_NOTE(cudaFree(c->cublas_ws));
     DG_CUDA_NOTE(cudaFree(c->scratch));
@@ -444,13 +444,15 @@ static dg_status gpu_init(gpu_ctx *c) {
     DG_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, c->device));
     c->l2_bytes = (size_t)l2;
     DG_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    DG_CUBLAS_CHECK(cublasCreate(&c->cublas));
-    DG_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream));
+    dg_status st = dg__cublas_load();
+    if (st != DG_OK) return st;
+    DG_CUBLAS_CHECK(dg__cublas.create(&c->cublas));
+    DG_CUBLAS_CHECK(dg__cublas.set_stream(c->cublas, c->stream));
     c->cublas_ws_bytes = CUBLAS_WS_BYTES;
     DG_CUDA_CHECK(cudaMalloc(&c->cublas_ws, c->cublas_ws_bytes));
-    DG_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, c->cublas_ws_bytes));
+    DG_CUBLAS_CHECK(dg__cublas.set_workspace(c->cublas, c->cublas_ws, c->cublas_ws_bytes));
     /* full fp32 until a matmul allows TF32 (gpu_gemm.cu tracks the mode) */
-    DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+    DG_CUBLAS_CHECK(dg__cublas.set_math_mode(c->cublas, CUBLAS_DEFAULT_MATH));
     c->cublas_tf32 = false;
     c->scratch_floats = SCRATCH_FLOATS;
     DG_CUDA_CHECK(cudaMalloc(&c->scratch, c->scratch_floats * sizeof(float)));
@@ -593,7 +595,7 @@ const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n) {
     int drv = 0, rt = 0, cub = 0; /* 0 where a query fails */
     if (cudaDriverGetVersion(&drv) != cudaSuccess) (void)cudaGetLastError();
     if (cudaRuntimeGetVersion(&rt) != cudaSuccess) (void)cudaGetLastError();
-    if (cublasGetVersion(c->cublas, &cub) != CUBLAS_STATUS_SUCCESS) cub = 0;
+    if (dg__cublas.get_version(c->cublas, &cub) != CUBLAS_STATUS_SUCCESS) cub = 0;
     snprintf(buf, n, "%s, %d SMs, cc %d.%d, driver %d.%d, runtime %d.%d, cuBLAS %d", c->prop.name,
              c->prop.multiProcessorCount, c->prop.major, c->prop.minor, drv / 1000, drv % 1000 / 10, rt / 1000,
              rt % 1000 / 10, cub);

@@ -41,6 +41,24 @@ struct gpu_ctx {
 
 static inline gpu_ctx *gpu_of(const dg_backend *be) { return (gpu_ctx *)be->ctx; }
 
+/* cuBLAS's entry points, resolved when the first backend is made
+ * (gpu_cublas.cu: dg__cublas_load, which every backend's creation calls
+ * before its first cuBLAS call); the backend calls cuBLAS through these */
+struct dg__cublas_api {
+    decltype(&cublasCreate)              create;
+    decltype(&cublasDestroy)             destroy;
+    decltype(&cublasSetStream)           set_stream;
+    decltype(&cublasSetWorkspace)        set_workspace;
+    decltype(&cublasSetMathMode)         set_math_mode;
+    decltype(&cublasGetVersion)          get_version;
+    decltype(&cublasGetStatusName)       status_name;
+    decltype(&cublasGetStatusString)     status_string;
+    decltype(&cublasSgemm)               sgemm;
+    decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
+};
+extern dg__cublas_api dg__cublas;
+dg_status dg__cublas_load(void);
+
 dg_status dg__cuda_fail(cudaError_t e, const char *expr, const char *file, int line);
 dg_status dg__cublas_fail(cublasStatus_t s, const char *expr, const char *file, int line);
 
@@ -85,7 +103,7 @@ dg_status dg__gpu_enter(const gpu_ctx *c);
  * capture bakes in each captured call's mode; changed only when it differs. */
 static inline dg_status dg__gpu_cublas_math(gpu_ctx *c, bool tf32) {
     if (c->cublas_tf32 != tf32) {
-        DG_CUBLAS_CHECK(cublasSetMathMode(c->cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+        DG_CUBLAS_CHECK(dg__cublas.set_math_mode(c->cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
         c->cublas_tf32 = tf32;
     }
     return DG_OK;

@@ -92,10 +92,10 @@ static dg_status gemm_groups_images(gpu_ctx *c, bool tf32, const gemm_walk &g, g
         const float *A = g.A + i * out.a, *B = g.B + i * out.b;
         float *C = g.C + i * out.c;
         if (batch == 1)
-            DG_CUBLAS_CHECK(cublasSgemm(c->cublas, opb, opa, g.n, g.m, g.k, &one, B, g.ldb, A, g.lda, &g.beta, C,
+            DG_CUBLAS_CHECK(dg__cublas.sgemm(c->cublas, opb, opa, g.n, g.m, g.k, &one, B, g.ldb, A, g.lda, &g.beta, C,
                                         g.ldc));
         else
-            DG_CUBLAS_CHECK(cublasSgemmStridedBatched(c->cublas, opb, opa, g.n, g.m, g.k, &one, B, g.ldb, in.b, A,
+            DG_CUBLAS_CHECK(dg__cublas.sgemm_strided_batched(c->cublas, opb, opa, g.n, g.m, g.k, &one, B, g.ldb, in.b, A,
                                                       g.lda, in.a, &g.beta, C, g.ldc, in.c, (int)batch));
     }
     return DG_OK;

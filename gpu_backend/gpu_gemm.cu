@@ -242,9 +242,9 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
         const float one = 1.0f, zero = 0.0f;
         cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
         if (batch == 1)
-            DG_CUBLAS_CHECK(cublasSgemm(c->cublas, opb, opa, n, m, k, &one, B, ldb, A, lda, &zero, C, ldc));
+            DG_CUBLAS_CHECK(dg__cublas.sgemm(c->cublas, opb, opa, n, m, k, &one, B, ldb, A, lda, &zero, C, ldc));
         else
-            DG_CUBLAS_CHECK(cublasSgemmStridedBatched(c->cublas, opb, opa, n, m, k, &one, B, ldb, sb, A, lda, sa,
+            DG_CUBLAS_CHECK(dg__cublas.sgemm_strided_batched(c->cublas, opb, opa, n, m, k, &one, B, ldb, sb, A, lda, sa,
                                                       &zero, C, ldc, sc, batch));
         return DG_OK;
     }

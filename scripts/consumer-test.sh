@@ -5,6 +5,8 @@
 #   - the installed tree holds no private header, and neither its headers,
 #     CMake and pkg-config files nor its binaries' rpaths name the build or
 #     source folder;
+#   - no installed binary needs one of NVIDIA's libraries to load (a CUDA
+#     build loads them at run time);
 #   - libduograd.so exports public dg_ symbols only: no dg__ internal, and
 #     none that no installed header declares;
 #   - the hooks of the tests and the bench (<duograd/testing.h>) are
@@ -15,9 +17,16 @@
 #     duograd's sources as a subproject (add_subdirectory, whose defaults
 #     leave out tests, bench and install rules), and each build runs: its
 #     MLP's loss falls, and the library's version is its headers';
+#   - the headers serve a C++11 program too (docs/examples/consumer/cxx.cpp,
+#     -pedantic -Werror), which runs;
 #   - a copy of duograd inside another git repository records no commit of
 #     that repository (scripts/build_info.cmake);
-#   - cpack -G DEB packs the same files under /usr;
+#   - the bench builds from its sources against the installed package
+#     alone (headers, libduograd.so, the check kit libduograd_check.a) and
+#     runs a checked sweep;
+#   - cpack -G DEB packs the same files under /usr (libduograd0.1,
+#     libduograd-dev, duograd-bench with its man page) and lintian finds
+#     no error in them;
 #   - README's "Using the library" shows the lines this proves.
 #   scripts/consumer-test.sh [BUILD]
 set -eu
@@ -38,7 +47,7 @@ for h in duograd.h testing.h version.h; do
     [ -f "$inc/$h" ] || fail "no $h in $inc"
 done
 private=$(find "$inc" -name '*_internal.h' -o -name attrs.h -o -name layout.h -o -name backend_impl.h \
-          -o -name stream.h -o -name cpu_kernels.h -o -name '*.cuh' -o -path '*/check/*')
+          -o -name stream.h -o -name cpu_kernels.h -o -name '*.cuh')
 [ -z "$private" ] || fail "private headers installed: $private"
 ! grep -rn 'dg__' "$inc" || fail "installed headers name dg__ internals (above)"
 # no path of the build or source folder in what a consumer's build reads
@@ -50,6 +59,10 @@ for elf in "$lib" "$prefix"/bin/*; do
     case ":$rpath:" in
     *"$build"* | *"$src"*) fail "$elf: rpath names the build or source folder: $rpath" ;;
     esac
+    # a CUDA build loads NVIDIA's libraries at run time (CMakeLists.txt): a
+    # CPU run on a machine without them must not fail in the loader
+    nv=$(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | grep -E '^lib(cuda|cudart|cublas|cublasLt|nccl|nvidia-ml)\.' || true)
+    [ -z "$nv" ] || fail "$elf needs NVIDIA's libraries to load: $(echo $nv)"
 done
 
 # defined dynamic symbols: each a dg_ (not dg__) name an installed header declares
@@ -89,6 +102,15 @@ cc -o "$tmp/consumer-pc" "$example/main.c" $(pkg-config --cflags --libs duograd)
     fail "the pkg-config build failed"
 run "pkg-config $(pkg-config --modversion duograd), cuda=$(pkg-config --variable=cuda duograd)" "$tmp/consumer-pc"
 
+# C++: the same headers from a C++11 program, -pedantic -Werror (DG_SHAPE's
+# C++ form, the inline functions); it runs a ReLU and its backward
+cxx=${CXX:-c++}
+command -v "$cxx" >/dev/null 2>&1 || fail "no C++ compiler $cxx (apt-get install g++)"
+# shellcheck disable=SC2046 # pkg-config's flags are several words
+"$cxx" -std=c++11 -pedantic -Wall -Wextra -Werror -o "$tmp/consumer-cxx" "$example/cxx.cpp" \
+    $(pkg-config --cflags --libs duograd) -Wl,-rpath,"$libdir" || fail "the C++ consumer does not build ($cxx -std=c++11 -pedantic -Werror)"
+run "C++11 ($cxx -pedantic -Werror), pkg-config" "$tmp/consumer-cxx"
+
 # the hooks: outside the umbrella (none of their include guards defined by
 # it), yet a program (the bench) can include and link them when it asks
 cat >"$tmp/hooks.c" <<'EOF_HOOKS'
@@ -104,6 +126,31 @@ cc -o "$tmp/hooks" "$tmp/hooks.c" $(pkg-config --cflags --libs duograd) -Wl,-rpa
     fail "a program including <duograd/testing.h> does not build against the installed package"
 "$tmp/hooks" || fail "the installed dg_backend_n_allocs(NULL) is not 0"
 echo "consumer-test: <duograd/testing.h> installed, outside the umbrella, links from libduograd.so"
+
+# the bench from its sources against the installed package alone: its
+# headers (the bench names them in the source layout, core/..., found
+# under include/duograd/), libduograd.so and the check kit
+# libduograd_check.a; a private header would not be found, a private
+# symbol not linked. It runs a checked sweep.
+check_kit=$libdir/libduograd_check.a
+[ -f "$check_kit" ] || fail "no check kit libduograd_check.a installed in $libdir"
+[ -f "$inc/core/check/step_check.h" ] || fail "the check kit's headers are not installed under $inc/core/check/"
+mkdir -p "$tmp/bench"
+cmake -DSRC="$src" -DOUT="$tmp/bench/build_info.c" -P scripts/build_info.cmake
+# shellcheck disable=SC2046 # pkg-config's flags are several words
+find bench -name '*.c' | sort | xargs -P "$(nproc)" -I{} sh -c 'cc -std=c11 -O1 -D_POSIX_C_SOURCE=200809L \
+    -D_DEFAULT_SOURCE -DDG_VERSION=\"installed\" -DDG_BUILD_FLAGS=\"installed-package\" -fopenmp \
+    -Wall -Wextra -Werror $0 -I"$1" -Ibench -c "{}" -o "$2/$(echo "{}" | tr / _).o" || echo "{}" >>"$2/failed"' \
+    "$(pkg-config --cflags duograd)" "$inc" "$tmp/bench" 2>"$tmp/bench.log"
+[ ! -f "$tmp/bench/failed" ] || { cat "$tmp/bench.log" >&2; fail "bench sources do not compile against the installed headers: $(cat "$tmp/bench/failed")"; }
+# shellcheck disable=SC2046 # pkg-config's flags are several words
+cc -fopenmp -o "$tmp/bench/bench" "$tmp/bench/build_info.c" "$tmp"/bench/*.o "$check_kit" \
+    $(pkg-config --libs duograd libcjson) -lm -Wl,-rpath,"$libdir" 2>"$tmp/bench.log" ||
+    { cat "$tmp/bench.log" >&2; fail "the bench does not link against the installed package"; }
+run "the bench built against the installed package" "$tmp/bench/bench" --sweep autodiff --backends cpu --quick \
+    --out "$tmp/bench/out"
+grep -q '^autodiff,.*,f64-loss+update,\(ok\|noisy\),' "$tmp/bench/out/autodiff.csv" ||
+    fail "the installed bench's autodiff rows are not checked ok: $(cat "$tmp/bench/out/autodiff.csv")"
 
 # add_subdirectory: the library alone by default (no tests, bench or
 # install rules of duograd's), <duograd/duograd.h> from the build tree.
@@ -126,15 +173,25 @@ if command -v git >/dev/null 2>&1; then
     grep -q '"unknown"' "$tmp/commit.c" || fail "a copy inside another repository records its commit: $(cat "$tmp/commit.c")"
 fi
 
-# the Debian package holds what was installed, under /usr
+# the Debian packages hold what was installed, under /usr, and pass lintian
 (cd "$prefix" && find . ! -type d | sed 's|^\./||' | sort) >"$tmp/installed"
 cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/deb" >"$tmp/cpack.log" 2>&1 ||
     { cat "$tmp/cpack.log" >&2; fail "cpack -G DEB failed"; }
-deb=$(find "$tmp/deb" -maxdepth 1 -name 'duograd_*.deb')
-[ -n "$deb" ] || fail "cpack made no .deb"
-dpkg-deb -c "$deb" | awk '{print $6}' | grep -v '/$' | sed 's|^\./usr/||' | sort >"$tmp/packaged"
-diff "$tmp/installed" "$tmp/packaged" >&2 || fail "$(basename "$deb") does not hold what was installed (diff above: < installed, > packaged)"
-echo "consumer-test: $(basename "$deb"): $(wc -l <"$tmp/packaged") files under /usr, as installed"
+: >"$tmp/packaged"
+for p in libduograd0.1 libduograd-dev duograd-bench; do
+    deb=$(find "$tmp/deb" -maxdepth 1 -name "${p}_*.deb")
+    [ -n "$deb" ] || fail "cpack made no package $p"
+    dpkg-deb -c "$deb" | awk '{print $6}' | grep -v '/$' | sed 's|^\./usr/||' >>"$tmp/packaged"
+done
+sort -o "$tmp/packaged" "$tmp/packaged"
+diff "$tmp/installed" "$tmp/packaged" >&2 || fail "the packages do not hold what was installed (diff above: < installed, > packaged)"
+for f in bin/duograd-bench share/man/man1/duograd-bench.1.gz; do
+    grep -qx "$f" "$tmp/packaged" || fail "the packages lack /usr/$f"
+done
+command -v lintian >/dev/null 2>&1 || fail "no lintian (apt-get install lintian)"
+lintian --tag-display-limit 0 "$tmp"/deb/*.deb >"$tmp/lintian.log" 2>&1 || true
+! grep '^E: ' "$tmp/lintian.log" >&2 || fail "lintian finds errors in the packages (above)"
+echo "consumer-test: $(find "$tmp/deb" -maxdepth 1 -name '*.deb' | wc -l) packages, $(wc -l <"$tmp/packaged") files under /usr, as installed; lintian: no error, $(grep -c '^W: ' "$tmp/lintian.log") warnings"
 
 # README shows what was proved here
 findline=$(sed -n 's/^ *\(find_package(duograd .*)\)$/\1/p' "$example/CMakeLists.txt")

@@ -9,15 +9,20 @@
 #     includes the layers, never the other way), and none but the top
 #     headers reach another layer above its own: a core/ header reaches no
 #     backend's header, cpu_backend/ none of gpu_backend/ and the reverse;
-#   - no user-API header reaches a hook header.
-#   tests/check_headers.sh SOURCE BUILD [CC]
+#   - no user-API header reaches a hook header;
+#   - every header of the API and its hooks compiles alone as C++11 with
+#     -pedantic -Werror (CXX, and clang++ too where installed), and
+#     DG_SHAPE makes a shape there.
+#   tests/check_headers.sh SOURCE BUILD [CC [CXX]]
 # SOURCE: the source root; BUILD: the build folder (its include/ holds the
-# generated version.h); CC: the C compiler (default cc). Both backends'
-# headers are read (DG_HAVE_CUDA defined) whether or not CUDA was built.
+# generated version.h); CC: the C compiler (default cc), CXX the C++ one
+# (default c++). Both backends' headers are read (DG_HAVE_CUDA defined)
+# whether or not CUDA was built.
 set -eu
 src=$(cd "$1" && pwd -P)
 build=$(cd "$2" && pwd -P)
 cc=${3:-cc}
+cxx=${4:-c++}
 top=$src/include/duograd
 fail=0
 bad() { echo "check_headers: $*" >&2; fail=1; }
@@ -69,5 +74,35 @@ for h in $(printf '%s\n' $api $hooks | sort -u); do
     done
 done
 [ "$checked" -ge 10 ] || bad "only $checked headers checked: the umbrella's includes were not followed"
+
+# C++: a program in C++ includes the same headers (extern "C", no compound
+# literal, no C-only syntax in an inline function or a macro it uses)
+command -v "$cxx" >/dev/null 2>&1 || { echo "check_headers: no C++ compiler $cxx (apt-get install g++)" >&2; exit 1; }
+cxxs=$cxx
+if command -v clang++ >/dev/null 2>&1 && [ "$(command -v clang++)" != "$(command -v "$cxx")" ]; then cxxs="$cxxs clang++"; fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dg-headers.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/shape.cpp" <<'EOF_CXX'
+#include <duograd/duograd.h>
+#include <duograd/testing.h>
+// DG_SHAPE in C++: the aggregate form, every rank
+int dg_check_headers_shape(long n) {
+    dg_shape a = DG_SHAPE(3), d = DG_SHAPE(2, 3, 4, static_cast<int64_t>(n));
+    return a.ndim + d.ndim + static_cast<int>(d.d[3]);
+}
+EOF_CXX
+cxx_checked=0
+for c in $cxxs; do
+    "$c" -std=c++11 -pedantic -Wall -Wextra -Werror -DDG_HAVE_CUDA=1 -I"$src" -I"$src/include" -I"$build/include" \
+        -fsyntax-only "$tmp/shape.cpp" 2>"$tmp/err" || bad "DG_SHAPE and the umbrella do not compile as C++11 ($c): $(head -5 "$tmp/err")"
+    for h in $(printf '%s\n' $api $hooks | sort -u); do
+        case "$h" in "$src/"*) ;; *) continue ;; esac
+        printf '#include "%s"\n' "$h" >"$tmp/one.cpp"
+        "$c" -std=c++11 -pedantic -Wall -Wextra -Werror -DDG_HAVE_CUDA=1 -I"$src" -I"$src/include" -I"$build/include" \
+            -fsyntax-only "$tmp/one.cpp" 2>"$tmp/err" || bad "$(rel "$h") does not compile as C++11 ($c): $(head -5 "$tmp/err")"
+        cxx_checked=$((cxx_checked + 1))
+    done
+done
+[ "$cxx_checked" -ge 10 ] || bad "only $cxx_checked headers compiled as C++"
 [ "$fail" = 0 ] || exit 1
-echo "check_headers: $checked headers of the API and its hooks keep to their layers; the umbrella reaches no hook and no bench header"
+echo "check_headers: $checked headers of the API and its hooks keep to their layers; the umbrella reaches no hook and no bench header; they compile as C++11 ($cxxs)"

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <duograd/testing.h>
@@ -497,6 +498,18 @@ Test(gpu, no_usable_device_gives_a_clear_status) {
     const char *head = state == DG_GPU_ABSENT ? "no CUDA device: " : "CUDA device broken: ";
     cr_assert(strncmp(why, head, strlen(head)) == 0, "probe: %s", why);
     cr_assert_str_eq(dg_last_error(), why, "the constructor and the probe give different reasons");
+}
+
+/* cuBLAS is loaded when the first backend is made (gpu_cublas.cu), not
+ * linked: its version, read through the loaded entry points, is in
+ * dg_gpu_info (0 there when the query failed) */
+Test(gpu, cublas_loaded_at_run_time) {
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    char info[256];
+    dg_gpu_info(gpu, info, sizeof info);
+    const char *v = strstr(info, "cuBLAS ");
+    cr_assert(v && atoi(v + strlen("cuBLAS ")) > 0, "dg_gpu_info: %s", info);
+    dg_backend_free(gpu);
 }
 
 /* ---- devices, declined nodes, events, per-plan TF32 ---- */

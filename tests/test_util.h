@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "core/check/harness.h"
+#include "core/graph_internal.h" /* the suites make backward-op nodes directly */
 
 /* DG_TEST_SEED overrides the default seed; every failure message prints it. */
 static inline uint64_t test_seed(void) {

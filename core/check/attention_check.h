@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/graph.h"
+#include "../graph.h"
 
 #define ATT_CHECK_QROWS 16
 #define ATT_CHECK_KROWS 8

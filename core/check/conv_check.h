@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "core/graph.h"
+#include "../graph.h"
 
 #define CONV_CHECK_WORD    "f64-sampled"
 #define CONV_CHECK_SAMPLES 256

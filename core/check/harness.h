@@ -5,7 +5,6 @@
 #define DG_TEST_HARNESS_H
 
 #include "../autodiff.h"
-#include "../graph_internal.h" /* the suites make backward-op nodes directly */
 #include "../plan.h"
 #include "op_cases.h"
 

@@ -4,11 +4,11 @@
 #ifndef DG_BENCH_CHECK_H
 #define DG_BENCH_CHECK_H
 
-#include "core/nn/mlp.h"
-#include "core/nn/resnet.h"
-#include "core/nn/transformer.h"
-#include "core/nn/train_step.h"
-#include "core/plan.h"
+#include "../nn/mlp.h"
+#include "../nn/resnet.h"
+#include "../nn/transformer.h"
+#include "../nn/train_step.h"
+#include "../plan.h"
 
 /* The errors a checked step may have and be "ok": the loss's relative
  * error, the relative L2 error of the parameter updates and that of the

@@ -58,8 +58,10 @@ typedef dg_status (*dg_model_new_fn)(dg_graph *g, const void *cfg, uint64_t seed
  * for NULL (the builders check the sizes) */
 static inline bool dg_model_input_shape(const dg_model *m, int64_t batch, dg_shape *out) {
     if (!m || !out || m->in_shape.ndim < 0 || m->in_shape.ndim + 1 > DG_MAX_DIMS) return false;
-    *out = (dg_shape){.ndim = m->in_shape.ndim + 1, .d = {batch}};
-    for (int i = 0; i < m->in_shape.ndim; i++) out->d[i + 1] = m->in_shape.d[i];
+    /* field by field, no compound literal: the header compiles as C++ too */
+    out->ndim = m->in_shape.ndim + 1;
+    out->d[0] = batch;
+    for (int i = 1; i < DG_MAX_DIMS; i++) out->d[i] = i <= m->in_shape.ndim ? m->in_shape.d[i - 1] : 0;
     return true;
 }
 

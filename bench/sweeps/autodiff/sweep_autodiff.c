@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "core/check/step_check.h"
-#include "core/graph_internal.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "runner/runner.h"
@@ -51,18 +50,15 @@ static dg_status build_manual(manual *mm, const dg_mlp_cfg *cfg, int batch) {
     }
     mm->loss = dg_softmax_cross_entropy(g, z[L - 1], mm->y);
     if (!mm->loss) return dg_graph_status(g);
-    dg_node *in4[4] = {dg_const(g, "dloss", DG_SHAPE(1), 1.0f), z[L - 1], mm->y, mm->loss->side[0]};
-    dg_node *dz = dg__node_new(g, DG_OP_SOFTMAX_CE_BACKWARD, z[L - 1]->shape, 4, in4);
+    dg_node *dz = dg_softmax_cross_entropy_backward(g, dg_const(g, "dloss", DG_SHAPE(1), 1.0f), mm->loss);
     dg_node *params[2 * DG_MLP_MAX_LAYERS], *grads[2 * DG_MLP_MAX_LAYERS], *upd[2 * DG_MLP_MAX_LAYERS];
     for (int i = L - 1; i >= 0 && dz; i--) { /* backward, by hand */
         params[2 * i] = W[2 * i];
         params[2 * i + 1] = W[2 * i + 1];
         grads[2 * i] = dg_matmul(g, a[i], dz, true, false);   /* dW = a^T dz   */
         grads[2 * i + 1] = dg_sum(g, dz, 1u, false);           /* db = sum_rows dz */
-        if (i > 0) {
-            dg_node *in2[2] = {dg_matmul(g, dz, W[2 * i], false, true), z[i - 1]}; /* da = dz W^T */
-            dz = in2[0] ? dg__node_new(g, DG_OP_RELU_BACKWARD, z[i - 1]->shape, 2, in2) : NULL;
-        }
+        if (i > 0) /* da = dz W^T, then through the ReLU */
+            dz = dg_relu_backward(g, dg_matmul(g, dz, W[2 * i], false, true), z[i - 1]);
     }
     if (dg_graph_status(g) != DG_OK) return dg_graph_status(g);
     dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
