@@ -107,11 +107,17 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     /* the mean over replicas is linear and the same on every replica: its
      * transpose is itself */
     case DG_OP_ALL_REDUCE: if (na) accumulate(g, grad, a, dg_all_reduce(g, dy)); break;
+    /* gradients are float32 whatever the dtype: a cast's passes through */
+    case DG_OP_CAST: if (na) accumulate(g, grad, a, dy); break;
     case DG_OP_MATMUL: {
         /* C = op(A) op(B); each case is the product rule with the transposes
-         * folded into the flags, so no transposed copy is materialised. */
+         * folded into the flags, so no transposed copy is materialised. A
+         * product of bf16 or f16 operands takes dC rounded to theirs (the
+         * float32 gradient's low-precision copy: the backward products run
+         * in the forward's precision, as autocast does). */
         dg_attr_matmul mm = dg_attr_matmul_of(y);
         bool ta = mm.trans_a, tb = mm.trans_b;
+        dy = dg_cast(g, dy, a->dtype);
         if (na) accumulate(g, grad, a,
                            !ta ? dg_matmul(g, dy, b, false, !tb)      /* dA = dC op(B)^T            */
                                : dg_matmul(g, b, dy, tb, true));      /* dA = (dC op(B)^T)^T        */

@@ -19,7 +19,7 @@ static double node_flops(const dg_node *n) {
     switch (n->op) {
     case DG_OP_LEAF: case DG_OP_RESHAPE: case DG_OP_SIDE_OUTPUT:
     case DG_OP_PERMUTE: case DG_OP_BROADCAST_TO: case DG_OP_COUNT:
-    case DG_OP_EMBEDDING: /* a copy */
+    case DG_OP_EMBEDDING: case DG_OP_CAST: /* a copy, or a conversion per element */
         return 0;
     case DG_OPS_BINARY: case DG_OPS_UNARY: case DG_OP_ADAM_STEP:
     case DG_OP_ALL_REDUCE: /* an add per element and replica: counted as one */
@@ -114,7 +114,7 @@ size_t dg_node_scratch_bytes(const dg_node *n) {
     case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_MATMUL: case DG_OP_PERMUTE: case DG_OP_RESHAPE:
     case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_BROADCAST_TO: case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX:
     case DG_OP_SOFTMAX_CE: case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM: case DG_OP_EMBEDDING: case DG_OP_ATTENTION:
-    case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
+    case DG_OP_CAST: case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
     case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
     case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
     case DG_OP_BATCH_NORM_RUNNING: case DG_OP_COUNT:

@@ -139,8 +139,8 @@ size_t dg_node_bytes(const dg_node *n) {
         return 0;
     }
     int64_t numel = dg_node_numel(n);
-    size_t bytes; /* float32 and int32 alike */
-    if (numel < 0 || __builtin_mul_overflow((uint64_t)numel, (size_t)4, &bytes)) {
+    size_t bytes, size = dg_dtype_size(n->dtype);
+    if (numel < 0 || !size || __builtin_mul_overflow((uint64_t)numel, size, &bytes)) {
         dg__fail(DG_ERR_SHAPE, "dg_node_bytes: node '%s' has a shape of no valid size", n->name);
         return 0;
     }
@@ -225,7 +225,9 @@ static bool check_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *
 
 static bool check_f32(dg_graph *g, const char *op, const dg_node *a) {
     if (a->dtype == DG_F32) return true;
-    dg__graph_fail(g, DG_ERR_INVALID, "%s: input '%s' must be float32", op, a->name);
+    dg__graph_fail(g, DG_ERR_INVALID, "%s: input '%s' is %s; %s takes float32%s", op, a->name,
+                   dg_dtype_name(a->dtype), op,
+                   a->dtype == DG_BF16 || a->dtype == DG_F16 ? " (dg_cast it back first)" : "");
     return false;
 }
 
@@ -336,10 +338,15 @@ dg_node *dg_all_reduce(dg_graph *g, dg_node *a) { return unary(g, DG_OP_ALL_REDU
 
 /* ---- matmul ---- */
 
+static bool float_dtype(dg_dtype t) { return t == DG_F32 || t == DG_BF16 || t == DG_F16; }
+
 dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b) {
     dg_node *in[2] = {a, b};
-    if (!check_inputs(g, "matmul", 2, in) || !check_f32(g, "matmul", a) || !check_f32(g, "matmul", b))
-        return NULL;
+    if (!check_inputs(g, "matmul", 2, in)) return NULL;
+    if (!float_dtype(a->dtype) || a->dtype != b->dtype)
+        return dg__graph_fail(g, DG_ERR_INVALID,
+                              "matmul: operands '%s' (%s) and '%s' (%s): both f32, both bf16 or both f16 (dg_cast)",
+                              a->name, dg_dtype_name(a->dtype), b->name, dg_dtype_name(b->dtype));
     char sa[96], sb[96];
     dg_shape as = a->shape, bs = b->shape;
     /* [B,m,k] x [k,n]: one larger 2-D product, no batching needed */
@@ -374,10 +381,23 @@ dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans
     return c;
 }
 
+/* ---- precision ---- */
+
+dg_node *dg_cast(dg_graph *g, dg_node *a, dg_dtype to) {
+    if (!check_inputs(g, "cast", 1, &a)) return NULL;
+    if (float_dtype(to) && a->dtype == to) return a;
+    if (!float_dtype(to) || !float_dtype(a->dtype) || (a->dtype != DG_F32 && to != DG_F32))
+        return dg__graph_fail(g, DG_ERR_INVALID, "cast: '%s' from %s to %s: casts go from f32 to bf16 or f16, or back",
+                              a->name, dg_dtype_name(a->dtype), dg_dtype_name(to));
+    dg_node *n = dg__node_new(g, DG_OP_CAST, a->shape, 1, &a);
+    if (n) n->dtype = to;
+    return n;
+}
+
 /* ---- layout ---- */
 
 dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm) {
-    if (!check_inputs(g, "permute", 1, &a)) return NULL;
+    if (!check_inputs(g, "permute", 1, &a) || !check_f32(g, "permute", a)) return NULL;
     if (!perm) return dg__graph_fail(g, DG_ERR_INVALID, "permute: perm is NULL");
     int nd = a->shape.ndim;
     unsigned seen = 0;

@@ -37,7 +37,18 @@ extern "C" {
  * counts, and the backends' offsets, stay far from overflowing. */
 #define DG_MAX_NUMEL  ((int64_t)1 << 40)
 
-typedef enum dg_dtype { DG_F32, DG_I32 } dg_dtype;
+/* A tensor's element type. F32: float32; I32: class labels and ids;
+ * BF16 (bfloat16: float32's exponent, 8 bits of significand) and F16
+ * (IEEE binary16: 5-bit exponent, 11 bits of significand), made by dg_cast
+ * and taken by dg_matmul (float32 accumulation and output). Every other op
+ * takes float32 (labels and ids: I32) and refuses the rest by name.
+ * Gradients are float32 whatever the node's dtype. */
+typedef enum dg_dtype { DG_F32, DG_I32, DG_BF16, DG_F16 } dg_dtype;
+
+/* "f32", "i32", "bf16", "f16"; "?" for a value out of range */
+const char *dg_dtype_name(dg_dtype t);
+/* bytes of one element: 4 or 2; 0 for a value out of range */
+size_t      dg_dtype_size(dg_dtype t);
 
 typedef struct dg_shape {
     int     ndim;              /* 1..DG_MAX_DIMS */
@@ -161,7 +172,12 @@ dg_node *dg_all_reduce(dg_graph *g, dg_node *a);
  * Batched: a [B,m,k] with b [B,k,n]; a [B,H,m,k] with b [B,H,k,n] (the
  * leading axes folded into one batch of B*H products); a [B,m,k] with a
  * 2-D b is folded into one [B*m,k]x[k,n] product. */
+/* a and b both float32, or both bf16, or both f16 (products and sums in
+ * float32); the output is float32 */
 dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b);
+/* a in dtype `to`: float32 to bf16 or f16 (rounded to nearest even), or
+ * back; a cast to a's own dtype is a, with no node added */
+dg_node *dg_cast(dg_graph *g, dg_node *a, dg_dtype to);
 dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm);
 dg_node *dg_transpose(dg_graph *g, dg_node *a);       /* swaps the last two axes */
 dg_node *dg_reshape(dg_graph *g, dg_node *a, dg_shape s);

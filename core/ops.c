@@ -33,6 +33,7 @@ static const dg_op_info op_info[] = {
     [DG_OP_TANH]        = {"tanh",          1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_GELU]        = {"gelu",          1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_MATMUL]      = {"matmul",        2, F, DG_ATTR_MATMUL,  0, 0},
+    [DG_OP_CAST]        = {"cast",          1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_PERMUTE]     = {"permute",       1, F, DG_ATTR_PERMUTE, 0, 0},
     [DG_OP_RESHAPE]     = {"reshape",       1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_SUM]         = {"sum",           1, F, DG_ATTR_REDUCE,  0, 0},

@@ -60,6 +60,12 @@ typedef enum dg_op {
                                 matrix never stored; dg_attr_attention; side
                                 output: lse [B,H,T], each row's natural
                                 log-sum-exp of its unmasked scaled scores    */
+    /* precision */
+    DG_OP_CAST,              /* (x) -> x's shape in the node's dtype: f32 to
+                                bf16 or f16 rounded to nearest even (inf and
+                                NaN kept, overflow to inf), bf16 or f16 to
+                                f32 exactly. Gradient: dy itself (gradients
+                                are float32 whatever the node's dtype)      */
     /* data parallelism */
     DG_OP_ALL_REDUCE,        /* (x) -> x's shape: the mean of x over the
                                 replicas of the backend's group (the same
@@ -130,7 +136,7 @@ typedef enum dg_op {
 #define DG_OPS_UNGROUPED        DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_MATMUL: case DG_OP_PERMUTE:      \
     case DG_OP_RESHAPE: case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_BROADCAST_TO: case DG_OP_SOFTMAX:          \
     case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_CE: case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM:               \
-    case DG_OP_EMBEDDING: case DG_OP_ATTENTION: case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD:            \
+    case DG_OP_EMBEDDING: case DG_OP_ATTENTION: case DG_OP_CAST: case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD:            \
     case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD:           \
     case DG_OP_BATCH_NORM_BACKWARD_SCALE: case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: \
     case DG_OP_EMBEDDING_BACKWARD: case DG_OP_ATTENTION_BACKWARD: case DG_OP_BATCH_NORM_RUNNING

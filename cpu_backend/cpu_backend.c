@@ -111,11 +111,44 @@ static dg_status refuse_choice(const cpu_ctx *c, unsigned flags) {
                     "implicit GEMM is the GPU's)", (int)DG_STEP_CONV(flags));
 }
 
-static void cpu_matmul(const cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
+/* the operands' float32 copies of a bf16 or f16 product: scratch of the
+ * step, one float per element of each */
+static size_t widened_operand_floats(const dg_node *n) {
+    return n->op == DG_OP_MATMUL && n->in[0]->dtype != DG_F32
+               ? (size_t)dg_node_numel(n->in[0]) + (size_t)dg_node_numel(n->in[1])
+               : 0;
+}
+
+static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
+    (void)be;
+    size_t wide = widened_operand_floats(n);
+    return wide ? wide * sizeof(float) : dg_node_scratch_bytes(n);
+}
+
+/* C = op(A) op(B) for each batch with the step's sgemm. bf16 and f16
+ * operands are first widened to float32 (exactly) into the scratch: the
+ * products of two such values are exact in float32, so this is the
+ * float32-accumulating GEMM of the low-precision values. Debian's OpenBLAS
+ * 0.3.21 is built without its bf16 GEMM (no cblas_sbgemm symbol) and has
+ * no f16 one. */
+static dg_status cpu_matmul(const cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
     dg_gemm_dims d = dg_gemm_dims_of(s->node);
+    const dg_node *a = s->node->in[0], *b = s->node->in[1];
+    const float *A = s->in[0], *B = s->in[1];
+    if (a->dtype == DG_BF16 || a->dtype == DG_F16) {
+        float *wide = s->scratch;
+        int64_t na = dg_node_numel(a);
+        dg__cpu_widen(a->dtype, s->in[0], wide, na);
+        dg__cpu_widen(b->dtype, s->in[1], wide + na, dg_node_numel(b));
+        A = wide;
+        B = wide + na;
+    } else if (a->dtype != DG_F32) {
+        return dg__fail(DG_ERR_UNSUPPORTED, "cpu: matmul %s of %s operands", s->node->name, dg_dtype_name(a->dtype));
+    }
     for (int i = 0; i < d.batch; i++)
-        sgemm(c, impl, d.ta, d.tb, d.m, d.n, d.k, (const float *)s->in[0] + i * d.stride_a, d.lda,
-              (const float *)s->in[1] + i * d.stride_b, d.ldb, (float *)s->out + i * d.stride_c, d.ldc, false);
+        sgemm(c, impl, d.ta, d.tb, d.m, d.n, d.k, A + i * d.stride_a, d.lda, B + i * d.stride_b, d.ldb,
+              (float *)s->out + i * d.stride_c, d.ldc, false);
+    return DG_OK;
 }
 
 /* sgemm above with the step's choice, as the convolution kernels call it */
@@ -169,6 +202,10 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     switch (n->op) {
     case DG_OP_MATMUL:
         name = gemm == DG_CPU_GEMM_OPENBLAS ? "cpu-openblas" : gemm == DG_CPU_GEMM_OWN ? "cpu-own" : "cpu-naive";
+        if (n->in[0]->dtype != DG_F32) { /* widened to float32 first (cpu_matmul) */
+            snprintf(buf, size, "%s-%s-widened", name, dg_dtype_name(n->in[0]->dtype));
+            return DG_OK;
+        }
         break;
     case DG_OPS_CONV: {
         dg_conv_dims d = dg_conv_dims_of(n);
@@ -182,7 +219,7 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     case DG_OP_LEAF: case DG_OP_SIDE_OUTPUT: case DG_OP_PERMUTE: case DG_OP_RESHAPE: case DG_OP_SUM:
     case DG_OP_MEAN: case DG_OP_BROADCAST_TO: case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_CE:
     case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM: case DG_OP_EMBEDDING: case DG_OP_ATTENTION: case DG_OP_ALL_REDUCE:
-    case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
+    case DG_OP_CAST: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
     case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE: case DG_OP_LAYER_NORM_BACKWARD:
     case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD: case DG_OP_ATTENTION_BACKWARD:
     case DG_OP_BATCH_NORM_RUNNING: case DG_OP_COUNT:
@@ -202,7 +239,8 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OPS_UNARY:          dg__cpu_unary(s); break;
     case DG_OPS_BINARY:         dg__cpu_binary(s); break;
     case DG_OPS_UNARY_BACKWARD: dg__cpu_unary_backward(s); break;
-    case DG_OP_MATMUL:       cpu_matmul(c, (dg_cpu_gemm)gemm, s); break;
+    case DG_OP_MATMUL:       return cpu_matmul(c, (dg_cpu_gemm)gemm, s);
+    case DG_OP_CAST:         return dg__cpu_cast(s);
     case DG_OP_PERMUTE:      dg__cpu_permute(s); break;
     case DG_OP_RESHAPE:      break; /* a view: nothing to compute */
     case DG_OP_ALL_REDUCE:   /* no group on the CPU: one replica, its own mean */
@@ -272,8 +310,8 @@ static const dg_backend_i cpu_iface = {
     /* host memory: the core's aligned malloc (copies are memcpy) */
     /* .host_alloc = */ NULL,
     /* .host_free  = */ NULL,
-    /* .scratch_bytes = */ NULL, /* dg_node_scratch_bytes: im2col columns */
-    /* .step_scratch_bytes = */ NULL, /* the same columns whatever the strategy */
+    /* .scratch_bytes = */ cpu_scratch_bytes, /* dg_node_scratch_bytes (im2col columns), f16 operands */
+    /* .step_scratch_bytes = */ NULL, /* the same whatever the strategy */
     /* .step_impl  = */ cpu_step_impl,
 };
 

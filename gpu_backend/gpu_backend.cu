@@ -166,7 +166,7 @@ static bool gpu_supports(const dg_backend *be, const dg_node *n) {
     case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
     case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
     case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
-    case DG_OP_BATCH_NORM_RUNNING:
+    case DG_OP_BATCH_NORM_RUNNING: case DG_OP_CAST:
         return true;
     }
     return false; /* a value that is no dg_op */
@@ -225,7 +225,9 @@ static dg_status gpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     if (!n) return DG_OK;
     bool tf32 = (flags & DG_STEP_TF32) != 0;
     const char *name = "gpu";
-    if (n->op == DG_OP_MATMUL)
+    if (n->op == DG_OP_MATMUL && n->in[0]->dtype != DG_F32) /* cuBLAS's GemmEx whatever the choice */
+        name = n->in[0]->dtype == DG_BF16 ? "gpu-cublas-bf16" : "gpu-cublas-f16";
+    else if (n->op == DG_OP_MATMUL)
         name = gemm == DG_GPU_GEMM_CUBLAS ? (tf32 ? "gpu-cublas-tf32" : "gpu-cublas")
              : gemm == DG_GPU_GEMM_TILED  ? (tf32 ? "gpu-tiled-tf32" : "gpu-tiled")
                                           : "gpu-naive";
@@ -245,6 +247,7 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     case DG_OPS_POOL:           return dg__gpu_pool(c, s);
     case DG_OP_MATMUL:       return dg__gpu_matmul(c, s);
     case DG_OP_PERMUTE:      return dg__gpu_permute(c, s);
+    case DG_OP_CAST:         return dg__gpu_cast(c, s);
     case DG_OP_RESHAPE:      return DG_OK; /* a view: the plan never steps it           */
     case DG_OP_SIDE_OUTPUT:  return DG_OK; /* written by its owner's step: never stepped */
     case DG_OP_SUM: case DG_OP_MEAN:

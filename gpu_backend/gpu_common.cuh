@@ -216,6 +216,7 @@ dg_status dg__gpu_unary_backward(gpu_ctx *c, const dg_step *s);
 /* gpu_gather.cu */
 dg_status dg__gpu_broadcast_to(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_cast(gpu_ctx *c, const dg_step *s); /* f32 <-> bf16 or f16 (gpu_cast.cu) */
 dg_status dg__gpu_gather_rows(gpu_ctx *c, void *dst, const void *src, const int32_t *idx, int n,
                               size_t row_bytes);
 /* gpu_reduce.cu */

@@ -259,15 +259,33 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
 }
 
 size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n, dg_gpu_gemm impl) {
-    if (impl != DG_GPU_GEMM_TILED) return 0;
+    if (impl != DG_GPU_GEMM_TILED || n->in[0]->dtype != DG_F32) return 0;
     dg_gemm_dims g = dg_gemm_dims_of(n);
     return dg__gpu_tf32_scratch_floats(c, g.ta, g.tb, g.m, g.n, g.k, g.batch);
+}
+
+/* A product of bf16 or f16 operands: cuBLAS's GemmEx, float32 products'
+ * sums and output (CUBLAS_COMPUTE_32F: the tensor cores, whose products of
+ * such values are exact), whatever the step's GEMM choice (the own kernels
+ * are float32 alone). Row-major C = op(A) op(B) as column-major C^T =
+ * op(B)^T op(A)^T, as dg__gpu_sgemm does. */
+static dg_status matmul_low_precision(gpu_ctx *c, const dg_gemm_dims &g, const dg_step *s) {
+    dg_status st = dg__gpu_cublas_math(c, false);
+    if (st != DG_OK) return st;
+    cudaDataType_t t = s->node->in[0]->dtype == DG_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    const float one = 1.0f, zero = 0.0f;
+    cublasOperation_t opa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    DG_CUBLAS_CHECK(cublasGemmStridedBatchedEx(c->cublas, opb, opa, g.n, g.m, g.k, &one, s->in[1], t, g.ldb,
+                                               g.stride_b, s->in[0], t, g.lda, g.stride_a, &zero, s->out, CUDA_R_32F,
+                                               g.ldc, g.stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return DG_OK;
 }
 
 /* out [batch,]m,n = op(in0) op(in1); dimensions, leading dimensions and
  * batch strides from the core's dg_gemm_dims_of (shared with the CPU) */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s) {
     dg_gemm_dims g = dg_gemm_dims_of(s->node);
+    if (s->node->in[0]->dtype != DG_F32) return matmul_low_precision(c, g, s);
     dg_gpu_gemm impl = (dg_gpu_gemm)dg__gpu_step_gemm(c, s->flags); /* checked by the dispatch */
     if (impl == DG_GPU_GEMM_TILED && (s->flags & DG_STEP_TF32)) /* with the room the plan reserved */
         return dg__gpu_sgemm_tf32(c, g.ta, g.tb, g.m, g.n, g.k, (const float *)s->in[0], g.lda,

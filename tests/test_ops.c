@@ -136,17 +136,19 @@ static void reach_step(dg_optim_kind kind, bool running, int *seen) {
 
 Test(ops, table_reaches_every_op) {
     static int seen[DG_OP_COUNT];
-    for (int i = 0; i < dg_n_op_cases; i++) {
+    for (int i = 0; i < dg_n_op_cases + dg_n_dtype_cases; i++) {
+        const op_case *c = i < dg_n_op_cases ? &dg_op_cases[i] : &dg_dtype_cases[i - dg_n_op_cases];
         case_graph cg;
-        ASSERT_OK(case_graph_new(&cg, &dg_op_cases[i], 1));
-        reach(cg.g, dg_op_cases[i].name, seen);
+        ASSERT_OK(case_graph_new(&cg, c, 1));
+        reach(cg.g, c->name, seen);
         case_graph_free(&cg);
     }
     reach_step(DG_OPTIM_SGD, true, seen);
     reach_step(DG_OPTIM_MOMENTUM, false, seen);
     reach_step(DG_OPTIM_ADAM, false, seen);
     for (int op = 0; op < DG_OP_COUNT; op++)
-        cr_expect_gt(seen[op], 0, "op %s is reached by no op case (core/check/op_cases.c) nor by a training step",
+        cr_expect_gt(seen[op], 0, "op %s is reached by no op case (core/check/op_cases.c, op_cases_dtype.c) nor by a "
+                 "training step",
                      dg_op_name((dg_op)op));
 }
 
@@ -159,7 +161,8 @@ Test(ops, table_covers_every_forward_op) {
         n_forward++;
         int rows = 0;
         for (int i = 0; i < dg_n_op_cases; i++) rows += dg_op_cases[i].op == (dg_op)op && !dg_op_cases[i].build;
-        cr_expect_gt(rows, 0, "forward op %s has no row in the op table", info->name);
+        for (int i = 0; i < dg_n_dtype_cases; i++) rows += dg_dtype_cases[i].op == (dg_op)op;
+        cr_expect_gt(rows, 0, "forward op %s has no row in the op table or the precision table", info->name);
     }
     cr_assert_geq(n_forward, 25, "only %d forward ops", n_forward);
 }

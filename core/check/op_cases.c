@@ -283,7 +283,8 @@ dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
     case DG_OP_TANH:         return dg_tanh(g, a);
     case DG_OP_GELU:         return dg_gelu(g, a);
     case DG_OP_ALL_REDUCE:   return dg_all_reduce(g, a);
-    case DG_OP_MATMUL:       return dg_matmul(g, a, b, c->ta, c->tb);
+    case DG_OP_MATMUL:       return dg_matmul(g, dg_cast(g, a, c->dtype), dg_cast(g, b, c->dtype), c->ta, c->tb);
+    case DG_OP_CAST:         return dg_cast(g, dg_cast(g, a, c->dtype), DG_F32); /* the rounding, read back */
     case DG_OP_PERMUTE:      return dg_permute(g, a, c->perm);
     case DG_OP_RESHAPE:      return dg_reshape(g, a, c->target);
     case DG_OP_SUM:          return dg_sum(g, a, c->axes, c->keepdims);

@@ -69,6 +69,9 @@ struct op_case {
     dg_shape     target;             /* reshape, broadcast_to            */
     dg_conv2d_opts conv;             /* conv2d (a third input: the bias) */
     dg_pool2d_opts pool;             /* max_pool2d, avg_pool2d           */
+    dg_dtype     dtype;              /* matmul: its operands' (the float32
+                                        inputs cast to it first); cast: the
+                                        dtype cast to and back from          */
     /* composed graphs build themselves; NULL: the op alone */
     dg_node   *(*build)(dg_graph *g, dg_node *const *in, const op_case *c);
     double       tol;                /* float32 vs float64: max |err| / max |ref| */
@@ -97,6 +100,13 @@ extern const int     dg_n_op_cases;
  * ops sweep assume the [-2, 2] domains. */
 extern const op_case dg_range_cases[];
 extern const int     dg_n_range_cases;
+
+/* Precision: casts and bf16/f16 products, on every backend against the
+ * float64 reference of the same graph (which rounds where the graph casts);
+ * tolerances from the dtypes' unit roundoff (op_cases_dtype.c). Kept out of
+ * dg_op_cases: a finite difference cannot see through a rounding. */
+extern const op_case dg_dtype_cases[];
+extern const int     dg_n_dtype_cases;
 
 /* Builds the case's output from its inputs. */
 dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c);

@@ -4,6 +4,7 @@
 #include "ref.h"
 
 #include "../attrs.h"
+#include "../dtype_convert.h"
 #include "ref_attention.h"
 #include "../status_internal.h"
 
@@ -381,10 +382,22 @@ static dg_status side_output(const dg_node *n, double **vals, double *y) {
     case DG_OP_EMBEDDING: case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
     case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
     case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
-    case DG_OP_BATCH_NORM_RUNNING: case DG_OP_COUNT:
+    case DG_OP_BATCH_NORM_RUNNING: case DG_OP_CAST: case DG_OP_COUNT:
         break;
     }
     return DG_ERR_UNSUPPORTED;
+}
+
+/* x as a tensor of dtype t holds it: float32 first (the graph's values
+ * are float32 before a cast), then t's rounding */
+static double ref_round_to(dg_dtype t, double x) {
+    float f = (float)x;
+    switch (t) {
+    case DG_BF16: return dg__bf16_to_f32(dg__f32_to_bf16(f));
+    case DG_F16:  return dg__f16_to_f32(dg__f32_to_f16(f));
+    case DG_F32: case DG_I32: break;
+    }
+    return f;
 }
 
 static dg_status eval_node(const dg_node *n, double **vals) {
@@ -426,6 +439,10 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     }
     case DG_OP_RESHAPE: memcpy(y, a, (size_t)numel * sizeof *y); break;
     case DG_OP_ALL_REDUCE: memcpy(y, a, (size_t)numel * sizeof *y); break; /* one replica: its mean is itself */
+    case DG_OP_CAST: /* the float32 value the graph holds, rounded as its kernels round */
+#pragma omp parallel for
+        for (int64_t i = 0; i < numel; i++) y[i] = ref_round_to(n->dtype, a[i]);
+        break;
     case DG_OP_SUM: case DG_OP_MEAN: {
         dg_shape in = n->in[0]->shape, kept = in;
         uint32_t axes = dg_attr_reduce_of(n).axes;

@@ -445,7 +445,8 @@ static dg_status vjp(backward *bw, const dg_node *n) {
         return DG_OK;
     case DG_OP_MATMUL: vjp_matmul(bw, n); return DG_OK;
     case DG_OP_PERMUTE: vjp_permute(bw, n); return DG_OK;
-    case DG_OP_RESHAPE: case DG_OP_ALL_REDUCE: { /* the same elements in the same order; one replica */
+    case DG_OP_RESHAPE: case DG_OP_ALL_REDUCE:
+    case DG_OP_CAST: { /* the same elements in the same order; one replica; a rounding's gradient is 1 */
         const double *g = bw->adj[n->id];
         double *dx = bw->adj[n->in[0]->id];
         int64_t numel = dg_node_numel(n);

@@ -1,0 +1,46 @@
+/* gpu_cast.cu: DG_OP_CAST on the GPU (cpu_cast.c's counterpart): float32
+ * to bf16 or f16 rounded to nearest even, or back exactly, with the
+ * toolkit's conversions (the same bits as core/dtype_convert.h's). */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "gpu_common.cuh"
+
+#define BLOCK 256
+
+template <typename T> __device__ __forceinline__ T narrow(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 narrow(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half narrow(float v) { return __float2half_rn(v); }
+
+__device__ __forceinline__ float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float widen(__half v) { return __half2float(v); }
+
+template <typename T> __global__ void k_narrow(const float *__restrict__ x, T *__restrict__ y, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        y[i] = narrow<T>(x[i]);
+}
+
+template <typename T> __global__ void k_widen(const T *__restrict__ x, float *__restrict__ y, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        y[i] = widen(x[i]);
+}
+
+dg_status dg__gpu_cast(gpu_ctx *c, const dg_step *s) {
+    const dg_node *nd = s->node;
+    dg_dtype from = nd->in[0]->dtype, to = nd->dtype;
+    long long n = dg_node_numel(nd);
+    unsigned grid = grid_for(n, BLOCK);
+    if (from == DG_F32 && to == DG_BF16)
+        k_narrow<__nv_bfloat16><<<grid, BLOCK, 0, c->stream>>>((const float *)s->in[0], (__nv_bfloat16 *)s->out, n);
+    else if (from == DG_F32 && to == DG_F16)
+        k_narrow<__half><<<grid, BLOCK, 0, c->stream>>>((const float *)s->in[0], (__half *)s->out, n);
+    else if (from == DG_BF16 && to == DG_F32)
+        k_widen<__nv_bfloat16><<<grid, BLOCK, 0, c->stream>>>((const __nv_bfloat16 *)s->in[0], (float *)s->out, n);
+    else if (from == DG_F16 && to == DG_F32)
+        k_widen<__half><<<grid, BLOCK, 0, c->stream>>>((const __half *)s->in[0], (float *)s->out, n);
+    else
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: cast %s from %s to %s", nd->name, dg_dtype_name(from),
+                        dg_dtype_name(to));
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}

@@ -1,0 +1,175 @@
+/* test_dtype.c: bfloat16 and binary16 through the stack. The host
+ * conversions against the compiler's own (binary16) and an exact double
+ * oracle (bfloat16), every 16-bit pattern round-tripped; the graph's dtype
+ * rules and their messages; then the precision table (casts read back,
+ * bf16 and f16 products, forward and gradients) on every backend against
+ * the float64 reference of the same graph. GPU tests skip (or fail under
+ * DG_REQUIRE_GPU=1) where no device answers. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/dtype_convert.h"
+#include "core/rng.h"
+#include "cpu_backend/cpu_backend.h"
+#include "gpu_util.h"
+#include "test_util.h"
+
+/* ---- host conversions ---------------------------------------------- */
+
+/* the nearest bfloat16 of f by exact arithmetic: the two candidates that
+ * truncation and its successor give, the nearer kept, a tie to the even */
+static uint16_t bf16_oracle(float f) {
+    uint32_t u = dg__f32_bits(f);
+    uint16_t lo = (uint16_t)(u >> 16), hi = (uint16_t)(lo + 1);
+    if ((u & 0xffffu) == 0) return lo;
+    double x = fabs((double)f), dl = fabs((double)dg__bf16_to_f32(lo)), dh = fabs((double)dg__bf16_to_f32(hi));
+    if ((hi & 0x7fffu) == 0x7f80u) dh = 0x1p128; /* past the largest: inf stands where 2^128 would (IEEE 754) */
+    if (x - dl < dh - x) return lo;
+    if (x - dl > dh - x) return hi;
+    return lo & 1u ? hi : lo;
+}
+
+Test(dtype_convert, bf16_rounds_to_nearest_even) {
+    cr_assert_eq(dg__f32_to_bf16(1.0f), 0x3f80);
+    cr_assert_eq(dg__f32_to_bf16(dg__f32_of_bits(0x3f808000u)), 0x3f80, "a tie to the even below");
+    cr_assert_eq(dg__f32_to_bf16(dg__f32_of_bits(0x3f818000u)), 0x3f82, "a tie to the even above");
+    cr_assert_eq(dg__f32_to_bf16(dg__f32_of_bits(0x3f808001u)), 0x3f81, "past the tie: up");
+    cr_assert_eq(dg__f32_to_bf16(FLT_MAX), 0x7f80, "FLT_MAX rounds to inf");
+    cr_assert_eq(dg__f32_to_bf16(-INFINITY), 0xff80);
+    cr_assert(isnan(dg__bf16_to_f32(dg__f32_to_bf16(NAN))), "NaN stays NaN");
+    cr_assert(isnan(dg__bf16_to_f32(dg__f32_to_bf16(dg__f32_of_bits(0x7f800001u)))), "a NaN whose top bits are inf's");
+    cr_assert_eq(dg__f32_to_bf16(dg__f32_of_bits(1u)), 0, "the least subnormal rounds to 0");
+    dg_rng r = dg_rng_new(test_seed());
+    for (int i = 0; i < 1000000; i++) {
+        uint32_t u = (uint32_t)dg_rng_u64(&r);
+        if ((u & 0x7f800000u) == 0x7f800000u) continue; /* inf and NaN: above */
+        float f = dg__f32_of_bits(u);
+        cr_assert_eq(dg__f32_to_bf16(f), bf16_oracle(f), "%a (0x%08x): 0x%04x, want 0x%04x", (double)f, u,
+                     dg__f32_to_bf16(f), bf16_oracle(f));
+    }
+}
+
+Test(dtype_convert, f16_rounds_as_the_compiler_does) {
+    cr_assert_eq(dg__f32_to_f16(1.0f), 0x3c00);
+    cr_assert_eq(dg__f32_to_f16(65504.0f), 0x7bff, "the largest half");
+    cr_assert_eq(dg__f32_to_f16(65520.0f), 0x7c00, "the tie past it rounds to inf");
+    cr_assert_eq(dg__f32_to_f16(0x1p-24f), 0x0001, "the least subnormal");
+    cr_assert_eq(dg__f32_to_f16(0x1p-25f), 0x0000, "half of it ties to the even 0");
+    cr_assert_eq(dg__f32_to_f16(0x1.8p-25f), 0x0001);
+    cr_assert_eq(dg__f32_to_f16(0x1p-14f), 0x0400, "the least normal");
+    cr_assert_eq(dg__f32_to_f16(-0.0f), 0x8000);
+    cr_assert(isnan(dg__f16_to_f32(dg__f32_to_f16(NAN))));
+    dg_rng r = dg_rng_new(test_seed() + 1);
+    for (int i = 0; i < 1000000; i++) {
+        uint32_t u = (uint32_t)dg_rng_u64(&r);
+        /* exponents where binary16 is finite, subnormal or overflows, most of the time */
+        if (i % 2) u = (u & 0x807fffffu) | (uint32_t)(100 + dg_rng_u64(&r) % 50) << 23;
+        float f = dg__f32_of_bits(u);
+        if (isnan(f)) continue;
+        _Float16 h = (_Float16)f;
+        uint16_t want;
+        memcpy(&want, &h, sizeof want);
+        cr_assert_eq(dg__f32_to_f16(f), want, "%a (0x%08x): 0x%04x, want 0x%04x", (double)f, u, dg__f32_to_f16(f), want);
+    }
+}
+
+/* every 16-bit pattern widens exactly and narrows back to itself (NaNs to
+ * a NaN) */
+Test(dtype_convert, every_pattern_round_trips) {
+    for (uint32_t b = 0; b < 65536; b++) {
+        uint16_t h = (uint16_t)b;
+        float f16 = dg__f16_to_f32(h), fb = dg__bf16_to_f32(h);
+        _Float16 ref;
+        memcpy(&ref, &h, sizeof ref);
+        if (isnan(f16)) {
+            cr_assert(isnan((float)ref) && isnan(dg__f16_to_f32(dg__f32_to_f16(f16))));
+        } else {
+            cr_assert_eq(dg__f32_bits(f16), dg__f32_bits((float)ref), "f16 0x%04x widens to %a, want %a", h, (double)f16,
+                         (double)(float)ref);
+            cr_assert_eq(dg__f32_to_f16(f16), h, "f16 0x%04x", h);
+        }
+        if (isnan(fb)) cr_assert(isnan(dg__bf16_to_f32(dg__f32_to_bf16(fb))));
+        else cr_assert_eq(dg__f32_to_bf16(fb), h, "bf16 0x%04x", h);
+    }
+}
+
+/* ---- the graph's rules ----------------------------------------------- */
+
+Test(dtype_graph, casts_and_products_and_their_refusals) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_input(g, "x", DG_SHAPE(4, 6)), *w = dg_input(g, "w", DG_SHAPE(6, 3));
+    dg_node *xb = dg_cast(g, x, DG_BF16), *wb = dg_cast(g, w, DG_BF16);
+    cr_assert(xb && xb->dtype == DG_BF16 && xb->op == DG_OP_CAST);
+    cr_assert_eq(dg_node_bytes(xb), 4 * 6 * 2, "two bytes an element");
+    cr_assert_eq(dg_cast(g, xb, DG_BF16), xb, "a cast to its own dtype adds nothing");
+    dg_node *y = dg_matmul(g, xb, wb, false, false);
+    cr_assert(y && y->dtype == DG_F32, "a bf16 product is float32");
+    cr_assert_eq(dg_graph_status(g), DG_OK);
+    dg_graph_free(g);
+
+    struct { const char *what, *msg; } bad[] = {
+        {"mixed", "both f32, both bf16 or both f16"},
+        {"add", "takes float32"},
+        {"bf16 to f16", "casts go from f32"},
+        {"i32", "casts go from f32"},
+    };
+    for (int i = 0; i < 4; i++) {
+        g = dg_graph_new();
+        x = dg_input(g, "x", DG_SHAPE(4, 6));
+        w = dg_input(g, "w", DG_SHAPE(6, 3));
+        dg_node *r = NULL;
+        switch (i) {
+        case 0: r = dg_matmul(g, dg_cast(g, x, DG_BF16), dg_cast(g, w, DG_F16), false, false); break;
+        case 1: r = dg_add(g, dg_cast(g, x, DG_F16), x); break;
+        case 2: r = dg_cast(g, dg_cast(g, x, DG_BF16), DG_F16); break;
+        case 3: r = dg_cast(g, dg_input_i32(g, "ids", DG_SHAPE(4)), DG_BF16); break;
+        }
+        cr_assert_null(r, "%s was accepted", bad[i].what);
+        cr_assert_eq(dg_graph_status(g), DG_ERR_INVALID, "%s", bad[i].what);
+        cr_assert(strstr(dg_last_error(), bad[i].msg), "%s: '%s'", bad[i].what, dg_last_error());
+        dg_graph_free(g);
+    }
+}
+
+/* ---- the precision table on every backend ---------------------------- */
+
+static struct criterion_test_params dtype_indices(void) {
+    static int idx[64];
+    for (int i = 0; i < dg_n_dtype_cases; i++) idx[i] = i;
+    return cr_make_param_array(int, idx, (size_t)dg_n_dtype_cases);
+}
+
+static void check_dtype_case(int row, bool gpu) {
+    const op_case *c = &dg_dtype_cases[row];
+    dg_backend *be = test_backend_open(gpu);
+    uint64_t seed = test_seed();
+    case_graph cg;
+    ASSERT_OK(case_graph_new(&cg, c, seed));
+    case_result r;
+    case_ref ref;
+    ASSERT_OK(case_run(&cg, be, &r));
+    ASSERT_OK(case_ref_run(&cg, &ref));
+    const char *side = gpu ? "gpu" : "cpu";
+    cmp_stats s = cmp_f32(r.out, ref.out, r.n_out);
+    cr_log_info("%s %s forward %.3g", side, c->name, s.max_rel);
+    ASSERT_CLOSE(s, c->tol, gpu ? "gpu forward" : "cpu forward", c->name, seed);
+    for (int i = 0; i < c->n_in; i++) {
+        if (!cg.grad[i]) continue;
+        s = cmp_f32(r.grad[i], ref.grad[i], r.n_grad[i]);
+        cr_log_info("%s %s grad %d %.3g (tol %.3g)", side, c->name, i, s.max_rel, c->tol);
+        ASSERT_CLOSE(s, c->tol, gpu ? "gpu gradient" : "cpu gradient", c->name, seed);
+    }
+    case_result_free(&r);
+    case_ref_free(&ref);
+    case_graph_free(&cg);
+    dg_backend_free(be);
+}
+
+ParameterizedTestParameters(dtype, cpu_cases) { return dtype_indices(); }
+ParameterizedTest(int *row, dtype, cpu_cases) { check_dtype_case(*row, false); }
+
+ParameterizedTestParameters(dtype, gpu_cases) { return dtype_indices(); }
+ParameterizedTest(int *row, dtype, gpu_cases) { check_dtype_case(*row, true); }
