@@ -55,6 +55,7 @@ struct dg__cublas_api {
     decltype(&cublasGetStatusString)     status_string;
     decltype(&cublasSgemm)               sgemm;
     decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
+    decltype(&cublasGemmStridedBatchedEx) gemm_strided_batched_ex; /* bf16 and f16 operands */
 };
 extern dg__cublas_api dg__cublas;
 dg_status dg__cublas_load(void);

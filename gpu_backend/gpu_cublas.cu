@@ -44,6 +44,7 @@ static const char *load_cublas(void) {
     DG_CUBLAS_ENTRY(status_string, cublasGetStatusString);
     DG_CUBLAS_ENTRY(sgemm, cublasSgemm);
     DG_CUBLAS_ENTRY(sgemm_strided_batched, cublasSgemmStridedBatched);
+    DG_CUBLAS_ENTRY(gemm_strided_batched_ex, cublasGemmStridedBatchedEx);
 #undef DG_CUBLAS_ENTRY
     if (!ok) {
         dlclose(lib);

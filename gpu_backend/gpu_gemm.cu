@@ -275,7 +275,7 @@ static dg_status matmul_low_precision(gpu_ctx *c, const dg_gemm_dims &g, const d
     cudaDataType_t t = s->node->in[0]->dtype == DG_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     const float one = 1.0f, zero = 0.0f;
     cublasOperation_t opa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    DG_CUBLAS_CHECK(cublasGemmStridedBatchedEx(c->cublas, opb, opa, g.n, g.m, g.k, &one, s->in[1], t, g.ldb,
+    DG_CUBLAS_CHECK(dg__cublas.gemm_strided_batched_ex(c->cublas, opb, opa, g.n, g.m, g.k, &one, s->in[1], t, g.ldb,
                                                g.stride_b, s->in[0], t, g.lda, g.stride_a, &zero, s->out, CUDA_R_32F,
                                                g.ldc, g.stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return DG_OK;
