@@ -55,7 +55,12 @@ struct dg__cublas_api {
     decltype(&cublasGetStatusString)     status_string;
     decltype(&cublasSgemm)               sgemm;
     decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
-    decltype(&cublasGemmStridedBatchedEx) gemm_strided_batched_ex; /* bf16 and f16 operands */
+    /* bf16 and f16 operands: the C entry point (C++ also declares an inline
+     * overload taking the compute type as a cudaDataType) */
+    cublasStatus_t (*gemm_strided_batched_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                              const void *, const void *, cudaDataType, int, long long, const void *,
+                                              cudaDataType, int, long long, const void *, void *, cudaDataType, int,
+                                              long long, int, cublasComputeType_t, cublasGemmAlgo_t);
 };
 extern dg__cublas_api dg__cublas;
 dg_status dg__cublas_load(void);
