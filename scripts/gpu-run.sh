@@ -30,8 +30,11 @@ export NCCL_NVLS_ENABLE=0 # never NVLink multicast on the shared machines
 # the OpenMP OpenBLAS travels xz-compressed (the tree that travels is capped)
 [ -f .gpu/lib/libopenblas.so.0.xz ] && xz -dkf .gpu/lib/libopenblas.so.0.xz
 # Debian's OpenBLAS 0.3.21 does not know every recent Xeon and falls back to
-# SSE3 kernels ("Prescott"); name the AVX-512 kernels where the CPU has them
-if grep -q avx512f /proc/cpuinfo && [ -z "${OPENBLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE=SkylakeX; fi
+# SSE3 kernels ("Prescott"); the test suites get the AVX-512 kernels by name
+# where the CPU has them, the bench chooses its core itself
+# (bench/machine/blas_core.c) unless the caller set one
+user_coretype=${OPENBLAS_CORETYPE:-}
+if grep -q avx512f /proc/cpuinfo && [ -z "$user_coretype" ]; then export OPENBLAS_CORETYPE=SkylakeX; fi
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$out/gpu-smi.txt" 2>&1
 # what dg_gpu_probe finds (present, absent or broken, and why), first
 # The summary grows a line a step, kept in $OUT/summary.txt as it grows:
@@ -73,6 +76,7 @@ if [ "${DG_SANITIZER:-1}" = 1 ]; then
     done
 fi
 
+if [ -z "$user_coretype" ]; then unset OPENBLAS_CORETYPE; fi
 if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then
     # the same options as the run after it: a comparison of like with like
     timeout -s INT "${DG_BENCH_LIMIT:-400}" "$DG_BEFORE" --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
