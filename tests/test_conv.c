@@ -104,7 +104,7 @@ Test(conv_builders, conv2d_refusals) {
             "bias [6,1]", "must be [6]");
     /* inputs: float32, present */
     REFUSES(DG_ERR_INVALID, dg_conv2d(g, dg_input_i32(g, "labels", S(1, 4, 5, 5)), W(6, 4, 3, 3), NULL, CONV(0)),
-            "conv2d", "'labels' must be float32");
+            "conv2d", "'labels' is i32; conv2d takes float32");
     REFUSES(DG_ERR_INVALID, dg_conv2d(g, X(1, 4, 5, 5), NULL, NULL, CONV(0)), "conv2d", "input 1 is NULL");
 }
 

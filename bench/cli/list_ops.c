@@ -7,9 +7,12 @@
 #include "cli/backends.h"
 #include "core/check/harness.h"
 
+/* the op's first row in the op table, else in the precision table (the cast) */
 static const op_case *first_row(dg_op op) {
     for (int i = 0; i < dg_n_op_cases; i++)
         if (dg_op_cases[i].op == op && !dg_op_cases[i].build) return &dg_op_cases[i];
+    for (int i = 0; i < dg_n_dtype_cases; i++)
+        if (dg_dtype_cases[i].op == op) return &dg_dtype_cases[i];
     return NULL;
 }
 
