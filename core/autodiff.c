@@ -283,7 +283,7 @@ static dg_status check_args(const dg_graph *g, const dg_node *loss, dg_node *con
         if (!wrt[i]) return dg__fail(DG_ERR_INVALID, "dg_grad: wrt[%d] is NULL", i);
         if (!dg__graph_owns(g, wrt[i]))
             return dg__fail(DG_ERR_INVALID, "dg_grad: wrt[%d] ('%s') is not a node of this graph", i, wrt[i]->name);
-        if (wrt[i]->dtype != DG_F32)
+        if (wrt[i]->dtype == DG_I32) /* bf16 and f16 nodes have float32 gradients */
             return dg__fail(DG_ERR_INVALID, "dg_grad: cannot differentiate with respect to int32 '%s'", wrt[i]->name);
     }
     return DG_OK;

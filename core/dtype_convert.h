@@ -39,7 +39,7 @@ static inline uint16_t dg__f32_to_f16(float f) {
         if (a <= 0x33000000u) return (uint16_t)sign;         /* <= 2^-25: 0 (2^-25 ties to even 0) */
         /* |f| = m 2^(e - 150); in units of f16's least step 2^-24: m >> (126 - e) */
         uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
-        int shift = 126 - (int)e; /* 14..23 */
+        int shift = 126 - (int)e; /* 14..24 */
         uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
         if (rem > half || (rem == half && (r & 1u))) r++;
         return (uint16_t)(sign | r); /* r = 0x400 is the least normal: the right bits */

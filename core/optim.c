@@ -81,6 +81,9 @@ static dg_status check_args(const dg_graph *g, const dg_optim *o, dg_node *const
         if (w->leaf != DG_LEAF_PARAM || !dg_shape_eq(w->shape, dw->shape))
             return dg__fail(DG_ERR_INVALID, "dg_optim_apply: parameter %d must be a param leaf with a gradient of "
                             "its shape", i);
+        if (dw->dtype != DG_F32) /* the update kernels read float32 */
+            return dg__fail(DG_ERR_INVALID, "dg_optim_apply: gradient %d ('%s') is %s; updates take float32 "
+                            "gradients", i, dw->name, dg_dtype_name(dw->dtype));
         for (int j = 0; j < i; j++) /* two updates writing one parameter in place */
             if (params[j] == w)
                 return dg__fail(DG_ERR_INVALID, "dg_optim_apply: parameter '%s' given twice (%d and %d)", w->name, j,

@@ -1,6 +1,7 @@
 /* gpu_cast.cu: DG_OP_CAST on the GPU (cpu_cast.c's counterpart): float32
  * to bf16 or f16 rounded to nearest even, or back exactly, with the
- * toolkit's conversions (the same bits as core/dtype_convert.h's). */
+ * toolkit's conversions (core/dtype_convert.h's bits for every number and
+ * infinity; a NaN stays a NaN, its payload may differ). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -110,6 +110,15 @@ Test(dtype_graph, casts_and_products_and_their_refusals) {
     cr_assert_eq(dg_graph_status(g), DG_OK);
     dg_graph_free(g);
 
+    /* an update reads float32 gradients: a bf16 one is refused by name */
+    g = dg_graph_new();
+    dg_node *p = dg_param(g, "p", DG_SHAPE(4, 6), (dg_init){DG_INIT_FILL, 1, 0, 0});
+    dg_node *gb = dg_cast(g, dg_input(g, "dp", DG_SHAPE(4, 6)), DG_BF16), *upd;
+    dg_optim sgd = dg_optim_default(DG_OPTIM_SGD, 0.1f);
+    cr_assert_eq(dg_optim_apply(g, &sgd, &p, &gb, 1, &upd), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "updates take float32"), "%s", dg_last_error());
+    dg_graph_free(g);
+
     struct { const char *what, *msg; } bad[] = {
         {"mixed", "both f32, both bf16 or both f16"},
         {"add", "takes float32"},
@@ -132,6 +141,31 @@ Test(dtype_graph, casts_and_products_and_their_refusals) {
         cr_assert(strstr(dg_last_error(), bad[i].msg), "%s: '%s'", bad[i].what, dg_last_error());
         dg_graph_free(g);
     }
+}
+
+/* A bf16 node's gradient is float32 and equals its float32 source's (a
+ * cast passes the gradient through) */
+Test(dtype_graph, a_bf16_node_has_the_float32_gradient_of_its_source) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_param(g, "x", DG_SHAPE(3, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 3});
+    dg_node *w = dg_param(g, "w", DG_SHAPE(5, 2), (dg_init){DG_INIT_UNIFORM, -1, 1, 4});
+    dg_node *xb = dg_cast(g, x, DG_BF16);
+    dg_node *loss = dg_sum(g, dg_matmul(g, xb, dg_cast(g, w, DG_BF16), false, false), DG_ALL_AXES, false);
+    dg_node *wrt[2] = {xb, x}, *gr[2];
+    ASSERT_OK(dg_grad(g, loss, wrt, 2, gr));
+    cr_assert(gr[0]->dtype == DG_F32 && gr[1]->dtype == DG_F32 && dg_shape_eq(gr[0]->shape, xb->shape));
+    dg_backend *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
+    dg_plan *pl;
+    ASSERT_OK(dg_plan_new(&pl, g, cpu, gr, 2, NULL));
+    ASSERT_OK(dg_plan_run(pl));
+    float a[15], b[15];
+    ASSERT_OK(dg_plan_get(pl, gr[0], a, sizeof a));
+    ASSERT_OK(dg_plan_get(pl, gr[1], b, sizeof b));
+    for (int i = 0; i < 15; i++) cr_assert_eq(a[i], b[i], "element %d: %g and %g", i, a[i], b[i]);
+    dg_plan_free(pl);
+    dg_backend_free(cpu);
+    dg_graph_free(g);
 }
 
 /* ---- the precision table on every backend ---------------------------- */

@@ -84,6 +84,7 @@ static dg_status toy_run(void *arg) {
 static dg_status toy_sleep(void *arg) {
     int64_t m = *(const int64_t *)arg;
     toy.runs++;
+    if (toy.interrupt_in_run && toy.runs == toy.interrupt_in_run) bench_interrupted = SIGINT;
     toy.slow_runs_at_4 += m == 4;
     struct timespec ts = {0, 2000000L * (long)(toy.cubic ? m * m * m : m)};
     nanosleep(&ts, NULL);
@@ -378,6 +379,26 @@ Test(runner, a_row_cut_short_is_interrupted) {
     cr_assert_eq(n, 1);
     cr_assert_str_eq(r[0].status, "interrupted");
     cr_assert_eq(r[0].reps, 2, "the runs done are kept: %d", r[0].reps);
+    free(r);
+    remove_dir(dir);
+}
+
+/* Ctrl-C in the first run of a re-measurement (cv above --max-cv): the
+ * complete first measurement is kept, not the one-run attempt (whose cv of
+ * 0 would otherwise win), and the row is not interrupted */
+Test(runner, an_interrupted_retry_keeps_the_complete_measurement) {
+    reset();
+    toy.interrupt_in_run = 2 + 4 + 1; /* warm-up 2, timed 4, then the retry's first run */
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.impl_filter = "toy-slow", .case_filter = "a",
+                     .timing = {.warmup = 2, .min_reps = 4, .max_reps = 4, .max_cv_pct = 1e-9, .max_retries = 2}};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    bench_interrupted = 0;
+    cr_assert_eq(n, 1, "the sweep stops after the row: %d rows", n);
+    cr_assert_eq(r[0].reps, 4, "the complete measurement's 4 runs, not %d", r[0].reps);
+    cr_assert_str_eq(r[0].status, "noisy", "a complete measurement (cv above --max-cv): %s", r[0].status);
     free(r);
     remove_dir(dir);
 }

@@ -101,9 +101,12 @@ static void usage(FILE *f) {
             "skipped, interrupted; column note says why. GPU kernel times come from CUDA events; rows\n"
             "with transfer=1 include the host-device copies. TF32 is off except in rows with tf32=1.\n"
             "A sweep's rows go to DIR/NAME.csv.partial as they are measured; the file replaces DIR/NAME.csv\n"
-            "(and NAME.json is written beside it) when the sweep ends or is interrupted with rows in it,\n"
-            "so a failed run never erases an earlier result. Ctrl-C or SIGTERM: the row being measured\n"
-            "is finished with the runs it has, then the charts and summary are drawn.\n",
+            "(and NAME.json is written beside it) when the sweep ends with rows in it, so a failed run\n"
+            "never erases an earlier result; a run on a --budget writes the rows it could hold and the\n"
+            "skipped ones with their reason. Ctrl-C or SIGTERM: the row being measured is finished with\n"
+            "the runs it has (status interrupted), the sweep's rows go to DIR/NAME.interrupted.csv where\n"
+            "an earlier DIR/NAME.csv exists (else to DIR/NAME.csv), the charts and summary are drawn,\n"
+            "and the exit status is 128 + the signal (130, 143).\n",
             by_default, all, BENCH_MAX_SIZES);
 }
 

@@ -66,6 +66,7 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
         fprintf(stderr, "bench: %s\n", dg_last_error());
         if (ctx->csv) bench_csv_finish(ctx->csv, ctx->out_dir, s->name, false);
         finish_extras(ctx, s, NULL);
+        if (ctx->sweeps_left > 0) ctx->sweeps_left--; /* the budget's shares count the sweeps still to run */
         return 1;
     }
     ctx->sweep = s->name;

@@ -118,7 +118,9 @@ static dg_status time_reps(const clock_pair *c, bench_fn fn, void *arg, const be
     *out = bench_stats_of(samples.sorted, n);
     out->capped = n == t->max_reps && spent < 1e3 * t->min_time_s;
     out->over_cap = over_cap;
-    out->cut_short = bench_interrupted && !over_cap && (n < min_reps || spent < 1e3 * t->min_time_s);
+    /* cut short: the signal ended the loop before its count, its time or
+     * --max-reps did */
+    out->cut_short = bench_interrupted && !over_cap && n < t->max_reps && (n < min_reps || spent < 1e3 * t->min_time_s);
     return DG_OK;
 }
 
@@ -138,7 +140,7 @@ static dg_status measure(const clock_pair *c, bench_fn fn, void *arg, const benc
         bench_stats again;
         if ((st = time_reps(c, fn, arg, t, ms, next, &again)) != DG_OK) return st;
         retries++;
-        if (again.reps > 0 && again.cv_pct < out->cv_pct) {
+        if (again.reps > 0 && !again.cut_short && again.cv_pct < out->cv_pct) { /* never a cut-short attempt */
             double *tmp = best;
             best = next;
             next = tmp;

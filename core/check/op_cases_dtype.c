@@ -39,5 +39,10 @@ const op_case dg_dtype_cases[] = {
     {"matmul_f16_ta",    DG_OP_MATMUL, 2, {S(7, 5), S(7, 3)}, .ta = true, .dtype = DG_F16, .tol = TOL},
     {"matmul_f16_odd",   DG_OP_MATMUL, 2, {S(17, 33), S(33, 9)}, .dtype = DG_F16, .tol = TOL},
     {"bmm_f16_ta",       DG_OP_MATMUL, 2, {S(2, 4, 3), S(2, 4, 5)}, .ta = true, .dtype = DG_F16, .tol = TOL},
+    /* [B,m,k] x [k,n] (a reshaped 2-D product) and [B,H,m,k] x [B,H,k,n]
+     * (batch folded into views) */
+    {"matmul_bf16_3d_2d", DG_OP_MATMUL, 2, {S(2, 3, 4), S(4, 5)}, .dtype = DG_BF16, .tol = TOL},
+    {"matmul_f16_4d_tt", DG_OP_MATMUL, 2, {S(2, 2, 5, 4), S(2, 2, 3, 5)}, .ta = true, .tb = true, .dtype = DG_F16,
+     .tol = TOL},
 };
 const int dg_n_dtype_cases = (int)(sizeof dg_dtype_cases / sizeof dg_dtype_cases[0]);
