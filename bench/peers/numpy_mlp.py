@@ -35,6 +35,7 @@ import os
 import platform
 import re
 import sys
+import time
 
 if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
     _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -487,6 +488,9 @@ def make_parser():
                     help="numpy,torch-cpu (default: both, torch-cpu where `import torch` works)")
     ap.add_argument("--threads", type=common.bounded(int, 1, 1024), metavar="N",
                     help="threads for OpenBLAS and PyTorch, as bench --threads (default: OpenBLAS's, all cores)")
+    ap.add_argument("--budget", type=common.bounded(float, 1, 604800), metavar="S",
+                    help="the peer's wall seconds (default: none): the rows of the batches after it are written "
+                         "as skipped, saying so (the main job gives it what bench's --budget leaves)")
     common.timing_args(ap, max_reps=10000, warmup_time=True, retries=True)
     return ap
 
@@ -603,11 +607,19 @@ def main(argv=None, reexec=False):
     if torch is not None:
         cls["torch-cpu"] = (TorchStep, torch.get_num_threads())
     rows = []
+    deadline = time.monotonic() + a.budget if a.budget else None
     try:
         for spec in widths_list:
             widths = parse_widths(spec)
             params = init_params(np, widths)
             for batch in batches:
+                if deadline is not None and time.monotonic() > deadline:
+                    for name in (n for n in impls if n in cls):
+                        row = base_row(spec, name, batch, cls[name][1])
+                        row.update(status="skipped", note=f"the peer's --budget of {a.budget:g} s is spent")
+                        out.write(row)
+                        rows.append(row)
+                    continue
                 x, y = make_batch(np, widths, batch)
                 ref = reference_step(np, params, x, y)  # one float64 step, shared by the impls
                 for name in impls:
@@ -620,7 +632,7 @@ def main(argv=None, reexec=False):
         return 130
     out.close()
     print_summary(out.path, rows)
-    return 1 if any(r["status"] not in ("ok", "noisy") for r in rows) else 0
+    return 1 if any(r["status"] not in ("ok", "noisy", "skipped") for r in rows) else 0
 
 
 if __name__ == "__main__":

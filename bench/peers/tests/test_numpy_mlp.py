@@ -255,6 +255,21 @@ def test_rows_follow_the_files_column_order():
         assert 0 <= float(r["max_rel_err"]) < 1e-4, r
 
 
+def test_rows_past_the_budget_are_skipped_and_say_so():
+    """--budget: once the peer's time is spent, the remaining batches'
+    rows are written as skipped with the reason, and the exit is still 0"""
+    path = new_csv("budget", common.bench_header(), "")
+    slow = ["--warmup", "0", "--reps", "2", "--min-time", "1.2", "--max-cv", "0"]  # 1.2 s of runs a row
+    rc, text = run_main(["--out", os.path.dirname(path), "--widths", "7-6-5-4", "--sizes", "3,5,9",
+                         "--impl", "numpy", "--budget", "1"] + slow)
+    assert rc == 0, text
+    rows = [r for r in common.read_rows(path)[1] if r["impl"] == "numpy"]
+    assert [r["status"] for r in rows] == ["ok", "skipped", "skipped"] or \
+        [r["status"] for r in rows] == ["noisy", "skipped", "skipped"], [(r["status"], r["note"]) for r in rows]
+    assert all("--budget" in r["note"] for r in rows[1:]), rows
+    assert rows[1]["reps"] == "0" and rows[1]["median_ms"] == "NaN", rows[1]
+
+
 def test_flop_count_is_sweep_mlps():
     """6 flops per weight and row, as sweep_mlp.c: the committed duograd rows'
     gflops are this count over their median"""
