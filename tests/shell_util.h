@@ -6,6 +6,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,40 @@ static inline void remove_dir(const char *dir) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+/* A forked child whose stdout goes to a temporary file, so a test can run
+ * code that may execute another program (a re-exec) and read what came
+ * out: child_capture_fork returns true in the child (stdout redirected; it
+ * ends with _exit), false in the parent, which then calls
+ * child_capture_finish: the child must exit 0, and what it printed lands
+ * in out. */
+typedef struct child_capture {
+    char  path[32];
+    int   fd;
+    pid_t pid;
+} child_capture;
+
+static inline bool child_capture_fork(child_capture *c) {
+    snprintf(c->path, sizeof c->path, "/tmp/dg-child-XXXXXX");
+    c->fd = mkstemp(c->path);
+    cr_assert_geq(c->fd, 0, "mkstemp: %s", strerror(errno));
+    fflush(NULL);
+    c->pid = fork();
+    cr_assert_neq(c->pid, -1, "fork: %s", strerror(errno));
+    if (c->pid == 0) dup2(c->fd, STDOUT_FILENO);
+    return c->pid == 0;
+}
+
+static inline void child_capture_finish(child_capture *c, char *out, size_t n) {
+    int st;
+    cr_assert_eq(waitpid(c->pid, &st, 0), c->pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    char *text = read_file(c->path);
+    snprintf(out, n, "%s", text);
+    free(text);
+    close(c->fd);
+    remove(c->path);
 }
 
 /* Starts argv[0] with argv, no shell in between (the arguments reach it as

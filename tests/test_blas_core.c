@@ -225,14 +225,8 @@ static void reexec_in_child(const char *choice, const char *policy, const char *
                             size_t n) {
     static char *const show[] = {"sh", "-c", "printf '%s|%s|%s' \"$OMP_WAIT_POLICY\" \"$OPENBLAS_CORETYPE\" "
                                  "\"$DG_BLAS_CORE_WHY\"", NULL};
-    char path[] = "/tmp/dg-core-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        dup2(fd, STDOUT_FILENO);
+    child_capture cc;
+    if (child_capture_fork(&cc)) {
         unsetenv("GOMP_SPINCOUNT");
         unsetenv(BENCH_WAIT_POLICY_MARK);
         unsetenv(BENCH_BLAS_CORE_MARK);
@@ -248,14 +242,7 @@ static void reexec_in_child(const char *choice, const char *policy, const char *
         fflush(stdout);
         _exit(0);
     }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
-    char *text = read_file(path);
-    snprintf(out, n, "%s", text);
-    free(text);
-    close(fd);
-    remove(path);
+    child_capture_finish(&cc, out, n);
 }
 
 Test(blas_core, the_core_and_the_wait_policy_are_applied_by_one_execution) {

@@ -307,14 +307,8 @@ Test(bench_gpu_monitor, reason_bits_are_named_and_only_slowdowns_count_as_thrott
  * WHY the policy described) into out. */
 static void apply_in_child(const char *choice, const char *policy, const char *mark, const char *exe,
                            char *const *argv, char *out, size_t n) {
-    char path[] = "/tmp/dg-wait-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        dup2(fd, STDOUT_FILENO);
+    child_capture cc;
+    if (child_capture_fork(&cc)) {
         unsetenv("GOMP_SPINCOUNT");
         if (policy) setenv("OMP_WAIT_POLICY", policy, 1);
         else unsetenv("OMP_WAIT_POLICY");
@@ -329,14 +323,7 @@ static void apply_in_child(const char *choice, const char *policy, const char *m
         fflush(stdout);
         _exit(0);
     }
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
-    char *text = read_file(path);
-    snprintf(out, n, "%s", text);
-    free(text);
-    close(fd);
-    remove(path);
+    child_capture_finish(&cc, out, n);
 }
 
 static char *const show_env[] = {"sh", "-c", "printf '%s|%s' \"$OMP_WAIT_POLICY\" \"$DG_WAIT_POLICY_WHY\"", NULL};
