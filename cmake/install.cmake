@@ -18,7 +18,7 @@ include(CMakePackageConfigHelpers)
 # gathered by include/duograd/testing.h) are installed so that the bench
 # builds against the installed package; the umbrella leaves them out.
 set(DG_PUBLIC_HEADERS
-  core/autodiff.h core/backend.h core/cost.h core/graph.h core/ops.h core/plan.h core/rng.h core/status.h
+  core/autodiff.h core/backend.h core/cost.h core/graph.h core/ops.h core/plan.h core/precision.h core/rng.h core/status.h
   core/testing.h
   core/nn/cnn.h core/nn/layers.h core/nn/mlp.h core/nn/model.h core/nn/resnet.h
   core/nn/train_step.h core/nn/trainer.h core/nn/transformer.h core/nn/lm_trainer.h core/nn/data_parallel.h

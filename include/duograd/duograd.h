@@ -11,6 +11,7 @@
  *   core/status.h          dg_status, dg_last_error()
  *   core/graph.h, ops.h    graphs, shapes, the builders
  *   core/cost.h            a node's FLOPs, bytes and scratch memory
+ *   core/precision.h       fp32, tf32, bf16, fp16: the precision axis
  *   core/autodiff.h        dg_grad, the optimizers' update nodes
  *   core/backend.h         memory, copies, events of a backend
  *   core/plan.h            memory plan and run of a graph on a backend
@@ -43,6 +44,7 @@
 #include "core/nn/transformer.h"
 #include "core/ops.h"
 #include "core/plan.h"
+#include "core/precision.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "cpu_backend/cpu_backend.h"
