@@ -18,6 +18,9 @@ typedef struct cpu_ctx {
     dg_cpu_conv conv;
     float      *pack;   /* dg_cpu_sgemm_own scratch for `threads` threads */
     float      *attn;   /* fused attention's tiles for `threads` threads   */
+    float      *wide;   /* dg_cpu_gemm_ex's float32 operands of a bf16 or
+                         * f16 product, grown to the largest asked        */
+    size_t      wide_floats;
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(const dg_backend *be) { return be->ctx; }
@@ -27,6 +30,7 @@ static const char *cpu_name(const dg_backend *be) { (void)be; return "cpu"; }
 static void cpu_free(dg_backend *be) {
     free(ctx_of(be)->pack);
     free(ctx_of(be)->attn);
+    free(ctx_of(be)->wide);
     free(be->ctx);
     free(be);
 }
@@ -326,7 +330,7 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
         free(c); free(pack); free(attn);
         return dg__fail(DG_ERR_OOM, "cpu: out of memory creating the backend");
     }
-    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, DG_CPU_CONV_DEFAULT, pack, attn};
+    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, DG_CPU_CONV_DEFAULT, pack, attn, NULL, 0};
     apply_threads(c); /* so code around the backend sees the same count */
     *out = be;
     return DG_OK;
@@ -336,6 +340,31 @@ void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int
                   const float *B, float *C) {
     apply_threads(ctx_of(be));
     sgemm(ctx_of(be), impl, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, false);
+}
+
+dg_status dg_cpu_gemm_ex(dg_backend *be, dg_cpu_gemm impl, dg_dtype dtype, bool ta, bool tb, int m, int n, int k,
+                         const void *A, const void *B, float *C) {
+    if (!be || !A || !B || !C || m < 1 || n < 1 || k < 1)
+        return dg__fail(DG_ERR_INVALID, "dg_cpu_gemm_ex: NULL operand or empty product (%d x %d x %d)", m, n, k);
+    cpu_ctx *c = ctx_of(be);
+    if (dtype == DG_F32) {
+        dg_cpu_sgemm(be, impl, ta, tb, m, n, k, A, B, C);
+        return DG_OK;
+    }
+    if (dtype != DG_BF16 && dtype != DG_F16)
+        return dg__fail(DG_ERR_UNSUPPORTED, "dg_cpu_gemm_ex: no GEMM of %s operands", dg_dtype_name(dtype));
+    size_t na = (size_t)m * k, need = na + (size_t)k * n;
+    if (need > c->wide_floats) {
+        float *w = realloc(c->wide, need * sizeof(float));
+        if (!w) return dg__fail(DG_ERR_OOM, "dg_cpu_gemm_ex: %zu floats for the widened operands", need);
+        c->wide = w;
+        c->wide_floats = need;
+    }
+    apply_threads(c);
+    dg__cpu_widen(dtype, A, c->wide, (int64_t)na);
+    dg__cpu_widen(dtype, B, c->wide + na, (int64_t)k * n);
+    sgemm(c, impl, ta, tb, m, n, k, c->wide, ta ? m : k, c->wide + na, tb ? k : n, C, n, false);
+    return DG_OK;
 }
 
 int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }

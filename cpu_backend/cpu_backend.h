@@ -82,6 +82,14 @@ const char *dg_cpu_blas_core(void);
  * threads and packing scratch (the bench times these directly). */
 void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
                   const float *B, float *C);
+/* The same product of `dtype` operands (DG_F32, DG_BF16, DG_F16; A and B
+ * hold elements of it), float32 accumulation and output C[m,n]. bf16 and
+ * f16 operands are widened to float32 (exactly, into a buffer the backend
+ * keeps and grows) and multiplied by `impl`'s sgemm: the path dg_matmul of
+ * such operands runs. DG_ERR_INVALID for NULL operands or an empty product,
+ * DG_ERR_UNSUPPORTED for another dtype, DG_ERR_OOM. */
+dg_status dg_cpu_gemm_ex(dg_backend *be, dg_cpu_gemm impl, dg_dtype dtype, bool ta, bool tb, int m, int n, int k,
+                         const void *A, const void *B, float *C);
 
 /* The kernels themselves, for any strides (tests); they run with the
  * calling thread's OpenMP settings.

@@ -207,3 +207,50 @@ ParameterizedTest(int *row, dtype, cpu_cases) { check_dtype_case(*row, false); }
 
 ParameterizedTestParameters(dtype, gpu_cases) { return dtype_indices(); }
 ParameterizedTest(int *row, dtype, gpu_cases) { check_dtype_case(*row, true); }
+
+/* dg_cpu_gemm_ex of bf16 and f16 operands, each transposition, against the
+ * float64 product of the same rounded values: the operands are exact once
+ * rounded, so only float32 accumulation separates the two (k = 129 terms of
+ * |a b| <= 1: 129 * 2^-24 relative to the largest sum is far under 1e-5).
+ * Catches an operand widened as the other dtype, a transposition ignored,
+ * or the widening buffer reused shorter than a later, larger product. */
+Test(dtype_cpu_gemm_ex, bf16_and_f16_products_of_every_transposition) {
+    dg_backend *cpu = NULL;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 2));
+    const dg_dtype types[] = {DG_BF16, DG_F16};
+    const int sizes[][3] = {{3, 5, 7}, {37, 19, 129}}; /* the second grows the buffer */
+    for (int t = 0; t < 2; t++)
+        for (int s = 0; s < 2; s++)
+            for (int tr = 0; tr < 4; tr++) {
+                int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+                bool ta = tr & 1, tb = tr & 2;
+                uint16_t *A = malloc(sizeof *A * m * k), *B = malloc(sizeof *B * k * n);
+                float *C = malloc(sizeof *C * m * n);
+                double *a = malloc(sizeof *a * m * k), *b = malloc(sizeof *b * k * n);
+                dg_rng r = dg_rng_new(7 + (uint64_t)tr);
+                for (int i = 0; i < m * k; i++) {
+                    float v = (float)(dg_rng_uniform(&r) * 2 - 1);
+                    A[i] = types[t] == DG_BF16 ? dg__f32_to_bf16(v) : dg__f32_to_f16(v);
+                    a[i] = types[t] == DG_BF16 ? dg__bf16_to_f32(A[i]) : dg__f16_to_f32(A[i]);
+                }
+                for (int i = 0; i < k * n; i++) {
+                    float v = (float)(dg_rng_uniform(&r) * 2 - 1);
+                    B[i] = types[t] == DG_BF16 ? dg__f32_to_bf16(v) : dg__f32_to_f16(v);
+                    b[i] = types[t] == DG_BF16 ? dg__bf16_to_f32(B[i]) : dg__f16_to_f32(B[i]);
+                }
+                ASSERT_OK(dg_cpu_gemm_ex(cpu, DG_CPU_GEMM_OPENBLAS, types[t], ta, tb, m, n, k, A, B, C));
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < n; j++) {
+                        double want = 0;
+                        for (int p = 0; p < k; p++)
+                            want += a[ta ? p * m + i : i * k + p] * b[tb ? j * k + p : p * n + j];
+                        cr_assert(fabs(C[i * n + j] - want) <= 1e-5, "%s %dx%dx%d ta=%d tb=%d C[%d,%d] = %g, want %g",
+                                  dg_dtype_name(types[t]), m, n, k, ta, tb, i, j, C[i * n + j], want);
+                    }
+                free(A); free(B); free(C); free(a); free(b);
+            }
+    cr_assert_eq(dg_cpu_gemm_ex(cpu, DG_CPU_GEMM_OPENBLAS, DG_I32, false, false, 2, 2, 2, &(int[4]){0}, &(int[4]){0},
+                                (float[4]){0}),
+                 DG_ERR_UNSUPPORTED);
+    dg_backend_free(cpu);
+}
