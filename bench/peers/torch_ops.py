@@ -249,18 +249,26 @@ def gemm_rows(out, dev, p):
 
 
 OPS_TOL = 1e-4  # the ops rows' float32 tolerance (measured: they agree to about 1e-6)
+# softmax's backward, dx = y dy - y (sum dy y), in bf16/fp16: PyTorch's
+# kernel rounds the two products to the dtype before their difference, each
+# u of its own size, which is up to twice the result's where they cancel,
+# then the output: counted as 4 roundings. Measured on an H200: 2.6 u in
+# bf16 and fp16 (1.0e-2, 1.3e-3), against bounds of 1.6e-2 and 2.0e-3.
+SOFTMAX_BWD_ROUNDINGS = 4
 
 
 def ops_rows(out, dev, sizes, p):
     """the ops rows of precision p (fp32, bf16 or fp16): the input made in
     float32 and rounded to the dtype, the float64 references from the
     rounded values; each tolerance OPS_TOL and one rounding of the output
-    (the loss two: its log-probabilities are stored in the dtype first)"""
+    (the loss two: its log-probabilities are stored in the dtype first;
+    softmax's backward SOFTMAX_BWD_ROUNDINGS)"""
     import torch
     import torch.nn.functional as F
     dt = torch_dtype(torch, p)
     es = 2.0 if p in common.LOW_PRECISION else 4.0  # bytes an element
     tol, tol2 = common.rounded_tol(p, OPS_TOL), common.rounded_tol(p, OPS_TOL, roundings=2)
+    tol_sbwd = common.rounded_tol(p, OPS_TOL, roundings=SOFTMAX_BWD_ROUNDINGS)
     for N in sizes:
         rows = N // ROW
         x = (torch.rand(rows, ROW, device=dev) * 4 - 2).to(dt)
@@ -276,7 +284,7 @@ def ops_rows(out, dev, sizes, p):
         yd = y.double()
         refd = yd * (dy.double() - (dy.double() * yd).sum(-1, keepdim=True))
         emit(out, base_row("ops", "softmax", "torch-bwd", N, 1, 1, p),
-             lambda: torch._softmax_backward_data(dy, y, -1, dt), rel_err(dx, refd), tol, nbytes=3 * nb)
+             lambda: torch._softmax_backward_data(dy, y, -1, dt), rel_err(dx, refd), tol_sbwd, nbytes=3 * nb)
         # softmax cross-entropy (mean over rows): fwd reads x and the labels
         lab = torch.randint(0, ROW, (rows,), device=dev)
         loss = F.cross_entropy(x, lab)

@@ -387,8 +387,9 @@ def test_attention_tolerances():
     roundings; flash only where the dtype is low precision"""
     assert torch_attention.attention_tol("fp32", 1e-4) == 1e-4
     assert torch_attention.attention_tol("tf32", 1e-4) == torch_attention.TF32_TOL
-    assert 0.05 < torch_attention.attention_tol("bf16", 1e-4) < 0.1
-    assert 0.005 < torch_attention.attention_tol("fp16", 1e-4) < 0.01
+    # above what an H200 measured (5.4e-3, 7.2e-4), below a wrong kernel's O(1)
+    assert 0.0054 < torch_attention.attention_tol("bf16", 1e-4) < 0.02
+    assert 0.00072 < torch_attention.attention_tol("fp16", 1e-4) < 0.0025
     every = list(torch_attention.BACKENDS)
     assert torch_attention.backends_for("fp32", every) == ["math", "efficient"]
     assert torch_attention.backends_for("bf16", every) == every
