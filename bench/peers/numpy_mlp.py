@@ -591,7 +591,8 @@ def print_summary(path, rows):
         d_ms = float(d["median_ms"]) if d else math.nan
         ratio = r["median_ms"] / d_ms if d and d_ms > 0 else math.nan
         print(f"{r['case']:<18} {r['impl']:<10} {r['dtype']:<5} {r['batch']:>6} {r['median_ms']:>10.4g} "
-              f"{r['gflops']:>8.1f} {r['cv_pct']:>6.2f} {r['max_rel_err']:>8.2g} {d_ms:>10.4g} {ratio:>12.3g}  {r['status']}")
+              f"{r['gflops']:>8.1f} {r['cv_pct']:>6.2f} {r['max_rel_err']:>8.2g} {d_ms:>10.4g} {ratio:>12.3g}  "
+              f"{r['status']}")
     print(f"rows appended to {path}; `bench plot {os.path.dirname(path) or '.'}` draws them")
 
 

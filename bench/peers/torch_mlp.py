@@ -47,7 +47,6 @@ column the precision, tf32 1 in tf32 rows alone):
     python3 bench/peers/torch_mlp.py --out DIR [--dtype fp32,tf32,bf16,fp16] [--quick | --all | --sizes LIST]
 """
 import argparse
-import math
 import os
 import sys
 
