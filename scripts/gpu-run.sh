@@ -77,17 +77,23 @@ if [ "${DG_SANITIZER:-1}" = 1 ]; then
 fi
 
 if [ -z "$user_coretype" ]; then unset OPENBLAS_CORETYPE; fi
+# DG_DTYPE: the precisions of the run (bench --dtype: fp32,tf32,bf16,fp16 or
+# all; default fp32), given to the bench and to the peers that take them
+# (torch_ops, torch_attention, numpy_mlp, torch_mlp); the older binary of
+# DG_BEFORE gets it only when set, since a binary from before the precision
+# axis has no --dtype
+dtype=${DG_DTYPE:-fp32}
 if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then
     # the same options as the run after it: a comparison of like with like
     timeout -s INT "${DG_BENCH_LIMIT:-400}" "$DG_BEFORE" --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
-        ${DG_BENCH_ARGS:-} --out "$out/bench-before" > "$out/bench-before.log" 2>&1
+        ${DG_DTYPE:+--dtype "$DG_DTYPE"} ${DG_BENCH_ARGS:-} --out "$out/bench-before" > "$out/bench-before.log" 2>&1
     say "before: bench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok,' "$out"/bench-before/*.csv | tr '\n' ' ')"
 fi
 if [ -n "${DG_SWEEP:-}" ]; then
     # SIGINT at the time limit: bench keeps every finished row and says so
     # DG_BENCH_ARGS: more options (--cold, --samples ...)
     timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
-        ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
+        --dtype "$dtype" ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
     say "bench --sweep $DG_SWEEP: exit $? :: ok rows $(grep -c ',ok,' "$out"/bench/*.csv | tr '\n' ' ') noisy rows $(grep -c ',noisy,' "$out"/bench/*.csv | tr '\n' ' ')"
     say "$(grep 'bench:' "$out/bench.log" | tail -8)"
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/resnet.csv" ]; then
@@ -104,22 +110,29 @@ if [ -n "${DG_SWEEP:-}" ]; then
     # PyTorch's scaled_dot_product_attention at the attention sweep's peer shapes
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/attention.csv" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_attention.py --out "$out/bench" \
-            > "$out/torch_attention_peer.log" 2>&1
+            --dtype "$dtype" > "$out/torch_attention_peer.log" 2>&1
         say "torch_attention_peer: exit $? :: $(tail -12 "$out/torch_attention_peer.log")"
     fi
     # DG_PEER_OPS=1: PyTorch's sgemm, softmax and sums at the gemm and ops
     # sweeps' shapes (torch_ops.csv; DG_PEER_OPS_ARGS: more options);
     # DG_PEER_MLP=1: NumPy's and PyTorch's CPU mlp step appended to mlp.csv,
-    # as the main job does (DG_PEER_MLP_ARGS: bench/peers/numpy_mlp.py's)
+    # as the main job does (DG_PEER_MLP_ARGS: bench/peers/numpy_mlp.py's);
+    # DG_PEER_MLP_GPU=1: PyTorch's GPU mlp step, eager and as a CUDA graph
+    # (torch_mlp.csv; DG_PEER_MLP_GPU_ARGS: bench/peers/torch_mlp.py's)
     if [ "${DG_PEER_OPS:-0}" = 1 ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_ops.py --out "$out/bench" \
-            ${DG_PEER_OPS_ARGS:-} > "$out/torch_ops_peer.log" 2>&1
+            --dtype "$dtype" ${DG_PEER_OPS_ARGS:-} > "$out/torch_ops_peer.log" 2>&1
         say "torch_ops_peer: exit $? :: $(grep -c ' ok$' "$out/torch_ops_peer.log") ok rows"
     fi
     if [ "${DG_PEER_MLP:-0}" = 1 ] && [ -f "$out/bench/mlp.csv" ]; then
         PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/numpy_mlp.py --out "$out/bench" \
-            ${DG_PEER_MLP_ARGS:-} > "$out/numpy_mlp_peer.log" 2>&1
+            --dtype "$dtype" ${DG_PEER_MLP_ARGS:-} > "$out/numpy_mlp_peer.log" 2>&1
         say "numpy_mlp_peer: exit $? :: $(tail -2 "$out/numpy_mlp_peer.log" | tr '\n' ' ')"
+    fi
+    if [ "${DG_PEER_MLP_GPU:-0}" = 1 ]; then
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_mlp.py --out "$out/bench" \
+            --dtype "$dtype" ${DG_PEER_MLP_GPU_ARGS:-} > "$out/torch_mlp_peer.log" 2>&1
+        say "torch_mlp_peer: exit $? :: $(grep -c ' ok median' "$out/torch_mlp_peer.log") ok rows :: $(grep -v ' ok median' "$out/torch_mlp_peer.log" | tail -4)"
     fi
     # DG_PEER_DDP=1: PyTorch DDP's steps of the scaling sweep appended to
     # scaling.csv (DG_PEER_DDP_ARGS: bench/peers/torch_ddp.py's options)

@@ -12,11 +12,14 @@ machine, right after the sweep, and appends its rows to the sweep's CSV
     torch_ddp        bench --sweep scaling     scaling.csv
     torch_ops        bench --sweep gemm,ops    torch_ops.csv (and --transfers: ceiling rows)
     numpy_mlp        bench --sweep mlp         mlp.csv
+    torch_mlp        bench --sweep mlp         torch_mlp.csv (the GPU step, eager and CUDA graph)
 
     common           bench's CSV columns, the one CSV reader (the standard
                      library's csv), the row writer in bench's format,
                      metadata lines, bench/runner/timing.c's timing rules,
-                     the options every peer takes
+                     the options every peer takes, the precision axis
+                     (--dtype, the dtype/tf32 columns, the check
+                     tolerances per precision)
     results          a result folder as one pandas DataFrame, its
                      metadata in df.attrs (for people, not for the bench)
 

@@ -14,6 +14,10 @@
 - summarize / Timing / measure / host_ms / repeat: bench/runner/timing.c's
   rules.
 - out_arg / int_list / bounded / timing_args: the options the peers share.
+- PRECISIONS / dtype_list / dtype_args / precision_fields: the precision
+  axis (bench --dtype): the names, the option, the dtype and tf32 columns.
+- UNIT_ROUNDOFF / gemm_tol / rounded_tol / round_to: the check tolerances
+  per precision, derived from the unit roundoffs in one place.
 
 No torch and no NumPy here: the peers import them where they need them.
 """
@@ -343,3 +347,177 @@ def timing_of(a, row_time=None):
     """the Timing of parsed timing_args"""
     return Timing(a.warmup, getattr(a, "warmup_time", 0.0), a.reps, a.min_time, a.max_reps, a.max_cv,
                   getattr(a, "retries", 0), row_time)
+
+
+# ---- the precision axis: bench --dtype's names and columns ----
+
+# bench's precisions (core/precision.h): fp32 (float32, no tensor cores),
+# tf32 (float32 storage, products on TF32 tensor cores), bf16 and fp16
+# (operands in the dtype, float32 accumulation)
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+
+
+def dtype_list(text):
+    """argparse type: a comma-separated list of PRECISIONS, or "all"; in
+    PRECISIONS' order, each once. An unknown name is refused, naming it
+    and the accepted ones."""
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    if names == ["all"]:
+        return list(PRECISIONS)
+    bad = [v for v in names if v not in PRECISIONS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"'{bad[0] if bad else text}' is not a precision: "
+                                         f"a comma-separated list of {', '.join(PRECISIONS)}, or all")
+    return [p for p in PRECISIONS if p in names]
+
+
+def dtype_args(ap, default="fp32"):
+    """--dtype LIST, as bench's"""
+    ap.add_argument("--dtype", type=dtype_list, default=dtype_list(default), metavar="LIST",
+                    help=f"precisions: a comma-separated list of {', '.join(PRECISIONS)}, or all "
+                         f"(default {default})")
+
+
+def precision_fields(p):
+    """a row's dtype and tf32 columns for precision p: the name in dtype,
+    tf32 1 exactly for tf32 (bench_csv_write's columns)"""
+    if p not in PRECISIONS:
+        raise ValueError(f"'{p}' is not a precision ({', '.join(PRECISIONS)})")
+    return dict(dtype=p, tf32=int(p == "tf32"))
+
+
+# ---- check tolerances per precision, from the unit roundoffs ----
+#
+# The unit roundoff u of a format with p significant bits (the implicit one
+# counted) is 2^-p: round to nearest moves a value by at most u relative.
+# float32 p = 24, TF32 11, bfloat16 8, binary16 11:
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-11, "bf16": 2.0**-8, "fp16": 2.0**-11}
+# The peers check a product C = A B (k terms a row) by
+#     max |C - C_ref| / max |C_ref|
+# against float64 of the operands the product was given (for bf16 and fp16
+# the operands already rounded to the dtype, so rounding them costs nothing:
+# they are exact in float64). With A, B >= 0 (the gemm rows' torch.rand),
+# |A||B| = A B, and the classic bound |fl(A B) - A B| <= gamma_k |A||B|,
+# gamma_k = k u / (1 - k u), gives the relative error directly, in any
+# summation order (blocked, split-k, tree):
+#   - fp32: float32 FMAs, round to nearest: gamma_k(2^-24);
+#   - tf32, bf16, fp16 on tensor cores: float32 accumulation whose adders
+#     truncate and keep no guard bits (Fasi, Higham, Mikaitis and Pranesh,
+#     "Numerical behavior of NVIDIA tensor cores", PeerJ CS 2021): each
+#     addition off by up to 2^-23, so gamma_k(2^-23);
+#   - tf32 rounds (or, in some kernels, truncates) float32 operands to 10
+#     stored bits inside the product: each operand off by up to 2^-10, a
+#     product of two by (1 + 2^-10)^2 - 1;
+#   - an output in bf16 or fp16 (what PyTorch returns for bf16/fp16
+#     operands, and autocast's matmul output) is rounded once more: u of
+#     the output dtype, 2^-8 (bf16) or 2^-11 (fp16), relative to the entry,
+#     so at most that relative to max |C_ref|.
+# The terms compose as products of (1 + e). A wrong result (a bad index, a
+# lost term, a missed rounding mode) is off by far more than the bound: k =
+# 8192 gives 4.9e-4 (fp32), 1.2e-3 (bf16 accumulation) + 3.9e-3 (bf16
+# output). Measured on an H200 (torch_ops.py's gemm rows, PyTorch 2.11):
+# 6.5e-6 (fp32), 1.2e-4 (tf32), 3.7e-3 (bf16), 5.1e-4 (fp16): the output's
+# rounding is the whole error in bf16 and fp16.
+ACCUMULATION_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-23, "bf16": 2.0**-23, "fp16": 2.0**-23}
+OPERAND_ROUNDING = {"fp32": 0.0, "tf32": 2.0**-10, "bf16": 0.0, "fp16": 0.0}
+LOW_PRECISION = ("bf16", "fp16")  # the precisions whose tensors PyTorch stores in the dtype
+
+
+def gamma(n, u):
+    """gamma_n = n u / (1 - n u): the relative bound of n roundings"""
+    if n * u >= 1:
+        return math.inf
+    return n * u / (1 - n * u)
+
+
+def output_roundoff(p):
+    """u of the dtype a result of precision p is stored in: bf16 / fp16
+    outputs round once more; fp32 and tf32 outputs are float32 (their own
+    rounding is in the accumulation bound)"""
+    return UNIT_ROUNDOFF[p] if p in LOW_PRECISION else 0.0
+
+
+def gemm_tol(p, k, out=None):
+    """the bound of max |C - C_ref| / max |C_ref| for a product of
+    nonnegative operands with k terms a row in precision p, the output
+    stored in dtype `out` (default: p's own; "fp32" for a float32 output
+    of bf16/fp16 operands, as duograd's)"""
+    if p not in PRECISIONS or (out is not None and out not in PRECISIONS):
+        raise ValueError(f"'{p if p not in PRECISIONS else out}' is not a precision ({', '.join(PRECISIONS)})")
+    operands = (1 + OPERAND_ROUNDING[p]) ** 2
+    accumulation = 1 + gamma(k, ACCUMULATION_ROUNDOFF[p])
+    stored = 1 + output_roundoff(p if out is None else out)
+    return operands * accumulation * stored - 1
+
+
+def rounded_tol(p, base, roundings=1):
+    """the tolerance of a float32 computation (base: its fp32 tolerance)
+    whose result in precision p passes through `roundings` more roundings
+    to the dtype (bf16 / fp16 storage of the output or of an intermediate);
+    p's u each; fp32 and tf32 add nothing"""
+    if p not in PRECISIONS:
+        raise ValueError(f"'{p}' is not a precision ({', '.join(PRECISIONS)})")
+    more = (1 + output_roundoff(p)) ** roundings - 1
+    return base + more * (1 + base)  # (1 + base)(1 + more) - 1, exactly base when more is 0
+
+
+def round_to(np, x, p):
+    """x (a float32 or float64 NumPy array) rounded to precision p's
+    storage, round to nearest even, as float32: bf16 by the bits (NumPy has
+    no bfloat16: the top 16 bits of the float32, rounded), fp16 through
+    NumPy's float16; fp32 and tf32 as float32 (TF32 rounds inside the
+    product, not in storage). NaN stays NaN; bf16 overflows to inf as the
+    format does."""
+    x = np.asarray(x, dtype=np.float32)
+    if p == "fp16":
+        with np.errstate(over="ignore"):
+            return x.astype(np.float16).astype(np.float32)
+    if p != "bf16":
+        return x.copy()
+    bits = x.view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    out = bits.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(x), x, out)
+
+
+# The training-step peers (numpy_mlp, torch_mlp) check the first step's
+# loss (relative error) and its parameter updates (relative L2 over all
+# parameters) against float64 of the same step from the same operands (for
+# bf16/fp16 the inputs and weights rounded to the dtype, what autocast's
+# first product gets). fp32: core/check/step_check.h's BENCH_STEP_LOSS_TOL
+# and BENCH_STEP_UPDATE_TOL (measured on duograd's steps).
+STEP_LOSS_TOL, STEP_UPDATE_TOL = 1e-4, 5e-2
+# The loss: an MLP of L layers under autocast stores each layer's output in
+# the dtype (L roundings of u each) and TF32 rounds both operands of each
+# product (2 L of 2^-10); softmax cross-entropy is 1-Lipschitz in the
+# logits, so each carries to the loss at most 1:1 relative to the logits'
+# size: rounded_tol's count of roundings, not a proof (the loss is O(1),
+# the logits O(1) at duograd's initialisation). Measured by emulating
+# autocast's roundings in NumPy (each product's operands and output, the
+# gradients of the low-precision outputs too) on 784-256-100-10 and
+# 784-1024-1024-10 at batches 32 to 2048: loss errors up to 1.6e-4 (bf16)
+# and 4.5e-6 (fp16), against bounds of 1.2e-2 and 1.6e-3.
+# The update: Adam's first step is lr g / (|g| + eps), lr sign(g) wherever
+# |g| >> eps, so a gradient that cancels to near zero moves its update by
+# up to 2 lr when rounding changes it: the fraction of such elements grows
+# with u, and no bound of the roundings' count holds. The same emulation
+# measured update errors up to 0.18 (bf16) and 0.051 (fp16) (fp32: 1e-2);
+# PyTorch's steps on an H200 (bench/peers/torch_mlp.py, batches 32 and
+# 2048, both widths) the same: 0.18 (bf16), 0.050 (fp16), 0.071 (tf32);
+# the bound for tf32, bf16 and fp16 is 0.5, below the errors of a wrong
+# Adam (no bias correction 2.2, a flipped sign 2, momentum as a moving
+# average about 10). A gradient off by a positive factor (a loss scale not
+# undone) is invisible to it: Adam's m / sqrt(v) does not change.
+STEP_UPDATE_TOL_LOW = 0.5
+
+
+def step_tol(p, layers):
+    """(loss tolerance, update tolerance) of an MLP step of `layers` linear
+    layers in precision p, by the rules above"""
+    if p not in PRECISIONS:
+        raise ValueError(f"'{p}' is not a precision ({', '.join(PRECISIONS)})")
+    if p == "fp32":
+        return STEP_LOSS_TOL, STEP_UPDATE_TOL
+    if p == "tf32":
+        return (1 + STEP_LOSS_TOL) * (1 + OPERAND_ROUNDING[p]) ** (2 * layers) - 1, STEP_UPDATE_TOL_LOW
+    return rounded_tol(p, STEP_LOSS_TOL, roundings=layers), STEP_UPDATE_TOL_LOW

@@ -14,7 +14,18 @@ duograd's sweep, on the same machine:
 Impls: "numpy" (NumPy float32; matmul is the BLAS NumPy loaded, OpenBLAS
 on Debian; buffers allocated once, ops in place) and "torch-cpu" (PyTorch
 eager on the CPU, torch.optim.Adam), the latter only where `import torch`
-works. Before timing, each impl's first step is checked against an
+works.
+
+Precisions (--dtype, bench's names; default fp32): each row's dtype column
+holds its precision. numpy has fp32 alone; torch-cpu fp32 and bf16 (the
+CPU's mixed precision: torch.autocast("cpu", bfloat16), the products in
+bf16 with float32 accumulation, where the CPU's AMX or AVX512-BF16 runs
+them). The other pairs are written as rows with status "skipped" and the
+reason in the note: tf32 is a GPU tensor-core mode; NumPy has no bfloat16;
+NumPy's float16 matmul has no BLAS behind it (a loop over float16 values,
+orders of magnitude slower than its float32 one: not a mixed-precision step
+anyone trains with, so no row that would pass for one); PyTorch's CPU mixed
+precision is bf16. Before timing, each impl's first step is checked against an
 independent float64 evaluation of the same step (the loss, and every
 parameter's update, with core/check/step_check.h's BENCH_STEP_* tolerances), as
 duograd checks its rows: a failed check is a row with status "wrong" and
@@ -54,9 +65,17 @@ ALL_BATCHES = DEFAULT_BATCHES + (8192,)                # default_batches
 QUICK_BATCHES = (32, 256, 2048)                        # quick_batches
 SEED = 1                                               # bench_step_build: the model's seed
 LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8         # bench_mlp_step, dg_optim_default (core/optim.c)
-LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2                      # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL
+LOSS_TOL, UPDATE_TOL = common.STEP_LOSS_TOL, common.STEP_UPDATE_TOL  # BENCH_STEP_LOSS_TOL, _UPDATE_TOL
 CHECK_WORD = "f64-loss+update"                         # BENCH_STEP_CHECK
 IMPLS = ("numpy", "torch-cpu")
+# the precisions an impl has no row of, and why (a "skipped" row's note)
+SKIPPED = {
+    "numpy": {"tf32": "TF32 is a GPU tensor-core mode; NumPy has none",
+              "bf16": "NumPy has no bfloat16 dtype",
+              "fp16": "NumPy's float16 matmul has no BLAS (a float16 loop): not a mixed-precision step"},
+    "torch-cpu": {"tf32": "TF32 is a GPU tensor-core mode; PyTorch's CPU has none",
+                  "fp16": "PyTorch's CPU mixed precision is bf16 (AMX, AVX512-BF16), not fp16"},
+}
 
 
 class PeerError(Exception):
@@ -165,9 +184,15 @@ def reference_first_update(np, grads):
     return out
 
 
-def reference_step(np, params32, x, y):
+def reference_step(np, params32, x, y, precision="fp32"):
     """(loss, the parameters' changes) of the first step in float64, from
-    the float32 initial values the impls start from"""
+    the float32 initial values the impls start from; for bf16/fp16 from
+    those values and x rounded to the dtype, the operands autocast's
+    products get (the biases are zero: exact in any dtype). The changes
+    are the float32 master weights' (autocast keeps them float32)."""
+    if precision in common.LOW_PRECISION:
+        params32 = [common.round_to(np, p, precision) for p in params32]
+        x = common.round_to(np, x, precision)
     p64 = [p.astype(np.float64) for p in params32]
     loss, grads = reference_gradients(np, p64, x.astype(np.float64), y)
     return loss, reference_first_update(np, grads)
@@ -286,11 +311,15 @@ class NumpyStep:
 class TorchStep:
     """The step in PyTorch eager on the CPU: addmm and ReLU, F.cross_entropy
     (mean over the batch), backward, torch.optim.Adam with the same
-    hyper-parameters. The weights are [in, out], as duograd's."""
+    hyper-parameters. The weights are [in, out], as duograd's. bf16: the
+    forward under torch.autocast("cpu", bfloat16) (float32 master
+    weights, the products' operands cast to bf16 each step)."""
 
-    def __init__(self, np, widths, params, x, y):
+    PRECISIONS = ("fp32", "bf16")
+
+    def __init__(self, np, widths, params, x, y, precision="fp32"):
         import torch
-        self.torch = torch
+        self.torch, self.precision = torch, precision
         self.p = [torch.tensor(p, dtype=torch.float32, requires_grad=True) for p in params]
         self.x = torch.from_numpy(np.ascontiguousarray(x, np.float32))
         self.y = torch.from_numpy(y.astype(np.int64))
@@ -303,11 +332,12 @@ class TorchStep:
         import torch.nn.functional as F
         self.opt.zero_grad(set_to_none=True)
         a, L = self.x, len(self.p) // 2
-        for i in range(L):
-            a = self.torch.addmm(self.p[2 * i + 1], a, self.p[2 * i])
-            if i + 1 < L:
-                a = self.torch.relu(a)
-        loss = F.cross_entropy(a, self.y)
+        with self.torch.autocast("cpu", dtype=self.torch.bfloat16, enabled=self.precision == "bf16"):
+            for i in range(L):
+                a = self.torch.addmm(self.p[2 * i + 1], a, self.p[2 * i])
+                if i + 1 < L:
+                    a = self.torch.relu(a)
+            loss = F.cross_entropy(a.float(), self.y)
         loss.backward()
         self.opt.step()
         return loss.detach()
@@ -322,11 +352,13 @@ def first_step_error(np, impl, ref):
 
 # ---- rows and the CSV ----
 
-def base_row(widths_spec, impl, batch, threads):
-    """a row as sweep_mlp.c fills one: m = batch, n = widths[1], k = widths[0]"""
+def base_row(widths_spec, impl, batch, threads, precision="fp32", backend="cpu"):
+    """a row as sweep_mlp.c fills one: m = batch, n = widths[1], k = widths[0];
+    dtype and tf32 of the precision"""
     w = parse_widths(widths_spec)
-    return dict(sweep="mlp", case=widths_spec, impl=impl, backend="cpu", dtype="f32", m=batch, n=w[1], k=w[0],
-                batch=batch, threads=threads, transfer=0, tf32=0, cold=0, warmup=0, reps=0, median_ms=math.nan,
+    return dict(sweep="mlp", case=widths_spec, impl=impl, backend=backend, m=batch, n=w[1], k=w[0],
+                batch=batch, threads=threads, transfer=0, **common.precision_fields(precision), cold=0, warmup=0,
+                reps=0, median_ms=math.nan,
                 min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan, gflops=math.nan, gbps=math.nan,
                 scratch_bytes=0, arena_bytes=0, live_bytes=0, max_rel_err=math.nan, check=CHECK_WORD, status="",
                 note="")
@@ -491,25 +523,30 @@ def make_parser():
     ap.add_argument("--budget", type=common.bounded(float, 1, 604800), metavar="S",
                     help="the peer's wall seconds (default: none): the rows of the batches after it are written "
                          "as skipped, saying so (the main job gives it what bench's --budget leaves)")
+    common.dtype_args(ap)
     common.timing_args(ap, max_reps=10000, warmup_time=True, retries=True)
     return ap
 
 
-def run_impl(np, out, name, cls, widths_spec, batch, params, x, y, ref, threads, timing, core=None):
-    """one row: the impl's first step checked against ref, then timed; its
+def run_impl(np, out, name, cls, widths_spec, batch, params, x, y, ref, threads, timing, core=None,
+             precision="fp32"):
+    """one row: the impl's first step checked against ref (the reference of
+    the precision's step) at the precision's tolerances, then timed; its
     note names the OpenBLAS core the numpy rows ran on"""
-    row = base_row(widths_spec, name, batch, threads)
+    row = base_row(widths_spec, name, batch, threads, precision)
     if core and name == "numpy":
         row["note"] = f"openblas core {core}"
+    widths = parse_widths(widths_spec)
+    loss_tol, upd_tol = common.step_tol(precision, len(widths) - 1)
     try:
-        impl = cls(np, parse_widths(widths_spec), params, x, y)
+        impl = cls(np, widths, params, x, y) if precision == "fp32" else cls(np, widths, params, x, y, precision)
         loss_err, upd_err = first_step_error(np, impl, ref)
         row["max_rel_err"] = max(loss_err, upd_err)
-        errs = (f"loss rel err {loss_err:.3g} (tol {LOSS_TOL:g}); update rel err {upd_err:.3g} "
-                f"(tol {UPDATE_TOL:g})")
-        if loss_err <= LOSS_TOL and upd_err <= UPDATE_TOL:
+        errs = (f"loss rel err {loss_err:.3g} (tol {loss_tol:.3g}); update rel err {upd_err:.3g} "
+                f"(tol {upd_tol:.3g})")
+        if loss_err <= loss_tol and upd_err <= upd_tol:
             stats = common.measure(lambda: common.host_ms(impl.step), timing)
-            timed_row(row, stats, step_flops(parse_widths(widths_spec), batch), timing)
+            timed_row(row, stats, step_flops(widths, batch), timing)
         else:  # a failed check: no times (base_row's reps 0 and NaN, as bench writes a wrong row)
             row.update(status="wrong", note=errs)
     except MemoryError:
@@ -517,7 +554,7 @@ def run_impl(np, out, name, cls, widths_spec, batch, params, x, y, ref, threads,
     except Exception as e:  # a row that failed says why; the sweep goes on
         row.update(status="error", note=f"{type(e).__name__}: {e}"[:200])
     out.write(row)
-    print(f"{PROG}: {widths_spec} {name} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms "
+    print(f"{PROG}: {widths_spec} {name} {precision} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms "
           f"err {row['max_rel_err']:.2g}{' (' + row['note'] + ')' if row['note'] else ''}", file=sys.stderr)
     return row
 
@@ -543,16 +580,19 @@ def import_torch(asked):
 
 def print_summary(path, rows):
     """the peer's rows beside duograd's cpu rows of the same file"""
-    duo = {(r.get("case"), r.get("batch")): r for r in common.read_rows(path)[1]
+    def dtype(r):  # a folder written before the precision axis says f32
+        return "fp32" if r.get("dtype") in ("f32", "", None) else r["dtype"]
+    duo = {(r.get("case"), r.get("batch"), dtype(r)): r for r in common.read_rows(path)[1]
            if r.get("impl") == "cpu" and r.get("status") in ("ok", "noisy")}
-    print(f"\n{'widths':<18} {'impl':<10} {'batch':>6} {'median_ms':>10} {'GFLOP/s':>8} {'cv%':>6} {'err':>8} "
-          f"{'duograd_ms':>10} {'peer/duograd':>12}  status")
+    print(f"\n{'widths':<18} {'impl':<10} {'dtype':<5} {'batch':>6} {'median_ms':>10} {'GFLOP/s':>8} {'cv%':>6} "
+          f"{'err':>8} {'duograd_ms':>10} {'peer/duograd':>12}  status")
     for r in rows:
-        d = duo.get((r["case"], str(r["batch"])))
+        d = duo.get((r["case"], str(r["batch"]), r["dtype"]))
         d_ms = float(d["median_ms"]) if d else math.nan
         ratio = r["median_ms"] / d_ms if d and d_ms > 0 else math.nan
-        print(f"{r['case']:<18} {r['impl']:<10} {r['batch']:>6} {r['median_ms']:>10.4g} {r['gflops']:>8.1f} "
-              f"{r['cv_pct']:>6.2f} {r['max_rel_err']:>8.2g} {d_ms:>10.4g} {ratio:>12.3g}  {r['status']}")
+        print(f"{r['case']:<18} {r['impl']:<10} {r['dtype']:<5} {r['batch']:>6} {r['median_ms']:>10.4g} "
+              f"{r['gflops']:>8.1f} {r['cv_pct']:>6.2f} {r['max_rel_err']:>8.2g} {d_ms:>10.4g} {ratio:>12.3g}  "
+              f"{r['status']}")
     print(f"rows appended to {path}; `bench plot {os.path.dirname(path) or '.'}` draws them")
 
 
@@ -613,19 +653,24 @@ def main(argv=None, reexec=False):
             widths = parse_widths(spec)
             params = init_params(np, widths)
             for batch in batches:
-                if deadline is not None and time.monotonic() > deadline:
-                    for name in (n for n in impls if n in cls):
-                        row = base_row(spec, name, batch, cls[name][1])
-                        row.update(status="skipped", note=f"the peer's --budget of {a.budget:g} s is spent")
-                        out.write(row)
-                        rows.append(row)
-                    continue
                 x, y = make_batch(np, widths, batch)
-                ref = reference_step(np, params, x, y)  # one float64 step, shared by the impls
-                for name in impls:
-                    if name in cls:
+                for p in a.dtype:
+                    names = [n for n in impls if n in cls]
+                    spent = deadline is not None and time.monotonic() > deadline
+                    ref = None
+                    for name in names:
+                        why = (f"the peer's --budget of {a.budget:g} s is spent" if spent
+                               else SKIPPED[name].get(p))
+                        if why:
+                            row = base_row(spec, name, batch, cls[name][1], p)
+                            row.update(status="skipped", note=why)
+                            out.write(row)
+                            rows.append(row)
+                            continue
+                        if ref is None:  # one float64 step per precision, shared by the impls
+                            ref = reference_step(np, params, x, y, p)
                         rows.append(run_impl(np, out, name, cls[name][0], spec, batch, params, x, y, ref,
-                                             cls[name][1], timing, core))
+                                             cls[name][1], timing, core, p))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted: the rows written so far are kept", file=sys.stderr)
         out.close()

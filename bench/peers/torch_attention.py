@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
 """peers.torch_attention: PyTorch's figures for duograd's fused attention
 (DG_OP_ATTENTION and its backward): torch.nn.functional.
-scaled_dot_product_attention in fp32 with TF32 off, forward alone and forward
-+ backward, for each of SDPA's fp32 backends (math: explicit matmuls and
-softmax; efficient: the memory-efficient CUTLASS kernel, which does its fp32
-products as 3xTF32 on the tensor cores), at batch 16, 8 heads, head size 64
-and T = 512, 2048 (--seqs), causal and not, on the same GPU, in the same run.
+scaled_dot_product_attention, forward alone and forward + backward, at
+batch 16, 8 heads, head size 64 and T = 512, 2048 (--seqs), causal and not,
+on the same GPU, in the same run, in each precision of --dtype (bench's
+names; default fp32):
 
-    python3 bench/peers/torch_attention.py --out DIR [--seqs 512,2048]
+  fp32  TF32 off, SDPA's fp32 backends (math: explicit matmuls and softmax;
+        efficient: the memory-efficient CUTLASS kernel, which does its fp32
+        products as 3xTF32 on the tensor cores);
+  tf32  the same with allow_tf32 = True (the math backend's matmuls on
+        TF32 tensor cores);
+  bf16, fp16  q, k, v (and the output's gradient) made in float32 and
+        rounded to the dtype, SDPA on the low-precision tensors (float32
+        accumulation inside, the outputs in the dtype), with the flash
+        backend (FlashAttention-2, bf16/fp16 only) beside math and
+        efficient.
+
+    python3 bench/peers/torch_attention.py --out DIR [--dtype fp32,bf16,fp16] [--seqs 512,2048]
 
 Rows go to DIR/torch_attention.csv in bench's column order (common.COLUMNS): sweep
 "attention", case "full" or "causal", impl "torch-math-fwd",
@@ -24,10 +34,13 @@ forward + backward counts 14 B H T^2 Dh, 3.5 times the forward; causal keeps
 counted. A "fwdbwd" row times the forward and torch.autograd.grad for q, k, v
 (PyTorch's own backward, whatever it recomputes).
 
-Each result is checked against float64 (the same formula on the GPU) before
-it is timed; T > --full-check-max checks a subset of the batch and heads
-(--check-bh, default 2 x 2). A mismatch (max |x - ref| / max |ref| above
---tol, any of o, dq, dk, dv) is a row with status "wrong" and no time.
+Each result is checked against float64 (the same formula on the GPU, from
+the same rounded q, k, v) before it is timed; T > --full-check-max checks a
+subset of the batch and heads (--check-bh, default 2 x 2). A mismatch (max
+|x - ref| / max |ref| above the tolerance, any of o, dq, dk, dv) is a row
+with status "wrong" and no time. The tolerance is --tol in fp32 and tf32
+(default 1e-4 and 5e-3) and attention_tol's count of roundings for bf16 and
+fp16.
 """
 import argparse
 import math
@@ -39,11 +52,39 @@ if not __package__:  # run by its path: bench/ in place of this folder on sys.pa
     sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from peers import common  # noqa: E402
-from peers.torch_ops import base_row, emit, rel_err  # noqa: E402
+from peers.torch_ops import base_row, emit, precision_mode, rel_err  # noqa: E402
 
 PROG = "torch_attention"
 
-BACKENDS = {"math": "MATH", "efficient": "EFFICIENT_ATTENTION"}
+BACKENDS = {"math": "MATH", "efficient": "EFFICIENT_ATTENTION", "flash": "FLASH_ATTENTION"}
+FP32_BACKENDS = ("math", "efficient")  # flash has bf16 and fp16 alone
+# the math backend's products on TF32: operands rounded to 10 bits (2 x
+# 2^-10 a product), and the softmax's exponentials carry a score's error;
+# measured on an H200 at most 1.1e-3
+TF32_TOL = 5e-3
+# bf16/fp16: the roundings counted along the path of each output: the
+# probabilities P stored in the dtype for P v and the output o (2), and
+# backward dS for dS k / dS^T q and the gradient itself (2): 4, each u
+# relative to its entry, so at most u relative to max |ref| (o averages v,
+# and its rounding errors, of random sign, average likewise). Measured on
+# an H200 (PyTorch 2.11, B 16, H 8, Dh 64, T 512 and 2048, causal and not,
+# math, efficient and flash): at most 1.4 u in bf16 (5.4e-3) and 1.5 u in
+# fp16 (7.2e-4), against bounds of 1.6e-2 and 2.0e-3; a wrong kernel (a
+# missed scale, mask, or row) is off by O(1).
+LOW_ROUNDINGS = 4
+
+
+def attention_tol(p, tol):
+    """the check's tolerance in precision p: `tol` (--tol) in fp32, TF32_TOL
+    in tf32 unless --tol is looser, tol and LOW_ROUNDINGS roundings in bf16 / fp16"""
+    if p == "tf32":
+        return max(tol, TF32_TOL)
+    return common.rounded_tol(p, tol, LOW_ROUNDINGS)
+
+
+def backends_for(p, asked):
+    """the asked SDPA backends that take precision p's dtype"""
+    return [b for b in asked if p in common.LOW_PRECISION or b in FP32_BACKENDS]
 
 
 def attention_flops(b, h, t, dh, causal, backward):
@@ -62,12 +103,15 @@ def reference(q, k, v, scale, causal):
     return torch.softmax(s, -1) @ v
 
 
-def rows_for(out, dev, b, h, t, dh, causal, backends, args):
+def rows_for(out, dev, b, h, t, dh, causal, backends, args, p="fp32"):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    from peers.torch_ops import torch_dtype
     gen = torch.Generator(device=dev).manual_seed(1000 + t + int(causal))
-    q, k, v, dout = (torch.randn(b, h, t, dh, device=dev, generator=gen) for _ in range(4))
+    dt = torch_dtype(torch, p)
+    q, k, v, dout = (torch.randn(b, h, t, dh, device=dev, generator=gen).to(dt) for _ in range(4))
+    tol = attention_tol(p, args.tol)
     scale = 1.0 / math.sqrt(dh)
     # the float64 reference, on a subset of (batch, head) for long sequences
     nb, nh = (b, h) if t <= args.full_check_max else (min(b, args.check_bh[0]), min(h, args.check_bh[1]))
@@ -92,7 +136,7 @@ def rows_for(out, dev, b, h, t, dh, causal, backends, args):
             return torch.autograd.grad(o, (qg, kg, vg), dout)
 
         for impl, fn, backward in ((f"torch-{name}-fwd", fwd, False), (f"torch-{name}-fwdbwd", fwdbwd, True)):
-            row = base_row("attention", case, impl, t, t, dh)
+            row = base_row("attention", case, impl, t, t, dh, p)
             row["batch"] = b * h
             try:
                 with torch.no_grad() if not backward else torch.enable_grad():
@@ -111,7 +155,7 @@ def rows_for(out, dev, b, h, t, dh, causal, backends, args):
                 print(f"attention {case} {impl} T={t}: unsupported ({row['note']})", flush=True)
                 torch.cuda.empty_cache()
                 continue
-            emit(out, row, fn, err, args.tol, flops=attention_flops(b, h, t, dh, causal, backward))
+            emit(out, row, fn, err, tol, flops=attention_flops(b, h, t, dh, causal, backward))
             torch.cuda.empty_cache()
 
 
@@ -123,12 +167,16 @@ def main():
     ap.add_argument("--batch", type=int, default=16, help="batch B (default 16)")
     ap.add_argument("--heads", type=int, default=8, help="heads H (default 8)")
     ap.add_argument("--head-dim", type=int, default=64, help="head size Dh (default 64)")
-    ap.add_argument("--backends", default="math,efficient", help="SDPA backends: math, efficient (default both)")
+    ap.add_argument("--backends", default="math,efficient,flash",
+                    help="SDPA backends: math, efficient, flash (bf16/fp16 only) (default all)")
     ap.add_argument("--causal", default="0,1", help="0 (full), 1 (causal) or both (default 0,1)")
-    ap.add_argument("--tol", type=float, default=1e-4, help="max relative error against float64 (default 1e-4)")
+    ap.add_argument("--tol", type=float, default=1e-4,
+                    help="max relative error against float64 in fp32 (default 1e-4; the other precisions: see "
+                         "the module docstring)")
     ap.add_argument("--full-check-max", type=int, default=1024,
                     help="longest T checked on every (batch, head); longer ones check --check-bh (default 1024)")
     ap.add_argument("--check-bh", default="2,2", help="batches,heads checked above --full-check-max (default 2,2)")
+    common.dtype_args(ap)
     args = ap.parse_args()
     try:
         seqs = [int(s) for s in args.seqs.split(",") if s]
@@ -153,15 +201,19 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     meta = [f"torch_attention peer (bench/peers/torch_attention.py): PyTorch {torch.__version__}, "
             f"CUDA {torch.version.cuda}",
-            f"gpu: {torch.cuda.get_device_name(dev)}", "tf32: off",
+            f"gpu: {torch.cuda.get_device_name(dev)}", f"dtypes: {','.join(args.dtype)}",
+            "tf32: on in the tf32 rows alone",
             f"shape: B {args.batch}, H {args.heads}, Dh {args.head_dim}, scale 1/sqrt(Dh)",
             "flops: forward 4 B H T^2 Dh, forward+backward 14 B H T^2 Dh, causal x (T+1)/(2T)",
             common.date_line()]
     out = common.CsvOut(os.path.join(args.out, "torch_attention.csv"), meta, PROG)
     try:
-        for t in seqs:
-            for causal in causals:
-                rows_for(out, dev, args.batch, args.heads, t, args.head_dim, causal, backends, args)
+        for p in args.dtype:
+            with precision_mode(torch, p):
+                for t in seqs:
+                    for causal in causals:
+                        rows_for(out, dev, args.batch, args.heads, t, args.head_dim, causal, backends_for(p, backends),
+                                 args, p)
     finally:
         out.close()
     return 0

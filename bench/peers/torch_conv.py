@@ -426,8 +426,9 @@ def groups(items):
 def base_row(impl, sh, direction, batch, threads):
     g = geometry(sh, direction, batch)
     return dict(sweep="conv", case=f"{sh.name}:{direction}", impl=impl,
-                backend="gpu" if IMPLS[impl]["gpu"] else "cpu", dtype="f32", m=g["m"], n=g["n"], k=g["k"],
-                batch=batch, threads=threads, transfer=0, tf32=0, cold=0, warmup=0, reps=0, median_ms=math.nan,
+                backend="gpu" if IMPLS[impl]["gpu"] else "cpu", m=g["m"], n=g["n"], k=g["k"],
+                batch=batch, threads=threads, transfer=0, **common.precision_fields("fp32"), cold=0, warmup=0,
+                reps=0, median_ms=math.nan,
                 min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan, gflops=math.nan, gbps=math.nan,
                 scratch_bytes=0, arena_bytes=0, live_bytes=0, max_rel_err=math.nan, check=CHECK_WORD, status="",
                 note="")

@@ -255,7 +255,7 @@ def time_steps(step, device):
 
 def base_row(stem, impl, device, batch, threads):
     return dict(sweep="resnet", case=STEMS[stem]["case"], impl=impl, backend="gpu" if device.type == "cuda" else "cpu",
-                dtype="f32", m=batch, n=0, k=0, batch=batch, threads=threads, transfer=0, tf32=0, cold=0,
+                m=batch, n=0, k=0, batch=batch, threads=threads, transfer=0, **common.precision_fields("fp32"), cold=0,
                 warmup=0, reps=0, median_ms=math.nan, min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan,
                 gflops=math.nan, gbps=math.nan, scratch_bytes=0, arena_bytes=0, live_bytes=0,
                 max_rel_err=math.nan, check=f"f64-step@b{STEMS[stem]['check_batch']}", status="", note="")

@@ -244,7 +244,7 @@ def test_rows_follow_the_files_column_order():
     rows = [r for r in common.read_rows(path)[1] if r["impl"] == "numpy"]
     assert len(rows) == 2 and all(len(r) == len(cols) for r in rows)
     for r, batch in zip(rows, (3, 9)):
-        want = dict(sweep="mlp", case="7-6-5-4", impl="numpy", backend="cpu", dtype="f32", m=str(batch), n="6",
+        want = dict(sweep="mlp", case="7-6-5-4", impl="numpy", backend="cpu", dtype="fp32", m=str(batch), n="6",
                     k="7", batch=str(batch), transfer="0", tf32="0", cold="0", reps="2", check="f64-loss+update",
                     status="ok", gbps="NaN", scratch_bytes="0", arena_bytes="0", live_bytes="0")
         for c, v in want.items():

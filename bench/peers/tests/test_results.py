@@ -115,7 +115,7 @@ def test_an_older_file_and_a_cut_row():
           "min_ms,max_ms,status\ngemm,square,cpu-omp,cpu,64,64,64,1,0,0.5,0.4,0.6,ok\n"
           "gemm,square,cpu-omp,cpu,128,128,128,1,0,NaN,NaN,NaN,skipped\ngemm,square,cpu-o")
     peer = {c: "" for c in common.COLUMNS}
-    peer.update(sweep="gemm", case="square", impl="torch-cpu", backend="cpu", dtype="f32", m=64, n=64, k=64,
+    peer.update(sweep="gemm", case="square", impl="torch-cpu", backend="cpu", dtype="fp32", m=64, n=64, k=64,
                 batch=1, threads=4, transfer=0, tf32=0, cold=0, warmup=2, reps=9, median_ms=0.25, min_ms=0.2,
                 max_ms=0.3, cv_pct=1, gflops=2.1, gbps="NaN", scratch_bytes=0, arena_bytes=0, live_bytes=0,
                 max_rel_err=1e-7, check="f64", status="ok")

@@ -209,7 +209,7 @@ def test_rows_appended_in_the_files_column_order():
     folder = os.path.join(TMP, "append")
     os.makedirs(folder)
     path = os.path.join(folder, "conv.csv")
-    own = dict(sweep="conv", case="cnn-conv2:fwd", impl="gpu-implicit", backend="gpu", dtype="f32", m=64, n=1568,
+    own = dict(sweep="conv", case="cnn-conv2:fwd", impl="gpu-implicit", backend="gpu", dtype="fp32", m=64, n=1568,
                k=288, batch=8, threads=0, transfer=0, tf32=0, cold=0, warmup=2, reps=100, median_ms=0.01,
                min_ms=0.009, max_ms=0.012, cv_pct=1.0, gflops=4624.1, gbps=100.0, scratch_bytes=0, arena_bytes=0,
                live_bytes=0, max_rel_err=1e-7, check="f64-sampled", status="ok", note="")
