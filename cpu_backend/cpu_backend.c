@@ -239,8 +239,22 @@ static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
     return wide ? wide * sizeof(float) : dg_node_scratch_bytes(n);
 }
 
+/* As cpu_scratch_bytes, but none for a bf16 product that oneDNN's own
+ * kernel multiplies (the vendor choice, or ONEDNN, in a build with it):
+ * such a plan's arena holds no float32 copies. Should the CPU turn out to
+ * have no such kernel, or the backend's default change to another sgemm
+ * before the step runs, cpu_matmul widens into the backend's buffer. */
+static size_t cpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
+    int gemm = step_gemm(ctx_of(be), flags);
+    if (n->op == DG_OP_MATMUL && n->in[0]->dtype == DG_BF16 && dg_cpu_has_onednn() &&
+        (gemm == DG_CPU_GEMM_OPENBLAS || gemm == DG_CPU_GEMM_ONEDNN))
+        return 0;
+    return cpu_scratch_bytes(be, n);
+}
+
 /* the matmul step: its operands' product by its impl (matmul_impl), any
- * widened operands in the step's scratch */
+ * widened operands in the step's scratch, or, where the plan reserved none
+ * (cpu_step_scratch_bytes), the backend's buffer */
 static dg_status cpu_matmul(cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
     dg_onednn_gemm g = matmul_gemm(s->node);
     if (g.dtype != DG_F32 && g.dtype != DG_BF16 && g.dtype != DG_F16)
@@ -422,7 +436,7 @@ static const dg_backend_i cpu_iface = {
     /* .host_alloc = */ NULL,
     /* .host_free  = */ NULL,
     /* .scratch_bytes = */ cpu_scratch_bytes, /* dg_node_scratch_bytes (im2col columns), f16 operands */
-    /* .step_scratch_bytes = */ NULL, /* the same whatever the strategy */
+    /* .step_scratch_bytes = */ cpu_step_scratch_bytes, /* none for oneDNN's bf16 products */
     /* .step_impl  = */ cpu_step_impl,
 };
 

@@ -3,10 +3,11 @@
  * oneDNN's sgemm, bf16 widened for OpenBLAS's sgemm (the path before
  * oneDNN), oneDNN's bf16 kernel and its f16 product (widened for its
  * float32 kernel: 2.6 has no f16 one). On a machine shared with other
- * work, absolute speeds move between rounds: each round times every
- * implementation back to back (best of `reps` calls, after one warm-up
- * call that also makes oneDNN's primitive), and prints each one's time as
- * a ratio to OpenBLAS's sgemm of the same round.
+ * work, speeds move from one second to the next: each round calls the
+ * implementations in turn, `reps` times over (after one warm-up call each,
+ * which also makes oneDNN's primitive), so that all of them see the same
+ * spells of load, keeps each one's best call (load only slows a call), and
+ * prints each one's best as a ratio to OpenBLAS's sgemm's of the round.
  *   onednn_gemm_timing [THREADS [ROUNDS [REPS [SIZE...]]]]
  * (defaults: 2 threads, 5 rounds, 3 reps, sizes 512 1024 2048) */
 #include <stdio.h>
@@ -34,20 +35,14 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* the best of reps calls after a warm-up one, in seconds; < 0 on failure */
-static double time_gemm(dg_backend *be, const impl *im, int s, const void *A, const void *B, float *C, int reps) {
-    double best = 1e30;
-    for (int r = 0; r <= reps; r++) {
-        double t0 = now();
-        dg_status st = dg_cpu_gemm_ex(be, im->gemm, im->dtype, false, false, s, s, s, A, B, C);
-        double t = now() - t0;
-        if (st != DG_OK) {
-            fprintf(stderr, "%s at %d: %s\n", im->name, s, dg_last_error());
-            return -1;
-        }
-        if (r > 0 && t < best) best = t;
-    }
-    return best;
+/* one call's seconds; < 0 on failure */
+static double time_gemm(dg_backend *be, const impl *im, int s, const void *A, const void *B, float *C) {
+    double t0 = now();
+    dg_status st = dg_cpu_gemm_ex(be, im->gemm, im->dtype, false, false, s, s, s, A, B, C);
+    double t = now() - t0;
+    if (st == DG_OK) return t;
+    fprintf(stderr, "%s at %d: %s\n", im->name, s, dg_last_error());
+    return -1;
 }
 
 int main(int argc, char **argv) {
@@ -97,12 +92,14 @@ int main(int argc, char **argv) {
         }
         for (int round = 0; round < rounds && rc == 0; round++) {
             double t[N_IMPLS];
-            for (int i = 0; i < N_IMPLS && rc == 0; i++) {
-                const void *a = impls[i].dtype == DG_F32 ? (void *)A : impls[i].dtype == DG_BF16 ? (void *)Ab : Ah;
-                const void *b = impls[i].dtype == DG_F32 ? (void *)B : impls[i].dtype == DG_BF16 ? (void *)Bb : Bh;
-                t[i] = time_gemm(be, &impls[i], s, a, b, C, reps);
-                if (t[i] < 0) rc = 1;
-            }
+            for (int r = 0; r <= reps && rc == 0; r++) /* r 0: the warm-up calls */
+                for (int i = 0; i < N_IMPLS && rc == 0; i++) {
+                    const void *a = impls[i].dtype == DG_F32 ? (void *)A : impls[i].dtype == DG_BF16 ? (void *)Ab : Ah;
+                    const void *b = impls[i].dtype == DG_F32 ? (void *)B : impls[i].dtype == DG_BF16 ? (void *)Bb : Bh;
+                    double ti = time_gemm(be, &impls[i], s, a, b, C);
+                    if (ti < 0) rc = 1;
+                    if (r == 1 || (r > 1 && ti < t[i])) t[i] = ti;
+                }
             if (rc) break;
             printf("%d %d %.1f", s, round, 2.0 * s * s * s / t[0] * 1e-9);
             for (int i = 1; i < N_IMPLS; i++) printf(" %.3f", t[i] / t[0]);

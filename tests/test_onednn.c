@@ -157,8 +157,9 @@ Test(onednn, primitive_cache_reused_and_keyed, .timeout = 60) {
 }
 
 /* dg_matmul of batched bf16 (f16) operands, cast from float32 parameters,
- * under each GEMM choice: the name its step reports and its numbers
- * against float64 of the rounded operands. The vendor choice and DEFAULT
+ * under each GEMM choice: the name its step reports, the scratch it asks
+ * for (the operands' float32 copies only where it widens them) and its
+ * numbers against float64 of the rounded operands. The vendor choice and DEFAULT
  * run bf16 by oneDNN's own kernel and f16 widened for OpenBLAS (oneDNN
  * 2.6 has no f16 matmul on the CPU); OWN widens for the own sgemm.
  * Catches the plan's choice ignored (a name that does not say what ran),
@@ -166,12 +167,16 @@ Test(onednn, primitive_cache_reused_and_keyed, .timeout = 60) {
 Test(onednn, matmul_steps_choose_onednn_for_bf16, .timeout = 60) {
     SKIP_WITHOUT_ONEDNN();
     const int batch = 3, m = 7, k = 129, n = 20;
-    static const struct { dg_dtype t; dg_gemm_impl gemm; const char *name; } cases[] = {
-        {DG_BF16, DG_GEMM_VENDOR, "cpu-onednn-bf16"},
-        {DG_BF16, DG_GEMM_DEFAULT, "cpu-onednn-bf16"},
-        {DG_BF16, DG_GEMM_OWN, "cpu-own-bf16-widened"},
-        {DG_F16, DG_GEMM_VENDOR, "cpu-openblas-f16-widened"},
-        {DG_F32, DG_GEMM_VENDOR, "cpu-openblas"},
+    /* own_after: the backend's default set to the own sgemm after the plan
+     * was made without scratch for it: the step widens into the backend's
+     * buffer instead */
+    static const struct { dg_dtype t; dg_gemm_impl gemm; const char *name; bool own_after; } cases[] = {
+        {DG_BF16, DG_GEMM_VENDOR, "cpu-onednn-bf16", false},
+        {DG_BF16, DG_GEMM_DEFAULT, "cpu-onednn-bf16", false},
+        {DG_BF16, DG_GEMM_OWN, "cpu-own-bf16-widened", false},
+        {DG_F16, DG_GEMM_VENDOR, "cpu-openblas-f16-widened", false},
+        {DG_F32, DG_GEMM_VENDOR, "cpu-openblas", false},
+        {DG_BF16, DG_GEMM_DEFAULT, "cpu-onednn-bf16", true},
     };
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 2));
@@ -183,14 +188,20 @@ Test(onednn, matmul_steps_choose_onednn_for_bf16, .timeout = 60) {
         dg_node *a = t == DG_F32 ? pa : dg_cast(g, pa, t), *b = t == DG_F32 ? pb : dg_cast(g, pb, t);
         dg_node *y = dg_matmul(g, a, b, false, true);
         ASSERT_OK(dg_graph_status(g));
+        size_t na = (size_t)batch * m * k, nb = (size_t)batch * n * k, nc = (size_t)batch * m * n;
         dg_plan *p;
         dg_node *outs[] = {y, pa, pb};
         ASSERT_OK(dg_plan_new(&p, g, be, outs, 3, &(dg_plan_opts){.gemm = cases[c].gemm}));
         char name[48];
         ASSERT_OK(dg_plan_node_impl(p, y, name, sizeof name));
         cr_assert_str_eq(name, cases[c].name, "%s under choice %d", dg_dtype_name(t), (int)cases[c].gemm);
+        /* float32 copies of the operands only where they are widened */
+        size_t wide = strstr(name, "widened") ? (na + nb) * sizeof(float) : 0;
+        cr_assert_eq(dg_backend_step_scratch_bytes(be, y, dg_step_flags(&(dg_plan_opts){.gemm = cases[c].gemm})),
+                     wide, "%s: scratch", cases[c].name);
+        if (cases[c].own_after) dg_cpu_set_gemm(be, DG_CPU_GEMM_OWN);
         ASSERT_OK(dg_plan_run(p));
-        size_t na = (size_t)batch * m * k, nb = (size_t)batch * n * k, nc = (size_t)batch * m * n;
+        dg_cpu_set_gemm(be, DG_CPU_GEMM_OPENBLAS);
         float *fa = malloc(na * 4), *fb = malloc(nb * 4), *C = malloc(nc * 4);
         double *da = malloc(na * 8), *db = malloc(nb * 8);
         ASSERT_OK(dg_plan_get(p, pa, fa, na * 4));
