@@ -172,13 +172,25 @@ static dg_status gemm_packed(cpu_ctx *c, dg_cpu_gemm impl, dg_onednn_gemm g, con
     return DG_OK;
 }
 
+/* Whether the vendor choice takes oneDNN for a product of dtype t: a
+ * low-precision one it has its own kernel for, on a CPU where that kernel
+ * outruns widening for OpenBLAS (AMX; cpu_onednn.h) */
+static bool onednn_vendor(dg_dtype t) {
+#ifdef DG_HAVE_ONEDNN
+    return t != DG_F32 && dg__onednn_bf16_pays();
+#else
+    (void)t;
+    return false;
+#endif
+}
+
 /* What a matmul step of g's operands runs with under the step's impl:
- * the vendor choice (OPENBLAS) multiplies bf16 operands (any dtype oneDNN
- * has its own kernel for) with oneDNN, f32 and f16 with OpenBLAS; every
- * other impl as chosen. */
+ * the vendor choice (OPENBLAS) multiplies bf16 operands with oneDNN where
+ * onednn_vendor says so, everything else with OpenBLAS (f16: oneDNN 2.6
+ * has no kernel); every other impl as chosen. */
 static dg_status matmul_impl(cpu_ctx *c, dg_cpu_gemm impl, const dg_onednn_gemm *g, dg_cpu_gemm *out) {
     *out = impl;
-    if (impl != DG_CPU_GEMM_OPENBLAS || g->dtype == DG_F32) return DG_OK;
+    if (impl != DG_CPU_GEMM_OPENBLAS || !onednn_vendor(g->dtype)) return DG_OK;
     bool native;
     dg_status st = onednn_native(c, g, &native);
     if (st == DG_OK && native) *out = DG_CPU_GEMM_ONEDNN;
@@ -240,16 +252,17 @@ static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
 }
 
 /* As cpu_scratch_bytes, but none for a bf16 product that oneDNN's own
- * kernel multiplies (the vendor choice, or ONEDNN, in a build with it):
- * such a plan's arena holds no float32 copies. Should the CPU turn out to
- * have no such kernel, or the backend's default change to another sgemm
- * before the step runs, cpu_matmul widens into the backend's buffer. */
+ * kernel multiplies (ONEDNN, or the vendor choice where onednn_vendor
+ * takes it): such a plan's arena holds no float32 copies. Should the CPU
+ * turn out to have no such kernel, or the backend's default change to
+ * another sgemm before the step runs, cpu_matmul widens into the backend's
+ * buffer. */
 static size_t cpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
     int gemm = step_gemm(ctx_of(be), flags);
     if (n->op == DG_OP_MATMUL && n->in[0]->dtype == DG_BF16 && dg_cpu_has_onednn() &&
-        (gemm == DG_CPU_GEMM_OPENBLAS || gemm == DG_CPU_GEMM_ONEDNN))
+        (gemm == DG_CPU_GEMM_ONEDNN || (gemm == DG_CPU_GEMM_OPENBLAS && onednn_vendor(DG_BF16))))
         return 0;
-    return cpu_scratch_bytes(be, n);
+    return dg_backend_scratch_bytes(be, n); /* the interface's, as without flags */
 }
 
 /* the matmul step: its operands' product by its impl (matmul_impl), any

@@ -67,7 +67,8 @@ int       dg_cpu_threads(const dg_backend *be);
  * each step runs (OPENBLAS and DEFAULT unless set). A plan that names its
  * implementation runs with that one whatever these say. The plan choices
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are OPENBLAS, OWN,
- * NAIVE; DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,
+ * NAIVE (a matmul of bf16 operands under OPENBLAS runs by oneDNN where its
+ * kernel is AMX's: cpu_onednn.h); DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,
  * BATCH, SHIFT, CHANNELS (the CPU has no DG_CONV_IMPLICIT). */
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);

@@ -176,6 +176,12 @@ void dg__onednn_counts(const dg_onednn *o, long *created, long *runs) {
     *runs = o ? o->runs : 0;
 }
 
+bool dg__onednn_bf16_pays(void) {
+    /* the ISA values are nested bit sets: AMX's holds AVX512-BF16's bits */
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(), amx = (unsigned)dnnl_cpu_isa_avx512_core_amx;
+    return (isa & amx) == amx;
+}
+
 static const char *isa_name(dnnl_cpu_isa_t isa) {
     switch (isa) {
     case dnnl_cpu_isa_sse41:           return "sse41";

@@ -33,6 +33,10 @@ dg_status dg__onednn_prepare(dg_onednn *o, const dg_onednn_gemm *g, bool *ok);
 /* C = op(A) op(B) by g's primitive (dg__onednn_prepare first, if not yet
  * done); DG_ERR_UNSUPPORTED where it said *ok false. */
 dg_status dg__onednn_gemm(dg_onednn *o, const dg_onednn_gemm *g, const void *A, const void *B, float *C);
+/* Whether oneDNN's bf16 matmul outruns widening the operands for a float32
+ * sgemm on this CPU: only where it runs AMX (docs/PERF.md: on AVX512-BF16
+ * alone it took 1.4-1.9 times OpenBLAS's sgemm's time, widening 1.0-1.1). */
+bool      dg__onednn_bf16_pays(void);
 /* primitives created (dtypes without a kernel included) and products run
  * since o was made; o NULL: 0 and 0 */
 void      dg__onednn_counts(const dg_onednn *o, long *created, long *runs);

@@ -159,29 +159,39 @@ Test(onednn, primitive_cache_reused_and_keyed, .timeout = 60) {
 /* dg_matmul of batched bf16 (f16) operands, cast from float32 parameters,
  * under each GEMM choice: the name its step reports, the scratch it asks
  * for (the operands' float32 copies only where it widens them) and its
- * numbers against float64 of the rounded operands. The vendor choice and DEFAULT
- * run bf16 by oneDNN's own kernel and f16 widened for OpenBLAS (oneDNN
- * 2.6 has no f16 matmul on the CPU); OWN widens for the own sgemm.
- * Catches the plan's choice ignored (a name that does not say what ran),
- * a batch's operands offset wrongly, trans_b dropped on the way. */
-Test(onednn, matmul_steps_choose_onednn_for_bf16, .timeout = 60) {
+ * numbers against float64 of the rounded operands. The backend's default
+ * set to oneDNN runs bf16 by its own kernel, f16 widened for its float32
+ * one (oneDNN 2.6 has no f16 matmul on the CPU); the vendor choice takes
+ * oneDNN for bf16 only on a CPU with AMX (elsewhere widening for OpenBLAS
+ * was measured faster: docs/PERF.md); OWN widens for the own sgemm.
+ * Catches the plan's or the backend's choice ignored (a name that does not
+ * say what ran), a batch's operands offset wrongly, trans_b dropped on the
+ * way, scratch reserved for copies never made. */
+Test(onednn, matmul_steps_by_choice, .timeout = 60) {
     SKIP_WITHOUT_ONEDNN();
     const int batch = 3, m = 7, k = 129, n = 20;
-    /* own_after: the backend's default set to the own sgemm after the plan
-     * was made without scratch for it: the step widens into the backend's
-     * buffer instead */
-    static const struct { dg_dtype t; dg_gemm_impl gemm; const char *name; bool own_after; } cases[] = {
-        {DG_BF16, DG_GEMM_VENDOR, "cpu-onednn-bf16", false},
-        {DG_BF16, DG_GEMM_DEFAULT, "cpu-onednn-bf16", false},
-        {DG_BF16, DG_GEMM_OWN, "cpu-own-bf16-widened", false},
-        {DG_F16, DG_GEMM_VENDOR, "cpu-openblas-f16-widened", false},
-        {DG_F32, DG_GEMM_VENDOR, "cpu-openblas", false},
-        {DG_BF16, DG_GEMM_DEFAULT, "cpu-onednn-bf16", true},
+    char info[128];
+    bool amx = strstr(dg_cpu_onednn_info(info, sizeof info), "ISA: avx512_core_amx") != NULL;
+    const char *vendor_bf16 = amx ? "cpu-onednn-bf16" : "cpu-openblas-bf16-widened";
+    /* set: the backend's default when the plan is made; own_after: then
+     * set to the own sgemm before the step runs (made without scratch for
+     * copies, the step widens into the backend's buffer instead) */
+    const struct { dg_dtype t; dg_gemm_impl gemm; dg_cpu_gemm set; const char *name; bool own_after; } cases[] = {
+        {DG_BF16, DG_GEMM_VENDOR, DG_CPU_GEMM_OPENBLAS, vendor_bf16, false},
+        {DG_BF16, DG_GEMM_DEFAULT, DG_CPU_GEMM_OPENBLAS, vendor_bf16, false},
+        {DG_BF16, DG_GEMM_OWN, DG_CPU_GEMM_OPENBLAS, "cpu-own-bf16-widened", false},
+        {DG_F16, DG_GEMM_VENDOR, DG_CPU_GEMM_OPENBLAS, "cpu-openblas-f16-widened", false},
+        {DG_F32, DG_GEMM_VENDOR, DG_CPU_GEMM_OPENBLAS, "cpu-openblas", false},
+        {DG_BF16, DG_GEMM_DEFAULT, DG_CPU_GEMM_ONEDNN, "cpu-onednn-bf16", false},
+        {DG_F16, DG_GEMM_DEFAULT, DG_CPU_GEMM_ONEDNN, "cpu-onednn-f16-widened", false},
+        {DG_BF16, DG_GEMM_VENDOR, DG_CPU_GEMM_ONEDNN, vendor_bf16, false},
+        {DG_BF16, DG_GEMM_DEFAULT, DG_CPU_GEMM_ONEDNN, "cpu-onednn-bf16", true},
     };
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 2));
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         dg_dtype t = cases[c].t;
+        dg_cpu_set_gemm(be, cases[c].set);
         dg_graph *g = dg_graph_new();
         dg_node *pa = dg_param(g, "a", DG_SHAPE(batch, m, k), (dg_init){DG_INIT_UNIFORM, -1, 1, 51});
         dg_node *pb = dg_param(g, "b", DG_SHAPE(batch, n, k), (dg_init){DG_INIT_UNIFORM, -1, 1, 52});
@@ -201,7 +211,6 @@ Test(onednn, matmul_steps_choose_onednn_for_bf16, .timeout = 60) {
                      wide, "%s: scratch", cases[c].name);
         if (cases[c].own_after) dg_cpu_set_gemm(be, DG_CPU_GEMM_OWN);
         ASSERT_OK(dg_plan_run(p));
-        dg_cpu_set_gemm(be, DG_CPU_GEMM_OPENBLAS);
         float *fa = malloc(na * 4), *fb = malloc(nb * 4), *C = malloc(nc * 4);
         double *da = malloc(na * 8), *db = malloc(nb * 8);
         ASSERT_OK(dg_plan_get(p, pa, fa, na * 4));
