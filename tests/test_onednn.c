@@ -3,8 +3,8 @@
  * against the float64 product of the same rounded operands; the primitive
  * cache (made once per shape, right when shapes alternate, past its 16
  * entries); dg_matmul's vendor choice running bf16 by oneDNN, batched.
- * In a build without oneDNN (DG_ONEDNN=OFF) these skip, saying so, and
- * one test checks the choice is refused.
+ * In a build without oneDNN (DG_ONEDNN=OFF) these skip, saying so, but
+ * the first, which checks the choice is refused there.
  *
  * Tolerance: the operands are exact once rounded (A and B hold the values
  * the reference multiplies), so the only error is the float32 arithmetic:
@@ -89,26 +89,26 @@ static void check_gemm(dg_backend *be, dg_dtype t, int m, int n, int k, bool ta,
     free(A); free(B); free(a); free(b); free(C);
 }
 
-Test(onednn, info_names_the_library) {
+/* What the build says of oneDNN, and the choice itself: with oneDNN, its
+ * version on GCC's OpenMP (Debian's build, the runtime duograd uses) and a
+ * product; without, "none" and the choice refused with a message, never
+ * run as something else. */
+Test(onednn, info_and_choice_follow_the_build) {
     char info[128];
     dg_cpu_onednn_info(info, sizeof info);
-    if (!dg_cpu_has_onednn()) {
-        cr_assert_str_eq(info, "none (built with DG_ONEDNN=OFF)");
-        cr_skip_test("built with DG_ONEDNN=OFF: no oneDNN version to check");
-    }
-    /* Debian's build: OpenMP, GCC's libgomp, the runtime duograd uses */
-    cr_assert(strncmp(info, "oneDNN ", 7) == 0 && strstr(info, "CPU runtime: OpenMP"), "%s", info);
-}
-
-/* The choice in a build without oneDNN: refused with a message, never run
- * as something else. */
-Test(onednn, refused_where_not_built) {
-    if (dg_cpu_has_onednn()) cr_skip_test("built with oneDNN: nothing to refuse");
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 2));
-    float A[4] = {1, 2, 3, 4}, C[4];
-    cr_assert_eq(dg_cpu_gemm_ex(be, DG_CPU_GEMM_ONEDNN, DG_F32, false, false, 2, 2, 2, A, A, C), DG_ERR_UNSUPPORTED);
-    cr_assert(strstr(dg_last_error(), "DG_ONEDNN=OFF"), "%s", dg_last_error());
+    float A[4] = {1, 2, 3, 4}, C[4] = {0};
+    dg_status st = dg_cpu_gemm_ex(be, DG_CPU_GEMM_ONEDNN, DG_F32, false, false, 2, 2, 2, A, A, C);
+    if (dg_cpu_has_onednn()) {
+        cr_assert(strncmp(info, "oneDNN ", 7) == 0 && strstr(info, "CPU runtime: OpenMP"), "%s", info);
+        ASSERT_OK(st);
+        cr_assert(C[0] == 7 && C[1] == 10 && C[2] == 15 && C[3] == 22, "%g %g %g %g", C[0], C[1], C[2], C[3]);
+    } else {
+        cr_assert_str_eq(info, "none (built with DG_ONEDNN=OFF)");
+        cr_assert_eq(st, DG_ERR_UNSUPPORTED);
+        cr_assert(strstr(dg_last_error(), "DG_ONEDNN=OFF"), "%s", dg_last_error());
+    }
     dg_backend_free(be);
 }
 
