@@ -12,7 +12,7 @@
 include(CMakePackageConfigHelpers)
 
 # What a program may include; every other header (attrs.h, layout.h,
-# backend_impl.h, *_internal.h, cpu_kernels.h, gpu_common.cuh, the
+# backend_impl.h, *_internal.h, cpu_kernels.h, cpu_onednn.h, gpu_common.cuh, the
 # data stream) is the library's own and stays behind.
 # The hooks of the tests and the bench (core/testing.h, gpu_testing.h,
 # gathered by include/duograd/testing.h) are installed so that the bench
@@ -37,6 +37,9 @@ endif()
 # libduograd.a can go into a program's own shared library too).
 set(DG_LIB_OBJECTS $<TARGET_OBJECTS:dg_core_pic> $<TARGET_OBJECTS:dg_cpu_pic>)
 set(DG_LIB_DEPS ZLIB::ZLIB m OpenMP::OpenMP_C duograd::openblas duograd::sleef)
+if(DG_ONEDNN)
+  list(APPEND DG_LIB_DEPS duograd::onednn)
+endif()
 set(DG_LIB_LANGUAGE C)
 if(DG_HAVE_CUDA)
   list(APPEND DG_LIB_OBJECTS ${DG_GPU_OBJECTS})
@@ -100,6 +103,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/duograd-config-version.cm
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/duograd-config.cmake ${PROJECT_BINARY_DIR}/duograd-config-version.cmake
         ${CMAKE_CURRENT_LIST_DIR}/duograd_openblas.cmake ${CMAKE_CURRENT_LIST_DIR}/duograd_sleef.cmake
+        ${CMAKE_CURRENT_LIST_DIR}/duograd_onednn.cmake
         DESTINATION ${DG_CMAKE_DIR} COMPONENT dev)
 
 # duograd.pc, relocatable: its prefix is found from its own folder
@@ -111,6 +115,9 @@ string(REGEX REPLACE "/$" "" DG_PC_PREFIX "${DG_PC_PREFIX}")
 set(DG_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
 set(DG_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 set(DG_PC_LIBS_PRIVATE "-L${DUOGRAD_OPENBLAS_LIBDIR} -lopenblas -L${DUOGRAD_SLEEF_LIBDIR} -lsleef ${OpenMP_C_FLAGS} -lm")
+if(DG_ONEDNN)
+  string(PREPEND DG_PC_LIBS_PRIVATE "-L${DUOGRAD_ONEDNN_LIBDIR} -ldnnl ")
+endif()
 set(DG_PC_CUDA_WORDS "")
 set(DG_PC_CUDA_LIBDIR "")
 if(DG_HAVE_CUDA)

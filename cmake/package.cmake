@@ -122,6 +122,11 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libduograd-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
     "${DG_DEB_LIB} (= ${DG_DEB_VERSION}), libopenblas-openmp-dev, libsleef-dev, zlib1g-dev")
+# the library and the bench need libdnnl2 (dpkg-shlibdeps finds it); a
+# program linking libduograd.a needs its -dev package
+if(DG_ONEDNN)
+  string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libdnnl-dev")
+endif()
 set(CPACK_COMPONENT_DEV_DESCRIPTION "reverse-mode automatic differentiation: development files
 ${DG_DEB_WHAT}
 This package holds the headers, the static libraries, the float64 check kit

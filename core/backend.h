@@ -42,7 +42,9 @@ typedef struct dg_step {
  * the time a step runs; OpenBLAS and cuBLAS unless set). */
 typedef enum dg_gemm_impl {
     DG_GEMM_DEFAULT,
-    DG_GEMM_VENDOR, /* the vendor library: OpenBLAS on the CPU, cuBLAS on the GPU */
+    DG_GEMM_VENDOR, /* the vendor library: OpenBLAS on the CPU (oneDNN for bf16
+                       operands on a CPU with AMX, where built with it),
+                       cuBLAS on the GPU */
     DG_GEMM_OWN,    /* the project's kernels: the CPU's blocked OpenMP sgemm, the
                        GPU's tiled kernel (its own TF32 tensor-core kernels when
                        the plan allows TF32)                                   */

@@ -11,6 +11,7 @@
 #include "../core/layout.h"
 #include "../core/status_internal.h"
 #include "cpu_kernels.h"
+#include "cpu_onednn.h"
 
 typedef struct cpu_ctx {
     int         threads;
@@ -21,6 +22,7 @@ typedef struct cpu_ctx {
     float      *wide;   /* dg_cpu_gemm_ex's float32 operands of a bf16 or
                          * f16 product, grown to the largest asked        */
     size_t      wide_floats;
+    dg_onednn  *onednn; /* made at the first oneDNN product (DG_HAVE_ONEDNN) */
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(const dg_backend *be) { return be->ctx; }
@@ -31,6 +33,9 @@ static void cpu_free(dg_backend *be) {
     free(ctx_of(be)->pack);
     free(ctx_of(be)->attn);
     free(ctx_of(be)->wide);
+#ifdef DG_HAVE_ONEDNN
+    dg__onednn_free(ctx_of(be)->onednn);
+#endif
     free(be->ctx);
     free(be);
 }
@@ -77,7 +82,124 @@ static void sgemm(const cpu_ctx *c, dg_cpu_gemm impl, bool ta, bool tb, int m, i
     case DG_CPU_GEMM_OPENBLAS: dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc); break;
     case DG_CPU_GEMM_OWN:      dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc, c->pack); break;
     case DG_CPU_GEMM_NAIVE:    dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc); break;
+    /* only the convolutions' strided, accumulating products come here with
+     * ONEDNN (matmuls go to gemm_packed): OpenBLAS runs them */
+    case DG_CPU_GEMM_ONEDNN:   dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc); break;
     }
+}
+
+#ifdef DG_HAVE_ONEDNN
+/* c's oneDNN state, made at its first use */
+static dg_status onednn_of(cpu_ctx *c, dg_onednn **out) {
+    if (!c->onednn) {
+        dg_status st = dg__onednn_new(&c->onednn);
+        if (st != DG_OK) return st;
+    }
+    *out = c->onednn;
+    return DG_OK;
+}
+#endif
+
+/* *ok: oneDNN has its own kernel for g's dtype (its primitive now made
+ * and cached); false in a build without oneDNN */
+static dg_status onednn_native(cpu_ctx *c, const dg_onednn_gemm *g, bool *ok) {
+    *ok = false;
+#ifdef DG_HAVE_ONEDNN
+    dg_onednn *o;
+    dg_status st = onednn_of(c, &o);
+    return st != DG_OK ? st : dg__onednn_prepare(o, g, ok);
+#else
+    (void)c;
+    (void)g;
+    return DG_OK;
+#endif
+}
+
+static dg_status no_onednn(void) {
+    return dg__fail(DG_ERR_UNSUPPORTED, "cpu: no oneDNN GEMM in this build (configured with DG_ONEDNN=OFF)");
+}
+
+/* the float32 buffer for both widened operands of g, grown as needed */
+static dg_status wide_buffer(cpu_ctx *c, const dg_onednn_gemm *g, float **out) {
+    size_t need = (size_t)g->batch * ((size_t)g->m * g->k + (size_t)g->k * g->n);
+    if (need > c->wide_floats) {
+        float *w = realloc(c->wide, need * sizeof(float));
+        if (!w) return dg__fail(DG_ERR_OOM, "cpu: %zu floats for the widened operands of a GEMM", need);
+        c->wide = w;
+        c->wide_floats = need;
+    }
+    *out = c->wide;
+    return DG_OK;
+}
+
+/* C = op(A) op(B) for each of g's batch (packed, row-major) by impl.
+ * ONEDNN: oneDNN's kernel for g's dtype, else (f16) the widened operands
+ * by its float32 one. Other impls: bf16 and f16 operands first widened to
+ * float32 (exactly: the products of two such values are exact in float32,
+ * so this is the float32-accumulating GEMM of the low-precision values)
+ * into `wide` (NULL: the backend's buffer), then impl's sgemm. */
+static dg_status gemm_packed(cpu_ctx *c, dg_cpu_gemm impl, dg_onednn_gemm g, const void *A, const void *B, float *C,
+                             float *wide) {
+    bool onednn = impl == DG_CPU_GEMM_ONEDNN;
+    if (onednn) {
+        if (!dg_cpu_has_onednn()) return no_onednn();
+        bool native;
+        dg_status st = onednn_native(c, &g, &native);
+#ifdef DG_HAVE_ONEDNN
+        if (st == DG_OK && native) return dg__onednn_gemm(c->onednn, &g, A, B, C);
+#endif
+        if (st != DG_OK) return st;
+    }
+    if (g.dtype == DG_BF16 || g.dtype == DG_F16) {
+        dg_status st = wide ? DG_OK : wide_buffer(c, &g, &wide);
+        if (st != DG_OK) return st;
+        int64_t na = (int64_t)g.batch * g.m * g.k;
+        dg__cpu_widen(g.dtype, A, wide, na);
+        dg__cpu_widen(g.dtype, B, wide + na, (int64_t)g.batch * g.k * g.n);
+        A = wide;
+        B = wide + na;
+        g.dtype = DG_F32;
+    } else if (g.dtype != DG_F32) {
+        return dg__fail(DG_ERR_UNSUPPORTED, "cpu: no GEMM of %s operands", dg_dtype_name(g.dtype));
+    }
+#ifdef DG_HAVE_ONEDNN
+    if (onednn) return dg__onednn_gemm(c->onednn, &g, A, B, C);
+#endif
+    const float *a = A, *b = B;
+    for (int i = 0; i < g.batch; i++)
+        sgemm(c, impl, g.ta, g.tb, g.m, g.n, g.k, a + (size_t)i * g.m * g.k, g.ta ? g.m : g.k,
+              b + (size_t)i * g.k * g.n, g.tb ? g.k : g.n, C + (size_t)i * g.m * g.n, g.n, false);
+    return DG_OK;
+}
+
+/* Whether the vendor choice takes oneDNN for a product of dtype t: a
+ * low-precision one it has its own kernel for, on a CPU where that kernel
+ * outruns widening for OpenBLAS (AMX; cpu_onednn.h) */
+static bool onednn_vendor(dg_dtype t) {
+#ifdef DG_HAVE_ONEDNN
+    return t != DG_F32 && dg__onednn_bf16_pays();
+#else
+    (void)t;
+    return false;
+#endif
+}
+
+/* What a matmul step of g's operands runs with under the step's impl:
+ * the vendor choice (OPENBLAS) multiplies bf16 operands with oneDNN where
+ * onednn_vendor says so, everything else with OpenBLAS (f16: oneDNN 2.6
+ * has no kernel); every other impl as chosen. */
+static dg_status matmul_impl(cpu_ctx *c, dg_cpu_gemm impl, const dg_onednn_gemm *g, dg_cpu_gemm *out) {
+    *out = impl;
+    if (impl != DG_CPU_GEMM_OPENBLAS || !onednn_vendor(g->dtype)) return DG_OK;
+    bool native;
+    dg_status st = onednn_native(c, g, &native);
+    if (st == DG_OK && native) *out = DG_CPU_GEMM_ONEDNN;
+    return st;
+}
+
+static dg_onednn_gemm matmul_gemm(const dg_node *n) {
+    dg_gemm_dims d = dg_gemm_dims_of(n);
+    return (dg_onednn_gemm){n->in[0]->dtype, d.ta, d.tb, d.batch, d.m, d.n, d.k};
 }
 
 /* The step's sgemm: its plan's choice (DG_STEP_GEMM), or the backend's
@@ -129,30 +251,29 @@ static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
     return wide ? wide * sizeof(float) : dg_node_scratch_bytes(n);
 }
 
-/* C = op(A) op(B) for each batch with the step's sgemm. bf16 and f16
- * operands are first widened to float32 (exactly) into the scratch: the
- * products of two such values are exact in float32, so this is the
- * float32-accumulating GEMM of the low-precision values. Debian's OpenBLAS
- * 0.3.21 is built without its bf16 GEMM (no cblas_sbgemm symbol) and has
- * no f16 one. */
-static dg_status cpu_matmul(const cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
-    dg_gemm_dims d = dg_gemm_dims_of(s->node);
-    const dg_node *a = s->node->in[0], *b = s->node->in[1];
-    const float *A = s->in[0], *B = s->in[1];
-    if (a->dtype == DG_BF16 || a->dtype == DG_F16) {
-        float *wide = s->scratch;
-        int64_t na = dg_node_numel(a);
-        dg__cpu_widen(a->dtype, s->in[0], wide, na);
-        dg__cpu_widen(b->dtype, s->in[1], wide + na, dg_node_numel(b));
-        A = wide;
-        B = wide + na;
-    } else if (a->dtype != DG_F32) {
-        return dg__fail(DG_ERR_UNSUPPORTED, "cpu: matmul %s of %s operands", s->node->name, dg_dtype_name(a->dtype));
-    }
-    for (int i = 0; i < d.batch; i++)
-        sgemm(c, impl, d.ta, d.tb, d.m, d.n, d.k, A + i * d.stride_a, d.lda, B + i * d.stride_b, d.ldb,
-              (float *)s->out + i * d.stride_c, d.ldc, false);
-    return DG_OK;
+/* As cpu_scratch_bytes, but none for a bf16 product that oneDNN's own
+ * kernel multiplies (ONEDNN, or the vendor choice where onednn_vendor
+ * takes it): such a plan's arena holds no float32 copies. Should the CPU
+ * turn out to have no such kernel, or the backend's default change to
+ * another sgemm before the step runs, cpu_matmul widens into the backend's
+ * buffer. */
+static size_t cpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
+    int gemm = step_gemm(ctx_of(be), flags);
+    if (n->op == DG_OP_MATMUL && n->in[0]->dtype == DG_BF16 && dg_cpu_has_onednn() &&
+        (gemm == DG_CPU_GEMM_ONEDNN || (gemm == DG_CPU_GEMM_OPENBLAS && onednn_vendor(DG_BF16))))
+        return 0;
+    return dg_backend_scratch_bytes(be, n); /* the interface's, as without flags */
+}
+
+/* the matmul step: its operands' product by its impl (matmul_impl), any
+ * widened operands in the step's scratch, or, where the plan reserved none
+ * (cpu_step_scratch_bytes), the backend's buffer */
+static dg_status cpu_matmul(cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
+    dg_onednn_gemm g = matmul_gemm(s->node);
+    if (g.dtype != DG_F32 && g.dtype != DG_BF16 && g.dtype != DG_F16)
+        return dg__fail(DG_ERR_UNSUPPORTED, "cpu: matmul %s of %s operands", s->node->name, dg_dtype_name(g.dtype));
+    dg_status st = matmul_impl(c, impl, &g, &impl);
+    return st != DG_OK ? st : gemm_packed(c, impl, g, s->in[0], s->in[1], s->out, s->scratch);
 }
 
 /* sgemm above with the step's choice, as the convolution kernels call it */
@@ -172,7 +293,9 @@ static void selected_sgemm(const void *ctx, bool ta, bool tb, int m, int n, int 
  * would start its own threads under every caller). */
 static bool sgemm_serial_in_parallel(dg_cpu_gemm impl) {
     switch (impl) {
-    case DG_CPU_GEMM_OPENBLAS: return openblas_get_parallel() != 1; /* 0 sequential, 1 pthreads, 2 OpenMP */
+    case DG_CPU_GEMM_OPENBLAS:
+    case DG_CPU_GEMM_ONEDNN: /* OpenBLAS runs a convolution's products (sgemm) */
+        return openblas_get_parallel() != 1; /* 0 sequential, 1 pthreads, 2 OpenMP */
     case DG_CPU_GEMM_OWN:      return false;
     case DG_CPU_GEMM_NAIVE:    return true;
     }
@@ -198,19 +321,30 @@ static dg_status cpu_conv(const cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_conv conv, 
  * sgemm, the convolution's strategy on the backend's threads with the
  * step's sgemm, the backend's name for every other op. */
 static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned flags, char *buf, size_t size) {
-    const cpu_ctx *c = ctx_of(be);
+    cpu_ctx *c = ctx_of(be);
     int gemm = step_gemm(c, flags), conv = step_conv(c, flags);
     if (gemm < 0 || conv < 0) return refuse_choice(c, flags);
     if (!n) return DG_OK;
     const char *name = "cpu";
     switch (n->op) {
-    case DG_OP_MATMUL:
-        name = gemm == DG_CPU_GEMM_OPENBLAS ? "cpu-openblas" : gemm == DG_CPU_GEMM_OWN ? "cpu-own" : "cpu-naive";
-        if (n->in[0]->dtype != DG_F32) { /* widened to float32 first (cpu_matmul) */
-            snprintf(buf, size, "%s-%s-widened", name, dg_dtype_name(n->in[0]->dtype));
-            return DG_OK;
-        }
-        break;
+    case DG_OP_MATMUL: {
+        /* asking makes the step's oneDNN primitive, if it has one: a plan's
+         * profile names its steps before it times them */
+        dg_onednn_gemm g = matmul_gemm(n);
+        dg_cpu_gemm impl;
+        bool native = false;
+        apply_threads(c); /* the count the primitive is made for (cpu_onednn.c) */
+        dg_status st = matmul_impl(c, (dg_cpu_gemm)gemm, &g, &impl);
+        if (st == DG_OK && impl == DG_CPU_GEMM_ONEDNN)
+            st = dg_cpu_has_onednn() ? onednn_native(c, &g, &native) : no_onednn();
+        if (st != DG_OK) return st;
+        static const char *const names[] = {"cpu-openblas", "cpu-own", "cpu-naive", "cpu-onednn"};
+        if (g.dtype == DG_F32)
+            snprintf(buf, size, "%s", names[impl]);
+        else /* bf16 by oneDNN's own kernel, or widened to float32 first */
+            snprintf(buf, size, "%s-%s%s", names[impl], dg_dtype_name(g.dtype), native ? "" : "-widened");
+        return DG_OK;
+    }
     case DG_OPS_CONV: {
         dg_conv_dims d = dg_conv_dims_of(n);
         name = dg__cpu_conv_run_name(dg__cpu_conv_strategy(&d, n->op, (dg_cpu_conv)conv,
@@ -234,7 +368,7 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
 }
 
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
-    const cpu_ctx *c = ctx_of(be);
+    cpu_ctx *c = ctx_of(be);
     int gemm = step_gemm(c, s->flags), conv = step_conv(c, s->flags);
     if (gemm < 0 || conv < 0) return refuse_choice(c, s->flags);
     apply_threads(c);
@@ -315,7 +449,7 @@ static const dg_backend_i cpu_iface = {
     /* .host_alloc = */ NULL,
     /* .host_free  = */ NULL,
     /* .scratch_bytes = */ cpu_scratch_bytes, /* dg_node_scratch_bytes (im2col columns), f16 operands */
-    /* .step_scratch_bytes = */ NULL, /* the same whatever the strategy */
+    /* .step_scratch_bytes = */ cpu_step_scratch_bytes, /* none for oneDNN's bf16 products */
     /* .step_impl  = */ cpu_step_impl,
 };
 
@@ -330,41 +464,26 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
         free(c); free(pack); free(attn);
         return dg__fail(DG_ERR_OOM, "cpu: out of memory creating the backend");
     }
-    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, DG_CPU_CONV_DEFAULT, pack, attn, NULL, 0};
+    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, DG_CPU_CONV_DEFAULT, pack, attn, NULL, 0, NULL};
     apply_threads(c); /* so code around the backend sees the same count */
     *out = be;
     return DG_OK;
 }
 
-void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
-                  const float *B, float *C) {
+dg_status dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
+                       const float *B, float *C) {
     apply_threads(ctx_of(be));
-    sgemm(ctx_of(be), impl, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, false);
+    return gemm_packed(ctx_of(be), impl, (dg_onednn_gemm){DG_F32, ta, tb, 1, m, n, k}, A, B, C, NULL);
 }
 
 dg_status dg_cpu_gemm_ex(dg_backend *be, dg_cpu_gemm impl, dg_dtype dtype, bool ta, bool tb, int m, int n, int k,
                          const void *A, const void *B, float *C) {
     if (!be || !A || !B || !C || m < 1 || n < 1 || k < 1)
         return dg__fail(DG_ERR_INVALID, "dg_cpu_gemm_ex: NULL operand or empty product (%d x %d x %d)", m, n, k);
-    cpu_ctx *c = ctx_of(be);
-    if (dtype == DG_F32) {
-        dg_cpu_sgemm(be, impl, ta, tb, m, n, k, A, B, C);
-        return DG_OK;
-    }
-    if (dtype != DG_BF16 && dtype != DG_F16)
+    if (dtype != DG_F32 && dtype != DG_BF16 && dtype != DG_F16)
         return dg__fail(DG_ERR_UNSUPPORTED, "dg_cpu_gemm_ex: no GEMM of %s operands", dg_dtype_name(dtype));
-    size_t na = (size_t)m * k, need = na + (size_t)k * n;
-    if (need > c->wide_floats) {
-        float *w = realloc(c->wide, need * sizeof(float));
-        if (!w) return dg__fail(DG_ERR_OOM, "dg_cpu_gemm_ex: %zu floats for the widened operands", need);
-        c->wide = w;
-        c->wide_floats = need;
-    }
-    apply_threads(c);
-    dg__cpu_widen(dtype, A, c->wide, (int64_t)na);
-    dg__cpu_widen(dtype, B, c->wide + na, (int64_t)k * n);
-    sgemm(c, impl, ta, tb, m, n, k, c->wide, ta ? m : k, c->wide + na, tb ? k : n, C, n, false);
-    return DG_OK;
+    apply_threads(ctx_of(be));
+    return gemm_packed(ctx_of(be), impl, (dg_onednn_gemm){dtype, ta, tb, 1, m, n, k}, A, B, C, NULL);
 }
 
 int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }
@@ -379,4 +498,30 @@ const char *dg_cpu_blas_info(char *buf, size_t n) {
     snprintf(buf, n, "%s (parallel: %s)", openblas_get_config(),
              par == 2 ? "OpenMP" : par == 1 ? "pthreads" : "sequential");
     return buf;
+}
+
+bool dg_cpu_has_onednn(void) {
+#ifdef DG_HAVE_ONEDNN
+    return true;
+#else
+    return false;
+#endif
+}
+
+const char *dg_cpu_onednn_info(char *buf, size_t n) {
+#ifdef DG_HAVE_ONEDNN
+    return dg__onednn_info(buf, n);
+#else
+    snprintf(buf, n, "none (built with DG_ONEDNN=OFF)");
+    return buf;
+#endif
+}
+
+void dg_cpu_onednn_counts(const dg_backend *be, long *created, long *runs) {
+#ifdef DG_HAVE_ONEDNN
+    dg__onednn_counts(ctx_of(be)->onednn, created, runs);
+#else
+    (void)be;
+    *created = *runs = 0;
+#endif
 }

@@ -15,6 +15,9 @@ typedef enum dg_cpu_gemm {
     DG_CPU_GEMM_OPENBLAS,  /* cblas_sgemm, OpenBLAS's OpenMP build            */
     DG_CPU_GEMM_OWN,       /* the blocked, vectorisable OpenMP kernel below   */
     DG_CPU_GEMM_NAIVE,     /* triple loop: a reference, small sizes only      */
+    DG_CPU_GEMM_ONEDNN,    /* oneDNN's matmul primitive (a DG_ONEDNN build):
+                            * matmuls only; a convolution given it runs
+                            * OpenBLAS's sgemm                              */
 } dg_cpu_gemm;
 
 /* How the convolutions spread over the threads (cpu_conv.c):
@@ -64,7 +67,8 @@ int       dg_cpu_threads(const dg_backend *be);
  * each step runs (OPENBLAS and DEFAULT unless set). A plan that names its
  * implementation runs with that one whatever these say. The plan choices
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are OPENBLAS, OWN,
- * NAIVE; DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,
+ * NAIVE (a matmul of bf16 operands under OPENBLAS runs by oneDNN where its
+ * kernel is AMX's: cpu_onednn.h); DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,
  * BATCH, SHIFT, CHANNELS (the CPU has no DG_CONV_IMPLICIT). */
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
@@ -78,16 +82,34 @@ const char *dg_cpu_blas_info(char *buf, size_t n);
  * by OPENBLAS_CORETYPE, so no backend argument. */
 const char *dg_cpu_blas_core(void);
 
+/* Whether this build has oneDNN (the DG_ONEDNN option); and what the
+ * library reports: "oneDNN 2.6.3 (CPU runtime: OpenMP; ISA:
+ * avx512_core_bf16)", or "none (built with DG_ONEDNN=OFF)". */
+bool        dg_cpu_has_onednn(void);
+const char *dg_cpu_onednn_info(char *buf, size_t n);
+/* The backend's oneDNN primitive cache: primitives created, and products
+ * oneDNN ran (both 0 before its first oneDNN product): a shape's product
+ * repeated runs again without creating its primitive again.
+ * Its 16 entries are keyed by (dtype, ta, tb, batch, m, n, k) and made at
+ * a shape's first product (the bench's warm-up runs, or dg_backend_step_impl
+ * for a plan's matmul), the least recently used one replaced. */
+void        dg_cpu_onednn_counts(const dg_backend *be, long *created, long *runs);
+
 /* Row-major packed C[m,n] = op(A) op(B) by `impl`, with the backend's
- * threads and packing scratch (the bench times these directly). */
-void dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
+ * threads and packing scratch (the bench times these directly). DG_OK
+ * always but for DG_CPU_GEMM_ONEDNN, whose library may fail (DG_ERR_OOM,
+ * DG_ERR_BACKEND) or be absent from the build (DG_ERR_UNSUPPORTED). */
+dg_status dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
                   const float *B, float *C);
 /* The same product of `dtype` operands (DG_F32, DG_BF16, DG_F16; A and B
- * hold elements of it), float32 accumulation and output C[m,n]. bf16 and
- * f16 operands are widened to float32 (exactly, into a buffer the backend
- * keeps and grows) and multiplied by `impl`'s sgemm: the path dg_matmul of
- * such operands runs. DG_ERR_INVALID for NULL operands or an empty product,
- * DG_ERR_UNSUPPORTED for another dtype, DG_ERR_OOM. */
+ * hold elements of it), float32 accumulation and output C[m,n].
+ * DG_CPU_GEMM_ONEDNN multiplies bf16 operands with oneDNN's bf16 kernel
+ * (AVX512-BF16 where the CPU has it). Every other bf16 or f16 product is
+ * widened to float32 (exactly, into a buffer the backend keeps and grows)
+ * and multiplied by `impl`'s sgemm (oneDNN's own for ONEDNN: oneDNN 2.6
+ * has no f16 matmul on the CPU). DG_ERR_INVALID for NULL operands or an
+ * empty product, DG_ERR_UNSUPPORTED for another dtype or ONEDNN in a
+ * build without it, DG_ERR_OOM, DG_ERR_BACKEND. */
 dg_status dg_cpu_gemm_ex(dg_backend *be, dg_cpu_gemm impl, dg_dtype dtype, bool ta, bool tb, int m, int n, int k,
                          const void *A, const void *B, float *C);
 

@@ -4,6 +4,7 @@
 set -eu
 pkgs="build-essential cmake pkg-config libopenblas-openmp-dev libcriterion-dev gnuplot-nox zlib1g-dev dataset-fashion-mnist"
 pkgs="$pkgs libsleef-dev" # the CPU backend's vectorised exp and tanh (cpu_backend/cpu_vmath.h)
+pkgs="$pkgs libdnnl-dev" # oneDNN: the CPU backend's vendor GEMM, bf16 matmuls (cpu_backend/cpu_onednn.c; -DDG_ONEDNN=OFF builds without)
 pkgs="$pkgs clang" # scripts/fuzz.sh
 pkgs="$pkgs libcjson-dev" # bench: NAME.json results (Google Benchmark's layout), bench compare
 pkgs="$pkgs libbenchmark-tools python3-scipy" # tests: Google Benchmark's compare.py on duograd's JSON
