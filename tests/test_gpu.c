@@ -10,6 +10,7 @@
 
 #include <duograd/testing.h>
 
+#include "core/dtype_convert.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
 #include "gpu_backend/gpu_backend.h"
@@ -740,5 +741,73 @@ Test(gpu, tf32_is_a_plan_option) {
     free(C[1]);
     free(R);
     mm_graph_free(&m);
+    dg_backend_free(gpu);
+}
+
+/* dg_gpu_gemm_ex: the bf16 and f16 product by cuBLAS GemmEx (the gemm
+ * sweep's rows and a low-precision matmul node both run it) against a
+ * float64 product of the rounded operands, every transposition, odd sizes.
+ * The operands are exact in the dtype and so are their products in float32:
+ * the error is the float32 accumulation's, at most ~ k u sum|a b| (u =
+ * 2^-24, 2u for sums truncated rather than rounded, as tensor cores may);
+ * the test allows 4 k u sum|a b|. A transposition ignored or the operands
+ * read as the other 2-byte type fail it by orders of magnitude. */
+Test(gpu, gemm_ex_bf16_f16_match_float64_of_the_rounded_operands) {
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    const int sizes[][3] = {{67, 45, 129}, {256, 256, 256}, {8, 300, 1000}};
+    const dg_dtype dts[] = {DG_BF16, DG_F16};
+    dg_rng r = dg_rng_new(41);
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < 3; s++)
+            for (int t = 0; t < 4; t++) {
+                bool ta = t & 1, tb = t & 2;
+                int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+                size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+                uint16_t *lA = malloc(na * 2), *lB = malloc(nb * 2);
+                float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4);
+                cr_assert(lA && lB && A && B && C);
+                for (size_t i = 0; i < na; i++) {
+                    float v = (float)(2 * dg_rng_uniform(&r) - 1);
+                    lA[i] = dts[d] == DG_BF16 ? dg__f32_to_bf16(v) : dg__f32_to_f16(v);
+                    A[i] = dts[d] == DG_BF16 ? dg__bf16_to_f32(lA[i]) : dg__f16_to_f32(lA[i]);
+                }
+                for (size_t i = 0; i < nb; i++) {
+                    float v = (float)(2 * dg_rng_uniform(&r) - 1);
+                    lB[i] = dts[d] == DG_BF16 ? dg__f32_to_bf16(v) : dg__f32_to_f16(v);
+                    B[i] = dts[d] == DG_BF16 ? dg__bf16_to_f32(lB[i]) : dg__f16_to_f32(lB[i]);
+                }
+                void *dA, *dB, *dC;
+                ASSERT_OK(dg_backend_alloc(gpu, na * 2, &dA));
+                ASSERT_OK(dg_backend_alloc(gpu, nb * 2, &dB));
+                ASSERT_OK(dg_backend_alloc(gpu, nc * 4, &dC));
+                ASSERT_OK(dg_backend_upload(gpu, dA, lA, na * 2));
+                ASSERT_OK(dg_backend_upload(gpu, dB, lB, nb * 2));
+                ASSERT_OK(dg_gpu_gemm_ex(gpu, dts[d], ta, tb, m, n, k, dA, dB, dC));
+                ASSERT_OK(dg_backend_download(gpu, C, dC, nc * 4));
+                double worst = 0;
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < n; j++) {
+                        double sum = 0, abs_sum = 0;
+                        for (int p = 0; p < k; p++) {
+                            double a = ta ? A[(size_t)p * m + i] : A[(size_t)i * k + p];
+                            double b = tb ? B[(size_t)j * k + p] : B[(size_t)p * n + j];
+                            sum += a * b;
+                            abs_sum += fabs(a * b);
+                        }
+                        double bound = 4.0 * k * 0x1p-24 * abs_sum + 1e-30;
+                        double e = fabs(C[(size_t)i * n + j] - sum) / bound;
+                        worst = isnan(e) ? INFINITY : fmax(worst, e);
+                    }
+                cr_assert(worst <= 1, "%s %dx%dx%d ta %d tb %d: error %.3g of the bound", dg_dtype_name(dts[d]), m, n,
+                          k, ta, tb, worst);
+                dg_backend_release(gpu, dA);
+                dg_backend_release(gpu, dB);
+                dg_backend_release(gpu, dC);
+                free(lA); free(lB); free(A); free(B); free(C);
+            }
+    /* what it refuses */
+    cr_assert_eq(dg_gpu_gemm_ex(gpu, DG_I32, false, false, 4, 4, 4, &r, &r, (float *)&r), DG_ERR_UNSUPPORTED);
+    cr_assert_eq(dg_gpu_gemm_ex(gpu, DG_BF16, false, false, 4, 4, 4, NULL, &r, (float *)&r), DG_ERR_INVALID);
+    cr_assert_eq(dg_gpu_gemm_ex(gpu, DG_F16, false, false, 0, 4, 4, &r, &r, (float *)&r), DG_ERR_INVALID);
     dg_backend_free(gpu);
 }

@@ -1,0 +1,134 @@
+/* test_sweep_gemm.c: the gemm sweep's precision axis. Its check
+ * (gemm_check.h) in each precision passes the CPU's kernels at the largest
+ * k the sweep runs there and fails planted bugs: an element of C left
+ * unwritten, and (bf16, fp16) a reference computed from operands rounded
+ * another way than the kernel's; and a run with --dtype all writes the rows
+ * each precision has, their bytes in the dtype's element size. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "cpu_backend/cpu_backend.h"
+#include "sweeps/gemm/gemm_check.h"
+#include "shell_util.h"
+#include "writers/csv.h"
+#include "test_util.h"
+
+/* one product of the sweep's kind: A, B uniform in [-1, 1) rounded to p,
+ * C by impl, the check's float64 side built from `ref_A` (A itself, or the
+ * unrounded values: a planted bug) */
+typedef struct product {
+    int m, n, k;
+    float *A, *B, *A0, *C; /* A0: A before rounding */
+    uint16_t *lA, *lB;
+    bench_freivalds f;
+} product;
+
+static void make_product(product *g, dg_precision p, int m, int n, int k, bool ta, bool tb, dg_backend *cpu,
+                         dg_cpu_gemm impl, bool ref_from_unrounded) {
+    size_t na = (size_t)m * k, nb = (size_t)k * n;
+    *g = (product){.m = m, .n = n, .k = k, .A = malloc(na * 4), .B = malloc(nb * 4), .A0 = malloc(na * 4),
+                   .C = malloc((size_t)m * n * 4), .lA = malloc(na * 2), .lB = malloc(nb * 2)};
+    cr_assert(g->A && g->B && g->A0 && g->C && g->lA && g->lB);
+    dg_rng r = dg_rng_new(7 + (uint64_t)k);
+    for (size_t i = 0; i < na; i++) g->A0[i] = g->A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    for (size_t i = 0; i < nb; i++) g->B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    bench_gemm_round(p, g->A, g->lA, na);
+    bench_gemm_round(p, g->B, g->lB, nb);
+    bool lo = dg_precision_dtype(p) != DG_F32;
+    ASSERT_OK(dg_cpu_gemm_ex(cpu, impl, dg_precision_dtype(p), ta, tb, m, n, k, lo ? (void *)g->lA : g->A,
+                             lo ? (void *)g->lB : g->B, g->C));
+    ASSERT_OK(bench_freivalds_new(&g->f, m, n, k, ta, tb, ref_from_unrounded ? g->A0 : g->A, g->B, 99));
+}
+
+static void free_product(product *g) {
+    free(g->A); free(g->B); free(g->A0); free(g->C); free(g->lA); free(g->lB);
+    bench_freivalds_free(&g->f);
+}
+
+/* the bug of a kernel that leaves an element of C unwritten (0): the one
+ * that weighs most in the test, C's largest in the column of x's largest */
+static void drop_an_element(product *g) {
+    int j = 0, i = 0;
+    for (int q = 1; q < g->n; q++) j = fabs(g->f.x[q]) > fabs(g->f.x[j]) ? q : j;
+    for (int q = 1; q < g->m; q++) i = fabsf(g->C[(size_t)q * g->n + j]) > fabsf(g->C[(size_t)i * g->n + j]) ? q : i;
+    g->C[(size_t)i * g->n + j] = 0;
+}
+
+/* The CPU sweeps 4096 squares (k = 4096, the mlp_layer shape too): the
+ * large-k shapes here, 2048 square and k = 4096 and 8192 on a thin C, keep
+ * the test short; the tolerance depends on k, not on m and n. */
+static const struct { int m, n, k; bool ta, tb; } shapes[] = {
+    {2048, 2048, 2048, false, false}, {256, 192, 4096, true, false}, {128, 128, 8192, false, true}};
+
+Test(sweep_gemm, each_precisions_check_passes_the_cpu_kernels_and_fails_planted_bugs, .timeout = 600) {
+    dg_backend *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 0));
+    for (int p = 0; p < DG_PREC_COUNT; p++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int impl = 0; impl < 2; impl++) {
+                if (impl && s == 0) continue; /* the own kernel at the thin shapes alone: time */
+                dg_cpu_gemm kind = impl ? DG_CPU_GEMM_OWN : DG_CPU_GEMM_OPENBLAS;
+                int m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
+                const char *name = dg_precision_name((dg_precision)p);
+                double tol = bench_gemm_tol((dg_precision)p, k, false);
+                product g;
+                make_product(&g, (dg_precision)p, m, n, k, shapes[s].ta, shapes[s].tb, cpu, kind, false);
+                double ok = bench_freivalds_err(&g.f, g.C);
+                cr_log_info("%s %dx%dx%d %s: err %.3g, tolerance %.3g", name, m, n, k, impl ? "own" : "openblas", ok,
+                            tol);
+                cr_assert(ok <= tol, "%s %dx%dx%d: the correct product fails its check: %.3g > %.3g", name, m, n, k,
+                          ok, tol);
+                drop_an_element(&g);
+                double bad = bench_freivalds_err(&g.f, g.C);
+                cr_assert(bad > tol, "%s %dx%dx%d: an element left unwritten passes: %.3g <= %.3g", name, m, n, k,
+                          bad, tol);
+                free_product(&g);
+                if (dg_precision_dtype((dg_precision)p) == DG_F32) continue; /* nothing rounded */
+                make_product(&g, (dg_precision)p, m, n, k, shapes[s].ta, shapes[s].tb, cpu, kind, true);
+                bad = bench_freivalds_err(&g.f, g.C);
+                cr_log_info("%s %dx%dx%d: reference from unrounded A: err %.3g", name, m, n, k, bad);
+                cr_assert(bad > tol, "%s %dx%dx%d: a reference from operands rounded another way passes: %.3g <= %.3g",
+                          name, m, n, k, bad, tol);
+                free_product(&g);
+            }
+    dg_backend_free(cpu);
+}
+
+/* bench --sweep gemm --dtype all on the CPU: every precision has rows of
+ * the implementations with a path in it (cpu-naive fp32 alone), each
+ * checked, saying which path ran; bytes (GB/s over GFLOP/s) count 2-byte
+ * operands in bf16 and fp16 and a float32 C */
+Test(sweep_gemm, dtype_all_writes_each_precisions_rows) {
+    char dir[] = "/tmp/dg-sgemm-XXXXXX", out[8192], err[8192], path[600];
+    tmp_dir(dir);
+    const char *args[] = {"--sweep", "gemm", "--dtype", "all", "--backends", "cpu", "--sizes", "64", "--reps", "2",
+                          "--min-time", "0", "--out", dir, NULL};
+    cr_assert_eq(run_bench(dir, args, out, err, 120), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    static const char *const order[][2] = {
+        {"cpu-naive", "fp32"}, {"cpu-omp", "fp32"}, {"cpu-openblas", "fp32"}, {"cpu-omp", "tf32"},
+        {"cpu-openblas", "tf32"}, {"cpu-omp", "bf16"}, {"cpu-openblas", "bf16"}, {"cpu-omp", "fp16"},
+        {"cpu-openblas", "fp16"}};
+    cr_assert_eq(n, 9, "%d rows", n);
+    for (int i = 0; i < n; i++) {
+        dg_precision p = r[i].precision;
+        cr_assert(!strcmp(r[i].impl, order[i][0]) && !strcmp(dg_precision_name(p), order[i][1]), "row %d: %s %s", i,
+                  r[i].impl, dg_precision_name(p));
+        cr_assert(!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy"), "row %d: %s %s", i, r[i].status,
+                  r[i].note);
+        cr_assert(r[i].max_rel_err <= bench_gemm_tol(p, 64, false));
+        double bytes = (dg_precision_dtype(p) == DG_F32 ? 4.0 : 2.0) * 2 * 64 * 64 + 4.0 * 64 * 64;
+        cr_assert(fabs(r[i].gbps / r[i].gflops - bytes / (2.0 * 64 * 64 * 64)) < 1e-4 * bytes / (2.0 * 64 * 64 * 64),
+                  "row %d (%s): GB/s %g, GFLOP/s %g", i, dg_precision_name(p), r[i].gbps, r[i].gflops);
+        if (p == DG_PREC_BF16 || p == DG_PREC_FP16)
+            cr_assert(strstr(r[i].note, "widened to fp32 + sgemm"), "row %d: %s", i, r[i].note);
+    }
+    free(r);
+    remove_dir(dir);
+}
