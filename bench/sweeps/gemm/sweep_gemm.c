@@ -162,7 +162,8 @@ static void list_runner_impls(void) {
 
 static const gemm_impl *kernel_of(const bench_impl *im) { return im->data; }
 
-/* a shape as a point; index: bit 0 A transposed, bit 1 B transposed */
+/* a shape as a point; index: bit 0 A transposed, bit 1 B transposed;
+ * bytes of float32 operands (gemm_columns gives each row its precision's) */
 static bench_point shape_point(const char *name, int m, int n, int k, bool ta, bool tb) {
     double dm = m, dn = n, dk = k;
     return (bench_point){.name = name, .m = m, .n = n, .k = k, .batch = 1, .flops = 2.0 * dm * dn * dk,
@@ -395,7 +396,8 @@ dg_status sweep_gemm(bench_ctx *ctx) {
     return bench_run_spec(ctx, &spec);
 }
 
-/* the ceiling sweep's one square of `size` */
+/* the ceiling sweep's one square of `size`, case "sgemm" in every
+ * precision (the name older folders' ceiling rows have) */
 static void ceiling_points(bench_ctx *ctx, const void *arg, bench_points *out) {
     (void)ctx;
     int size = *(const int *)arg;
