@@ -86,8 +86,11 @@ fi
 if [ -n "${DG_SWEEP:-}" ]; then
     # SIGINT at the time limit: bench keeps every finished row and says so
     # DG_BENCH_ARGS: more options (--cold, --samples ...)
+    # DG_DTYPE: the precisions (bench --dtype; default fp32,tf32: the rows a
+    # run had before the precision axis, whose IMPL-tf32 rows a before-run
+    # of an older bench still writes and bench compare reads as IMPL at tf32)
     timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
-        ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
+        --dtype "${DG_DTYPE:-fp32,tf32}" ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
     say "bench --sweep $DG_SWEEP: exit $? :: ok rows $(grep -c ',ok,' "$out"/bench/*.csv | tr '\n' ' ') noisy rows $(grep -c ',noisy,' "$out"/bench/*.csv | tr '\n' ' ')"
     say "$(grep 'bench:' "$out/bench.log" | tail -8)"
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/resnet.csv" ]; then
