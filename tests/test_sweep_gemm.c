@@ -132,3 +132,64 @@ Test(sweep_gemm, dtype_all_writes_each_precisions_rows) {
     free(r);
     remove_dir(dir);
 }
+
+/* The gemm report per precision, from a folder of GPU and CPU rows in fp32
+ * and bf16 (no GPU here: the rows are written as a GPU run would): the
+ * crossover and peak tables have a line per dtype, the bf16 throughput
+ * chart draws the bf16 ceilings of ceiling.csv, the fp32 chart the fp32
+ * ones. */
+Test(sweep_gemm, the_report_has_each_precisions_crossover_peak_and_ceiling) {
+    char dir[] = "/tmp/dg-sgemm-XXXXXX", path[600], cmd[1024], out[1 << 15];
+    tmp_dir(dir);
+    static const char *const header = "sweep,case,impl,backend,dtype,m,n,k,batch,transfer,tf32,median_ms,min_ms,max_ms,"
+                                      "gflops,status\n";
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(header, f);
+    /* the GPU 8x faster in bf16 from 256 on, 2x in fp32 from 512 */
+    for (int n = 64; n <= 1024; n *= 2) {
+        double flop = 2.0 * n * n * n, cpu32 = flop / 100e6, cpu16 = flop / 80e6;
+        double gpu32 = n >= 512 ? cpu32 / 2 : cpu32 * 2, gpu16 = n >= 256 ? cpu16 / 8 : cpu16 * 2;
+        const struct { const char *impl, *be, *dt; double ms; } rows[] = {
+            {"cpu-openblas", "cpu", "fp32", cpu32}, {"gpu-cublas", "gpu", "fp32", gpu32},
+            {"cpu-openblas", "cpu", "bf16", cpu16}, {"gpu-cublas", "gpu", "bf16", gpu16}};
+        for (int i = 0; i < 4; i++)
+            fprintf(f, "gemm,square,%s,%s,%s,%d,%d,%d,1,0,0,%.6g,%.6g,%.6g,%.6g,ok\n", rows[i].impl, rows[i].be,
+                    rows[i].dt, n, n, n, rows[i].ms, rows[i].ms, rows[i].ms, flop / rows[i].ms / 1e6);
+    }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/ceiling.csv", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(header, f);
+    fputs("ceiling,sgemm,cpu-openblas,cpu,fp32,4096,4096,4096,1,0,0,1,1,1,111,ok\n"
+          "ceiling,sgemm,cpu-openblas,cpu,bf16,4096,4096,4096,1,0,0,1,1,1,222,ok\n"
+          "ceiling,sgemm,gpu-cublas,gpu,fp32,8192,8192,8192,1,0,0,1,1,1,333,ok\n"
+          "ceiling,sgemm,gpu-cublas,gpu,bf16,8192,8192,8192,1,0,0,1,1,1,444,ok\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "| CPU | 111.0 | - | 222.0 | - |") && strstr(out, "| GPU | 333.0 | - | 444.0 | - |"), "%s",
+              out);
+    cr_assert(strstr(out, "| kernels only | fp32 | 512 |") && strstr(out, "| kernels only | bf16 | 256 |"), "%s", out);
+    cr_assert(strstr(out, "| gpu-cublas | bf16 | ") && strstr(out, "| cpu-openblas | fp32 | "), "%s", out);
+    if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+        snprintf(path, sizeof path, "%s/plot-data/gemm_gflops_bf16.gp", dir);
+        char *gp = read_file(path);
+        cr_assert(strstr(gp, "222 with lines") && strstr(gp, "444 with lines") && strstr(gp, "cuBLAS bf16") &&
+                      !strstr(gp, "333 with lines"), "%s", gp);
+        free(gp);
+        snprintf(path, sizeof path, "%s/plot-data/gemm_gflops.gp", dir);
+        gp = read_file(path);
+        cr_assert(strstr(gp, "111 with lines") && strstr(gp, "333 with lines") && !strstr(gp, "444 with lines"), "%s",
+                  gp);
+        free(gp);
+        snprintf(path, sizeof path, "%s/plot-data/gemm_speedup.gp", dir);
+        gp = read_file(path);
+        cr_assert(strstr(gp, "gpu-cublas / cpu-openblas, bf16") && strstr(gp, "gpu-cublas / cpu-openblas, fp32"), "%s",
+                  gp);
+        free(gp);
+    }
+    remove_dir(dir);
+}
