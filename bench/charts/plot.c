@@ -36,7 +36,9 @@ bench_table bench_table_load(const char *dir, const char *sweep) {
 const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m) {
     const csv_rec *r = NULL;
     for (int i = 0; i < t->n; i++)
-        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == m) r = &t->r[i];
+        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == m &&
+            t->r[i].precision == DG_PREC_FP32)
+            r = &t->r[i];
     return r;
 }
 

@@ -83,8 +83,8 @@ int bench_plot(const char *dir, FILE *out);
 /* DIR/SWEEP.csv; an unreadable file is reported on stderr and reads as
  * empty; a DIR/SWEEP.csv.partial left by a killed run is mentioned */
 bench_table bench_table_load(const char *dir, const char *sweep);
-/* the row of case `name`, `impl` and m (the last one: a re-run appends),
- * whatever its status; NULL where there is none */
+/* the fp32 row of case `name`, `impl` and m (the last one: a re-run
+ * appends), whatever its status; NULL where there is none */
 const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m);
 /* Adds the m values of case `name`'s rows to the ascending, repeat-free
  * set out[0..n), up to max values; returns the set's new size. */
