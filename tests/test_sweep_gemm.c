@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check/round.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
 #include "sweeps/gemm/gemm_check.h"
@@ -35,8 +36,8 @@ static void make_product(product *g, dg_precision p, int m, int n, int k, bool t
     dg_rng r = dg_rng_new(7 + (uint64_t)k);
     for (size_t i = 0; i < na; i++) g->A0[i] = g->A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
     for (size_t i = 0; i < nb; i++) g->B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
-    bench_gemm_round(p, g->A, g->lA, na);
-    bench_gemm_round(p, g->B, g->lB, nb);
+    dg_check_round(dg_precision_dtype(p), g->A, g->lA, na);
+    dg_check_round(dg_precision_dtype(p), g->B, g->lB, nb);
     bool lo = dg_precision_dtype(p) != DG_F32;
     ASSERT_OK(dg_cpu_gemm_ex(cpu, impl, dg_precision_dtype(p), ta, tb, m, n, k, lo ? (void *)g->lA : g->A,
                              lo ? (void *)g->lB : g->B, g->C));

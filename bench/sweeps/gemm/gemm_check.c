@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "core/check/error.h"
-#include "core/dtype_convert.h"
 #include "core/rng.h"
 
 dg_status bench_freivalds_new(bench_freivalds *f, int m, int n, int k, bool ta, bool tb, const float *A,
@@ -98,11 +97,4 @@ double bench_gemm_tol(dg_precision p, int k, bool gpu) {
     }
     double tol = 16 * sqrt((double)k) * UNIT_ROUNDOFF_F32;
     return gpu ? fmax(tol, 2.0 * k * UNIT_ROUNDOFF_F32) : tol;
-}
-
-void bench_gemm_round(dg_precision p, float *x, uint16_t *lo, size_t n) {
-    if (p == DG_PREC_BF16)
-        for (size_t i = 0; i < n; i++) x[i] = dg__bf16_to_f32(lo[i] = dg__f32_to_bf16(x[i]));
-    else if (p == DG_PREC_FP16)
-        for (size_t i = 0; i < n; i++) x[i] = dg__f16_to_f32(lo[i] = dg__f32_to_f16(x[i]));
 }

@@ -5,12 +5,11 @@
  * terms, core/check/error.h). It costs O(mn + nk + mk) instead of the
  * O(mnk) of a reference product, so even 8192^3 is checked. A and B are
  * the operands as the kernel reads them: in bf16 and fp16, the float32
- * values after rounding to the dtype (bench_gemm_round). */
+ * values after rounding to the dtype (dg_check_round, core/check/round.h). */
 #ifndef DG_BENCH_GEMM_CHECK_H
 #define DG_BENCH_GEMM_CHECK_H
 
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "core/precision.h"
@@ -34,11 +33,5 @@ void      bench_freivalds_free(bench_freivalds *f);
 /* The largest error a correct product passes in precision p with k terms
  * summed; `gpu`: by the GPU (tensor cores: see gemm_check.c). */
 double    bench_gemm_tol(dg_precision p, int k, bool gpu);
-
-/* bf16, fp16: each x[i] rounded to the dtype (to nearest, ties to even),
- * its 2 bytes into lo[i] and its value, exact in float32, back into x[i].
- * fp32, tf32: nothing (the operands stay float32; TF32's rounding is the
- * tensor cores' own, inside the product). */
-void      bench_gemm_round(dg_precision p, float *x, uint16_t *lo, size_t n);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check/round.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "cpu_backend/cpu_backend.h"
@@ -267,7 +268,8 @@ static void gemm_teardown(void *arg) {
 }
 
 /* A, B uniform in [-1, 1), the same in every precision, then rounded to
- * its dtype (bf16, fp16): the kernels and the check read the same values */
+ * its dtype (bf16, fp16; dg_check_round): the kernels and the check read
+ * the same values */
 static dg_status gemm_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     int m = (int)pt->m, n = (int)pt->n, k = (int)pt->k;
     size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
@@ -286,8 +288,8 @@ static dg_status gemm_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     dg_rng r = dg_rng_new(seed);
     for (size_t i = 0; i < na; i++) g->A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
     for (size_t i = 0; i < nb; i++) g->B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
-    bench_gemm_round(pt->precision, g->A, g->lA, na);
-    bench_gemm_round(pt->precision, g->B, g->lB, nb);
+    dg_check_round(dg_precision_dtype(pt->precision), g->A, g->lA, na);
+    dg_check_round(dg_precision_dtype(pt->precision), g->B, g->lB, nb);
     dg_status st = bench_freivalds_new(&s->f, m, n, k, g->ta, g->tb, g->A, g->B, seed ^ 0x9e3779b97f4a7c15u);
     if (st != DG_OK) {
         gemm_teardown(s);
