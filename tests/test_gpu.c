@@ -15,6 +15,7 @@
 #include "cpu_backend/cpu_backend.h"
 #include "gpu_backend/gpu_backend.h"
 #include "gpu_util.h"
+#include "shell_util.h"
 #include "test_util.h"
 #include "train_util.h"
 
@@ -810,4 +811,42 @@ Test(gpu, gemm_ex_bf16_f16_match_float64_of_the_rounded_operands) {
     cr_assert_eq(dg_gpu_gemm_ex(gpu, DG_BF16, false, false, 4, 4, 4, NULL, &r, (float *)&r), DG_ERR_INVALID);
     cr_assert_eq(dg_gpu_gemm_ex(gpu, DG_F16, false, false, 0, 4, 4, &r, &r, (float *)&r), DG_ERR_INVALID);
     dg_backend_free(gpu);
+}
+
+/* The gemm sweep's GPU rows in every precision, through the bench: the
+ * fp32 kernels and copies as before, gpu-cublas and gpu-tiled at tf32 (the
+ * former gpu-cublas-tf32 and gpu-tiled-tf32), gpu-cublas at bf16 and fp16
+ * (dg_gpu_gemm_ex), each checked against its precision's tolerance; no
+ * naive or tiled row in bf16 or fp16, no copies row outside fp32. */
+Test(gpu, gemm_sweep_rows_in_every_precision_pass_their_check, .timeout = 300) {
+    dg_backend_free(gpu_open_or_skip(NULL));
+    char dir[] = "/tmp/dg-gpu-gemm-XXXXXX", out[4096], err[4096], path[600];
+    tmp_dir(dir);
+    const char *args[] = {"--sweep", "gemm", "--dtype", "all", "--backends", "gpu", "--shapes",
+                          "256x256x256,96x200x1000:TN", "--reps", "3", "--min-time", "0", "--out", dir, NULL};
+    cr_assert_eq(run_bench(dir, args, out, err, 240), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    char *csv = read_file(path);
+    static const char *const want[] = {
+        "gpu-naive,gpu,fp32,", "gpu-tiled,gpu,fp32,", "gpu-cublas,gpu,fp32,", "gpu-tiled,gpu,tf32,",
+        "gpu-cublas,gpu,tf32,", "gpu-cublas,gpu,bf16,", "gpu-cublas,gpu,fp16,"};
+    static const char *const cases[] = {"user-NN", "user-TN"};
+    for (int c = 0; c < 2; c++)
+        for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+            char key[96];
+            snprintf(key, sizeof key, "\ngemm,%s,%s", cases[c], want[i]);
+            const char *row = strstr(csv, key);
+            cr_assert_not_null(row, "no row %s in:\n%s", key + 1, csv);
+            const char *end = strchr(row + 1, '\n');
+            char line[1024];
+            snprintf(line, sizeof line, "%.*s", (int)(end ? end - row - 1 : 1000), row + 1);
+            cr_assert(strstr(line, ",ok,") || strstr(line, ",noisy,"),
+                      "not checked and timed: %s", line);
+        }
+    static const char *const never[] = {"gpu-naive,gpu,bf16,", "gpu-tiled,gpu,fp16,", "gpu-naive,gpu,tf32,",
+                                        "gpu-cublas-tf32", "gpu-cublas-pinned,gpu,bf16,"};
+    for (size_t i = 0; i < sizeof never / sizeof *never; i++)
+        cr_assert(!strstr(csv, never[i]), "a row %s in:\n%s", never[i], csv);
+    free(csv);
+    remove_dir(dir);
 }
