@@ -102,6 +102,9 @@ static int measure_ceilings(const prof_cli *c, dg_backend *cpu, dg_backend *gpu,
     ctx.cpu = cpu;
     ctx.gpu = gpu;
     ctx.threads = cpu ? dg_cpu_threads(cpu) : 0;
+    /* fp32, and with --tf32 the GPU's TF32 GEMM ceiling its matmuls run against */
+    ctx.precisions[ctx.n_precisions++] = DG_PREC_FP32;
+    if (c->o.tf32) ctx.precisions[ctx.n_precisions++] = DG_PREC_TF32;
     snprintf(ctx.meta, sizeof ctx.meta, "%s", meta);
     for (int i = 0; i < bench_n_sweeps; i++)
         if (!strcmp(bench_sweeps[i].name, "ceiling")) {
