@@ -624,6 +624,20 @@ dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, boo
     return dg__gpu_sgemm_tf32(c, ta, tb, m, n, k, A, lda, B, ldb, C, n, 1, 0, 0, 0, c->tf32_ws, c->tf32_ws_floats);
 }
 
+dg_status dg_gpu_gemm_ex(dg_backend *be, dg_dtype dtype, bool ta, bool tb, int m, int n, int k, const void *A,
+                         const void *B, float *C) {
+    if (!be || !A || !B || !C || m <= 0 || n <= 0 || k <= 0)
+        return dg__fail(DG_ERR_INVALID, "dg_gpu_gemm_ex: NULL operand or empty product (%d x %d x %d)", m, n, k);
+    if (dtype == DG_F32)
+        return dg_gpu_sgemm(be, DG_GPU_GEMM_CUBLAS, false, ta, tb, m, n, k, (const float *)A, (const float *)B, C);
+    if (dtype != DG_BF16 && dtype != DG_F16)
+        return dg__fail(DG_ERR_UNSUPPORTED, "dg_gpu_gemm_ex: operands of dtype %s (f32, bf16 or f16)",
+                       dg_dtype_name(dtype));
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    return dg__gpu_gemm_low(c, dtype, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, 1, 0, 0, 0);
+}
+
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes) {
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);

@@ -110,6 +110,13 @@ const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n);
  * backend); the naive kernel stays fp32. */
 dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                        const float *A, const float *B, float *C);
+/* The same product of `dtype` operands (A, B hold DG_BF16 or DG_F16
+ * elements on the device): cuBLAS GemmEx with float32 accumulation and
+ * float32 C[m,n], the very call a matmul node of such operands makes; for
+ * DG_F32, dg_gpu_sgemm by cuBLAS in fp32. DG_ERR_INVALID for NULL
+ * operands or an empty product, DG_ERR_UNSUPPORTED for another dtype. */
+dg_status dg_gpu_gemm_ex(dg_backend *be, dg_dtype dtype, bool ta, bool tb, int m, int n, int k, const void *A,
+                         const void *B, float *C);
 
 /* Whether the backend's device has had a sticky fault (an illegal address
  * in a kernel, ...): then every call fails at once with DG_ERR_BACKEND, for

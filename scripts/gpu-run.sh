@@ -78,11 +78,13 @@ fi
 
 if [ -z "$user_coretype" ]; then unset OPENBLAS_CORETYPE; fi
 # DG_DTYPE: the precisions of the run (bench --dtype: fp32,tf32,bf16,fp16 or
-# all; default fp32), given to the bench and to the peers that take them
+# all; default fp32,tf32: the rows a run had before the precision axis,
+# whose IMPL-tf32 rows an older bench of DG_BEFORE still writes and bench
+# compare reads as IMPL at tf32), given to the bench and to the peers that take them
 # (torch_ops, torch_attention, numpy_mlp, torch_mlp); the older binary of
 # DG_BEFORE gets it only when set, since a binary from before the precision
 # axis has no --dtype
-dtype=${DG_DTYPE:-fp32}
+dtype=${DG_DTYPE:-fp32,tf32}
 if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then
     # the same options as the run after it: a comparison of like with like
     timeout -s INT "${DG_BENCH_LIMIT:-400}" "$DG_BEFORE" --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \

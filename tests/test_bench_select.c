@@ -24,9 +24,9 @@ Test(bench_select, user_gemm_shapes_with_transposes_are_run_and_checked) {
     int rc = run_bench(dir, args, out, err, 120);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     cr_assert_eq(data_lines(dir, "gemm", rows, sizeof rows), 6, "3 shapes x 2 impls:\n%s", rows);
-    cr_assert(strstr(rows, "gemm,user-TN,cpu-omp,cpu,f32,33,17,9,"), "%s", rows);
-    cr_assert(strstr(rows, "gemm,user-NT,cpu-openblas,cpu,f32,8,40,24,"), "%s", rows);
-    cr_assert(strstr(rows, "gemm,user-NN,cpu-omp,cpu,f32,5,6,7,"), "%s", rows);
+    cr_assert(strstr(rows, "gemm,user-TN,cpu-omp,cpu,fp32,33,17,9,"), "%s", rows);
+    cr_assert(strstr(rows, "gemm,user-NT,cpu-openblas,cpu,fp32,8,40,24,"), "%s", rows);
+    cr_assert(strstr(rows, "gemm,user-NN,cpu-omp,cpu,fp32,5,6,7,"), "%s", rows);
     cr_assert_null(strstr(rows, "wrong"), "a transposed product failed its check:\n%s", rows);
     cr_assert_null(strstr(rows, "cpu-naive"), "--impl left cpu-naive out:\n%s", rows);
     remove_dir(dir);
@@ -42,12 +42,12 @@ Test(bench_select, case_and_impl_patterns_and_per_sweep_sizes_choose_the_rows) {
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     int n = data_lines(dir, "ops", rows, sizeof rows);
     cr_assert_eq(n, 3, "relu, softmax, softmax_ce forward at 4096:\n%s", rows);
-    cr_assert(strstr(rows, "ops,relu,cpu-fwd,cpu,f32,4096,") && strstr(rows, "ops,softmax,cpu-fwd") &&
+    cr_assert(strstr(rows, "ops,relu,cpu-fwd,cpu,fp32,4096,") && strstr(rows, "ops,softmax,cpu-fwd") &&
               strstr(rows, "ops,softmax_ce,cpu-fwd"), "%s", rows);
     cr_assert_null(strstr(rows, "-bwd"), "%s", rows);
     n = data_lines(dir, "gemm", rows, sizeof rows);
     cr_assert_eq(n, 1, "one square 64 by cpu-omp (the other --sizes):\n%s", rows);
-    cr_assert(strstr(rows, "gemm,square,cpu-omp,cpu,f32,64,64,64,"), "%s", rows);
+    cr_assert(strstr(rows, "gemm,square,cpu-omp,cpu,fp32,64,64,64,"), "%s", rows);
     remove_dir(dir);
 }
 

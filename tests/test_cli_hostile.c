@@ -124,7 +124,7 @@ Test(bench_hostile, train_sweep_batch_larger_than_the_data_set_is_skipped) {
     cr_assert(strstr(err, "skipped: the data set has 20 images"), "%s", err);
     snprintf(path, sizeof path, "%s/res/train.csv", dir);
     char *csv = read_file(path);
-    cr_assert(strstr(csv, "train,logreg,cpu,cpu,f32,65536,") && strstr(csv, ",skipped,the data set has 20 images"),
+    cr_assert(strstr(csv, "train,logreg,cpu,cpu,fp32,65536,") && strstr(csv, ",skipped,the data set has 20 images"),
               "the skipped row names its reason: %s", csv);
     cr_assert_null(strstr(csv, ",ok,"), "no batch fits 20 images: %s", csv);
     free(csv);
@@ -294,8 +294,8 @@ Test(bench_hostile, a_huge_first_gemm_size_is_skipped_before_allocation) {
     cr_assert_lt((double)time(NULL) - t0, 60, "took too long: the matrices were made");
     snprintf(path, sizeof path, "%s/gemm.csv", dir);
     char *csv = read_file(path);
-    cr_assert(strstr(csv, "gemm,square,cpu-omp,cpu,f32,30000,30000,30000,") &&
-                  strstr(csv, "gemm,square,cpu-openblas,cpu,f32,30000,"), "%s", csv);
+    cr_assert(strstr(csv, "gemm,square,cpu-omp,cpu,fp32,30000,30000,30000,") &&
+                  strstr(csv, "gemm,square,cpu-openblas,cpu,fp32,30000,"), "%s", csv);
     cr_assert_null(strstr(csv, ",ok,"), "%s", csv);
     cr_assert(strstr(csv, ",skipped,predicted") || strstr(csv, ",skipped,needs"), "the reason is in the row: %s", csv);
     free(csv);
@@ -304,7 +304,7 @@ Test(bench_hostile, a_huge_first_gemm_size_is_skipped_before_allocation) {
     rc = run_bench("/tmp", huge, out, err, 60);
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     csv = read_file(path);
-    cr_assert(strstr(csv, "gemm,square,cpu-openblas,cpu,f32,1073741824,1073741824,1073741824,") &&
+    cr_assert(strstr(csv, "gemm,square,cpu-openblas,cpu,fp32,1073741824,1073741824,1073741824,") &&
                   strstr(csv, ",skipped,needs "), "%s", csv);
     free(csv);
     remove_dir(dir);
@@ -337,12 +337,12 @@ static void interrupt_after(int sig, bool earlier) {
     char *err = read_file(err_path);
     cr_assert_eq(rc, 128 + sig, "signal %d: exit %d (-1: still running 30 s later)\n%s", sig, rc, err);
     char *csv = read_file(earlier ? aside : path);
-    cr_assert(strstr(csv, "gemm,square,cpu-naive,cpu,f32,64,64,64,"), "the row under way is lost:\n%s\n%s", csv, err);
+    cr_assert(strstr(csv, "gemm,square,cpu-naive,cpu,fp32,64,64,64,"), "the row under way is lost:\n%s\n%s", csv, err);
     cr_assert(strstr(csv, ",interrupted,"), "the row cut short is not marked interrupted:\n%s", csv);
     free(csv);
     if (earlier) {
         csv = read_file(path);
-        cr_assert(strstr(csv, "gemm,square,cpu-openblas,cpu,f32,32,32,32,") && !strstr(csv, ",64,64,64,"),
+        cr_assert(strstr(csv, "gemm,square,cpu-openblas,cpu,fp32,32,32,32,") && !strstr(csv, ",64,64,64,"),
                   "the earlier complete result was replaced:\n%s", csv);
         cr_assert(strstr(err, "gemm.interrupted.csv"), "not said on stderr:\n%s", err);
         free(csv);

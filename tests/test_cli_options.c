@@ -50,6 +50,8 @@ static const bad_case cases[] = {
     {NULL, "--shapes", "64x64x64,"}, {NULL, "--shapes", LONG_VALUE},
     {NULL, "--case", ""}, {NULL, "--case", "a,,b"}, {NULL, "--case", ","}, {NULL, "--case", LONG_VALUE},
     {NULL, "--impl", ""}, {NULL, "--impl", "cpu-*,"}, {NULL, "--impl", LONG_VALUE},
+    {NULL, "--dtype", ""}, {NULL, "--dtype", "f32"}, {NULL, "--dtype", "bf16,"}, {NULL, "--dtype", "fp32,fp32"},
+    {NULL, "--dtype", "all,fp16"}, {NULL, "--dtype", "FP16"}, {NULL, "--dtype", LONG_VALUE},
     /* bench train [options] */
     {"train", "--model", ""}, {"train", "--model", "resnet50"}, {"train", "--widths", ""}, {"train", "--widths", "784"},
     {"train", "--widths", "784-0-10"}, {"train", "--widths", "784--10"}, {"train", "--widths", "784-x-10"},
@@ -115,6 +117,28 @@ Test(bench_cli_table, every_bad_value_is_a_usage_error_that_writes_nothing) {
                             c->opt ? c->opt : "", listing);
     }
     remove_dir(root);
+}
+
+/* --dtype: an unknown precision is named, with the accepted ones; the
+ * help lists the option (bench help prints the same text) */
+Test(bench_cli_help, dtype_names_the_unknown_precision_and_is_in_the_help) {
+    char out[4096], err[4096];
+    const char *bad[] = {"--dtype", "fp32,bf17", "--list", "gemm", NULL};
+    cr_assert_eq(run_bench("/tmp", bad, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "'bf17'") && strstr(err, "fp32, tf32, bf16, fp16, or all"), "%s", err);
+    const char *help[] = {"help", NULL};
+    cr_assert_eq(run_bench("/tmp", help, out, err, 30), 0, "%s", err);
+    cr_assert(strstr(out, "--dtype LIST"), "%s", out);
+    /* bench --list shows each row's precision; a sweep without bf16 says
+     * so in one line on stderr, and that is not an error */
+    const char *gemm[] = {"--list", "gemm", "--dtype", "fp16", "--backends", "cpu", "--quick", NULL};
+    cr_assert_eq(run_bench("/tmp", gemm, out, err, 30), 0, "%s", err);
+    cr_assert(strstr(out, "gemm square cpu-openblas cpu fp16 m=1024 ") && !strstr(out, " fp32 ") &&
+                  !strstr(out, "cpu-naive"), "%s", out);
+    const char *ops[] = {"--list", "ops", "--dtype", "bf16,fp32", "--backends", "cpu", "--quick", NULL};
+    cr_assert_eq(run_bench("/tmp", ops, out, err, 30), 0, "%s", err);
+    cr_assert(strstr(err, "bench: ops: no rows in bf16 (--dtype): the sweep runs in fp32\n"), "%s", err);
+    cr_assert(strstr(out, " fp32 ") && !strstr(out, " bf16 "), "%s", out);
 }
 
 /* ---- discoverable: every subcommand in --help, bench help SUB, and each
@@ -221,7 +245,7 @@ Test(bench_cli_help, a_build_without_cuda_says_so) {
 static void csv_rows_as_listed(const char *path, char *buf, size_t n) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd,
-             "grep -v '^#' '%s' | tail -n +2 | awk -F, '{print $1\" \"$2\" \"$3\" \"$4\" m=\"$6\" n=\"$7\" k=\"$8\" "
+             "grep -v '^#' '%s' | tail -n +2 | awk -F, '{print $1\" \"$2\" \"$3\" \"$4\" \"$5\" m=\"$6\" n=\"$7\" k=\"$8\" "
              "batch=\"$9}' | sort",
              path);
     cr_assert_eq(sh(cmd, buf, n), 0, "%s", buf);
@@ -257,7 +281,7 @@ Test(bench_cli_help, list_sweep_prints_the_rows_a_run_would_write) {
     const char *gemm[] = {"--list", "--sweep", "gemm", "--sizes", "gemm=64", "--backends", "cpu", "--impl", "cpu-o*",
                           NULL};
     cr_assert_eq(run_bench(root, gemm, out, err, 60), 0, "%s", err);
-    cr_assert(strstr(out, "gemm square cpu-omp cpu m=64 n=64 k=64 batch=1\n") &&
+    cr_assert(strstr(out, "gemm square cpu-omp cpu fp32 m=64 n=64 k=64 batch=1\n") &&
                   strstr(out, "--impl: cpu-omp, cpu-openblas\n") && !strstr(out, "cpu-naive"), "%s", out);
     const char *plain[] = {"--list", NULL};
     cr_assert_eq(run_bench(root, plain, out, err, 60), 0, "%s", err);

@@ -155,7 +155,7 @@ static int compare(const runs *r, const char *opt1, const char *opt2, char *out,
 
 /* the table line of B's 128 row */
 static const char *line_128(const char *out) {
-    const char *line = strstr(out, "| gemm | square | cpu-openblas | cpu | 128 |");
+    const char *line = strstr(out, "| gemm | square | cpu-openblas | cpu | fp32 | 128 |");
     cr_assert_not_null(line, "no 128 row in:\n%s", out);
     return line;
 }
@@ -175,6 +175,37 @@ Test(bench_compare, equal_runs_exit_0_and_every_row_is_the_same) {
     cr_assert(line_says(line_128(out), "| same"), "%s", out);
     cr_assert(line_says(line_128(out), "| 1.000 | 1 |"), "equal samples: ratio 1, p 1:\n%s", out);
     cr_assert(strstr(out, "geometric mean of the ratios B/A 1.0000"), "%s", out);
+    remove_dir(r.root);
+}
+
+/* Two rows that differ only in their dtype are two rows: each pairs with
+ * the row of its own precision, however the folders order them (with the
+ * dtype out of the key, B's bf16 row paired with A's fp32 one, twice as
+ * fast, and the run failed as a regression). */
+Test(bench_compare, rows_differing_only_in_dtype_are_two_rows) {
+    runs r;
+    char out[8192], err[4096];
+    snprintf(r.root, sizeof r.root, "/tmp/dg-cmp-XXXXXX");
+    tmp_dir(r.root);
+    snprintf(r.a, sizeof r.a, "%s/a", r.root);
+    snprintf(r.b, sizeof r.b, "%s/b", r.root);
+    cr_assert_eq(mkdir(r.a, 0755), 0);
+    cr_assert_eq(mkdir(r.b, 0755), 0);
+    double slow[10];
+    scaled(slow, 2.0);
+    bench_row fp32 = row_of(128, base, 10, "ok", NULL), bf16 = row_of(128, slow, 10, "ok", NULL);
+    bf16.precision = DG_PREC_BF16;
+    bench_row a[] = {fp32, bf16}, b[] = {bf16, fp32};
+    write_run(r.a, a, 2, true);
+    write_run(r.b, b, 2, true);
+    int rc = compare(&r, NULL, NULL, out, err);
+    cr_assert_eq(rc, 0, "exit %d\n%s\n%s", rc, out, err);
+    const char *l32 = strstr(out, "| gemm | square | cpu-openblas | cpu | fp32 | 128 |");
+    const char *l16 = strstr(out, "| gemm | square | cpu-openblas | cpu | bf16 | 128 |");
+    cr_assert(l32 && l16, "a row per dtype:\n%s", out);
+    cr_assert(line_says(l32, "| 1.000 |") && line_says(l16, "| 1.000 |"), "%s", out);
+    cr_assert(strstr(out, "| sweep | case | impl | backend | dtype | m |"), "%s", out);
+    cr_assert(strstr(out, "gemm: 2 rows matched, 2 compared"), "%s", out);
     remove_dir(r.root);
 }
 
@@ -529,7 +560,7 @@ Test(bench_compare, peer_rows_in_the_sweeps_csv_are_compared) {
     append_row(r.b, "gemm", &pb);
     int rc = compare(&r, NULL, NULL, out, err);
     cr_assert_eq(rc, 3, "exit %d\n%s\n%s", rc, out, err);
-    const char *line = strstr(out, "| gemm | square | torch-cpu | cpu | 128 |");
+    const char *line = strstr(out, "| gemm | square | torch-cpu | cpu | fp32 | 128 |");
     cr_assert(line && line_says(line, "| 3.000 | - | slower (no U test: CSV medians only)"), "%s", out);
     cr_assert(strstr(out, "B: gemm.json and 1 rows of gemm.csv alone"), "%s", out);
     cr_assert(line_says(line_128(out), "| 1.000 | 1 | same"), "the sweep's own row from the JSON:\n%s", out);
@@ -550,6 +581,6 @@ Test(bench_compare, a_peers_own_file_is_compared) {
     int rc = compare(&r, NULL, NULL, out, err);
     cr_assert_eq(rc, 3, "exit %d\n%s\n%s", rc, out, err);
     const char *section = strstr(out, "## torch_ops");
-    cr_assert(section && strstr(section, "| torch-cuda | cpu | 128 |"), "%s", out);
+    cr_assert(section && strstr(section, "| torch-cuda | cpu | fp32 | 128 |"), "%s", out);
     remove_dir(r.root);
 }

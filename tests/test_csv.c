@@ -31,7 +31,8 @@ Test(bench_csv, columns_are_found_by_name_in_any_order_and_extra_ones_ignored) {
     cr_assert_eq(n, 2);
     cr_assert_str_eq(r[0].sweep, "gemm");
     cr_assert_str_eq(r[0].name, "square");
-    cr_assert_str_eq(r[0].impl, "gpu-cublas-tf32");
+    cr_assert_str_eq(r[0].impl, "gpu-cublas", "an older file's TF32 implementation is read as IMPL at tf32");
+    cr_assert(r[0].precision == DG_PREC_TF32 && r[1].precision == DG_PREC_FP32, "no dtype column: tf32 = 1 is tf32");
     cr_assert_str_eq(r[0].backend, "gpu");
     cr_assert_str_eq(r[0].status, "ok");
     cr_assert(r[0].m == 64 && r[0].n == 32 && r[0].k == 16 && r[0].batch == 1 && r[0].transfer == 0 && r[0].tf32 == 1);
@@ -42,6 +43,52 @@ Test(bench_csv, columns_are_found_by_name_in_any_order_and_extra_ones_ignored) {
     cr_assert_str_eq(r[1].name, "tall");
     cr_assert(r[1].m == 8192 && r[1].transfer == 1 && r[1].tf32 == 0 && isnan(r[1].median_ms));
     free(r);
+    remove_dir(dir);
+}
+
+/* The dtype column holds the precision: written from the row and read back;
+ * "f32" (the files before the precision axis) reads as fp32, or tf32 where
+ * tf32 = 1; the tf32 column is 1 exactly at tf32; anything else is refused
+ * naming the value. */
+Test(bench_csv, the_dtype_column_holds_the_precision_and_reads_older_files) {
+    char dir[] = "/tmp/dg-csv-XXXXXX", path[256];
+    tmp_dir(dir);
+    FILE *f = bench_csv_open(dir, "gemm", "# meta\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(f, "%s", dg_last_error());
+    for (int p = 0; p < DG_PREC_COUNT; p++) {
+        bench_row row = {.sweep = "gemm", .name = "square", .impl = "gpu-cublas", .backend = "gpu", .m = 64,
+                         .n = 64, .k = 64, .batch = 1, .precision = (dg_precision)p, .st = BENCH_NO_STATS,
+                         .max_rel_err = NAN, .status = "skipped"};
+        bench_csv_write(f, &row);
+    }
+    ASSERT_OK(bench_csv_finish(f, dir, "gemm", true));
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    char *text = read_file(path);
+    cr_assert(strstr(text, "gemm,square,gpu-cublas,gpu,fp32,64,64,64,1,0,0,0,") &&
+                  strstr(text, "gemm,square,gpu-cublas,gpu,tf32,64,64,64,1,0,0,1,") &&
+                  strstr(text, "gemm,square,gpu-cublas,gpu,bf16,64,64,64,1,0,0,0,") &&
+                  strstr(text, "gemm,square,gpu-cublas,gpu,fp16,64,64,64,1,0,0,0,"), "%s", text);
+    free(text);
+    int n;
+    csv_rec *r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, DG_PREC_COUNT);
+    for (int p = 0; p < n; p++) cr_assert(r[p].precision == (dg_precision)p && r[p].tf32 == (p == DG_PREC_TF32));
+    free(r);
+    write_file(path, "sweep,case,impl,backend,dtype,m,n,k,batch,transfer,tf32,median_ms,min_ms,max_ms,status\n"
+                     "gemm,square,gpu-cublas,gpu,f32,8,8,8,1,0,0,1,1,1,ok\n"
+                     "gemm,square,gpu-cublas-tf32,gpu,f32,8,8,8,1,0,1,1,1,1,ok\n"
+                     "gemm,square,gpu-tiled,gpu,tf32,8,8,8,1,0,0,1,1,1,ok\n");
+    r = bench_csv_read(path, &n);
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert(r[0].precision == DG_PREC_FP32 && r[0].tf32 == 0);
+    cr_assert(r[1].precision == DG_PREC_TF32 && r[1].tf32 == 1 && !strcmp(r[1].impl, "gpu-cublas"));
+    cr_assert(r[2].precision == DG_PREC_TF32 && r[2].tf32 == 1, "dtype tf32 sets the tf32 column");
+    free(r);
+    write_file(path, "sweep,case,impl,backend,dtype,m,n,k,batch,transfer,median_ms,min_ms,max_ms,status\n"
+                     "gemm,square,cpu-omp,cpu,int8,8,8,8,1,0,1,1,1,ok\n");
+    cr_assert_null(bench_csv_read(path, &n));
+    cr_assert(strstr(dg_last_error(), "gemm.csv:2: column 'dtype': 'int8' is not a precision"), "%s", dg_last_error());
     remove_dir(dir);
 }
 

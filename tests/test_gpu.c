@@ -10,10 +10,12 @@
 
 #include <duograd/testing.h>
 
+#include "core/dtype_convert.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
 #include "gpu_backend/gpu_backend.h"
 #include "gpu_util.h"
+#include "shell_util.h"
 #include "test_util.h"
 #include "train_util.h"
 
@@ -741,4 +743,110 @@ Test(gpu, tf32_is_a_plan_option) {
     free(R);
     mm_graph_free(&m);
     dg_backend_free(gpu);
+}
+
+/* dg_gpu_gemm_ex: the bf16 and f16 product by cuBLAS GemmEx (the gemm
+ * sweep's rows and a low-precision matmul node both run it) against a
+ * float64 product of the rounded operands, every transposition, odd sizes.
+ * The operands are exact in the dtype and so are their products in float32:
+ * the error is the float32 accumulation's, at most ~ k u sum|a b| (u =
+ * 2^-24, 2u for sums truncated rather than rounded, as tensor cores may);
+ * the test allows 4 k u sum|a b|. A transposition ignored or the operands
+ * read as the other 2-byte type fail it by orders of magnitude. */
+Test(gpu, gemm_ex_bf16_f16_match_float64_of_the_rounded_operands) {
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    const int sizes[][3] = {{67, 45, 129}, {256, 256, 256}, {8, 300, 1000}};
+    const dg_dtype dts[] = {DG_BF16, DG_F16};
+    dg_rng r = dg_rng_new(41);
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < 3; s++)
+            for (int t = 0; t < 4; t++) {
+                bool ta = t & 1, tb = t & 2;
+                int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+                size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+                uint16_t *lA = malloc(na * 2), *lB = malloc(nb * 2);
+                float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4);
+                cr_assert(lA && lB && A && B && C);
+                for (size_t i = 0; i < na; i++) {
+                    float v = (float)(2 * dg_rng_uniform(&r) - 1);
+                    lA[i] = dts[d] == DG_BF16 ? dg__f32_to_bf16(v) : dg__f32_to_f16(v);
+                    A[i] = dts[d] == DG_BF16 ? dg__bf16_to_f32(lA[i]) : dg__f16_to_f32(lA[i]);
+                }
+                for (size_t i = 0; i < nb; i++) {
+                    float v = (float)(2 * dg_rng_uniform(&r) - 1);
+                    lB[i] = dts[d] == DG_BF16 ? dg__f32_to_bf16(v) : dg__f32_to_f16(v);
+                    B[i] = dts[d] == DG_BF16 ? dg__bf16_to_f32(lB[i]) : dg__f16_to_f32(lB[i]);
+                }
+                void *dA, *dB, *dC;
+                ASSERT_OK(dg_backend_alloc(gpu, na * 2, &dA));
+                ASSERT_OK(dg_backend_alloc(gpu, nb * 2, &dB));
+                ASSERT_OK(dg_backend_alloc(gpu, nc * 4, &dC));
+                ASSERT_OK(dg_backend_upload(gpu, dA, lA, na * 2));
+                ASSERT_OK(dg_backend_upload(gpu, dB, lB, nb * 2));
+                ASSERT_OK(dg_gpu_gemm_ex(gpu, dts[d], ta, tb, m, n, k, dA, dB, dC));
+                ASSERT_OK(dg_backend_download(gpu, C, dC, nc * 4));
+                double worst = 0;
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < n; j++) {
+                        double sum = 0, abs_sum = 0;
+                        for (int p = 0; p < k; p++) {
+                            double a = ta ? A[(size_t)p * m + i] : A[(size_t)i * k + p];
+                            double b = tb ? B[(size_t)j * k + p] : B[(size_t)p * n + j];
+                            sum += a * b;
+                            abs_sum += fabs(a * b);
+                        }
+                        double bound = 4.0 * k * 0x1p-24 * abs_sum + 1e-30;
+                        double e = fabs(C[(size_t)i * n + j] - sum) / bound;
+                        worst = isnan(e) ? INFINITY : fmax(worst, e);
+                    }
+                cr_assert(worst <= 1, "%s %dx%dx%d ta %d tb %d: error %.3g of the bound", dg_dtype_name(dts[d]), m, n,
+                          k, ta, tb, worst);
+                dg_backend_release(gpu, dA);
+                dg_backend_release(gpu, dB);
+                dg_backend_release(gpu, dC);
+                free(lA); free(lB); free(A); free(B); free(C);
+            }
+    /* what it refuses */
+    cr_assert_eq(dg_gpu_gemm_ex(gpu, DG_I32, false, false, 4, 4, 4, &r, &r, (float *)&r), DG_ERR_UNSUPPORTED);
+    cr_assert_eq(dg_gpu_gemm_ex(gpu, DG_BF16, false, false, 4, 4, 4, NULL, &r, (float *)&r), DG_ERR_INVALID);
+    cr_assert_eq(dg_gpu_gemm_ex(gpu, DG_F16, false, false, 0, 4, 4, &r, &r, (float *)&r), DG_ERR_INVALID);
+    dg_backend_free(gpu);
+}
+
+/* The gemm sweep's GPU rows in every precision, through the bench: the
+ * fp32 kernels and copies as before, gpu-cublas and gpu-tiled at tf32 (the
+ * former gpu-cublas-tf32 and gpu-tiled-tf32), gpu-cublas at bf16 and fp16
+ * (dg_gpu_gemm_ex), each checked against its precision's tolerance; no
+ * naive or tiled row in bf16 or fp16, no copies row outside fp32. */
+Test(gpu, gemm_sweep_rows_in_every_precision_pass_their_check, .timeout = 300) {
+    dg_backend_free(gpu_open_or_skip(NULL));
+    char dir[] = "/tmp/dg-gpu-gemm-XXXXXX", out[4096], err[4096], path[600];
+    tmp_dir(dir);
+    const char *args[] = {"--sweep", "gemm", "--dtype", "all", "--backends", "gpu", "--shapes",
+                          "256x256x256,96x200x1000:TN", "--reps", "3", "--min-time", "0", "--out", dir, NULL};
+    cr_assert_eq(run_bench(dir, args, out, err, 240), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    char *csv = read_file(path);
+    static const char *const want[] = {
+        "gpu-naive,gpu,fp32,", "gpu-tiled,gpu,fp32,", "gpu-cublas,gpu,fp32,", "gpu-tiled,gpu,tf32,",
+        "gpu-cublas,gpu,tf32,", "gpu-cublas,gpu,bf16,", "gpu-cublas,gpu,fp16,"};
+    static const char *const cases[] = {"user-NN", "user-TN"};
+    for (int c = 0; c < 2; c++)
+        for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+            char key[96];
+            snprintf(key, sizeof key, "\ngemm,%s,%s", cases[c], want[i]);
+            const char *row = strstr(csv, key);
+            cr_assert_not_null(row, "no row %s in:\n%s", key + 1, csv);
+            const char *end = strchr(row + 1, '\n');
+            char line[1024];
+            snprintf(line, sizeof line, "%.*s", (int)(end ? end - row - 1 : 1000), row + 1);
+            cr_assert(strstr(line, ",ok,") || strstr(line, ",noisy,"),
+                      "not checked and timed: %s", line);
+        }
+    static const char *const never[] = {"gpu-naive,gpu,bf16,", "gpu-tiled,gpu,fp16,", "gpu-naive,gpu,tf32,",
+                                        "gpu-cublas-tf32", "gpu-cublas-pinned,gpu,bf16,"};
+    for (size_t i = 0; i < sizeof never / sizeof *never; i++)
+        cr_assert(!strstr(csv, never[i]), "a row %s in:\n%s", never[i], csv);
+    free(csv);
+    remove_dir(dir);
 }

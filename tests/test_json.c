@@ -102,7 +102,7 @@ Test(bench_json, one_entry_per_repetition_then_the_aggregates) {
     cJSON *root = parse_file(path);
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "benchmarks");
     cr_assert_eq(cJSON_GetArraySize(list), 5 + 4);
-    const char *name = "gemm/square/cpu-openblas/cpu/m:512/n:512/k:512/batch:1/transfer:0/tf32:0/cold:1";
+    const char *name = "gemm/square/cpu-openblas/cpu/dtype:fp32/m:512/n:512/k:512/batch:1/transfer:0/tf32:0/cold:1";
     for (int i = 0; i < 5; i++) {
         const cJSON *e = cJSON_GetArrayItem(list, i);
         cr_assert_str_eq(str_of(e, "name"), name);
@@ -200,12 +200,13 @@ Test(bench_json, reads_back_every_repetition_and_the_failed_rows) {
     tmp_dir(dir);
     bench_row rows[] = {measured_row(64, five, 5), failed_row(128, "wrong", "off by 1"), measured_row(256, five, 2)};
     rows[2].cold = true;
-    rows[2].tf32 = true;
+    rows[2].precision = DG_PREC_TF32;
     /* a training epoch: timed once, no samples kept: its median is its one repetition */
     rows[2].st.samples = five + 3;
     bench_row epoch = measured_row(32, five, 1);
     epoch.st.samples = NULL;
     epoch.st.median_ms = 7.5;
+    epoch.precision = DG_PREC_BF16;
     bench_row all[] = {rows[0], rows[1], rows[2], epoch};
     write_json(dir, "gemm", all, 4);
     snprintf(path, sizeof path, "%s/gemm.json", dir);
@@ -227,6 +228,8 @@ Test(bench_json, reads_back_every_repetition_and_the_failed_rows) {
     cr_assert_eq(recs[2].samples[1], five[4]);
     cr_assert_eq(recs[2].cold, 1);
     cr_assert_eq(recs[2].rec.tf32, 1);
+    cr_assert(recs[0].rec.precision == DG_PREC_FP32 && recs[2].rec.precision == DG_PREC_TF32 &&
+              recs[3].rec.precision == DG_PREC_BF16, "the dtype of each row read back");
     cr_assert_eq(recs[3].n_samples, 1);
     cr_assert_eq(recs[3].samples[0], 7.5);
     bench_json_recs_free(recs, n);
@@ -253,11 +256,11 @@ Test(bench_samples, one_line_per_repetition_in_the_order_run) {
     snprintf(path, sizeof path, "%s/gemm.samples.csv", dir);
     char *text = read_file(path);
     const char *want = META BENCH_SAMPLES_HEADER "\n"
-                       "gemm,square,cpu-openblas,cpu,64,64,64,1,0,0,1,0,2\n"
-                       "gemm,square,cpu-openblas,cpu,64,64,64,1,0,0,1,1,1\n"
-                       "gemm,square,cpu-openblas,cpu,64,64,64,1,0,0,1,2,4\n"
-                       "gemm,square,cpu-openblas,cpu,64,64,64,1,0,0,1,3,3\n"
-                       "gemm,square,cpu-openblas,cpu,64,64,64,1,0,0,1,4,10\n";
+                       "gemm,square,cpu-openblas,cpu,fp32,64,64,64,1,0,0,1,0,2\n"
+                       "gemm,square,cpu-openblas,cpu,fp32,64,64,64,1,0,0,1,1,1\n"
+                       "gemm,square,cpu-openblas,cpu,fp32,64,64,64,1,0,0,1,2,4\n"
+                       "gemm,square,cpu-openblas,cpu,fp32,64,64,64,1,0,0,1,3,3\n"
+                       "gemm,square,cpu-openblas,cpu,fp32,64,64,64,1,0,0,1,4,10\n";
     cr_assert_str_eq(text, want);
     free(text);
     remove_dir(dir);
@@ -290,7 +293,7 @@ Test(bench_json, google_benchmarks_compare_py_reads_two_duograd_runs) {
     int rc = sh(cmd, out, sizeof out);
     cr_assert_eq(rc, 0, "compare.py failed (exit %d):\n%s", rc, out);
     /* the slower row, each repetition and its aggregates: +0.5000 in time and CPU */
-    const char *slower = "gemm/square/cpu-openblas/cpu/m:128/n:128/k:128/batch:1/transfer:0/tf32:0/cold:0 ";
+    const char *slower = "gemm/square/cpu-openblas/cpu/dtype:fp32/m:128/n:128/k:128/batch:1/transfer:0/tf32:0/cold:0 ";
     const char *line = strstr(out, slower);
     cr_assert_not_null(line, "compare.py did not report the slower row:\n%s", out);
     cr_assert(!strncmp(line + strspn(line + strlen(slower), " ") + strlen(slower), "+0.5000", 7),
@@ -305,7 +308,7 @@ Test(bench_json, google_benchmarks_compare_py_reads_two_duograd_runs) {
     cr_assert_not_null(line, "no U test line %s:\n%s", pvalue, out);
     cr_assert(strstr(line, "0.0002"), "p of 10 vs 10 disjoint repetitions is 0.0002: %.200s", line);
     /* the unchanged row: +0.0000; a row failed on either side is never compared */
-    cr_assert(strstr(out, "gemm/square/cpu-openblas/cpu/m:64/n:64/k:64/batch:1/transfer:0/tf32:0/cold:0 "), "%s", out);
+    cr_assert(strstr(out, "gemm/square/cpu-openblas/cpu/dtype:fp32/m:64/n:64/k:64/batch:1/transfer:0/tf32:0/cold:0 "), "%s", out);
     cr_assert_null(strstr(out, "m:256/"), "a failed row was compared:\n%s", out);
     cr_assert_null(strstr(out, "m:512/"), "a failed row was compared:\n%s", out);
     remove_dir(dir);

@@ -28,6 +28,8 @@ static struct {
     bool cubic;                 /* toy-slow sleeps 2 ms x m^3: a rate from m = 1
                                  * predicts the larger rows short                 */
     int  interrupt_in_run;      /* run number that sets bench_interrupted; 0: none */
+    int  setup_precision;       /* the precision of the point last set up         */
+    int  precision_mismatches;  /* rows prepared in another precision than that   */
     int  slow_runs_at_4;        /* toy-slow's runs at m = 4                        */
 } toy;
 
@@ -62,6 +64,7 @@ static void toy_columns(const bench_ctx *ctx, const bench_point *pt, const bench
 static dg_status toy_setup(bench_ctx *ctx, const bench_point *pt, void **state) {
     (void)ctx;
     toy.setups++;
+    toy.setup_precision = (int)pt->precision;
     if (toy.fail_setup_of && !strcmp(pt->name, toy.fail_setup_of))
         return toy.fail_setup_with == DG_ERR_OOM ? dg__fail(DG_ERR_OOM, "no room for the toy")
                                                  : dg__fail(DG_ERR_BACKEND, "the toy broke");
@@ -95,6 +98,7 @@ static int64_t toy_m;
 static dg_status toy_prepare(bench_ctx *ctx, void *state, const bench_impl *im, bench_row *row, bench_work *work) {
     (void)ctx; (void)state;
     toy.prepares++;
+    toy.precision_mismatches += (int)row->precision != toy.setup_precision;
     if (toy.interrupt_at && toy.prepares == toy.interrupt_at) bench_interrupted = 1;
     if (toy.wrong_prepare) {
         row->max_rel_err = 1;
@@ -186,6 +190,70 @@ Test(runner, writes_every_row_once_in_order) {
     cr_assert_eq(ctx.planned, 12);
     free(r);
     remove_dir(dir);
+}
+
+/* The precision axis: points x precisions (in --dtype's order, those the
+ * spec declares) x implementations, one setup per (point, precision), the
+ * row's precision the one set up, written in the dtype column; a
+ * precision the spec lacks has no rows. */
+static dg_status run_toy_bf16(bench_ctx *ctx) {
+    bench_sweep_spec spec = toy_spec;
+    spec.precisions = BENCH_PREC(DG_PREC_FP32) | BENCH_PREC(DG_PREC_BF16);
+    return bench_run_spec(ctx, &spec);
+}
+static const sweep_def toy_bf16_def = {.name = "toy", .what = "the toy in fp32 and bf16", .run = run_toy_bf16};
+
+Test(runner, crosses_points_with_the_precisions_the_spec_declares) {
+    reset();
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.n_precisions = 3, .precisions = {DG_PREC_BF16, DG_PREC_FP16, DG_PREC_FP32}};
+    int n;
+    csv_rec *r = run_def(&ctx, &toy_bf16_def, dir, &n);
+    cr_assert_eq(n, 24, "2 cases x 3 sizes x (bf16, fp32) x 2 implementations, got %d", n);
+    for (int i = 0; i < n; i++) {
+        dg_precision want = i % 4 < 2 ? DG_PREC_BF16 : DG_PREC_FP32; /* point, then precision, then impl */
+        cr_assert_eq(r[i].precision, want, "row %d: %s", i, dg_precision_name(r[i].precision));
+        cr_assert_eq(r[i].m, 1LL << (i % 12 / 4), "row %d m %lld", i, r[i].m);
+        cr_assert_str_eq(r[i].impl, i % 2 ? "toy-slow" : "toy-fast");
+        cr_assert_eq(r[i].tf32, 0);
+    }
+    cr_assert_eq(toy.setups, 12, "one setup per point and precision: %d", toy.setups);
+    cr_assert_eq(toy.teardowns, 12);
+    cr_assert_eq(toy.precision_mismatches, 0, "rows prepared in another precision than their setup's");
+    cr_assert_eq(ctx.precisions_run, BENCH_PREC(DG_PREC_FP32) | BENCH_PREC(DG_PREC_BF16));
+    free(r);
+    remove_dir(dir);
+}
+
+/* A spec that declares no precision runs in fp32 alone: --dtype bf16,fp32
+ * gives its fp32 rows, --dtype bf16 none (the sweep keeps no file). */
+Test(runner, a_spec_without_precisions_runs_fp32_alone) {
+    reset();
+    char dir[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir);
+    bench_ctx ctx = {.n_precisions = 2, .precisions = {DG_PREC_BF16, DG_PREC_FP32}};
+    int n;
+    csv_rec *r = run(&ctx, dir, &n);
+    cr_assert_eq(n, 12);
+    for (int i = 0; i < n; i++) cr_assert_eq(r[i].precision, DG_PREC_FP32);
+    free(r);
+    remove_dir(dir);
+    reset();
+    char dir2[] = "/tmp/dg-runner-XXXXXX";
+    tmp_dir(dir2);
+    dg_backend *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
+    bench_ctx only = {.n_precisions = 1, .precisions = {DG_PREC_BF16}, .out_dir = dir2, .cpu = cpu, .threads = 1,
+                      .timing = {.min_reps = 2, .max_reps = 2}, .cpu_cap_s = 30};
+    bench_run_sweep(&only, &toy_def);
+    dg_backend_free(cpu);
+    cr_assert_eq(only.rows, 0);
+    cr_assert_eq(toy.setups, 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/toy.csv", dir2);
+    cr_assert_neq(access(path, F_OK), 0, "a sweep without rows wrote %s", path);
+    remove_dir(dir2);
 }
 
 /* --case and --impl: only their rows; a point with none is never set up */

@@ -36,7 +36,9 @@ bench_table bench_table_load(const char *dir, const char *sweep) {
 const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m) {
     const csv_rec *r = NULL;
     for (int i = 0; i < t->n; i++)
-        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == m) r = &t->r[i];
+        if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == m &&
+            t->r[i].precision == DG_PREC_FP32)
+            r = &t->r[i];
     return r;
 }
 
@@ -60,12 +62,17 @@ bool bench_row_measured(const csv_rec *r) {
 
 bench_series bench_pick(const bench_table *t, const char *name, const char *impl, const char *backend,
                         bool transfer, bench_col col, const char *title) {
+    return bench_pick_prec(t, name, impl, backend, DG_PREC_FP32, transfer, col, title);
+}
+
+bench_series bench_pick_prec(const bench_table *t, const char *name, const char *impl, const char *backend,
+                             dg_precision prec, bool transfer, bench_col col, const char *title) {
     bench_series s = {.n = 0};
     snprintf(s.title, sizeof s.title, "%s", title);
     for (int i = 0; i < t->n && s.n < BENCH_MAX_PTS; i++) {
         const csv_rec *r = &t->r[i];
         if ((name && strcmp(r->name, name)) || strcmp(r->impl, impl) || (backend && strcmp(r->backend, backend)) ||
-            r->transfer != transfer)
+            r->transfer != transfer || r->precision != prec)
             continue;
         if (!bench_row_measured(r)) continue;
         double y = col == BENCH_MS ? r->median_ms : col == BENCH_GFLOPS ? r->gflops : r->gbps;
@@ -304,12 +311,21 @@ static bool load_ceilings(const char *dir, bench_ceilings *c, bool *failed) {
     return found;
 }
 
+/* one line per device, one GEMM column per precision ("-" where not
+ * measured: the CPU has no TF32) */
 static void write_ceilings(FILE *sum, const bench_ceilings *c) {
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
-    fprintf(sum, "## Ceilings (measured)\n\n| device | sgemm GFLOP/s | TF32 GFLOP/s | copy GB/s |\n|---|---|---|---|\n"
-                 "| CPU | %s | - | %s |\n| GPU | %s | %s | %s |\n\n", bench_fmt_num(c->cpu_gflops, "%.1f", b1, 32),
-            bench_fmt_num(c->cpu_gbps, "%.1f", b2, 32), bench_fmt_num(c->gpu_gflops, "%.1f", b3, 32),
-            bench_fmt_num(c->gpu_tf32_gflops, "%.1f", b4, 32), bench_fmt_num(c->gpu_gbps, "%.1f", b5, 32));
+    char b[32];
+    fprintf(sum, "## Ceilings (measured)\n\n| device |");
+    for (int p = 0; p < DG_PREC_COUNT; p++) fprintf(sum, " GEMM %s GFLOP/s |", dg_precision_name((dg_precision)p));
+    fprintf(sum, " copy GB/s |\n|---|");
+    for (int p = 0; p <= DG_PREC_COUNT; p++) fprintf(sum, "---|");
+    for (int d = 0; d < 2; d++) {
+        const double *gemm = d ? c->gpu_gemm : c->cpu_gemm;
+        fprintf(sum, "\n| %s |", d ? "GPU" : "CPU");
+        for (int p = 0; p < DG_PREC_COUNT; p++) fprintf(sum, " %s |", bench_fmt_num(gemm[p], "%.1f", b, sizeof b));
+        fprintf(sum, " %s |", bench_fmt_num(d ? c->gpu_gbps : c->cpu_gbps, "%.1f", b, sizeof b));
+    }
+    fprintf(sum, "\n\n");
 }
 
 /* the status counts of a table */

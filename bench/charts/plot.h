@@ -50,14 +50,17 @@ typedef struct bench_chart {
 
 /* each device's measured peaks (the ceiling sweep's rows); NaN: not measured */
 typedef struct bench_ceilings {
-    double cpu_gflops, gpu_gflops, gpu_tf32_gflops; /* large sgemm           */
+    double cpu_gemm[DG_PREC_COUNT];                 /* a large GEMM, GFLOP/s, */
+    double gpu_gemm[DG_PREC_COUNT];                 /* by dg_precision        */
     double cpu_gbps, gpu_gbps;                      /* streaming copy        */
     double pinned_gbps[2];                          /* host -> device [0] and
                                                      * back [1] from and to
                                                      * pinned host memory    */
 } bench_ceilings;
-/* nothing measured */
-#define BENCH_NO_CEILINGS ((bench_ceilings){NAN, NAN, NAN, NAN, NAN, {NAN, NAN}})
+/* nothing measured (an entry per precision) */
+_Static_assert(DG_PREC_COUNT == 4, "BENCH_NO_CEILINGS has 4 GEMM entries per device");
+#define BENCH_NO_CEILINGS \
+    ((bench_ceilings){{NAN, NAN, NAN, NAN}, {NAN, NAN, NAN, NAN}, NAN, NAN, {NAN, NAN}})
 
 /* what a sweep's report gets */
 typedef struct bench_report {
@@ -80,17 +83,21 @@ int bench_plot(const char *dir, FILE *out);
 /* DIR/SWEEP.csv; an unreadable file is reported on stderr and reads as
  * empty; a DIR/SWEEP.csv.partial left by a killed run is mentioned */
 bench_table bench_table_load(const char *dir, const char *sweep);
-/* the row of case `name`, `impl` and m (the last one: a re-run appends),
- * whatever its status; NULL where there is none */
+/* the fp32 row of case `name`, `impl` and m (the last one: a re-run
+ * appends), whatever its status; NULL where there is none */
 const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m);
 /* Adds the m values of case `name`'s rows to the ascending, repeat-free
  * set out[0..n), up to max values; returns the set's new size. */
 int bench_table_ms(const bench_table *t, const char *name, long long *out, int n, int max);
-/* the measured rows (ok or noisy) of case `name` (NULL: any), `impl`,
+/* the measured fp32 rows (ok or noisy) of case `name` (NULL: any), `impl`,
  * `backend` (NULL: any) and `transfer`, in file order: x = the m column,
  * y = `col`, its error bar from min_ms and max_ms */
 bench_series bench_pick(const bench_table *t, const char *name, const char *impl, const char *backend,
                         bool transfer, bench_col col, const char *title);
+/* the same of the rows in precision prec (bench_pick: fp32's, which every
+ * sweep without a precision axis writes) */
+bench_series bench_pick_prec(const bench_table *t, const char *name, const char *impl, const char *backend,
+                             dg_precision prec, bool transfer, bench_col col, const char *title);
 /* the largest y (NaN for an empty series) and, if at != NULL, its x */
 double bench_series_max(const bench_series *s, double *at);
 /* cpu time / gpu time at every x measured in both */

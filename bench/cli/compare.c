@@ -97,11 +97,11 @@ static void describe_side(FILE *out, const char *which, const char *name, const 
 
 static void row_cells(FILE *out, const bench_json_rec *r) {
     const csv_rec *c = &r->rec;
-    fprintf(out, "| %s | %s | %s | %s | %lld | %lld | %lld | %lld | %d | %d | %d |", c->sweep, c->name, c->impl,
-            c->backend, c->m, c->n, c->k, c->batch, c->transfer, c->tf32, r->cold);
+    fprintf(out, "| %s | %s | %s | %s | %s | %lld | %lld | %lld | %lld | %d | %d |", c->sweep, c->name, c->impl,
+            c->backend, dg_precision_name(c->precision), c->m, c->n, c->k, c->batch, c->transfer, r->cold);
 }
 
-#define ROW_HEADER "| sweep | case | impl | backend | m | n | k | batch | transfer | tf32 | cold |"
+#define ROW_HEADER "| sweep | case | impl | backend | dtype | m | n | k | batch | transfer | cold |"
 #define ROW_RULE   "|---|---|---|---|---|---|---|---|---|---|---|"
 
 /* why a row is not compared: its status and, from a NAME.json, its message */

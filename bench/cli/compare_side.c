@@ -14,7 +14,7 @@ bool bench_same_case(const bench_json_rec *x, const bench_json_rec *y) {
     const csv_rec *a = &x->rec, *b = &y->rec;
     return !strcmp(a->sweep, b->sweep) && !strcmp(a->name, b->name) && !strcmp(a->impl, b->impl) &&
            !strcmp(a->backend, b->backend) && a->m == b->m && a->n == b->n && a->k == b->k &&
-           a->batch == b->batch && a->transfer == b->transfer && a->tf32 == b->tf32 && x->cold == y->cold;
+           a->batch == b->batch && a->transfer == b->transfer && a->precision == b->precision && x->cold == y->cold;
 }
 
 /* appends the rows of c[0..n) that no row read from NAME.json measured

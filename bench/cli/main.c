@@ -80,14 +80,27 @@ static int list_sweeps(bench_ctx *ctx, const bench_choice *ch) {
     int rc = gpu_broken;
     for (int i = 0; i < ch->n_sweeps; i++) {
         ctx->sweep = ch->sweeps[i]->name;
+        ctx->precisions_run = 0;
         if (ch->sweeps[i]->run(ctx) != DG_OK) {
             fprintf(stderr, "bench: %s: cannot list its rows: %s\n", ctx->sweep, dg_last_error());
             rc = 1;
         }
+        bench_note_precisions(ctx);
     }
     dg_backend_free(ctx->cpu);
     dg_backend_free(ctx->gpu);
     return rc;
+}
+
+/* "# dtype: fp32,bf16": the precisions the run asked for (--dtype) */
+static void meta_precisions(bench_ctx *ctx) {
+    dg_precision p[DG_PREC_COUNT];
+    int n = bench_precisions(ctx, p);
+    size_t len = strlen(ctx->meta);
+    len += (size_t)snprintf(ctx->meta + len, len < sizeof ctx->meta ? sizeof ctx->meta - len : 0, "# dtype:");
+    for (int i = 0; i < n && len < sizeof ctx->meta; i++)
+        len += (size_t)snprintf(ctx->meta + len, sizeof ctx->meta - len, "%s%s", i ? "," : " ", dg_precision_name(p[i]));
+    if (len < sizeof ctx->meta) snprintf(ctx->meta + len, sizeof ctx->meta - len, "\n");
 }
 
 static int run_sweeps(int argc, char **argv) {
@@ -115,6 +128,7 @@ static int run_sweeps(int argc, char **argv) {
     ctx.gpu_mon = open_monitor(ctx.gpu);
     bench_env_meta(ctx.meta, sizeof ctx.meta, ctx.threads, ctx.gpu);
     bench_env_meta_more(ctx.meta, sizeof ctx.meta, argc, argv, ctx.gpu);
+    meta_precisions(&ctx);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     rc = gpu_broken;

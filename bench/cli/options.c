@@ -55,6 +55,10 @@ static void usage(FILE *f) {
             "                     these comma-separated glob patterns\n"
             "  --impl LIST        only the implementations matching these patterns (cpu-openblas,\n"
             "                     gpu-*, cpu-fwd ...; bench --list shows the sweeps)\n"
+            "  --dtype LIST       precisions, comma-separated: fp32, tf32 (fp32 storage, TF32 tensor-core\n"
+            "                     products where the backend has them), bf16, fp16 (2-byte operands,\n"
+            "                     float32 accumulation), or 'all' (default fp32); rows in the sweeps that\n"
+            "                     have them (gemm, ceiling), the others say once that they run in fp32\n"
             "  --quick            smaller sizes, for a fast look\n"
             "\n"
             "how to time:\n"
@@ -99,7 +103,8 @@ static void usage(FILE *f) {
             "against what, max_rel_err by how much); a wrong result is a row with status 'wrong' and no\n"
             "time. Status: ok, noisy (cv_pct above --max-cv), wrong, failed, error, oom, unsupported,\n"
             "skipped, interrupted; column note says why. GPU kernel times come from CUDA events; rows\n"
-            "with transfer=1 include the host-device copies. TF32 is off except in rows with tf32=1.\n"
+            "with transfer=1 include the host-device copies. Column dtype is the row's precision; TF32 is\n"
+            "off except in rows with dtype tf32 (tf32=1).\n"
             "A sweep's rows go to DIR/NAME.csv.partial as they are measured; the file replaces DIR/NAME.csv\n"
             "(and NAME.json is written beside it) when the sweep ends with rows in it, so a failed run\n"
             "never erases an earlier result; a run on a --budget writes the rows it could hold and the\n"
@@ -293,7 +298,7 @@ static bool path_ok(const char *s) { return *s && strlen(s) <= BENCH_MAX_PATH; }
 enum {
     OPT_SWEEP = 256, OPT_BACKENDS, OPT_SIZES, OPT_SHAPES, OPT_CASE, OPT_IMPL, OPT_THREADS, OPT_REPS, OPT_WARMUP,
     OPT_WARMUP_TIME, OPT_MIN_TIME, OPT_MAX_REPS, OPT_MAX_CV, OPT_RETRIES, OPT_COLD, OPT_CPU_CAP, OPT_BUDGET, OPT_WAIT,
-    OPT_QUICK, OPT_OUT, OPT_SAMPLES, OPT_DATA, OPT_LIST, OPT_LIST_OPS, OPT_VERSION,
+    OPT_QUICK, OPT_DTYPE, OPT_OUT, OPT_SAMPLES, OPT_DATA, OPT_LIST, OPT_LIST_OPS, OPT_VERSION,
 };
 
 bench_ctx bench_default_ctx(void) {
@@ -357,6 +362,9 @@ static int take_option(int c, const char *arg, bench_ctx *ctx, const char **swee
             return bench_usage_error("bench", "bad --wait-policy '%.80s' (auto, active or passive)", arg);
         ctx->wait_policy = arg; break;
     case OPT_QUICK: ctx->quick = true; break;
+    case OPT_DTYPE:
+        if (bench_parse_precisions(arg, ctx) != DG_OK) return bench_usage_error("bench", "%s", dg_last_error());
+        break;
     case OPT_SAMPLES: ctx->samples = true; break;
     case OPT_OUT:
         if (!path_ok(arg)) return bench_usage_error("bench", "bad --out '%.80s' (1 to 900 characters)", arg);
@@ -384,6 +392,7 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
         {"cold", no_argument, NULL, OPT_COLD},                {"cpu-cap", required_argument, NULL, OPT_CPU_CAP},
         {"budget", required_argument, NULL, OPT_BUDGET},
         {"wait-policy", required_argument, NULL, OPT_WAIT},   {"quick", no_argument, NULL, OPT_QUICK},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
         {"out", required_argument, NULL, OPT_OUT},            {"samples", no_argument, NULL, OPT_SAMPLES},
         {"data", required_argument, NULL, OPT_DATA},          {"list", no_argument, NULL, OPT_LIST},
         {"list-ops", no_argument, NULL, OPT_LIST_OPS},        {"version", no_argument, NULL, OPT_VERSION},

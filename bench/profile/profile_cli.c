@@ -102,6 +102,9 @@ static int measure_ceilings(const prof_cli *c, dg_backend *cpu, dg_backend *gpu,
     ctx.cpu = cpu;
     ctx.gpu = gpu;
     ctx.threads = cpu ? dg_cpu_threads(cpu) : 0;
+    /* fp32, and with --tf32 the GPU's TF32 GEMM ceiling its matmuls run against */
+    ctx.precisions[ctx.n_precisions++] = DG_PREC_FP32;
+    if (c->o.tf32) ctx.precisions[ctx.n_precisions++] = DG_PREC_TF32;
     snprintf(ctx.meta, sizeof ctx.meta, "%s", meta);
     for (int i = 0; i < bench_n_sweeps; i++)
         if (!strcmp(bench_sweeps[i].name, "ceiling")) {
@@ -118,7 +121,7 @@ static void read_ceilings(const char *dir, bool gpu, bool tf32, bench_prof_opts 
     bench_ceilings ceil = BENCH_NO_CEILINGS;
     if (t.n > 0) bench_ceilings_read(&t, &ceil);
     free(t.r);
-    o->peak_gflops = gpu ? (tf32 ? ceil.gpu_tf32_gflops : ceil.gpu_gflops) : ceil.cpu_gflops;
+    o->peak_gflops = gpu ? ceil.gpu_gemm[tf32 ? DG_PREC_TF32 : DG_PREC_FP32] : ceil.cpu_gemm[DG_PREC_FP32];
     o->peak_gbps = gpu ? ceil.gpu_gbps : ceil.cpu_gbps;
     if (!(o->peak_gflops > 0) || !(o->peak_gbps > 0))
         fprintf(stderr, "bench profile: no %s ceilings in %s/ceiling.csv: no bound or %% of ceiling\n",

@@ -71,6 +71,7 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
     }
     ctx->sweep = s->name;
     ctx->rows = ctx->failed = ctx->noisy = ctx->planned = 0;
+    ctx->precisions_run = 0;
     ctx->t0 = ctx->last_line_s = bench_now_s();
     ctx->left_s = -1;
     ctx->worst_miss = 0;
@@ -83,6 +84,7 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
     int rc = st != DG_OK || ctx->failed;
     if (ctx->progress) fprintf(stderr, "\r\033[K");
     if (st != DG_OK) fprintf(stderr, "bench: %s: %s\n", s->name, dg_last_error());
+    bench_note_precisions(ctx);
     /* and as it ends: '#' lines after the rows, which readers skip */
     bench_env_snapshot(end, sizeof end, "end of sweep");
     bench_gpu_monitor_snapshot(ctx->gpu_mon, end, sizeof end, "end of sweep");

@@ -78,7 +78,7 @@ static bench_row row_of(const bench_ctx *ctx, const bench_sweep_spec *spec, cons
                         const bench_impl *im) {
     return (bench_row){.sweep = spec->name, .name = pt->name, .impl = im->name, .backend = im->gpu ? "gpu" : "cpu",
                        .m = pt->m, .n = pt->n, .k = pt->k, .batch = pt->batch, .threads = ctx->threads,
-                       .transfer = im->transfer, .tf32 = im->tf32, .warmup = ctx->timing.warmup,
+                       .precision = pt->precision, .transfer = im->transfer, .warmup = ctx->timing.warmup,
                        .st = BENCH_NO_STATS, .flops = pt->flops, .bytes = pt->bytes, .max_rel_err = NAN,
                        .check = spec->check_word};
 }
@@ -145,7 +145,7 @@ typedef struct run_state {
     bench_ctx              *ctx;
     const bench_sweep_spec *spec;
     bench_points            pts;
-    rate                   *rates; /* [spec->n_impls] */
+    rate                   *rates; /* [spec->n_impls][DG_PREC_COUNT]: a precision has its own rate */
     bench_eta               eta;
 } run_state;
 
@@ -182,7 +182,8 @@ static void estimate_left(run_state *rs, int p, int i) {
             const bench_point *pt = &rs->pts.p[p];
             const bench_impl *im = &spec->impls[j];
             if (!row_applies(ctx, spec, pt, im)) continue;
-            double run_s = im->gpu ? 0 : bench_predict_s(pt, rs->rates[j].ms, rs->rates[j].work);
+            const rate *r = &rs->rates[j * DG_PREC_COUNT + pt->precision];
+            double run_s = im->gpu ? 0 : bench_predict_s(pt, r->ms, r->work);
             bench_timing t = timing_of(ctx, spec, im);
             if (run_s > ctx->cpu_cap_s) continue;
             if (run_s > 0) predicted += bench_eta_row_s(&t, run_s);
@@ -208,7 +209,8 @@ static void run_point(run_state *rs, int p) {
         if (spec->columns) spec->columns(ctx, pt, im, &row);
         char why[256];
         double predicted_s;
-        const char *skip = skip_reason(ctx, spec, pt, im, &rs->rates[i], &predicted_s, why, sizeof why);
+        rate *r = &rs->rates[i * DG_PREC_COUNT + pt->precision];
+        const char *skip = skip_reason(ctx, spec, pt, im, r, &predicted_s, why, sizeof why);
         bench_timing timing = timing_of(ctx, spec, im);
         double estimated_s = skip ? 0 : bench_eta_row_s(&timing, predicted_s);
         estimate_left(rs, p, i);
@@ -239,8 +241,8 @@ static void run_point(run_state *rs, int p) {
         if (lean) append_note(&row, "lean timing: the rows left are estimated past the sweep's share of --budget",
                               note, sizeof note);
         if (row.st.reps > 0 && !im->gpu) {
-            rs->rates[i].ms = row.st.median_ms;
-            rs->rates[i].work = pt->flops > 0 ? pt->flops : pt->bytes;
+            r->ms = row.st.median_ms;
+            r->work = pt->flops > 0 ? pt->flops : pt->bytes;
         }
         bench_eta_record(&rs->eta, estimated_s, bench_now_s() - t0);
         estimate_left(rs, p, i);
@@ -262,9 +264,33 @@ static void unavailable_row(bench_ctx *ctx, const bench_sweep_spec *spec, const 
     bench_emit(ctx, &row);
 }
 
+static unsigned declared_precisions(const bench_sweep_spec *spec) {
+    return spec->precisions ? spec->precisions : BENCH_PREC(DG_PREC_FP32);
+}
+
+/* The spec's points crossed with the run's precisions that it declares, in
+ * row order: point, then precision (--dtype's order). */
+static void list_points(bench_ctx *ctx, const bench_sweep_spec *spec, bench_points *out) {
+    bench_points base = {0};
+    spec->points(ctx, spec->arg, &base);
+    out->oom = base.oom;
+    dg_precision asked[DG_PREC_COUNT];
+    int n = bench_precisions(ctx, asked);
+    unsigned declared = declared_precisions(spec);
+    for (int p = 0; p < base.n; p++)
+        for (int i = 0; i < n; i++) {
+            if (!(declared & BENCH_PREC(asked[i]))) continue;
+            bench_point pt = base.p[p];
+            pt.precision = asked[i];
+            bench_points_add(out, pt);
+        }
+    free(base.p);
+}
+
 static dg_status list_spec(bench_ctx *ctx, const bench_sweep_spec *spec);
 
 dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
+    ctx->precisions_run |= declared_precisions(spec);
     if (ctx->list) return list_spec(ctx, spec);
     char why[512];
     const char *unavailable = spec->unavailable ? spec->unavailable(ctx, why, sizeof why) : NULL;
@@ -273,8 +299,8 @@ dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
         return DG_OK;
     }
     run_state rs = {.ctx = ctx, .spec = spec};
-    spec->points(ctx, spec->arg, &rs.pts);
-    rs.rates = calloc((size_t)spec->n_impls, sizeof *rs.rates);
+    list_points(ctx, spec, &rs.pts);
+    rs.rates = calloc((size_t)spec->n_impls * DG_PREC_COUNT, sizeof *rs.rates);
     if (rs.pts.oom || !rs.rates) {
         free(rs.pts.p);
         free(rs.rates);
@@ -307,7 +333,7 @@ static dg_status list_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
         return DG_OK;
     }
     bench_points pts = {0};
-    spec->points(ctx, spec->arg, &pts);
+    list_points(ctx, spec, &pts);
     if (pts.oom) {
         free(pts.p);
         return dg_fail(DG_ERR_OOM, "%s: out of host memory listing its rows", spec->name);
@@ -318,9 +344,9 @@ static dg_status list_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
             const bench_point *pt = &pts.p[p];
             const bench_impl *im = &spec->impls[i];
             if (!row_applies(ctx, spec, pt, im)) continue;
-            fprintf(ctx->list, "%s %s %s %s m=%lld n=%lld k=%lld batch=%lld%s%s\n", spec->name, pt->name, im->name,
-                    im->gpu ? "gpu" : "cpu", (long long)pt->m, (long long)pt->n, (long long)pt->k,
-                    (long long)pt->batch, im->transfer ? " transfer" : "", im->tf32 ? " tf32" : "");
+            fprintf(ctx->list, "%s %s %s %s %s m=%lld n=%lld k=%lld batch=%lld%s\n", spec->name, pt->name, im->name,
+                    im->gpu ? "gpu" : "cpu", dg_precision_name(pt->precision), (long long)pt->m, (long long)pt->n,
+                    (long long)pt->k, (long long)pt->batch, im->transfer ? " transfer" : "");
             add_name(cases, sizeof cases, pt->name);
             add_name(impls, sizeof impls, im->name);
             rows++;

@@ -1,15 +1,18 @@
 /* runner.h: the loops every sweep shares. A sweep declares its points (the
  * cases crossed with its size axis, in row order), its implementations and
- * a few callbacks; the runner iterates points x implementations, filters by
+ * a few callbacks; the runner iterates points x precisions (the run's
+ * --dtype that the spec declares) x implementations, filters by
  * --case / --impl, counts the rows for the progress line, predicts and
  * skips CPU rows over --cpu-cap, checks for Ctrl-C between rows, times the
  * work the sweep hands it, chooses the status word and emits every row
  * through one site (bench_emit). Google Benchmark's and nvbench's split of
  * benchmark, axes, runner and reporters is the model.
  *
- * For each point, in order:
+ * For each point, and for each precision in it (pt->precision; the
+ * precision names the row's dtype column), in order:
  *   setup(point)                 once, at the first implementation that runs
- *                                (host data, the float64 reference)
+ *                                (host data rounded to the precision, the
+ *                                float64 reference)
  *   for each implementation:
  *     applies(point, impl)       false: no row at all (not this machine's,
  *                                not this shape's)
@@ -23,7 +26,9 @@
  *     release(state, impl, work) what prepare made for this implementation
  *   teardown(state)
  * A sweep never calls bench_emit: the runner writes one row per
- * (point, implementation) that applies. */
+ * (point, precision, implementation) that applies. A precision --dtype
+ * asked for that the spec does not declare has no rows (the sweep says so
+ * once on stderr: bench_note_precisions). */
 #ifndef DG_BENCH_RUNNER_H
 #define DG_BENCH_RUNNER_H
 
@@ -39,13 +44,15 @@ typedef struct bench_point {
     double      flops, bytes;  /* one run's work: GFLOP/s, GB/s, predictions   */
     const void *data;          /* the sweep's own description of the case      */
     int64_t     index;         /* the sweep's own number (a size's index, say) */
+    dg_precision precision;    /* set by the runner: the row's precision (the
+                                * sweep's points are listed in fp32)           */
 } bench_point;
 
 /* One implementation: a column value of impl, and the sweep's own data. */
 typedef struct bench_impl {
     const char *name;          /* the impl column                              */
     bool        gpu;           /* runs on ctx->gpu (backend "gpu"), else ctx->cpu */
-    bool        tf32, transfer;
+    bool        transfer;
     const void *data;
 } bench_impl;
 
@@ -77,6 +84,8 @@ typedef struct bench_sweep_spec {
     const char       *check_word; /* the check column of every row (a prepare or check may set another) */
     const bench_impl *impls;
     int               n_impls;
+    /* the precisions it has rows in: a mask of BENCH_PREC(p); 0: fp32 alone */
+    unsigned          precisions;
     /* NULL, or why the whole sweep cannot run on this machine (written into
      * why, n bytes): then its one row is a skipped row named after the sweep,
      * by its first implementation, and the reason goes to stderr too */
@@ -119,7 +128,10 @@ typedef struct bench_sweep_spec {
     void (*release)(void *state, const bench_impl *im, bench_work *work);
 } bench_sweep_spec;
 
-/* Runs every point x implementation of spec, writing its rows into the
+#define BENCH_PREC(p)   (1u << (p))
+#define BENCH_PREC_ALL  ((1u << DG_PREC_COUNT) - 1)
+
+/* Runs every point x precision x implementation of spec, writing its rows into the
  * sweep under way (ctx->csv); DG_OK, or DG_ERR_OOM when the points could
  * not be listed. With ctx->list (bench --list SWEEP) nothing is set up or
  * run: each row that would be written (its backend open, --case and

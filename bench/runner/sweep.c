@@ -15,12 +15,12 @@
 /* in the order `bench plot` writes their sections and `bench compare` their rows */
 const sweep_def bench_sweeps[] = {
     {.name = "ceiling", .by_default = true,
-     .what = "each device's measured peak: large sgemm, streaming copy, and host-device transfers from pinned "
-             "and pageable memory",
+     .what = "each device's measured peak: a large GEMM in each --dtype, streaming copy, and host-device "
+             "transfers from pinned and pageable memory",
      .run = sweep_ceilings, .report = bench_report_ceiling, .ceilings = bench_ceilings_read},
     {.name = "gemm", .by_default = true,
-     .what = "sgemm: square 32..8192 and non-square shapes; cpu-naive, cpu-omp, cpu-openblas, gpu-naive, "
-             "gpu-tiled, gpu-cublas, gpu-cublas-tf32; GPU with and without transfers",
+     .what = "GEMM: square 32..8192 and non-square shapes; cpu-naive, cpu-omp, cpu-openblas, gpu-naive, "
+             "gpu-tiled, gpu-cublas; GPU with and without transfers; --dtype fp32, tf32, bf16, fp16",
      .run = sweep_gemm, .report = bench_report_gemm},
     {.name = "ops", .by_default = true,
      .what = "elementwise, broadcasting, reductions, softmax, softmax cross-entropy, transpose; forward and "

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "core/precision.h"
 #include "writers/csv.h"
 #include "charts/plot.h"
 #include "runner/timing.h"
@@ -35,6 +36,8 @@ typedef struct bench_ctx {
     bench_size_list size_lists[BENCH_MAX_SIZE_LISTS];
     int          n_size_lists;       /* 0: each sweep's defaults             */
     bench_gemm_shape shapes[BENCH_MAX_SHAPES]; /* --shapes: the gemm sweep's */
+    dg_precision precisions[DG_PREC_COUNT]; /* --dtype, in the order given, each once */
+    int          n_precisions;       /* 0: fp32 alone (the default)          */
     int          n_shapes;
     const char  *impl_filter, *case_filter; /* comma-separated glob patterns; NULL: all */
     bench_timing timing;
@@ -59,6 +62,9 @@ typedef struct bench_ctx {
     struct bench_json *json;
     struct bench_gpu_monitor *gpu_mon; /* NVML, NULL where none              */
     int          rows, failed, noisy;
+    unsigned     precisions_run;     /* the precisions its specs declare (a mask
+                                      * of 1u << dg_precision): --dtype's others
+                                      * are said once on stderr as it ends    */
     int          planned;            /* rows it expects (progress), 0: unknown */
     double       t0;                 /* when it started                       */
     double       deadline_s;         /* its share of --budget ends, 0: none    */
@@ -116,6 +122,15 @@ bool bench_user_sizes(const bench_ctx *ctx);
 bool bench_wanted(const bench_ctx *ctx, const char *name, const char *impl);
 /* the sweep expects about n more rows (the progress line's total) */
 void bench_plan_rows(bench_ctx *ctx, int n);
+/* the run's precisions (--dtype) into out; returns their number, 1 or
+ * more (fp32 alone when none was given) */
+int  bench_precisions(const bench_ctx *ctx, dg_precision out[DG_PREC_COUNT]);
+/* "LIST" of --dtype (precision names comma-separated, or "all") into ctx;
+ * DG_ERR_INVALID naming the unknown entry or the repeated one */
+dg_status bench_parse_precisions(const char *spec, bench_ctx *ctx);
+/* one stderr line for the precisions --dtype asked for that no spec of the
+ * sweep under way declared (they have no rows in it; not an error) */
+void bench_note_precisions(const bench_ctx *ctx);
 /* status name for a failed dg_status */
 const char *bench_status_word(dg_status st);
 
@@ -128,8 +143,10 @@ void      bench_transfer_ceilings(bench_ctx *ctx);
 void      bench_transfer_ceilings_read(const bench_table *t, bench_ceilings *c);
 dg_status sweep_gemm(bench_ctx *ctx);
 bool      bench_report_gemm(bench_report *rep, const bench_table *t);
-/* one ceiling row: square sgemm of `size` by `impl` */
-void      bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl);
+/* the ceiling rows of a square GEMM of `size` by `impl` (a gemm sweep
+ * implementation), one per precision of the run (--dtype) in `precisions`
+ * (a BENCH_PREC mask, runner.h) that the implementation has */
+void      bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl, unsigned precisions);
 dg_status sweep_ops(bench_ctx *ctx);
 bool      bench_report_ops(bench_report *rep, const bench_table *t);
 dg_status sweep_mlp(bench_ctx *ctx);

@@ -66,9 +66,9 @@ bool bench_row_timed(const bench_row *r) {
 
 void bench_csv_write(FILE *f, const bench_row *r) {
     bool ok = bench_row_timed(r);
-    fprintf(f, "%s,%s,%s,%s,f32,%lld,%lld,%lld,%lld,%d,%d,%d,%d,%d,%d", r->sweep, r->name, r->impl, r->backend,
-            (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->batch, r->threads, r->transfer,
-            r->tf32, r->cold, r->warmup, ok ? r->st.reps : 0);
+    fprintf(f, "%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%d,%d,%d,%d", r->sweep, r->name, r->impl, r->backend,
+            dg_precision_name(r->precision), (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->batch,
+            r->threads, r->transfer, r->precision == DG_PREC_TF32, r->cold, r->warmup, ok ? r->st.reps : 0);
     num(f, ok ? r->st.median_ms : NAN);
     num(f, ok ? r->st.min_ms : NAN);
     num(f, ok ? r->st.max_ms : NAN);
@@ -90,12 +90,12 @@ enum {
     COL_SWEEP, COL_CASE, COL_IMPL, COL_BACKEND, COL_M, COL_N, COL_K, COL_BATCH, COL_TRANSFER, COL_MEDIAN,
     COL_MIN, COL_MAX, COL_STATUS, N_REQUIRED, /* the columns above are required; below, optional */
     COL_TF32 = N_REQUIRED, COL_THREADS, COL_REPS, COL_CV, COL_GFLOPS, COL_GBPS, COL_ERR, COL_COLD, COL_CHECK,
-    COL_NOTE, COL_SCRATCH, COL_ARENA, COL_LIVE, N_KNOWN
+    COL_NOTE, COL_SCRATCH, COL_ARENA, COL_LIVE, COL_DTYPE, N_KNOWN
 };
 static const char *const col_names[N_KNOWN] = {
     "sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer", "median_ms", "min_ms", "max_ms",
     "status", "tf32", "threads", "reps", "cv_pct", "gflops", "gbps", "max_rel_err", "cold", "check", "note",
-    "scratch_bytes", "arena_bytes", "live_bytes",
+    "scratch_bytes", "arena_bytes", "live_bytes", "dtype",
 };
 
 #define MAX_FIELDS 64
@@ -170,6 +170,25 @@ static dg_status num_col(const row_src *s, int c, double *out) {
     return DG_OK;
 }
 
+/* The dtype column: a precision name; "f32" (the files written before the
+ * precision axis) or no column at all is fp32, or tf32 where the tf32
+ * column says 1; then bench_rec_legacy_tf32. */
+static dg_status precision_col(const row_src *s, csv_rec *r) {
+    const char *v = s->col[COL_DTYPE] >= 0 ? s->fld[s->col[COL_DTYPE]] : "f32";
+    if (!strcmp(v, "f32")) r->precision = r->tf32 ? DG_PREC_TF32 : DG_PREC_FP32;
+    else if (dg_precision_parse(v, &r->precision) != DG_OK)
+        return dg_fail(DG_ERR_IO, "%s:%d: column 'dtype': '%.32s' is not a precision (fp32, tf32, bf16, fp16; f32)",
+                       s->path, s->line_no, v);
+    bench_rec_legacy_tf32(r);
+    return DG_OK;
+}
+
+void bench_rec_legacy_tf32(csv_rec *r) {
+    r->tf32 = r->precision == DG_PREC_TF32;
+    size_t n = strlen(r->impl);
+    if (r->tf32 && n > 5 && !strcmp(r->impl + n - 5, "-tf32")) r->impl[n - 5] = '\0';
+}
+
 static dg_status parse_row(const row_src *s, csv_rec *r) {
     memset(r, 0, sizeof *r);
     snprintf(r->sweep, sizeof r->sweep, "%s", s->fld[s->col[COL_SWEEP]]);
@@ -198,7 +217,7 @@ static dg_status parse_row(const row_src *s, csv_rec *r) {
     r->tf32 = (int)tf32;
     r->threads = (int)threads;
     r->reps = (int)reps;
-    return DG_OK;
+    return precision_col(s, r);
 }
 
 csv_rec *bench_csv_read(const char *path, int *n) {

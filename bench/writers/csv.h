@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/precision.h"
 #include "core/status.h"
 #include "runner/timing.h"
 
@@ -21,7 +22,9 @@ typedef struct bench_row {
     int         threads;         /* the CPU backend's OpenMP threads (--threads);
                                   * a kernel may keep fewer busy (the conv batch
                                   * strategy's team, dg__cpu_conv_slots)      */
-    bool        transfer, tf32;
+    dg_precision precision;      /* the dtype column; the tf32 column says 1
+                                  * exactly when it is DG_PREC_TF32          */
+    bool        transfer;
     bool        cold;            /* caches emptied before every timed run: the
                                   * GPU's L2, or the host's for CPU rows      */
     int         warmup;
@@ -59,13 +62,16 @@ bool      bench_row_timed(const bench_row *r);
 /* reading back (plot, compare): columns are found by their header name, so
  * a folder written with fewer or more columns still reads. Required: sweep,
  * case, impl, backend, m, n, k, batch, transfer, median_ms, min_ms, max_ms,
- * status. Optional: tf32, cold, threads, reps, scratch_bytes, arena_bytes,
+ * status. Optional: dtype (a precision name; "f32", written before
+ * precisions were, reads as fp32, or tf32 where tf32 = 1; absent: the
+ * same), tf32, cold, threads, reps, scratch_bytes, arena_bytes,
  * live_bytes (0 when absent), cv_pct, gflops, gbps, max_rel_err (NaN when absent),
  * check, note (empty when absent). Other columns are ignored. */
 typedef struct csv_rec {
     char   sweep[32], name[48], impl[32], backend[8], status[16], check[24], note[160];
     long long m, n, k, batch, scratch_bytes, arena_bytes, live_bytes;
     int    threads, transfer, tf32, cold, reps;
+    dg_precision precision;
     double median_ms, min_ms, max_ms, cv_pct, gflops, gbps, max_rel_err;
 } csv_rec;
 
@@ -74,6 +80,12 @@ typedef struct csv_rec {
  * line without its newline (a row cut short) is skipped with a warning on
  * stderr; any other malformed line fails the whole file. */
 csv_rec *bench_csv_read(const char *path, int *n);
+
+/* r->tf32 set from r->precision (1 exactly for tf32), and the name of an
+ * older file's TF32 implementation, IMPL-tf32 (gpu-cublas-tf32,
+ * gpu-tiled-tf32: TF32 had implementations of its own before the
+ * precision axis), read as IMPL: the rows of IMPL at tf32 today */
+void bench_rec_legacy_tf32(csv_rec *r);
 
 /* The value of the metadata line "# KEY: value" of path (before its
  * header) into buf; false (buf empty) when there is none. */

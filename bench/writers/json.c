@@ -215,12 +215,13 @@ static void put_row(bench_json *j, cJSON *e, const bench_row *r) {
     put_str(j, e, "case", r->name);
     put_str(j, e, "impl", r->impl);
     put_str(j, e, "backend", r->backend);
+    put_str(j, e, "dtype", dg_precision_name(r->precision));
     put_num(j, e, "m", (double)r->m);
     put_num(j, e, "n", (double)r->n);
     put_num(j, e, "k", (double)r->k);
     put_num(j, e, "batch", (double)r->batch);
     put_num(j, e, "transfer", r->transfer);
-    put_num(j, e, "tf32", r->tf32);
+    put_num(j, e, "tf32", r->precision == DG_PREC_TF32);
     put_num(j, e, "cold", r->cold);
     put_str(j, e, "status", r->status);
     put_str(j, e, "check", r->check ? r->check : "none");
@@ -267,9 +268,9 @@ static void add_aggregates(bench_json *j, const bench_row *r, const char *name, 
 void bench_json_add(bench_json *j, const bench_row *r) {
     if (!j) return;
     char name[512];
-    snprintf(name, sizeof name, "%s/%s/%s/%s/m:%lld/n:%lld/k:%lld/batch:%lld/transfer:%d/tf32:%d/cold:%d", r->sweep,
-             r->name, r->impl, r->backend, (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->batch,
-             r->transfer, r->tf32, r->cold);
+    snprintf(name, sizeof name, "%s/%s/%s/%s/dtype:%s/m:%lld/n:%lld/k:%lld/batch:%lld/transfer:%d/tf32:%d/cold:%d",
+             r->sweep, r->name, r->impl, r->backend, dg_precision_name(r->precision), (long long)r->m, (long long)r->n,
+             (long long)r->k, (long long)r->batch, r->transfer, r->precision == DG_PREC_TF32, r->cold);
     if (!bench_row_timed(r)) {
         cJSON *e = new_entry(j, name, "", false, 1);
         if (e) {
@@ -403,6 +404,12 @@ static dg_status read_columns(const entry_src *s, bench_json_rec *r) {
         return st;
     c->transfer = (int)transfer;
     c->tf32 = (int)tf32;
+    const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->e, "dtype"));
+    if (!dtype) c->precision = tf32 ? DG_PREC_TF32 : DG_PREC_FP32; /* written before the precision axis */
+    else if (dg_precision_parse(dtype, &c->precision) != DG_OK)
+        return dg_fail(DG_ERR_IO, "%s: benchmark %d: dtype '%.32s' is not a precision (fp32, tf32, bf16, fp16)",
+                       s->path, s->index, dtype);
+    bench_rec_legacy_tf32(c);
     r->cold = (int)cold;
     c->threads = (int)threads;
     c->max_rel_err = NAN;

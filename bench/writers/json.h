@@ -4,7 +4,7 @@
  *
  * {"context": {...}, "benchmarks": [...]}: per row of the sweep, one
  * benchmark named by every column that defines what was timed,
- *   "gemm/square/cpu-openblas/cpu/m:512/n:512/k:512/batch:1/transfer:0/tf32:0/cold:0",
+ *   "gemm/square/cpu-openblas/cpu/dtype:fp32/m:512/n:512/k:512/batch:1/transfer:0/tf32:0/cold:0",
  * with one "iteration" entry per repetition followed by the
  * aggregates NAME_mean, NAME_median, NAME_stddev (sample, n - 1) and NAME_cv
  * (stddev / mean, "aggregate_unit": "percentage", as a fraction), as Google
@@ -19,7 +19,8 @@
  * its runs, the very number of NAME.csv's median_ms (the median of block
  * means is another number, and a row has one median in every file, in
  * bench compare and in the charts). Each entry also holds the row's columns (sweep,
- * case, impl, backend, m, n, k, batch, transfer, tf32, cold) and duograd's
+ * case, impl, backend, dtype, m, n, k, batch, transfer, tf32, cold; a file
+ * without dtype reads as fp32, or tf32 where tf32 is 1) and duograd's
  * status, check, max_rel_err (null when none), note (absent when none).
  *
  * A row without a measurement (wrong, failed, unsupported, oom, skipped ...)

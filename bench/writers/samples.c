@@ -14,9 +14,9 @@ FILE *bench_samples_open(const char *dir, const char *name, const char *meta) {
 void bench_samples_write(FILE *f, const bench_row *r) {
     if (!bench_row_timed(r) || !r->st.samples) return; /* the rule of bench_csv_write */
     for (int i = 0; i < r->st.reps; i++)
-        fprintf(f, "%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%d,%d,%.9g\n", r->sweep, r->name, r->impl, r->backend,
-                (long long)r->m, (long long)r->n, (long long)r->k, (long long)r->batch, r->transfer, r->tf32,
-                r->cold, i, r->st.samples[i]);
+        fprintf(f, "%s,%s,%s,%s,%s,%lld,%lld,%lld,%lld,%d,%d,%d,%d,%.9g\n", r->sweep, r->name, r->impl, r->backend,
+                dg_precision_name(r->precision), (long long)r->m, (long long)r->n, (long long)r->k,
+                (long long)r->batch, r->transfer, r->precision == DG_PREC_TF32, r->cold, i, r->st.samples[i]);
     fflush(f);
 }
 

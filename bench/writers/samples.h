@@ -10,7 +10,7 @@
 
 #include "writers/csv.h"
 
-#define BENCH_SAMPLES_HEADER "sweep,case,impl,backend,m,n,k,batch,transfer,tf32,cold,rep,ms"
+#define BENCH_SAMPLES_HEADER "sweep,case,impl,backend,dtype,m,n,k,batch,transfer,tf32,cold,rep,ms"
 
 /* DIR/NAME.samples.csv.partial with meta and the header; NULL with a
  * message. Close it with bench_samples_finish. */

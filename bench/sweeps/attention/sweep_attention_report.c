@@ -64,8 +64,8 @@ static void draw_pass(bench_report *rep, const bench_table *t, const bench_table
         bench_chart_add(&time, bench_pick(peer, masks[mk], impl, NULL, false, BENCH_MS, impl));
         bench_chart_add(&rate, scaled(bench_pick(peer, masks[mk], impl, NULL, false, BENCH_GFLOPS, impl), 1e-3));
     }
-    bench_chart_hline(&rate, rep->ceil.cpu_gflops / 1e3, "CPU sgemm ceiling (OpenBLAS)");
-    bench_chart_hline(&rate, rep->ceil.gpu_gflops / 1e3, "GPU sgemm ceiling (cuBLAS fp32)");
+    bench_chart_hline(&rate, rep->ceil.cpu_gemm[DG_PREC_FP32] / 1e3, "CPU sgemm ceiling (OpenBLAS)");
+    bench_chart_hline(&rate, rep->ceil.gpu_gemm[DG_PREC_FP32] / 1e3, "GPU sgemm ceiling (cuBLAS fp32)");
     bench_chart_draw(rep, &time);
     bench_chart_draw(rep, &rate);
 }
@@ -180,7 +180,7 @@ static void best_rates(FILE *f, const bench_report *rep, const bench_table *t) {
             bench_series s = bench_pick(t, masks[mk], impl, NULL, false, BENCH_GFLOPS, impl);
             double at, best = bench_series_max(&s, &at);
             if (isnan(best)) continue;
-            double ceil = att_backends[ii / 4].gpu ? rep->ceil.gpu_gflops : rep->ceil.cpu_gflops;
+            double ceil = att_backends[ii / 4].gpu ? rep->ceil.gpu_gemm[DG_PREC_FP32] : rep->ceil.cpu_gemm[DG_PREC_FP32];
             fprintf(f, "| %s | %s | %.0f | %s | %s |\n", impl, masks[mk], at, bench_fmt_num(best / 1e3, "%.3g", tf, sizeof tf),
                     bench_fmt_num(100 * best / ceil, "%.0f%%", frac, sizeof frac));
         }

@@ -1,6 +1,7 @@
 /* sweep_ceiling.c: each device's measured limits, the lines every chart
- * draws: a large sgemm (GFLOP/s; on the CPU as large as --cpu-cap lets
- * it be, so that every machine has one) and a streaming copy (GB/s, bytes read plus
+ * draws: a large GEMM in each precision of the run that the device's
+ * library has (GFLOP/s; on the CPU as large as --cpu-cap lets it be, so
+ * that every machine has one) and a streaming copy (GB/s, bytes read plus
  * bytes written); on the GPU also the host-device transfer rates
  * (ceiling_transfer.c). Copies are checked by comparing destination and
  * source. */
@@ -165,27 +166,29 @@ static int cpu_ceiling_size(bench_ctx *ctx) {
 
 dg_status sweep_ceilings(bench_ctx *ctx) {
     if (ctx->cpu) {
-        bench_gemm_ceiling(ctx, cpu_ceiling_size(ctx), "cpu-openblas");
+        /* the CPU's own GEMM and its bf16 path (fp16 widens alike; no TF32) */
+        bench_gemm_ceiling(ctx, cpu_ceiling_size(ctx), "cpu-openblas",
+                           BENCH_PREC(DG_PREC_FP32) | BENCH_PREC(DG_PREC_BF16));
         copy_row(ctx, false);
     }
     if (ctx->gpu) {
-        bench_gemm_ceiling(ctx, 8192, "gpu-cublas");
-        bench_gemm_ceiling(ctx, 8192, "gpu-cublas-tf32");
+        bench_gemm_ceiling(ctx, 8192, "gpu-cublas", BENCH_PREC_ALL);
         copy_row(ctx, true);
         bench_transfer_ceilings(ctx);
     }
     return DG_OK;
 }
 
-/* the best of each device's rows above: sgemm by the libraries (fp32 and
- * TF32), the copies and the transfers */
+/* the best of each device's rows above: the libraries' GEMM in each
+ * precision, the copies and the transfers */
 void bench_ceilings_read(const bench_table *t, bench_ceilings *c) {
-    bench_series s = bench_pick(t, NULL, "cpu-openblas", NULL, false, BENCH_GFLOPS, "");
-    c->cpu_gflops = bench_series_max(&s, NULL);
-    s = bench_pick(t, NULL, "gpu-cublas", NULL, false, BENCH_GFLOPS, "");
-    c->gpu_gflops = bench_series_max(&s, NULL);
-    s = bench_pick(t, NULL, "gpu-cublas-tf32", NULL, false, BENCH_GFLOPS, "");
-    c->gpu_tf32_gflops = bench_series_max(&s, NULL);
+    bench_series s;
+    for (int p = 0; p < DG_PREC_COUNT; p++) {
+        s = bench_pick_prec(t, NULL, "cpu-openblas", NULL, (dg_precision)p, false, BENCH_GFLOPS, "");
+        c->cpu_gemm[p] = bench_series_max(&s, NULL);
+        s = bench_pick_prec(t, NULL, "gpu-cublas", NULL, (dg_precision)p, false, BENCH_GFLOPS, "");
+        c->gpu_gemm[p] = bench_series_max(&s, NULL);
+    }
     s = bench_pick(t, NULL, "cpu-memcpy", NULL, false, BENCH_GBPS, "");
     c->cpu_gbps = bench_series_max(&s, NULL);
     s = bench_pick(t, NULL, "gpu-memcpy", NULL, false, BENCH_GBPS, "");

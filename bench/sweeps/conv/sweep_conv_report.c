@@ -96,8 +96,8 @@ static void draw_direction(bench_report *rep, const bench_table *t, const conv_s
     bench_chart c = {file, title, "layer shape (# in summary.md)", "GFLOP/s", true, true, .vline = NAN};
     for (int i = 0; i < CONV_N_IMPLS; i++) bench_chart_add(&c, shape_series(t, l, d, &conv_impls[i]));
     for (int p = 0; p < N_PEERS; p++) bench_chart_add(&c, shape_series(t, l, d, &peer_impls[p]));
-    bench_chart_hline(&c, rep->ceil.cpu_gflops, "CPU sgemm ceiling (OpenBLAS)");
-    bench_chart_hline(&c, rep->ceil.gpu_gflops, "GPU sgemm ceiling (cuBLAS fp32)");
+    bench_chart_hline(&c, rep->ceil.cpu_gemm[DG_PREC_FP32], "CPU sgemm ceiling (OpenBLAS)");
+    bench_chart_hline(&c, rep->ceil.gpu_gemm[DG_PREC_FP32], "GPU sgemm ceiling (cuBLAS fp32)");
     bench_chart_draw(rep, &c);
 }
 
@@ -232,7 +232,7 @@ static void write_direction(bench_report *rep, const bench_table *t, const conv_
         const csv_rec *ri = pick(t, name, &conv_impls[CONV_GPU_IMPLICIT], b);
         const csv_rec *rg = pick(t, name, &conv_impls[CONV_GPU_IM2COL], b);
         bench_fmt_num(ri && rg ? ri->gflops / rg->gflops : NAN, "%.2f", ratio, sizeof ratio);
-        bench_fmt_num(100.0 * cpu / rep->ceil.cpu_gflops, "%.0f%%", frac, sizeof frac);
+        bench_fmt_num(100.0 * cpu / rep->ceil.cpu_gemm[DG_PREC_FP32], "%.0f%%", frac, sizeof frac);
         fprintf(f, "| %d | %s | %lld | %s |", k + 1, s->name, b, c);
         for (int o = FIRST_OTHER_CPU; o <= LAST_OTHER_CPU; o++)
             if (other[o]) fprintf(f, " %s |", co[o]);

@@ -1,26 +1,27 @@
-/* sweep_gemm.c: C[m,n] = A[m,k] B[k,n] in float32 by every implementation.
+/* sweep_gemm.c: C[m,n] = A[m,k] B[k,n] by every implementation, in each
+ * precision it has a path in: fp32 and tf32 (float32 operands; TF32 tensor
+ * cores on the GPU, the CPU's sgemm as in fp32), bf16 and fp16 (operands
+ * rounded to the dtype and stored in 2 bytes, float32 accumulation and C:
+ * dg_cpu_gemm_ex, which widens them to float32 for the sgemm, and cuBLAS
+ * GemmEx by dg_gpu_gemm_ex, the kernels a matmul of such operands runs).
  *
- * Check: each result C is verified before its time is written, by
- * Freivalds' test in float64: y = C x against z = op(A) (op(B) x) for a
- * random x, error = max|y - z| / max|z|. It costs O(mn + nk + mk) instead
- * of the O(mnk) of a reference product, so even 8192^3 is checked.
+ * Check: Freivalds' test in float64 on the operands as the kernel reads
+ * them (gemm_check.h), against a tolerance per precision.
  * --shapes replaces the default shapes with the user's, transposes too. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/check/error.h"
+#include "core/check/round.h"
 #include "core/rng.h"
 #include "core/status.h"
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
 #include "runner/runner.h"
+#include "sweeps/gemm/gemm_check.h"
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
 #endif
-
-#define TOL_FP32 1e-4
-#define TOL_TF32 5e-3
 
 typedef struct gemm_case { const char *name; int m, n, k; } gemm_case;
 
@@ -37,67 +38,83 @@ typedef struct gemm_impl gemm_impl;
 typedef struct gemm_run {
     bench_ctx *ctx;
     const gemm_impl *impl;
+    dg_precision prec;
     int m, n, k;
     bool ta, tb;                  /* A stored [k,m] / B stored [n,k]              */
-    float *A, *B, *C;             /* host                                         */
-    float *hA, *hB, *hC;          /* what a transfer row copies: A, B, C, or their
+    float *A, *B, *C;             /* host; A, B rounded to prec's dtype            */
+    uint16_t *lA, *lB;            /* host: A, B in prec's 2-byte dtype; NULL in
+                                   * fp32 and tf32                                 */
+    void *hA, *hB; float *hC;     /* what a transfer row copies: A, B, C, or their
                                    * pinned copies (gpu-cublas-pinned)             */
-    void *dA, *dB, *dC;           /* device                                       */
+    void *dA, *dB, *dC;           /* device: A, B in the operands' dtype           */
 } gemm_run;
 
+/* the operands as the kernels read them: 2-byte values in bf16 and fp16 */
+static const void *op_a(const gemm_run *g) { return g->lA ? (const void *)g->lA : g->A; }
+static const void *op_b(const gemm_run *g) { return g->lB ? (const void *)g->lB : g->B; }
+/* bytes of an operand's element */
+static size_t elem_bytes(dg_precision p) { return dg_dtype_size(dg_precision_dtype(p)); }
+
 /* the products, one per implementation: bench_fn on a gemm_run; the CPU
- * ones run with the CPU backend's threads and packing scratch */
-static dg_status cpu_sgemm(gemm_run *g, dg_cpu_gemm kind) {
-    dg_cpu_sgemm(g->ctx->cpu, kind, g->ta, g->tb, g->m, g->n, g->k, g->A, g->B, g->C);
-    return DG_OK;
+ * ones run with the CPU backend's threads and packing scratch (and, for
+ * bf16 and fp16, its widening buffer) */
+static dg_status cpu_gemm(gemm_run *g, dg_cpu_gemm kind) {
+    return dg_cpu_gemm_ex(g->ctx->cpu, kind, dg_precision_dtype(g->prec), g->ta, g->tb, g->m, g->n, g->k, op_a(g),
+                          op_b(g), g->C);
 }
-static dg_status cpu_naive(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_NAIVE); }
-static dg_status cpu_own(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OWN); }
-static dg_status cpu_openblas(void *arg) { return cpu_sgemm(arg, DG_CPU_GEMM_OPENBLAS); }
+static dg_status cpu_naive(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_NAIVE); }
+static dg_status cpu_own(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_OWN); }
+static dg_status cpu_openblas(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_OPENBLAS); }
 #ifdef DG_HAVE_CUDA
-static dg_status gpu_sgemm(gemm_run *g, dg_gpu_gemm kind, bool tf32) {
-    return dg_gpu_sgemm(g->ctx->gpu, kind, tf32, g->ta, g->tb, g->m, g->n, g->k, g->dA, g->dB, g->dC);
+/* bf16, fp16: cuBLAS GemmEx (gemm_applies keeps the own kernels out) */
+static dg_status gpu_gemm(gemm_run *g, dg_gpu_gemm kind) {
+    dg_dtype dt = dg_precision_dtype(g->prec);
+    if (dt != DG_F32) return dg_gpu_gemm_ex(g->ctx->gpu, dt, g->ta, g->tb, g->m, g->n, g->k, g->dA, g->dB, g->dC);
+    return dg_gpu_sgemm(g->ctx->gpu, kind, g->prec == DG_PREC_TF32, g->ta, g->tb, g->m, g->n, g->k, g->dA, g->dB,
+                        g->dC);
 }
-static dg_status gpu_naive(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_NAIVE, false); }
-static dg_status gpu_tiled(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED, false); }
-static dg_status gpu_cublas(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS, false); }
-static dg_status gpu_cublas_tf32(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_CUBLAS, true); }
-static dg_status gpu_tiled_tf32(void *arg) { return gpu_sgemm(arg, DG_GPU_GEMM_TILED, true); }
+static dg_status gpu_naive(void *arg) { return gpu_gemm(arg, DG_GPU_GEMM_NAIVE); }
+static dg_status gpu_tiled(void *arg) { return gpu_gemm(arg, DG_GPU_GEMM_TILED); }
+static dg_status gpu_cublas(void *arg) { return gpu_gemm(arg, DG_GPU_GEMM_CUBLAS); }
 #define GPU_FN(f) f
 #else
 #define GPU_FN(f) NULL /* never called: no GPU backend is opened */
 #endif
+
+#define FP32_ONLY  BENCH_PREC(DG_PREC_FP32)
+#define FLOAT_OPS  (BENCH_PREC(DG_PREC_FP32) | BENCH_PREC(DG_PREC_TF32))
 
 /* Every implementation, in the order of the CSV rows of a shape and of the
  * report's series. */
 struct gemm_impl {
     const char *name;       /* the impl column                                         */
     bool        gpu;        /* runs on ctx->gpu (backend column "gpu"), else on ctx->cpu */
-    bool        tf32;       /* TF32 tensor cores on; tolerance TOL_TF32                 */
-    bool        transfer;   /* also timed with the host-device copies inside            */
+    unsigned    precs;      /* the precisions it has a path in (BENCH_PREC mask)        */
+    bool        transfer;   /* also timed with the host-device copies inside (fp32)     */
     bool        transfer_only; /* only with the copies inside: the kernel is another's  */
     bool        pinned;     /* the copies from and to page-locked host memory           */
-    bool        speedup;    /* the CPU or the GPU side (fp32 both) of the speedup chart */
+    bool        speedup;    /* the CPU or the GPU side of the speedup chart             */
     int         cap, cap_quick; /* largest m timed, and under --quick; 0: no cap        */
     bench_fn    run;        /* the product on a gemm_run (GPU: device buffers)          */
 };
 
 static const gemm_impl impls[] = {
-    {"cpu-naive", .cap = 512, .cap_quick = 256, .run = cpu_naive}, /* the triple loop: small sizes only */
-    {"cpu-omp", .run = cpu_own},
-    {"cpu-openblas", .speedup = true, .run = cpu_openblas},
-    {"gpu-naive", .gpu = true, .run = GPU_FN(gpu_naive)},
-    {"gpu-tiled", .gpu = true, .run = GPU_FN(gpu_tiled)},
-    {"gpu-cublas", .gpu = true, .transfer = true, .speedup = true, .run = GPU_FN(gpu_cublas)},
-    {"gpu-cublas-pinned", .gpu = true, .transfer = true, .transfer_only = true, .pinned = true,
+    /* the triple loop: small sizes only */
+    {"cpu-naive", .precs = FP32_ONLY, .cap = 512, .cap_quick = 256, .run = cpu_naive},
+    {"cpu-omp", .precs = BENCH_PREC_ALL, .run = cpu_own},
+    {"cpu-openblas", .precs = BENCH_PREC_ALL, .speedup = true, .run = cpu_openblas},
+    {"gpu-naive", .gpu = true, .precs = FP32_ONLY, .run = GPU_FN(gpu_naive)},
+    /* in tf32 the own tensor-core kernels */
+    {"gpu-tiled", .gpu = true, .precs = FLOAT_OPS, .run = GPU_FN(gpu_tiled)},
+    {"gpu-cublas", .gpu = true, .precs = BENCH_PREC_ALL, .transfer = true, .speedup = true,
      .run = GPU_FN(gpu_cublas)},
-    {"gpu-cublas-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_cublas_tf32)},
-    {"gpu-tiled-tf32", .gpu = true, .tf32 = true, .run = GPU_FN(gpu_tiled_tf32)}, /* the own tensor-core kernel */
+    {"gpu-cublas-pinned", .gpu = true, .precs = FP32_ONLY, .transfer = true, .transfer_only = true, .pinned = true,
+     .run = GPU_FN(gpu_cublas)},
 };
 #define N_IMPLS (int)(sizeof impls / sizeof *impls)
 
 #ifdef DG_HAVE_CUDA
-/* the same product with the copies inside the timed region */
+/* the same product with the copies inside the timed region (fp32 rows) */
 static dg_status run_transfer(void *arg) {
     gemm_run *g = arg;
     dg_backend *be = g->ctx->gpu;
@@ -109,63 +126,21 @@ static dg_status run_transfer(void *arg) {
 }
 #endif
 
-/* max |C x - z| / max |z|, the denominator floored at the scale of z's
- * terms (core/check/error.h): z_i sums k n products A_ip B_pj x_j of
- * random sign, whose sum grows like sqrt(k n) max|A| max|B| max|x| */
-static double freivalds_scale(const gemm_run *g, const double *x) {
-    size_t na = (size_t)g->m * g->k, nb = (size_t)g->k * g->n;
-    double a = 0, b = 0, xm = 0;
-    for (size_t i = 0; i < na; i++) a = fmax(a, fabs(g->A[i]));
-    for (size_t i = 0; i < nb; i++) b = fmax(b, fabs(g->B[i]));
-    for (int j = 0; j < g->n; j++) xm = fmax(xm, fabs(x[j]));
-    return sqrt((double)g->k * g->n) * a * b * xm;
-}
-
-static double freivalds(const gemm_run *g, const double *x, const double *z, double scale) {
-    double err = 0, zmax = 0;
-#pragma omp parallel for reduction(max : err, zmax)
-    for (int i = 0; i < g->m; i++) {
-        double y = 0;
-        for (int j = 0; j < g->n; j++) y += (double)g->C[(size_t)i * g->n + j] * x[j];
-        double e = fabs(y - z[i]);
-        if (isnan(y)) e = INFINITY;
-        err = e > err ? e : err;
-        zmax = fabs(z[i]) > zmax ? fabs(z[i]) : zmax;
-    }
-    return dg_check_rel_err(err, zmax, scale);
-}
-
-/* A CPU implementation's rate from one run of a small square (half its
- * cap, or 1024): *ms for *flops */
-static void probe_rate(bench_ctx *ctx, const gemm_impl *im, double *ms, double *flops) {
+/* A CPU implementation's rate in precision p from one run of a small
+ * square (half its cap, or 1024): *ms for *flops */
+static void probe_rate(bench_ctx *ctx, const gemm_impl *im, dg_precision p, double *ms, double *flops) {
     int s = im->cap ? im->cap / 2 : 1024;
-    size_t nn = (size_t)s * s;
-    gemm_run g = {ctx, im, s, s, s, false, false, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4),
-                  NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t nn = (size_t)s * s, es = elem_bytes(p);
+    bool lo = es == 2;
+    gemm_run g = {ctx, im, p, s, s, s, false, false, calloc(nn, 4), calloc(nn, 4), calloc(nn, 4),
+                  lo ? calloc(nn, 2) : NULL, lo ? calloc(nn, 2) : NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     bench_timing once = {.warmup = 1, .min_reps = 1, .max_reps = 1, .min_time_s = 0};
     bench_stats st;
-    if (g.A && g.B && g.C && bench_time(NULL, false, im->run, &g, &once, &st) == DG_OK) {
+    if (g.A && g.B && g.C && (!lo || (g.lA && g.lB)) && bench_time(NULL, false, im->run, &g, &once, &st) == DG_OK) {
         *ms = st.median_ms;
         *flops = 2.0 * s * s * s;
     }
-    free(g.A); free(g.B); free(g.C);
-}
-
-/* bx = op(B) x [k], z = op(A) bx [m]: the float64 side of Freivalds' test */
-static void freivalds_prepare(const gemm_run *g, const double *x, double *bx, double *z) {
-    int m = g->m, n = g->n, k = g->k;
-#pragma omp parallel for
-    for (int p = 0; p < k; p++) {
-        double s = 0;
-        for (int j = 0; j < n; j++) s += (double)(g->tb ? g->B[(size_t)j * k + p] : g->B[(size_t)p * n + j]) * x[j];
-        bx[p] = s;
-    }
-#pragma omp parallel for
-    for (int i = 0; i < m; i++) {
-        double s = 0;
-        for (int p = 0; p < k; p++) s += (double)(g->ta ? g->A[(size_t)p * m + i] : g->A[(size_t)i * k + p]) * bx[p];
-        z[i] = s;
-    }
+    free(g.A); free(g.B); free(g.C); free(g.lA); free(g.lB);
 }
 
 /* ---- the runner's view (runner/runner.h): points are shapes, one
@@ -181,14 +156,15 @@ static void list_runner_impls(void) {
     for (int i = 0; i < N_IMPLS; i++) {
         const gemm_impl *im = &impls[i];
         if (!im->transfer_only)
-            runner_impls[n_runner_impls++] = (bench_impl){im->name, im->gpu, im->tf32, false, im};
-        if (im->transfer) runner_impls[n_runner_impls++] = (bench_impl){im->name, im->gpu, im->tf32, true, im};
+            runner_impls[n_runner_impls++] = (bench_impl){im->name, im->gpu, false, im};
+        if (im->transfer) runner_impls[n_runner_impls++] = (bench_impl){im->name, im->gpu, true, im};
     }
 }
 
 static const gemm_impl *kernel_of(const bench_impl *im) { return im->data; }
 
-/* a shape as a point; index: bit 0 A transposed, bit 1 B transposed */
+/* a shape as a point; index: bit 0 A transposed, bit 1 B transposed;
+ * bytes of float32 operands (gemm_columns gives each row its precision's) */
 static bench_point shape_point(const char *name, int m, int n, int k, bool ta, bool tb) {
     double dm = m, dn = n, dk = k;
     return (bench_point){.name = name, .m = m, .n = n, .k = k, .batch = 1, .flops = 2.0 * dm * dn * dk,
@@ -220,19 +196,34 @@ static void gemm_points(bench_ctx *ctx, const void *arg, bench_points *out) {
                                           false, false));
 }
 
-/* the kernel's size cap (cpu-naive: the triple loop, small sizes only) on
- * every dimension: its rate falls with n and k too (B's column walk), and a
- * rate from squares predicts 128x4096x4096 14x short */
+/* Whether the kernel has a path in the point's precision (the copies
+ * inside: fp32 alone), and its size cap (cpu-naive: the triple loop, small
+ * sizes only) on every dimension: its rate falls with n and k too (B's
+ * column walk), and a rate from squares predicts 128x4096x4096 14x short */
 static bool gemm_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
-    int cap = ctx->quick ? kernel_of(im)->cap_quick : kernel_of(im)->cap;
+    const gemm_impl *g = kernel_of(im);
+    if (!(g->precs & BENCH_PREC(pt->precision)) || (im->transfer && pt->precision != DG_PREC_FP32)) return false;
+    int cap = ctx->quick ? g->cap_quick : g->cap;
     return !cap || (pt->m <= cap && pt->n <= cap && pt->k <= cap);
 }
 
-/* A, B, C in float; x, B x, z in double for the check: the host memory of
- * the shape, the same for every implementation */
+/* The bytes of the operands and C in the row's precision (C is float32),
+ * and which path a CPU row's precision runs. */
+static void gemm_columns(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, bench_row *row) {
+    (void)ctx;
+    double m = (double)pt->m, n = (double)pt->n, k = (double)pt->k;
+    row->bytes = (double)elem_bytes(pt->precision) * (m * k + k * n) + 4.0 * m * n;
+    if (im->gpu) return;
+    if (pt->precision == DG_PREC_TF32) row->note = "no TF32 on the CPU: the fp32 sgemm";
+    else if (elem_bytes(pt->precision) == 2) row->note = "widened to fp32 + sgemm";
+}
+
+/* A, B, C in float (and A, B in 2 bytes); x, z in double for the check:
+ * the host memory of the shape, the same for every implementation */
 static const char *gemm_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, char *why, size_t n) {
     (void)ctx; (void)im;
-    double host_bytes = pt->bytes + 8.0 * ((double)pt->n + pt->k + pt->m);
+    double m = (double)pt->m, k = (double)pt->k, nn = (double)pt->n;
+    double host_bytes = 6.0 * (m * k + k * nn) + 4.0 * m * nn + 8.0 * (nn + k + m);
     double avail = bench_mem_available();
     if (avail > 0 && host_bytes > 0.9 * avail) {
         snprintf(why, n, "needs %.1f GB of host memory, %.1f GB available", host_bytes / 1e9, avail / 1e9);
@@ -246,15 +237,15 @@ static const char *gemm_skip(const bench_ctx *ctx, const bench_point *pt, const 
  * of larger shapes, so the time predicted from it errs long. */
 static void gemm_probe(bench_ctx *ctx, const bench_impl *im, const bench_point *pt, double *ms, double *work) {
     int s = kernel_of(im)->cap ? kernel_of(im)->cap / 2 : 1024;
-    if (pt->m > s) probe_rate(ctx, kernel_of(im), ms, work);
+    if (pt->m > s) probe_rate(ctx, kernel_of(im), pt->precision, ms, work);
 }
 
-/* one shape: host matrices, x and the float64 side of the check; device
- * buffers and pinned copies made at the first row that needs them */
+/* one shape in one precision: host matrices and the float64 side of the
+ * check; device buffers and pinned copies made at the first row that needs
+ * them */
 typedef struct gemm_state {
     gemm_run g;
-    double  *x, *bx, *z;
-    double   scale;         /* freivalds_scale */
+    bench_freivalds f;
     bool     gpu_tried, gpu_ready;
     char     gpu_why[256];
     float   *pinned[3];     /* A, B, C page-locked, for the pinned transfer rows */
@@ -271,49 +262,58 @@ static void gemm_teardown(void *arg) {
         for (int j = 0; j < 3; j++) dg_backend_host_free(g->ctx->gpu, s->pinned[j]);
     }
 #endif
-    free(g->A); free(g->B); free(g->C);
-    free(s->x); free(s->bx); free(s->z);
+    free(g->A); free(g->B); free(g->C); free(g->lA); free(g->lB);
+    bench_freivalds_free(&s->f);
     free(s);
 }
 
+/* A, B uniform in [-1, 1), the same in every precision, then rounded to
+ * its dtype (bf16, fp16; dg_check_round): the kernels and the check read
+ * the same values */
 static dg_status gemm_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     int m = (int)pt->m, n = (int)pt->n, k = (int)pt->k;
     size_t na = (size_t)m * k, nb = (size_t)k * n, nc = (size_t)m * n;
+    bool lo = elem_bytes(pt->precision) == 2;
     gemm_state *s = calloc(1, sizeof *s);
     if (!s) return dg_fail(DG_ERR_OOM, "host memory for the matrices and the check");
-    s->g = (gemm_run){ctx, NULL, m, n, k, pt->index & 1, pt->index & 2, malloc(na * 4), malloc(nb * 4), malloc(nc * 4),
+    s->g = (gemm_run){ctx, NULL, pt->precision, m, n, k, pt->index & 1, pt->index & 2, malloc(na * 4),
+                      malloc(nb * 4), malloc(nc * 4), lo ? malloc(na * 2) : NULL, lo ? malloc(nb * 2) : NULL,
                       NULL, NULL, NULL, NULL, NULL, NULL};
-    s->x = malloc((size_t)n * sizeof *s->x);
-    s->bx = malloc((size_t)k * sizeof *s->bx);
-    s->z = malloc((size_t)m * sizeof *s->z);
-    if (!s->g.A || !s->g.B || !s->g.C || !s->x || !s->bx || !s->z) {
+    gemm_run *g = &s->g;
+    if (!g->A || !g->B || !g->C || (lo && (!g->lA || !g->lB))) {
         gemm_teardown(s);
         return dg_fail(DG_ERR_OOM, "host memory for the matrices and the check");
     }
-    dg_rng r = dg_rng_new(((uint64_t)m << 40) ^ ((uint64_t)n << 20) ^ (uint64_t)k);
-    for (size_t i = 0; i < na; i++) s->g.A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
-    for (size_t i = 0; i < nb; i++) s->g.B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
-    for (int j = 0; j < n; j++) s->x[j] = 2 * dg_rng_uniform(&r) - 1;
-    freivalds_prepare(&s->g, s->x, s->bx, s->z);
-    s->scale = freivalds_scale(&s->g, s->x);
+    uint64_t seed = ((uint64_t)m << 40) ^ ((uint64_t)n << 20) ^ (uint64_t)k;
+    dg_rng r = dg_rng_new(seed);
+    for (size_t i = 0; i < na; i++) g->A[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    for (size_t i = 0; i < nb; i++) g->B[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    dg_check_round(dg_precision_dtype(pt->precision), g->A, g->lA, na);
+    dg_check_round(dg_precision_dtype(pt->precision), g->B, g->lB, nb);
+    dg_status st = bench_freivalds_new(&s->f, m, n, k, g->ta, g->tb, g->A, g->B, seed ^ 0x9e3779b97f4a7c15u);
+    if (st != DG_OK) {
+        gemm_teardown(s);
+        return st;
+    }
     *out = s;
     return DG_OK;
 }
 
 #ifdef DG_HAVE_CUDA
-/* A and B on the device, room for C, and for a pinned row A, B, C in
- * page-locked memory; the first failure is every GPU row's error */
+/* A and B on the device in their dtype, room for C, and for a pinned row
+ * A, B, C in page-locked memory; the first failure is every GPU row's
+ * error */
 static dg_status gpu_buffers(gemm_state *s, bool pinned) {
     gemm_run *g = &s->g;
     dg_backend *be = g->ctx->gpu;
-    size_t sz[3] = {(size_t)g->m * g->k, (size_t)g->k * g->n, (size_t)g->m * g->n};
+    size_t sz[3] = {(size_t)g->m * g->k, (size_t)g->k * g->n, (size_t)g->m * g->n}, es = elem_bytes(g->prec);
     if (!s->gpu_tried) {
         s->gpu_tried = true;
-        dg_status st = dg_backend_alloc(be, sz[0] * 4, &g->dA);
-        if (st == DG_OK) st = dg_backend_alloc(be, sz[1] * 4, &g->dB);
+        dg_status st = dg_backend_alloc(be, sz[0] * es, &g->dA);
+        if (st == DG_OK) st = dg_backend_alloc(be, sz[1] * es, &g->dB);
         if (st == DG_OK) st = dg_backend_alloc(be, sz[2] * 4, &g->dC);
-        if (st == DG_OK) st = dg_backend_upload(be, g->dA, g->A, sz[0] * 4);
-        if (st == DG_OK) st = dg_backend_upload(be, g->dB, g->B, sz[1] * 4);
+        if (st == DG_OK) st = dg_backend_upload(be, g->dA, op_a(g), sz[0] * es);
+        if (st == DG_OK) st = dg_backend_upload(be, g->dB, op_b(g), sz[1] * es);
         s->gpu_ready = st == DG_OK;
         if (!s->gpu_ready) snprintf(s->gpu_why, sizeof s->gpu_why, "device buffers: %s", dg_last_error());
     }
@@ -347,8 +347,8 @@ static dg_status gemm_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, b
     if (st != DG_OK) return st;
     if (im->transfer) {
         bool pin = g->impl->pinned;
-        g->hA = pin ? s->pinned[0] : g->A;
-        g->hB = pin ? s->pinned[1] : g->B;
+        g->hA = pin ? (void *)s->pinned[0] : g->A;
+        g->hB = pin ? (void *)s->pinned[1] : g->B;
         g->hC = pin ? s->pinned[2] : g->C;
         for (size_t q = 0; q < nc; q++) g->hC[q] = NAN;
         *work = (bench_work){.fn = run_transfer, .arg = g, .be = ctx->gpu, .events = false};
@@ -363,7 +363,7 @@ static dg_status gemm_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, b
 }
 
 /* C back on the host (a GPU kernel's from the device, a pinned row's from
- * its copy), then Freivalds' test against the tolerance of the math */
+ * its copy), then Freivalds' test against the precision's tolerance */
 static bool gemm_check(void *arg, const bench_impl *im, bench_row *row) {
     gemm_state *s = arg;
     gemm_run *g = &s->g;
@@ -379,12 +379,13 @@ static bool gemm_check(void *arg, const bench_impl *im, bench_row *row) {
 #else
     (void)nc;
 #endif
-    row->max_rel_err = freivalds(g, s->x, s->z, s->scale);
-    return row->max_rel_err <= (im->tf32 ? TOL_TF32 : TOL_FP32);
+    row->max_rel_err = bench_freivalds_err(&s->f, g->C);
+    return row->max_rel_err <= bench_gemm_tol(g->prec, g->k, im->gpu);
 }
 
 static const bench_sweep_spec gemm_spec = {
-    .name = "gemm", .check_word = "f64-freivalds", .points = gemm_points, .applies = gemm_applies,
+    .name = "gemm", .check_word = "f64-freivalds", .precisions = BENCH_PREC_ALL, .points = gemm_points,
+    .applies = gemm_applies, .columns = gemm_columns,
     .skip = gemm_skip, .probe = gemm_probe, .setup = gemm_setup, .teardown = gemm_teardown,
     .prepare = gemm_prepare, .check = gemm_check,
 };
@@ -397,17 +398,19 @@ dg_status sweep_gemm(bench_ctx *ctx) {
     return bench_run_spec(ctx, &spec);
 }
 
-/* the ceiling sweep's one square of `size` */
+/* the ceiling sweep's one square of `size`, case "sgemm" in every
+ * precision (the name older folders' ceiling rows have) */
 static void ceiling_points(bench_ctx *ctx, const void *arg, bench_points *out) {
     (void)ctx;
     int size = *(const int *)arg;
     bench_points_add(out, shape_point("sgemm", size, size, size, false, false));
 }
 
-void bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl) {
+void bench_gemm_ceiling(bench_ctx *ctx, int size, const char *impl, unsigned precisions) {
     list_runner_impls();
     bench_sweep_spec spec = gemm_spec;
     spec.name = "ceiling";
+    spec.precisions = precisions;
     spec.points = ceiling_points;
     spec.arg = &size;
     for (int i = 0; i < n_runner_impls; i++)
@@ -455,10 +458,10 @@ static double y_at(const bench_series *s, double x) {
 static void own_vs_cublas_table(bench_report *rep, const bench_table *t) {
     bench_series f = bench_pick(t, "square", "gpu-tiled", NULL, false, BENCH_GFLOPS, "");
     bench_series fc = bench_pick(t, "square", "gpu-cublas", NULL, false, BENCH_GFLOPS, "");
-    bench_series x = bench_pick(t, "square", "gpu-tiled-tf32", NULL, false, BENCH_GFLOPS, "");
-    bench_series xc = bench_pick(t, "square", "gpu-cublas-tf32", NULL, false, BENCH_GFLOPS, "");
+    bench_series x = bench_pick_prec(t, "square", "gpu-tiled", NULL, DG_PREC_TF32, false, BENCH_GFLOPS, "");
+    bench_series xc = bench_pick_prec(t, "square", "gpu-cublas", NULL, DG_PREC_TF32, false, BENCH_GFLOPS, "");
     if (!x.n) return;
-    fprintf(rep->sum, "| n | gpu-tiled / gpu-cublas (fp32) | gpu-tiled-tf32 / gpu-cublas-tf32 |\n|---|---|---|\n");
+    fprintf(rep->sum, "| n | gpu-tiled / gpu-cublas (fp32) | gpu-tiled / gpu-cublas (tf32) |\n|---|---|---|\n");
     for (int a = 0; a < x.n; a++) {
         double fp = y_at(&f, x.x[a]) / y_at(&fc, x.x[a]), tf = x.y[a] / y_at(&xc, x.x[a]);
         char p0[32], p1[32];
@@ -468,18 +471,38 @@ static void own_vs_cublas_table(bench_report *rep, const bench_table *t) {
     fprintf(rep->sum, "\n");
 }
 
-/* Charts gemm_time, gemm_gflops (against the ceilings), gemm_speedup (the
- * `speedup` pair, kernels only and with transfers from pageable and from
- * pinned memory) and the summary's crossover, peak and transfer tables;
- * square shapes only, x = n. */
+/* The throughput chart of one precision: each implementation's rows in
+ * it, against the ceilings measured in it (gemm_gflops for fp32,
+ * gemm_gflops_DTYPE for the others), where it has rows. */
+static void gflops_chart(bench_report *rep, const bench_table *t, dg_precision p) {
+    const char *name = dg_precision_name(p);
+    char file[32], title[64];
+    if (p == DG_PREC_FP32) snprintf(file, sizeof file, "gemm_gflops");
+    else snprintf(file, sizeof file, "gemm_gflops_%s", name);
+    snprintf(title, sizeof title, "GEMM throughput in %s against measured ceilings", name);
+    bench_chart gf = {file, title, "n", "GFLOP/s", true, .vline = NAN};
+    for (int i = 0; i < N_IMPLS; i++)
+        bench_chart_add(&gf, bench_pick_prec(t, "square", impls[i].name, NULL, p, false, BENCH_GFLOPS, impls[i].name));
+    if (!gf.n) return;
+    char c0[48], c1[48];
+    snprintf(c0, sizeof c0, "CPU ceiling (OpenBLAS %s)", name);
+    snprintf(c1, sizeof c1, "GPU ceiling (cuBLAS %s)", name);
+    bench_chart_hline(&gf, rep->ceil.cpu_gemm[p], c0);
+    bench_chart_hline(&gf, rep->ceil.gpu_gemm[p], c1);
+    bench_chart_draw(rep, &gf);
+}
+
+/* Charts gemm_time (fp32), gemm_gflops[_DTYPE] (per precision, against
+ * its ceilings), gemm_speedup (the `speedup` pair in each precision,
+ * kernels only, and fp32 with transfers from pageable and from pinned
+ * memory) and the summary's crossover, peak and transfer tables; square
+ * shapes only, x = n. */
 bool bench_report_gemm(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     const gemm_impl *cpu = NULL, *gpu = NULL, *pin = NULL;
     bench_chart tm = {"gemm_time", "sgemm time, square n x n x n", "n", "median ms", true, .vline = NAN};
-    bench_chart gf = {"gemm_gflops", "sgemm throughput against measured ceilings", "n", "GFLOP/s", true, .vline = NAN};
     for (int i = 0; i < N_IMPLS; i++) {
         bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, false, BENCH_MS, impls[i].name));
-        bench_chart_add(&gf, bench_pick(t, "square", impls[i].name, NULL, false, BENCH_GFLOPS, impls[i].name));
         if (impls[i].speedup && impls[i].gpu) gpu = &impls[i];
         else if (impls[i].speedup) cpu = &impls[i];
         if (impls[i].pinned) pin = &impls[i];
@@ -490,41 +513,52 @@ bool bench_report_gemm(bench_report *rep, const bench_table *t) {
             snprintf(titles[i], sizeof titles[i], "%s incl. transfers", impls[i].name);
             bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, true, BENCH_MS, titles[i]));
         }
-    bench_chart_hline(&gf, rep->ceil.cpu_gflops, "CPU ceiling (OpenBLAS)");
-    bench_chart_hline(&gf, rep->ceil.gpu_gflops, "GPU ceiling (cuBLAS fp32)");
-    bench_chart_hline(&gf, rep->ceil.gpu_tf32_gflops, "GPU ceiling (cuBLAS TF32)");
+    /* kernels only in each precision, then fp32 with the copies */
+    bench_series sp_prec[DG_PREC_COUNT];
+    char sp_title[DG_PREC_COUNT][64];
+    for (int p = 0; p < DG_PREC_COUNT; p++) {
+        bench_series c = bench_pick_prec(t, "square", cpu->name, NULL, (dg_precision)p, false, BENCH_MS, "");
+        bench_series g = bench_pick_prec(t, "square", gpu->name, NULL, (dg_precision)p, false, BENCH_MS, "");
+        snprintf(sp_title[p], sizeof sp_title[p], "%s / %s, %s", gpu->name, cpu->name, dg_precision_name((dg_precision)p));
+        sp_prec[p] = bench_speedup(&c, &g, sp_title[p]);
+    }
     bench_series c = bench_pick(t, "square", cpu->name, NULL, false, BENCH_MS, "");
-    bench_series g0 = bench_pick(t, "square", gpu->name, NULL, false, BENCH_MS, "");
     bench_series g1 = bench_pick(t, "square", gpu->name, NULL, true, BENCH_MS, "");
     bench_series g2 = bench_pick(t, "square", pin->name, NULL, true, BENCH_MS, "");
-    char title[64];
-    snprintf(title, sizeof title, "%s / %s", gpu->name, cpu->name);
-    bench_series s0 = bench_speedup(&c, &g0, title), s1 = bench_speedup(&c, &g1, "incl. transfers, pageable host");
-    bench_series s2 = bench_speedup(&c, &g2, "incl. transfers, pinned host");
-    bench_chart sp = {"gemm_speedup", "sgemm speedup, GPU over CPU (>1: GPU faster)", "n", "speedup", true,
+    bench_series s1 = bench_speedup(&c, &g1, "fp32 incl. transfers, pageable host");
+    bench_series s2 = bench_speedup(&c, &g2, "fp32 incl. transfers, pinned host");
+    bench_chart sp = {"gemm_speedup", "GEMM speedup, GPU over CPU (>1: GPU faster)", "n", "speedup", true,
                       .vline = bench_crossover(&s1)};
-    bench_chart_add(&sp, s0);
+    for (int p = 0; p < DG_PREC_COUNT; p++) bench_chart_add(&sp, sp_prec[p]);
     bench_chart_add(&sp, s1);
     bench_chart_add(&sp, s2);
     bench_chart_hline(&sp, 1.0, "break-even");
-    char c0[96], c1[96], c2[96];
-    bench_crossover_str(&s0, c0, sizeof c0);
-    bench_crossover_str(&s1, c1, sizeof c1);
-    bench_crossover_str(&s2, c2, sizeof c2);
-    fprintf(rep->sum, "## GEMM (square, %s fp32 vs %s)\n\n| timing | crossover n |\n|---|---|\n"
-                      "| kernels only | %s |\n| with host-device transfers, pageable host memory | %s |\n"
-                      "| with host-device transfers, pinned host memory | %s |\n\n", gpu->name, cpu->name, c0, c1, c2);
-    fprintf(rep->sum, "| impl | peak GFLOP/s | at n |\n|---|---|---|\n");
-    for (int i = 0; i < N_IMPLS; i++) {
-        bench_series s = bench_pick(t, "square", impls[i].name, NULL, false, BENCH_GFLOPS, "");
-        double at, best = bench_series_max(&s, &at);
-        if (s.n) fprintf(rep->sum, "| %s | %.1f | %.0f |\n", impls[i].name, best, at);
+    char cr[96];
+    fprintf(rep->sum, "## GEMM (square, %s vs %s)\n\n| timing | dtype | crossover n |\n|---|---|---|\n", gpu->name,
+            cpu->name);
+    for (int p = 0; p < DG_PREC_COUNT; p++) {
+        if (!sp_prec[p].n && p != DG_PREC_FP32) continue; /* a precision not run; fp32 says n/a */
+        bench_crossover_str(&sp_prec[p], cr, sizeof cr);
+        fprintf(rep->sum, "| kernels only | %s | %s |\n", dg_precision_name((dg_precision)p), cr);
     }
+    bench_crossover_str(&s1, cr, sizeof cr);
+    fprintf(rep->sum, "| with host-device transfers, pageable host memory | fp32 | %s |\n", cr);
+    bench_crossover_str(&s2, cr, sizeof cr);
+    fprintf(rep->sum, "| with host-device transfers, pinned host memory | fp32 | %s |\n\n", cr);
+    fprintf(rep->sum, "| impl | dtype | peak GFLOP/s | at n |\n|---|---|---|---|\n");
+    for (int p = 0; p < DG_PREC_COUNT; p++)
+        for (int i = 0; i < N_IMPLS; i++) {
+            bench_series s = bench_pick_prec(t, "square", impls[i].name, NULL, (dg_precision)p, false, BENCH_GFLOPS, "");
+            double at, best = bench_series_max(&s, &at);
+            if (s.n)
+                fprintf(rep->sum, "| %s | %s | %.1f | %.0f |\n", impls[i].name, dg_precision_name((dg_precision)p),
+                        best, at);
+        }
     fprintf(rep->sum, "\n");
     own_vs_cublas_table(rep, t);
     if (g1.n || g2.n) transfer_table(rep, t, gpu->name);
     bench_chart_draw(rep, &tm);
-    bench_chart_draw(rep, &gf);
+    for (int p = 0; p < DG_PREC_COUNT; p++) gflops_chart(rep, t, (dg_precision)p);
     bench_chart_draw(rep, &sp);
     return true;
 }

@@ -173,7 +173,7 @@ static void report_peers(bench_report *rep, const bench_table *t) {
             char c0[32], c1[32], c2[32], c3[32], c4[32];
             fprintf(f, "| %s | %lld | %s | %s | %s |", widths_list[wi], batches[b], ms_cell(duo, c0, sizeof c0),
                     bench_fmt_num(gf, "%.1f", c1, sizeof c1),
-                    bench_fmt_num(100 * gf / rep->ceil.cpu_gflops, "%.0f%%", c2, sizeof c2));
+                    bench_fmt_num(100 * gf / rep->ceil.cpu_gemm[DG_PREC_FP32], "%.0f%%", c2, sizeof c2));
             for (int p = 0; p < N_PEERS; p++)
                 if (peer[p])
                     fprintf(f, " %s | %s |", ms_cell(pr[p], c3, sizeof c3), ratio_cell(duo, pr[p], c4, sizeof c4));
