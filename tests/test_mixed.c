@@ -8,8 +8,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/nn/cnn.h"
+#include "core/nn/trainer.h"
 #include "core/nn/transformer.h"
 #include "gpu_util.h"
 #include "test_util.h"
@@ -100,6 +102,53 @@ ParameterizedTest(bool *gpu, mixed, parity) {
     }
     free(logits);
     blobs_free(&data);
+    dg_backend_free(be);
+}
+
+/* The trainer under each precision (its step and its evaluation forward in
+ * the policy, the plan's TF32 flag from it): an MLP 784-128-10, one epoch
+ * on 6000 Fashion-MNIST images, Adam, evaluated on the 10000 test images.
+ * Float32 reaches 75% to 80% by seed; every precision must lie within 1.5
+ * points of it (the test set's sampling noise there is 0.4 points; a
+ * policy that loses the updates or evaluates with another model does not
+ * come near), and bf16's and fp16's training losses must differ from
+ * float32's: a trainer that dropped the precision would train in float32
+ * and match it bit for bit. Skips where the data set is not installed. */
+ParameterizedTestParameters(mixed, fashion_trainer) {
+    static bool gpu[] = {false, true};
+    return cr_make_param_array(bool, gpu, 2);
+}
+
+ParameterizedTest(bool *gpu, mixed, fashion_trainer) {
+    if (access(DG_FASHION_MNIST_DIR, R_OK) != 0)
+        cr_skip_test("%s not installed (apt-get install dataset-fashion-mnist)", DG_FASHION_MNIST_DIR);
+    dg_backend *be = test_backend_open(*gpu);
+    dg_dataset train, test;
+    ASSERT_OK(dg_dataset_load(NULL, "train", &train));
+    ASSERT_OK(dg_dataset_load(NULL, "t10k", &test));
+    const dg_mlp_cfg mlp = {{784, 128, 10}, 3};
+    double acc[DG_PREC_COUNT], loss[DG_PREC_COUNT];
+    for (int p = 0; p < DG_PREC_COUNT; p++) {
+        dg_train_opts o = {.model = dg_mlp_new, .model_cfg = &mlp, .optim = dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
+                           .epochs = 1, .batch = 64, .seed = test_seed(), .loss_every = 1, .subset = 6000,
+                           .precision = (dg_precision)p};
+        dg_epoch_stats st;
+        ASSERT_OK(dg_train(be, &o, &train, &test, NULL, NULL, &st));
+        acc[p] = st.test_acc;
+        loss[p] = st.train_loss;
+        cr_log_info("%s %s: test accuracy %.2f%%, loss %.4f", *gpu ? "gpu" : "cpu",
+                    dg_precision_name((dg_precision)p), 100 * st.test_acc, st.train_loss);
+    }
+    for (int p = 0; p < DG_PREC_COUNT; p++) {
+        const char *name = dg_precision_name((dg_precision)p);
+        cr_expect_leq(fabs(acc[p] - acc[DG_PREC_FP32]), 0.015, "%s: test accuracy %.4f, fp32's %.4f", name, acc[p],
+                      acc[DG_PREC_FP32]);
+        if (dg_precision_dtype((dg_precision)p) != DG_F32)
+            cr_expect_neq(loss[p], loss[DG_PREC_FP32], "%s: the training loss is fp32's, %.9g: no cast ran", name,
+                          loss[p]);
+    }
+    dg_dataset_free(&train);
+    dg_dataset_free(&test);
     dg_backend_free(be);
 }
 
