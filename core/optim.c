@@ -31,7 +31,8 @@ const char *dg_optim_name(dg_optim_kind kind) {
 
 /* An update node writes its first input (the parameter) in place, and its
  * state inputs (the op table's `writes` mask says which); its output is a
- * view of the parameter, so a plan that outputs it keeps the step. */
+ * view of the parameter, so a plan that outputs it keeps the step. in[]
+ * holds the row's n_in inputs and room for one more: skip, when given. */
 static dg_node *update(dg_graph *g, dg_op op, dg_node *w, int n_in, dg_node **in, const dg_optim *o, dg_node *skip) {
     for (int i = 0; i < n_in; i++)
         if (!in[i]) return NULL;

@@ -398,6 +398,7 @@ ParameterizedTest(bool *gpu, mixed, fp16_overflow_skips_the_step) {
     cr_expect_eq(read1(p, s.ts.scale_clean), 0.0f, "clean steps after the overflow: %g",
                  (double)read1(p, s.ts.scale_clean));
     free(before.bytes);
+    free(after.bytes);
 
     for (int k = 1; k <= 3; k++) {
         before = take(p, &s);
