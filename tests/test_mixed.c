@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/check/ref.h"
 #include "core/nn/cnn.h"
 #include "core/nn/lm_trainer.h"
 #include "core/nn/trainer.h"
@@ -513,6 +514,96 @@ ParameterizedTest(bool *gpu, mixed, fp16_scale_overflow_in_the_backward) {
     cr_expect_eq(read1(p, s.ts.loss_scale), 0x1p39f, "scale %g, want 2^39", (double)read1(p, s.ts.loss_scale));
     free(before.bytes);
     free(after.bytes);
+    dg_plan_free(p);
+    dg_backend_free(be);
+    mixed_step_free(&s);
+    blobs_free(&data);
+}
+
+/* The float64 reference (core/check/ref.c) runs the same fp16 step from
+ * the same values, rounding where the graph casts: a clean step's
+ * parameter changes agree with the CPU's within 1e-3 (normwise: float32
+ * against float64 accumulation, and an activation that lands on the other
+ * side of an f16 rounding boundary), the scale and its count exactly; an
+ * overflowing step leaves the reference's parameters exactly as they were
+ * and halves its scale, as the backend does. */
+Test(mixed, fp16_step_against_float64) {
+    const int batch = 16, d = 8, widths[] = {8, 16, 4};
+    uint64_t seed = test_seed();
+    blobs data;
+    cr_assert_eq(blobs_new(&data, batch, d, 4, seed), 0);
+    dg_mlp_cfg cfg = {.n_widths = 3};
+    memcpy(cfg.widths, widths, sizeof widths);
+    dg_optim o = dg_optim_default(DG_OPTIM_SGD, 0.1f);
+    mixed_step s;
+    mixed_step_new(&s, dg_mlp_new, &cfg, batch, &o,
+                   &(dg_train_step_opts){.precision = DG_PREC_FP16, .scale_interval = 2}, seed);
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 0));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, s.g, be, s.ts.outputs, s.ts.n_outputs, NULL));
+    const int size = dg_graph_size(s.g);
+    double **vals = calloc((size_t)size, sizeof *vals);
+    enum { BUF = 1024 }; /* floats: more than any tensor of this MLP holds */
+    float *buf = malloc(BUF * sizeof(float));
+    cr_assert(vals && buf);
+    for (int id = 0; id < size; id++) { /* the leaves from the plan's initial values and the data */
+        const dg_node *n = dg_graph_node(s.g, id);
+        if (n->op != DG_OP_LEAF) continue;
+        int64_t k = dg_node_numel(n);
+        cr_assert_leq(k, BUF, "leaf %s", n->name);
+        vals[id] = malloc((size_t)k * sizeof(double));
+        if (n == s.ts.x) for (int64_t i = 0; i < k; i++) vals[id][i] = data.x[i];
+        else if (n == s.ts.y) for (int64_t i = 0; i < k; i++) vals[id][i] = data.y[i];
+        else {
+            ASSERT_OK(dg_plan_get(p, n, buf, (size_t)k * sizeof(float)));
+            for (int64_t i = 0; i < k; i++) vals[id][i] = buf[i];
+        }
+    }
+    double *w0[DG_MODEL_MAX_PARAMS];
+    for (int i = 0; i < s.m.n_params; i++) {
+        int64_t k = dg_node_numel(s.m.params[i]);
+        w0[i] = malloc((size_t)k * sizeof(double));
+        memcpy(w0[i], vals[s.m.params[i]->id], (size_t)k * sizeof(double));
+    }
+    /* a clean step on both */
+    ASSERT_OK(ref_eval(s.g, size, vals));
+    run_step(p, &s, data.x, data.y, batch, d);
+    for (int i = 0; i < s.m.n_params; i++) {
+        const dg_node *w = s.m.params[i];
+        int64_t k = dg_node_numel(w);
+        ASSERT_OK(dg_plan_get(p, w, buf, (size_t)k * sizeof(float)));
+        double num = 0, den = 0;
+        for (int64_t j = 0; j < k; j++) {
+            double ref = vals[w->id][j] - w0[i][j], got = (double)buf[j] - w0[i][j];
+            num = fmax(num, fabs(got - ref));
+            den = fmax(den, fabs(ref));
+        }
+        cr_expect(den > 0 && num <= 1e-3 * den, "parameter %s: update off by %.3g of its largest %.3g", w->name, num,
+                  den);
+    }
+    cr_expect_eq(vals[s.ts.loss_scale->id][0], 65536.0, "reference scale %g", vals[s.ts.loss_scale->id][0]);
+    cr_expect_eq(vals[s.ts.scale_clean->id][0], 1.0, "reference clean steps %g", vals[s.ts.scale_clean->id][0]);
+    /* an overflowing step on both */
+    float *huge = malloc((size_t)batch * d * sizeof(float));
+    cr_assert_not_null(huge);
+    for (int i = 0; i < batch * d; i++) huge[i] = vals[s.ts.x->id][i] = 1e6;
+    for (int i = 0; i < s.m.n_params; i++)
+        memcpy(w0[i], vals[s.m.params[i]->id], (size_t)dg_node_numel(s.m.params[i]) * sizeof(double));
+    ASSERT_OK(ref_eval(s.g, size, vals));
+    run_step(p, &s, huge, data.y, batch, d);
+    cr_expect_gt(vals[s.ts.found_inf->id][0], 0, "the reference found no overflow");
+    for (int i = 0; i < s.m.n_params; i++)
+        cr_expect(memcmp(w0[i], vals[s.m.params[i]->id], (size_t)dg_node_numel(s.m.params[i]) * sizeof(double)) == 0,
+                  "the reference moved %s on an overflowing step", s.m.params[i]->name);
+    cr_expect_eq(vals[s.ts.loss_scale->id][0], 32768.0, "reference scale %g", vals[s.ts.loss_scale->id][0]);
+    cr_expect_eq(vals[s.ts.scale_clean->id][0], 0.0, "reference clean steps %g", vals[s.ts.scale_clean->id][0]);
+    cr_expect_eq(read1(p, s.ts.loss_scale), 32768.0f, "backend scale %g", (double)read1(p, s.ts.loss_scale));
+    for (int i = 0; i < s.m.n_params; i++) free(w0[i]);
+    ref_free(vals, size);
+    free(vals);
+    free(huge);
+    free(buf);
     dg_plan_free(p);
     dg_backend_free(be);
     mixed_step_free(&s);
