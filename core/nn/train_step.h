@@ -9,9 +9,10 @@
  *         dg_precision_plan_opts sets dg_plan_opts.tf32 for it.
  *   bf16, fp16 (mixed precision): the parameters (masters) and the
  *         optimizer state stay float32. Every matmul of the model's forward
- *         (dg_model_matmul: linear layers, the CNN's dense layers, the
- *         transformer's projections, MLP and output layers, the composed
- *         attention's two products) takes both operands through a cast
+ *         (dg_model_matmul: the MLP's layers, the CNN's dense layers,
+ *         ResNet's head, the transformer's projections, MLP and output
+ *         layers, the composed attention's two products) takes both
+ *         operands through a cast
  *         node to bf16 or f16, the weight's cast made from the master each
  *         step; these casts are the only low-precision nodes of the forward.
  *         The products accumulate in and return float32, so biases,
