@@ -263,6 +263,8 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_MOMENTUM_UPDATE:
     case DG_OP_ADAM_STEP:
     case DG_OP_ADAM_UPDATE:
+    case DG_OP_FOUND_INF:
+    case DG_OP_LOSS_SCALE_UPDATE:
     case DG_OP_COUNT:
         return fail_no_grad(g, y);
     }

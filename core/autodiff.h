@@ -59,6 +59,30 @@ const char *dg_optim_name(dg_optim_kind kind);   /* "?" for an unknown kind */
  * parameter given twice. */
 dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
                          dg_node *const *grads, int n, dg_node **updates);
+/* The same, each update (and Adam's step counter) also reading skip, a
+ * float32 node of one element (NULL: none, dg_optim_apply): where it is
+ * non-zero when the step runs, no parameter or optimizer state changes.
+ * Refused as dg_optim_apply, and for a skip of another graph, dtype or
+ * size. */
+dg_status dg_optim_apply_ex(dg_graph *g, const dg_optim *o, dg_node *const *params, dg_node *const *grads, int n,
+                            dg_node *skip, dg_node **updates);
+
+/* Dynamic loss scaling (fp16 training, core/nn/train_step.h) as graph
+ * nodes, so a replayed step needs no host round trip (loss_scale.c).
+ *
+ * found [1] + 1 when x (float32, any shape) holds an inf or a NaN, else
+ * found: chained over the gradients from a zero constant, it counts those
+ * that overflowed. NULL (g in an error state) for a found of another dtype
+ * or size. */
+dg_node *dg_found_inf(dg_graph *g, dg_node *found, dg_node *x);
+/* The scale's update after a step: scale and clean (state leaves [1], the
+ * scale and the clean steps since it last changed, written in place) move
+ * by found [1]: non-zero halves the scale and zeroes clean; zero adds one
+ * to clean, and at `interval` clean steps doubles the scale and zeroes
+ * clean. Its output is a view of scale: a plan that outputs it runs it.
+ * NULL (g in an error state) for operands that are not float32 [1], a
+ * scale or clean that is no state leaf, or interval < 1. */
+dg_node *dg_loss_scale_update(dg_graph *g, dg_node *scale, dg_node *clean, dg_node *found, int interval);
 
 #ifdef __cplusplus
 }

@@ -21,7 +21,7 @@ static double node_flops(const dg_node *n) {
     case DG_OP_PERMUTE: case DG_OP_BROADCAST_TO: case DG_OP_COUNT:
     case DG_OP_EMBEDDING: case DG_OP_CAST: /* a copy, or a conversion per element */
         return 0;
-    case DG_OPS_BINARY: case DG_OPS_UNARY: case DG_OP_ADAM_STEP:
+    case DG_OPS_BINARY: case DG_OPS_UNARY: case DG_OP_ADAM_STEP: case DG_OP_LOSS_SCALE_UPDATE:
     case DG_OP_ALL_REDUCE: /* an add per element and replica: counted as one */
         return out;
     case DG_OP_SUM: case DG_OP_MEAN:
@@ -44,6 +44,8 @@ static double node_flops(const dg_node *n) {
         return 10 * out; /* two sums, then the combination */
     case DG_OP_BATCH_NORM_RUNNING:
         return 8 * out;  /* per channel */
+    case DG_OP_FOUND_INF: /* a finiteness test per element of x */
+        return (double)dg_node_numel(n->in[1]);
     case DG_OP_EMBEDDING_BACKWARD: /* an add per dy element */
     case DG_OP_MAX_POOL2D_BACKWARD: /* an add per max */
         return in0;

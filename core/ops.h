@@ -103,11 +103,22 @@ typedef enum dg_op {
                                   float per row (B*H*T), sum(dout * out)      */
     /* optimizer updates: write their parameter and state in place (the
      * `writes` mask of their row); attributes: dg_attr_optim. Each reads
-     * the gradient as g = dw + weight_decay w. */
+     * the gradient as g = dw + weight_decay w. Each may take one input
+     * more than its row's n_in, last: a skip flag [1] (dg_optim_apply_ex);
+     * where it is non-zero the update writes nothing (the step is skipped
+     * on the device, with no host round trip). */
     DG_OP_SGD_UPDATE,          /* (w, dw): w -= lr g                          */
     DG_OP_MOMENTUM_UPDATE,     /* (w, dw, v): v = mu v + g; w -= lr v         */
     DG_OP_ADAM_STEP,           /* (t [1]): t += 1                             */
     DG_OP_ADAM_UPDATE,         /* (w, dw, m, v, t): Adam with bias correction */
+    /* dynamic loss scaling (autodiff.h, dg_found_inf): */
+    DG_OP_FOUND_INF,           /* (found [1], x) -> [1]: found + 1 when x holds
+                                  an inf or NaN, else found; writes nothing   */
+    DG_OP_LOSS_SCALE_UPDATE,   /* (scale [1], clean [1], found [1]): found != 0:
+                                  scale /= 2, clean = 0; else clean += 1, and
+                                  when clean reaches the growth interval
+                                  (dg_attr_scalar) scale *= 2, clean = 0.
+                                  Writes scale and clean                      */
     DG_OP_BATCH_NORM_RUNNING,  /* (running_mean [C], running_var [C], stats):
                                   r = (1 - momentum) r + momentum batch value,
                                   the variance unbiased; dg_attr_norm        */
@@ -128,7 +139,7 @@ typedef enum dg_op {
 #define DG_OPS_UNARY_BACKWARD   DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:  \
     case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD
 #define DG_OPS_OPTIM            DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_STEP:            \
-    case DG_OP_ADAM_UPDATE
+    case DG_OP_ADAM_UPDATE: case DG_OP_FOUND_INF: case DG_OP_LOSS_SCALE_UPDATE
 #define DG_OPS_CONV             DG_OP_CONV2D: case DG_OP_CONV2D_BACKWARD_DATA: case DG_OP_CONV2D_BACKWARD_WEIGHT
 #define DG_OPS_POOL             DG_OP_MAX_POOL2D: case DG_OP_AVG_POOL2D: case DG_OP_MAX_POOL2D_BACKWARD:        \
     case DG_OP_AVG_POOL2D_BACKWARD

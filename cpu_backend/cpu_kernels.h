@@ -37,7 +37,7 @@ void dg__cpu_softmax_backward(const dg_step *s);
  * (DG_ERR_INVALID, naming the first) before they read a row */
 dg_status dg__cpu_softmax_ce(const dg_step *s);
 dg_status dg__cpu_softmax_ce_backward(const dg_step *s);
-void dg__cpu_update(const dg_step *s);         /* sgd, momentum, adam           */
+void dg__cpu_update(const dg_step *s);         /* sgd, momentum, adam; loss scaling */
 
 /* convolutions: im2col in the step's scratch, then GEMMs, spread over the
  * threads as `impl` says (cpu_conv.c); DG_ERR_INVALID for a step that

@@ -1,7 +1,9 @@
 /* cpu_optim.c: optimizer updates, in place on the parameter and state: the
- * step's inout[i] are the inputs the op table says the update writes. */
+ * step's inout[i] are the inputs the op table says the update writes; and
+ * the loss-scaling ops (the found-inf test, the scale's update). */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -41,8 +43,48 @@ static void adam_range(float *w, const float *dw, float *m, float *v, int64_t lo
     }
 }
 
+/* Whether x[0..n) holds an inf or a NaN: the exponent's bits all set,
+ * tested on the bits so no floating-point mode can fold the test away. */
+static bool any_nonfinite(const float *x, int64_t n) {
+    int bad = 0;
+#pragma omp parallel for simd reduction(| : bad) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b;
+        memcpy(&b, x + i, sizeof b);
+        bad |= (b & 0x7f800000u) == 0x7f800000u;
+    }
+    return bad != 0;
+}
+
+/* (found [1], x) -> found + 1 when x overflowed; (scale, clean, found):
+ * the scale halves on an overflow, doubles after `interval` clean steps
+ * (ops.h) */
+static void loss_scale_op(const dg_step *s) {
+    const dg_node *nd = s->node;
+    const float found = *(const float *)s->in[nd->op == DG_OP_FOUND_INF ? 0 : 2];
+    if (nd->op == DG_OP_FOUND_INF) {
+        *(float *)s->out = found + (any_nonfinite(s->in[1], dg_node_numel(nd->in[1])) ? 1.0f : 0.0f);
+        return;
+    }
+    float *scale = s->inout[0], *clean = s->inout[1];
+    if (found != 0.0f) {
+        *scale *= 0.5f;
+        *clean = 0.0f;
+    } else if (++*clean >= dg_attr_scalar_of(nd).value) {
+        *scale *= 2.0f;
+        *clean = 0.0f;
+    }
+}
+
 void dg__cpu_update(const dg_step *s) {
     const dg_node *nd = s->node;
+    if (nd->op == DG_OP_FOUND_INF || nd->op == DG_OP_LOSS_SCALE_UPDATE) {
+        loss_scale_op(s);
+        return;
+    }
+    /* the skip flag, an input past the row's (dg_optim_apply_ex) */
+    const int n_row = dg_op_info_get(nd->op)->n_in;
+    if (nd->n_in > n_row && *(const float *)s->in[n_row] != 0.0f) return;
     dg_attr_optim a = dg_attr_optim_of(nd);
     float lr = a.lr, b1 = a.beta1, b2 = a.beta2, eps = a.eps, wd = a.weight_decay;
     int64_t n = dg_node_numel(nd);
@@ -78,6 +120,8 @@ void dg__cpu_update(const dg_step *s) {
             adam_range(w, dw, m, v, b * 1024, b + 1 < blocks ? (b + 1) * 1024 : n, lr_t, b1, b2, eps_t, wd);
         break;
     }
+    case DG_OP_FOUND_INF: case DG_OP_LOSS_SCALE_UPDATE: /* loss_scale_op's */
+        break;
     /* not an update: cpu_compute sends only DG_OPS_OPTIM here */
     case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_CONV: case DG_OPS_POOL:
     case DG_OPS_UNGROUPED: case DG_OP_COUNT:

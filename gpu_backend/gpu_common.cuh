@@ -236,6 +236,8 @@ dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_softmax_ce_backward(gpu_ctx *c, const dg_step *s);
 /* gpu_optim.cu */
 dg_status dg__gpu_update(gpu_ctx *c, const dg_step *s);
+/* gpu_loss_scale.cu: found_inf and loss_scale_update (dg__gpu_update's) */
+dg_status dg__gpu_loss_scale(gpu_ctx *c, const dg_step *s);
 /* 16-byte access to a matrix X + i * stride (i < batch) with rows ld
  * floats apart: the GEMM kernels' test for float4 loads and 16-byte
  * cp.async copies */

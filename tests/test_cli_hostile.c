@@ -162,6 +162,43 @@ Test(bench_hostile, a_failed_train_run_keeps_the_earlier_csv) {
     remove_dir(dir);
 }
 
+/* bench train --dtype: the step's precision in every row and in the file's
+ * name (beside fp32's file, which a bf16 run leaves alone), for the
+ * classifiers and the language model; an unknown one is a usage error
+ * naming the accepted values. */
+Test(bench_hostile, train_dtype_names_its_rows_and_file) {
+    char dir[] = "/tmp/dg-dtype-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    tiny_data_set(dir, "train", 20, 28);
+    tiny_data_set(dir, "t10k", 10, 28);
+    const char *bf16[] = {"train", "--model", "logreg", "--dtype", "bf16", "--epochs", "1", "--batch", "10",
+                          "--data", dir, "--out", dir, NULL};
+    int rc = run_bench("/tmp", bf16, out, err, 60);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    snprintf(path, sizeof path, "%s/train-logreg-cpu-bf16.csv", dir);
+    char *csv = read_file(path);
+    cr_assert(strstr(csv, "epoch,model,backend,optimizer,dtype,data,") && strstr(csv, "\n1,logreg,cpu,adam,bf16,"),
+              "the rows name the precision: %s", csv);
+    free(csv);
+    snprintf(path, sizeof path, "%s/train-logreg-cpu.csv", dir);
+    cr_assert(!exists(path), "a bf16 run wrote fp32's file");
+    /* the language model's curve: dtype as its last column */
+    const char *lm[] = {"train", "--model", "charlm", "--dtype", "fp16", "--steps", "2", "--eval-every", "1",
+                        "--context", "16", "--width", "16", "--heads", "2", "--layers", "1", "--batch", "4",
+                        "--out", dir, NULL};
+    rc = run_bench("/tmp", lm, out, err, 60);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    snprintf(path, sizeof path, "%s/train-charlm-cpu-fp16.csv", dir);
+    csv = read_file(path);
+    cr_assert(strstr(csv, ",unigram_nats,dtype\n") && strstr(csv, ",fp16\n2,charlm,cpu,") && strstr(csv, ",fp16\n"),
+              "the curve's rows name the precision: %s", csv);
+    free(csv);
+    const char *fp8[] = {"train", "--dtype", "fp8", "--out", dir, NULL};
+    cr_assert_eq(run_bench("/tmp", fp8, out, err, 30), 2, "%s", err);
+    cr_assert(strstr(err, "bad --dtype (fp32, tf32, bf16 or fp16) 'fp8'"), "%s", err);
+    remove_dir(dir);
+}
+
 /* bench train makes its whole --out path, as the sweeps do: a nested
  * folder in a fresh place, and the default reports/latest in a folder
  * without reports/ (a fresh checkout). Making one level only failed both. */

@@ -113,7 +113,9 @@ static void reach(const dg_graph *g, const char *where, int *seen) {
     }
 }
 
-static void reach_step(dg_optim_kind kind, bool running, int *seen) {
+/* scaled: the updates skip on a found-inf count, and the loss scale's
+ * update follows (an fp16 step's loss scaling, core/nn/train_step.h) */
+static void reach_step(dg_optim_kind kind, bool running, bool scaled, int *seen) {
     dg_graph *g = dg_graph_new();
     dg_node *x = dg_input(g, "x", DG_SHAPE(4, 3));
     dg_node *scale = dg_param(g, "scale", DG_SHAPE(3), (dg_init){DG_INIT_FILL, 1, 0, 0});
@@ -123,7 +125,17 @@ static void reach_step(dg_optim_kind kind, bool running, int *seen) {
     dg_node *params[2] = {scale, shift}, *grads[2], *updates[2];
     ASSERT_OK(dg_grad(g, loss, params, 2, grads));
     dg_optim o = dg_optim_default(kind, 0.1f);
-    ASSERT_OK(dg_optim_apply(g, &o, params, grads, 2, updates));
+    dg_node *found = NULL;
+    if (scaled) {
+        found = dg_const(g, "found_inf.zero", DG_SHAPE(1), 0.0f);
+        for (int i = 0; i < 2; i++) found = dg_found_inf(g, found, grads[i]);
+    }
+    ASSERT_OK(dg_optim_apply_ex(g, &o, params, grads, 2, found, updates));
+    if (scaled) {
+        dg_node *scale = dg_state(g, "loss_scale", DG_SHAPE(1), (dg_init){DG_INIT_FILL, 65536, 0, 0});
+        dg_node *clean = dg_state(g, "loss_scale.clean", DG_SHAPE(1), (dg_init){DG_INIT_FILL, 0, 0, 0});
+        cr_assert_not_null(dg_loss_scale_update(g, scale, clean, found, 2000), "%s", dg_last_error());
+    }
     if (running) {
         dg_node *rm = dg_param(g, "running_mean", DG_SHAPE(3), (dg_init){DG_INIT_FILL, 0, 0, 0});
         dg_node *rv = dg_param(g, "running_var", DG_SHAPE(3), (dg_init){DG_INIT_FILL, 1, 0, 0});
@@ -143,9 +155,9 @@ Test(ops, table_reaches_every_op) {
         reach(cg.g, c->name, seen);
         case_graph_free(&cg);
     }
-    reach_step(DG_OPTIM_SGD, true, seen);
-    reach_step(DG_OPTIM_MOMENTUM, false, seen);
-    reach_step(DG_OPTIM_ADAM, false, seen);
+    reach_step(DG_OPTIM_SGD, true, false, seen);
+    reach_step(DG_OPTIM_MOMENTUM, false, false, seen);
+    reach_step(DG_OPTIM_ADAM, false, true, seen);
     for (int op = 0; op < DG_OP_COUNT; op++)
         cr_expect_gt(seen[op], 0, "op %s is reached by no op case (core/check/op_cases.c, op_cases_dtype.c) nor by a "
                  "training step",

@@ -43,6 +43,9 @@ static void usage(FILE *f) {
             "  --epochs N        (default 10)\n"
             "  --batch B         (default 128)\n"
             "  --optimizer O     sgd | momentum | adam (default adam)\n"
+            "  --dtype P         fp32 | tf32 | bf16 | fp16 (default fp32): the step's precision policy; bf16 and\n"
+            "                    fp16 cast every matmul's operands (float32 masters, optimizer state, loss),\n"
+            "                    fp16 with dynamic loss scaling; tf32 lets the GPU's matmuls use TF32\n"
             "  --lr X            (default: adam 1e-3, momentum 0.01, sgd 0.1)\n"
             "  --weight-decay X  L2 penalty added to every gradient as X w (default 0; 5e-4 is usual for\n"
             "                    resnet18-cifar)\n"
@@ -53,11 +56,12 @@ static void usage(FILE *f) {
             "  --threads N       CPU threads\n"
             "  --data DIR        Fashion-MNIST folder (default " DG_FASHION_MNIST_DIR "), or for\n"
             "                    resnet18-cifar the folder of CIFAR-10's binary batches (data_batch_1.bin ...)\n"
-            "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy].csv\n"
+            "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy][-DTYPE].csv\n"
             "\n"
             "The training loss of an epoch is the mean of every step's loss; epoch time is wall time of the\n"
-            "training steps with the backend synchronised (evaluation excluded); TF32 is off. OpenMP's\n"
-            "waiting threads sleep when the machine is loaded and spin otherwise (OMP_WAIT_POLICY wins).\n");
+            "training steps with the backend synchronised (evaluation excluded); TF32 only under --dtype\n"
+            "tf32. OpenMP's waiting threads sleep when the machine is loaded and spin otherwise\n"
+            "(OMP_WAIT_POLICY wins).\n");
 }
 
 /* a usage error naming the option (what) and its value */
@@ -65,15 +69,21 @@ static int bad(const char *what, const char *arg) {
     return bench_usage_error("bench train", "bad %s '%.80s'", what, arg);
 }
 
-typedef struct epoch_out { FILE *csv; const char *model, *backend, *opt, *mode; int batch; double lr; unsigned long long seed; } epoch_out;
+typedef struct epoch_out {
+    FILE *csv;
+    const char *model, *backend, *opt, *dtype, *mode;
+    int batch;
+    double lr;
+    unsigned long long seed;
+} epoch_out;
 
 static void on_epoch(const dg_epoch_stats *s, void *arg) {
     epoch_out *e = arg;
     printf("epoch %2d  loss %.4f  test acc %.2f%%  epoch %.2f s  total %.2f s\n", s->epoch, s->train_loss,
            100 * s->test_acc, s->epoch_s, s->total_s);
     fflush(stdout);
-    fprintf(e->csv, "%d,%s,%s,%s,%s,%d,%g,%llu,%.6f,%.6f,%.6f,%.6f\n", s->epoch, e->model, e->backend, e->opt,
-            e->mode, e->batch, e->lr, e->seed, s->train_loss, s->test_acc, s->epoch_s, s->total_s);
+    fprintf(e->csv, "%d,%s,%s,%s,%s,%s,%d,%g,%llu,%.6f,%.6f,%.6f,%.6f\n", s->epoch, e->model, e->backend, e->opt,
+            e->dtype, e->mode, e->batch, e->lr, e->seed, s->train_loss, s->test_acc, s->epoch_s, s->total_s);
     fflush(e->csv);
 }
 
@@ -118,6 +128,7 @@ int bench_train_main(int argc, char **argv) {
         {"model", required_argument, NULL, 'M'}, {"widths", required_argument, NULL, 'W'},
         {"backend", required_argument, NULL, 'b'}, {"epochs", required_argument, NULL, 'e'},
         {"batch", required_argument, NULL, 'B'}, {"optimizer", required_argument, NULL, 'O'},
+        {"dtype", required_argument, NULL, 'D'},
         {"lr", required_argument, NULL, 'l'}, {"weight-decay", required_argument, NULL, 'w'},
         {"seed", required_argument, NULL, 's'},
         {"copy-batches", no_argument, NULL, 'c'}, {"subset", required_argument, NULL, 'S'},
@@ -151,6 +162,7 @@ int bench_train_main(int argc, char **argv) {
         case 'e': if (!bench_parse_long(optarg, 1, 10000, &v)) return bad("--epochs (1 to 10000)", optarg); o.epochs = (int)v; break;
         case 'B': if (!bench_parse_long(optarg, 1, 60000, &v)) return bad("--batch (1 to 60000)", optarg); o.batch = (int)v; break;
         case 'O': if (dg_optim_parse(optarg, &kind) != DG_OK) return bad("--optimizer", optarg); break;
+        case 'D': if (dg_precision_parse(optarg, &o.precision) != DG_OK) return bad("--dtype (fp32, tf32, bf16 or fp16)", optarg); break;
         /* a rate that rounds to 0 or to a subnormal float would not train */
         case 'l': if (!bench_parse_double(optarg, FLT_MIN, 99.99, &lr)) return bad("--lr (a float in (0, 100))", optarg); break;
         case 'w': if (!bench_parse_double(optarg, 0, 1, &weight_decay)) return bad("--weight-decay (0 to 1)", optarg); break;
@@ -220,21 +232,23 @@ int bench_train_main(int argc, char **argv) {
     char label[16], name[64];
     if (gpus > 1) snprintf(label, sizeof label, "gpu%d", gpus);
     else snprintf(label, sizeof label, "%s", backend);
-    snprintf(name, sizeof name, "train-%s-%s%s", model, label, o.copy_batches ? "-copy" : "");
+    /* a precision other than fp32 names its file too, beside fp32's */
+    snprintf(name, sizeof name, "train-%s-%s%s%s%s", model, label, o.copy_batches ? "-copy" : "",
+             o.precision != DG_PREC_FP32 ? "-" : "", o.precision != DG_PREC_FP32 ? dg_precision_name(o.precision) : "");
     /* replica 0 on device 0, whose description goes into the metadata */
-    FILE *csv = bench_train_open(backend, threads, out, name, "epoch,model,backend,optimizer,data,batch,lr,seed,"
-                                 "train_loss,test_acc,epoch_s,total_s", argc, argv, &bes[0]);
+    FILE *csv = bench_train_open(backend, threads, out, name, "epoch,model,backend,optimizer,dtype,data,batch,lr,"
+                                 "seed,train_loss,test_acc,epoch_s,total_s", argc, argv, &bes[0]);
     if (!csv) {
         close_replicas(bes, gpus);
         dg_dataset_free(&train);
         dg_dataset_free(&test);
         return 1;
     }
-    epoch_out eo = {csv, model, label, dg_optim_name(kind), o.copy_batches ? "copy" : "resident", o.batch, lr,
-                    (unsigned long long)o.seed};
-    printf("training %s (%s) on %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n", model,
-           widths, backend, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay, (unsigned long long)o.seed,
-           eo.mode);
+    epoch_out eo = {csv, model, label, dg_optim_name(kind), dg_precision_name(o.precision),
+                    o.copy_batches ? "copy" : "resident", o.batch, lr, (unsigned long long)o.seed};
+    printf("training %s (%s) on %s in %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n",
+           model, widths, backend, eo.dtype, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay,
+           (unsigned long long)o.seed, eo.mode);
     if (gpus > 1)
         printf("on %d GPUs (data parallel, global batch %d, %d per GPU)\n", gpus, o.batch, o.batch / gpus);
     dg_epoch_stats last;

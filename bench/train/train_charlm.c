@@ -35,28 +35,31 @@ static void usage(FILE *f) {
             "  --layers L        transformer blocks (default 2)\n"
             "  --attention A     fused | composed (default fused)\n"
             "  --lr X            Adam's rate (default 2e-3)\n"
+            "  --dtype P         fp32 | tf32 | bf16 | fp16 (default fp32): the step's precision policy\n"
+            "                    (bench train --help)\n"
             "  --eval-every N    steps between held-out evaluations (default 50)\n"
             "  --seed S          initial weights and windows (default 1)\n"
             "  --threads N       CPU threads\n"
-            "  --out DIR         CSV folder (default reports/latest); file train-charlm-BACKEND.csv\n"
+            "  --out DIR         CSV folder (default reports/latest); file train-charlm-BACKEND[-DTYPE].csv\n"
             "\n"
             "Losses are cross-entropies in nats per character: train is the mean of the steps since the\n"
-            "last evaluation, held-out the mean over fixed windows of the text's last tenth. TF32 is off.\n");
+            "last evaluation, held-out the mean over fixed windows of the text's last tenth. TF32 only under\n"
+            "--dtype tf32.\n");
 }
 
 static int bad(const char *what, const char *arg) {
     return bench_usage_error("bench train", "bad %s '%.80s'", what, arg);
 }
 
-typedef struct curve_out { FILE *csv; const char *backend; double unigram_nats; } curve_out;
+typedef struct curve_out { FILE *csv; const char *backend, *dtype; double unigram_nats; } curve_out;
 
 static void on_eval(const dg_lm_stats *s, void *arg) {
     curve_out *c = arg;
     printf("step %5d  train loss %.4f  held-out loss %.4f  %.2f s\n", s->step, s->train_loss, s->val_loss,
            s->train_s);
     fflush(stdout);
-    fprintf(c->csv, "%d,charlm,%s,%.6f,%.6f,%.6f,%.6f\n", s->step, c->backend, s->train_loss, s->val_loss,
-            s->train_s, c->unigram_nats);
+    fprintf(c->csv, "%d,charlm,%s,%.6f,%.6f,%.6f,%.6f,%s\n", s->step, c->backend, s->train_loss, s->val_loss,
+            s->train_s, c->unigram_nats, c->dtype);
     fflush(c->csv);
 }
 
@@ -68,6 +71,7 @@ int bench_train_charlm_main(int argc, char **argv) {
         {"width", required_argument, NULL, 'C'}, {"heads", required_argument, NULL, 'H'},
         {"layers", required_argument, NULL, 'L'}, {"attention", required_argument, NULL, 'a'},
         {"lr", required_argument, NULL, 'l'}, {"eval-every", required_argument, NULL, 'e'},
+        {"dtype", required_argument, NULL, 'D'},
         {"seed", required_argument, NULL, 's'}, {"threads", required_argument, NULL, 't'},
         {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
@@ -98,6 +102,7 @@ int bench_train_charlm_main(int argc, char **argv) {
         case 'e': if (!bench_parse_long(optarg, 1, 1000000, &v)) return bad("--eval-every (1 to 1000000)", optarg); o.eval_every = (int)v; break;
         case 's': if (!bench_parse_long(optarg, 0, LLONG_MAX, &v)) return bad("--seed (0 to 2^63-1)", optarg); o.seed = (uint64_t)v; break;
         case 't': if (!bench_parse_long(optarg, 1, 1024, &v)) return bad("--threads (1 to 1024)", optarg); threads = (int)v; break;
+        case 'D': if (dg_precision_parse(optarg, &o.precision) != DG_OK) return bad("--dtype (fp32, tf32, bf16 or fp16)", optarg); break;
         case 'o': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--out", optarg); out = optarg; break;
         case 'h': usage(stdout); return 0;
         default: return bench_option_error("bench train", opts, c, argv);
@@ -113,10 +118,12 @@ int bench_train_charlm_main(int argc, char **argv) {
         return 1;
     }
     char name[64];
-    snprintf(name, sizeof name, "train-charlm-%s", backend);
+    /* a precision other than fp32 names its file too, beside fp32's */
+    snprintf(name, sizeof name, "train-charlm-%s%s%s", backend, o.precision != DG_PREC_FP32 ? "-" : "",
+             o.precision != DG_PREC_FP32 ? dg_precision_name(o.precision) : "");
     dg_backend *be;
     FILE *csv = bench_train_open(backend, threads, out, name,
-                                 "step,model,backend,train_loss,val_loss,train_s,unigram_nats", argc, argv, &be);
+                                 "step,model,backend,train_loss,val_loss,train_s,unigram_nats,dtype", argc, argv, &be);
     if (!csv) {
         dg_text_free(&text);
         return 1;
@@ -124,10 +131,11 @@ int bench_train_charlm_main(int argc, char **argv) {
     printf("text %s: %lld characters, %d distinct; unigram entropy %.4f nats per character (the loss of "
            "a model of character frequencies alone)\n", text_path, (long long)text.n, text.vocab,
            text.unigram_nats);
-    printf("training charlm (width %d, %d heads, %d layers, context %d, %s attention) on %s: %d steps, "
+    printf("training charlm (width %d, %d heads, %d layers, context %d, %s attention) on %s in %s: %d steps, "
            "batch %d, adam lr %g, seed %llu\n", o.model.width, o.model.heads, o.model.layers, o.model.context,
-           o.model.composed ? "composed" : "fused", backend, o.steps, o.batch, lr, (unsigned long long)o.seed);
-    curve_out co = {csv, backend, text.unigram_nats};
+           o.model.composed ? "composed" : "fused", backend, dg_precision_name(o.precision), o.steps, o.batch, lr,
+           (unsigned long long)o.seed);
+    curve_out co = {csv, backend, dg_precision_name(o.precision), text.unigram_nats};
     dg_lm_stats last;
     double first;
     dg_status st = bench_train_close(csv, out, name, dg_lm_train(be, &o, &text, on_eval, &co, &last, &first));

@@ -127,7 +127,39 @@ static double row_lse(const double *x, int64_t c) {
  *   momentum: v = mu v + g;  w -= lr v                 (mu: attribute beta1)
  *   adam:     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
  *             w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) */
+/* The loss-scaling ops (ops.h): found + 1 when x holds an inf or NaN;
+ * the scale halved on an overflow (clean zeroed), else one more clean
+ * step, the scale doubled at the growth interval. */
+static void loss_scale_ref(const dg_node *n, double **vals, double *y) {
+    if (n->op == DG_OP_FOUND_INF) {
+        const double *x = vals[n->in[1]->id];
+        bool bad = false;
+        for (int64_t i = 0, k = dg_node_numel(n->in[1]); i < k; i++) bad |= !isfinite(x[i]);
+        y[0] = vals[n->in[0]->id][0] + (bad ? 1 : 0);
+        return;
+    }
+    double *scale = vals[n->in[0]->id], *clean = vals[n->in[1]->id];
+    if (vals[n->in[2]->id][0] != 0) {
+        scale[0] /= 2;
+        clean[0] = 0;
+    } else if ((clean[0] += 1) >= dg_attr_scalar_of(n).value) {
+        scale[0] *= 2;
+        clean[0] = 0;
+    }
+    y[0] = scale[0];
+}
+
 static dg_status optim_update(const dg_node *n, double **vals, double *y) {
+    if (n->op == DG_OP_FOUND_INF || n->op == DG_OP_LOSS_SCALE_UPDATE) {
+        loss_scale_ref(n, vals, y);
+        return DG_OK;
+    }
+    /* a skip flag past the row's inputs (dg_optim_apply_ex): nothing moves */
+    const int n_row = dg_op_info_get(n->op)->n_in;
+    if (n->n_in > n_row && vals[n->in[n_row]->id][0] != 0) {
+        memcpy(y, vals[n->in[0]->id], (size_t)dg_node_numel(n) * sizeof *y);
+        return DG_OK;
+    }
     const dg_attr_optim o = dg_attr_optim_of(n);
     const double lr = o.lr, b1 = o.beta1, b2 = o.beta2, eps = o.eps, wd = o.weight_decay;
     int64_t numel = dg_node_numel(n);
@@ -152,6 +184,8 @@ static dg_status optim_update(const dg_node *n, double **vals, double *y) {
         break;
     }
     case DG_OP_ADAM_STEP: w[0] += 1; break;
+    case DG_OP_FOUND_INF: case DG_OP_LOSS_SCALE_UPDATE: /* loss_scale_ref's */
+        break;
     case DG_OP_ADAM_UPDATE: {
         double *m = vals[n->in[2]->id], *v = vals[n->in[3]->id], t = vals[n->in[4]->id][0];
         double c1 = 1 - pow(b1, t), c2 = 1 - pow(b2, t);

@@ -23,8 +23,9 @@ static dg_node *block(dg_graph *g, dg_node *x, dg_node *w, dg_bn_layer bn, dg_fo
 static dg_node *cnn_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
     x = block(g, x, m->params[CONV1], bn_of(m, BN1_SCALE, 0), mode);
     x = block(g, x, m->params[CONV2], bn_of(m, BN2_SCALE, 2), mode);
-    x = dg_relu(g, dg_add(g, dg_matmul(g, dg_flatten(g, x), m->params[FC1_W], false, false), m->params[FC1_B]));
-    return dg_add(g, dg_matmul(g, x, m->params[FC2_W], false, false), m->params[FC2_B]);
+    x = dg_flatten(g, x);
+    x = dg_relu(g, dg_add(g, dg_model_matmul(g, mode, x, m->params[FC1_W], false, false), m->params[FC1_B]));
+    return dg_add(g, dg_model_matmul(g, mode, x, m->params[FC2_W], false, false), m->params[FC2_B]);
 }
 
 dg_status dg_cnn_new(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out) {

@@ -88,6 +88,7 @@ static bool updates_with_gradient(dg_op op) {
     switch (op) {
     case DG_OP_SGD_UPDATE: case DG_OP_MOMENTUM_UPDATE: case DG_OP_ADAM_UPDATE: return true;
     case DG_OP_ADAM_STEP: /* the step counter */
+    case DG_OP_FOUND_INF: case DG_OP_LOSS_SCALE_UPDATE: /* loss scaling (fp16) */
     case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_CONV: case DG_OPS_POOL:
     case DG_OPS_UNGROUPED: case DG_OP_COUNT:
         break;
@@ -108,7 +109,10 @@ dg_status dg_dp_new(dg_dp **out, dg_backend *const *bes, int n, dg_graph *g, dg_
          * averaged (nor a constant zero) would let the replicas drift apart */
         const dg_node *u = outputs[i];
         if (!u) return dg__fail(DG_ERR_INVALID, "dg_dp_new: output %d is NULL", i);
-        if (updates_with_gradient(u->op) && u->in[1]->op != DG_OP_ALL_REDUCE && u->in[1]->op != DG_OP_LEAF)
+        if (!updates_with_gradient(u->op)) continue;
+        /* an fp16 step divides the averaged gradient by its loss scale */
+        const dg_node *grad = u->in[1]->op == DG_OP_DIV ? u->in[1]->in[0] : u->in[1];
+        if (grad->op != DG_OP_ALL_REDUCE && grad->op != DG_OP_LEAF)
             return dg__fail(DG_ERR_INVALID, "dg_dp_new: update '%s' takes a gradient that is not all-reduced: build "
                             "the step with dg_train_step_build_ex(..., all_reduce = true)", u->name);
     }

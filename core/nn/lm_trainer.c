@@ -26,11 +26,16 @@ static dg_status build(lm_trainer *t, dg_backend *be, const dg_lm_train_opts *o,
     if (st != DG_OK) return st;
     t->xe = dg_input_i32(t->g, "x_eval", DG_SHAPE(o->batch, cfg->context));
     t->ye = dg_input_i32(t->g, "y_eval", DG_SHAPE(o->batch, cfg->context));
-    t->loss_e = dg_softmax_cross_entropy(t->g, dg_model_forward(t->g, &t->model, t->xe, NULL), t->ye);
+    dg_forward_mode eval_mode = {.matmul = dg_precision_dtype(o->precision)}; /* the step's products */
+    t->loss_e = dg_softmax_cross_entropy(t->g, dg_model_forward(t->g, &t->model, t->xe, &eval_mode), t->ye);
     if (!t->loss_e) return dg_graph_status(t->g);
-    if ((st = dg_train_step_build(t->g, &t->model, o->batch, &o->optim, &t->ts)) != DG_OK) return st;
-    if ((st = dg_plan_new(&t->step, t->g, be, t->ts.outputs, t->ts.n_outputs, NULL)) != DG_OK) return st;
-    return dg_plan_new(&t->eval, t->g, be, &t->loss_e, 1, &(dg_plan_opts){.share_leaves = t->step});
+    const dg_train_step_opts so = {.precision = o->precision};
+    if ((st = dg_train_step_build_opts(t->g, &t->model, o->batch, &o->optim, &so, &t->ts)) != DG_OK) return st;
+    dg_plan_opts po = {0};
+    dg_precision_plan_opts(o->precision, &po);
+    if ((st = dg_plan_new(&t->step, t->g, be, t->ts.outputs, t->ts.n_outputs, &po)) != DG_OK) return st;
+    po.share_leaves = t->step;
+    return dg_plan_new(&t->eval, t->g, be, &t->loss_e, 1, &po);
 }
 
 /* window i of the batch starts at starts[i]: x = ids[s .. s+T), y = ids[s+1 .. s+T] */

@@ -10,6 +10,7 @@
 #include "../backend.h"
 #include "../data/text.h"
 #include "../autodiff.h"
+#include "../precision.h"
 #include "transformer.h"
 
 #ifdef __cplusplus
@@ -23,6 +24,8 @@ typedef struct dg_lm_train_opts {
     int           eval_every;   /* steps between held-out evaluations        */
     int           eval_batches; /* held-out batches of `batch` windows each  */
     uint64_t      seed;         /* initial weights and the windows' places   */
+    dg_precision  precision;    /* the step's policy (train_step.h), also the
+                                   held-out forward's; fp32 (the zero value) */
 } dg_lm_train_opts;
 
 typedef struct dg_lm_stats {

@@ -10,10 +10,11 @@
 
 /* x [batch, widths[0]] -> logits [batch, widths[n-1]]; params in pairs (W_i, b_i) */
 static dg_node *mlp_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
-    (void)mode; /* no batch norm: the same in training and evaluation */
+    /* no batch norm: the same in training and evaluation; mode gives the
+     * products' precision */
     int layers = m->n_params / 2;
     for (int i = 0; i < layers; i++) {
-        x = dg_add(g, dg_matmul(g, x, m->params[2 * i], false, false), m->params[2 * i + 1]);
+        x = dg_add(g, dg_model_matmul(g, mode, x, m->params[2 * i], false, false), m->params[2 * i + 1]);
         if (i + 1 < layers) x = dg_relu(g, x);
     }
     return x;

@@ -63,7 +63,7 @@ static dg_node *resnet_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_fo
     for (int s = 0; s < 4; s++)
         for (int b = 0; b < 2; b++) x = basic_block(g, &c, x, block_downsamples(s, b));
     x = dg_global_avg_pool2d(g, x);
-    return dg_add(g, dg_matmul(g, x, m->params[c.param], false, false), m->params[c.param + 1]);
+    return dg_add(g, dg_model_matmul(g, mode, x, m->params[c.param], false, false), m->params[c.param + 1]);
 }
 
 dg_status dg_resnet18_new(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out) {

@@ -1,11 +1,41 @@
 /* train_step.h: one training step of a classifier as graph nodes, built in
  * one place for the trainer, the tests and the bench: logits = model(x),
  * loss = softmax cross-entropy(logits, y), the gradient of every
- * parameter, the optimizer's updates. A plan of `outputs` runs one step. */
+ * parameter, the optimizer's updates. A plan of `outputs` runs one step.
+ *
+ * Precision policy (dg_train_step_opts.precision, core/precision.h):
+ *   fp32  every node float32 (dg_train_step_build's step).
+ *   tf32  the same graph; its plan lets the matmuls use TF32 tensor cores:
+ *         dg_precision_plan_opts sets dg_plan_opts.tf32 for it.
+ *   bf16, fp16 (mixed precision): the parameters (masters) and the
+ *         optimizer state stay float32. Every matmul of the model's forward
+ *         (dg_model_matmul: the MLP's layers, the CNN's dense layers,
+ *         ResNet's head, the transformer's projections, MLP and output
+ *         layers, the composed attention's two products) takes both
+ *         operands through a cast
+ *         node to bf16 or f16, the weight's cast made from the master each
+ *         step; these casts are the only low-precision nodes of the forward.
+ *         The products accumulate in and return float32, so biases,
+ *         activations, softmax, cross-entropy, batch and layer norm, the
+ *         fused attention, embeddings, convolutions, reductions and the loss
+ *         stay float32. In the backward each such matmul rounds its incoming
+ *         float32 gradient to the same dtype (a cast node, autodiff.c) and
+ *         its products return float32; a cast's gradient passes through, so
+ *         every parameter's gradient is float32.
+ *   fp16 adds dynamic loss scaling, as graph nodes (no host round trip):
+ *         loss_scale [1] (state, initially opts.loss_scale) multiplies the
+ *         loss before the backward; each gradient is divided by it; a chain
+ *         of found_inf nodes counts the gradients holding an inf or NaN;
+ *         every optimizer update reads that count as its skip flag (non-zero:
+ *         no parameter or optimizer state changes); loss_scale_update halves
+ *         the scale on an overflow and doubles it after opts.scale_interval
+ *         clean steps in a row (counted in scale_clean [1], state). */
 #ifndef DG_NN_TRAIN_STEP_H
 #define DG_NN_TRAIN_STEP_H
 
 #include "../autodiff.h"
+#include "../plan.h"
+#include "../precision.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -18,10 +48,16 @@ typedef struct dg_train_step {
     dg_node *logits;   /* [batch, classes] (or [batch, targets, classes]) */
     dg_node *loss;     /* [1]                                        */
     dg_node *grads[DG_MODEL_MAX_PARAMS];       /* of model->params    */
-    dg_node *outputs[1 + DG_MODEL_MAX_PARAMS + DG_MODEL_MAX_UPDATES];
-                       /* loss, the optimizer's updates, then the
-                          running statistics' updates                 */
+    dg_node *outputs[2 + DG_MODEL_MAX_PARAMS + DG_MODEL_MAX_UPDATES];
+                       /* loss, the optimizer's updates, the running
+                          statistics' updates, then (fp16) the loss
+                          scale's update                              */
     int      n_outputs;
+    dg_precision precision;
+    /* fp16 only (NULL otherwise): the scale and its clean-step count
+     * (state [1]), and the count of gradients that overflowed this step
+     * ([1], the updates' skip flag) */
+    dg_node *loss_scale, *scale_clean, *found_inf;
     /* The step's phases by node id (ids are creation order): below
      * first_backward_id the forward and the loss (with the running
      * statistics' updates), then the gradient's nodes, and from
@@ -40,6 +76,28 @@ dg_status dg_train_step_build(dg_graph *g, const dg_model *m, int batch, const d
  * group while its backward goes on. grads[] are then those nodes. */
 dg_status dg_train_step_build_ex(dg_graph *g, const dg_model *m, int batch, const dg_optim *o, bool all_reduce,
                                  dg_train_step *out);
+
+#define DG_LOSS_SCALE_INIT     65536.0f /* 2^16 */
+#define DG_LOSS_SCALE_INTERVAL 2000
+
+typedef struct dg_train_step_opts {
+    dg_precision precision;  /* DG_PREC_FP32 (the zero value): float32     */
+    bool  all_reduce;        /* as dg_train_step_build_ex                  */
+    float loss_scale;        /* fp16: the initial scale, finite and > 0;
+                                0: DG_LOSS_SCALE_INIT                      */
+    int   scale_interval;    /* fp16: clean steps before the scale doubles;
+                                0: DG_LOSS_SCALE_INTERVAL                  */
+} dg_train_step_opts;
+
+/* The step under opts' precision policy (above); opts NULL is fp32.
+ * DG_ERR_INVALID as dg_train_step_build, and for a precision out of range,
+ * a loss scale that is negative or not finite, an interval < 0. */
+dg_status dg_train_step_build_opts(dg_graph *g, const dg_model *m, int batch, const dg_optim *o,
+                                   const dg_train_step_opts *opts, dg_train_step *out);
+
+/* The plan options precision p asks of a step's plan: tf32 on for
+ * DG_PREC_TF32, off for the others; the rest of *opts is left as it is. */
+void dg_precision_plan_opts(dg_precision p, dg_plan_opts *opts);
 
 #ifdef __cplusplus
 }

@@ -42,11 +42,17 @@ static dg_status build(trainer *t, const dg_train_opts *o, int eval_batch) {
     if (!dg_model_input_shape(&t->model, eval_batch, &xs))
         return dg__fail(DG_ERR_SHAPE, "train: examples of %d dims do not fit", t->model.in_shape.ndim);
     t->xt = dg_input(g, "x_eval", xs);
-    t->logits_t = dg_model_forward(g, &t->model, t->xt, NULL);
+    /* evaluation in the step's precision: its matmuls' operands cast too */
+    dg_forward_mode eval_mode = {.matmul = dg_precision_dtype(o->precision)};
+    t->logits_t = dg_model_forward(g, &t->model, t->xt, &eval_mode);
     if (!t->logits_t) return dg_graph_status(g);
-    if ((st = dg_train_step_build_ex(g, &t->model, o->batch / t->n, &o->optim, t->n > 1, &t->ts)) != DG_OK) return st;
-    if ((st = dg_dp_new(&t->dp, t->be, t->n, g, t->ts.outputs, t->ts.n_outputs, NULL)) != DG_OK) return st;
-    return dg_plan_new(&t->eval, g, t->be[0], &t->logits_t, 1, &(dg_plan_opts){.share_leaves = dg_dp_plan(t->dp, 0)});
+    const dg_train_step_opts so = {.precision = o->precision, .all_reduce = t->n > 1};
+    if ((st = dg_train_step_build_opts(g, &t->model, o->batch / t->n, &o->optim, &so, &t->ts)) != DG_OK) return st;
+    dg_plan_opts po = {0};
+    dg_precision_plan_opts(o->precision, &po);
+    if ((st = dg_dp_new(&t->dp, t->be, t->n, g, t->ts.outputs, t->ts.n_outputs, &po)) != DG_OK) return st;
+    po.share_leaves = dg_dp_plan(t->dp, 0);
+    return dg_plan_new(&t->eval, g, t->be[0], &t->logits_t, 1, &po);
 }
 
 static void trainer_free(trainer *t) {

@@ -9,6 +9,7 @@
 #include "../autodiff.h"
 #include "../backend.h"
 #include "../data/dataset.h"
+#include "../precision.h"
 #include "model.h"
 
 #ifdef __cplusplus
@@ -25,6 +26,8 @@ typedef struct dg_train_opts {
                                 gathering it from the resident data set         */
     int      loss_every;     /* read the loss every k steps (each read syncs)   */
     int      subset;         /* > 0: only the first `subset` training examples  */
+    dg_precision precision;  /* the step's policy (train_step.h), also the
+                                evaluation forward's; fp32 (the zero value)     */
 } dg_train_opts;
 
 typedef struct dg_epoch_stats {

@@ -48,14 +48,15 @@ static void block_params(dg_graph *g, dg_model *m, int index, int64_t c, int lay
 
 /* ---- forward ---- */
 
-typedef struct cursor { const dg_model *m; int i; } cursor;
+/* the parameters in order, and the forward's mode (the products' precision) */
+typedef struct cursor { const dg_model *m; int i; const dg_forward_mode *mode; } cursor;
 
 static dg_node *next(cursor *c) { return c->m->params[c->i++]; }
 
 /* x [..., in] W [in, out] + b [out] */
 static dg_node *linear(dg_graph *g, cursor *c, dg_node *x) {
     dg_node *w = next(c), *b = next(c);
-    return dg_add(g, dg_matmul(g, x, w, false, false), b);
+    return dg_add(g, dg_model_matmul(g, c->mode, x, w, false, false), b);
 }
 
 static dg_node *layer_norm(dg_graph *g, cursor *c, dg_node *x) {
@@ -85,15 +86,19 @@ static dg_node *self_attention(dg_graph *g, cursor *c, dg_node *a, int heads, bo
     dg_node *v = split_heads(g, linear(g, c, a), heads);
     if (!q || !k || !v) return NULL;
     float scale = 1.0f / sqrtf((float)q->shape.d[3]);
-    dg_node *o = composed ? dg_matmul(g, dg_softmax_ex(g, dg_matmul(g, q, k, false, true), scale, true), v, false,
-                                      false)
+    /* the fused attention takes float32 alone: it stays float32 under
+     * every policy; the composed one's products follow the policy */
+    dg_node *o = composed ? dg_model_matmul(g, c->mode,
+                                            dg_softmax_ex(g, dg_model_matmul(g, c->mode, q, k, false, true), scale,
+                                                          true),
+                                            v, false, false)
                           : dg_attention(g, q, k, v, scale, true);
     return linear(g, c, merge_heads(g, o));
 }
 
-dg_node *dg_transformer_blocks(dg_graph *g, const dg_model *m, int first, int layers, int heads, bool composed,
-                               dg_node *h) {
-    cursor c = {m, first};
+static dg_node *blocks(dg_graph *g, const dg_model *m, int first, int layers, int heads, bool composed,
+                       const dg_forward_mode *mode, dg_node *h) {
+    cursor c = {m, first, mode};
     for (int l = 0; l < layers && h; l++) {
         h = dg_add(g, h, self_attention(g, &c, layer_norm(g, &c, h), heads, composed));
         dg_node *a = layer_norm(g, &c, h);
@@ -102,8 +107,14 @@ dg_node *dg_transformer_blocks(dg_graph *g, const dg_model *m, int first, int la
     return h;
 }
 
+dg_node *dg_transformer_blocks(dg_graph *g, const dg_model *m, int first, int layers, int heads, bool composed,
+                               dg_node *h) {
+    return blocks(g, m, first, layers, heads, composed, NULL, h);
+}
+
 static dg_node *charlm_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
-    (void)mode; /* no batch statistics: training and evaluation agree */
+    /* no batch statistics: training and evaluation agree; mode gives the
+     * products' precision */
     if (!x) return NULL;
     const dg_node *pos = m->params[1];
     char sx[96];
@@ -115,8 +126,8 @@ static dg_node *charlm_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_fo
     const int heads = (int)m->settings[0], layers = (int)m->settings[1];
     const bool composed = m->settings[2] != 0;
     dg_node *h = dg_add(g, dg_embedding(g, m->params[0], x), m->params[1]);
-    h = dg_transformer_blocks(g, m, 2, layers, heads, composed, h);
-    cursor c = {m, 2 + BLOCK_PARAMS * layers};
+    h = blocks(g, m, 2, layers, heads, composed, mode, h);
+    cursor c = {m, 2 + BLOCK_PARAMS * layers, mode};
     return linear(g, &c, layer_norm(g, &c, h));
 }
 
