@@ -79,13 +79,15 @@ void bench_env_meta(char *buf, size_t n, int threads, dg_backend *gpu) {
     snprintf(coretype, sizeof coretype, "%s", getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
     bench_cpu_model(cpu, sizeof cpu);
     dg_cpu_blas_info(blas, sizeof blas);
+    char onednn[160];
+    dg_cpu_onednn_info(onednn, sizeof onednn);
     snprintf(buf, n,
              "# duograd bench %s\n# git commit: %s\n# date: %s\n# cpu: %s\n# cores: %ld\n# threads: %d\n"
-             "# openblas: %s (OPENBLAS_CORETYPE=%s)\n# gpu: %s\n# precision: per row (column dtype; TF32 where it is tf32)\n# build: %s\n"
+             "# openblas: %s (OPENBLAS_CORETYPE=%s)\n# onednn: %s\n# gpu: %s\n# precision: per row (column dtype; TF32 where it is tf32)\n# build: %s\n"
              "# timing: median of repeated runs after warm-up; GPU rows without transfers use CUDA events, "
              "rows with transfer=1 and CPU rows use CLOCK_MONOTONIC around a synchronised region\n",
              DG_VERSION, dg_build_commit, date, bench_one_line(cpu), sysconf(_SC_NPROCESSORS_ONLN),
-             threads, bench_one_line(blas), bench_one_line(coretype), bench_one_line(gpuinfo),
+             threads, bench_one_line(blas), bench_one_line(coretype), bench_one_line(onednn), bench_one_line(gpuinfo),
              DG_BUILD_FLAGS);
     end_with_newline(buf);
 }

@@ -147,19 +147,19 @@ dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg
 
 bench_step_spec bench_mlp_step(const dg_mlp_cfg *cfg) {
     return (bench_step_spec){dg_mlp_new, cfg, dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
-                             {BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL, BENCH_STEP_UPDATE_TOL, false}};
+                             {BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL, BENCH_STEP_UPDATE_TOL, false}, DG_PREC_FP32};
 }
 
 bench_step_spec bench_resnet_step(const dg_resnet_cfg *cfg) {
     dg_optim o = dg_optim_default(DG_OPTIM_MOMENTUM, 0.1f); /* momentum 0.9 */
     o.weight_decay = 5e-4f;
     return (bench_step_spec){dg_resnet18_new, cfg, o,
-                             {BENCH_RESNET_LOSS_TOL, BENCH_RESNET_UPDATE_TOL, BENCH_RESNET_STATE_TOL, true}};
+                             {BENCH_RESNET_LOSS_TOL, BENCH_RESNET_UPDATE_TOL, BENCH_RESNET_STATE_TOL, true}, DG_PREC_FP32};
 }
 
 bench_step_spec bench_charlm_step(const dg_charlm_cfg *cfg) {
     return (bench_step_spec){dg_charlm_new, cfg, dg_optim_default(DG_OPTIM_ADAM, 1e-3f),
-                             {BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL, BENCH_STEP_UPDATE_TOL, false}};
+                             {BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL, BENCH_STEP_UPDATE_TOL, false}, DG_PREC_FP32};
 }
 
 dg_status bench_charlm_batch(int batch, int t, int vocab, uint64_t seed, int32_t **x, int32_t **y) {
@@ -204,8 +204,12 @@ dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec 
     *s = (bench_step){0};
     s->g = dg_graph_new();
     dg_status st = s->g ? spec->model(s->g, spec->cfg, 1, &s->model) : dg_fail(DG_ERR_OOM, "bench: out of memory");
-    if (st == DG_OK) st = dg_train_step_build(s->g, &s->model, batch, &spec->optim, &s->ts);
-    if (st == DG_OK) st = dg_plan_new(&s->p, s->g, be, s->ts.outputs, s->ts.n_outputs, opts);
+    if (st == DG_OK)
+        st = dg_train_step_build_opts(s->g, &s->model, batch, &spec->optim,
+                                      &(dg_train_step_opts){.precision = spec->precision}, &s->ts);
+    dg_plan_opts po = opts ? *opts : (dg_plan_opts){0};
+    if (spec->precision != DG_PREC_FP32) dg_precision_plan_opts(spec->precision, &po); /* fp32: the caller's tf32 */
+    if (st == DG_OK) st = dg_plan_new(&s->p, s->g, be, s->ts.outputs, s->ts.n_outputs, &po);
     if (st == DG_OK) st = dg_plan_set(s->p, s->ts.x, x, dg_node_bytes(s->ts.x));
     if (st == DG_OK) st = dg_plan_set(s->p, s->ts.y, y, dg_node_bytes(s->ts.y));
     return st;

@@ -29,6 +29,7 @@ typedef struct bench_step_spec {
     const void     *cfg;
     dg_optim        optim;
     bench_step_tol  tol;
+    dg_precision    precision; /* the step's policy (train_step.h); fp32: 0 */
 } bench_step_spec;
 
 /* One training step planned on a backend, inputs uploaded. */
@@ -139,8 +140,9 @@ dg_status bench_step_error(const dg_model *m, bench_param_fetch fetch, void *arg
 
 /* Builds spec's step on be for a batch, inputs x [batch, in_shape...]
  * (floats, or int32 ids for a model whose in_dtype says so) and labels y
- * [batch] or [batch, T] uploaded, not run. opts: the plan's options (NULL:
- * defaults). */
+ * [batch] or [batch, T] uploaded, not run, under spec->precision's policy
+ * (dg_train_step_build_opts; its plan with dg_precision_plan_opts applied
+ * to opts, except in fp32, where opts' tf32 stands). opts: the plan's options (NULL: defaults). */
 dg_status bench_step_build(bench_step *s, dg_backend *be, const bench_step_spec *spec, int batch, const void *x,
                            const int32_t *y, const dg_plan_opts *opts);
 /* Runs a built step once and compares it with the float64 reference

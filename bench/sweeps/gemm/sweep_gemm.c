@@ -65,6 +65,7 @@ static dg_status cpu_gemm(gemm_run *g, dg_cpu_gemm kind) {
 static dg_status cpu_naive(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_NAIVE); }
 static dg_status cpu_own(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_OWN); }
 static dg_status cpu_openblas(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_OPENBLAS); }
+static dg_status cpu_onednn(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_ONEDNN); }
 #ifdef DG_HAVE_CUDA
 /* bf16, fp16: cuBLAS GemmEx (gemm_applies keeps the own kernels out) */
 static dg_status gpu_gemm(gemm_run *g, dg_gpu_gemm kind) {
@@ -103,6 +104,9 @@ static const gemm_impl impls[] = {
     {"cpu-naive", .precs = FP32_ONLY, .cap = 512, .cap_quick = 256, .run = cpu_naive},
     {"cpu-omp", .precs = BENCH_PREC_ALL, .run = cpu_own},
     {"cpu-openblas", .precs = BENCH_PREC_ALL, .speedup = true, .run = cpu_openblas},
+    /* the vendor reference: oneDNN's matmul, bf16 by its own kernel (a
+     * DG_ONEDNN build; gemm_applies leaves it out of the others) */
+    {"cpu-onednn", .precs = BENCH_PREC_ALL, .run = cpu_onednn},
     {"gpu-naive", .gpu = true, .precs = FP32_ONLY, .run = GPU_FN(gpu_naive)},
     /* in tf32 the own tensor-core kernels */
     {"gpu-tiled", .gpu = true, .precs = FLOAT_OPS, .run = GPU_FN(gpu_tiled)},
@@ -203,6 +207,7 @@ static void gemm_points(bench_ctx *ctx, const void *arg, bench_points *out) {
 static bool gemm_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
     const gemm_impl *g = kernel_of(im);
     if (!(g->precs & BENCH_PREC(pt->precision)) || (im->transfer && pt->precision != DG_PREC_FP32)) return false;
+    if (g->run == cpu_onednn && !dg_cpu_has_onednn()) return false;
     int cap = ctx->quick ? g->cap_quick : g->cap;
     return !cap || (pt->m <= cap && pt->n <= cap && pt->k <= cap);
 }
@@ -214,7 +219,9 @@ static void gemm_columns(const bench_ctx *ctx, const bench_point *pt, const benc
     double m = (double)pt->m, n = (double)pt->n, k = (double)pt->k;
     row->bytes = (double)elem_bytes(pt->precision) * (m * k + k * n) + 4.0 * m * n;
     if (im->gpu) return;
+    bool onednn = kernel_of(im)->run == cpu_onednn;
     if (pt->precision == DG_PREC_TF32) row->note = "no TF32 on the CPU: the fp32 sgemm";
+    else if (onednn && pt->precision == DG_PREC_BF16) row->note = "oneDNN's bf16 kernel";
     else if (elem_bytes(pt->precision) == 2) row->note = "widened to fp32 + sgemm";
 }
 

@@ -1,8 +1,12 @@
 /* sweep_mlp.c: one training step (forward, backward, Adam update) of an MLP
- * as one plan, over batch sizes and widths. GPU rows with CUDA-graph replay
- * (impl gpu-graph) and without (gpu). Check: the first step's loss against
- * the float64 reference evaluation of the same graph. Data is uploaded once
- * (transfer = 0): the step itself is timed. */
+ * as one plan, over batch sizes and widths, in every precision (the step
+ * builder's policy, core/nn/train_step.h: bf16 and fp16 cast each product's
+ * operands, fp16 scales its loss; tf32 lets the products use TF32 tensor
+ * cores, which the CPU does not have: its tf32 rows run the fp32 step and
+ * say so). GPU rows with CUDA-graph replay (impl gpu-graph) and without
+ * (gpu). Check: the first step's loss and update against the float64
+ * reference evaluation of the same graph (which rounds where the graph
+ * casts). Data is uploaded once (transfer = 0): the step itself is timed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,12 +94,38 @@ static dg_status mlp_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     return DG_OK;
 }
 
+/* The update's tolerance in bf16 and fp16. The reference rounds where the
+ * graph casts, from its float64 values: an operand that float32 puts on the
+ * other side of a rounding boundary moves by one unit of the dtype (2^-8
+ * bf16, 2^-11 fp16) and the step's gradient with it, so near-zero
+ * gradients (Adam's first update is about lr sign(g)) flip more often than
+ * in float32 (BENCH_STEP_UPDATE_TOL, 5e-2 relative L2). Measured relative
+ * errors on the 2-core Xeon, 784-256-100-10 at batch 32, 256, 2048: bf16
+ * 1.6e-6, 2.4e-6, 9.9e-4; fp16 1.7e-6, 5.6e-3, 1.1e-2. 0.1 leaves room for
+ * the GPU's other summation orders and is far under a wrong rule's 1 to 10
+ * (no bias correction 3x, a flipped sign 2x). The loss: bf16's unit
+ * roundoff through a few layers, 2e-2 (fp16: 2e-3). */
+#define MLP_UPDATE_TOL_LOW 0.1
+static bench_step_tol mlp_tol(dg_precision p, bench_step_tol fp32) {
+    switch (p) {
+    case DG_PREC_BF16: return (bench_step_tol){.loss = 2e-2, .update = MLP_UPDATE_TOL_LOW};
+    case DG_PREC_FP16: return (bench_step_tol){.loss = 2e-3, .update = MLP_UPDATE_TOL_LOW};
+    case DG_PREC_FP32: case DG_PREC_TF32: break;
+    }
+    return fp32;
+}
+
 /* the step planned on the implementation's backend and checked against
  * float64 before it is timed */
 static dg_status mlp_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
     mlp_state *s = arg;
     dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
     bench_step_spec spec = bench_mlp_step(&s->cfg);
+    dg_precision p = row->precision;
+    /* the CPU has no TF32 mode: its tf32 row is the fp32 step */
+    spec.precision = !im->gpu && p == DG_PREC_TF32 ? DG_PREC_FP32 : p;
+    spec.tol = mlp_tol(p, spec.tol);
+    if (!im->gpu && p == DG_PREC_TF32) row->note = "no TF32 on the CPU: the fp32 step";
     bool ok = false;
     dg_status st = bench_step_new(&s->bs, be, &spec, s->batch, s->x, s->y,
                                   &(dg_plan_opts){.no_replay = !*(const bool *)im->data}, &s->ref,
@@ -114,6 +144,7 @@ static void mlp_release(void *arg, const bench_impl *im, bench_work *work) {
 dg_status sweep_mlp(bench_ctx *ctx) {
     static const bench_sweep_spec spec = {
         .name = "mlp", .check_word = BENCH_STEP_CHECK, .impls = mlp_impls, .n_impls = 3, .points = mlp_points,
+        .precisions = BENCH_PREC_ALL,
         .setup = mlp_setup, .teardown = mlp_teardown, .prepare = mlp_prepare, .release = mlp_release,
     };
     return bench_run_spec(ctx, &spec);
@@ -190,30 +221,34 @@ static void report_peers(bench_report *rep, const bench_table *t) {
 bool bench_report_mlp(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     fprintf(rep->sum, "## MLP training step (Adam), crossover in batch size\n\n"
-                      "| widths | GPU (graph replay) vs CPU | GPU (no graph) vs CPU |\n|---|---|---|\n");
-    for (int i = 0; i < N_WIDTHS; i++) {
-        const char *w = widths_list[i];
-        bench_series c = bench_pick(t, w, "cpu", NULL, false, BENCH_MS, "cpu");
-        bench_series g = bench_pick(t, w, "gpu", NULL, false, BENCH_MS, "gpu");
-        bench_series gg = bench_pick(t, w, "gpu-graph", NULL, false, BENCH_MS, "gpu (CUDA graph)");
-        if (!c.n && !g.n && !gg.n) continue;
-        char file[64], title[128], c0[96], c1[96];
-        snprintf(file, sizeof file, "mlp_time_%d", i);
-        snprintf(title, sizeof title, "MLP %s training step time (Adam)", w);
-        bench_chart ch = {file, title, "batch", "median ms", true, .vline = NAN};
-        bench_chart_add(&ch, c);
-        bench_chart_add(&ch, g);
-        bench_chart_add(&ch, gg);
-        /* the CPU peers' rows (bench/peers/numpy_mlp.py), where present */
-        for (int p = 0; p < N_PEERS; p++)
-            bench_chart_add(&ch, bench_pick(t, w, peers[p], "cpu", false, BENCH_MS, peers[p]));
-        bench_series s0 = bench_speedup(&c, &gg, ""), s1 = bench_speedup(&c, &g, "");
-        ch.vline = bench_crossover(&s0);
-        bench_crossover_str(&s0, c0, sizeof c0);
-        bench_crossover_str(&s1, c1, sizeof c1);
-        fprintf(rep->sum, "| %s | %s | %s |\n", w, c0, c1);
-        bench_chart_draw(rep, &ch);
-    }
+                      "| widths | dtype | GPU (graph replay) vs CPU | GPU (no graph) vs CPU |\n|---|---|---|---|\n");
+    for (int i = 0; i < N_WIDTHS; i++)
+        for (int pi = 0; pi < DG_PREC_COUNT; pi++) {
+            dg_precision p = (dg_precision)pi;
+            const char *w = widths_list[i];
+            bench_series c = bench_pick_prec(t, w, "cpu", NULL, p, false, BENCH_MS, "cpu");
+            bench_series g = bench_pick_prec(t, w, "gpu", NULL, p, false, BENCH_MS, "gpu");
+            bench_series gg = bench_pick_prec(t, w, "gpu-graph", NULL, p, false, BENCH_MS, "gpu (CUDA graph)");
+            if (!c.n && !g.n && !gg.n) continue;
+            /* fp32 keeps the chart names of the runs before the precision axis */
+            char file[64], title[128], c0[96], c1[96];
+            if (p == DG_PREC_FP32) snprintf(file, sizeof file, "mlp_time_%d", i);
+            else snprintf(file, sizeof file, "mlp_time_%d_%s", i, dg_precision_name(p));
+            snprintf(title, sizeof title, "MLP %s training step time (Adam), %s", w, dg_precision_name(p));
+            bench_chart ch = {file, title, "batch", "median ms", true, .vline = NAN};
+            bench_chart_add(&ch, c);
+            bench_chart_add(&ch, g);
+            bench_chart_add(&ch, gg);
+            /* the CPU peers' rows (bench/peers/numpy_mlp.py), where present */
+            for (int q = 0; q < N_PEERS; q++)
+                bench_chart_add(&ch, bench_pick_prec(t, w, peers[q], "cpu", p, false, BENCH_MS, peers[q]));
+            bench_series s0 = bench_speedup(&c, &gg, ""), s1 = bench_speedup(&c, &g, "");
+            ch.vline = bench_crossover(&s0);
+            bench_crossover_str(&s0, c0, sizeof c0);
+            bench_crossover_str(&s1, c1, sizeof c1);
+            fprintf(rep->sum, "| %s | %s | %s | %s |\n", w, dg_precision_name(p), c0, c1);
+            bench_chart_draw(rep, &ch);
+        }
     fprintf(rep->sum, "\n");
     report_peers(rep, t);
     return true;
