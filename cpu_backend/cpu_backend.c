@@ -11,6 +11,7 @@
 #include "../core/layout.h"
 #include "../core/status_internal.h"
 #include "cpu_kernels.h"
+#include "cpu_lowp.h"
 
 typedef struct cpu_ctx {
     int         threads;
@@ -123,9 +124,40 @@ static size_t widened_operand_floats(const dg_node *n) {
                : 0;
 }
 
+/* A bf16 or f16 matmul output is summed in float32 a chunk of rows at a
+ * time into scratch, then rounded into the output: rows of at most this
+ * many floats (at least one row), so the scratch stays far smaller than
+ * the float32 output it stands for. */
+#define LOWP_OUT_CHUNK_FLOATS ((int64_t)65536)
+
+static int64_t lowp_out_rows(const dg_gemm_dims *d) {
+    int64_t r = LOWP_OUT_CHUNK_FLOATS / d->n;
+    return r < 1 ? 1 : r < d->m ? r : d->m;
+}
+
+/* the float32 rows of a bf16 or f16 row op (cpu_softmax.c,
+ * cpu_layer_norm.c: rows widened per thread), or of a matmul's chunk of
+ * rounded output */
+static size_t lowp_floats(const dg_node *n, int threads) {
+    int64_t row = n->shape.d[n->shape.ndim - 1];
+    switch (n->op) {
+    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
+        return n->in[0]->dtype != DG_F32 || n->in[n->n_in - 1]->dtype != DG_F32 ? (size_t)(threads * 2 * row) : 0;
+    case DG_OP_LAYER_NORM: return n->dtype != DG_F32 ? (size_t)(threads * 4 * row) : 0;
+    case DG_OP_LAYER_NORM_BACKWARD:
+        return n->in[0]->dtype != DG_F32 || n->in[1]->dtype != DG_F32 || n->in[2]->dtype != DG_F32
+                   ? (size_t)(threads * 3 * row) : 0;
+    case DG_OP_MATMUL: {
+        if (n->dtype == DG_F32) return 0;
+        dg_gemm_dims d = dg_gemm_dims_of(n);
+        return (size_t)(lowp_out_rows(&d) * d.n);
+    }
+    default: return 0;
+    }
+}
+
 static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
-    (void)be;
-    size_t wide = widened_operand_floats(n);
+    size_t wide = widened_operand_floats(n) + lowp_floats(n, ctx_of(be)->threads);
     return wide ? wide * sizeof(float) : dg_node_scratch_bytes(n);
 }
 
@@ -149,9 +181,27 @@ static dg_status cpu_matmul(const cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s
     } else if (a->dtype != DG_F32) {
         return dg__fail(DG_ERR_UNSUPPORTED, "cpu: matmul %s of %s operands", s->node->name, dg_dtype_name(a->dtype));
     }
+    if (s->node->dtype == DG_F32) {
+        for (int i = 0; i < d.batch; i++)
+            sgemm(c, impl, d.ta, d.tb, d.m, d.n, d.k, A + i * d.stride_a, d.lda, B + i * d.stride_b, d.ldb,
+                  (float *)s->out + i * d.stride_c, d.ldc, false);
+        return DG_OK;
+    }
+    /* a bf16 or f16 output: rows [r0, r0 + rows) of op(A) start at A + r0
+     * rows (A + r0 columns when transposed), summed into the float32 chunk
+     * after the widened operands, then rounded out */
+    float *chunk = (float *)s->scratch + widened_operand_floats(s->node);
+    int64_t rows = lowp_out_rows(&d);
+    dg_dtype t = s->node->dtype;
     for (int i = 0; i < d.batch; i++)
-        sgemm(c, impl, d.ta, d.tb, d.m, d.n, d.k, A + i * d.stride_a, d.lda, B + i * d.stride_b, d.ldb,
-              (float *)s->out + i * d.stride_c, d.ldc, false);
+        for (int64_t r0 = 0; r0 < d.m; r0 += rows) {
+            int rn = (int)(d.m - r0 < rows ? d.m - r0 : rows);
+            sgemm(c, impl, d.ta, d.tb, rn, d.n, d.k, A + i * d.stride_a + (d.ta ? r0 : r0 * d.lda), d.lda,
+                  B + i * d.stride_b, d.ldb, chunk, d.n, false);
+#pragma omp parallel for schedule(static)
+            for (int r = 0; r < rn; r++)
+                dg__lp_store(t, s->out, i * d.stride_c + (r0 + r) * d.ldc, d.n, chunk + (int64_t)r * d.n);
+        }
     return DG_OK;
 }
 

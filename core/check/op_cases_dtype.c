@@ -26,6 +26,48 @@
 #define S(...) DG_SHAPE(__VA_ARGS__)
 #define EXACT 1e-12
 #define TOL 2e-6 /* float32 sums: op_cases.c's */
+/* unit roundoff of the output dtype (2^-p, p the significand's bits with
+ * the implicit one: 8 and 11): the one rounding of a stored result is at
+ * most u relative to the value stored */
+#define U_BF16 0x1p-8
+#define U_F16  0x1p-11
+/* Storage rows compare their forward element by element (cmp_f32_floor):
+ * an output of at least max|ref| / 16 is held to its own relative error,
+ * where the fp32 bound TOL (against the largest output) is at most 16 TOL;
+ * smaller ones in absolute terms. A store that truncates is off by up to
+ * 2u relative, which u + 16 TOL catches; against the largest output alone
+ * it could hide below u. */
+#define FLOOR (1.0 / 16)
+#define FWD_BF16 (16 * TOL + U_BF16)
+#define FWD_F16  (16 * TOL + U_F16)
+
+/* The op on its float inputs cast to c->dtype (labels as they are), the
+ * result cast back to float32 for the comparison: the kernels read and
+ * write c->dtype, the reference evaluates the same graph in float64 from
+ * the same rounded inputs, its result unrounded. */
+static dg_node *build_lowp(dg_graph *g, dg_node *const *in, const op_case *c) {
+    dg_node *lp[OP_CASE_MAX_IN];
+    for (int i = 0; i < c->n_in; i++) lp[i] = c->dom[i] == DOM_LABELS ? in[i] : dg_cast(g, in[i], c->dtype);
+    op_case plain = *c;
+    plain.build = NULL;
+    return dg_cast(g, op_case_build(g, lp, &plain), DG_F32);
+}
+
+/* a binary op of a low-precision a and a float32 b: a float32 result */
+static dg_node *build_mixed(dg_graph *g, dg_node *const *in, const op_case *c) {
+    dg_node *lp[2] = {dg_cast(g, in[0], c->dtype), in[1]};
+    op_case plain = *c;
+    plain.build = NULL;
+    return op_case_build(g, lp, &plain);
+}
+
+/* a product whose output is c->dtype (dg_matmul_ex) */
+static dg_node *build_matmul_out(dg_graph *g, dg_node *const *in, const op_case *c) {
+    return dg_cast(g, dg_matmul_ex(g, dg_cast(g, in[0], c->dtype), dg_cast(g, in[1], c->dtype), c->ta, c->tb,
+                                   c->dtype), DG_F32);
+}
+
+#define LOWP .build = build_lowp, .floor = FLOOR
 
 const op_case dg_dtype_cases[] = {
     {"cast_bf16",        DG_OP_CAST,   1, {S(7, 9)}, .dtype = DG_BF16, .tol = EXACT},
@@ -44,5 +86,86 @@ const op_case dg_dtype_cases[] = {
     {"matmul_bf16_3d_2d", DG_OP_MATMUL, 2, {S(2, 3, 4), S(4, 5)}, .dtype = DG_BF16, .tol = TOL},
     {"matmul_f16_4d_tt", DG_OP_MATMUL, 2, {S(2, 2, 5, 4), S(2, 2, 3, 5)}, .ta = true, .tb = true, .dtype = DG_F16,
      .tol = TOL},
+
+    /* Storage ops: inputs rounded to the dtype, float32 inside, the result
+     * rounded once on store. Forward: the fp32 bound plus the output's unit
+     * roundoff u (2^-9 bf16, 2^-12 f16), times the factor each row states.
+     * Gradients are float32; where the backward reads the rounded forward
+     * output (exp, sigmoid, tanh, softmax) that value is off by u relative,
+     * and the row's factor bounds how the formula carries it. */
+    /* elementwise forward: one rounding (u); gradients read the rounded
+     * input both sides hold (relu, gelu, mul: TOL alone would do) or the
+     * output y: exp's dy y is off u; sigmoid's y (1 - y) by u y |1 - 2y| <=
+     * u y, against a largest gradient >= 0.1 on [-2, 2]: 4u; tanh's 1 - y^2
+     * by 2u y^2, against a largest 1 - y^2 of ~1: 2u */
+    {"relu_bf16", DG_OP_RELU, 1, {S(33, 65)}, {DOM_AWAY0},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"relu_f16", DG_OP_RELU, 1, {S(33, 65)}, {DOM_AWAY0},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"gelu_bf16", DG_OP_GELU, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"gelu_f16", DG_OP_GELU, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"exp_bf16", DG_OP_EXP, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"exp_f16", DG_OP_EXP, 1, {S(33, 65)}, {DOM_ANY}, .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"sigmoid_bf16", DG_OP_SIGMOID, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 4 * U_BF16},
+    {"sigmoid_f16", DG_OP_SIGMOID, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + 4 * U_F16},
+    {"tanh_bf16", DG_OP_TANH, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 2 * U_BF16},
+    {"tanh_f16", DG_OP_TANH, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + 2 * U_F16},
+    /* binary, same shape and a broadcast row (the bias add): one rounding;
+     * the gradients are dy or dy times the other operand, as held */
+    {"add_bf16", DG_OP_ADD, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"sub_f16", DG_OP_SUB, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"mul_bf16", DG_OP_MUL, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"mul_f16", DG_OP_MUL, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"bias_add_bf16", DG_OP_ADD, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"bias_add_f16", DG_OP_ADD, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    /* f32 with bf16 or f16: a float32 result, no rounding of its own */
+    {"mul_mixed_bf16_f32", DG_OP_MUL, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY}, .dtype = DG_BF16,
+     .build = build_mixed, .tol = TOL},
+    {"add_mixed_f16_f32",  DG_OP_ADD, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY}, .dtype = DG_F16,
+     .build = build_mixed, .tol = TOL},
+    /* row and column sums (the sum in double, one rounding); the gradient
+     * is dy broadcast: exact */
+    {"sum_rows_bf16", DG_OP_SUM, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16, .axes = 0x2},
+    {"sum_cols_f16", DG_OP_SUM, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16, .axes = 0x1},
+    {"mean_all_bf16", DG_OP_MEAN, 1, {S(5, 7, 9)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16, .axes = 0x5},
+    /* softmax: max and sum in float32, each probability rounded once;
+     * the gradient y (dy - sum dy y) reads the rounded y: off u in y and
+     * in the sum, 2u */
+    {"softmax_bf16", DG_OP_SOFTMAX, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 2 * U_BF16},
+    {"softmax_f16", DG_OP_SOFTMAX, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + 2 * U_F16},
+    {"log_softmax_bf16", DG_OP_LOG_SOFTMAX, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 2 * U_BF16},
+    /* layer norm: statistics in double from the rounded x, y rounded once;
+     * the gradients read x, scale (held) and the float32 stats: fp32 */
+    {"layer_norm_bf16", DG_OP_LAYER_NORM, 3, {S(33, 65), S(65), S(65)}, {DOM_ANY, DOM_ANY, DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16, .scalar = 1e-5f},
+    {"layer_norm_f16", DG_OP_LAYER_NORM, 3, {S(33, 65), S(65), S(65)}, {DOM_ANY, DOM_ANY, DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16, .scalar = 1e-5f},
+    /* a bf16 or f16 output of a product (dg_matmul_ex): the float32 sums
+     * rounded once (u); the gradients as the float32-output rows' (TOL) */
+    {"matmul_out_bf16",   DG_OP_MATMUL, 2, {S(17, 33), S(33, 9)}, .dtype = DG_BF16, .build = build_matmul_out,
+     .floor = FLOOR, .tol = FWD_BF16, .grad_tol = TOL},
+    {"matmul_out_f16_tb", DG_OP_MATMUL, 2, {S(17, 33), S(9, 33)}, .tb = true, .dtype = DG_F16,
+     .build = build_matmul_out, .floor = FLOOR, .tol = FWD_F16, .grad_tol = TOL},
+    {"bmm_out_bf16_ta",   DG_OP_MATMUL, 2, {S(3, 5, 4), S(3, 5, 6)}, .ta = true, .dtype = DG_BF16,
+     .build = build_matmul_out, .floor = FLOOR, .tol = FWD_BF16, .grad_tol = TOL},
 };
 const int dg_n_dtype_cases = (int)(sizeof dg_dtype_cases / sizeof dg_dtype_cases[0]);
