@@ -167,5 +167,11 @@ const op_case dg_dtype_cases[] = {
      .build = build_matmul_out, .floor = FLOOR, .tol = FWD_F16, .grad_tol = TOL},
     {"bmm_out_bf16_ta",   DG_OP_MATMUL, 2, {S(3, 5, 4), S(3, 5, 6)}, .ta = true, .dtype = DG_BF16,
      .build = build_matmul_out, .floor = FLOOR, .tol = FWD_BF16, .grad_tol = TOL},
+    /* rows of 8193: the CPU sums 7 rows (64K floats) at a time, so 9 rows
+     * take two chunks, the second from A's row 7 (column 7 transposed) */
+    {"matmul_out_bf16_chunks", DG_OP_MATMUL, 2, {S(9, 3), S(3, 8193)}, .dtype = DG_BF16,
+     .build = build_matmul_out, .floor = FLOOR, .tol = FWD_BF16, .grad_tol = TOL},
+    {"matmul_out_f16_chunks_ta", DG_OP_MATMUL, 2, {S(3, 9), S(3, 8193)}, .ta = true, .dtype = DG_F16,
+     .build = build_matmul_out, .floor = FLOOR, .tol = FWD_F16, .grad_tol = TOL},
 };
 const int dg_n_dtype_cases = (int)(sizeof dg_dtype_cases / sizeof dg_dtype_cases[0]);
