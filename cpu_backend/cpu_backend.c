@@ -287,6 +287,10 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     const cpu_ctx *c = ctx_of(be);
     int gemm = step_gemm(c, s->flags), conv = step_conv(c, s->flags);
     if (gemm < 0 || conv < 0) return refuse_choice(c, s->flags);
+    if (!s->scratch && widened_operand_floats(s->node) + lowp_floats(s->node, c->threads))
+        return dg__fail(DG_ERR_INVALID, "cpu: %s (%s of %s) needs scratch for its float32 copies (a step from "
+                        "dg_step_of: run it through a plan's steps)", s->node->name, dg_op_name(s->node->op),
+                        dg_dtype_name(s->node->dtype));
     apply_threads(c);
     switch (s->node->op) {
     /* a family goes to one entry, whose switch names its ops (ops.h) */

@@ -390,3 +390,21 @@ static void check_dtype_agreement(int row) {
 
 ParameterizedTestParameters(dtype, gpu_cpu_agreement) { return dtype_indices(); }
 ParameterizedTest(int *row, dtype, gpu_cpu_agreement) { check_dtype_agreement(*row); }
+
+/* A bf16 row op's step made without scratch (dg_step_of, outside a plan)
+ * is refused with a message rather than writing through a NULL scratch. */
+Test(dtype_cpu, a_bf16_softmax_step_without_scratch_is_refused) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = dg_cast(g, dg_input(g, "x", DG_SHAPE(3, 5)), DG_BF16), *y = dg_softmax(g, x);
+    dg_backend *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 2));
+    cr_assert(dg_backend_step_scratch_bytes(cpu, y, 0) > 0, "the bf16 softmax asks for scratch");
+    uint16_t xv[15] = {0}, yv[15];
+    void *data[3] = {NULL, xv, yv};
+    cr_assert_eq(x->id, 1);
+    dg_step s = dg_step_of(y, data, 0);
+    cr_assert_eq(dg_backend_compute(cpu, &s), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "needs scratch"), "%s", dg_last_error());
+    dg_backend_free(cpu);
+    dg_graph_free(g);
+}
