@@ -265,18 +265,21 @@ size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n, dg_gpu_
 }
 
 /* A product of bf16 or f16 operands: cuBLAS's GemmEx, float32 products'
- * sums and output (CUBLAS_COMPUTE_32F: the tensor cores, whose products of
- * such values are exact), whatever the step's GEMM choice (the own kernels
- * are float32 alone). Row-major C = op(A) op(B) as column-major C^T =
- * op(B)^T op(A)^T, as dg__gpu_sgemm does. */
+ * sums (CUBLAS_COMPUTE_32F: the tensor cores, whose products of such
+ * values are exact), whatever the step's GEMM choice (the own kernels are
+ * float32 alone). C is float32, or the operands' 16-bit type for a node of
+ * that dtype (dg_matmul_ex: the float32 result rounded as cuBLAS stores
+ * it). Row-major C = op(A) op(B) as column-major C^T = op(B)^T op(A)^T, as
+ * dg__gpu_sgemm does. */
 static dg_status matmul_low_precision(gpu_ctx *c, const dg_gemm_dims &g, const dg_step *s) {
     dg_status st = dg__gpu_cublas_math(c, false);
     if (st != DG_OK) return st;
     cudaDataType_t t = s->node->in[0]->dtype == DG_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    cudaDataType_t tc = s->node->dtype == DG_F32 ? CUDA_R_32F : t;
     const float one = 1.0f, zero = 0.0f;
     cublasOperation_t opa = g.ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     DG_CUBLAS_CHECK(dg__cublas.gemm_strided_batched_ex(c->cublas, opb, opa, g.n, g.m, g.k, &one, s->in[1], t, g.ldb,
-                                               g.stride_b, s->in[0], t, g.lda, g.stride_a, &zero, s->out, CUDA_R_32F,
+                                               g.stride_b, s->in[0], t, g.lda, g.stride_a, &zero, s->out, tc,
                                                g.ldc, g.stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return DG_OK;
 }

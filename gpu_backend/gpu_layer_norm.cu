@@ -319,7 +319,7 @@ static unsigned ln_grid(long long rows, int g) { return grid_for(rows, BLOCK / g
         else KERNEL<BLOCK><<<grid_, BLOCK, 0, c->stream>>>(__VA_ARGS__);                                          \
     } while (0)
 
-dg_status dg__gpu_layer_norm(gpu_ctx *c, const dg_step *s) {
+static dg_status layer_norm_f32(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node;
     long long d = last_dim(nd), rows = dg_node_numel(nd) / d;
     /* a plan always gives the side output storage; this guards a step made
@@ -337,7 +337,12 @@ dg_status dg__gpu_layer_norm(gpu_ctx *c, const dg_step *s) {
     return DG_OK;
 }
 
-dg_status dg__gpu_layer_norm_backward(gpu_ctx *c, const dg_step *s) {
+/* bf16 or f16 storage: the float32 kernels on widened copies (gpu_cast.cu) */
+dg_status dg__gpu_layer_norm(gpu_ctx *c, const dg_step *s) {
+    return dg__gpu_widens(s->node) ? dg__gpu_widened(c, s, layer_norm_f32) : layer_norm_f32(c, s);
+}
+
+static dg_status layer_norm_backward_f32(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node;
     long long d = last_dim(nd), rows = dg_node_numel(nd) / d;
     const float *dy = (const float *)s->in[0], *x = (const float *)s->in[1], *scale = (const float *)s->in[2],
@@ -350,12 +355,17 @@ dg_status dg__gpu_layer_norm_backward(gpu_ctx *c, const dg_step *s) {
     return DG_OK;
 }
 
+/* bf16 or f16 storage: the float32 kernels on widened copies (gpu_cast.cu) */
+dg_status dg__gpu_layer_norm_backward(gpu_ctx *c, const dg_step *s) {
+    return dg__gpu_widens(s->node) ? dg__gpu_widened(c, s, layer_norm_backward_f32) : layer_norm_backward_f32(c, s);
+}
+
 static long long clampll(long long v, long long lo, long long hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* Slices of rows: enough blocks to fill the GPU, at least 64 rows each, as
  * many partial rows as fit the scratch (one slice, written straight to
  * dscale, needs none) */
-dg_status dg__gpu_layer_norm_backward_scale(gpu_ctx *c, const dg_step *s) {
+static dg_status layer_norm_backward_scale_f32(gpu_ctx *c, const dg_step *s) {
     const dg_node *xn = s->node->in[1];
     long long d = last_dim(xn), rows = dg_node_numel(xn) / d;
     const float *dy = (const float *)s->in[0], *x = (const float *)s->in[1], *stats = (const float *)s->in[2];
@@ -373,4 +383,10 @@ dg_status dg__gpu_layer_norm_backward_scale(gpu_ctx *c, const dg_step *s) {
         DG_CUDA_CHECK_LAUNCH();
     }
     return DG_OK;
+}
+
+/* bf16 or f16 storage: the float32 kernels on widened copies (gpu_cast.cu) */
+dg_status dg__gpu_layer_norm_backward_scale(gpu_ctx *c, const dg_step *s) {
+    return dg__gpu_widens(s->node) ? dg__gpu_widened(c, s, layer_norm_backward_scale_f32)
+                                   : layer_norm_backward_scale_f32(c, s);
 }

@@ -150,7 +150,7 @@ static dg_status sum_cols(gpu_ctx *c, const float *x, float *y, long long rows, 
 /* The classification (rows, columns or general) is the core's
  * (dg_reduce_layout_of), shared with the CPU backend; the kernel choice
  * within each class is this file's. */
-dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
+static dg_status reduce_f32(gpu_ctx *c, const dg_step *s) {
     const float *x = (const float *)s->in[0];
     float *y = (float *)s->out;
     dg_reduce_layout l = dg_reduce_layout_of(s->node);
@@ -171,4 +171,9 @@ dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
     k_general<<<grid_for(n_out, 256), 256, 0, c->stream>>>(x, y, n_out, n_red, p, scale);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
+}
+
+/* bf16 or f16 storage: the float32 kernels on widened copies (gpu_cast.cu) */
+dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
+    return dg__gpu_widens(s->node) ? dg__gpu_widened(c, s, reduce_f32) : reduce_f32(c, s);
 }

@@ -450,7 +450,7 @@ static float softmax_scale(const dg_node *n, long long *r_per) {
         else KERNEL<8, B><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                           \
     } while (0)
 
-dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s) {
+static dg_status softmax_f32(gpu_ctx *c, const dg_step *s) {
     long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols, r_per;
     float scale = softmax_scale(s->node, &r_per);
     const float *x = (const float *)s->in[0];
@@ -467,7 +467,12 @@ dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s) {
     return DG_OK;
 }
 
-dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s) {
+/* bf16 or f16 storage: the float32 kernels on widened copies (gpu_cast.cu) */
+dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s) {
+    return dg__gpu_widens(s->node) ? dg__gpu_widened(c, s, softmax_f32) : softmax_f32(c, s);
+}
+
+static dg_status softmax_backward_f32(gpu_ctx *c, const dg_step *s) {
     long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols, r_per;
     float scale = softmax_scale(s->node, &r_per);
     const float *dy = (const float *)s->in[0], *y = (const float *)s->in[1];
@@ -480,6 +485,11 @@ dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s) {
                                                                                     scale, r_per);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
+}
+
+/* bf16 or f16 storage: the float32 kernels on widened copies (gpu_cast.cu) */
+dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s) {
+    return dg__gpu_widens(s->node) ? dg__gpu_widened(c, s, softmax_backward_f32) : softmax_backward_f32(c, s);
 }
 
 /* the per-row losses go through the scratch, one float a row */
