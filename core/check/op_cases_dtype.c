@@ -1,6 +1,8 @@
-/* op_cases_dtype.c: the precision table (op_cases.h): casts and the
- * products of bf16 and f16 operands, checked on every backend against the
- * float64 reference of the same graph. The reference evaluates every node
+/* op_cases_dtype.c: the precision table (op_cases.h): casts, the
+ * products of bf16 and f16 operands (float32 or bf16/f16 output), and the
+ * storage ops (elementwise, sums, softmax, layer norm) on bf16 and f16,
+ * checked on every backend against the float64 reference of the same
+ * graph. The reference evaluates every node
  * the backend runs, the gradient's too, and rounds where the graph casts
  * (ref.c: to float32, then the dtype's round-to-nearest-even): the forward
  * operands and the backward's copy of dC in the operands' dtype
@@ -20,7 +22,9 @@
  *   graphs reads values both sides hold exactly (the float32 inputs, the
  *   loss weights); a cast of a value each side computed (float32 against
  *   float64) may round the two to neighbouring values, a u of the dtype
- *   apart: checks of such graphs allow that. */
+ *   apart: checks of such graphs allow that.
+ * - A storage op: the stored result's one rounding (u, below) on top of
+ *   its float32 bound, forward element by element, gradients per row. */
 #include "op_cases.h"
 
 #define S(...) DG_SHAPE(__VA_ARGS__)
@@ -94,18 +98,17 @@ const op_case dg_dtype_cases[] = {
      * output (exp, sigmoid, tanh, softmax) that value is off by u relative,
      * and the row's factor bounds how the formula carries it. */
     /* elementwise forward: one rounding (u); gradients read the rounded
-     * input both sides hold (relu, gelu, mul: TOL alone would do) or the
-     * output y: exp's dy y is off u; sigmoid's y (1 - y) by u y |1 - 2y| <=
+     * input both sides hold (relu, gelu: TOL) or the output y: exp's dy y is off u; sigmoid's y (1 - y) by u y |1 - 2y| <=
      * u y, against a largest gradient >= 0.1 on [-2, 2]: 4u; tanh's 1 - y^2
      * by 2u y^2, against a largest 1 - y^2 of ~1: 2u */
     {"relu_bf16", DG_OP_RELU, 1, {S(33, 65)}, {DOM_AWAY0},
-     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
     {"relu_f16", DG_OP_RELU, 1, {S(33, 65)}, {DOM_AWAY0},
-     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL},
     {"gelu_bf16", DG_OP_GELU, 1, {S(33, 65)}, {DOM_ANY},
-     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
     {"gelu_f16", DG_OP_GELU, 1, {S(33, 65)}, {DOM_ANY},
-     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL},
     {"exp_bf16", DG_OP_EXP, 1, {S(33, 65)}, {DOM_ANY},
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
     {"exp_f16", DG_OP_EXP, 1, {S(33, 65)}, {DOM_ANY}, .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
@@ -117,33 +120,57 @@ const op_case dg_dtype_cases[] = {
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 2 * U_BF16},
     {"tanh_f16", DG_OP_TANH, 1, {S(33, 65)}, {DOM_ANY},
      .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + 2 * U_F16},
+    /* the rest of the unary ops: one rounding; log's and sqrt's gradients
+     * divide the float32 dy by the held x or the rounded y (u); pow's is
+     * dy s x^(s-1) built of bf16/f16 nodes, x^(s-1) and its product by s
+     * each rounded (2u); the others read the held x (TOL) */
+    {"neg_bf16", DG_OP_NEG, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
+    {"add_scalar_f16", DG_OP_ADD_SCALAR, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL, .scalar = 0.75f},
+    {"mul_scalar_bf16", DG_OP_MUL_SCALAR, 1, {S(33, 65)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .scalar = -1.3f},
+    {"pow_scalar_f16", DG_OP_POW_SCALAR, 1, {S(33, 65)}, {DOM_POS},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + 2 * U_F16, .scalar = 1.5f},
+    {"log_bf16", DG_OP_LOG, 1, {S(33, 65)}, {DOM_POS},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
+    {"sqrt_f16", DG_OP_SQRT, 1, {S(33, 65)}, {DOM_POS},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"abs_bf16", DG_OP_ABS, 1, {S(33, 65)}, {DOM_AWAY0},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
+    {"leaky_relu_f16", DG_OP_LEAKY_RELU, 1, {S(33, 65)}, {DOM_AWAY0},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL, .scalar = 0.1f},
+    /* div: y = a / b rounded once; da = dy / b reads the held b (TOL),
+     * db = -dy y / b takes y / b in the dtype, a second rounding (2u) */
+    {"div_bf16", DG_OP_DIV, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_POS},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 2 * U_BF16},
     /* binary, same shape and a broadcast row (the bias add): one rounding;
-     * the gradients are dy or dy times the other operand, as held */
+     * the gradients are dy or dy times the other operand, as held (TOL) */
     {"add_bf16", DG_OP_ADD, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY},
-     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
     {"sub_f16", DG_OP_SUB, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY},
-     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL},
     {"mul_bf16", DG_OP_MUL, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY},
-     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
     {"mul_f16", DG_OP_MUL, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY},
-     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL},
     {"bias_add_bf16", DG_OP_ADD, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY},
-     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
     {"bias_add_f16", DG_OP_ADD, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY},
-     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL},
     /* f32 with bf16 or f16: a float32 result, no rounding of its own */
     {"mul_mixed_bf16_f32", DG_OP_MUL, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY}, .dtype = DG_BF16,
      .build = build_mixed, .tol = TOL},
     {"add_mixed_f16_f32",  DG_OP_ADD, 2, {S(33, 65), S(33, 65)}, {DOM_ANY, DOM_ANY}, .dtype = DG_F16,
      .build = build_mixed, .tol = TOL},
     /* row and column sums (the sum in double, one rounding); the gradient
-     * is dy broadcast: exact */
+     * is dy broadcast (TOL) */
     {"sum_rows_bf16", DG_OP_SUM, 1, {S(33, 65)}, {DOM_ANY},
-     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16, .axes = 0x2},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .axes = 0x2},
     {"sum_cols_f16", DG_OP_SUM, 1, {S(33, 65)}, {DOM_ANY},
-     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16, .axes = 0x1},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL, .axes = 0x1},
     {"mean_all_bf16", DG_OP_MEAN, 1, {S(5, 7, 9)}, {DOM_ANY},
-     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16, .axes = 0x5},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .axes = 0x5},
     /* softmax: max and sum in float32, each probability rounded once;
      * the gradient y (dy - sum dy y) reads the rounded y: off u in y and
      * in the sum, 2u */
@@ -156,9 +183,9 @@ const op_case dg_dtype_cases[] = {
     /* layer norm: statistics in double from the rounded x, y rounded once;
      * the gradients read x, scale (held) and the float32 stats: fp32 */
     {"layer_norm_bf16", DG_OP_LAYER_NORM, 3, {S(33, 65), S(65), S(65)}, {DOM_ANY, DOM_ANY, DOM_ANY},
-     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16, .scalar = 1e-5f},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .scalar = 1e-5f},
     {"layer_norm_f16", DG_OP_LAYER_NORM, 3, {S(33, 65), S(65), S(65)}, {DOM_ANY, DOM_ANY, DOM_ANY},
-     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16, .scalar = 1e-5f},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL, .scalar = 1e-5f},
     /* a bf16 or f16 output of a product (dg_matmul_ex): the float32 sums
      * rounded once (u); the gradients as the float32-output rows' (TOL) */
     {"matmul_out_bf16",   DG_OP_MATMUL, 2, {S(17, 33), S(33, 9)}, .dtype = DG_BF16, .build = build_matmul_out,
