@@ -76,7 +76,6 @@ bool dg__gpu_widens(const dg_node *n) {
 
 size_t dg__gpu_widened_bytes(const dg_node *n) {
     switch (n->op) {
-    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
     case DG_OP_LAYER_NORM: case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE:
     case DG_OP_SUM: case DG_OP_MEAN:
         break;

@@ -6,12 +6,10 @@
  * storage: the same op functions in float32 between a widening load and a
  * round-to-nearest-even store (the *_lp kernels, templated on each
  * operand's storage type), one element a thread per grid-stride step. */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include "../core/layout.h"
 #include "../core/scalar_math.h"
 #include "gpu_common.cuh"
+#include "gpu_lowp.cuh"
 
 #define BLOCK 256
 
@@ -118,14 +116,6 @@ __global__ void k_binary_rows(const float *__restrict__ a, const float *__restri
             y[r * w + j] = binary_f<OP>(pa[j * sa.d[3]], pb[j * sb.d[3]]);
     }
 }
-
-/* storage <-> float32: widening exact, narrowing to nearest even */
-__device__ __forceinline__ float ld(const float *p, long long i) { return p[i]; }
-__device__ __forceinline__ float ld(const __nv_bfloat16 *p, long long i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ float ld(const __half *p, long long i) { return __half2float(p[i]); }
-__device__ __forceinline__ void st(float *p, long long i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__nv_bfloat16 *p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void st(__half *p, long long i, float v) { p[i] = __float2half_rn(v); }
 
 template <int OP, typename T>
 __global__ void k_unary_lp(const T *__restrict__ x, T *__restrict__ y, long long n, float c) {
