@@ -180,6 +180,17 @@ const op_case dg_dtype_cases[] = {
      .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + 2 * U_F16},
     {"log_softmax_bf16", DG_OP_LOG_SOFTMAX, 1, {S(33, 65)}, {DOM_ANY},
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 2 * U_BF16},
+    /* rows of whole float4s (c % 4 == 0, c <= 1024): the GPU's register
+     * kernels (plain, scaled, causal), where c = 65 above takes its
+     * two-pass ones */
+    {"softmax_bf16_rows128", DG_OP_SOFTMAX, 1, {S(17, 128)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 2 * U_BF16},
+    {"log_softmax_f16_rows64", DG_OP_LOG_SOFTMAX, 1, {S(9, 64)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + 2 * U_F16},
+    {"softmax_f16_scaled", DG_OP_SOFTMAX, 1, {S(9, 64)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + 2 * U_F16, .scalar = 0.7f},
+    {"softmax_bf16_causal", DG_OP_SOFTMAX, 1, {S(2, 16, 16)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + 2 * U_BF16, .scalar = 0.5f, .causal = true},
     /* layer norm: statistics in double from the rounded x, y rounded once;
      * the gradients read x, scale (held) and the float32 stats: fp32 */
     {"layer_norm_bf16", DG_OP_LAYER_NORM, 3, {S(33, 65), S(65), S(65)}, {DOM_ANY, DOM_ANY, DOM_ANY},
