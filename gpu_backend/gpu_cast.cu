@@ -77,7 +77,6 @@ bool dg__gpu_widens(const dg_node *n) {
 size_t dg__gpu_widened_bytes(const dg_node *n) {
     switch (n->op) {
     case DG_OP_LAYER_NORM: case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE:
-    case DG_OP_SUM: case DG_OP_MEAN:
         break;
     default:
         return 0;

@@ -171,6 +171,13 @@ const op_case dg_dtype_cases[] = {
      .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL, .axes = 0x1},
     {"mean_all_bf16", DG_OP_MEAN, 1, {S(5, 7, 9)}, {DOM_ANY},
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .axes = 0x5},
+    /* the GPU's other sum kernels: long rows summed in chunks, then the
+     * partials (positive terms: no cancellation, the float32 sum within
+     * 16 TOL of itself); a column mean through partials and their sum */
+    {"sum_long_rows_bf16", DG_OP_SUM, 1, {S(3, 3000)}, {DOM_POS},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .axes = 0x2},
+    {"mean_cols_f16", DG_OP_MEAN, 1, {S(300, 40)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL, .axes = 0x1},
     /* softmax: max and sum in float32, each probability rounded once;
      * the gradient y (dy - sum dy y) reads the rounded y: off u in y and
      * in the sum, 2u */
