@@ -212,7 +212,6 @@ static size_t gpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, uns
     int gemm = dg__gpu_step_gemm(c, flags), conv = dg__gpu_step_conv(c, flags);
     if (is_conv(n) && conv >= 0) return dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)conv);
     if (n->op == DG_OP_MATMUL && gemm >= 0) return sizeof(float) * dg__gpu_matmul_scratch_floats(c, n, (dg_gpu_gemm)gemm);
-    if (dg__gpu_widens(n) && dg__gpu_widened_bytes(n)) return dg__gpu_widened_bytes(n); /* bf16/f16 row ops */
     return dg_node_scratch_bytes(n);
 }
 

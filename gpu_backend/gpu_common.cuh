@@ -223,15 +223,6 @@ dg_status dg__gpu_unary_backward(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_broadcast_to(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_cast(gpu_ctx *c, const dg_step *s); /* f32 <-> bf16 or f16 (gpu_cast.cu) */
-/* Layer norm and its backward ops on bf16 or f16 storage (gpu_cast.cu):
- * their float32 kernels run on float32 copies in the step's scratch, each
- * bf16 or f16 input widened into it first (exact), the output rounded out
- * of it after (to nearest even). dg__gpu_widened_bytes: that scratch (0
- * for any other op, or one whose inputs and output are all float32);
- * dg__gpu_widens: whether a node needs it. */
-size_t    dg__gpu_widened_bytes(const dg_node *n);
-bool      dg__gpu_widens(const dg_node *n);
-dg_status dg__gpu_widened(gpu_ctx *c, const dg_step *s, dg_status (*f32)(gpu_ctx *, const dg_step *));
 dg_status dg__gpu_gather_rows(gpu_ctx *c, void *dst, const void *src, const int32_t *idx, int n,
                               size_t row_bytes);
 /* gpu_reduce.cu */

@@ -98,9 +98,10 @@ const op_case dg_dtype_cases[] = {
      * output (exp, sigmoid, tanh, softmax) that value is off by u relative,
      * and the row's factor bounds how the formula carries it. */
     /* elementwise forward: one rounding (u); gradients read the rounded
-     * input both sides hold (relu, gelu: TOL) or the output y: exp's dy y is off u; sigmoid's y (1 - y) by u y |1 - 2y| <=
-     * u y, against a largest gradient >= 0.1 on [-2, 2]: 4u; tanh's 1 - y^2
-     * by 2u y^2, against a largest 1 - y^2 of ~1: 2u */
+     * input both sides hold (relu, gelu: TOL) or the output y: exp's dy y
+     * is off u; sigmoid's y (1 - y) by u y |1 - 2y| <= u y, against a
+     * largest gradient >= 0.1 on [-2, 2]: 4u; tanh's 1 - y^2 by 2u y^2,
+     * against a largest 1 - y^2 of ~1: 2u */
     {"relu_bf16", DG_OP_RELU, 1, {S(33, 65)}, {DOM_AWAY0},
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
     {"relu_f16", DG_OP_RELU, 1, {S(33, 65)}, {DOM_AWAY0},
@@ -204,6 +205,19 @@ const op_case dg_dtype_cases[] = {
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .scalar = 1e-5f},
     {"layer_norm_f16", DG_OP_LAYER_NORM, 3, {S(33, 65), S(65), S(65)}, {DOM_ANY, DOM_ANY, DOM_ANY},
      .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL, .scalar = 1e-5f},
+    /* rows of whole float4s: the GPU holds them in registers (16 threads a
+     * row of 64, a warp for 256, the block for 2048); 300 rows: the scale
+     * gradient in slices of rows, then their sum. The gradients' float32
+     * sums run over up to 2048 terms (300 for the scale's) in the GPU's
+     * order, ~log2 of that roundings deep: 8 TOL */
+    {"layer_norm_bf16_d64", DG_OP_LAYER_NORM, 3, {S(9, 64), S(64), S(64)}, {DOM_ANY, DOM_ANY, DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = 8 * TOL, .scalar = 1e-5f},
+    {"layer_norm_f16_d256", DG_OP_LAYER_NORM, 3, {S(5, 256), S(256), S(256)}, {DOM_ANY, DOM_ANY, DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = 8 * TOL, .scalar = 1e-5f},
+    {"layer_norm_bf16_d2048", DG_OP_LAYER_NORM, 3, {S(3, 2048), S(2048), S(2048)}, {DOM_ANY, DOM_ANY, DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = 8 * TOL, .scalar = 1e-5f},
+    {"layer_norm_f16_rows300", DG_OP_LAYER_NORM, 3, {S(300, 32), S(32), S(32)}, {DOM_ANY, DOM_ANY, DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = 8 * TOL, .scalar = 1e-5f},
     /* a bf16 or f16 output of a product (dg_matmul_ex): the float32 sums
      * rounded once (u); the gradients as the float32-output rows' (TOL) */
     {"matmul_out_bf16",   DG_OP_MATMUL, 2, {S(17, 33), S(33, 9)}, .dtype = DG_BF16, .build = build_matmul_out,
