@@ -325,10 +325,10 @@ Test(dtype_graph, storage_ops_keep_their_dtype_and_refuse_what_they_do_not_defin
 /* relu(x w) + b with a bf16 product output, relu and add against the same
  * in float32: the activations [M, N] dominate the arena (K small), two of
  * them alive at a time, so the bf16 plan's arena is about half the f32
- * one's (the widened operands and the product's float32 chunk are the
- * rest: under 1 MiB against 4). Fails if a bf16 node were sized as f32 or
+ * one's (on the CPU the widened operands and the product's float32 chunk
+ * are the rest: under 1 MiB against 4). Fails if a bf16 node were sized as f32 or
  * the product's output went through a float32 tensor of its full size. */
-static size_t mlp_arena_bytes(dg_dtype t) {
+static size_t mlp_arena_bytes(dg_dtype t, bool gpu) {
     enum { M = 1024, K = 16, N = 1024 };
     dg_graph *g = dg_graph_new();
     dg_node *x = dg_input(g, "x", DG_SHAPE(M, K));
@@ -337,21 +337,27 @@ static size_t mlp_arena_bytes(dg_dtype t) {
     dg_node *y = dg_matmul_ex(g, dg_cast(g, x, t), dg_cast(g, w, t), false, false, t);
     dg_node *out = dg_add(g, dg_relu(g, y), dg_cast(g, b, t));
     cr_assert(out && out->dtype == t, "%s", dg_last_error());
-    dg_backend *cpu;
-    ASSERT_OK(dg_cpu_backend_new(&cpu, 2));
+    dg_backend *be = test_backend_open(gpu);
     dg_plan_stats st;
-    ASSERT_OK(dg_plan_estimate(g, cpu, &out, 1, NULL, &st));
-    cr_log_info("%s: arena %zu bytes, live %zu", dg_dtype_name(t), st.arena_bytes, st.live_bytes);
-    dg_backend_free(cpu);
+    ASSERT_OK(dg_plan_estimate(g, be, &out, 1, NULL, &st));
+    cr_log_info("%s %s: arena %zu bytes, live %zu", gpu ? "gpu" : "cpu", dg_dtype_name(t), st.arena_bytes,
+                st.live_bytes);
+    dg_backend_free(be);
     dg_graph_free(g);
     return st.arena_bytes;
 }
 
-Test(dtype_memory, a_bf16_mlp_layer_has_about_half_the_arena_of_f32) {
-    size_t f32 = mlp_arena_bytes(DG_F32), bf16 = mlp_arena_bytes(DG_BF16), f16 = mlp_arena_bytes(DG_F16);
-    cr_assert(bf16 <= 0.55 * f32 && bf16 >= 0.45 * f32, "bf16 arena %zu against f32 %zu", bf16, f32);
+static void check_half_arena(bool gpu) {
+    size_t f32 = mlp_arena_bytes(DG_F32, gpu), bf16 = mlp_arena_bytes(DG_BF16, gpu);
+    size_t f16 = mlp_arena_bytes(DG_F16, gpu);
+    cr_assert(bf16 <= 0.55 * f32 && bf16 >= 0.45 * f32, "%s: bf16 arena %zu against f32 %zu", gpu ? "gpu" : "cpu",
+              bf16, f32);
     cr_assert_eq(f16, bf16, "f16 and bf16 take the same bytes");
 }
+
+Test(dtype_memory, a_bf16_mlp_layer_has_about_half_the_arena_of_f32) { check_half_arena(false); }
+/* the GPU's product writes its 16-bit C directly, with no scratch */
+Test(dtype_memory, gpu_a_bf16_mlp_layer_has_about_half_the_arena_of_f32) { check_half_arena(true); }
 
 /* ---- storage ops: the GPU against the CPU ------------------------------ */
 
