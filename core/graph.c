@@ -231,6 +231,31 @@ static bool check_f32(dg_graph *g, const char *op, const dg_node *a) {
     return false;
 }
 
+static bool float_dtype(dg_dtype t) { return t == DG_F32 || t == DG_BF16 || t == DG_F16; }
+
+/* The storage ops that compute in float32 and take bf16 or f16 too
+ * (elementwise, reductions, softmax, layer norm): a's dtype when it is a
+ * float one, else a message naming op and dtype. */
+static bool check_float(dg_graph *g, const char *op, const dg_node *a) {
+    if (float_dtype(a->dtype)) return true;
+    dg__graph_fail(g, DG_ERR_INVALID, "%s: input '%s' is %s; %s takes f32, bf16 or f16", op, a->name,
+                   dg_dtype_name(a->dtype), op);
+    return false;
+}
+
+bool dg__check_float_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in) {
+    if (!check_inputs(g, op, n_in, in)) return false;
+    for (int i = 0; i < n_in; i++) {
+        if (!check_float(g, op, in[i])) return false;
+        if (in[i]->dtype != in[0]->dtype) {
+            dg__graph_fail(g, DG_ERR_INVALID, "%s: inputs '%s' (%s) and '%s' (%s): all of one dtype (dg_cast)", op,
+                           in[0]->name, dg_dtype_name(in[0]->dtype), in[i]->name, dg_dtype_name(in[i]->dtype));
+            return false;
+        }
+    }
+    return true;
+}
+
 bool dg__check_f32_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in) {
     if (!check_inputs(g, op, n_in, in)) return false;
     for (int i = 0; i < n_in; i++)
@@ -293,11 +318,19 @@ static bool broadcast_shape(dg_shape a, dg_shape b, dg_shape *out) {
     return true;
 }
 
+/* Operands of one dtype give that dtype; float32 with bf16 or f16 gives
+ * float32 (each operand read in its own dtype: the gradients' products of
+ * a float32 dy with a low-precision forward value); bf16 with f16 is
+ * refused. */
 static dg_node *binary(dg_graph *g, dg_op op, dg_node *a, dg_node *b) {
     dg_node *in[2] = {a, b};
     const char *name = dg_op_name(op);
-    if (!check_inputs(g, name, 2, in) || !check_f32(g, name, a) || !check_f32(g, name, b))
+    if (!check_inputs(g, name, 2, in) || !check_float(g, name, a) || !check_float(g, name, b))
         return NULL;
+    if (a->dtype != b->dtype && a->dtype != DG_F32 && b->dtype != DG_F32)
+        return dg__graph_fail(g, DG_ERR_INVALID, "%s: operands '%s' (%s) and '%s' (%s): one dtype, or f32 with "
+                              "bf16 or f16 (dg_cast)", name, a->name, dg_dtype_name(a->dtype), b->name,
+                              dg_dtype_name(b->dtype));
     dg_shape s;
     if (!broadcast_shape(a->shape, b->shape, &s)) {
         char sa[96], sb[96];
@@ -305,7 +338,9 @@ static dg_node *binary(dg_graph *g, dg_op op, dg_node *a, dg_node *b) {
                               dg_shape_str(a->shape, sa, sizeof sa),
                               dg_shape_str(b->shape, sb, sizeof sb));
     }
-    return dg__node_new(g, op, s, 2, in);
+    dg_node *n = dg__node_new(g, op, s, 2, in);
+    if (n) n->dtype = a->dtype == b->dtype ? a->dtype : DG_F32;
+    return n;
 }
 
 dg_node *dg_add(dg_graph *g, dg_node *a, dg_node *b) { return binary(g, DG_OP_ADD, a, b); }
@@ -313,11 +348,16 @@ dg_node *dg_sub(dg_graph *g, dg_node *a, dg_node *b) { return binary(g, DG_OP_SU
 dg_node *dg_mul(dg_graph *g, dg_node *a, dg_node *b) { return binary(g, DG_OP_MUL, a, b); }
 dg_node *dg_div(dg_graph *g, dg_node *a, dg_node *b) { return binary(g, DG_OP_DIV, a, b); }
 
+/* the output in a's dtype; all_reduce (a collective) takes float32 only */
 static dg_node *unary(dg_graph *g, dg_op op, dg_node *a, float scalar) {
     const char *name = dg_op_name(op);
-    if (!check_inputs(g, name, 1, &a) || !check_f32(g, name, a)) return NULL;
+    if (!check_inputs(g, name, 1, &a) ||
+        !(op == DG_OP_ALL_REDUCE ? check_f32(g, name, a) : check_float(g, name, a)))
+        return NULL;
     dg_node *n = dg__node_new(g, op, a->shape, 1, &a);
-    if (n && dg_op_info_get(op)->attr == DG_ATTR_SCALAR) dg__attr_scalar_set(n, (dg_attr_scalar){scalar});
+    if (!n) return NULL;
+    n->dtype = a->dtype;
+    if (dg_op_info_get(op)->attr == DG_ATTR_SCALAR) dg__attr_scalar_set(n, (dg_attr_scalar){scalar});
     return n;
 }
 
@@ -338,11 +378,16 @@ dg_node *dg_all_reduce(dg_graph *g, dg_node *a) { return unary(g, DG_OP_ALL_REDU
 
 /* ---- matmul ---- */
 
-static bool float_dtype(dg_dtype t) { return t == DG_F32 || t == DG_BF16 || t == DG_F16; }
-
 dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b) {
+    return dg_matmul_ex(g, a, b, trans_a, trans_b, DG_F32);
+}
+
+dg_node *dg_matmul_ex(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b, dg_dtype out) {
     dg_node *in[2] = {a, b};
     if (!check_inputs(g, "matmul", 2, in)) return NULL;
+    if (!float_dtype(out) || (out != DG_F32 && out != a->dtype))
+        return dg__graph_fail(g, DG_ERR_INVALID, "matmul: a %s output of %s operands: f32, or the operands' bf16 "
+                              "or f16", dg_dtype_name(out), dg_dtype_name(a->dtype));
     if (!float_dtype(a->dtype) || a->dtype != b->dtype)
         return dg__graph_fail(g, DG_ERR_INVALID,
                               "matmul: operands '%s' (%s) and '%s' (%s): both f32, both bf16 or both f16 (dg_cast)",
@@ -352,14 +397,14 @@ dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans
     /* [B,m,k] x [k,n]: one larger 2-D product, no batching needed */
     if (as.ndim == 3 && bs.ndim == 2 && !trans_a) {
         dg_node *a2 = dg_reshape(g, a, DG_SHAPE(as.d[0] * as.d[1], as.d[2]));
-        dg_node *c2 = dg_matmul(g, a2, b, false, trans_b);
+        dg_node *c2 = dg_matmul_ex(g, a2, b, false, trans_b, out);
         return c2 ? dg_reshape(g, c2, DG_SHAPE(as.d[0], as.d[1], c2->shape.d[1])) : NULL;
     }
     /* [B,H,m,k] x [B,H,k,n]: the leading axes folded into one batch (views) */
     if (as.ndim == 4 && bs.ndim == 4 && as.d[0] == bs.d[0] && as.d[1] == bs.d[1]) {
         dg_node *a3 = dg_reshape(g, a, DG_SHAPE(as.d[0] * as.d[1], as.d[2], as.d[3]));
         dg_node *b3 = dg_reshape(g, b, DG_SHAPE(bs.d[0] * bs.d[1], bs.d[2], bs.d[3]));
-        dg_node *c3 = dg_matmul(g, a3, b3, trans_a, trans_b);
+        dg_node *c3 = dg_matmul_ex(g, a3, b3, trans_a, trans_b, out);
         return c3 ? dg_reshape(g, c3, DG_SHAPE(as.d[0], as.d[1], c3->shape.d[1], c3->shape.d[2])) : NULL;
     }
     bool batched = as.ndim == 3 && bs.ndim == 3 && as.d[0] == bs.d[0];
@@ -377,7 +422,9 @@ dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans
                               (long long)ka, (long long)kb);
     dg_shape s = batched ? DG_SHAPE(as.d[0], m, n) : DG_SHAPE(m, n);
     dg_node *c = dg__node_new(g, DG_OP_MATMUL, s, 2, in);
-    if (c) dg__attr_matmul_set(c, (dg_attr_matmul){trans_a, trans_b});
+    if (!c) return NULL;
+    c->dtype = out;
+    dg__attr_matmul_set(c, (dg_attr_matmul){trans_a, trans_b});
     return c;
 }
 
@@ -447,7 +494,7 @@ dg_node *dg_reshape(dg_graph *g, dg_node *a, dg_shape s) {
 
 static dg_node *reduce(dg_graph *g, dg_op op, dg_node *a, uint32_t axes, bool keepdims) {
     const char *name = dg_op_name(op);
-    if (!check_inputs(g, name, 1, &a) || !check_f32(g, name, a)) return NULL;
+    if (!check_inputs(g, name, 1, &a) || !check_float(g, name, a)) return NULL;
     int nd = a->shape.ndim;
     axes &= (1u << nd) - 1u;
     if (axes == 0)
@@ -460,7 +507,9 @@ static dg_node *reduce(dg_graph *g, dg_op op, dg_node *a, uint32_t axes, bool ke
     }
     if (s.ndim == 0) s = DG_SHAPE(1); /* everything reduced: a 1-element tensor */
     dg_node *n = dg__node_new(g, op, s, 1, &a);
-    if (n) dg__attr_reduce_set(n, (dg_attr_reduce){axes, keepdims});
+    if (!n) return NULL;
+    n->dtype = a->dtype;
+    dg__attr_reduce_set(n, (dg_attr_reduce){axes, keepdims});
     return n;
 }
 
@@ -486,11 +535,13 @@ dg_node *dg_broadcast_to(dg_graph *g, dg_node *a, dg_shape s) {
 
 static dg_node *softmax_op(dg_graph *g, dg_op op, dg_node *a, float scale, bool causal) {
     const char *name = dg_op_name(op);
-    if (!check_inputs(g, name, 1, &a) || !check_f32(g, name, a)) return NULL;
+    if (!check_inputs(g, name, 1, &a) || !check_float(g, name, a)) return NULL;
     if (!isfinite(scale) || scale == 0.0f)
         return dg__graph_fail(g, DG_ERR_INVALID, "%s: scale %g must be finite and non-zero", name, (double)scale);
     dg_node *n = dg__node_new(g, op, a->shape, 1, &a);
-    if (n) dg__attr_softmax_set(n, (dg_attr_softmax){scale, causal});
+    if (!n) return NULL;
+    n->dtype = a->dtype;
+    dg__attr_softmax_set(n, (dg_attr_softmax){scale, causal});
     return n;
 }
 

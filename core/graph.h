@@ -39,10 +39,17 @@ extern "C" {
 
 /* A tensor's element type. F32: float32; I32: class labels and ids;
  * BF16 (bfloat16: float32's exponent, 8 bits of significand) and F16
- * (IEEE binary16: 5-bit exponent, 11 bits of significand), made by dg_cast
- * and taken by dg_matmul (float32 accumulation and output). Every other op
- * takes float32 (labels and ids: I32) and refuses the rest by name.
- * Gradients are float32 whatever the node's dtype. */
+ * (IEEE binary16: 5-bit exponent, 11 bits of significand), made by dg_cast.
+ * Low-precision storage, float32 arithmetic: dg_matmul/dg_matmul_ex (float32
+ * accumulation; output f32 or the operands' dtype), the elementwise unary
+ * and binary ops, dg_sum/dg_mean, the softmax family (not the
+ * cross-entropy) and dg_layer_norm read bf16 or f16, widen to float32,
+ * compute, and round the result to nearest even on store; their output has
+ * their input's dtype (a binary op of f32 and bf16 or f16: f32; bf16 with
+ * f16: refused). Softmax and layer-norm statistics are float32. Every other
+ * op takes float32 (labels and ids: I32) and refuses the rest by name
+ * (docs/ARCHITECTURE.md has the table). Gradients are float32 whatever the
+ * node's dtype; the backward ops read the low-precision forward values. */
 typedef enum dg_dtype { DG_F32, DG_I32, DG_BF16, DG_F16 } dg_dtype;
 
 /* "f32", "i32", "bf16", "f16"; "?" for a value out of range */
@@ -175,6 +182,12 @@ dg_node *dg_all_reduce(dg_graph *g, dg_node *a);
 /* a and b both float32, or both bf16, or both f16 (products and sums in
  * float32); the output is float32 */
 dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b);
+/* dg_matmul with the output in dtype `out`: DG_F32, or the operands' own
+ * bf16 or f16 (the float32 sums rounded to nearest even as they are
+ * stored: half the bytes of a float32 output; cuBLAS writes a 16-bit C
+ * with 32-bit compute). Anything else is refused naming both dtypes. The
+ * gradients are float32 as every gradient. */
+dg_node *dg_matmul_ex(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b, dg_dtype out);
 /* a in dtype `to`: float32 to bf16 or f16 (rounded to nearest even), or
  * back; a cast to a's own dtype is a, with no node added */
 dg_node *dg_cast(dg_graph *g, dg_node *a, dg_dtype to);

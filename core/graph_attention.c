@@ -8,7 +8,7 @@
 
 dg_node *dg_layer_norm(dg_graph *g, dg_node *x, dg_node *scale, dg_node *shift, float eps) {
     dg_node *in[3] = {x, scale, shift};
-    if (!dg__check_f32_inputs(g, "layer_norm", 3, in)) return NULL;
+    if (!dg__check_float_inputs(g, "layer_norm", 3, in)) return NULL;
     if (!(eps > 0.0f)) return dg__graph_fail(g, DG_ERR_INVALID, "layer_norm: eps %g must be > 0", (double)eps);
     int64_t d = x->shape.d[x->shape.ndim - 1];
     char sx[96], sp[96];
@@ -19,6 +19,7 @@ dg_node *dg_layer_norm(dg_graph *g, dg_node *x, dg_node *scale, dg_node *shift, 
                                   dg_shape_str(x->shape, sx, sizeof sx));
     dg_node *y = dg__node_new(g, DG_OP_LAYER_NORM, x->shape, 3, in);
     if (!y) return NULL;
+    y->dtype = x->dtype; /* its stats stay float32 */
     dg__attr_norm_set(y, (dg_attr_norm){eps, 0.0f, d});
     return dg__side_new(g, y, DG_SHAPE(2, dg_node_numel(x) / d), "stats") ? y : NULL;
 }

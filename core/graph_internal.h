@@ -15,6 +15,9 @@ extern "C" {
 
 /* check_inputs and float32 for every input (graph.c). */
 bool dg__check_f32_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in);
+/* check_inputs, and every input f32, bf16 or f16, all of one dtype
+ * (graph.c): the ops that store low precision and compute in float32 */
+bool dg__check_float_inputs(dg_graph *g, const char *op, int n_in, dg_node *const *in);
 /* Create a node of `op` after the caller has validated shapes. */
 dg_node *dg__node_new(dg_graph *g, dg_op op, dg_shape s, int n_in, dg_node *const *in);
 /* Give `owner` its next side output, of shape s, named "<owner>.<what>".

@@ -26,7 +26,9 @@ typedef enum dg_op {
     DG_OP_EXP, DG_OP_LOG, DG_OP_SQRT, DG_OP_ABS,
     DG_OP_RELU, DG_OP_LEAKY_RELU,                 /* dg_attr_scalar: slope    */
     DG_OP_SIGMOID, DG_OP_TANH, DG_OP_GELU,        /* gelu: tanh approximation */
-    DG_OP_MATMUL,            /* [m,k]x[k,n] or [b,m,k]x[b,k,n]; dg_attr_matmul */
+    /* [m,k]x[k,n] or [b,m,k]x[b,k,n]; dg_attr_matmul; the node's dtype is
+     * its output's: f32, or its operands' bf16/f16 (dg_matmul_ex) */
+    DG_OP_MATMUL,
     DG_OP_PERMUTE,           /* dg_attr_permute                               */
     DG_OP_RESHAPE,           /* a view: shares its input's storage            */
     DG_OP_SUM, DG_OP_MEAN,   /* dg_attr_reduce: axes (bit mask), keepdims     */

@@ -11,6 +11,7 @@
 #include "../core/layout.h"
 #include "../core/status_internal.h"
 #include "cpu_kernels.h"
+#include "cpu_lowp.h"
 #include "cpu_onednn.h"
 
 typedef struct cpu_ctx {
@@ -245,33 +246,94 @@ static size_t widened_operand_floats(const dg_node *n) {
                : 0;
 }
 
+/* A bf16 or f16 matmul output is summed in float32 a chunk of rows at a
+ * time into scratch, then rounded into the output: rows of at most this
+ * many floats (at least one row), so the scratch stays far smaller than
+ * the float32 output it stands for. */
+#define LOWP_OUT_CHUNK_FLOATS ((int64_t)65536)
+
+static int64_t lowp_out_rows(const dg_gemm_dims *d) {
+    int64_t r = LOWP_OUT_CHUNK_FLOATS / d->n;
+    return r < 1 ? 1 : r < d->m ? r : d->m;
+}
+
+/* the float32 rows of a bf16 or f16 row op (cpu_softmax.c,
+ * cpu_layer_norm.c: rows widened per thread), or of a matmul's chunk of
+ * rounded output */
+static size_t lowp_floats(const dg_node *n, int threads) {
+    int64_t row = n->shape.d[n->shape.ndim - 1];
+    switch (n->op) {
+    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
+        return n->in[0]->dtype != DG_F32 || n->in[n->n_in - 1]->dtype != DG_F32 ? (size_t)(threads * 2 * row) : 0;
+    case DG_OP_LAYER_NORM: return n->dtype != DG_F32 ? (size_t)(threads * 4 * row) : 0;
+    case DG_OP_LAYER_NORM_BACKWARD:
+        return n->in[0]->dtype != DG_F32 || n->in[1]->dtype != DG_F32 || n->in[2]->dtype != DG_F32
+                   ? (size_t)(threads * 3 * row) : 0;
+    case DG_OP_MATMUL: {
+        if (n->dtype == DG_F32) return 0;
+        dg_gemm_dims d = dg_gemm_dims_of(n);
+        return (size_t)(lowp_out_rows(&d) * d.n);
+    }
+    default: return 0;
+    }
+}
+
 static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
-    (void)be;
-    size_t wide = widened_operand_floats(n);
+    size_t wide = widened_operand_floats(n) + lowp_floats(n, ctx_of(be)->threads);
     return wide ? wide * sizeof(float) : dg_node_scratch_bytes(n);
 }
 
-/* As cpu_scratch_bytes, but none for a bf16 product that oneDNN's own
- * kernel multiplies (ONEDNN, or the vendor choice where onednn_vendor
- * takes it): such a plan's arena holds no float32 copies. Should the CPU
- * turn out to have no such kernel, or the backend's default change to
- * another sgemm before the step runs, cpu_matmul widens into the backend's
- * buffer. */
+/* As cpu_scratch_bytes, but none for a bf16 product of float32 output that
+ * oneDNN's own kernel multiplies (ONEDNN, or the vendor choice where
+ * onednn_vendor takes it): such a plan's arena holds no float32 copies.
+ * Should the CPU turn out to have no such kernel, or the backend's default
+ * change to another sgemm before the step runs, cpu_matmul widens into the
+ * backend's buffer. */
 static size_t cpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
     int gemm = step_gemm(ctx_of(be), flags);
-    if (n->op == DG_OP_MATMUL && n->in[0]->dtype == DG_BF16 && dg_cpu_has_onednn() &&
+    if (n->op == DG_OP_MATMUL && n->in[0]->dtype == DG_BF16 && n->dtype == DG_F32 && dg_cpu_has_onednn() &&
         (gemm == DG_CPU_GEMM_ONEDNN || (gemm == DG_CPU_GEMM_OPENBLAS && onednn_vendor(DG_BF16))))
         return 0;
     return dg_backend_scratch_bytes(be, n); /* the interface's, as without flags */
 }
 
+/* A bf16 or f16 output (dg_matmul_ex): the operands widened into the
+ * step's scratch, then rows [r0, r0 + rows) of op(A) (A + r0 rows, or A +
+ * r0 columns when transposed) summed by impl's sgemm (OpenBLAS's for
+ * ONEDNN) into the float32 chunk after the widened operands, and rounded
+ * out */
+static dg_status matmul_lowp_out(const cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
+    dg_gemm_dims d = dg_gemm_dims_of(s->node);
+    const dg_node *a = s->node->in[0], *b = s->node->in[1];
+    float *wide = s->scratch;
+    int64_t na = dg_node_numel(a);
+    dg__cpu_widen(a->dtype, s->in[0], wide, na);
+    dg__cpu_widen(b->dtype, s->in[1], wide + na, dg_node_numel(b));
+    const float *A = wide, *B = wide + na;
+    float *chunk = wide + widened_operand_floats(s->node);
+    int64_t rows = lowp_out_rows(&d);
+    dg_dtype t = s->node->dtype;
+    for (int i = 0; i < d.batch; i++)
+        for (int64_t r0 = 0; r0 < d.m; r0 += rows) {
+            int rn = (int)(d.m - r0 < rows ? d.m - r0 : rows);
+            sgemm(c, impl, d.ta, d.tb, rn, d.n, d.k, A + i * d.stride_a + (d.ta ? r0 : r0 * d.lda), d.lda,
+                  B + i * d.stride_b, d.ldb, chunk, d.n, false);
+#pragma omp parallel for schedule(static)
+            for (int r = 0; r < rn; r++)
+                dg__lp_store(t, s->out, i * d.stride_c + (r0 + r) * d.ldc, d.n, chunk + (int64_t)r * d.n);
+        }
+    return DG_OK;
+}
+
 /* the matmul step: its operands' product by its impl (matmul_impl), any
  * widened operands in the step's scratch, or, where the plan reserved none
- * (cpu_step_scratch_bytes), the backend's buffer */
+ * (cpu_step_scratch_bytes), the backend's buffer; a bf16 or f16 output by
+ * matmul_lowp_out */
 static dg_status cpu_matmul(cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
     dg_onednn_gemm g = matmul_gemm(s->node);
     if (g.dtype != DG_F32 && g.dtype != DG_BF16 && g.dtype != DG_F16)
         return dg__fail(DG_ERR_UNSUPPORTED, "cpu: matmul %s of %s operands", s->node->name, dg_dtype_name(g.dtype));
+    if (s->node->dtype != DG_F32) return matmul_lowp_out(c, impl, s);
     dg_status st = matmul_impl(c, impl, &g, &impl);
     return st != DG_OK ? st : gemm_packed(c, impl, g, s->in[0], s->in[1], s->out, s->scratch);
 }
@@ -371,6 +433,12 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     cpu_ctx *c = ctx_of(be);
     int gemm = step_gemm(c, s->flags), conv = step_conv(c, s->flags);
     if (gemm < 0 || conv < 0) return refuse_choice(c, s->flags);
+    /* (a bf16 product oneDNN multiplies needs none: cpu_step_scratch_bytes) */
+    if (!s->scratch && widened_operand_floats(s->node) + lowp_floats(s->node, c->threads) &&
+        cpu_step_scratch_bytes(be, s->node, s->flags))
+        return dg__fail(DG_ERR_INVALID, "cpu: %s (%s of %s) needs scratch for its float32 copies (a step from "
+                        "dg_step_of: run it through a plan's steps)", s->node->name, dg_op_name(s->node->op),
+                        dg_dtype_name(s->node->dtype));
     apply_threads(c);
     switch (s->node->op) {
     /* a family goes to one entry, whose switch names its ops (ops.h) */

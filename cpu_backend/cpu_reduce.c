@@ -1,44 +1,49 @@
 /* cpu_reduce.c: sum and mean over a set of axes. Accumulates in double so
  * long reductions keep float32 accuracy. Two fast paths cover the shapes
  * training produces (a suffix of axes: row sums; a prefix: column sums such
- * as a bias gradient); any other mask takes the general path. */
+ * as a bias gradient); any other mask takes the general path. bf16 and f16
+ * are read and written through cpu_lowp.h's converters. */
 #include <stdint.h>
 
 #include "../core/layout.h"
 #include "cpu_kernels.h"
+#include "cpu_lowp.h"
 
 #define COL_BLOCK 64
 
 /* y[r] = scale * sum_j x[r*w + j] */
-static void reduce_rows(const float *x, float *y, int64_t rows, int64_t w, double scale) {
+static void reduce_rows(dg_dtype t, const void *x, void *y, int64_t rows, int64_t w, double scale) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         double acc = 0.0;
-        for (int64_t j = 0; j < w; j++) acc += x[r * w + j];
-        y[r] = (float)(acc * scale);
+        for (int64_t j = 0; j < w; j++) acc += dg__lp_ld(t, x, r * w + j);
+        dg__lp_st(t, y, r, (float)(acc * scale));
     }
 }
 
 /* y[j] = scale * sum_r x[r*w + j], parallel over blocks of columns */
-static void reduce_cols(const float *x, float *y, int64_t rows, int64_t w, double scale) {
+static void reduce_cols(dg_dtype t, const void *x, void *y, int64_t rows, int64_t w, double scale) {
     int64_t blocks = (w + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < blocks; b++) {
         int64_t j0 = b * COL_BLOCK, nj = w - j0 < COL_BLOCK ? w - j0 : COL_BLOCK;
         double acc[COL_BLOCK] = {0};
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < nj; j++) acc[j] += x[r * w + j0 + j];
-        for (int64_t j = 0; j < nj; j++) y[j0 + j] = (float)(acc[j] * scale);
+            for (int64_t j = 0; j < nj; j++) acc[j] += dg__lp_ld(t, x, r * w + j0 + j);
+        for (int64_t j = 0; j < nj; j++) dg__lp_st(t, y, j0 + j, (float)(acc[j] * scale));
     }
 }
 
+/* x and y of one dtype (f32, bf16, f16), every element read through
+ * dg__lp_ld: the sums in double either way, the result rounded on store */
 void dg__cpu_reduce(const dg_step *s) {
-    const float *x = s->in[0];
-    float *y = s->out;
+    const void *x = s->in[0];
+    void *y = s->out;
+    dg_dtype dt = s->node->dtype;
     dg_reduce_layout l = dg_reduce_layout_of(s->node);
     switch (l.kind) {
-    case DG_REDUCE_ROWS: reduce_rows(x, y, l.n_out, l.n_red, l.scale); return;
-    case DG_REDUCE_COLS: reduce_cols(x, y, l.n_red, l.n_out, l.scale); return;
+    case DG_REDUCE_ROWS: reduce_rows(dt, x, y, l.n_out, l.n_red, l.scale); return;
+    case DG_REDUCE_COLS: reduce_cols(dt, x, y, l.n_red, l.n_out, l.scale); return;
     case DG_REDUCE_GENERAL: break;
     }
     const int64_t *st = l.st.d, *os = l.os.d, *rs = l.rs.d;
@@ -50,8 +55,8 @@ void dg__cpu_reduce(const dg_step *s) {
         for (int64_t r = 0; r < l.n_red; r++) {
             int64_t off = 0, u = r;
             for (int i = 3; i >= 0; i--) { off += (u % rs[i]) * st[i]; u /= rs[i]; }
-            acc += x[base + off];
+            acc += dg__lp_ld(dt, x, base + off);
         }
-        y[o] = (float)(acc * l.scale);
+        dg__lp_st(dt, y, o, (float)(acc * l.scale));
     }
 }

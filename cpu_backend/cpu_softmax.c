@@ -7,7 +7,11 @@
  * y = softmax(scale x) and, when causal, row i of each [R, C] matrix keeps
  * only its columns j <= i (R the second-last axis, 1 for a 1-D tensor): the
  * masked columns are never read and come out 0 (log_softmax: -inf), their
- * gradient 0. Without them, scale is 1 and every row is whole. */
+ * gradient 0. Without them, scale is 1 and every row is whole.
+ *
+ * softmax and log_softmax also take bf16 and f16 (their output in the same
+ * dtype): each row widened to float32, the statistics (max, sum) in
+ * float32 and double as for float32 rows, the row rounded on store. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -15,6 +19,7 @@
 
 #include "../core/attrs.h"
 #include "cpu_kernels.h"
+#include "cpu_lowp.h"
 #include "cpu_vmath.h"
 
 #define MAX_THREADS 1024
@@ -51,59 +56,77 @@ static int64_t row_keep(const sm_geom *g, int64_t r) {
 }
 
 /* softmax:     y = exp(scale x - max) / sum(exp(scale x - max))
- * log_softmax: y = scale x - logsumexp(scale x) */
+ * log_softmax: y = scale x - logsumexp(scale x)
+ * over the n unmasked of c columns, the masked ones `masked` */
+static void softmax_row(const dg_vmath *vm, bool log_out, float scale, const float *xr, float *yr, int64_t n,
+                        int64_t c) {
+    if (log_out) {
+        float lse = (float)logsumexp(vm, xr, n, scale);
+        for (int64_t j = 0; j < n; j++) yr[j] = scale * xr[j] - lse;
+    } else {
+        float mx = vm->max(xr, n, scale);
+        vm->scale(yr, n, (float)(1.0 / vm->exp_sum(yr, xr, n, scale, mx)));
+    }
+    for (int64_t j = n; j < c; j++) yr[j] = log_out ? -INFINITY : 0.0f;
+}
+
+/* x and y of one dtype; a bf16 or f16 row is widened into the thread's
+ * part of the scratch (x, then y: 2c floats), computed, and rounded out */
 void dg__cpu_softmax(const dg_step *s) {
     const dg_node *nd = s->node;
-    const float *x = s->in[0];
-    float *y = s->out;
+    dg_dtype t = nd->dtype;
     sm_geom g = sm_geom_of(nd);
     int64_t c = g.c, rows = g.rows;
     bool log_out = nd->op == DG_OP_LOG_SOFTMAX;
-    float scale = g.scale, masked = log_out ? -INFINITY : 0.0f;
     const dg_vmath *vm = dg__vmath();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * c;
-        float *yr = y + r * c;
-        int64_t n = row_keep(&g, r);
-        if (log_out) {
-            float lse = (float)logsumexp(vm, xr, n, scale);
-            for (int64_t j = 0; j < n; j++) yr[j] = scale * xr[j] - lse;
-        } else {
-            float mx = vm->max(xr, n, scale);
-            vm->scale(yr, n, (float)(1.0 / vm->exp_sum(yr, xr, n, scale, mx)));
+#pragma omp parallel
+    {
+        float *buf = t == DG_F32 ? NULL : (float *)s->scratch + (int64_t)omp_get_thread_num() * 2 * c;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            float *ybuf = buf ? buf + c : NULL;
+            const float *xr = dg__lp_load(t, s->in[0], r * c, c, buf);
+            softmax_row(vm, log_out, g.scale, xr, dg__lp_dst(t, s->out, r * c, ybuf), row_keep(&g, r), c);
+            dg__lp_store(t, s->out, r * c, c, ybuf);
         }
-        for (int64_t j = n; j < c; j++) yr[j] = masked;
     }
 }
 
 /* softmax:     dx = scale y (dy - sum(dy * y))
  * log_softmax: dx = scale (dy - exp(y) sum(dy))     (y is the forward output);
- * the sums over the unmasked columns, the masked ones 0 */
+ * the sums over the unmasked columns, the masked ones 0. dx is float32;
+ * dy and y are read in their dtypes (a bf16 or f16 row widened into the
+ * thread's scratch: dy, then y, 2c floats). */
 void dg__cpu_softmax_backward(const dg_step *s) {
     const dg_node *nd = s->node;
-    const float *dy = s->in[0], *y = s->in[1];
-    float *dx = s->out;
+    dg_dtype tg = nd->in[0]->dtype, ty = nd->in[1]->dtype;
     sm_geom g = sm_geom_of(nd);
     int64_t c = g.c, rows = g.rows;
     bool log_out = nd->op == DG_OP_LOG_SOFTMAX_BACKWARD;
     float scale = g.scale;
+    float *dx = s->out;
     const dg_vmath *vm = dg__vmath();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *dyr = dy + r * c, *yr = y + r * c;
-        float *dxr = dx + r * c;
-        int64_t n = row_keep(&g, r);
-        double dot = 0.0;
-        for (int64_t j = 0; j < n; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
-        float d = (float)dot;
-        if (log_out) {
-            vm->exp_scaled(dxr, yr, n, 1.0f, 0.0f, -d); /* -d exp(y) */
-            for (int64_t j = 0; j < n; j++) dxr[j] = scale * (dyr[j] + dxr[j]);
-        } else {
-            for (int64_t j = 0; j < n; j++) dxr[j] = scale * (yr[j] * (dyr[j] - d));
+#pragma omp parallel
+    {
+        float *buf = tg == DG_F32 && ty == DG_F32 ? NULL
+                                                  : (float *)s->scratch + (int64_t)omp_get_thread_num() * 2 * c;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *dyr = dg__lp_load(tg, s->in[0], r * c, c, buf);
+            const float *yr = dg__lp_load(ty, s->in[1], r * c, c, buf ? buf + c : NULL);
+            float *dxr = dx + r * c;
+            int64_t n = row_keep(&g, r);
+            double dot = 0.0;
+            for (int64_t j = 0; j < n; j++) dot += log_out ? dyr[j] : (double)dyr[j] * yr[j];
+            float d = (float)dot;
+            if (log_out) {
+                vm->exp_scaled(dxr, yr, n, 1.0f, 0.0f, -d); /* -d exp(y) */
+                for (int64_t j = 0; j < n; j++) dxr[j] = scale * (dyr[j] + dxr[j]);
+            } else {
+                for (int64_t j = 0; j < n; j++) dxr[j] = scale * (yr[j] * (dyr[j] - d));
+            }
+            for (int64_t j = n; j < c; j++) dxr[j] = 0.0f;
         }
-        for (int64_t j = n; j < c; j++) dxr[j] = 0.0f;
     }
 }
 

@@ -635,7 +635,7 @@ dg_status dg_gpu_gemm_ex(dg_backend *be, dg_dtype dtype, bool ta, bool tb, int m
                        dg_dtype_name(dtype));
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
-    return dg__gpu_gemm_low(c, dtype, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, 1, 0, 0, 0);
+    return dg__gpu_gemm_low(c, dtype, DG_F32, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, 1, 0, 0, 0);
 }
 
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes) {

@@ -263,12 +263,12 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
                         const float *A, int lda, const float *B, int ldb, float *C, int ldc, int batch,
                         long long sa, long long sb, long long sc);
 /* gpu_gemm.cu: the same product of bf16 (dtype DG_BF16) or f16 operands
- * (DG_F16) by cuBLAS GemmEx, float32 accumulation (CUBLAS_COMPUTE_32F) and
- * float32 C: the kernel of a low-precision matmul node and of
- * dg_gpu_gemm_ex */
-dg_status dg__gpu_gemm_low(gpu_ctx *c, dg_dtype dtype, bool ta, bool tb, int m, int n, int k, const void *A, int lda,
-                           const void *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
-                           long long sc);
+ * (DG_F16) by cuBLAS GemmEx, float32 accumulation (CUBLAS_COMPUTE_32F), C
+ * float32 (out DG_F32) or of the operands' dtype: the kernel of a
+ * low-precision matmul node and of dg_gpu_gemm_ex */
+dg_status dg__gpu_gemm_low(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool ta, bool tb, int m, int n, int k,
+                           const void *A, int lda, const void *B, int ldb, void *C, int ldc, int batch, long long sa,
+                           long long sb, long long sc);
 /* gpu_gemm_tf32.cu: the same product on TF32 tensor cores, by the kernel
  * dg_gpu_tf32_kernel picks; scratch (may be NULL) of scratch_floats: room
  * for the wgmma kernel's operand transposes, which it needs

@@ -2,10 +2,14 @@
  * backward ops (cpu_elementwise.c's counterpart). Each reads and writes
  * every byte once: grid-stride loops, float4 accesses where the element
  * count allows (the plan aligns every buffer to 256 bytes), and broadcasting
- * by stride arithmetic instead of materialised copies. */
+ * by stride arithmetic instead of materialised copies. bf16 and f16
+ * storage: the same op functions in float32 between a widening load and a
+ * round-to-nearest-even store (the *_lp kernels, templated on each
+ * operand's storage type), one element a thread per grid-stride step. */
 #include "../core/layout.h"
 #include "../core/scalar_math.h"
 #include "gpu_common.cuh"
+#include "gpu_lowp.cuh"
 
 #define BLOCK 256
 
@@ -113,14 +117,81 @@ __global__ void k_binary_rows(const float *__restrict__ a, const float *__restri
     }
 }
 
+template <int OP, typename T>
+__global__ void k_unary_lp(const T *__restrict__ x, T *__restrict__ y, long long n, float c) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        st(y, i, unary_f<OP>(ld(x, i), c));
+}
+
+/* dy float32 (a gradient), v the forward's bf16 or f16 x or y, dx float32 */
+template <int OP, typename TV>
+__global__ void k_backward_lp(const float *__restrict__ dy, const TV *__restrict__ v, float *__restrict__ dx,
+                              long long n, float c) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dx[i] = backward_f<OP>(dy[i], ld(v, i), c);
+}
+
+/* broadcasting by strides (for same shapes they are the output's own) */
+template <int OP, typename TA, typename TB, typename TY>
+__global__ void k_binary_lp(const TA *__restrict__ a, const TB *__restrict__ b, TY *__restrict__ y, long long n,
+                            dg_dims4 o, dg_dims4 sa, dg_dims4 sb) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        st(y, i, binary_f<OP>(ld(a, strided(i, o, sa)), ld(b, strided(i, o, sb))));
+}
+
+template <int OP>
+static void unary_lp(gpu_ctx *c, dg_dtype t, const void *x, void *y, long long n, float k) {
+    if (t == DG_BF16)
+        k_unary_lp<OP><<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>((const __nv_bfloat16 *)x, (__nv_bfloat16 *)y, n, k);
+    else
+        k_unary_lp<OP><<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>((const __half *)x, (__half *)y, n, k);
+}
+
+template <int OP>
+static void backward_lp(gpu_ctx *c, dg_dtype tv, const float *dy, const void *v, float *dx, long long n, float k) {
+    if (tv == DG_BF16)
+        k_backward_lp<OP><<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>(dy, (const __nv_bfloat16 *)v, dx, n, k);
+    else
+        k_backward_lp<OP><<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>(dy, (const __half *)v, dx, n, k);
+}
+
+template <int OP, typename TA, typename TB, typename TY>
+static void binary_lp_t(gpu_ctx *c, const dg_step *s, long long n, dg_dims4 o, dg_dims4 sa, dg_dims4 sb) {
+    k_binary_lp<OP, TA, TB, TY><<<grid_for(n, BLOCK), BLOCK, 0, c->stream>>>(
+        (const TA *)s->in[0], (const TB *)s->in[1], (TY *)s->out, n, o, sa, sb);
+}
+
+/* the pairs graph.c defines: one bf16 or f16 dtype (its output), or f32
+ * with bf16 or f16 (an f32 output) */
+template <int OP>
+static dg_status binary_lp(gpu_ctx *c, const dg_step *s, long long n, dg_dims4 o, dg_dims4 sa, dg_dims4 sb) {
+    typedef __nv_bfloat16 bf;
+    dg_dtype ta = s->node->in[0]->dtype, tb = s->node->in[1]->dtype;
+    if (ta == DG_BF16 && tb == DG_BF16)      binary_lp_t<OP, bf, bf, bf>(c, s, n, o, sa, sb);
+    else if (ta == DG_F16 && tb == DG_F16)   binary_lp_t<OP, __half, __half, __half>(c, s, n, o, sa, sb);
+    else if (ta == DG_F32 && tb == DG_BF16)  binary_lp_t<OP, float, bf, float>(c, s, n, o, sa, sb);
+    else if (ta == DG_BF16 && tb == DG_F32)  binary_lp_t<OP, bf, float, float>(c, s, n, o, sa, sb);
+    else if (ta == DG_F32 && tb == DG_F16)   binary_lp_t<OP, float, __half, float>(c, s, n, o, sa, sb);
+    else if (ta == DG_F16 && tb == DG_F32)   binary_lp_t<OP, __half, float, float>(c, s, n, o, sa, sb);
+    else
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s of %s and %s", s->node->name, dg_dtype_name(ta),
+                        dg_dtype_name(tb));
+    return DG_OK;
+}
+
 #define LAUNCH(kernel, n) kernel<<<grid_for((n + 3) / 4, BLOCK), BLOCK, 0, c->stream>>>
 
 dg_status dg__gpu_unary(gpu_ctx *c, const dg_step *s) {
     const float *x = (const float *)s->in[0];
     float *y = (float *)s->out, k = dg_attr_scalar_or0(s->node); /* 0 for ops without one */
     long long n = dg_node_numel(s->node);
+    dg_dtype t = s->node->dtype; /* x's and y's */
     switch (s->node->op) {
-#define U(OP) case OP: LAUNCH(k_unary<OP>, n)(x, y, n, k); break;
+#define U(OP)                                              \
+    case OP:                                               \
+        if (t == DG_F32) LAUNCH(k_unary<OP>, n)(x, y, n, k); \
+        else unary_lp<OP>(c, t, s->in[0], s->out, n, k);   \
+        break;
     U(DG_OP_NEG) U(DG_OP_ADD_SCALAR) U(DG_OP_MUL_SCALAR) U(DG_OP_POW_SCALAR) U(DG_OP_EXP) U(DG_OP_LOG)
     U(DG_OP_SQRT) U(DG_OP_ABS) U(DG_OP_RELU) U(DG_OP_LEAKY_RELU) U(DG_OP_SIGMOID) U(DG_OP_TANH) U(DG_OP_GELU)
 #undef U
@@ -136,8 +207,16 @@ dg_status dg__gpu_unary_backward(gpu_ctx *c, const dg_step *s) {
     const float *dy = (const float *)s->in[0], *v = (const float *)s->in[1];
     float *dx = (float *)s->out, k = dg_attr_scalar_or0(s->node); /* leaky_relu: the slope */
     long long n = dg_node_numel(s->node);
+    dg_dtype tv = s->node->in[1]->dtype; /* the forward's x or y; dy and dx are float32 */
+    if (s->node->in[0]->dtype != DG_F32)
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s: dy is %s, not f32", s->node->name,
+                        dg_dtype_name(s->node->in[0]->dtype));
     switch (s->node->op) {
-#define B(OP) case OP: LAUNCH(k_backward<OP>, n)(dy, v, dx, n, k); break;
+#define B(OP)                                                   \
+    case OP:                                                    \
+        if (tv == DG_F32) LAUNCH(k_backward<OP>, n)(dy, v, dx, n, k); \
+        else backward_lp<OP>(c, tv, dy, s->in[1], dx, n, k);    \
+        break;
     B(DG_OP_RELU_BACKWARD) B(DG_OP_LEAKY_RELU_BACKWARD) B(DG_OP_ABS_BACKWARD) B(DG_OP_SIGMOID_BACKWARD)
     B(DG_OP_TANH_BACKWARD) B(DG_OP_GELU_BACKWARD)
 #undef B
@@ -158,10 +237,14 @@ dg_status dg__gpu_binary(gpu_ctx *c, const dg_step *s) {
     dg_dims4 o = dg_dims4_of(nd->shape);
     dg_dims4 sa = dg_bcast_strides(nd->in[0]->shape, nd->shape), sb = dg_bcast_strides(nd->in[1]->shape, nd->shape);
     unsigned grid = grid_for(n, BLOCK);
+    bool f32 = nd->dtype == DG_F32 && nd->in[0]->dtype == DG_F32 && nd->in[1]->dtype == DG_F32;
     switch (nd->op) {
 #define BIN(OP)                                                                                      \
     case OP:                                                                                         \
-        if (same) LAUNCH(k_binary_same<OP>, n)(a, b, y, n);                                          \
+        if (!f32) {                                                                                  \
+            dg_status st = binary_lp<OP>(c, s, n, o, sa, sb);                                        \
+            if (st != DG_OK) return st;                                                              \
+        } else if (same) LAUNCH(k_binary_same<OP>, n)(a, b, y, n);                                   \
         else if (o.d[3] >= 128)                                                                      \
             k_binary_rows<OP><<<grid_for(n / o.d[3], 1), BLOCK, 0, c->stream>>>(a, b, y, n / o.d[3], o, sa, sb); \
         else k_binary_bcast<OP><<<grid, BLOCK, 0, c->stream>>>(a, b, y, n, o, sa, sb);               \

@@ -265,28 +265,31 @@ size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n, dg_gpu_
 }
 
 /* A product of bf16 or f16 operands: cuBLAS's GemmEx, float32 products'
- * sums and output (CUBLAS_COMPUTE_32F: the tensor cores, whose products of
- * such values are exact), whatever the step's GEMM choice (the own kernels
- * are float32 alone). Row-major C = op(A) op(B) as column-major C^T =
- * op(B)^T op(A)^T, as dg__gpu_sgemm does. Shared with dg_gpu_gemm_ex (the
- * gemm sweep's bf16 and fp16 rows). */
-dg_status dg__gpu_gemm_low(gpu_ctx *c, dg_dtype dtype, bool ta, bool tb, int m, int n, int k, const void *A, int lda,
-                           const void *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
-                           long long sc) {
+ * sums (CUBLAS_COMPUTE_32F: the tensor cores, whose products of such
+ * values are exact), whatever the step's GEMM choice (the own kernels are
+ * float32 alone). C is float32 (out DG_F32), or the operands' 16-bit type
+ * (dg_matmul_ex: the float32 result rounded as cuBLAS stores it).
+ * Row-major C = op(A) op(B) as column-major C^T = op(B)^T op(A)^T, as
+ * dg__gpu_sgemm does. Shared with dg_gpu_gemm_ex (the gemm sweep's bf16
+ * and fp16 rows). */
+dg_status dg__gpu_gemm_low(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool ta, bool tb, int m, int n, int k,
+                           const void *A, int lda, const void *B, int ldb, void *C, int ldc, int batch, long long sa,
+                           long long sb, long long sc) {
     dg_status st = dg__gpu_cublas_math(c, false);
     if (st != DG_OK) return st;
     cudaDataType_t t = dtype == DG_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    cudaDataType_t tc = out == DG_F32 ? CUDA_R_32F : t;
     const float one = 1.0f, zero = 0.0f;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     DG_CUBLAS_CHECK(dg__cublas.gemm_strided_batched_ex(c->cublas, opb, opa, n, m, k, &one, B, t, ldb, sb, A, t, lda,
-                                                       sa, &zero, C, CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+                                                       sa, &zero, C, tc, ldc, sc, batch, CUBLAS_COMPUTE_32F,
                                                        CUBLAS_GEMM_DEFAULT));
     return DG_OK;
 }
 
 static dg_status matmul_low_precision(gpu_ctx *c, const dg_gemm_dims &g, const dg_step *s) {
-    return dg__gpu_gemm_low(c, s->node->in[0]->dtype, g.ta, g.tb, g.m, g.n, g.k, s->in[0], g.lda, s->in[1], g.ldb,
-                            (float *)s->out, g.ldc, g.batch, g.stride_a, g.stride_b, g.stride_c);
+    return dg__gpu_gemm_low(c, s->node->in[0]->dtype, s->node->dtype, g.ta, g.tb, g.m, g.n, g.k, s->in[0], g.lda,
+                            s->in[1], g.ldb, s->out, g.ldc, g.batch, g.stride_a, g.stride_b, g.stride_c);
 }
 
 /* out [batch,]m,n = op(in0) op(in1); dimensions, leading dimensions and

@@ -20,8 +20,15 @@
  * The scale gradient is a column sum: blocks of 32 columns x 8 warps, each
  * block summing one slice of the rows into the backend's scratch, then one
  * thread per column adds the slices in order (the slices are as many as
- * fill the GPU and fit the scratch; one slice writes the result directly). */
+ * fill the GPU and fit the scratch; one slice writes the result directly).
+ *
+ * x, scale, shift and y may be bf16 or f16 (all of one dtype; the stats,
+ * dy and the gradients float32): the same kernels templated on the storage
+ * type T (gpu_lowp.cuh), each element widened as it is loaded (four 16-bit
+ * values an 8-byte load in registers), the statistics float32, y rounded
+ * to nearest even as it is stored. */
 #include "gpu_common.cuh"
+#include "gpu_lowp.cuh"
 
 #define BLOCK 256           /* threads: 8 warps                              */
 #define MAX_V 8             /* float4 a thread holds                         */
@@ -95,21 +102,21 @@ __device__ __forceinline__ void row_stats(float m1, float c, float q, float fd, 
 
 /* ---- rows in registers: v[i] is float4 number t + G i of the row ---- */
 
-template <int V, int G>
-__global__ void __launch_bounds__(BLOCK) k_layer_norm_reg(const float *__restrict__ x, const float *__restrict__ scale,
-                                                          const float *__restrict__ shift, float *__restrict__ y,
+template <int V, int G, typename T>
+__global__ void __launch_bounds__(BLOCK) k_layer_norm_reg(const T *__restrict__ x, const T *__restrict__ scale,
+                                                          const T *__restrict__ shift, T *__restrict__ y,
                                                           float *__restrict__ stats, long long rows, int d, float eps) {
     const int d4 = d / 4;
     const float fd = (float)d;
     FOR_EACH_ROW_OF(G, rows) {
         ROW_OF(rows);
-        const float4 *xr = (const float4 *)(x + r * d);
+        const T *xr = x + r * d;
         float4 v[V];
         float s = 0.0f;
 #pragma unroll
         for (int i = 0; i < V; i++) {
             int j = t + G * i;
-            v[i] = j < d4 ? __ldg(xr + j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            v[i] = j < d4 ? ld4(xr, j) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             s += sum4(v[i]);
         }
         float m1 = group_sum<G>(s) / fd, c = 0.0f, q = 0.0f;
@@ -123,14 +130,14 @@ __global__ void __launch_bounds__(BLOCK) k_layer_norm_reg(const float *__restric
         group_sum2<G>(c, q);
         float mean, rstd;
         row_stats(m1, c, q, fd, eps, mean, rstd);
-        float4 *yr = (float4 *)(y + r * d);
+        T *yr = y + r * d;
 #pragma unroll
         for (int i = 0; i < V; i++) {
             int j = t + G * i;
             if (j >= d4 || !live) continue;
-            float4 g = __ldg((const float4 *)scale + j), b = __ldg((const float4 *)shift + j);
-            yr[j] = make_float4((v[i].x - mean) * rstd * g.x + b.x, (v[i].y - mean) * rstd * g.y + b.y,
-                                (v[i].z - mean) * rstd * g.z + b.z, (v[i].w - mean) * rstd * g.w + b.w);
+            float4 g = ld4(scale, j), b = ld4(shift, j);
+            st4(yr, j, make_float4((v[i].x - mean) * rstd * g.x + b.x, (v[i].y - mean) * rstd * g.y + b.y,
+                                   (v[i].z - mean) * rstd * g.z + b.z, (v[i].w - mean) * rstd * g.w + b.w));
         }
         if (t == 0 && live) {
             stats[r] = mean;
@@ -139,16 +146,16 @@ __global__ void __launch_bounds__(BLOCK) k_layer_norm_reg(const float *__restric
     }
 }
 
-template <int V, int G>
+template <int V, int G, typename T>
 __global__ void __launch_bounds__(BLOCK)
-    k_layer_norm_backward_reg(const float *__restrict__ dy, const float *__restrict__ x,
-                              const float *__restrict__ scale, const float *__restrict__ stats,
-                              float *__restrict__ dx, long long rows, int d) {
+    k_layer_norm_backward_reg(const float *__restrict__ dy, const T *__restrict__ x, const T *__restrict__ scale,
+                              const float *__restrict__ stats, float *__restrict__ dx, long long rows, int d) {
     const int d4 = d / 4;
     const float fd = (float)d;
     FOR_EACH_ROW_OF(G, rows) {
         ROW_OF(rows);
-        const float4 *dyr = (const float4 *)(dy + r * d), *xr = (const float4 *)(x + r * d);
+        const float *dyr = dy + r * d;
+        const T *xr = x + r * d;
         const float mean = stats[r], rstd = stats[rows + r];
         float4 g[V], h[V]; /* dy scale, xhat */
         float a = 0.0f, b = 0.0f;
@@ -156,7 +163,7 @@ __global__ void __launch_bounds__(BLOCK)
         for (int i = 0; i < V; i++) {
             int j = t + G * i;
             if (j < d4) {
-                float4 u = __ldg(dyr + j), w = __ldg(xr + j), sc = __ldg((const float4 *)scale + j);
+                float4 u = ld4(dyr, j), w = ld4(xr, j), sc = ld4(scale, j);
                 g[i] = make_float4(u.x * sc.x, u.y * sc.y, u.z * sc.z, u.w * sc.w);
                 h[i] = make_float4((w.x - mean) * rstd, (w.y - mean) * rstd, (w.z - mean) * rstd, (w.w - mean) * rstd);
             } else {
@@ -181,27 +188,28 @@ __global__ void __launch_bounds__(BLOCK)
 
 /* ---- any row: loops over memory ---- */
 
-template <int G>
-__global__ void __launch_bounds__(BLOCK) k_layer_norm(const float *__restrict__ x, const float *__restrict__ scale,
-                                                      const float *__restrict__ shift, float *__restrict__ y,
+template <int G, typename T>
+__global__ void __launch_bounds__(BLOCK) k_layer_norm(const T *__restrict__ x, const T *__restrict__ scale,
+                                                      const T *__restrict__ shift, T *__restrict__ y,
                                                       float *__restrict__ stats, long long rows, long long d,
                                                       float eps) {
     const float fd = (float)d;
     FOR_EACH_ROW_OF(G, rows) {
         ROW_OF(rows);
-        const float *xr = x + r * d;
+        const T *xr = x + r * d;
         float s = 0.0f, c = 0.0f, q = 0.0f;
-        for (long long j = t; j < d; j += G) s += xr[j];
+        for (long long j = t; j < d; j += G) s += ld(xr, j);
         float m1 = group_sum<G>(s) / fd;
         for (long long j = t; j < d; j += G) {
-            float e = xr[j] - m1;
+            float e = ld(xr, j) - m1;
             c += e;
             q += e * e;
         }
         group_sum2<G>(c, q);
         float mean, rstd;
         row_stats(m1, c, q, fd, eps, mean, rstd);
-        for (long long j = t; j < d && live; j += G) y[r * d + j] = (xr[j] - mean) * rstd * scale[j] + shift[j];
+        for (long long j = t; j < d && live; j += G)
+            st(y, r * d + j, (ld(xr, j) - mean) * rstd * ld(scale, j) + ld(shift, j));
         if (t == 0 && live) {
             stats[r] = mean;
             stats[rows + r] = rstd;
@@ -209,25 +217,26 @@ __global__ void __launch_bounds__(BLOCK) k_layer_norm(const float *__restrict__ 
     }
 }
 
-template <int G>
+template <int G, typename T>
 __global__ void __launch_bounds__(BLOCK)
-    k_layer_norm_backward(const float *__restrict__ dy, const float *__restrict__ x, const float *__restrict__ scale,
+    k_layer_norm_backward(const float *__restrict__ dy, const T *__restrict__ x, const T *__restrict__ scale,
                           const float *__restrict__ stats, float *__restrict__ dx, long long rows, long long d) {
     const float fd = (float)d;
     FOR_EACH_ROW_OF(G, rows) {
         ROW_OF(rows);
-        const float *dyr = dy + r * d, *xr = x + r * d;
+        const float *dyr = dy + r * d;
+        const T *xr = x + r * d;
         const float mean = stats[r], rstd = stats[rows + r];
         float a = 0.0f, b = 0.0f;
         for (long long j = t; j < d; j += G) {
-            float g = dyr[j] * scale[j];
+            float g = dyr[j] * ld(scale, j);
             a += g;
-            b += g * ((xr[j] - mean) * rstd);
+            b += g * ((ld(xr, j) - mean) * rstd);
         }
         group_sum2<G>(a, b);
         float ma = a / fd, mb = b / fd;
         for (long long j = t; j < d && live; j += G)
-            dx[r * d + j] = rstd * (dyr[j] * scale[j] - ma - (xr[j] - mean) * rstd * mb);
+            dx[r * d + j] = rstd * (dyr[j] * ld(scale, j) - ma - (ld(xr, j) - mean) * rstd * mb);
     }
 }
 
@@ -236,7 +245,8 @@ __global__ void __launch_bounds__(BLOCK)
 /* out[s * d + j] = sum over the rows of slice s of dy xhat in column j:
  * blocks of STRIP columns x SLICE_ROWS warps, grid (strips, slices); each
  * warp reads STRIP consecutive floats of a row, the warps combined in order */
-__global__ void k_layer_norm_dscale_partial(const float *__restrict__ dy, const float *__restrict__ x,
+template <typename T>
+__global__ void k_layer_norm_dscale_partial(const float *__restrict__ dy, const T *__restrict__ x,
                                             const float *__restrict__ stats, float *__restrict__ out, long long rows,
                                             long long d, long long slices) {
     __shared__ float acc_s[SLICE_ROWS][STRIP];
@@ -246,7 +256,7 @@ __global__ void k_layer_norm_dscale_partial(const float *__restrict__ dy, const 
     float acc = 0.0f;
     if (j < d)
         for (long long r = r0 + threadIdx.y; r < r1; r += SLICE_ROWS)
-            acc += dy[r * d + j] * ((x[r * d + j] - stats[r]) * stats[rows + r]);
+            acc += dy[r * d + j] * ((ld(x, r * d + j) - stats[r]) * stats[rows + r]);
     acc_s[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y == 0 && j < d) {
@@ -271,8 +281,12 @@ __global__ void k_layer_norm_dscale_sum(const float *__restrict__ part, float *_
 
 static long long last_dim(const dg_node *n) { return n->shape.d[n->shape.ndim - 1]; }
 
-static bool aligned16(const void *a, const void *b, const void *c, const void *d) {
-    return !(((uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)d) & 15);
+/* every base aligned to four of its elements (ld4, st4): 16 bytes for
+ * float32, 8 for bf16 and f16 */
+static bool aligned4(const void *a, size_t ea, const void *b, size_t eb, const void *c, size_t ec, const void *d,
+                     size_t ed) {
+    return !(((uintptr_t)a & (4 * ea - 1)) || ((uintptr_t)b & (4 * eb - 1)) || ((uintptr_t)c & (4 * ec - 1)) ||
+             ((uintptr_t)d & (4 * ed - 1)));
 }
 
 /* How rows of d floats are laid out over threads: groups of g threads a
@@ -319,7 +333,8 @@ static unsigned ln_grid(long long rows, int g) { return grid_for(rows, BLOCK / g
         else KERNEL<BLOCK><<<grid_, BLOCK, 0, c->stream>>>(__VA_ARGS__);                                          \
     } while (0)
 
-dg_status dg__gpu_layer_norm(gpu_ctx *c, const dg_step *s) {
+/* x, scale, shift, y of storage type T */
+template <typename T> static dg_status layer_norm_t(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node;
     long long d = last_dim(nd), rows = dg_node_numel(nd) / d;
     /* a plan always gives the side output storage; this guards a step made
@@ -328,26 +343,55 @@ dg_status dg__gpu_layer_norm(gpu_ctx *c, const dg_step *s) {
         return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (layer_norm): the step gives no storage for its side "
                         "output (the row statistics)", nd->name);
     float eps = dg_attr_norm_of(nd).eps;
-    const float *x = (const float *)s->in[0], *scale = (const float *)s->in[1], *shift = (const float *)s->in[2];
-    float *y = (float *)s->out, *stats = (float *)s->side[0];
-    ln_plan p = ln_plan_of(d, aligned16(x, scale, shift, y));
+    const T *x = (const T *)s->in[0], *scale = (const T *)s->in[1], *shift = (const T *)s->in[2];
+    T *y = (T *)s->out;
+    float *stats = (float *)s->side[0];
+    const size_t e = sizeof(T);
+    ln_plan p = ln_plan_of(d, aligned4(x, e, scale, e, shift, e, y, e));
     if (p.v) LN_LAUNCH(k_layer_norm_reg, p, rows, x, scale, shift, y, stats, rows, (int)d, eps);
     else LN_LAUNCH_LOOPS(k_layer_norm, p, rows, x, scale, shift, y, stats, rows, d, eps);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }
 
-dg_status dg__gpu_layer_norm_backward(gpu_ctx *c, const dg_step *s) {
+dg_status dg__gpu_layer_norm(gpu_ctx *c, const dg_step *s) {
+    switch (s->node->dtype) { /* x's, scale's, shift's and y's (graph.c) */
+    case DG_BF16: return layer_norm_t<__nv_bfloat16>(c, s);
+    case DG_F16:  return layer_norm_t<__half>(c, s);
+    case DG_F32:  return layer_norm_t<float>(c, s);
+    case DG_I32:  break;
+    }
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s of %s", s->node->name, dg_dtype_name(s->node->dtype));
+}
+
+/* x and scale of storage type T; dy, stats and dx float32 */
+template <typename T> static dg_status layer_norm_backward_t(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node;
     long long d = last_dim(nd), rows = dg_node_numel(nd) / d;
-    const float *dy = (const float *)s->in[0], *x = (const float *)s->in[1], *scale = (const float *)s->in[2],
-                *stats = (const float *)s->in[3];
+    const float *dy = (const float *)s->in[0], *stats = (const float *)s->in[3];
+    const T *x = (const T *)s->in[1], *scale = (const T *)s->in[2];
     float *dx = (float *)s->out;
-    ln_plan p = ln_plan_of(d, aligned16(dy, x, scale, dx));
+    ln_plan p = ln_plan_of(d, aligned4(dy, sizeof(float), x, sizeof(T), scale, sizeof(T), dx, sizeof(float)));
     if (p.v) LN_LAUNCH(k_layer_norm_backward_reg, p, rows, dy, x, scale, stats, dx, rows, (int)d);
     else LN_LAUNCH_LOOPS(k_layer_norm_backward, p, rows, dy, x, scale, stats, dx, rows, d);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
+}
+
+/* the dtypes of (dy, x, scale) a backward node of the layer norm reads:
+ * dy float32, x and scale (the forward's inputs) of one of the three */
+static dg_status refuse_backward(const dg_step *s) {
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s: dy %s, x %s (dy f32; x and scale of one dtype)", s->node->name,
+                    dg_dtype_name(s->node->in[0]->dtype), dg_dtype_name(s->node->in[1]->dtype));
+}
+
+dg_status dg__gpu_layer_norm_backward(gpu_ctx *c, const dg_step *s) {
+    dg_dtype tx = s->node->in[1]->dtype;
+    if (s->node->in[0]->dtype != DG_F32 || s->node->in[2]->dtype != tx) return refuse_backward(s);
+    if (tx == DG_BF16) return layer_norm_backward_t<__nv_bfloat16>(c, s);
+    if (tx == DG_F16) return layer_norm_backward_t<__half>(c, s);
+    if (tx == DG_F32) return layer_norm_backward_t<float>(c, s);
+    return refuse_backward(s);
 }
 
 static long long clampll(long long v, long long lo, long long hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -355,10 +399,11 @@ static long long clampll(long long v, long long lo, long long hi) { return v < l
 /* Slices of rows: enough blocks to fill the GPU, at least 64 rows each, as
  * many partial rows as fit the scratch (one slice, written straight to
  * dscale, needs none) */
-dg_status dg__gpu_layer_norm_backward_scale(gpu_ctx *c, const dg_step *s) {
+template <typename T> static dg_status layer_norm_backward_scale_t(gpu_ctx *c, const dg_step *s) {
     const dg_node *xn = s->node->in[1];
     long long d = last_dim(xn), rows = dg_node_numel(xn) / d;
-    const float *dy = (const float *)s->in[0], *x = (const float *)s->in[1], *stats = (const float *)s->in[2];
+    const float *dy = (const float *)s->in[0], *stats = (const float *)s->in[2];
+    const T *x = (const T *)s->in[1];
     float *dscale = (float *)s->out;
     long long strips = (d + STRIP - 1) / STRIP;
     long long slices = clampll(8LL * c->prop.multiProcessorCount / strips, 1, (rows + 63) / 64);
@@ -373,4 +418,14 @@ dg_status dg__gpu_layer_norm_backward_scale(gpu_ctx *c, const dg_step *s) {
         DG_CUDA_CHECK_LAUNCH();
     }
     return DG_OK;
+}
+
+/* x of storage type T; dy, stats and dscale float32 */
+dg_status dg__gpu_layer_norm_backward_scale(gpu_ctx *c, const dg_step *s) {
+    dg_dtype tx = s->node->in[1]->dtype;
+    if (s->node->in[0]->dtype != DG_F32) return refuse_backward(s);
+    if (tx == DG_BF16) return layer_norm_backward_scale_t<__nv_bfloat16>(c, s);
+    if (tx == DG_F16) return layer_norm_backward_scale_t<__half>(c, s);
+    if (tx == DG_F32) return layer_norm_backward_scale_t<float>(c, s);
+    return refuse_backward(s);
 }

@@ -8,9 +8,14 @@
  *   suffix axes, few long rows: (row, chunk) partials, then per-row sums;
  *   prefix axes (column sums, e.g. a bias gradient): (column strip, row
  *     slice) partials, then per-column sums;
- *   any other mask: a thread per output element. */
+ *   any other mask: a thread per output element.
+ * bf16 and f16: the same kernels templated on the storage type of x and y
+ * (gpu_lowp.cuh), each element widened as it is read (16-bit rows a lane
+ * an element, not float4), the sums and partials in float32, the result
+ * rounded to nearest even as it is stored. */
 #include "../core/layout.h"
 #include "gpu_common.cuh"
+#include "gpu_lowp.cuh"
 
 #define STRIP 32    /* columns per block in column sums: one warp wide     */
 #define SLICE_ROWS 8 /* warps per block in column sums                      */
@@ -33,20 +38,29 @@ __device__ __forceinline__ float warp_range_sum(const float *__restrict__ x, lon
     return warp_sum(acc);
 }
 
+/* the same of a bf16 or f16 range, an element a lane */
+template <typename T>
+__device__ __forceinline__ float warp_range_sum(const T *__restrict__ x, long long lo, long long hi, int lane) {
+    float acc = 0.0f;
+    for (long long j = lo + lane; j < hi; j += 32) acc += ld(x, j);
+    return warp_sum(acc);
+}
+
 /* y[r] = scale * sum of row r: a warp per row */
-__global__ void k_rows_warp(const float *__restrict__ x, float *__restrict__ y, long long rows, long long w,
-                            float scale) {
+template <typename T>
+__global__ void k_rows_warp(const T *__restrict__ x, T *__restrict__ y, long long rows, long long w, float scale) {
     long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
     long long warps = (long long)gridDim.x * blockDim.x / 32;
     int lane = threadIdx.x & 31;
     for (long long r = warp; r < rows; r += warps) {
         float acc = warp_range_sum(x, r * w, (r + 1) * w, lane);
-        if (lane == 0) y[r] = acc * scale;
+        if (lane == 0) st(y, r, acc * scale);
     }
 }
 
 /* part[r * chunks + c] = sum of chunk c of row r: a warp per (row, chunk) */
-__global__ void k_rows_partial(const float *__restrict__ x, float *__restrict__ part, long long rows, long long w,
+template <typename T>
+__global__ void k_rows_partial(const T *__restrict__ x, float *__restrict__ part, long long rows, long long w,
                                long long chunks) {
     long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
     long long warps = (long long)gridDim.x * blockDim.x / 32;
@@ -63,7 +77,8 @@ __global__ void k_rows_partial(const float *__restrict__ x, float *__restrict__ 
 /* part[s * w + j] = sum over rows of slice s of column j: blocks of
  * STRIP columns x SLICE_ROWS warps; each warp reads STRIP consecutive floats
  * of a row (coalesced), the warps of the block are combined in order. */
-__global__ void k_cols_partial(const float *__restrict__ x, float *__restrict__ part, long long rows, long long w,
+template <typename T, typename TP>
+__global__ void k_cols_partial(const T *__restrict__ x, TP *__restrict__ part, long long rows, long long w,
                                long long slices) {
     __shared__ float acc_s[SLICE_ROWS][STRIP];
     long long j = blockIdx.x * (long long)STRIP + threadIdx.x;
@@ -71,30 +86,32 @@ __global__ void k_cols_partial(const float *__restrict__ x, float *__restrict__ 
     long long r0 = s * len, r1 = r0 + len < rows ? r0 + len : rows;
     float acc = 0.0f;
     if (j < w)
-        for (long long r = r0 + threadIdx.y; r < r1; r += SLICE_ROWS) acc += x[r * w + j];
+        for (long long r = r0 + threadIdx.y; r < r1; r += SLICE_ROWS) acc += ld(x, r * w + j);
     acc_s[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
     if (threadIdx.y == 0 && j < w) {
         float t = 0.0f;
         for (int k = 0; k < SLICE_ROWS; k++) t += acc_s[k][threadIdx.x];
-        part[s * w + j] = t;
+        st(part, s * w + j, t); /* a partial (float32), or y itself (one slice, scale 1) */
     }
 }
 
 /* y[j] = scale * sum_s part[s * w + j], in order of s */
-__global__ void k_sum_partials(const float *__restrict__ part, float *__restrict__ y, long long n, long long parts,
+template <typename T>
+__global__ void k_sum_partials(const float *__restrict__ part, T *__restrict__ y, long long n, long long parts,
                                long long stride_part, long long stride_out, float scale) {
     for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n; j += (long long)gridDim.x * blockDim.x) {
         float t = 0.0f;
         for (long long s = 0; s < parts; s++) t += part[s * stride_part + j * stride_out];
-        y[j] = t * scale;
+        st(y, j, t * scale);
     }
 }
 
 struct red4 { long long st[4], os[4], rs[4]; };
 
-__global__ void k_general(const float *__restrict__ x, float *__restrict__ y, long long n_out, long long n_red,
-                          red4 p, float scale) {
+template <typename T>
+__global__ void k_general(const T *__restrict__ x, T *__restrict__ y, long long n_out, long long n_red, red4 p,
+                          float scale) {
     for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < n_out; o += (long long)gridDim.x * blockDim.x) {
         long long base = 0, t = o;
         for (int i = 3; i >= 0; i--) { base += (t % p.os[i]) * p.st[i]; t /= p.os[i]; }
@@ -102,16 +119,17 @@ __global__ void k_general(const float *__restrict__ x, float *__restrict__ y, lo
         for (long long r = 0; r < n_red; r++) {
             long long off = 0, u = r;
             for (int i = 3; i >= 0; i--) { off += (u % p.rs[i]) * p.st[i]; u /= p.rs[i]; }
-            acc += x[base + off];
+            acc += ld(x, base + off);
         }
-        y[o] = acc * scale;
+        st(y, o, acc * scale);
     }
 }
 
 static long long clampll(long long v, long long lo, long long hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* y[rows] = row sums of x[rows, w] */
-static dg_status sum_rows(gpu_ctx *c, const float *x, float *y, long long rows, long long w, float scale) {
+template <typename T>
+static dg_status sum_rows(gpu_ctx *c, const T *x, T *y, long long rows, long long w, float scale) {
     long long want_warps = 8LL * c->prop.multiProcessorCount * 32; /* enough warps to cover the GPU */
     long long chunks = clampll(want_warps / rows, 1, w / 1024 + 1);
     while (chunks > 1 && rows * chunks > (long long)c->scratch_floats) chunks /= 2;
@@ -129,8 +147,8 @@ static dg_status sum_rows(gpu_ctx *c, const float *x, float *y, long long rows, 
 
 /* y[w] = column sums of x[rows, w]; *done = false when the partials do not
  * fit the scratch buffer (the caller falls back to the general kernel) */
-static dg_status sum_cols(gpu_ctx *c, const float *x, float *y, long long rows, long long w, float scale,
-                          bool *done) {
+template <typename T>
+static dg_status sum_cols(gpu_ctx *c, const T *x, T *y, long long rows, long long w, float scale, bool *done) {
     long long strips = (w + STRIP - 1) / STRIP;
     long long slices = clampll(4LL * c->prop.multiProcessorCount / strips, 1, (rows + 63) / 64);
     while (slices > 1 && slices * w > (long long)c->scratch_floats) slices /= 2;
@@ -138,7 +156,8 @@ static dg_status sum_cols(gpu_ctx *c, const float *x, float *y, long long rows, 
     *done = direct || slices * w <= (long long)c->scratch_floats;
     if (!*done) return DG_OK;
     dim3 block(STRIP, SLICE_ROWS), grid((unsigned)strips, (unsigned)slices);
-    k_cols_partial<<<grid, block, 0, c->stream>>>(x, direct ? y : c->scratch, rows, w, slices);
+    if (direct) k_cols_partial<<<grid, block, 0, c->stream>>>(x, y, rows, w, slices);
+    else k_cols_partial<<<grid, block, 0, c->stream>>>(x, c->scratch, rows, w, slices);
     DG_CUDA_CHECK_LAUNCH();
     if (!direct) {
         k_sum_partials<<<grid_for(w, 256), 256, 0, c->stream>>>(c->scratch, y, w, slices, w, 1, scale);
@@ -149,10 +168,10 @@ static dg_status sum_cols(gpu_ctx *c, const float *x, float *y, long long rows, 
 
 /* The classification (rows, columns or general) is the core's
  * (dg_reduce_layout_of), shared with the CPU backend; the kernel choice
- * within each class is this file's. */
-dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
-    const float *x = (const float *)s->in[0];
-    float *y = (float *)s->out;
+ * within each class is this file's. x and y of storage type T. */
+template <typename T> static dg_status reduce_t(gpu_ctx *c, const dg_step *s) {
+    const T *x = (const T *)s->in[0];
+    T *y = (T *)s->out;
     dg_reduce_layout l = dg_reduce_layout_of(s->node);
     long long n_out = l.n_out, n_red = l.n_red;
     float scale = (float)l.scale;
@@ -171,4 +190,14 @@ dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
     k_general<<<grid_for(n_out, 256), 256, 0, c->stream>>>(x, y, n_out, n_red, p, scale);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
+}
+
+dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
+    switch (s->node->dtype) { /* x's and y's */
+    case DG_BF16: return reduce_t<__nv_bfloat16>(c, s);
+    case DG_F16:  return reduce_t<__half>(c, s);
+    case DG_F32:  return reduce_t<float>(c, s);
+    case DG_I32:  break;
+    }
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s of %s", s->node->name, dg_dtype_name(s->node->dtype));
 }

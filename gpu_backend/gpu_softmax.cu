@@ -30,8 +30,15 @@
  * (and every replay of a captured graph), where the host check is one pass
  * over ints the caller hands in. Should one arrive otherwise (a gather on
  * the device), the kernels still read only inside the row and make the
- * loss NaN. */
+ * loss NaN.
+ *
+ * softmax and log_softmax take bf16 and f16 too (the input's dtype in and
+ * out; their backward ops read y in it, dy and dx float32): the same
+ * kernels templated on the storage type, each element widened as it is
+ * loaded (four 16-bit values an 8-byte load in the register kernels) and
+ * rounded to nearest even as it is stored, every statistic in float32. */
 #include "gpu_common.cuh"
+#include "gpu_lowp.cuh"
 
 #define WARPS_PER_BLOCK 8
 #define MAX_V 8 /* float4 a lane holds: rows up to 32 * 4 * MAX_V = 1024 floats */
@@ -53,10 +60,11 @@ __device__ __forceinline__ float warp_max(float v) {
 
 /* log-sum-exp of scale * xr[j] over the row's first n columns, computed by
  * the whole warp */
-__device__ __forceinline__ float row_lse_n(const float *xr, long long n, float scale, int lane) {
+template <typename T>
+__device__ __forceinline__ float row_lse_n(const T *xr, long long n, float scale, int lane) {
     float m = -INFINITY, s = 0.0f;
     for (long long j = lane; j < n; j += 32) {
-        float v = scale * xr[j];
+        float v = scale * ld(xr, j);
         if (v > m) { s = s * __expf(m - v) + 1.0f; m = v; }
         else s += __expf(v - m);
     }
@@ -82,22 +90,23 @@ __device__ __forceinline__ long long row_keep(long long r, long long c, long lon
 
 /* ---- rows in registers: v[i] is float4 number lane + 32 i of the row ---- */
 
-/* the row's float4 lane + 32 i for i < V, `fill` past its c4 float4 */
-template <int V>
-__device__ __forceinline__ void load_row(float4 (&v)[V], const float *__restrict__ xr, int c4, int lane, float fill) {
+/* the row's float4 lane + 32 i for i < V, `fill` past its c4 float4 (of
+ * a float32, bf16 or f16 row: gpu_lowp.cuh's ld4 and st4) */
+template <int V, typename T>
+__device__ __forceinline__ void load_row(float4 (&v)[V], const T *__restrict__ xr, int c4, int lane, float fill) {
 #pragma unroll
     for (int i = 0; i < V; i++) {
         int j = lane + 32 * i;
-        v[i] = j < c4 ? __ldg((const float4 *)xr + j) : make_float4(fill, fill, fill, fill);
+        v[i] = j < c4 ? ld4(xr, j) : make_float4(fill, fill, fill, fill);
     }
 }
 
-template <int V>
-__device__ __forceinline__ void store_row(float *__restrict__ yr, const float4 (&v)[V], int c4, int lane) {
+template <int V, typename T>
+__device__ __forceinline__ void store_row(T *__restrict__ yr, const float4 (&v)[V], int c4, int lane) {
 #pragma unroll
     for (int i = 0; i < V; i++) {
         int j = lane + 32 * i;
-        if (j < c4) ((float4 *)yr)[j] = v[i];
+        if (j < c4) st4(yr, j, v[i]);
     }
 }
 
@@ -117,8 +126,8 @@ __device__ __forceinline__ float reg_lse(const float4 (&v)[V], int lane = 0, int
     return m + logf(warp_sum(s));
 }
 
-template <int V>
-__global__ void k_softmax_reg(const float *__restrict__ x, float *__restrict__ y, long long rows, int c, bool log_out) {
+template <int V, typename T>
+__global__ void k_softmax_reg(const T *__restrict__ x, T *__restrict__ y, long long rows, int c, bool log_out) {
     int c4 = c / 4;
     FOR_EACH_ROW(rows) {
         float4 v[V];
@@ -135,8 +144,8 @@ __global__ void k_softmax_reg(const float *__restrict__ x, float *__restrict__ y
 }
 
 /* dx = y (dy - <dy, y>) (softmax) or dy - exp(y) sum(dy) (log-softmax) */
-template <int V>
-__global__ void k_softmax_backward_reg(const float *__restrict__ dy, const float *__restrict__ y,
+template <int V, typename T>
+__global__ void k_softmax_backward_reg(const float *__restrict__ dy, const T *__restrict__ y,
                                        float *__restrict__ dx, long long rows, int c, bool log_out) {
     int c4 = c / 4;
     FOR_EACH_ROW(rows) {
@@ -169,8 +178,8 @@ __device__ __forceinline__ float4 keep4(float4 v, int j0, int n, float fill) {
 /* k_softmax_reg with a scale and (CAUSAL) the mask, r_per the rows of one
  * matrix: the row's first n columns are kept; float4 wholly past them are
  * neither read nor exponentiated */
-template <int V, bool CAUSAL>
-__global__ void k_softmax_reg_ex(const float *__restrict__ x, float *__restrict__ y, long long rows, int c,
+template <int V, bool CAUSAL, typename T>
+__global__ void k_softmax_reg_ex(const T *__restrict__ x, T *__restrict__ y, long long rows, int c,
                                  bool log_out, float scale, long long r_per) {
     int c4 = c / 4;
     FOR_EACH_ROW(rows) {
@@ -208,8 +217,8 @@ __device__ __forceinline__ float ex2(float x) {
  * scale is folded into the exponent's multiply, exp(scale (x - m)) =
  * 2^(k x - k m), k = scale log2(e), m the row's max (scale > 0 keeps it the
  * max of scale x, and the -inf padding -inf) */
-template <int V>
-__global__ void k_softmax_reg_scaled(const float *__restrict__ x, float *__restrict__ y, long long rows, int c,
+template <int V, typename T>
+__global__ void k_softmax_reg_scaled(const T *__restrict__ x, T *__restrict__ y, long long rows, int c,
                                      bool log_out, float scale) {
     const int c4 = c / 4;
     const float k = scale * 1.44269504088896341f;
@@ -240,8 +249,8 @@ __global__ void k_softmax_reg_scaled(const float *__restrict__ x, float *__restr
 /* k_softmax_backward_reg with the scale and the causal mask: dx = scale y
  * (dy - <dy, y>) or scale (dy - exp(y) sum(dy)), sums over the kept
  * columns, 0 at the masked ones */
-template <int V>
-__global__ void k_softmax_backward_reg_ex(const float *__restrict__ dy, const float *__restrict__ y,
+template <int V, typename T>
+__global__ void k_softmax_backward_reg_ex(const float *__restrict__ dy, const T *__restrict__ y,
                                           float *__restrict__ dx, long long rows, int c, bool log_out, float scale,
                                           long long r_per) {
     int c4 = c / 4;
@@ -324,30 +333,33 @@ __global__ void k_softmax_ce_backward_reg(const float *__restrict__ dloss, const
 
 /* softmax(scale x) of each row's first n = row_keep columns, the masked
  * rest 0 (log_softmax: -inf) */
-__global__ void k_softmax(const float *__restrict__ x, float *__restrict__ y, long long rows, long long c, bool log_out,
+template <typename T>
+__global__ void k_softmax(const T *__restrict__ x, T *__restrict__ y, long long rows, long long c, bool log_out,
                           float scale, long long r_per) {
     FOR_EACH_ROW(rows) {
-        const float *xr = x + r * c;
+        const T *xr = x + r * c;
         long long n = row_keep(r, c, r_per);
         float lse = row_lse_n(xr, n, scale, lane);
         for (long long j = lane; j < n; j += 32)
-            y[r * c + j] = log_out ? scale * xr[j] - lse : __expf(scale * xr[j] - lse);
-        for (long long j = n + lane; j < c; j += 32) y[r * c + j] = log_out ? -INFINITY : 0.0f;
+            st(y, r * c + j, log_out ? scale * ld(xr, j) - lse : __expf(scale * ld(xr, j) - lse));
+        for (long long j = n + lane; j < c; j += 32) st(y, r * c + j, log_out ? -INFINITY : 0.0f);
     }
 }
 
 /* dx = scale y (dy - <dy, y>) or scale (dy - exp(y) sum(dy)) over each
  * row's kept columns, 0 at the masked ones */
-__global__ void k_softmax_backward(const float *__restrict__ dy, const float *__restrict__ y, float *__restrict__ dx,
+template <typename T>
+__global__ void k_softmax_backward(const float *__restrict__ dy, const T *__restrict__ y, float *__restrict__ dx,
                                    long long rows, long long c, bool log_out, float scale, long long r_per) {
     FOR_EACH_ROW(rows) {
-        const float *dyr = dy + r * c, *yr = y + r * c;
+        const float *dyr = dy + r * c;
+        const T *yr = y + r * c;
         long long n = row_keep(r, c, r_per);
         float dot = 0.0f;
-        for (long long j = lane; j < n; j += 32) dot += log_out ? dyr[j] : dyr[j] * yr[j];
+        for (long long j = lane; j < n; j += 32) dot += log_out ? dyr[j] : dyr[j] * ld(yr, j);
         dot = warp_sum(dot);
         for (long long j = lane; j < n; j += 32)
-            dx[r * c + j] = scale * (log_out ? dyr[j] - __expf(yr[j]) * dot : yr[j] * (dyr[j] - dot));
+            dx[r * c + j] = scale * (log_out ? dyr[j] - __expf(ld(yr, j)) * dot : ld(yr, j) * (dyr[j] - dot));
         for (long long j = n + lane; j < c; j += 32) dx[r * c + j] = 0.0f;
     }
 }
@@ -411,10 +423,14 @@ __global__ void k_mean_fixed(const float *__restrict__ v, float *__restrict__ lo
 static long long last_dim(const dg_node *n) { return n->shape.d[n->shape.ndim - 1]; }
 static unsigned row_grid(long long rows) { return grid_for(rows, WARPS_PER_BLOCK); }
 
-/* float4 a lane holds for rows of c floats at the given bases, or 0 when
- * such rows take the two-pass kernels (c % 4 != 0, c > 1024, unaligned) */
-static int reg_v(long long c, const void *p0, const void *p1, const void *p2) {
-    if (c % 4 || c > 128 * MAX_V || (((uintptr_t)p0 | (uintptr_t)p1 | (uintptr_t)p2) & 15)) return 0;
+/* float4 a lane holds for rows of c elements at the given bases, or 0
+ * when such rows take the two-pass kernels (c % 4 != 0, c > 1024, a base
+ * not aligned to four elements of its size: 16 bytes for float32, 8 for
+ * bf16 and f16) */
+static int reg_v(long long c, const void *p0, size_t e0, const void *p1, size_t e1, const void *p2, size_t e2) {
+    if (c % 4 || c > 128 * MAX_V || ((uintptr_t)p0 & (4 * e0 - 1)) || ((uintptr_t)p1 & (4 * e1 - 1)) ||
+        ((uintptr_t)p2 & (4 * e2 - 1)))
+        return 0;
     int v = 1;
     while (128 * v < c) v *= 2;
     return v;
@@ -450,36 +466,60 @@ static float softmax_scale(const dg_node *n, long long *r_per) {
         else KERNEL<8, B><<<grid_, block_, 0, c->stream>>>(__VA_ARGS__);                                           \
     } while (0)
 
-dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s) {
+/* x and y of storage type T (float, __nv_bfloat16, __half) */
+template <typename T> static dg_status softmax_t(gpu_ctx *c, const dg_step *s) {
     long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols, r_per;
     float scale = softmax_scale(s->node, &r_per);
-    const float *x = (const float *)s->in[0];
-    float *y = (float *)s->out;
+    const T *x = (const T *)s->in[0];
+    T *y = (T *)s->out;
     bool log_out = s->node->op == DG_OP_LOG_SOFTMAX, plain = scale == 1.0f && !r_per;
-    int v = reg_v(cols, x, y, y);
+    int v = reg_v(cols, x, sizeof(T), y, sizeof(T), y, sizeof(T));
     if (v && plain) LAUNCH_V(k_softmax_reg, v, rows, x, y, rows, (int)cols, log_out);
     else if (v && !r_per && scale > 0.0f && scale <= 1e30f)
         LAUNCH_V(k_softmax_reg_scaled, v, rows, x, y, rows, (int)cols, log_out, scale);
     else if (v && r_per) LAUNCH_V2(k_softmax_reg_ex, true, v, rows, x, y, rows, (int)cols, log_out, scale, r_per);
     else if (v) LAUNCH_V2(k_softmax_reg_ex, false, v, rows, x, y, rows, (int)cols, log_out, scale, r_per);
-    else k_softmax<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(x, y, rows, cols, log_out, scale, r_per);
+    else k_softmax<T><<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(x, y, rows, cols, log_out, scale, r_per);
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
+
+dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s) {
+    switch (s->node->dtype) {
+    case DG_BF16: return softmax_t<__nv_bfloat16>(c, s);
+    case DG_F16:  return softmax_t<__half>(c, s);
+    case DG_F32:  return softmax_t<float>(c, s);
+    case DG_I32:  break;
+    }
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s of %s", s->node->name, dg_dtype_name(s->node->dtype));
+}
+
+/* y of storage type T; dy and dx float32 */
+template <typename T> static dg_status softmax_backward_t(gpu_ctx *c, const dg_step *s) {
+    long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols, r_per;
+    float scale = softmax_scale(s->node, &r_per);
+    const float *dy = (const float *)s->in[0];
+    const T *y = (const T *)s->in[1];
+    float *dx = (float *)s->out;
+    bool log_out = s->node->op == DG_OP_LOG_SOFTMAX_BACKWARD, plain = scale == 1.0f && !r_per;
+    int v = reg_v(cols, dy, sizeof(float), y, sizeof(T), dx, sizeof(float));
+    if (v && plain) LAUNCH_V(k_softmax_backward_reg, v, rows, dy, y, dx, rows, (int)cols, log_out);
+    else if (v) LAUNCH_V(k_softmax_backward_reg_ex, v, rows, dy, y, dx, rows, (int)cols, log_out, scale, r_per);
+    else k_softmax_backward<T><<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(dy, y, dx, rows, cols, log_out,
+                                                                                       scale, r_per);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }
 
 dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s) {
-    long long cols = last_dim(s->node), rows = dg_node_numel(s->node) / cols, r_per;
-    float scale = softmax_scale(s->node, &r_per);
-    const float *dy = (const float *)s->in[0], *y = (const float *)s->in[1];
-    float *dx = (float *)s->out;
-    bool log_out = s->node->op == DG_OP_LOG_SOFTMAX_BACKWARD, plain = scale == 1.0f && !r_per;
-    int v = reg_v(cols, dy, y, dx);
-    if (v && plain) LAUNCH_V(k_softmax_backward_reg, v, rows, dy, y, dx, rows, (int)cols, log_out);
-    else if (v) LAUNCH_V(k_softmax_backward_reg_ex, v, rows, dy, y, dx, rows, (int)cols, log_out, scale, r_per);
-    else k_softmax_backward<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(dy, y, dx, rows, cols, log_out,
-                                                                                    scale, r_per);
-    DG_CUDA_CHECK_LAUNCH();
-    return DG_OK;
+    dg_dtype ty = s->node->in[1]->dtype;
+    if (s->node->in[0]->dtype == DG_F32 && s->node->dtype == DG_F32) {
+        if (ty == DG_BF16) return softmax_backward_t<__nv_bfloat16>(c, s);
+        if (ty == DG_F16) return softmax_backward_t<__half>(c, s);
+        if (ty == DG_F32) return softmax_backward_t<float>(c, s);
+    }
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s: dy %s, y %s, dx %s (dy and dx f32)", s->node->name,
+                    dg_dtype_name(s->node->in[0]->dtype), dg_dtype_name(ty), dg_dtype_name(s->node->dtype));
 }
 
 /* the per-row losses go through the scratch, one float a row */
@@ -503,7 +543,7 @@ dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s) {
     const float *x = (const float *)s->in[0];
     const int *label = (const int *)s->in[1];
     float *lse = (float *)s->side[0];
-    int v = reg_v(cols, x, x, x);
+    int v = reg_v(cols, x, sizeof(float), x, sizeof(float), x, sizeof(float));
     if (v) LAUNCH_V(k_softmax_ce_rows_reg, v, rows, x, label, c->scratch, lse, rows, (int)cols);
     else k_softmax_ce_rows<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(x, label, c->scratch, lse, rows,
                                                                                    cols);
@@ -519,7 +559,7 @@ dg_status dg__gpu_softmax_ce_backward(gpu_ctx *c, const dg_step *s) {
     const float *dloss = (const float *)s->in[0], *x = (const float *)s->in[1], *lse = (const float *)s->in[3];
     const int *label = (const int *)s->in[2];
     float *dx = (float *)s->out;
-    int v = reg_v(cols, x, dx, dx);
+    int v = reg_v(cols, x, sizeof(float), dx, sizeof(float), dx, sizeof(float));
     if (v) LAUNCH_V(k_softmax_ce_backward_reg, v, rows, dloss, x, label, lse, dx, rows, (int)cols);
     else k_softmax_ce_backward<<<row_grid(rows), 32 * WARPS_PER_BLOCK, 0, c->stream>>>(dloss, x, label, lse, dx, rows,
                                                                                        cols);

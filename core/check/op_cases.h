@@ -75,6 +75,8 @@ struct op_case {
     /* composed graphs build themselves; NULL: the op alone */
     dg_node   *(*build)(dg_graph *g, dg_node *const *in, const op_case *c);
     double       tol;                /* float32 vs float64: max |err| / max |ref| */
+    double       grad_tol;           /* precision table: the gradients' bound
+                                        (the forward's is tol); 0: tol       */
     op_sweep     sweep;
     /* range table only (dg_range_cases): the inputs' bounds, and the floor
      * of the forward check (cmp_f32_floor): outputs smaller than
