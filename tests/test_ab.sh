@@ -19,7 +19,7 @@ rc=$?
 for r in 1 2; do
     for side in old new; do
         [ -s "$tmp/ab/$side-$r/gemm.csv" ] || fail "no $side-$r/gemm.csv"
-        grep -q '^gemm,square,cpu-openblas,cpu,f32,64,' "$tmp/ab/$side-$r/gemm.csv" ||
+        grep -q '^gemm,square,cpu-openblas,cpu,fp32,64,' "$tmp/ab/$side-$r/gemm.csv" ||
             fail "$side-$r/gemm.csv has no 64 row of the sweep asked for"
     done
     [ -s "$tmp/ab/compare-$r.md" ] || fail "no compare-$r.md"

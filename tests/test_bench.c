@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu_backend/cpu_backend.h"
 #include "writers/csv.h"
 #include "charts/gnuplot.h"
 #include "held.h"
@@ -85,7 +86,8 @@ Test(bench_cli, a_small_sweep_writes_checked_rows) {
     held_dir(dir);
     int n;
     csv_rec *r = cpu_gemm_sweep(dir, "--sizes 32,48", &n);
-    cr_assert_eq(n, 6, "3 CPU implementations x 2 sizes, got %d rows", n);
+    int impls = 3 + dg_cpu_has_onednn(); /* naive, omp, openblas (, onednn) */
+    cr_assert_eq(n, 2 * impls, "%d CPU implementations x 2 sizes, got %d rows", impls, n);
     for (int i = 0; i < n; i++) {
         /* noisy: checked and timed, its spread above --max-cv (a loaded machine) */
         cr_assert(!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy"), "status %s", r[i].status);
@@ -104,7 +106,7 @@ Test(bench_cli, a_cold_cpu_sweep_says_so_in_its_rows) {
     held_dir(dir);
     int n;
     csv_rec *r = cpu_gemm_sweep(dir, "--sizes 32 --cold", &n);
-    cr_assert_eq(n, 3, "3 CPU implementations, got %d rows", n);
+    cr_assert_eq(n, 3 + dg_cpu_has_onednn(), "3 CPU implementations (and oneDNN), got %d rows", n);
     for (int i = 0; i < n; i++) cr_assert_eq(r[i].cold, 1, "%s: a row timed after a flush says hot", r[i].impl);
 }
 

@@ -112,14 +112,23 @@ Test(sweep_gemm, dtype_all_writes_each_precisions_rows) {
     int n;
     csv_rec *r = bench_csv_read(path, &n);
     cr_assert_not_null(r, "%s", dg_last_error());
+    /* cpu-onednn after cpu-openblas in each precision, in a DG_ONEDNN build */
     static const char *const order[][2] = {
-        {"cpu-naive", "fp32"}, {"cpu-omp", "fp32"}, {"cpu-openblas", "fp32"}, {"cpu-omp", "tf32"},
-        {"cpu-openblas", "tf32"}, {"cpu-omp", "bf16"}, {"cpu-openblas", "bf16"}, {"cpu-omp", "fp16"},
-        {"cpu-openblas", "fp16"}};
-    cr_assert_eq(n, 9, "%d rows", n);
+        {"cpu-naive", "fp32"}, {"cpu-omp", "fp32"}, {"cpu-openblas", "fp32"}, {"cpu-onednn", "fp32"},
+        {"cpu-omp", "tf32"}, {"cpu-openblas", "tf32"}, {"cpu-onednn", "tf32"},
+        {"cpu-omp", "bf16"}, {"cpu-openblas", "bf16"}, {"cpu-onednn", "bf16"},
+        {"cpu-omp", "fp16"}, {"cpu-openblas", "fp16"}, {"cpu-onednn", "fp16"}};
+    const char *want[13][2];
+    int n_want = 0;
+    for (int i = 0; i < 13; i++)
+        if (strcmp(order[i][0], "cpu-onednn") || dg_cpu_has_onednn()) {
+            want[n_want][0] = order[i][0];
+            want[n_want++][1] = order[i][1];
+        }
+    cr_assert_eq(n, n_want, "%d rows, want %d", n, n_want);
     for (int i = 0; i < n; i++) {
         dg_precision p = r[i].precision;
-        cr_assert(!strcmp(r[i].impl, order[i][0]) && !strcmp(dg_precision_name(p), order[i][1]), "row %d: %s %s", i,
+        cr_assert(!strcmp(r[i].impl, want[i][0]) && !strcmp(dg_precision_name(p), want[i][1]), "row %d: %s %s", i,
                   r[i].impl, dg_precision_name(p));
         cr_assert(!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy"), "row %d: %s %s", i, r[i].status,
                   r[i].note);
@@ -127,8 +136,10 @@ Test(sweep_gemm, dtype_all_writes_each_precisions_rows) {
         double bytes = (dg_precision_dtype(p) == DG_F32 ? 4.0 : 2.0) * 2 * 64 * 64 + 4.0 * 64 * 64;
         cr_assert(fabs(r[i].gbps / r[i].gflops - bytes / (2.0 * 64 * 64 * 64)) < 1e-4 * bytes / (2.0 * 64 * 64 * 64),
                   "row %d (%s): GB/s %g, GFLOP/s %g", i, dg_precision_name(p), r[i].gbps, r[i].gflops);
+        bool onednn_bf16 = !strcmp(r[i].impl, "cpu-onednn") && p == DG_PREC_BF16;
         if (p == DG_PREC_BF16 || p == DG_PREC_FP16)
-            cr_assert(strstr(r[i].note, "widened to fp32 + sgemm"), "row %d: %s", i, r[i].note);
+            cr_assert(strstr(r[i].note, onednn_bf16 ? "oneDNN's bf16 kernel" : "widened to fp32 + sgemm"),
+                      "row %d: %s", i, r[i].note);
     }
     free(r);
     remove_dir(dir);
