@@ -83,8 +83,9 @@ static void sgemm(const cpu_ctx *c, dg_cpu_gemm impl, bool ta, bool tb, int m, i
     case DG_CPU_GEMM_OPENBLAS: dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc); break;
     case DG_CPU_GEMM_OWN:      dg_cpu_sgemm_own(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc, c->pack); break;
     case DG_CPU_GEMM_NAIVE:    dg_cpu_sgemm_naive(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc); break;
-    /* only the convolutions' strided, accumulating products come here with
-     * ONEDNN (matmuls go to gemm_packed): OpenBLAS runs them */
+    /* the convolutions' strided, accumulating products and the chunks of a
+     * bf16/f16-output matmul (matmul_lowp_out) come here with ONEDNN:
+     * OpenBLAS runs them */
     case DG_CPU_GEMM_ONEDNN:   dg_cpu_sgemm_openblas(ta, tb, m, n, k, A, lda, B, ldb, C, ldc, acc); break;
     }
 }
@@ -392,7 +393,13 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     case DG_OP_MATMUL: {
         /* asking makes the step's oneDNN primitive, if it has one: a plan's
          * profile names its steps before it times them */
+        static const char *const names[] = {"cpu-openblas", "cpu-own", "cpu-naive", "cpu-onednn"};
         dg_onednn_gemm g = matmul_gemm(n);
+        if (n->dtype != DG_F32) { /* a bf16/f16 output: widened, then the sgemm (matmul_lowp_out) */
+            snprintf(buf, size, "%s-%s-widened", names[gemm == DG_CPU_GEMM_ONEDNN ? DG_CPU_GEMM_OPENBLAS : gemm],
+                     dg_dtype_name(g.dtype));
+            return DG_OK;
+        }
         dg_cpu_gemm impl;
         bool native = false;
         apply_threads(c); /* the count the primitive is made for (cpu_onednn.c) */
@@ -400,7 +407,6 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
         if (st == DG_OK && impl == DG_CPU_GEMM_ONEDNN)
             st = dg_cpu_has_onednn() ? onednn_native(c, &g, &native) : no_onednn();
         if (st != DG_OK) return st;
-        static const char *const names[] = {"cpu-openblas", "cpu-own", "cpu-naive", "cpu-onednn"};
         if (g.dtype == DG_F32)
             snprintf(buf, size, "%s", names[impl]);
         else /* bf16 by oneDNN's own kernel, or widened to float32 first */
@@ -538,8 +544,12 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
     return DG_OK;
 }
 
+/* an implementation the enum has (a caller's cast may hold anything) */
+static bool known_gemm(dg_cpu_gemm impl) { return (unsigned)impl <= DG_CPU_GEMM_ONEDNN; }
+
 dg_status dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m, int n, int k, const float *A,
                        const float *B, float *C) {
+    if (!known_gemm(impl)) return dg__fail(DG_ERR_INVALID, "dg_cpu_sgemm: no GEMM implementation %d", (int)impl);
     apply_threads(ctx_of(be));
     return gemm_packed(ctx_of(be), impl, (dg_onednn_gemm){DG_F32, ta, tb, 1, m, n, k}, A, B, C, NULL);
 }
@@ -548,6 +558,7 @@ dg_status dg_cpu_gemm_ex(dg_backend *be, dg_cpu_gemm impl, dg_dtype dtype, bool 
                          const void *A, const void *B, float *C) {
     if (!be || !A || !B || !C || m < 1 || n < 1 || k < 1)
         return dg__fail(DG_ERR_INVALID, "dg_cpu_gemm_ex: NULL operand or empty product (%d x %d x %d)", m, n, k);
+    if (!known_gemm(impl)) return dg__fail(DG_ERR_INVALID, "dg_cpu_gemm_ex: no GEMM implementation %d", (int)impl);
     if (dtype != DG_F32 && dtype != DG_BF16 && dtype != DG_F16)
         return dg__fail(DG_ERR_UNSUPPORTED, "dg_cpu_gemm_ex: no GEMM of %s operands", dg_dtype_name(dtype));
     apply_threads(ctx_of(be));
@@ -556,7 +567,9 @@ dg_status dg_cpu_gemm_ex(dg_backend *be, dg_cpu_gemm impl, dg_dtype dtype, bool 
 
 int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }
 
-void dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl) { ctx_of(be)->gemm = impl; }
+void dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl) {
+    if (known_gemm(impl)) ctx_of(be)->gemm = impl; /* anything else: the setting stays */
+}
 void dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl) { ctx_of(be)->conv = impl; }
 
 const char *dg_cpu_blas_core(void) { return openblas_get_corename(); }

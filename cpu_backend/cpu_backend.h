@@ -65,7 +65,8 @@ int       dg_cpu_threads(const dg_backend *be);
 /* The backend's defaults: what the steps of a plan that leaves its choice
  * at DG_GEMM_DEFAULT / DG_CONV_DEFAULT (dg_plan_opts) run with, read when
  * each step runs (OPENBLAS and DEFAULT unless set). A plan that names its
- * implementation runs with that one whatever these say. The plan choices
+ * implementation runs with that one whatever these say (an impl outside the
+ * enum leaves the setting as it was). The plan choices
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are OPENBLAS, OWN,
  * NAIVE (a matmul of bf16 operands under OPENBLAS runs by oneDNN where its
  * kernel is AMX's: cpu_onednn.h); DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,

@@ -182,6 +182,16 @@ Test(bench_hostile, train_dtype_names_its_rows_and_file) {
     free(csv);
     snprintf(path, sizeof path, "%s/train-logreg-cpu.csv", dir);
     cr_assert(!exists(path), "a bf16 run wrote fp32's file");
+    /* bench plot reads the rows with their dtype column back as a curve */
+    const char *fp32[] = {"train", "--model", "logreg", "--epochs", "1", "--batch", "10", "--data", dir, "--out", dir,
+                          NULL};
+    cr_assert_eq(run_bench("/tmp", fp32, out, err, 60), 0, "%s", err);
+    const char *plot[] = {"plot", dir, NULL};
+    cr_assert_eq(run_bench("/tmp", plot, out, err, 60), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    csv = read_file(path);
+    cr_assert(strstr(csv, "| logreg | cpu | 1 |"), "the fp32 curve is missing from the summary: %s", csv);
+    free(csv);
     /* the language model's curve: dtype as its last column */
     const char *lm[] = {"train", "--model", "charlm", "--dtype", "fp16", "--steps", "2", "--eval-every", "1",
                         "--context", "16", "--width", "16", "--heads", "2", "--layers", "1", "--batch", "4",

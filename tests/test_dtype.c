@@ -265,6 +265,12 @@ Test(dtype_cpu_gemm_ex, bf16_and_f16_products_of_every_transposition) {
     cr_assert_eq(dg_cpu_gemm_ex(cpu, DG_CPU_GEMM_OPENBLAS, DG_I32, false, false, 2, 2, 2, &(int[4]){0}, &(int[4]){0},
                                 (float[4]){0}),
                  DG_ERR_UNSUPPORTED);
+    /* an implementation outside the enum: refused, not a silent no-op */
+    cr_assert_eq(dg_cpu_gemm_ex(cpu, (dg_cpu_gemm)9, DG_F32, false, false, 2, 2, 2, (float[4]){0}, (float[4]){0},
+                                (float[4]){0}),
+                 DG_ERR_INVALID);
+    cr_assert_eq(dg_cpu_sgemm(cpu, (dg_cpu_gemm)9, false, false, 2, 2, 2, (float[4]){0}, (float[4]){0}, (float[4]){0}),
+                 DG_ERR_INVALID);
     dg_backend_free(cpu);
 }
 

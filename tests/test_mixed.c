@@ -628,6 +628,10 @@ Test(mixed, options_refused) {
     cr_expect_eq(dg_train_step_build_opts(g, &m, 2, &o, &(dg_train_step_opts){.scale_interval = -2}, &ts),
                  DG_ERR_INVALID);
     cr_expect(strstr(dg_last_error(), "interval -2"), "%s", dg_last_error());
+    /* past 2^24 the float32 count of clean steps stops growing: never reached */
+    cr_expect_eq(dg_train_step_build_opts(g, &m, 2, &o, &(dg_train_step_opts){.scale_interval = (1 << 24) + 1}, &ts),
+                 DG_ERR_INVALID);
+    cr_expect(strstr(dg_last_error(), "interval 16777217"), "%s", dg_last_error());
     ASSERT_OK(dg_graph_status(g));
     dg_graph_free(g);
 }

@@ -58,7 +58,7 @@ static void usage(FILE *f) {
             "  --dtype LIST       precisions, comma-separated: fp32, tf32 (fp32 storage, TF32 tensor-core\n"
             "                     products where the backend has them), bf16, fp16 (2-byte operands,\n"
             "                     float32 accumulation), or 'all' (default fp32); rows in the sweeps that\n"
-            "                     have them (gemm, ceiling), the others say once that they run in fp32\n"
+            "                     have them (gemm, ceiling, mlp), the others say once that they run in fp32\n"
             "  --quick            smaller sizes, for a fast look\n"
             "\n"
             "how to time:\n"

@@ -93,7 +93,7 @@ const op_case dg_dtype_cases[] = {
 
     /* Storage ops: inputs rounded to the dtype, float32 inside, the result
      * rounded once on store. Forward: the fp32 bound plus the output's unit
-     * roundoff u (2^-9 bf16, 2^-12 f16), times the factor each row states.
+     * roundoff u (2^-8 bf16, 2^-11 f16), times the factor each row states.
      * Gradients are float32; where the backward reads the rounded forward
      * output (exp, sigmoid, tanh, softmax) that value is off by u relative,
      * and the row's factor bounds how the formula carries it. */

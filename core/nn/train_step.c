@@ -31,9 +31,10 @@ static dg_status check_opts(const dg_train_step_opts *o) {
     if (!(o->loss_scale >= 0 && isfinite(o->loss_scale)))
         return dg__fail(DG_ERR_INVALID, "train step: loss scale %g, needs a finite value > 0 (0: %g)",
                         (double)o->loss_scale, (double)DG_LOSS_SCALE_INIT);
-    if (o->scale_interval < 0)
-        return dg__fail(DG_ERR_INVALID, "train step: loss-scale interval %d, < 0 (0: %d)", o->scale_interval,
-                        DG_LOSS_SCALE_INTERVAL);
+    /* the clean-step count is a float32 tensor: exact up to 2^24 */
+    if (o->scale_interval < 0 || o->scale_interval > (1 << 24))
+        return dg__fail(DG_ERR_INVALID, "train step: loss-scale interval %d, outside 0..2^24 (0: %d)",
+                        o->scale_interval, DG_LOSS_SCALE_INTERVAL);
     return DG_OK;
 }
 

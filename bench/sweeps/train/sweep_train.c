@@ -174,11 +174,16 @@ static curve load_curve(const char *dir, const char *model, const char *backend)
     FILE *f = fopen(path, "r");
     while (f && fgets(line, sizeof line, f) && c.n < BENCH_MAX_PTS) {
         int ep;
-        char m[32], b[32], o[32], d[32];
+        char m[32], b[32], o[32], dt[32], d[32];
         int batch;
         double lr, seed, loss, acc, es, ts;
-        if (line[0] == '#' || sscanf(line, "%d,%31[^,],%31[^,],%31[^,],%31[^,],%d,%lf,%lf,%lf,%lf,%lf,%lf", &ep, m, b, o,
-                                     d, &batch, &lr, &seed, &loss, &acc, &es, &ts) != 12)
+        /* epoch,model,backend,optimizer,dtype,data,batch,...; a file
+         * written before the precision axis has no dtype column */
+        bool with_dtype = sscanf(line, "%d,%31[^,],%31[^,],%31[^,],%31[^,],%31[^,],%d,%lf,%lf,%lf,%lf,%lf,%lf", &ep,
+                                 m, b, o, dt, d, &batch, &lr, &seed, &loss, &acc, &es, &ts) == 13;
+        if (line[0] == '#' ||
+            (!with_dtype && sscanf(line, "%d,%31[^,],%31[^,],%31[^,],%31[^,],%d,%lf,%lf,%lf,%lf,%lf,%lf", &ep, m, b,
+                                   o, d, &batch, &lr, &seed, &loss, &acc, &es, &ts) != 12))
             continue;
         c.epoch[c.n] = ep; c.loss[c.n] = loss; c.acc[c.n] = 100 * acc; c.total_s[c.n++] = ts;
     }
