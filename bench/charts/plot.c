@@ -33,13 +33,18 @@ bench_table bench_table_load(const char *dir, const char *sweep) {
     return t;
 }
 
-const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m) {
+const csv_rec *bench_table_row_prec(const bench_table *t, const char *name, const char *impl, long long m,
+                                    dg_precision prec) {
     const csv_rec *r = NULL;
     for (int i = 0; i < t->n; i++)
         if (!strcmp(t->r[i].name, name) && !strcmp(t->r[i].impl, impl) && t->r[i].m == m &&
-            t->r[i].precision == DG_PREC_FP32)
+            t->r[i].precision == prec)
             r = &t->r[i];
     return r;
+}
+
+const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m) {
+    return bench_table_row_prec(t, name, impl, m, DG_PREC_FP32);
 }
 
 int bench_table_ms(const bench_table *t, const char *name, long long *out, int n, int max) {

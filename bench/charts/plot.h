@@ -86,6 +86,9 @@ bench_table bench_table_load(const char *dir, const char *sweep);
 /* the fp32 row of case `name`, `impl` and m (the last one: a re-run
  * appends), whatever its status; NULL where there is none */
 const csv_rec *bench_table_row(const bench_table *t, const char *name, const char *impl, long long m);
+/* the same in precision prec */
+const csv_rec *bench_table_row_prec(const bench_table *t, const char *name, const char *impl, long long m,
+                                    dg_precision prec);
 /* Adds the m values of case `name`'s rows to the ascending, repeat-free
  * set out[0..n), up to max values; returns the set's new size. */
 int bench_table_ms(const bench_table *t, const char *name, long long *out, int n, int max);

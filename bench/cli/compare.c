@@ -22,7 +22,7 @@
 /* The result files compared: each registered sweep's NAME.json / NAME.csv,
  * then the files the peers write of their own (bench/peers/__init__.py's
  * table; their rows are in bench's CSV format, medians only). */
-static const char *const peer_files[] = {"torch_ops", "torch_attention"};
+static const char *const peer_files[] = {"torch_ops", "torch_attention", "torch_mlp"};
 #define N_PEER_FILES (int)(sizeof peer_files / sizeof *peer_files)
 
 static const char *file_name(int i) {

@@ -218,6 +218,45 @@ static void report_peers(bench_report *rep, const bench_table *t) {
     fprintf(f, "\n");
 }
 
+/* One table row per network, batch and precision that PyTorch's GPU step
+ * (bench/peers/torch_mlp.py, DIR/torch_mlp.csv) measured: duograd's GPU
+ * step with and without graph replay beside PyTorch's, captured as a CUDA
+ * graph and eager. Nothing where the folder has no torch_mlp.csv. */
+static void report_gpu_peer(bench_report *rep, const bench_table *t) {
+    bench_table peer = bench_table_load(rep->dir, "torch_mlp");
+    rep->failed |= peer.unreadable;
+    if (!peer.n) {
+        free(peer.r);
+        return;
+    }
+    FILE *f = rep->sum;
+    fprintf(f, "### MLP step on the GPU: duograd against PyTorch (bench/peers/torch_mlp.py, same machine)\n\n"
+               "PyTorch: fp32, TF32 matmuls, bf16 autocast, fp16 autocast with GradScaler; duograd: the step "
+               "builder's policy of the same name. Ratio > 1: duograd faster.\n\n"
+               "| widths | batch | dtype | duograd gpu-graph ms | torch-graph ms | torch-graph / duograd | "
+               "duograd gpu ms | torch-eager ms |\n|---|---|---|---|---|---|---|---|\n");
+    for (int wi = 0; wi < N_WIDTHS; wi++) {
+        long long batches[BENCH_MAX_PTS];
+        int nb = bench_table_ms(&peer, widths_list[wi], batches, 0, BENCH_MAX_PTS);
+        for (int b = 0; b < nb; b++)
+            for (int pi = 0; pi < DG_PREC_COUNT; pi++) {
+                dg_precision p = (dg_precision)pi;
+                const char *w = widths_list[wi];
+                const csv_rec *tg = bench_table_row_prec(&peer, w, "torch-graph", batches[b], p),
+                              *te = bench_table_row_prec(&peer, w, "torch-eager", batches[b], p);
+                if (!tg && !te) continue;
+                const csv_rec *dg = bench_table_row_prec(t, w, "gpu-graph", batches[b], p),
+                              *dn = bench_table_row_prec(t, w, "gpu", batches[b], p);
+                char c0[32], c1[32], c2[32], c3[32], c4[32];
+                fprintf(f, "| %s | %lld | %s | %s | %s | %s | %s | %s |\n", w, batches[b], dg_precision_name(p),
+                        ms_cell(dg, c0, sizeof c0), ms_cell(tg, c1, sizeof c1), ratio_cell(dg, tg, c2, sizeof c2),
+                        ms_cell(dn, c3, sizeof c3), ms_cell(te, c4, sizeof c4));
+            }
+    }
+    fprintf(f, "\n");
+    free(peer.r);
+}
+
 /* One chart per network: step time of cpu, gpu and gpu-graph over the batch
  * size, the crossover of the graph replay marked, and the CPU peers' steps
  * where mlp.csv has them; the summary's crossovers, and duograd's CPU step
@@ -255,5 +294,6 @@ bool bench_report_mlp(bench_report *rep, const bench_table *t) {
         }
     fprintf(rep->sum, "\n");
     report_peers(rep, t);
+    report_gpu_peer(rep, t);
     return true;
 }
