@@ -439,9 +439,11 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     cpu_ctx *c = ctx_of(be);
     int gemm = step_gemm(c, s->flags), conv = step_conv(c, s->flags);
     if (gemm < 0 || conv < 0) return refuse_choice(c, s->flags);
-    /* (a bf16 product oneDNN multiplies needs none: cpu_step_scratch_bytes) */
-    if (!s->scratch && widened_operand_floats(s->node) + lowp_floats(s->node, c->threads) &&
-        cpu_step_scratch_bytes(be, s->node, s->flags))
+    /* the row ops' and a 16-bit product output's float32 copies live in the
+     * step's scratch alone; a float32-output product's widened operands
+     * fall back to the backend's buffer (gemm_packed), as when the plan
+     * reserved none for oneDNN and the default changed since */
+    if (!s->scratch && lowp_floats(s->node, c->threads))
         return dg__fail(DG_ERR_INVALID, "cpu: %s (%s of %s) needs scratch for its float32 copies (a step from "
                         "dg_step_of: run it through a plan's steps)", s->node->name, dg_op_name(s->node->op),
                         dg_dtype_name(s->node->dtype));
