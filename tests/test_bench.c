@@ -244,14 +244,15 @@ Test(bench_plot, redraws_every_h100_chart_from_the_committed_sources) {
  * no chart is drawn) must write them byte for byte, plus the note that
  * charts were not drawn. */
 Test(bench_plot, reproduces_the_summaries_an_older_bench_wrote) {
-    /* cpu-2core: the default sweeps and training on the CPU alone;
+    /* cpu-2core-run1: the default sweeps and training on the CPU alone (the
+     * 2-core folder of 3a96ec5, kept as test input);
      * h100-transfer: the transfer ceilings (PyTorch's beside them, from
      * torch_ops.csv) and the gemm copies' table; h100-run1: the CSV of the
      * first bench, with fewer columns */
     static const struct {
         const char *csv, *summary;
     } sets[] = {
-        {"reports/cpu-2core", "cpu-2core.md"},
+        {"tests/data/cpu-2core-run1", "cpu-2core.md"},
         {"reports/h100/transfer", "h100-transfer.md"},
         {"tests/data/h100-run1", "h100-run1.md"},
     };

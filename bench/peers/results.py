@@ -2,7 +2,7 @@
 
     import sys; sys.path.insert(0, "bench")  # from the repository's root
     from peers.results import load
-    df = load("reports/cpu-2core"); print(df.attrs["cpu"], df.groupby(["sweep", "impl"]).gflops.max())
+    df = load("reports/cpu-2core"); print(df.attrs["files"]["gemm"]["cpu"], df.groupby(["sweep", "impl"]).gflops.max())
 
 load(DIR) reads every result CSV of DIR in bench's long format (each
 sweep's NAME.csv with the rows the peers appended to it, and the peers' own

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Self-test of peers.results, a result folder as one pandas DataFrame: the
-committed folder reports/cpu-2core (every row of its sweep CSVs, the
+committed folder tests/data/cpu-2core-run1 (every row of its sweep CSVs, the
 peers' rows included, typed; its metadata in df.attrs; its other CSVs
 named), the example of the module's text run as written, an older file
 with fewer columns and a row cut short, and the refusals. Skipped, with the
@@ -28,7 +28,7 @@ except ImportError:
     pandas = None
 
 TMP = tempfile.mkdtemp(prefix="peerresults-")
-COMMITTED = os.path.join(ROOT, "reports", "cpu-2core")
+COMMITTED = os.path.join(ROOT, "tests", "data", "cpu-2core-run1")  # a 2-core run kept as test input
 SWEEP_FILES = ("autodiff", "ceiling", "gemm", "mlp", "ops", "train")  # its files in bench's row format
 
 
