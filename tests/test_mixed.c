@@ -44,6 +44,12 @@ static dg_status mlp_of(dg_graph *g, const int *widths, int n, uint64_t seed, dg
 
 /* ---- (a) parity: an MLP learns the same in every precision ---- */
 
+/* the CPU (false) and the GPU (true): each test below runs on both */
+static struct criterion_test_params both_backends(void) {
+    static bool gpu[] = {false, true};
+    return cr_make_param_array(bool, gpu, 2);
+}
+
 /* Momentum SGD, full batch, on 256 Gaussian blobs in 8 dims (4 classes):
  * test_train's set, where float32 reaches >= 95% in 200 steps. Each
  * precision must reach 95% too, and lie within 2 points of float32's
@@ -52,10 +58,7 @@ static dg_status mlp_of(dg_graph *g, const int *widths, int n, uint64_t seed, dg
  * 2^-8 relatively, far inside the band; a policy that loses the gradient
  * (an f16 step without its unscaling, a cast that drops the master's
  * update) does not train and leaves it. */
-ParameterizedTestParameters(mixed, parity) {
-    static bool gpu[] = {false, true};
-    return cr_make_param_array(bool, gpu, 2);
-}
+ParameterizedTestParameters(mixed, parity) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, parity) {
     dg_backend *be = test_backend_open(*gpu);
@@ -117,10 +120,7 @@ ParameterizedTest(bool *gpu, mixed, parity) {
  * float32's: a trainer that dropped the precision would train in float32
  * and match it bit for bit. Skips where the data set is not installed
  * (DG_FASHION_DIR names another folder). */
-ParameterizedTestParameters(mixed, fashion_trainer) {
-    static bool gpu[] = {false, true};
-    return cr_make_param_array(bool, gpu, 2);
-}
+ParameterizedTestParameters(mixed, fashion_trainer) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, fashion_trainer) {
     /* the GPU machine carries the files elsewhere (scripts/gpu-run.sh) */
@@ -173,10 +173,7 @@ static void lm_record(const dg_lm_stats *s, void *arg) {
     if (c->n < 8) c->val[c->n++] = s->val_loss;
 }
 
-ParameterizedTestParameters(mixed, charlm_curve) {
-    static bool gpu[] = {false, true};
-    return cr_make_param_array(bool, gpu, 2);
-}
+ParameterizedTestParameters(mixed, charlm_curve) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, charlm_curve) {
     if (access(DG_TEXT_DEFAULT, R_OK) != 0) cr_skip_test("%s not installed (base-files)", DG_TEXT_DEFAULT);
@@ -343,10 +340,7 @@ static void step_grads(dg_backend *be, dg_precision p, const blobs *data, uint64
  * by 65536. And the mixed step must differ from float32's (more than
  * u/64): a policy that casts nothing passes no product through the low
  * dtype and fails. */
-ParameterizedTestParameters(mixed, gradients_near_fp32) {
-    static bool gpu[] = {false, true};
-    return cr_make_param_array(bool, gpu, 2);
-}
+ParameterizedTestParameters(mixed, gradients_near_fp32) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, gradients_near_fp32) {
     dg_backend *be = test_backend_open(*gpu);
@@ -419,10 +413,7 @@ static void run_step(dg_plan *p, const mixed_step *s, const float *x, const int3
  * gradient are inf or NaN): that step leaves every parameter and moment
  * bit for bit, and halves the scale; three clean steps then each update,
  * and the third doubles the scale back. */
-ParameterizedTestParameters(mixed, fp16_overflow_skips_the_step) {
-    static bool gpu[] = {false, true};
-    return cr_make_param_array(bool, gpu, 2);
-}
+ParameterizedTestParameters(mixed, fp16_overflow_skips_the_step) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, fp16_overflow_skips_the_step) {
     dg_backend *be = test_backend_open(*gpu);
@@ -485,10 +476,7 @@ ParameterizedTest(bool *gpu, mixed, fp16_overflow_skips_the_step) {
  * copies of the scaled gradient overflow while the forward is finite. The
  * step is skipped and the scale halved; each later such step halves it
  * again until the gradients fit. */
-ParameterizedTestParameters(mixed, fp16_scale_overflow_in_the_backward) {
-    static bool gpu[] = {false, true};
-    return cr_make_param_array(bool, gpu, 2);
-}
+ParameterizedTestParameters(mixed, fp16_scale_overflow_in_the_backward) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, fp16_scale_overflow_in_the_backward) {
     dg_backend *be = test_backend_open(*gpu);
