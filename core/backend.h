@@ -70,6 +70,8 @@ typedef enum dg_conv_impl {
     DG_CONV_IM2COL_CHANNELS, /* CPU: the weight's gradient by input channels
                                 (DG_CPU_CONV_CHANNELS)                                  */
     DG_CONV_IMPLICIT,        /* GPU: the implicit-GEMM kernels (DG_GPU_CONV_IMPLICIT)   */
+    DG_CONV_VENDOR,          /* the vendor library: oneDNN on the CPU, cuDNN on the GPU
+                                (each where built with it and found at run time)       */
     DG_CONV_COUNT,
 } dg_conv_impl;
 
