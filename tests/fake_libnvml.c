@@ -1,10 +1,12 @@
 /* fake_libnvml.c: a stand-in for libnvidia-ml.so.1 with one device at
- * 0000:00:06.0 that reports fixed, non-zero readings, so test_env checks
+ * 0000:00:06.0 that reports fixed, non-zero readings (and an energy
+ * counter of a steady 300 W), so test_env checks
  * that bench's GPU monitor prints what NVML answered (it once printed zeros
  * while the real library answered 345 MHz) on a machine without a GPU.
  * The test loads it by path first; bench's dlopen of the soname then finds
  * it already loaded. */
 #include <string.h>
+#include <time.h>
 
 typedef struct fake_device { int unused; } fake_device;
 static fake_device the_device;
@@ -17,6 +19,7 @@ int nvmlDeviceGetClockInfo(fake_device *dev, int type, unsigned *mhz);
 int nvmlDeviceGetTemperature(fake_device *dev, int sensor, unsigned *celsius);
 int nvmlDeviceGetPowerUsage(fake_device *dev, unsigned *milliwatts);
 int nvmlDeviceGetCurrentClocksEventReasons(fake_device *dev, unsigned long long *reasons);
+int nvmlDeviceGetTotalEnergyConsumption(fake_device *dev, unsigned long long *millijoules);
 
 enum { NVML_SUCCESS = 0, NVML_ERROR_INVALID_ARGUMENT = 2, NVML_ERROR_NOT_FOUND = 6 };
 
@@ -51,5 +54,17 @@ int nvmlDeviceGetPowerUsage(fake_device *dev, unsigned *milliwatts) {
 int nvmlDeviceGetCurrentClocksEventReasons(fake_device *dev, unsigned long long *reasons) {
     if (dev != &the_device) return NVML_ERROR_INVALID_ARGUMENT;
     *reasons = 0x4 | 0x1; /* sw power cap, gpu idle */
+    return NVML_SUCCESS;
+}
+
+/* A board drawing 300 W whose counter the driver updates every 10 ms: 3000
+ * mJ per update, from the monotonic clock (test_energy checks the meter's
+ * period and watts against these). */
+int nvmlDeviceGetTotalEnergyConsumption(fake_device *dev, unsigned long long *millijoules) {
+    if (dev != &the_device) return NVML_ERROR_INVALID_ARGUMENT;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    unsigned long long updates = (unsigned long long)ts.tv_sec * 100 + (unsigned long long)ts.tv_nsec / 10000000;
+    *millijoules = updates * 3000;
     return NVML_SUCCESS;
 }

@@ -16,6 +16,7 @@
 #include "cli/options.h"
 #include "profile/profile.h"
 #include "charts/plot.h"
+#include "runner/energy_window.h"
 #include "runner/sweep.h"
 #include "train/train.h"
 #include "machine/reexec.h"
@@ -129,6 +130,7 @@ static int run_sweeps(int argc, char **argv) {
     bench_env_meta(ctx.meta, sizeof ctx.meta, ctx.threads, ctx.gpu);
     bench_env_meta_more(ctx.meta, sizeof ctx.meta, argc, argv, ctx.gpu);
     meta_precisions(&ctx);
+    bench_energy_open_all(&ctx);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     rc = gpu_broken;
@@ -136,6 +138,7 @@ static int run_sweeps(int argc, char **argv) {
     for (int i = 0; i < ch.n_sweeps && !bench_interrupted; i++) rc |= bench_run_sweep(&ctx, ch.sweeps[i]);
     if (bench_interrupted) fprintf(stderr, "bench: interrupted; every finished row is in %s\n", ctx.out_dir);
     if (bench_plot(ctx.out_dir, stdout)) rc = 1;
+    bench_energy_close_all(&ctx);
     bench_gpu_monitor_close(ctx.gpu_mon);
     bench_host_flush_free();
     dg_backend_free(ctx.cpu);

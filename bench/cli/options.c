@@ -84,6 +84,10 @@ static void usage(FILE *f) {
             "                     gets an equal share of what is left; rows its share cannot hold are\n"
             "                     timed leaner (1 warm-up run, no re-measuring), rows after the share\n"
             "                     is spent are skipped, each saying so in its note\n"
+            "  --no-energy        no energy windows: the energy columns stay empty (default: after its\n"
+            "                     timed runs each row runs again in a window read by the GPU's NVML\n"
+            "                     energy counter or the CPU's RAPL counters, where they can be read:\n"
+            "                     at least 0.1 s and 20 counter updates; README.md, Energy)\n"
             "  --wait-policy P    OpenMP waiting threads: active (spin), passive (sleep) or auto (passive\n"
             "                     when half a core or more is busy beside the bench; default);\n"
             "                     OMP_WAIT_POLICY, if set, wins\n"
@@ -298,7 +302,7 @@ static bool path_ok(const char *s) { return *s && strlen(s) <= BENCH_MAX_PATH; }
 enum {
     OPT_SWEEP = 256, OPT_BACKENDS, OPT_SIZES, OPT_SHAPES, OPT_CASE, OPT_IMPL, OPT_THREADS, OPT_REPS, OPT_WARMUP,
     OPT_WARMUP_TIME, OPT_MIN_TIME, OPT_MAX_REPS, OPT_MAX_CV, OPT_RETRIES, OPT_COLD, OPT_CPU_CAP, OPT_BUDGET, OPT_WAIT,
-    OPT_QUICK, OPT_DTYPE, OPT_OUT, OPT_SAMPLES, OPT_DATA, OPT_LIST, OPT_LIST_OPS, OPT_VERSION,
+    OPT_QUICK, OPT_DTYPE, OPT_OUT, OPT_SAMPLES, OPT_DATA, OPT_LIST, OPT_LIST_OPS, OPT_VERSION, OPT_NO_ENERGY,
 };
 
 bench_ctx bench_default_ctx(void) {
@@ -351,6 +355,7 @@ static int take_option(int c, const char *arg, bench_ctx *ctx, const char **swee
         if (!bench_parse_long(arg, 0, 10, &v)) return bench_usage_error("bench", "bad --retries '%.80s' (0 to 10)", arg);
         ctx->timing.max_retries = (int)v; break;
     case OPT_COLD: ctx->timing.cold = true; break;
+    case OPT_NO_ENERGY: ctx->no_energy = true; break;
     case OPT_CPU_CAP:
         if (!bench_parse_double(arg, 0.001, 86400, &ctx->cpu_cap_s)) return bench_usage_error("bench", "bad --cpu-cap '%.80s' (0.001 to 86400 s)", arg);
         break;
@@ -390,7 +395,7 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
         {"min-time", required_argument, NULL, OPT_MIN_TIME},  {"max-reps", required_argument, NULL, OPT_MAX_REPS},
         {"max-cv", required_argument, NULL, OPT_MAX_CV},      {"retries", required_argument, NULL, OPT_RETRIES},
         {"cold", no_argument, NULL, OPT_COLD},                {"cpu-cap", required_argument, NULL, OPT_CPU_CAP},
-        {"budget", required_argument, NULL, OPT_BUDGET},
+        {"budget", required_argument, NULL, OPT_BUDGET},      {"no-energy", no_argument, NULL, OPT_NO_ENERGY},
         {"wait-policy", required_argument, NULL, OPT_WAIT},   {"quick", no_argument, NULL, OPT_QUICK},
         {"dtype", required_argument, NULL, OPT_DTYPE},
         {"out", required_argument, NULL, OPT_OUT},            {"samples", no_argument, NULL, OPT_SAMPLES},

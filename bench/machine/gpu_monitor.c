@@ -19,6 +19,7 @@ typedef nvml_return (*nvml_clock_fn)(nvml_device dev, int type, unsigned *mhz);
 typedef nvml_return (*nvml_temperature_fn)(nvml_device dev, int sensor, unsigned *celsius);
 typedef nvml_return (*nvml_power_fn)(nvml_device dev, unsigned *milliwatts);
 typedef nvml_return (*nvml_reasons_fn)(nvml_device dev, unsigned long long *reasons);
+typedef nvml_return (*nvml_energy_fn)(nvml_device dev, unsigned long long *millijoules);
 
 struct bench_gpu_monitor {
     void                *lib;
@@ -27,6 +28,8 @@ struct bench_gpu_monitor {
     nvml_temperature_fn  temperature;
     nvml_power_fn        power;
     nvml_reasons_fn      reasons;
+    nvml_energy_fn       energy;       /* Volta and later */
+    nvml_error_string_fn error_string;
     nvml_device          dev;
 };
 
@@ -113,6 +116,8 @@ bench_gpu_monitor *bench_gpu_monitor_open(const char *pci_bus_id, char *why, siz
         .temperature = (nvml_temperature_fn)dlsym(lib, "nvmlDeviceGetTemperature"),
         .power = (nvml_power_fn)dlsym(lib, "nvmlDeviceGetPowerUsage"),
         .reasons = reasons,
+        .energy = (nvml_energy_fn)dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"),
+        .error_string = error_string,
         .dev = dev,
     };
     return m;
@@ -157,6 +162,25 @@ bool bench_gpu_monitor_throttled(bench_gpu_monitor *m, char *why, size_t n) {
         return false;
     }
     return bench_gpu_reasons_text(bits, why, n);
+}
+
+bool bench_gpu_monitor_energy_mj(bench_gpu_monitor *m, uint64_t *mj, char *why, size_t n) {
+    if (!m) {
+        snprintf(why, n, "no NVML device");
+        return false;
+    }
+    if (!m->energy) {
+        snprintf(why, n, "libnvidia-ml.so.1 lacks nvmlDeviceGetTotalEnergyConsumption");
+        return false;
+    }
+    unsigned long long v = 0;
+    nvml_return rc = m->energy(m->dev, &v);
+    if (rc != 0) {
+        snprintf(why, n, "nvmlDeviceGetTotalEnergyConsumption: %s", m->error_string(rc));
+        return false;
+    }
+    *mj = v;
+    return true;
 }
 
 void bench_gpu_monitor_close(bench_gpu_monitor *m) {

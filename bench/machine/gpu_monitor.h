@@ -23,6 +23,10 @@ void bench_gpu_monitor_snapshot(bench_gpu_monitor *m, char *buf, size_t n, const
  * slowdown, power brake, sync boost); why names the reasons. One NVML call,
  * cheap enough after every row. m NULL: false. */
 bool bench_gpu_monitor_throttled(bench_gpu_monitor *m, char *why, size_t n);
+/* The board's energy since the driver loaded, in millijoules
+ * (nvmlDeviceGetTotalEnergyConsumption, Volta and later); false with why
+ * where the library lacks it, the device refuses it or m is NULL. */
+bool bench_gpu_monitor_energy_mj(bench_gpu_monitor *m, uint64_t *mj, char *why, size_t n);
 /* m NULL: nothing */
 void bench_gpu_monitor_close(bench_gpu_monitor *m);
 

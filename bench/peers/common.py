@@ -34,7 +34,8 @@ import time
 
 COLUMNS = ("sweep", "case", "impl", "backend", "dtype", "m", "n", "k", "batch", "threads", "transfer", "tf32",
            "cold", "warmup", "reps", "median_ms", "min_ms", "max_ms", "cv_pct", "gflops", "gbps", "scratch_bytes",
-           "arena_bytes", "live_bytes", "max_rel_err", "check", "status", "note")  # BENCH_CSV_HEADER
+           "arena_bytes", "live_bytes", "energy_j", "avg_w", "gflop_per_j", "samples_per_j", "max_rel_err", "check",
+           "status", "note")  # BENCH_CSV_HEADER
 # bench_csv_read's required columns (bench/writers/csv.c, col_names before N_REQUIRED)
 REQUIRED_COLUMNS = ("sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer",
                     "median_ms", "min_ms", "max_ms", "status")

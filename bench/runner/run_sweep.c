@@ -11,6 +11,7 @@
 #include "machine/gpu_monitor.h"
 #include "writers/json.h"
 #include "writers/samples.h"
+#include "runner/energy_window.h"
 #include "runner/sweep.h"
 
 int bench_mkdir_p(const char *dir) {
@@ -59,6 +60,7 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
     snprintf(meta, sizeof meta, "%s", ctx->meta);
     bench_env_snapshot(meta, sizeof meta, "start of sweep");
     bench_gpu_monitor_snapshot(ctx->gpu_mon, meta, sizeof meta, "start of sweep");
+    bench_energy_idle_meta(ctx, meta, sizeof meta, "start of sweep");
     ctx->csv = bench_csv_open(ctx->out_dir, s->name, meta, BENCH_CSV_HEADER);
     ctx->json = ctx->csv ? bench_json_open(meta) : NULL;
     ctx->samples_csv = ctx->json && ctx->samples ? bench_samples_open(ctx->out_dir, s->name, meta) : NULL;

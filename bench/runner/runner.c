@@ -2,6 +2,7 @@
  * (runner.h): filters, progress, predictions, timing, status words and the
  * one site where rows are emitted. */
 #include "runner/runner.h"
+#include "runner/energy_window.h"
 
 #include "runner/eta.h"
 
@@ -139,6 +140,38 @@ static void note_prediction(bench_ctx *ctx, bench_row *row, double predicted_s, 
     append_note(row, what, buf, n);
 }
 
+/* A timed row's energy (runner/energy_window.h) from the meter of its
+ * backend; where there is none, or the window fails the rule, the note
+ * says why and the energy columns stay empty. A failure of the work itself
+ * in the window makes the row failed. */
+static void measure_energy(bench_ctx *ctx, const bench_impl *im, const bench_work *work, bench_row *row, char *buf,
+                           size_t n) {
+    if (!bench_row_timed(row) || ctx->no_energy) return;
+    bench_energy_meter *m = im->gpu ? ctx->energy_gpu : ctx->energy_cpu;
+    char what[300];
+    if (!m) {
+        snprintf(what, sizeof what, "no energy: %s", im->gpu ? ctx->energy_gpu_short : ctx->energy_cpu_short);
+        append_note(row, what, buf, n);
+        return;
+    }
+    bench_energy e;
+    char why[256];
+    dg_status st = bench_energy_measure(m, work->be, work->fn, work->arg, row->st.median_ms / 1e3,
+                                        BENCH_ENERGY_MAX_S, &e, why, sizeof why);
+    if (st == DG_OK) {
+        row->energy_j = e.joules;
+        row->energy_w = e.watts;
+        return;
+    }
+    if (st == DG_ERR_UNSUPPORTED) {
+        snprintf(what, sizeof what, "no energy: %s", why);
+    } else {
+        row->status = bench_status_word(st);
+        snprintf(what, sizeof what, "failed in the energy window: %s", dg_last_error());
+    }
+    append_note(row, what, buf, n);
+}
+
 /* One sweep's run: its points, each implementation's last rate, and what
  * the rows so far say of the time the rest will take. */
 typedef struct run_state {
@@ -238,6 +271,7 @@ static void run_point(run_state *rs, int p) {
         measure(ctx, spec, &timing, state, im, &row, &work);
         char note[512];
         note_prediction(ctx, &row, predicted_s, note, sizeof note);
+        measure_energy(ctx, im, &work, &row, note, sizeof note);
         if (lean) append_note(&row, "lean timing: the rows left are estimated past the sweep's share of --budget",
                               note, sizeof note);
         if (row.st.reps > 0 && !im->gpu) {

@@ -61,6 +61,12 @@ typedef struct bench_ctx {
     FILE        *csv, *samples_csv;  /* its files (samples_csv: --samples)    */
     struct bench_json *json;
     struct bench_gpu_monitor *gpu_mon; /* NVML, NULL where none              */
+    /* energy meters (machine/energy.h) of the GPU board and the CPU
+     * packages; NULL where none, with why (the full reason in the
+     * metadata, the short one in rows' notes) */
+    struct bench_energy_meter *energy_gpu, *energy_cpu;
+    char         energy_gpu_short[64], energy_cpu_short[64];
+    bool         no_energy;          /* --no-energy: no energy windows       */
     int          rows, failed, noisy;
     unsigned     precisions_run;     /* the precisions its specs declare (a mask
                                       * of 1u << dg_precision): --dtype's others

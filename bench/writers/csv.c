@@ -76,6 +76,11 @@ void bench_csv_write(FILE *f, const bench_row *r) {
     num(f, ok && r->flops > 0 ? r->flops / (r->st.median_ms * 1e6) : NAN);
     num(f, ok && r->bytes > 0 ? r->bytes / (r->st.median_ms * 1e6) : NAN);
     fprintf(f, ",%lld,%lld,%lld", (long long)r->scratch_bytes, (long long)r->arena_bytes, (long long)r->live_bytes);
+    bool energy = ok && r->energy_j > 0;
+    num(f, energy ? r->energy_j : NAN);
+    num(f, energy ? r->energy_w : NAN);
+    num(f, energy && r->flops > 0 ? r->flops / 1e9 / r->energy_j : NAN);
+    num(f, energy && r->batch > 0 ? (double)r->batch / r->energy_j : NAN);
     num(f, r->max_rel_err);
     text(f, r->check ? r->check : "none");
     text(f, r->status);
@@ -90,12 +95,12 @@ enum {
     COL_SWEEP, COL_CASE, COL_IMPL, COL_BACKEND, COL_M, COL_N, COL_K, COL_BATCH, COL_TRANSFER, COL_MEDIAN,
     COL_MIN, COL_MAX, COL_STATUS, N_REQUIRED, /* the columns above are required; below, optional */
     COL_TF32 = N_REQUIRED, COL_THREADS, COL_REPS, COL_CV, COL_GFLOPS, COL_GBPS, COL_ERR, COL_COLD, COL_CHECK,
-    COL_NOTE, COL_SCRATCH, COL_ARENA, COL_LIVE, COL_DTYPE, N_KNOWN
+    COL_NOTE, COL_SCRATCH, COL_ARENA, COL_LIVE, COL_DTYPE, COL_ENERGY, COL_WATTS, N_KNOWN
 };
 static const char *const col_names[N_KNOWN] = {
     "sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer", "median_ms", "min_ms", "max_ms",
     "status", "tf32", "threads", "reps", "cv_pct", "gflops", "gbps", "max_rel_err", "cold", "check", "note",
-    "scratch_bytes", "arena_bytes", "live_bytes", "dtype",
+    "scratch_bytes", "arena_bytes", "live_bytes", "dtype", "energy_j", "avg_w",
 };
 
 #define MAX_FIELDS 64
@@ -208,6 +213,7 @@ static dg_status parse_row(const row_src *s, csv_rec *r) {
         (st = num_col(s, COL_MAX, &r->max_ms)) || (st = num_col(s, COL_CV, &r->cv_pct)) ||
         (st = num_col(s, COL_GFLOPS, &r->gflops)) || (st = num_col(s, COL_GBPS, &r->gbps)) ||
         (st = num_col(s, COL_ERR, &r->max_rel_err)) || (st = int_col(s, COL_COLD, 0, 1, &cold)) ||
+        (st = num_col(s, COL_ENERGY, &r->energy_j)) || (st = num_col(s, COL_WATTS, &r->avg_w)) ||
         (st = int_col(s, COL_SCRATCH, 0, INT64_MAX, &r->scratch_bytes)) ||
         (st = int_col(s, COL_ARENA, 0, INT64_MAX, &r->arena_bytes)) ||
         (st = int_col(s, COL_LIVE, 0, INT64_MAX, &r->live_bytes)))

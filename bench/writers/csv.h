@@ -14,7 +14,8 @@
 
 #define BENCH_CSV_HEADER                                                                                   \
     "sweep,case,impl,backend,dtype,m,n,k,batch,threads,transfer,tf32,cold,warmup,reps,median_ms,min_ms," \
-    "max_ms,cv_pct,gflops,gbps,scratch_bytes,arena_bytes,live_bytes,max_rel_err,check,status,note"
+    "max_ms,cv_pct,gflops,gbps,scratch_bytes,arena_bytes,live_bytes,energy_j,avg_w,gflop_per_j,samples_per_j," \
+    "max_rel_err,check,status,note"
 
 typedef struct bench_row {
     const char *sweep, *name, *impl, *backend;
@@ -35,6 +36,14 @@ typedef struct bench_row {
     int64_t     arena_bytes;     /* the measured plan's arena (model steps); 0: not reported */
     int64_t     live_bytes;      /* the most of that arena alive at one step (what the
                                   * arena cannot be smaller than); 0: not reported */
+    double      energy_j;        /* joules per run in the row's energy window
+                                  * (runner/energy_window.h): the GPU board's
+                                  * for GPU rows, the CPU packages' and DRAM's
+                                  * for CPU rows; NaN: not measured (the note
+                                  * says why). avg_w, gflop_per_j and
+                                  * samples_per_j (batch / energy_j, where
+                                  * batch > 0) are derived from it         */
+    double      energy_w;        /* the window's mean power; NaN: none     */
     double      max_rel_err;     /* against the reference; NaN if none     */
     const char *check;           /* what max_rel_err compared: a short word
                                   * (f64-fwd, f64-grad, f64-step ...); NULL: none */
@@ -65,14 +74,15 @@ bool      bench_row_timed(const bench_row *r);
  * status. Optional: dtype (a precision name; "f32", written before
  * precisions were, reads as fp32, or tf32 where tf32 = 1; absent: the
  * same), tf32, cold, threads, reps, scratch_bytes, arena_bytes,
- * live_bytes (0 when absent), cv_pct, gflops, gbps, max_rel_err (NaN when absent),
+ * live_bytes (0 when absent), cv_pct, gflops, gbps, max_rel_err, energy_j, avg_w
+ * (NaN when absent),
  * check, note (empty when absent). Other columns are ignored. */
 typedef struct csv_rec {
     char   sweep[32], name[48], impl[32], backend[8], status[16], check[24], note[160];
     long long m, n, k, batch, scratch_bytes, arena_bytes, live_bytes;
     int    threads, transfer, tf32, cold, reps;
     dg_precision precision;
-    double median_ms, min_ms, max_ms, cv_pct, gflops, gbps, max_rel_err;
+    double median_ms, min_ms, max_ms, cv_pct, gflops, gbps, max_rel_err, energy_j, avg_w;
 } csv_rec;
 
 /* Reads every data row of path; *n rows; NULL with a message on failure

@@ -229,6 +229,10 @@ static void put_row(bench_json *j, cJSON *e, const bench_row *r) {
     if (r->scratch_bytes) put_num(j, e, "scratch_bytes", (double)r->scratch_bytes);
     if (r->arena_bytes) put_num(j, e, "arena_bytes", (double)r->arena_bytes);
     if (r->live_bytes) put_num(j, e, "live_bytes", (double)r->live_bytes);
+    if (bench_row_timed(r) && r->energy_j > 0) {
+        put_num(j, e, "energy_j", r->energy_j);
+        put_num(j, e, "avg_w", r->energy_w);
+    }
     if (r->note) put_str(j, e, "note", r->note);
 }
 

@@ -52,7 +52,8 @@ def a_row(**kw):
     r = dict(sweep="conv", case="cnn-conv2:fwd", impl="torch-cudnn", backend="gpu", dtype="fp32", m=64, n=1568,
              k=288, batch=8, threads=0, transfer=0, tf32=0, cold=0, warmup=3, reps=100, median_ms=0.0125,
              min_ms=0.012, max_ms=0.013, cv_pct=1.5, gflops=4624.1, gbps=float("nan"), scratch_bytes=4096,
-             arena_bytes=0, live_bytes=0, max_rel_err=3.2e-8, check="f64-sampled", status="ok", note="a, b")
+             arena_bytes=0, live_bytes=0, energy_j=0.5, avg_w=float("nan"), gflop_per_j=1.5,
+             samples_per_j=16, max_rel_err=3.2e-8, check="f64-sampled", status="ok", note="a, b")
     r.update(kw)
     return r
 
