@@ -19,6 +19,7 @@
 #include "machine/energy.h"
 #include "machine/gpu_monitor.h"
 #include "runner/energy_window.h"
+#include "writers/csv.h"
 #include "shell_util.h"
 
 /* ---- a fake powercap tree ---- */
@@ -332,4 +333,41 @@ Test(energy, bench_rows_carry_energy_or_say_why) {
     unsetenv("DG_POWERCAP_ROOT");
     remove_dir(dir);
     fake_rapl_free(&f);
+}
+
+/* ---- the summary's energy crossover ---- */
+
+/* A gemm.csv whose CPU is faster below n = 512 and uses less energy below
+ * n = 1024: the summary gives both crossovers, each from its own columns
+ * (an energy crossover read from the times would say 512), and the peak
+ * GFLOP/J of each implementation (flops / joules: at n = 1024 the GPU's
+ * 2.1 GFLOP / 0.01 J = 215 GFLOP/J). */
+Test(energy, summary_gives_the_energy_crossover) {
+    char dir[] = "/tmp/dg-esum-XXXXXX", path[128];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    char csv[4096] = "# duograd bench\n" BENCH_CSV_HEADER "\n";
+    static const struct { const char *impl, *backend; long long n; double ms, j; } rows[] = {
+        {"cpu-openblas", "cpu", 256, 0.1, 0.001},  {"gpu-cublas", "gpu", 256, 0.2, 0.02},
+        {"cpu-openblas", "cpu", 512, 1.0, 0.01},   {"gpu-cublas", "gpu", 512, 0.5, 0.05},
+        {"cpu-openblas", "cpu", 1024, 8.0, 0.08},  {"gpu-cublas", "gpu", 1024, 1.0, 0.01},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double flops = 2.0 * rows[i].n * rows[i].n * rows[i].n, gflops = flops / (rows[i].ms * 1e6);
+        size_t len = strlen(csv);
+        snprintf(csv + len, sizeof csv - len,
+                 "gemm,square,%s,%s,fp32,%lld,%lld,%lld,0,2,0,0,0,2,10,%g,%g,%g,1,%g,NaN,0,0,0,%g,%g,%g,NaN,1e-7,"
+                 "f64,ok,\n", rows[i].impl, rows[i].backend, rows[i].n, rows[i].n, rows[i].n, rows[i].ms, rows[i].ms,
+                 rows[i].ms, gflops, rows[i].j, rows[i].j / rows[i].ms * 1e3, flops / 1e9 / rows[i].j);
+    }
+    write_file(path, csv);
+    char out[4096], err[4096];
+    const char *args[] = {"plot", dir, NULL};
+    cr_assert_eq(run_bench(dir, args, out, err, 60), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *sum = read_file(path);
+    cr_assert(strstr(sum, "| kernels only | fp32 | 512 | 1024 |"), "%s", sum);
+    cr_assert(strstr(sum, "| gpu-cublas | fp32 | 2147.5 | 1024 | 214.7 | 1024 |"), "%s", sum);
+    free(sum);
+    remove_dir(dir);
 }

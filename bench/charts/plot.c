@@ -80,10 +80,19 @@ bench_series bench_pick_prec(const bench_table *t, const char *name, const char 
             r->transfer != transfer || r->precision != prec)
             continue;
         if (!bench_row_measured(r)) continue;
-        double y = col == BENCH_MS ? r->median_ms : col == BENCH_GFLOPS ? r->gflops : r->gbps;
+        double y = col == BENCH_MS             ? r->median_ms
+                 : col == BENCH_GFLOPS         ? r->gflops
+                 : col == BENCH_GBPS           ? r->gbps
+                 : col == BENCH_JOULES         ? r->energy_j
+                 : !(r->energy_j > 0)          ? NAN
+                 : col == BENCH_GFLOP_PER_J    ? r->gflops * r->median_ms / 1e3 / r->energy_j
+                 : r->batch > 0                ? (double)r->batch / r->energy_j
+                                               : NAN;
         if (!isfinite(y)) continue;
-        /* a rate is work / time: the slowest run gives its low end */
-        bool ms = col == BENCH_MS, bars = isfinite(r->min_ms) && isfinite(r->max_ms) && r->min_ms > 0;
+        /* a rate is work / time: the slowest run gives its low end; an
+         * energy is one window's figure, without a spread */
+        bool energy = col >= BENCH_JOULES;
+        bool ms = col == BENCH_MS, bars = !energy && isfinite(r->min_ms) && isfinite(r->max_ms) && r->min_ms > 0;
         s.x[s.n] = (double)r->m;
         s.y[s.n] = y;
         s.lo[s.n] = !bars ? y : ms ? r->min_ms : y * r->median_ms / r->max_ms;
@@ -128,6 +137,14 @@ void bench_crossover_str(const bench_series *sp, char *buf, size_t n) {
     if (sp->n == 0) snprintf(buf, n, "n/a (not measured on both)");
     else if (isnan(x)) snprintf(buf, n, "none: CPU faster at the largest size (%.0f)", sp->x[sp->n - 1]);
     else if (x == sp->x[0]) snprintf(buf, n, "<= %.0f (GPU faster at every size)", x);
+    else snprintf(buf, n, "%.0f", x);
+}
+
+void bench_energy_crossover_str(const bench_series *sp, char *buf, size_t n) {
+    double x = bench_crossover(sp);
+    if (sp->n == 0) snprintf(buf, n, "n/a (no energy on both)");
+    else if (isnan(x)) snprintf(buf, n, "none: CPU uses less at the largest size (%.0f)", sp->x[sp->n - 1]);
+    else if (x == sp->x[0]) snprintf(buf, n, "<= %.0f (GPU uses less at every size)", x);
     else snprintf(buf, n, "%.0f", x);
 }
 

@@ -33,8 +33,13 @@ typedef struct bench_series {
     bool   noisy[BENCH_MAX_PTS];
 } bench_series;
 
-/* the CSV column a series' y comes from */
-typedef enum bench_col { BENCH_MS, BENCH_GFLOPS, BENCH_GBPS } bench_col;
+/* the CSV column a series' y comes from: the median time, the rates, the
+ * joules per run of the row's energy window (the energy's speedup, CPU
+ * joules over GPU joules, is then the GPU's energy advantage) and the
+ * samples (batch) and GFLOP per joule */
+typedef enum bench_col {
+    BENCH_MS, BENCH_GFLOPS, BENCH_GBPS, BENCH_JOULES, BENCH_SAMPLES_PER_J, BENCH_GFLOP_PER_J
+} bench_col;
 
 typedef struct bench_chart {
     const char  *file, *title, *xlabel, *ylabel; /* file: DIR/FILE.png, .svg, plot-data/FILE.gp */
@@ -110,6 +115,9 @@ bench_series bench_speedup(const bench_series *cpu, const bench_series *gpu, con
 double bench_crossover(const bench_series *speedup);
 /* the crossover as summary text: a size, "<= x (...)", "none: ..." or "n/a ..." */
 void bench_crossover_str(const bench_series *speedup, char *buf, size_t n);
+/* the same for an energy ratio (CPU joules over GPU joules per run, from
+ * BENCH_JOULES series): the size from which the GPU uses less energy */
+void bench_energy_crossover_str(const bench_series *sp, char *buf, size_t n);
 /* a number, or "-" where nothing was measured (NaN) */
 const char *bench_fmt_num(double v, const char *fmt, char *buf, size_t n);
 

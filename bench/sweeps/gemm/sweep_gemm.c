@@ -521,13 +521,16 @@ bool bench_report_gemm(bench_report *rep, const bench_table *t) {
             bench_chart_add(&tm, bench_pick(t, "square", impls[i].name, NULL, true, BENCH_MS, titles[i]));
         }
     /* kernels only in each precision, then fp32 with the copies */
-    bench_series sp_prec[DG_PREC_COUNT];
+    bench_series sp_prec[DG_PREC_COUNT], energy[DG_PREC_COUNT];
     char sp_title[DG_PREC_COUNT][64];
     for (int p = 0; p < DG_PREC_COUNT; p++) {
         bench_series c = bench_pick_prec(t, "square", cpu->name, NULL, (dg_precision)p, false, BENCH_MS, "");
         bench_series g = bench_pick_prec(t, "square", gpu->name, NULL, (dg_precision)p, false, BENCH_MS, "");
         snprintf(sp_title[p], sizeof sp_title[p], "%s / %s, %s", gpu->name, cpu->name, dg_precision_name((dg_precision)p));
         sp_prec[p] = bench_speedup(&c, &g, sp_title[p]);
+        bench_series ce = bench_pick_prec(t, "square", cpu->name, NULL, (dg_precision)p, false, BENCH_JOULES, "");
+        bench_series ge = bench_pick_prec(t, "square", gpu->name, NULL, (dg_precision)p, false, BENCH_JOULES, "");
+        energy[p] = bench_speedup(&ce, &ge, "");
     }
     bench_series c = bench_pick(t, "square", cpu->name, NULL, false, BENCH_MS, "");
     bench_series g1 = bench_pick(t, "square", gpu->name, NULL, true, BENCH_MS, "");
@@ -541,25 +544,33 @@ bool bench_report_gemm(bench_report *rep, const bench_table *t) {
     bench_chart_add(&sp, s2);
     bench_chart_hline(&sp, 1.0, "break-even");
     char cr[96];
-    fprintf(rep->sum, "## GEMM (square, %s vs %s)\n\n| timing | dtype | crossover n |\n|---|---|---|\n", gpu->name,
-            cpu->name);
+    /* the energy crossover: from which n the GPU board's joules per GEMM
+     * are fewer than the CPU packages' and DRAM's (kernels only) */
+    fprintf(rep->sum, "## GEMM (square, %s vs %s)\n\n| timing | dtype | crossover n | energy crossover n |\n"
+                      "|---|---|---|---|\n", gpu->name, cpu->name);
     for (int p = 0; p < DG_PREC_COUNT; p++) {
         if (!sp_prec[p].n && p != DG_PREC_FP32) continue; /* a precision not run; fp32 says n/a */
+        char ecr[96];
         bench_crossover_str(&sp_prec[p], cr, sizeof cr);
-        fprintf(rep->sum, "| kernels only | %s | %s |\n", dg_precision_name((dg_precision)p), cr);
+        bench_energy_crossover_str(&energy[p], ecr, sizeof ecr);
+        fprintf(rep->sum, "| kernels only | %s | %s | %s |\n", dg_precision_name((dg_precision)p), cr, ecr);
     }
     bench_crossover_str(&s1, cr, sizeof cr);
-    fprintf(rep->sum, "| with host-device transfers, pageable host memory | fp32 | %s |\n", cr);
+    fprintf(rep->sum, "| with host-device transfers, pageable host memory | fp32 | %s | - |\n", cr);
     bench_crossover_str(&s2, cr, sizeof cr);
-    fprintf(rep->sum, "| with host-device transfers, pinned host memory | fp32 | %s |\n\n", cr);
-    fprintf(rep->sum, "| impl | dtype | peak GFLOP/s | at n |\n|---|---|---|---|\n");
+    fprintf(rep->sum, "| with host-device transfers, pinned host memory | fp32 | %s | - |\n\n", cr);
+    fprintf(rep->sum, "| impl | dtype | peak GFLOP/s | at n | best GFLOP/J | at n |\n|---|---|---|---|---|---|\n");
     for (int p = 0; p < DG_PREC_COUNT; p++)
         for (int i = 0; i < N_IMPLS; i++) {
             bench_series s = bench_pick_prec(t, "square", impls[i].name, NULL, (dg_precision)p, false, BENCH_GFLOPS, "");
-            double at, best = bench_series_max(&s, &at);
+            bench_series e = bench_pick_prec(t, "square", impls[i].name, NULL, (dg_precision)p, false,
+                                             BENCH_GFLOP_PER_J, "");
+            double at, best = bench_series_max(&s, &at), e_at, e_best = bench_series_max(&e, &e_at);
+            char b1[32], b2[32];
             if (s.n)
-                fprintf(rep->sum, "| %s | %s | %.1f | %.0f |\n", impls[i].name, dg_precision_name((dg_precision)p),
-                        best, at);
+                fprintf(rep->sum, "| %s | %s | %.1f | %.0f | %s | %s |\n", impls[i].name,
+                        dg_precision_name((dg_precision)p), best, at, bench_fmt_num(e_best, "%.1f", b1, sizeof b1),
+                        bench_fmt_num(e_at, "%.0f", b2, sizeof b2));
         }
     fprintf(rep->sum, "\n");
     own_vs_cublas_table(rep, t);

@@ -257,6 +257,24 @@ static void report_gpu_peer(bench_report *rep, const bench_table *t) {
     free(peer.r);
 }
 
+/* Samples per joule against the batch, for the network w at precision p:
+ * one series per implementation that has energy; no chart when none has. */
+static void energy_chart(bench_report *rep, const bench_table *t, const char *w, int i, dg_precision p) {
+    static const char *const impls[] = {"cpu", "gpu", "gpu-graph"};
+    char file[64], title[128];
+    if (p == DG_PREC_FP32) snprintf(file, sizeof file, "mlp_energy_%d", i);
+    else snprintf(file, sizeof file, "mlp_energy_%d_%s", i, dg_precision_name(p));
+    snprintf(title, sizeof title, "MLP %s training step: samples per joule, %s", w, dg_precision_name(p));
+    bench_chart ch = {file, title, "batch", "samples / J", true, .vline = NAN};
+    int points = 0;
+    for (int k = 0; k < 3; k++) {
+        bench_series s = bench_pick_prec(t, w, impls[k], NULL, p, false, BENCH_SAMPLES_PER_J, impls[k]);
+        points += s.n;
+        bench_chart_add(&ch, s);
+    }
+    if (points) bench_chart_draw(rep, &ch);
+}
+
 /* One chart per network: step time of cpu, gpu and gpu-graph over the batch
  * size, the crossover of the graph replay marked, and the CPU peers' steps
  * where mlp.csv has them; the summary's crossovers, and duograd's CPU step
@@ -264,7 +282,8 @@ static void report_gpu_peer(bench_report *rep, const bench_table *t) {
 bool bench_report_mlp(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     fprintf(rep->sum, "## MLP training step (Adam), crossover in batch size\n\n"
-                      "| widths | dtype | GPU (graph replay) vs CPU | GPU (no graph) vs CPU |\n|---|---|---|---|\n");
+                      "| widths | dtype | GPU (graph replay) vs CPU | GPU (no graph) vs CPU | energy: GPU (graph "
+                      "replay) vs CPU |\n|---|---|---|---|---|\n");
     for (int i = 0; i < N_WIDTHS; i++)
         for (int pi = 0; pi < DG_PREC_COUNT; pi++) {
             dg_precision p = (dg_precision)pi;
@@ -289,8 +308,16 @@ bool bench_report_mlp(bench_report *rep, const bench_table *t) {
             ch.vline = bench_crossover(&s0);
             bench_crossover_str(&s0, c0, sizeof c0);
             bench_crossover_str(&s1, c1, sizeof c1);
-            fprintf(rep->sum, "| %s | %s | %s | %s |\n", w, dg_precision_name(p), c0, c1);
+            /* the energy crossover: from which batch a step on the GPU
+             * board costs fewer joules than on the CPU packages and DRAM */
+            bench_series ce = bench_pick_prec(t, w, "cpu", NULL, p, false, BENCH_JOULES, "");
+            bench_series ge = bench_pick_prec(t, w, "gpu-graph", NULL, p, false, BENCH_JOULES, "");
+            bench_series se = bench_speedup(&ce, &ge, "");
+            char c2[96];
+            bench_energy_crossover_str(&se, c2, sizeof c2);
+            fprintf(rep->sum, "| %s | %s | %s | %s | %s |\n", w, dg_precision_name(p), c0, c1, c2);
             bench_chart_draw(rep, &ch);
+            energy_chart(rep, t, w, i, p);
         }
     fprintf(rep->sum, "\n");
     report_peers(rep, t);
