@@ -39,6 +39,9 @@ COLUMNS = ("sweep", "case", "impl", "backend", "dtype", "m", "n", "k", "batch", 
 # bench_csv_read's required columns (bench/writers/csv.c, col_names before N_REQUIRED)
 REQUIRED_COLUMNS = ("sweep", "case", "impl", "backend", "m", "n", "k", "batch", "transfer",
                     "median_ms", "min_ms", "max_ms", "status")
+# a peer measures no energy (the bench's energy windows are its own): its
+# rows leave the energy columns empty, as a bench row without a counter does
+NO_ENERGY = dict(energy_j=math.nan, avg_w=math.nan, gflop_per_j=math.nan, samples_per_j=math.nan)
 NOTE_MAX = 159     # csv_rec's note holds 159 characters: bench cuts a longer one
 MAX_CV_PCT = 5.0   # bench's default --max-cv: above it a row is "noisy"
 

@@ -360,7 +360,7 @@ def base_row(widths_spec, impl, batch, threads, precision="fp32", backend="cpu")
                 batch=batch, threads=threads, transfer=0, **common.precision_fields(precision), cold=0, warmup=0,
                 reps=0, median_ms=math.nan,
                 min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan, gflops=math.nan, gbps=math.nan,
-                scratch_bytes=0, arena_bytes=0, live_bytes=0, max_rel_err=math.nan, check=CHECK_WORD, status="",
+                scratch_bytes=0, arena_bytes=0, live_bytes=0, **common.NO_ENERGY, max_rel_err=math.nan, check=CHECK_WORD, status="",
                 note="")
 
 

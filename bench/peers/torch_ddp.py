@@ -112,7 +112,7 @@ def base_row(model, kind, n, per, total):
                 k=4 * param_count(model), batch=total, threads=0, transfer=0, **common.precision_fields("fp32"), cold=0,
                 warmup=0, reps=0,
                 median_ms=math.nan, min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan, gflops=math.nan,
-                gbps=math.nan, scratch_bytes=0, arena_bytes=0, live_bytes=0, max_rel_err=math.nan,
+                gbps=math.nan, scratch_bytes=0, arena_bytes=0, live_bytes=0, **common.NO_ENERGY, max_rel_err=math.nan,
                 check="f64-step@b2" if n == 1 else "dp=mean-of-slices", status="", note="")
 
 

@@ -89,7 +89,7 @@ def base_row(sweep, case, impl, m, n, k, precision="fp32"):
                 threads=1, transfer=0, **common.precision_fields(precision), cold=0, warmup=3, reps=0,
                 median_ms=math.nan, min_ms=math.nan,
                 max_ms=math.nan, cv_pct=math.nan, gflops=math.nan, gbps=math.nan, scratch_bytes=0, arena_bytes=0,
-                live_bytes=0, max_rel_err=math.nan, check="f64", status="ok", note="")
+                live_bytes=0, **common.NO_ENERGY, max_rel_err=math.nan, check="f64", status="ok", note="")
 
 
 def emit(out, row, fn, err, tol, flops=0.0, nbytes=0.0):

@@ -257,7 +257,7 @@ def base_row(stem, impl, device, batch, threads):
     return dict(sweep="resnet", case=STEMS[stem]["case"], impl=impl, backend="gpu" if device.type == "cuda" else "cpu",
                 m=batch, n=0, k=0, batch=batch, threads=threads, transfer=0, **common.precision_fields("fp32"), cold=0,
                 warmup=0, reps=0, median_ms=math.nan, min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan,
-                gflops=math.nan, gbps=math.nan, scratch_bytes=0, arena_bytes=0, live_bytes=0,
+                gflops=math.nan, gbps=math.nan, scratch_bytes=0, arena_bytes=0, live_bytes=0, **common.NO_ENERGY,
                 max_rel_err=math.nan, check=f"f64-step@b{STEMS[stem]['check_batch']}", status="", note="")
 
 
