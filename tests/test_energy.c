@@ -371,3 +371,28 @@ Test(energy, summary_gives_the_energy_crossover) {
     free(sum);
     remove_dir(dir);
 }
+
+/* `bench profile` gives the step's joules from the same window, and says
+ * why where there is no counter. */
+Test(energy, profile_gives_the_step_energy) {
+    fake_rapl f;
+    fake_rapl_make(&f, false);
+    fake_rapl_start(&f);
+    char dir[] = "/tmp/dg-eprof-XXXXXX", out[4096], err[4096];
+    tmp_dir(dir);
+    setenv("DG_POWERCAP_ROOT", f.root, 1);
+    const char *args[] = {"profile", "--model", "mlp", "--backend", "cpu", "--batch", "32", "--steps", "3",
+                          "--threads", "1", "--out", dir, NULL};
+    cr_assert_eq(run_bench(dir, args, out, err, 120), 0, "%s", err);
+    const char *e = strstr(out, "energy: ");
+    cr_assert_not_null(e, "%s", out);
+    cr_assert(strstr(e, " J a step, ") && strstr(e, "W, ") && strstr(e, "samples/J (RAPL: package-0, "), "%s", e);
+    double w = atof(strstr(e, " J a step, ") + strlen(" J a step, "));
+    cr_assert(fabs(w - 200) < 0.1 * 200, "%.1f W, not 200: %s", w, e);
+    fake_rapl_stop(&f);
+    cr_assert_eq(run_bench(dir, args, out, err, 120), 0, "%s", err);
+    cr_assert(strstr(out, "energy: - (no energy: RAPL not readable)"), "%s", out);
+    unsetenv("DG_POWERCAP_ROOT");
+    remove_dir(dir);
+    fake_rapl_free(&f);
+}

@@ -58,20 +58,6 @@ static int open_backends(bench_ctx *ctx, const bench_choice *ch, bool *gpu_broke
     return 0;
 }
 
-/* NVML's view of the GPU being measured (clocks, throttling), NULL where
- * there is none */
-static bench_gpu_monitor *open_monitor(dg_backend *gpu) {
-    bench_gpu_monitor *m = NULL;
-#ifdef DG_HAVE_CUDA
-    char bus[64], why[256];
-    if (gpu && dg_gpu_pci_bus_id(gpu, bus, sizeof bus) == DG_OK) m = bench_gpu_monitor_open(bus, why, sizeof why);
-    if (gpu && !m) fprintf(stderr, "bench: no GPU clocks or throttling in the metadata: %s\n", why);
-#else
-    (void)gpu;
-#endif
-    return m;
-}
-
 /* bench --list SWEEP: each sweep's rows as a run on these backends, with
  * these options, would have them (runner.h); nothing is measured, nothing
  * written, no folder made. 0, or 1 when a sweep could not list its rows. */
@@ -126,7 +112,7 @@ static int run_sweeps(int argc, char **argv) {
         return 1;
     }
     ctx.progress = isatty(STDERR_FILENO);
-    ctx.gpu_mon = open_monitor(ctx.gpu);
+    ctx.gpu_mon = bench_gpu_monitor_for(ctx.gpu);
     bench_env_meta(ctx.meta, sizeof ctx.meta, ctx.threads, ctx.gpu);
     bench_env_meta_more(ctx.meta, sizeof ctx.meta, argc, argv, ctx.gpu);
     meta_precisions(&ctx);

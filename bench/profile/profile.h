@@ -51,6 +51,10 @@ typedef struct bench_prof_opts {
     bool   tf32;      /* the plan's matmuls may use TF32 (GPU)            */
     bool   run_once;  /* one step, no warm-up, no check: for nsys / ncu    */
     double peak_gflops, peak_gbps; /* the backend's ceilings; NaN: unknown */
+    struct bench_energy_meter *energy; /* the backend's energy meter (machine/
+                                        * energy.h); NULL: none, energy_none
+                                        * says why */
+    const char *energy_none;
 } bench_prof_opts;
 
 typedef struct bench_prof_node {
@@ -80,6 +84,11 @@ typedef struct bench_profile {
     double           profiled_ms;   /* first to last event of a profiled step */
     double           sum_ms;        /* the sum of the nodes' medians         */
     double           peak_gflops, peak_gbps;
+    /* the un-profiled step's energy in a window of its own after the
+     * profiled steps (runner/energy_window.h): joules per step and mean
+     * watts; NaN with energy_note saying why */
+    double           step_j, step_w;
+    char             energy_note[200];
     /* memory (bytes), from the plan's own accounting */
     size_t           persistent_bytes, param_bytes, input_bytes, arena_bytes, live_peak_bytes, scratch_bytes;
     long long        allocs_during_runs; /* backend allocations across every run: must be 0 */

@@ -11,7 +11,9 @@
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
 #include "cli/options.h"
+#include "machine/gpu_monitor.h"
 #include "profile/profile.h"
+#include "runner/energy_window.h"
 #include "runner/sweep.h"
 
 static void usage(FILE *f) {
@@ -129,8 +131,11 @@ static void read_ceilings(const char *dir, bool gpu, bool tf32, bench_prof_opts 
 }
 
 /* one backend's profile: 0, or 1 (message printed) */
-static int profile_one(const prof_cli *c, dg_backend *be, bool gpu, const char *ceil_dir, bench_profile *p) {
+static int profile_one(const prof_cli *c, dg_backend *be, bool gpu, const char *ceil_dir, const bench_ctx *energy,
+                       bench_profile *p) {
     bench_prof_opts o = c->o;
+    o.energy = gpu ? energy->energy_gpu : energy->energy_cpu;
+    o.energy_none = gpu ? energy->energy_gpu_short : energy->energy_cpu_short;
     if (ceil_dir) read_ceilings(ceil_dir, gpu, o.tf32, &o);
     fprintf(stderr, "bench profile: %s on %s, batch %d: check, then %d profiled steps\n", o.model->name,
             dg_backend_name(be), o.batch, o.run_once ? 1 : o.steps);
@@ -182,6 +187,16 @@ int bench_profile_main(int argc, char **argv) {
     static char meta[8192];
     bench_env_meta(meta, sizeof meta, cpu ? dg_cpu_threads(cpu) : 0, gpu);
     bench_env_meta_more(meta, sizeof meta, argc, argv, gpu);
+    /* the energy meters (their "# energy:" lines join the metadata) */
+    static bench_ctx energy;
+    energy = bench_default_ctx();
+    energy.cpu = cpu;
+    energy.gpu = gpu;
+    energy.gpu_mon = bench_gpu_monitor_for(gpu);
+    energy.meta[0] = '\0';
+    bench_energy_open_all(&energy);
+    size_t len = strlen(meta);
+    snprintf(meta + len, sizeof meta - len, "%s", energy.meta);
     const char *ceil_dir = c.ceilings;
     rc = 0;
     if (!ceil_dir && !c.o.run_once) {
@@ -195,7 +210,7 @@ int bench_profile_main(int argc, char **argv) {
     dg_backend *bes[2] = {cpu, gpu};
     for (int b = 0; b < 2 && !bench_interrupted; b++) {
         if (!bes[b]) continue;
-        if (profile_one(&c, bes[b], b == 1, ceil_dir, &prof[b])) rc = 1;
+        if (profile_one(&c, bes[b], b == 1, ceil_dir, &energy, &prof[b])) rc = 1;
         else done[n++] = &prof[b];
     }
     for (int i = 0; i < n; i++) bench_profile_print(stdout, done[i], c.top);
@@ -210,6 +225,8 @@ int bench_profile_main(int argc, char **argv) {
                 c.out, c.o.model->name);
     }
     for (int b = 0; b < 2; b++) bench_profile_free(&prof[b]);
+    bench_energy_close_all(&energy);
+    bench_gpu_monitor_close(energy.gpu_mon);
     dg_backend_free(cpu);
     dg_backend_free(gpu);
     return rc;

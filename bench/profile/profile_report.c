@@ -59,6 +59,11 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
     if (!isnan(p->plan_nodes_ms)) fprintf(f, ", %.4f ms node by node", p->plan_nodes_ms);
     fprintf(f, "; %.4f ms profiled; the nodes' medians sum to %.4f ms (%.1f%% of the un-profiled step)\n",
             p->profiled_ms, p->sum_ms, pct(p->sum_ms, p->plan_ms));
+    if (isfinite(p->step_j))
+        fprintf(f, "energy: %.4g J a step, %.1f W, %.1f samples/J (%s)\n", p->step_j, p->step_w, p->batch / p->step_j,
+                p->energy_note);
+    else if (p->energy_note[0])
+        fprintf(f, "energy: - (%s)\n", p->energy_note);
     if (p->peak_gflops > 0 && p->peak_gbps > 0)
         fprintf(f, "ceilings: %.1f GFLOP/s, %.1f GB/s (ridge %.1f FLOP/byte)\n", p->peak_gflops, p->peak_gbps,
                 p->peak_gflops / p->peak_gbps);
@@ -185,6 +190,10 @@ static cJSON *profile_json(const bench_profile *p) {
     add_num(t, "node_by_node", p->plan_nodes_ms);
     add_num(t, "profiled", p->profiled_ms);
     add_num(t, "sum_of_nodes", p->sum_ms);
+    cJSON *en = cJSON_AddObjectToObject(o, "energy");
+    add_num(en, "step_j", p->step_j);
+    add_num(en, "avg_w", p->step_w);
+    cJSON_AddStringToObject(en, "note", p->energy_note);
     cJSON *c = cJSON_AddObjectToObject(o, "ceilings");
     add_num(c, "gflops", p->peak_gflops);
     add_num(c, "gbps", p->peak_gbps);

@@ -12,6 +12,7 @@
 #include "core/status.h"
 #include <duograd/testing.h>
 #include "profile/profile.h"
+#include "runner/energy_window.h"
 #include "runner/sweep.h"
 #include "sweeps/transformer/sweep_transformer.h"
 
@@ -272,11 +273,32 @@ static dg_status alloc_nodes(bench_profile *p) {
     return DG_OK;
 }
 
+static dg_status run_plan(void *plan) { return dg_plan_run(plan); }
+
+/* the step's joules (p->step_j, step_w), or why there are none */
+static dg_status step_energy(dg_backend *be, const bench_prof_opts *o, bench_profile *p) {
+    if (!o->energy) {
+        snprintf(p->energy_note, sizeof p->energy_note, "no energy: %s", o->energy_none ? o->energy_none : "no meter");
+        return DG_OK;
+    }
+    bench_energy e;
+    char why[160];
+    dg_status st = bench_energy_measure(o->energy, be, run_plan, p->step.p, p->plan_ms / 1e3, BENCH_ENERGY_MAX_S, &e,
+                                        why, sizeof why);
+    if (st == DG_ERR_UNSUPPORTED) snprintf(p->energy_note, sizeof p->energy_note, "no energy: %s", why);
+    if (st != DG_OK) return st == DG_ERR_UNSUPPORTED ? DG_OK : st;
+    p->step_j = e.joules;
+    p->step_w = e.watts;
+    snprintf(p->energy_note, sizeof p->energy_note, "%s, %d steps in %.2f s", bench_energy_what(o->energy), e.runs,
+             e.seconds);
+    return DG_OK;
+}
+
 dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_profile *p) {
     *p = (bench_profile){.model = o->model->name, .batch = o->batch, .steps = o->run_once ? 1 : o->steps,
                          .tf32 = o->tf32, .plan_ms = NAN, .plan_nodes_ms = NAN, .profiled_ms = NAN,
                          .peak_gflops = o->peak_gflops, .peak_gbps = o->peak_gbps, .check = "none",
-                         .rel_err = NAN, .check_ok = o->run_once};
+                         .rel_err = NAN, .check_ok = o->run_once, .step_j = NAN, .step_w = NAN};
     snprintf(p->backend, sizeof p->backend, "%s", dg_backend_name(be));
     bool gpu = !strcmp(bench_prof_device(p), "gpu");
     model_setup ms;
@@ -294,6 +316,7 @@ dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_prof
     account_memory(p);
     size_t allocs0 = dg_backend_n_allocs(be);
     st = profile_steps(be, gpu, o->run_once, o->run_once ? 0 : o->warmup, p);
+    if (st == DG_OK && !o->run_once) st = step_energy(be, o, p);
     p->allocs_during_runs = (long long)(dg_backend_n_allocs(be) - allocs0);
     return st;
 }

@@ -7,6 +7,21 @@
 #include "machine/gpu_monitor.h"
 #include "runner/energy_window.h"
 #include "runner/sweep.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
+
+bench_gpu_monitor *bench_gpu_monitor_for(dg_backend *gpu) {
+    bench_gpu_monitor *m = NULL;
+#ifdef DG_HAVE_CUDA
+    char bus[64], why[256];
+    if (gpu && dg_gpu_pci_bus_id(gpu, bus, sizeof bus) == DG_OK) m = bench_gpu_monitor_open(bus, why, sizeof why);
+    if (gpu && !m) fprintf(stderr, "bench: no GPU clocks, throttling or energy: %s\n", why);
+#else
+    (void)gpu;
+#endif
+    return m;
+}
 
 /* "RAPL not readable: /sys/...: No such file" -> "RAPL not readable" */
 static void short_reason(const char *why, char *out, size_t n) {

@@ -60,6 +60,10 @@ bool bench_energy_idle_w(bench_energy_meter *m, double *watts, char *why, size_t
  * metadata names each meter, its update period and the rule, or why there
  * is none. */
 struct bench_ctx;
+struct bench_gpu_monitor;
+/* NVML's view of the GPU backend gpu's device (clocks, throttling,
+ * energy): NULL where there is none (said on stderr), or gpu NULL. */
+struct bench_gpu_monitor *bench_gpu_monitor_for(dg_backend *gpu);
 void bench_energy_open_all(struct bench_ctx *ctx);
 void bench_energy_close_all(struct bench_ctx *ctx);
 /* Appends "# energy idle at WHEN: gpu 74.1 W, cpu 31.0 W" to meta (n
