@@ -146,7 +146,7 @@ static void note_prediction(bench_ctx *ctx, bench_row *row, double predicted_s, 
  * in the window makes the row failed. */
 static void measure_energy(bench_ctx *ctx, const bench_impl *im, const bench_work *work, bench_row *row, char *buf,
                            size_t n) {
-    if (!bench_row_timed(row) || ctx->no_energy) return;
+    if (work->no_row || !row->status || !bench_row_timed(row) || ctx->no_energy) return; /* no row, or no times */
     bench_energy_meter *m = im->gpu ? ctx->energy_gpu : ctx->energy_cpu;
     char what[300];
     if (!m) {
