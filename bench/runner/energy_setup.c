@@ -7,9 +7,7 @@
 #include "machine/gpu_monitor.h"
 #include "runner/energy_window.h"
 #include "runner/sweep.h"
-#ifdef DG_HAVE_CUDA
-#include "gpu_backend/gpu_backend.h"
-#endif
+#include <duograd/testing.h> /* dg_gpu_pci_bus_id */
 
 bench_gpu_monitor *bench_gpu_monitor_for(dg_backend *gpu) {
     bench_gpu_monitor *m = NULL;

@@ -66,6 +66,12 @@ typedef struct bench_work {
     bool        finding;       /* a failure status of this row is a finding, not
                                 * a failure (the composed attention's oom at long
                                 * sequences): the sweep's exit code stays 0 */
+    /* the energy meter of the devices the work runs on where that is not
+     * its backend's alone (the GPUs of a data-parallel group); NULL: the
+     * run's meter of its backend, unless energy_none says why there is
+     * none for this work */
+    struct bench_energy_meter *energy;
+    const char *energy_none;
     bool        no_row;        /* nothing of this implementation to measure here,
                                 * found only once set up (an op whose gradient is
                                 * a view at this shape): no row is written */

@@ -45,6 +45,9 @@
 #include "core/check/step_check.h"
 #include "core/nn/data_parallel.h"
 #include "core/status.h"
+#include "machine/energy.h"
+#include "machine/gpu_monitor.h"
+#include "runner/energy_window.h"
 #include "runner/runner.h"
 #include "sweeps/scaling/sweep_scaling.h"
 #include <duograd/testing.h>
@@ -226,6 +229,11 @@ typedef struct scaling_run {
     dg_backend *bes[DG_DP_MAX_REPLICAS];
     dg_status   open_st;
     char        why[768];          /* why the group could not be opened     */
+    /* the group's energy: the sum of its GPUs' NVML counters, or why none */
+    bool               no_energy;  /* --no-energy                            */
+    bench_gpu_monitor *mon[DG_DP_MAX_REPLICAS];
+    bench_energy_meter *energy;
+    char               energy_why[64];
 } scaling_run;
 
 /* a point: what it measures, on which group */
@@ -238,11 +246,26 @@ typedef struct scaling_point {
 } scaling_point;
 
 static void close_group(scaling_run *run) {
+    bench_energy_close(run->energy);
+    run->energy = NULL;
     for (int r = 0; r < run->n; r++) {
+        bench_gpu_monitor_close(run->mon[r]);
         dg_backend_free(run->bes[r]);
+        run->mon[r] = NULL;
         run->bes[r] = NULL;
     }
     run->n = 0;
+}
+
+/* the meter summing the open group's GPUs (every row of the group is the
+ * work of all of them), or why there is none */
+static void open_group_energy(scaling_run *run) {
+    char why[768];
+    int have = 0;
+    for (int r = 0; r < run->n; r++) have += (run->mon[r] = bench_gpu_monitor_for(run->bes[r])) != NULL;
+    if (have < run->n) snprintf(why, sizeof why, "NVML not available for every GPU of the group");
+    else run->energy = bench_energy_open_nvml(run->mon, run->n, why, sizeof why);
+    if (!run->energy) snprintf(run->energy_why, sizeof run->energy_why, "%.*s", (int)strcspn(why, ":"), why);
 }
 
 /* GPU backends on devices 0..n-1 with all_reduce_bucket_bytes = bucket,
@@ -257,6 +280,7 @@ static dg_status open_group(scaling_run *run, int n, int bucket) {
         st = dg_gpu_backend_new(&run->bes[r], &(dg_gpu_opts){.device = r, .all_reduce_bucket_bytes = bucket});
     if (st == DG_OK && n > 1) st = dg_backend_group(run->bes, n);
     if (st != DG_OK) snprintf(run->why, sizeof run->why, "%d GPUs: %s", n, dg_last_error());
+    if (st == DG_OK && !run->no_energy) open_group_energy(run);
     return run->open_st = st;
 }
 
@@ -396,6 +420,12 @@ static dg_status node_new(scaling_state *s, size_t count) {
     return st;
 }
 
+/* a row's energy: its group's GPUs together */
+static void group_energy(const scaling_run *run, bench_work *work) {
+    work->energy = run->energy;
+    work->energy_none = run->energy ? NULL : run->energy_why;
+}
+
 /* checked once, from the patterns, before it is timed: every replica's
  * result is the mean of the n buffers */
 static dg_status allreduce_prepare(scaling_state *s, const bench_impl *im, bench_row *row, bench_work *work) {
@@ -419,6 +449,7 @@ static dg_status allreduce_prepare(scaling_state *s, const bench_impl *im, bench
         row->note = s->note;
     }
     *work = node ? (bench_work){.fn = run_dp, .arg = s->dp} : (bench_work){.fn = run_raw, .arg = &s->raw};
+    group_energy(s->sp->run, work);
     return DG_OK;
 }
 
@@ -481,6 +512,7 @@ static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row
                  s->d.model.n_params, row->k / 1e6);
     row->note = s->note;
     *work = (bench_work){.fn = run_dp, .arg = s->dp};
+    group_energy(sp->run, work);
     return DG_OK;
 }
 
@@ -533,6 +565,7 @@ dg_status sweep_scaling(bench_ctx *ctx) {
         return dg_fail(DG_ERR_OOM, "scaling: out of host memory");
     }
     run->n_models = models_new(run->models);
+    run->no_energy = ctx->no_energy;
     scaling_arg arg = {run, own};
     const bench_sweep_spec spec = {
         .name = "scaling", .impls = scaling_impls, .n_impls = 4, .unavailable = scaling_unavailable,
