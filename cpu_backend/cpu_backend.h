@@ -56,6 +56,7 @@ typedef enum dg_cpu_conv {
     DG_CPU_CONV_BATCH,
     DG_CPU_CONV_SHIFT,
     DG_CPU_CONV_CHANNELS,
+    DG_CPU_CONV_ONEDNN,
 } dg_cpu_conv;
 
 /* threads <= 0: OpenMP's default (OMP_NUM_THREADS or the core count). The
@@ -95,6 +96,13 @@ const char *dg_cpu_onednn_info(char *buf, size_t n);
  * a shape's first product (the bench's warm-up runs, or dg_backend_step_impl
  * for a plan's matmul), the least recently used one replaced. */
 void        dg_cpu_onednn_counts(const dg_backend *be, long *created, long *runs);
+/* The same for its oneDNN convolutions: primitives created and
+ * convolutions run (0 and 0 without oneDNN). A table keyed by (direction,
+ * geometry, dtype, layout, threads) that grows by one primitive for each
+ * convolution asked for and drops none while the backend lives: a plan
+ * makes its steps' primitives as it is laid out (dg_backend_step_scratch_bytes),
+ * so a plan of ResNet-18 made twice, or run, makes none again. */
+void        dg_cpu_onednn_conv_counts(const dg_backend *be, long *created, long *runs);
 
 /* Row-major packed C[m,n] = op(A) op(B) by `impl`, with the backend's
  * threads and packing scratch (the bench times these directly). DG_OK
