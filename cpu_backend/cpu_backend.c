@@ -259,18 +259,18 @@ static bool is_conv(dg_op op) {
     return op == DG_OP_CONV2D || op == DG_OP_CONV2D_BACKWARD_DATA || op == DG_OP_CONV2D_BACKWARD_WEIGHT;
 }
 
-/* Whether oneDNN's convolutions run on oneDNN's blocked formats, the
- * operands reordered in the step's scratch, or on NCHW/OIHW as they are
- * (docs/PERF.md, "oneDNN's convolutions": measured per layer on the 2-core
- * VM). */
-#define ONEDNN_CONV_BLOCKED true
-
 /* n's oneDNN convolution as the backend runs it: its geometry, its inputs'
- * dtype, the layout above and the backend's threads */
+ * dtype, the backend's threads, and the layout that won on the 2-core VM
+ * (docs/PERF.md, "oneDNN's convolutions"): oneDNN's blocked formats, the
+ * operands reordered in the step's scratch, for both strides 1 (its jit
+ * kernels: up to 3.7x the NCHW primitive, the weight's gradient most);
+ * NCHW/OIHW as they are for a strided one (its gemm:jit kernel outran the
+ * blocked one and its reorders in every direction of the stride-2 layer). */
 static dg_onednn_conv onednn_conv_of(const cpu_ctx *c, const dg_node *n) {
     dg_conv_dims d = dg_conv_dims_of(n);
-    return (dg_onednn_conv){n->op, n->in[0]->dtype, ONEDNN_CONV_BLOCKED, c->threads, d.n, d.c, d.h, d.w, d.o, d.oh,
-                            d.ow, d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.groups};
+    bool blocked = d.sh == 1 && d.sw == 1;
+    return (dg_onednn_conv){n->op, n->in[0]->dtype, blocked, c->threads, d.n, d.c, d.h, d.w, d.o, d.oh, d.ow,
+                            d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.groups};
 }
 
 /* n's oneDNN convolution found or made (on the backend's threads, which

@@ -49,7 +49,15 @@ typedef enum dg_cpu_gemm {
  * BATCH, SHIFT and CHANNELS fall back to PASSES where they do not apply:
  * one thread, one image (BATCH), an sgemm that cannot run on every thread
  * at once (the own one, a pthreads OpenBLAS), or a scratch too small for
- * two slots. */
+ * two slots.
+ * ONEDNN: oneDNN's convolution primitives (a DG_ONEDNN build; refused with
+ *   DG_ERR_UNSUPPORTED without), every direction, on oneDNN's blocked
+ *   formats with our NCHW/OIHW operands reordered in the scratch; 16-bit
+ *   operands by oneDNN's bf16 kernel, or widened to float32 where it has
+ *   none (f16). Primitives are made when a plan is laid out, one per
+ *   convolution (dg_cpu_onednn_conv_counts). Under a plan that leaves the
+ *   choice to this setting, a step runs in a workspace the backend keeps
+ *   (the plan reserved the im2col columns, as for the others). */
 typedef enum dg_cpu_conv {
     DG_CPU_CONV_DEFAULT,
     DG_CPU_CONV_PASSES,
@@ -71,7 +79,8 @@ int       dg_cpu_threads(const dg_backend *be);
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are OPENBLAS, OWN,
  * NAIVE (a matmul of bf16 operands under OPENBLAS runs by oneDNN where its
  * kernel is AMX's: cpu_onednn.h); DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,
- * BATCH, SHIFT, CHANNELS (the CPU has no DG_CONV_IMPLICIT). */
+ * BATCH, SHIFT, CHANNELS, DG_CONV_VENDOR is ONEDNN (the CPU has no
+ * DG_CONV_IMPLICIT). */
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
 /* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */
