@@ -266,12 +266,14 @@ static bool is_conv(dg_op op) {
  * kernels: up to 3.7x the NCHW primitive, the weight's gradient most);
  * NCHW/OIHW as they are for a strided one (its gemm:jit kernel outran the
  * blocked one and its reorders in every direction of the stride-2 layer). */
+#ifdef DG_HAVE_ONEDNN
 static dg_onednn_conv onednn_conv_of(const cpu_ctx *c, const dg_node *n) {
     dg_conv_dims d = dg_conv_dims_of(n);
     bool blocked = d.sh == 1 && d.sw == 1;
     return (dg_onednn_conv){n->op, n->in[0]->dtype, blocked, c->threads, d.n, d.c, d.h, d.w, d.o, d.oh, d.ow,
                             d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.groups};
 }
+#endif
 
 /* n's oneDNN convolution found or made (on the backend's threads, which
  * it is made for), and what it needs; DG_ERR_UNSUPPORTED in a build
@@ -287,7 +289,7 @@ static dg_status onednn_conv_prepare(cpu_ctx *c, const dg_node *n, dg_onednn_con
     return dg__onednn_conv_prepare(c->onednn_conv, &k, info);
 #else
     (void)n;
-    (void)info;
+    *info = (dg_onednn_conv_info){0, false, NULL};
     return refuse_choice(c, (unsigned)DG_CONV_VENDOR << DG_STEP_CONV_SHIFT);
 #endif
 }

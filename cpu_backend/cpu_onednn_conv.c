@@ -27,7 +27,7 @@
 /* one of the primitive's three operands (a, b: the node's inputs; out) */
 typedef struct operand {
     int              arg;     /* DNNL_ARG_* of the convolution           */
-    int64_t          numel;
+    int64_t          numel;   /* elements, where widened                 */
     dnnl_memory_t    user;    /* ours: NCHW/OIHW, the dtype run          */
     dnnl_memory_t    inner;   /* oneDNN's format, NULL when ours         */
     dnnl_primitive_t reorder; /* user -> inner (inputs), inner -> user (out) */
@@ -247,7 +247,6 @@ static dg_status entry_fill(dg_onednn_convs *o, entry *e) {
     size_t pad = dnnl_memory_desc_get_size(pad_md);
     for (int i = 0; i < 3 && st == dnnl_success; i++) {
         e->io[i].arg = args[i];
-        if (!e->widened) e->io[i].numel = (int64_t)(dnnl_memory_desc_get_size(user[i]) / (t == dnnl_f32 ? 4 : 2));
         st = operand_fill(o, &e->io[i], user[i], dnnl_primitive_desc_query_md(pd, q[i], 0), i < 2, attr, &off, &pad);
     }
     dnnl_primitive_attr_destroy(attr);
