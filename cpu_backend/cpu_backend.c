@@ -472,8 +472,7 @@ static bool sgemm_serial_in_parallel(dg_cpu_gemm impl) {
 }
 
 /* conv2d and its two backward ops, with the step's sgemm and strategy */
-static dg_status cpu_conv(cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_conv conv, const dg_step *s) {
-    if (conv == DG_CPU_CONV_ONEDNN) return onednn_conv_step(c, s);
+static dg_status cpu_conv(const cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_conv conv, const dg_step *s) {
     const step_blas b = {c, gemm};
     const dg_cpu_blas blas = {selected_sgemm, &b, sgemm_serial_in_parallel(gemm)};
     switch (s->node->op) {
@@ -564,6 +563,9 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
                         "dg_step_of: run it through a plan's steps)", s->node->name, dg_op_name(s->node->op),
                         dg_dtype_name(s->node->dtype));
     apply_threads(c);
+    /* oneDNN's convolutions in every dtype, 16-bit ones by its own kernels:
+     * never through the float32 strategies' paths */
+    if (conv == DG_CPU_CONV_ONEDNN && is_conv(s->node->op)) return onednn_conv_step(c, s);
     switch (s->node->op) {
     /* a family goes to one entry, whose switch names its ops (ops.h) */
     case DG_OPS_UNARY:          dg__cpu_unary(s); break;
