@@ -27,7 +27,7 @@ typedef struct cpu_ctx {
     dg_onednn  *onednn; /* made at the first oneDNN product (DG_HAVE_ONEDNN) */
     dg_onednn_convs *onednn_conv; /* made at the first oneDNN convolution */
     void       *conv_ws;  /* the oneDNN convolutions' scratch where the step
-                           * has none of its own (onednn_conv_scratch) */
+                           * has none of its own (onednn_conv_step) */
     size_t      conv_ws_bytes;
 } cpu_ctx;
 
@@ -263,7 +263,7 @@ static bool is_conv(dg_op op) {
  * dtype, the backend's threads, and the layout that won on the 2-core VM
  * (docs/PERF.md, "oneDNN's convolutions"): oneDNN's blocked formats, the
  * operands reordered in the step's scratch, for both strides 1 (its jit
- * kernels: up to 3.7x the NCHW primitive, the weight's gradient most);
+ * kernels: up to 5x the NCHW primitive, the weight's gradient most);
  * NCHW/OIHW as they are for a strided one (its gemm:jit kernel outran the
  * blocked one and its reorders in every direction of the stride-2 layer). */
 #ifdef DG_HAVE_ONEDNN
@@ -658,7 +658,8 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
         free(c); free(pack); free(attn);
         return dg__fail(DG_ERR_OOM, "cpu: out of memory creating the backend");
     }
-    *c = (cpu_ctx){.threads = threads, .gemm = DG_CPU_GEMM_OPENBLAS, .conv = DG_CPU_CONV_DEFAULT, .pack = pack, .attn = attn};
+    *c = (cpu_ctx){.threads = threads, .gemm = DG_CPU_GEMM_OPENBLAS, .conv = DG_CPU_CONV_DEFAULT, .pack = pack,
+                   .attn = attn};
     apply_threads(c); /* so code around the backend sees the same count */
     *out = be;
     return DG_OK;
