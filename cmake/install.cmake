@@ -12,8 +12,9 @@
 include(CMakePackageConfigHelpers)
 
 # What a program may include; every other header (attrs.h, layout.h,
-# backend_impl.h, *_internal.h, cpu_kernels.h, cpu_onednn.h, gpu_common.cuh, the
-# data stream) is the library's own and stays behind.
+# backend_impl.h, *_internal.h, cpu_kernels.h, cpu_onednn.h,
+# cpu_onednn_conv.h, gpu_common.cuh, the data stream) is the library's own
+# and stays behind.
 # The hooks of the tests and the bench (core/testing.h, gpu_testing.h,
 # gathered by include/duograd/testing.h) are installed so that the bench
 # builds against the installed package; the umbrella leaves them out.

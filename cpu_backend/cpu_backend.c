@@ -13,6 +13,7 @@
 #include "cpu_kernels.h"
 #include "cpu_lowp.h"
 #include "cpu_onednn.h"
+#include "cpu_onednn_conv.h"
 
 typedef struct cpu_ctx {
     int         threads;
@@ -24,6 +25,10 @@ typedef struct cpu_ctx {
                          * f16 product, grown to the largest asked        */
     size_t      wide_floats;
     dg_onednn  *onednn; /* made at the first oneDNN product (DG_HAVE_ONEDNN) */
+    dg_onednn_convs *onednn_conv; /* made at the first oneDNN convolution */
+    void       *conv_ws;  /* the oneDNN convolutions' scratch where the step
+                           * has none of its own (onednn_conv_step) */
+    size_t      conv_ws_bytes;
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(const dg_backend *be) { return be->ctx; }
@@ -36,7 +41,9 @@ static void cpu_free(dg_backend *be) {
     free(ctx_of(be)->wide);
 #ifdef DG_HAVE_ONEDNN
     dg__onednn_free(ctx_of(be)->onednn);
+    dg__onednn_convs_free(ctx_of(be)->onednn_conv);
 #endif
+    free(ctx_of(be)->conv_ws);
     free(be->ctx);
     free(be);
 }
@@ -218,7 +225,8 @@ static int step_gemm(const cpu_ctx *c, unsigned flags) {
 }
 
 /* The step's convolution strategy, as step_gemm: -1 for the GPU's implicit
- * GEMM (and anything else the CPU does not have) */
+ * GEMM (and anything else the CPU does not have); the vendor's is oneDNN's,
+ * refused later (refuse_choice) in a build without it */
 static int step_conv(const cpu_ctx *c, unsigned flags) {
     switch (DG_STEP_CONV(flags)) {
     case DG_CONV_DEFAULT:         return (int)c->conv;
@@ -226,18 +234,113 @@ static int step_conv(const cpu_ctx *c, unsigned flags) {
     case DG_CONV_IM2COL_BATCH:    return DG_CPU_CONV_BATCH;
     case DG_CONV_SHIFT:           return DG_CPU_CONV_SHIFT;
     case DG_CONV_IM2COL_CHANNELS: return DG_CPU_CONV_CHANNELS;
+    case DG_CONV_VENDOR:          return DG_CPU_CONV_ONEDNN;
     case DG_CONV_IMPLICIT:
-    case DG_CONV_VENDOR:
     case DG_CONV_COUNT:           break;
     }
     return -1;
 }
 
+/* a choice this backend does not offer, or oneDNN's in a build without it */
+static bool refused(int gemm, int conv) {
+    return gemm < 0 || conv < 0 || (conv == DG_CPU_CONV_ONEDNN && !dg_cpu_has_onednn());
+}
+
 static dg_status refuse_choice(const cpu_ctx *c, unsigned flags) {
+    if (step_conv(c, flags) == DG_CPU_CONV_ONEDNN)
+        return dg__fail(DG_ERR_UNSUPPORTED, "cpu: no oneDNN convolution in this build (configured with DG_ONEDNN=OFF)");
     if (step_gemm(c, flags) < 0)
         return dg__fail(DG_ERR_UNSUPPORTED, "cpu backend: no GEMM implementation %d", (int)DG_STEP_GEMM(flags));
     return dg__fail(DG_ERR_UNSUPPORTED, "cpu backend: convolution implementation %d is not one of the CPU's (the "
                     "implicit GEMM is the GPU's)", (int)DG_STEP_CONV(flags));
+}
+
+static bool is_conv(dg_op op) {
+    return op == DG_OP_CONV2D || op == DG_OP_CONV2D_BACKWARD_DATA || op == DG_OP_CONV2D_BACKWARD_WEIGHT;
+}
+
+/* n's oneDNN convolution as the backend runs it: its geometry, its inputs'
+ * dtype, the backend's threads, and the layout that won on the 2-core VM
+ * (docs/PERF.md, "oneDNN's convolutions"): oneDNN's blocked formats, the
+ * operands reordered in the step's scratch, for both strides 1 (its jit
+ * kernels: up to 5x the NCHW primitive, the weight's gradient most);
+ * NCHW/OIHW as they are for a strided one (its gemm:jit kernel outran the
+ * blocked one and its reorders in every direction of the stride-2 layer). */
+#ifdef DG_HAVE_ONEDNN
+static dg_onednn_conv onednn_conv_of(const cpu_ctx *c, const dg_node *n) {
+    dg_conv_dims d = dg_conv_dims_of(n);
+    bool blocked = d.sh == 1 && d.sw == 1;
+    return (dg_onednn_conv){n->op, n->in[0]->dtype, blocked, c->threads, d.n, d.c, d.h, d.w, d.o, d.oh, d.ow,
+                            d.kh, d.kw, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.groups};
+}
+#endif
+
+/* n's oneDNN convolution found or made (on the backend's threads, which
+ * it is made for), and what it needs; DG_ERR_UNSUPPORTED in a build
+ * without oneDNN */
+static dg_status onednn_conv_prepare(cpu_ctx *c, const dg_node *n, dg_onednn_conv_info *info) {
+#ifdef DG_HAVE_ONEDNN
+    if (!c->onednn_conv) {
+        dg_status st = dg__onednn_convs_new(&c->onednn_conv);
+        if (st != DG_OK) return st;
+    }
+    apply_threads(c);
+    dg_onednn_conv k = onednn_conv_of(c, n);
+    return dg__onednn_conv_prepare(c->onednn_conv, &k, info);
+#else
+    (void)n;
+    *info = (dg_onednn_conv_info){0, false, NULL};
+    return refuse_choice(c, (unsigned)DG_CONV_VENDOR << DG_STEP_CONV_SHIFT);
+#endif
+}
+
+/* the backend's own scratch for oneDNN's convolutions, grown to `bytes` */
+static dg_status conv_workspace(cpu_ctx *c, size_t bytes, void **out) {
+    if (bytes > c->conv_ws_bytes) {
+        void *w = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+        if (!w) return dg__fail(DG_ERR_OOM, "cpu: %zu bytes of scratch for oneDNN's convolutions", bytes);
+        free(c->conv_ws);
+        c->conv_ws = w;
+        c->conv_ws_bytes = bytes;
+    }
+    *out = c->conv_ws;
+    return DG_OK;
+}
+
+/* The scratch a plan reserves for n's oneDNN convolution, which is made
+ * here, as the plan is laid out, so that none is created in its timed
+ * steps. Asked by name (DG_CONV_VENDOR): what the primitive needs. Left to
+ * the backend's setting (DEFAULT, set to ONEDNN): the im2col columns as
+ * for the own strategies, so the setting may change after the plan is
+ * made, and the backend's own workspace grown to what the primitive needs.
+ * Where oneDNN refuses the node, the same columns: the step then fails
+ * with oneDNN's message. */
+static size_t onednn_conv_step_scratch(const dg_backend *be, const dg_node *n, unsigned flags) {
+    cpu_ctx *c = ctx_of(be);
+    dg_onednn_conv_info info;
+    if (onednn_conv_prepare(c, n, &info) != DG_OK) return dg_backend_scratch_bytes(be, n);
+    if (DG_STEP_CONV(flags) == DG_CONV_VENDOR) return info.scratch;
+    void *ws;
+    (void)conv_workspace(c, info.scratch, &ws); /* out of memory: said again when the step runs */
+    return dg_backend_scratch_bytes(be, n);
+}
+
+/* n's convolution by oneDNN: in the step's scratch where the plan asked
+ * for oneDNN by name (onednn_conv_step_scratch), else in the backend's
+ * workspace (DEFAULT set to ONEDNN, a step without scratch) */
+static dg_status onednn_conv_step(cpu_ctx *c, const dg_step *s) {
+    dg_onednn_conv_info info;
+    dg_status st = onednn_conv_prepare(c, s->node, &info);
+    void *scratch = s->scratch;
+    if (st == DG_OK && (DG_STEP_CONV(s->flags) != DG_CONV_VENDOR || !scratch))
+        st = conv_workspace(c, info.scratch, &scratch);
+    if (st != DG_OK) return st;
+#ifdef DG_HAVE_ONEDNN
+    dg_onednn_conv k = onednn_conv_of(c, s->node);
+    return dg__onednn_conv_run(c->onednn_conv, &k, s->in[0], s->in[1], s->out, scratch);
+#else
+    return refuse_choice(c, s->flags);
+#endif
 }
 
 /* the operands' float32 copies of a bf16 or f16 product: scratch of the
@@ -293,6 +396,8 @@ static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
  * backend's buffer. */
 static size_t cpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
     int gemm = step_gemm(ctx_of(be), flags);
+    if (is_conv(n->op) && step_conv(ctx_of(be), flags) == DG_CPU_CONV_ONEDNN)
+        return onednn_conv_step_scratch(be, n, flags);
     if (n->op == DG_OP_MATMUL && n->in[0]->dtype == DG_BF16 && n->dtype == DG_F32 && dg_cpu_has_onednn() &&
         (gemm == DG_CPU_GEMM_ONEDNN || (gemm == DG_CPU_GEMM_OPENBLAS && onednn_vendor(DG_BF16))))
         return 0;
@@ -387,7 +492,7 @@ static dg_status cpu_conv(const cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_conv conv, 
 static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned flags, char *buf, size_t size) {
     cpu_ctx *c = ctx_of(be);
     int gemm = step_gemm(c, flags), conv = step_conv(c, flags);
-    if (gemm < 0 || conv < 0) return refuse_choice(c, flags);
+    if (refused(gemm, conv)) return refuse_choice(c, flags);
     if (!n) return DG_OK;
     const char *name = "cpu";
     switch (n->op) {
@@ -415,6 +520,15 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
         return DG_OK;
     }
     case DG_OPS_CONV: {
+        if (conv == DG_CPU_CONV_ONEDNN) { /* made here if not yet: a plan names its steps before timing them */
+            dg_onednn_conv_info info;
+            dg_status st = onednn_conv_prepare(c, n, &info);
+            if (st != DG_OK) return st;
+            dg_dtype t = n->in[0]->dtype;
+            snprintf(buf, size, "cpu-onednn%s%s%s:%s", t == DG_F32 ? "" : "-", t == DG_F32 ? "" : dg_dtype_name(t),
+                     info.widened ? "-widened" : "", info.impl);
+            return DG_OK;
+        }
         dg_conv_dims d = dg_conv_dims_of(n);
         name = dg__cpu_conv_run_name(dg__cpu_conv_strategy(&d, n->op, (dg_cpu_conv)conv,
                                                            sgemm_serial_in_parallel((dg_cpu_gemm)gemm), c->threads,
@@ -439,7 +553,7 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     cpu_ctx *c = ctx_of(be);
     int gemm = step_gemm(c, s->flags), conv = step_conv(c, s->flags);
-    if (gemm < 0 || conv < 0) return refuse_choice(c, s->flags);
+    if (refused(gemm, conv)) return refuse_choice(c, s->flags);
     /* the row ops' and a 16-bit product output's float32 copies live in the
      * step's scratch alone; a float32-output product's widened operands
      * fall back to the backend's buffer (gemm_packed), as when the plan
@@ -449,6 +563,9 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
                         "dg_step_of: run it through a plan's steps)", s->node->name, dg_op_name(s->node->op),
                         dg_dtype_name(s->node->dtype));
     apply_threads(c);
+    /* oneDNN's convolutions in every dtype, 16-bit ones by its own kernels:
+     * never through the float32 strategies' paths */
+    if (conv == DG_CPU_CONV_ONEDNN && is_conv(s->node->op)) return onednn_conv_step(c, s);
     switch (s->node->op) {
     /* a family goes to one entry, whose switch names its ops (ops.h) */
     case DG_OPS_UNARY:          dg__cpu_unary(s); break;
@@ -541,7 +658,8 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
         free(c); free(pack); free(attn);
         return dg__fail(DG_ERR_OOM, "cpu: out of memory creating the backend");
     }
-    *c = (cpu_ctx){threads, DG_CPU_GEMM_OPENBLAS, DG_CPU_CONV_DEFAULT, pack, attn, NULL, 0, NULL};
+    *c = (cpu_ctx){.threads = threads, .gemm = DG_CPU_GEMM_OPENBLAS, .conv = DG_CPU_CONV_DEFAULT, .pack = pack,
+                   .attn = attn};
     apply_threads(c); /* so code around the backend sees the same count */
     *out = be;
     return DG_OK;
@@ -604,6 +722,15 @@ const char *dg_cpu_onednn_info(char *buf, size_t n) {
 void dg_cpu_onednn_counts(const dg_backend *be, long *created, long *runs) {
 #ifdef DG_HAVE_ONEDNN
     dg__onednn_counts(ctx_of(be)->onednn, created, runs);
+#else
+    (void)be;
+    *created = *runs = 0;
+#endif
+}
+
+void dg_cpu_onednn_conv_counts(const dg_backend *be, long *created, long *runs) {
+#ifdef DG_HAVE_ONEDNN
+    dg__onednn_conv_counts(ctx_of(be)->onednn_conv, created, runs);
 #else
     (void)be;
     *created = *runs = 0;

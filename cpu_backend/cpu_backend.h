@@ -49,13 +49,22 @@ typedef enum dg_cpu_gemm {
  * BATCH, SHIFT and CHANNELS fall back to PASSES where they do not apply:
  * one thread, one image (BATCH), an sgemm that cannot run on every thread
  * at once (the own one, a pthreads OpenBLAS), or a scratch too small for
- * two slots. */
+ * two slots.
+ * ONEDNN: oneDNN's convolution primitives (a DG_ONEDNN build; refused with
+ *   DG_ERR_UNSUPPORTED without), every direction, on oneDNN's blocked
+ *   formats with our NCHW/OIHW operands reordered in the scratch; 16-bit
+ *   operands by oneDNN's bf16 kernel, or widened to float32 where it has
+ *   none (f16). Primitives are made when a plan is laid out, one per
+ *   convolution (dg_cpu_onednn_conv_counts). Under a plan that leaves the
+ *   choice to this setting, a step runs in a workspace the backend keeps
+ *   (the plan reserved the im2col columns, as for the others). */
 typedef enum dg_cpu_conv {
     DG_CPU_CONV_DEFAULT,
     DG_CPU_CONV_PASSES,
     DG_CPU_CONV_BATCH,
     DG_CPU_CONV_SHIFT,
     DG_CPU_CONV_CHANNELS,
+    DG_CPU_CONV_ONEDNN,
 } dg_cpu_conv;
 
 /* threads <= 0: OpenMP's default (OMP_NUM_THREADS or the core count). The
@@ -70,7 +79,8 @@ int       dg_cpu_threads(const dg_backend *be);
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are OPENBLAS, OWN,
  * NAIVE (a matmul of bf16 operands under OPENBLAS runs by oneDNN where its
  * kernel is AMX's: cpu_onednn.h); DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,
- * BATCH, SHIFT, CHANNELS (the CPU has no DG_CONV_IMPLICIT). */
+ * BATCH, SHIFT, CHANNELS, DG_CONV_VENDOR is ONEDNN (the CPU has no
+ * DG_CONV_IMPLICIT). */
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
 /* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */
@@ -95,6 +105,13 @@ const char *dg_cpu_onednn_info(char *buf, size_t n);
  * a shape's first product (the bench's warm-up runs, or dg_backend_step_impl
  * for a plan's matmul), the least recently used one replaced. */
 void        dg_cpu_onednn_counts(const dg_backend *be, long *created, long *runs);
+/* The same for its oneDNN convolutions: primitives created and
+ * convolutions run (0 and 0 without oneDNN). A table keyed by (direction,
+ * geometry, dtype, layout, threads) that grows by one primitive for each
+ * convolution asked for and drops none while the backend lives: a plan
+ * makes its steps' primitives as it is laid out (dg_backend_step_scratch_bytes),
+ * so a plan of ResNet-18 made twice, or run, makes none again. */
+void        dg_cpu_onednn_conv_counts(const dg_backend *be, long *created, long *runs);
 
 /* Row-major packed C[m,n] = op(A) op(B) by `impl`, with the backend's
  * threads and packing scratch (the bench times these directly). DG_OK
