@@ -69,6 +69,35 @@ Test(profile, nodes_are_the_plans_steps_with_their_phases) {
  * block in the backward, each counted at the attention FLOPs of its shape;
  * the composed step has none (its scores are matmul and causal softmax
  * nodes); the check ran at the reduced context. */
+/* Each node names what its step ran as, from the plan (dg_plan_node_impl):
+ * the CNN's matmuls OpenBLAS's sgemm, its convolutions the CPU's own
+ * strategies, or oneDNN's under --conv vendor (where built with it); the
+ * other ops the backend's name. Catches a column filled from the backend's
+ * settings instead of the profiled plan's choices. */
+Test(profile, each_node_names_its_implementation) {
+    for (int vendor = 0; vendor < 2; vendor++) {
+        fixture f = {0};
+        ASSERT_OK(dg_cpu_backend_new(&f.cpu, 2));
+        if (vendor && !dg_cpu_has_onednn()) cr_skip_test("built without oneDNN: no vendor convolution to profile");
+        bench_prof_opts o = {.model = bench_prof_model_find("cnn"), .batch = 2, .steps = 2, .warmup = 0,
+                             .peak_gflops = NAN, .peak_gbps = NAN, .conv = vendor ? DG_CONV_VENDOR : DG_CONV_DEFAULT};
+        ASSERT_OK(bench_profile_run(f.cpu, &o, &f.p));
+        int convs = 0;
+        for (int i = 0; i < f.p.n_nodes; i++) {
+            const bench_prof_node *x = &f.p.nodes[i];
+            dg_op op = x->node->op;
+            if (op == DG_OP_MATMUL) cr_assert_str_eq(x->impl, "cpu-openblas", "%s", x->name);
+            else if (op == DG_OP_CONV2D || op == DG_OP_CONV2D_BACKWARD_DATA || op == DG_OP_CONV2D_BACKWARD_WEIGHT) {
+                convs++;
+                bool onednn = !strncmp(x->impl, "cpu-onednn", 10);
+                cr_assert(vendor ? onednn : !onednn && !strncmp(x->impl, "cpu-", 4), "%s runs as %s", x->name, x->impl);
+            } else cr_assert_str_eq(x->impl, "cpu", "%s (%s)", x->name, x->op);
+        }
+        cr_assert_gt(convs, 3);
+        fixture_free(&f);
+    }
+}
+
 Test(profile, charlm_attention_nodes_fused_and_composed) {
     static const char *const models[2] = {"charlm", "charlm-composed"};
     for (int m = 0; m < 2; m++) {

@@ -49,6 +49,8 @@ typedef struct bench_prof_opts {
     int    steps;     /* profiled steps (each node's time: their median)  */
     int    warmup;    /* un-profiled steps run first                       */
     bool   tf32;      /* the plan's matmuls may use TF32 (GPU)            */
+    dg_gemm_impl gemm; /* the plan's GEMM and convolution choices         */
+    dg_conv_impl conv; /* (DEFAULT: the backend's)                        */
     bool   run_once;  /* one step, no warm-up, no check: for nsys / ncu    */
     double peak_gflops, peak_gbps; /* the backend's ceilings; NaN: unknown */
     struct bench_energy_meter *energy; /* the backend's energy meter (machine/
@@ -60,6 +62,10 @@ typedef struct bench_prof_opts {
 typedef struct bench_prof_node {
     const dg_node *node;           /* NULL when read back from JSON         */
     char           name[32], op[32]; /* the node's name and op's name       */
+    char           impl[64];       /* what its step ran as in this plan
+                                    * (dg_plan_node_impl: "gpu-cudnn:
+                                    * implicit-precomp-gemm", "cpu-onednn",
+                                    * "gpu-implicit", ...)                  */
     bench_phase    phase;
     double         flops, bytes;   /* per run, from dg_node_cost            */
     double         median_ms, min_ms;

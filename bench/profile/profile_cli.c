@@ -38,6 +38,10 @@ static void usage(FILE *f) {
                "  --warmup N       un-profiled steps first (default 3)\n"
                "  --top N          nodes in the printed table (default 15)\n"
                "  --tf32           the GPU's matmuls may use TF32 tensor cores (default off)\n"
+               "  --conv C         the convolutions' implementation: default (the backend's own kernels) or\n"
+               "                   vendor (cuDNN on the GPU, oneDNN on the CPU); each node's row names what\n"
+               "                   ran (column impl), so two runs put the own and the vendor's side by side\n"
+               "  --gemm G         the matmuls': default (OpenBLAS, cuBLAS), own or vendor\n"
                "  --threads N      CPU threads (default: OpenMP's)\n"
                "  --ceilings DIR   read the ceilings from DIR/ceiling.csv (an earlier run on this machine)\n"
                "                   instead of measuring them (the ceiling sweep, into the output folder)\n"
@@ -62,6 +66,7 @@ static int parse(int argc, char **argv, prof_cli *c) {
         {"batch", required_argument, NULL, 'B'}, {"steps", required_argument, NULL, 's'},
         {"warmup", required_argument, NULL, 'w'}, {"top", required_argument, NULL, 'n'},
         {"tf32", no_argument, NULL, 'T'}, {"threads", required_argument, NULL, 't'},
+        {"conv", required_argument, NULL, 'c'}, {"gemm", required_argument, NULL, 'g'},
         {"ceilings", required_argument, NULL, 'C'}, {"run-once", no_argument, NULL, '1'},
         {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
@@ -84,6 +89,15 @@ static int parse(int argc, char **argv, prof_cli *c) {
         case 'w': if (!bench_parse_long(optarg, 0, 10000, &v)) return bad("--warmup (0 to 10000)", optarg); c->o.warmup = (int)v; break;
         case 'n': if (!bench_parse_long(optarg, 1, 100000, &v)) return bad("--top (1 to 100000)", optarg); c->top = (int)v; break;
         case 'T': c->o.tf32 = true; break;
+        case 'c':
+            if (!strcmp(optarg, "vendor")) c->o.conv = DG_CONV_VENDOR;
+            else if (strcmp(optarg, "default")) return bad("--conv (default, vendor)", optarg);
+            break;
+        case 'g':
+            if (!strcmp(optarg, "own")) c->o.gemm = DG_GEMM_OWN;
+            else if (!strcmp(optarg, "vendor")) c->o.gemm = DG_GEMM_VENDOR;
+            else if (strcmp(optarg, "default")) return bad("--gemm (default, own, vendor)", optarg);
+            break;
         case 't': if (!bench_parse_long(optarg, 1, 1024, &v)) return bad("--threads (1 to 1024)", optarg); c->threads = (int)v; break;
         case 'C': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--ceilings", optarg); c->ceilings = optarg; break;
         case '1': c->o.run_once = true; break;

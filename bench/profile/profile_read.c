@@ -60,6 +60,7 @@ static const char *profile_from_json(const cJSON *j, const char *model, bench_pr
         bench_prof_node *x = &p->nodes[i];
         str_of(n, "name", x->name, sizeof x->name);
         str_of(n, "op", x->op, sizeof x->op);
+        str_of(n, "impl", x->impl, sizeof x->impl); /* absent in profiles made before it: "?" */
         char phase[16];
         str_of(n, "phase", phase, sizeof phase);
         while ((int)x->phase < BENCH_N_PHASES - 1 && strcmp(bench_phase_name(x->phase), phase)) x->phase++;

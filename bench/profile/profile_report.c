@@ -74,8 +74,8 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
     for (int i = 0; i < p->n_nodes; i++) order[i] = &p->nodes[i];
     qsort(order, (size_t)p->n_nodes, sizeof *order, by_time_desc);
     int top = top_n < p->n_nodes ? top_n : p->n_nodes;
-    fprintf(f, "\ntop %d of %d nodes by time:\n%-24s %-22s %-9s %-20s %9s %7s %9s %8s %-7s %6s\n", top, p->n_nodes,
-            "node", "op", "phase", "shape", "time ms", "share", "GFLOP/s", "GB/s", "bound", "%ceil");
+    fprintf(f, "\ntop %d of %d nodes by time:\n%-24s %-22s %-9s %-20s %9s %7s %9s %8s %-7s %6s  %s\n", top,
+            p->n_nodes, "node", "op", "phase", "shape", "time ms", "share", "GFLOP/s", "GB/s", "bound", "%ceil", "impl");
     for (int i = 0; i < top; i++) {
         const bench_prof_node *x = order[i];
         char shape[64], ceil[16] = "-";
@@ -83,9 +83,10 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
         /* no ceilings (none measured, none in --ceilings DIR) or no time: no fraction */
         double frac = bench_prof_ceiling_frac(p, x);
         if (!isnan(frac)) snprintf(ceil, sizeof ceil, "%.1f%%", 100 * frac);
-        fprintf(f, "%-24.24s %-22.22s %-9s %-20.20s %9.4f %6.1f%% %9.1f %8.1f %-7s %6s\n", x->name,
+        fprintf(f, "%-24.24s %-22.22s %-9s %-20.20s %9.4f %6.1f%% %9.1f %8.1f %-7s %6s  %s\n", x->name,
                 x->op, bench_phase_name(x->phase), shape, x->median_ms, pct(x->median_ms, p->sum_ms),
-                gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms), bench_prof_bound(p, x), ceil);
+                gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms), bench_prof_bound(p, x), ceil,
+                x->impl);
     }
     free(order);
     print_groups(f, p, false);
@@ -122,17 +123,18 @@ static dg_status write_nodes(const char *dir, const char *meta, const bench_prof
     snprintf(name, sizeof name, "profile-%s-%s-nodes", p->model, bench_prof_device(p));
     FILE *f = bench_csv_open(dir, name, meta,
                              "model,backend,batch,index,node_id,name,op,phase,shapes,flops,bytes,median_ms,min_ms,"
-                             "share_pct,gflops,gbps,intensity,bound,ceiling_pct,live_bytes");
+                             "share_pct,gflops,gbps,intensity,bound,ceiling_pct,live_bytes,impl");
     if (!f) return DG_ERR_IO;
     for (int i = 0; i < p->n_nodes; i++) {
         const bench_prof_node *x = &p->nodes[i];
         char shapes[512];
         shapes_of(x->node, shapes, sizeof shapes, true);
-        fprintf(f, "%s,%s,%d,%d,%d,%s,%s,%s,\"%s\",%.0f,%.0f,%.6f,%.6f,%.3f,%.3f,%.3f,%.4f,%s,%.2f,%zu\n", p->model,
+        fprintf(f, "%s,%s,%d,%d,%d,%s,%s,%s,\"%s\",%.0f,%.0f,%.6f,%.6f,%.3f,%.3f,%.3f,%.4f,%s,%.2f,%zu,%s\n", p->model,
                 bench_prof_device(p), p->batch, i, x->node->id, x->name, x->op,
                 bench_phase_name(x->phase), shapes, x->flops, x->bytes, x->median_ms, x->min_ms,
                 pct(x->median_ms, p->sum_ms), gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms),
-                bench_prof_intensity(x), bench_prof_bound(p, x), 100 * bench_prof_ceiling_frac(p, x), x->live_bytes);
+                bench_prof_intensity(x), bench_prof_bound(p, x), 100 * bench_prof_ceiling_frac(p, x), x->live_bytes,
+                x->impl);
     }
     return bench_csv_finish(f, dir, name, true);
 }
@@ -214,6 +216,7 @@ static cJSON *profile_json(const bench_profile *p) {
         cJSON_AddNumberToObject(n, "id", x->node->id);
         cJSON_AddStringToObject(n, "name", x->name);
         cJSON_AddStringToObject(n, "op", x->op);
+        cJSON_AddStringToObject(n, "impl", x->impl);
         cJSON_AddStringToObject(n, "phase", bench_phase_name(x->phase));
         cJSON_AddStringToObject(n, "shapes", shapes);
         add_num(n, "flops", x->flops);

@@ -262,6 +262,8 @@ static dg_status alloc_nodes(bench_profile *p) {
         x->node = steps[i].node;
         snprintf(x->name, sizeof x->name, "%s", x->node->name);
         snprintf(x->op, sizeof x->op, "%s", dg_op_name(x->node->op));
+        if (dg_plan_node_impl(p->step.p, x->node, x->impl, sizeof x->impl) != DG_OK)
+            snprintf(x->impl, sizeof x->impl, "?");
         x->phase = bench_phase_of(&p->step.ts, x->node);
         dg_cost c = dg_node_cost(x->node);
         x->flops = c.flops;
@@ -305,7 +307,7 @@ dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_prof
     setup_model(o->model, &ms);
     void *x = NULL;
     int32_t *y = NULL;
-    dg_plan_opts popts = {.tf32 = o->tf32};
+    dg_plan_opts popts = {.tf32 = o->tf32, .gemm = o->gemm, .conv = o->conv};
     dg_status st = synth_batch(&ms, false, o->batch, (uint64_t)o->batch, &x, &y);
     if (st == DG_OK) st = bench_step_build(&p->step, be, &ms.spec, o->batch, x, y, &popts);
     if (st == DG_OK && !o->run_once) st = check_step(be, o, &ms, x, y, &popts, p);
