@@ -9,7 +9,9 @@
  * convolution (1x1, stride 1, no padding) takes x or dx as its own columns.
  * Row-major GEMMs through column-major cuBLAS swap their operands, as in
  * gpu_gemm.cu. col2im gathers (each dx element sums its taps): no atomics,
- * so results are deterministic. */
+ * so results are deterministic. dg__gpu_conv is the family's entry: these
+ * kernels or the implicit ones (gpu_conv_implicit.cu), and for a bf16 or
+ * f16 node the same on float32 copies of its inputs, rounded back. */
 #include <limits.h>
 
 #include "gpu_common.cuh"
