@@ -247,6 +247,25 @@ ParameterizedTest(conv_param *q, dtype_conv, cpu_strategies_widened) { check_wid
 ParameterizedTestParameters(dtype_conv, gpu_kernels_widened) { return params_of(true); }
 ParameterizedTest(conv_param *q, dtype_conv, gpu_kernels_widened) { check_widened(q); }
 
+/* A plan's estimate for no backend in particular (the portable kernels)
+ * reserves a 16-bit convolution's float32 copies as the CPU's plan does:
+ * the two arenas agree, the copies more than the 16-bit tensors saved. */
+Test(dtype_conv_cpu, the_estimate_for_no_backend_holds_the_float32_copies) {
+    conv_graph cg;
+    conv_graph_new(&cg, DG_BF16, DG_SHAPE(4, 8, 10, 10), DG_SHAPE(12, 8, 3, 3), (dg_conv2d_opts){.pad = {1, 1}});
+    dg_node *outs[3] = {cg.y, cg.grad[0], cg.grad[1]};
+    dg_backend *cpu;
+    ASSERT_OK(dg_cpu_backend_new(&cpu, 2));
+    dg_plan_stats none, on_cpu;
+    ASSERT_OK(dg_plan_estimate(cg.g, NULL, outs, 3, NULL, &none));
+    ASSERT_OK(dg_plan_estimate(cg.g, cpu, outs, 3, NULL, &on_cpu));
+    cr_assert_eq(none.arena_bytes, on_cpu.arena_bytes, "no backend %zu, cpu %zu", none.arena_bytes,
+                 on_cpu.arena_bytes);
+    cr_assert_geq(none.live_bytes, dg_node_scratch_bytes(cg.conv) + 4 * (size_t)dg_node_numel(cg.conv));
+    dg_backend_free(cpu);
+    dg_graph_free(cg.g);
+}
+
 /* A 16-bit convolution's step made outside a plan (dg_step_of: no
  * scratch) is refused with a message, not run through a NULL scratch, even
  * where the float32 kernel needs none of its own (a 1x1). */
