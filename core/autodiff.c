@@ -30,6 +30,15 @@ static dg_node *backward_with_attrs(dg_graph *g, dg_op op, const dg_node *y, con
     return d;
 }
 
+/* a convolution's backward op (dy, w) -> dx or (dy, x) -> dw: in the
+ * dtype of its inputs, held to one as conv2d's are (graph_conv.c) */
+static dg_node *conv_backward(dg_graph *g, dg_op op, const dg_node *y, const dg_node *like, dg_node **in) {
+    if (!in[0] || !dg__check_float_inputs(g, dg_op_name(op), 2, in)) return NULL;
+    dg_node *d = backward_with_attrs(g, op, y, like, 2, in);
+    if (d) d->dtype = in[0]->dtype;
+    return d;
+}
+
 static dg_node *bw2(dg_graph *g, dg_op op, dg_node *dy, dg_node *x) {
     dg_node *in[2] = {dy, x};
     return backward_op(g, op, x, 2, in);
@@ -164,9 +173,14 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
         }
         break;
     case DG_OP_CONV2D: { /* dx = conv^T(dy, w), dw = correlation of dy with x */
+        /* a bf16 or f16 convolution's backward ops run in its dtype: dy
+         * rounded to it, their 16-bit results cast back, so the gradients
+         * stay float32 (no nodes for f32: dg_cast of a node to its own
+         * dtype is the node) */
+        dy = dg_cast(g, dy, a->dtype);
         dg_node *to_x[2] = {dy, b}, *to_w[2] = {dy, a};
-        if (na) accumulate(g, grad, a, backward_with_attrs(g, DG_OP_CONV2D_BACKWARD_DATA, y, a, 2, to_x));
-        if (nb) accumulate(g, grad, b, backward_with_attrs(g, DG_OP_CONV2D_BACKWARD_WEIGHT, y, b, 2, to_w));
+        if (na) accumulate(g, grad, a, dg_cast(g, conv_backward(g, DG_OP_CONV2D_BACKWARD_DATA, y, a, to_x), DG_F32));
+        if (nb) accumulate(g, grad, b, dg_cast(g, conv_backward(g, DG_OP_CONV2D_BACKWARD_WEIGHT, y, b, to_w), DG_F32));
         break;
     }
     case DG_OP_MAX_POOL2D:

@@ -231,7 +231,11 @@ typedef struct dg_pool2d_opts { int kernel[2], stride[2], pad[2]; } dg_pool2d_op
 
 /* x [N,C,H,W], w [O,C/groups,KH,KW], bias [O] or NULL -> [N,O,OH,OW] with
  * OH = (H + 2 pad - dilation (KH - 1) - 1) / stride + 1 (likewise OW).
- * groups = C = O is a depthwise convolution. */
+ * groups = C = O is a depthwise convolution. x and w both f32, both bf16
+ * or both f16 (DG_ERR_INVALID for a mix): the output has their dtype, the
+ * sums run in float32; bias, if any, is f32 (a 16-bit output plus it is
+ * f32). dg_grad's backward ops take the same dtype and return float32
+ * gradients (autodiff.c). */
 dg_node *dg_conv2d(dg_graph *g, dg_node *x, dg_node *w, dg_node *bias, dg_conv2d_opts o);
 /* The options a convolution node was built with: a conv2d's, or the forward
  * convolution's of its backward-data and backward-weight nodes; zeros for

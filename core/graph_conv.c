@@ -69,9 +69,12 @@ dg_conv2d_opts dg_node_conv2d_opts(const dg_node *n) {
     return o;
 }
 
+/* x and w both f32, both bf16 or both f16 (io in 16 bits, sums in float32,
+ * as cuDNN's and oneDNN's 16-bit convolutions): y has their dtype. The
+ * bias stays float32, so a 16-bit y plus a bias is a float32 sum. */
 dg_node *dg_conv2d(dg_graph *g, dg_node *x, dg_node *w, dg_node *bias, dg_conv2d_opts o) {
     dg_node *in[2] = {x, w};
-    if (!dg__check_f32_inputs(g, "conv2d", 2, in)) return NULL;
+    if (!dg__check_float_inputs(g, "conv2d", 2, in)) return NULL;
     if (bias && !dg__check_f32_inputs(g, "conv2d", 1, &bias)) return NULL;
     char sx[96], sw[96], sb[96];
     dg_shape_str(x->shape, sx, sizeof sx);
@@ -101,6 +104,7 @@ dg_node *dg_conv2d(dg_graph *g, dg_node *x, dg_node *w, dg_node *bias, dg_conv2d
                               dg_shape_str(bias->shape, sb, sizeof sb), (long long)oc, sw);
     dg_node *y = dg__node_new(g, DG_OP_CONV2D, DG_SHAPE(x->shape.d[0], oc, oh, ow), 2, in);
     if (!y) return NULL;
+    y->dtype = x->dtype;
     dg__attr_conv_set(y, a);
     if (!bias) return y;
     return dg_add(g, y, dg_reshape(g, bias, DG_SHAPE(oc, 1, 1)));

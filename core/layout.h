@@ -192,6 +192,31 @@ static inline int64_t dg_conv_scratch_floats(const dg_conv_dims *d, bool weight)
     return d->direct ? 0 : d->chunk * d->cols * (d->rows + (weight ? d->o : 0));
 }
 
+/* A bf16 or f16 convolution on kernels that compute in float32 (the own
+ * CPU strategies, the GPU's im2col and implicit kernels): its two inputs
+ * widened and its float32 result, ahead of the kernels' own scratch in the
+ * step's scratch, in floats:
+ *   [0, in1)      input 0 (x, or dy) widened
+ *   [in1, out)    input 1 (w, or x for backward_weight) widened
+ *   [out, inner)  the float32 output, rounded into the node's afterwards
+ *   [inner, ...)  the float32 kernels' scratch
+ * each part on a 64-byte boundary. All zero for a float32 node, and for a
+ * node that is no convolution. */
+typedef struct dg_conv_widened { int64_t in1, out, inner; } dg_conv_widened;
+
+static inline int64_t dg__floats_on_64_bytes(int64_t n) { return (n + 15) / 16 * 16; }
+
+static inline dg_conv_widened dg_conv_widened_of(const dg_node *nd) {
+    dg_conv_widened w = {0, 0, 0};
+    bool conv = nd->op == DG_OP_CONV2D || nd->op == DG_OP_CONV2D_BACKWARD_DATA ||
+                nd->op == DG_OP_CONV2D_BACKWARD_WEIGHT;
+    if (!conv || nd->dtype == DG_F32) return w;
+    w.in1 = dg__floats_on_64_bytes(dg_shape_numel(nd->in[0]->shape));
+    w.out = w.in1 + dg__floats_on_64_bytes(dg_shape_numel(nd->in[1]->shape));
+    w.inner = w.out + dg__floats_on_64_bytes(dg_shape_numel(nd->shape));
+    return w;
+}
+
 #ifdef __cplusplus
 }
 #endif

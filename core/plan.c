@@ -3,6 +3,7 @@
 
 #include "backend_impl.h"
 #include "graph_internal.h"
+#include "layout.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -287,7 +288,10 @@ static dg_status plan_layout(dg_plan *p, dg_node *const *outputs, int n_out, boo
             const dg_node *sd = x->side[j];
             p->bufs[p->n_bufs++] = (dg_plan_buffer){sd->id, 0, dg_node_bytes(sd), id, last[sd->id], false};
         }
-        size_t scratch = be ? dg_backend_step_scratch_bytes(be, x, flags) : dg_node_scratch_bytes(x);
+        /* no backend: the portable kernels' scratch, a 16-bit convolution's
+         * float32 copies (layout.h) ahead of its im2col columns */
+        size_t scratch = be ? dg_backend_step_scratch_bytes(be, x, flags)
+                            : (size_t)dg_conv_widened_of(x).inner * sizeof(float) + dg_node_scratch_bytes(x);
         if (scratch) p->bufs[p->n_bufs++] = (dg_plan_buffer){id, 0, scratch, id, id, true};
     }
     size_t arena = place_buffers(p->bufs, p->n_bufs, !o.no_reuse);

@@ -103,7 +103,9 @@ dg_plan_stats         dg_plan_stats_get(const dg_plan *p);
  * layout's bookkeeping only). be: the backend the plan is meant for (its
  * scratch per step, the ops it supports, the choices it offers), or NULL
  * for none in particular: every op supported and the portable algorithms'
- * scratch (dg_node_scratch_bytes; a GPU's implicit convolutions need less).
+ * scratch (dg_node_scratch_bytes, and a bf16 or f16 convolution's float32
+ * copies of its inputs and output; a GPU's implicit convolutions need
+ * less).
  * Refuses what dg_plan_new refuses, with the same status; *out zeroed
  * then. */
 dg_status             dg_plan_estimate(dg_graph *g, const dg_backend *be, dg_node *const *outputs, int n_out,

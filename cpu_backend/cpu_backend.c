@@ -383,9 +383,12 @@ static size_t lowp_floats(const dg_node *n, int threads) {
     }
 }
 
+/* a 16-bit convolution's float32 copies go ahead of the strategies' own
+ * scratch (dg_conv_widened_of) */
 static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
     size_t wide = widened_operand_floats(n) + lowp_floats(n, ctx_of(be)->threads);
-    return wide ? wide * sizeof(float) : dg_node_scratch_bytes(n);
+    if (wide) return wide * sizeof(float);
+    return (size_t)dg_conv_widened_of(n).inner * sizeof(float) + dg_node_scratch_bytes(n);
 }
 
 /* As cpu_scratch_bytes, but none for a bf16 product of float32 output that
@@ -486,6 +489,31 @@ static dg_status cpu_conv(const cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_conv conv, 
     return dg__fail(DG_ERR_UNSUPPORTED, "cpu: %s is not a convolution", dg_op_name(s->node->op));
 }
 
+/* A bf16 or f16 convolution on the float32 strategies: both inputs
+ * widened into the step's scratch, cpu_conv into the float32 output there
+ * (the strategies' scratch after it), then rounded into the node's output
+ * (layout: dg_conv_widened_of). The sums are float32, as in a 16-bit
+ * convolution of oneDNN's; only the io is 16 bits wide. */
+static dg_status cpu_conv_widened(const cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_conv conv, const dg_step *s) {
+    const dg_node *n = s->node;
+    if (!s->scratch)
+        return dg__fail(DG_ERR_INVALID, "cpu: %s '%s' (%s) needs scratch for its float32 copies (a step from "
+                        "dg_step_of: run it through a plan's steps)", dg_op_name(n->op), n->name,
+                        dg_dtype_name(n->dtype));
+    dg_conv_widened w = dg_conv_widened_of(n);
+    float *f = s->scratch;
+    dg__cpu_widen(n->in[0]->dtype, s->in[0], f, dg_node_numel(n->in[0]));
+    dg__cpu_widen(n->in[1]->dtype, s->in[1], f + w.in1, dg_node_numel(n->in[1]));
+    dg_step wide = *s;
+    wide.in[0] = f;
+    wide.in[1] = f + w.in1;
+    wide.out = f + w.out;
+    wide.scratch = dg_node_scratch_bytes(n) ? f + w.inner : NULL;
+    dg_status st = cpu_conv(c, gemm, conv, &wide);
+    if (st == DG_OK) dg__cpu_narrow(n->dtype, f + w.out, s->out, dg_node_numel(n));
+    return st;
+}
+
 /* What n's step runs as under flags (dg_backend_step_impl): the matmul's
  * sgemm, the convolution's strategy on the backend's threads with the
  * step's sgemm, the backend's name for every other op. */
@@ -533,7 +561,10 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
         name = dg__cpu_conv_run_name(dg__cpu_conv_strategy(&d, n->op, (dg_cpu_conv)conv,
                                                            sgemm_serial_in_parallel((dg_cpu_gemm)gemm), c->threads,
                                                            NULL));
-        break;
+        if (n->dtype == DG_F32) break;
+        /* say that a float32 strategy ran it (cpu_conv_widened) */
+        snprintf(buf, size, "%s-%s-widened", name, dg_dtype_name(n->dtype));
+        return DG_OK;
     }
     /* one implementation each: the backend's name */
     case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_POOL:
@@ -590,7 +621,8 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_SOFTMAX_CE_BACKWARD: return dg__cpu_softmax_ce_backward(s);
     case DG_OPS_OPTIM:       dg__cpu_update(s); break;
     case DG_OPS_CONV:
-        return cpu_conv(c, (dg_cpu_gemm)gemm, (dg_cpu_conv)conv, s);
+        return s->node->dtype == DG_F32 ? cpu_conv(c, (dg_cpu_gemm)gemm, (dg_cpu_conv)conv, s)
+                                        : cpu_conv_widened(c, (dg_cpu_gemm)gemm, (dg_cpu_conv)conv, s);
     case DG_OPS_POOL:                  dg__cpu_pool(s); break;
     case DG_OP_BATCH_NORM:             dg__cpu_batch_norm(s); break;
     case DG_OP_BATCH_NORM_BACKWARD:    dg__cpu_batch_norm_backward(s); break;

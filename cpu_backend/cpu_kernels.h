@@ -26,10 +26,12 @@ void dg__cpu_binary(const dg_step *s);         /* add sub mul div, broadcasting 
 void dg__cpu_unary_backward(const dg_step *s); /* (dy, x|y) -> dx               */
 void dg__cpu_broadcast_to(const dg_step *s);
 void dg__cpu_permute(const dg_step *s);
-/* f32 <-> bf16 or f16 (cpu_cast.c); and n bf16 or f16 values (dtype t)
- * widened to float32 into y, exactly */
+/* f32 <-> bf16 or f16 (cpu_cast.c); n bf16 or f16 values (dtype t)
+ * widened to float32 into y, exactly; n floats rounded to t (bf16 or f16,
+ * to nearest even) into y */
 dg_status dg__cpu_cast(const dg_step *s);
 void      dg__cpu_widen(dg_dtype t, const void *x, float *y, int64_t n);
+void      dg__cpu_narrow(dg_dtype t, const float *x, void *y, int64_t n);
 void dg__cpu_reduce(const dg_step *s);         /* sum, mean                     */
 void dg__cpu_softmax(const dg_step *s);        /* softmax, log_softmax          */
 void dg__cpu_softmax_backward(const dg_step *s);

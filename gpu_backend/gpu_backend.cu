@@ -207,11 +207,14 @@ static bool is_conv(const dg_node *n) {
 }
 
 /* a convolution's scratch depends on its kernels, a matmul's on its GEMM:
- * the step's (its plan's choice, or the backend's setting for DEFAULT) */
+ * the step's (its plan's choice, or the backend's setting for DEFAULT); a
+ * 16-bit convolution's float32 copies go ahead of its kernels' scratch
+ * (dg_conv_widened_of) */
 static size_t gpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
     const gpu_ctx *c = gpu_of(be);
     int gemm = dg__gpu_step_gemm(c, flags), conv = dg__gpu_step_conv(c, flags);
-    if (is_conv(n) && conv >= 0) return dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)conv);
+    if (is_conv(n) && conv >= 0)
+        return (size_t)dg_conv_widened_of(n).inner * sizeof(float) + dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)conv);
     if (n->op == DG_OP_MATMUL && gemm >= 0) return sizeof(float) * dg__gpu_matmul_scratch_floats(c, n, (dg_gpu_gemm)gemm);
     return dg_node_scratch_bytes(n);
 }
@@ -234,7 +237,10 @@ static dg_status gpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
                                           : "gpu-naive";
     else if (is_conv(n))
         name = conv == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(n) ? "gpu-implicit" : "gpu-im2col";
-    snprintf(buf, size, "%s", name);
+    if (is_conv(n) && n->dtype != DG_F32) /* the float32 kernels on widened copies (dg__gpu_conv) */
+        snprintf(buf, size, "%s-%s-widened", name, dg_dtype_name(n->dtype));
+    else
+        snprintf(buf, size, "%s", name);
     return DG_OK;
 }
 
@@ -261,9 +267,7 @@ static dg_status dispatch(gpu_ctx *c, const dg_step *s) {
     case DG_OP_SOFTMAX_CE:          return dg__gpu_softmax_ce(c, s);
     case DG_OP_SOFTMAX_CE_BACKWARD: return dg__gpu_softmax_ce_backward(c, s);
     case DG_OPS_OPTIM:       return dg__gpu_update(c, s);
-    case DG_OP_CONV2D:                    return dg__gpu_conv2d(c, s);
-    case DG_OP_CONV2D_BACKWARD_DATA:      return dg__gpu_conv2d_backward_data(c, s);
-    case DG_OP_CONV2D_BACKWARD_WEIGHT:    return dg__gpu_conv2d_backward_weight(c, s);
+    case DG_OPS_CONV:                     return dg__gpu_conv(c, s);
     case DG_OP_BATCH_NORM:                return dg__gpu_batch_norm(c, s);
     case DG_OP_BATCH_NORM_BACKWARD:       return dg__gpu_batch_norm_backward(c, s);
     case DG_OP_BATCH_NORM_BACKWARD_SCALE: return dg__gpu_batch_norm_backward_scale(c, s);

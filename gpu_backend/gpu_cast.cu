@@ -1,5 +1,6 @@
-/* gpu_cast.cu: DG_OP_CAST on the GPU (cpu_cast.c's counterpart): float32
- * to bf16 or f16 rounded to nearest even, or back exactly, with the
+/* gpu_cast.cu: DG_OP_CAST on the GPU (cpu_cast.c's counterpart), and the
+ * same conversions for a 16-bit convolution's float32 copies (gpu_conv.cu):
+ * float32 to bf16 or f16 rounded to nearest even, or back exactly, with the
  * toolkit's conversions (core/dtype_convert.h's bits for every number and
  * infinity; a NaN stays a NaN, its payload may differ). */
 #include <cuda_bf16.h>
@@ -26,22 +27,36 @@ template <typename T> __global__ void k_widen(const T *__restrict__ x, float *__
         y[i] = widen(x[i]);
 }
 
+dg_status dg__gpu_widen(gpu_ctx *c, dg_dtype t, const void *x, float *y, long long n) {
+    unsigned grid = grid_for(n, BLOCK);
+    if (t == DG_BF16)
+        k_widen<__nv_bfloat16><<<grid, BLOCK, 0, c->stream>>>((const __nv_bfloat16 *)x, y, n);
+    else if (t == DG_F16)
+        k_widen<__half><<<grid, BLOCK, 0, c->stream>>>((const __half *)x, y, n);
+    else
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: no widening of %s to f32", dg_dtype_name(t));
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
+
+dg_status dg__gpu_narrow(gpu_ctx *c, dg_dtype t, const float *x, void *y, long long n) {
+    unsigned grid = grid_for(n, BLOCK);
+    if (t == DG_BF16)
+        k_narrow<__nv_bfloat16><<<grid, BLOCK, 0, c->stream>>>(x, (__nv_bfloat16 *)y, n);
+    else if (t == DG_F16)
+        k_narrow<__half><<<grid, BLOCK, 0, c->stream>>>(x, (__half *)y, n);
+    else
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: no rounding of f32 to %s", dg_dtype_name(t));
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
+}
+
 dg_status dg__gpu_cast(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node;
     dg_dtype from = nd->in[0]->dtype, to = nd->dtype;
     long long n = dg_node_numel(nd);
-    unsigned grid = grid_for(n, BLOCK);
-    if (from == DG_F32 && to == DG_BF16)
-        k_narrow<__nv_bfloat16><<<grid, BLOCK, 0, c->stream>>>((const float *)s->in[0], (__nv_bfloat16 *)s->out, n);
-    else if (from == DG_F32 && to == DG_F16)
-        k_narrow<__half><<<grid, BLOCK, 0, c->stream>>>((const float *)s->in[0], (__half *)s->out, n);
-    else if (from == DG_BF16 && to == DG_F32)
-        k_widen<__nv_bfloat16><<<grid, BLOCK, 0, c->stream>>>((const __nv_bfloat16 *)s->in[0], (float *)s->out, n);
-    else if (from == DG_F16 && to == DG_F32)
-        k_widen<__half><<<grid, BLOCK, 0, c->stream>>>((const __half *)s->in[0], (float *)s->out, n);
-    else
-        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: cast %s from %s to %s", nd->name, dg_dtype_name(from),
-                        dg_dtype_name(to));
-    DG_CUDA_CHECK_LAUNCH();
-    return DG_OK;
+    if (from == DG_F32 && (to == DG_BF16 || to == DG_F16)) return dg__gpu_narrow(c, to, (const float *)s->in[0], s->out, n);
+    if ((from == DG_BF16 || from == DG_F16) && to == DG_F32) return dg__gpu_widen(c, from, s->in[0], (float *)s->out, n);
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: cast %s from %s to %s", nd->name, dg_dtype_name(from),
+                    dg_dtype_name(to));
 }

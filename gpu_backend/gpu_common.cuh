@@ -223,6 +223,10 @@ dg_status dg__gpu_unary_backward(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_broadcast_to(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_cast(gpu_ctx *c, const dg_step *s); /* f32 <-> bf16 or f16 (gpu_cast.cu) */
+/* n values of dtype t (bf16 or f16) widened to float32 into y, exactly; n
+ * floats rounded to t into y (gpu_cast.cu), on c's stream */
+dg_status dg__gpu_widen(gpu_ctx *c, dg_dtype t, const void *x, float *y, long long n);
+dg_status dg__gpu_narrow(gpu_ctx *c, dg_dtype t, const float *x, void *y, long long n);
 dg_status dg__gpu_gather_rows(gpu_ctx *c, void *dst, const void *src, const int32_t *idx, int n,
                               size_t row_bytes);
 /* gpu_reduce.cu */
@@ -292,9 +296,10 @@ size_t    dg__gpu_wgmma_transpose_floats(bool ta, bool tb, int m, int n, int k, 
 bool      dg__gpu_conv_fits(const dg_node *n);
 /* the scratch a conv node's step needs with kernels `impl` (the step's) */
 size_t    dg__gpu_conv_scratch_bytes(const gpu_ctx *c, const dg_node *n, dg_gpu_conv impl);
-dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s);
-dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s);
-dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s);
+/* the three convolution ops on the step's kernels: float32 nodes on
+ * them directly, bf16 and f16 nodes widened to float32 in the step's
+ * scratch first and rounded back (dg_conv_widened_of) */
+dg_status dg__gpu_conv(gpu_ctx *c, const dg_step *s);
 /* gpu_conv_implicit.cu: the implicit-GEMM kernels (DG_GPU_CONV_IMPLICIT);
  * implicit_fits: the node's tensors and geometry fit their 32-bit indices
  * (a node that does not runs as im2col) */

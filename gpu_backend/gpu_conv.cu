@@ -9,7 +9,9 @@
  * convolution (1x1, stride 1, no padding) takes x or dx as its own columns.
  * Row-major GEMMs through column-major cuBLAS swap their operands, as in
  * gpu_gemm.cu. col2im gathers (each dx element sums its taps): no atomics,
- * so results are deterministic. */
+ * so results are deterministic. dg__gpu_conv is the family's entry: these
+ * kernels or the implicit ones (gpu_conv_implicit.cu), and for a bf16 or
+ * f16 node the same on float32 copies of its inputs, rounded back. */
 #include <limits.h>
 
 #include "gpu_common.cuh"
@@ -131,7 +133,7 @@ static bool implicit(const gpu_ctx *c, const dg_step *s) {
 }
 
 /* (x [n,c,h,w], w [o,cg,kh,kw]) -> y [n,o,oh,ow] */
-dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s) {
+static dg_status float32_conv2d(gpu_ctx *c, const dg_step *s) {
     if (implicit(c, s)) return dg__gpu_conv2d_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
@@ -166,7 +168,7 @@ dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s) {
 }
 
 /* (dy [n,o,oh,ow], w [o,cg,kh,kw]) -> dx [n,c,h,w] */
-dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
+static dg_status float32_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
     if (implicit(c, s)) return dg__gpu_conv2d_backward_data_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
@@ -204,7 +206,7 @@ dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
 }
 
 /* (dy [n,o,oh,ow], x [n,c,h,w]) -> dw [o,cg,kh,kw] */
-dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s) {
+static dg_status float32_conv2d_backward_weight(gpu_ctx *c, const dg_step *s) {
     if (implicit(c, s)) return dg__gpu_conv2d_backward_weight_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
@@ -227,4 +229,43 @@ dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s) {
         if (st != DG_OK) return st;
     }
     return DG_OK;
+}
+
+static dg_status float32_conv(gpu_ctx *c, const dg_step *s) {
+    switch (s->node->op) {
+    case DG_OP_CONV2D:                 return float32_conv2d(c, s);
+    case DG_OP_CONV2D_BACKWARD_DATA:   return float32_conv2d_backward_data(c, s);
+    case DG_OP_CONV2D_BACKWARD_WEIGHT: return float32_conv2d_backward_weight(c, s);
+    case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_POOL:
+    case DG_OPS_UNGROUPED: case DG_OP_COUNT:
+        break;
+    }
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s is not a convolution", dg_op_name(s->node->op));
+}
+
+/* A bf16 or f16 convolution on the float32 kernels: both inputs widened
+ * into the step's scratch, the kernels into the float32 output there
+ * (their own scratch after it), then rounded into the node's output
+ * (layout: dg_conv_widened_of). The sums are float32, as in cuDNN's 16-bit
+ * convolutions; only the io is 16 bits wide, and no tensor core runs it. */
+dg_status dg__gpu_conv(gpu_ctx *c, const dg_step *s) {
+    const dg_node *n = s->node;
+    if (n->dtype == DG_F32) return float32_conv(c, s);
+    if (!s->scratch)
+        return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (%s of %s): the step gives no scratch for its float32 "
+                        "copies (a step from dg_step_of: run it through a plan's steps)", n->name,
+                        dg_op_name(n->op), dg_dtype_name(n->dtype));
+    dg_conv_widened w = dg_conv_widened_of(n);
+    float *f = (float *)s->scratch;
+    dg_status st = dg__gpu_widen(c, n->in[0]->dtype, s->in[0], f, dg_node_numel(n->in[0]));
+    if (st == DG_OK) st = dg__gpu_widen(c, n->in[1]->dtype, s->in[1], f + w.in1, dg_node_numel(n->in[1]));
+    if (st != DG_OK) return st;
+    dg_step wide = *s;
+    wide.in[0] = f;
+    wide.in[1] = f + w.in1;
+    wide.out = f + w.out;
+    wide.scratch = dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)dg__gpu_step_conv(c, s->flags)) ? f + w.inner
+                                                                                                    : NULL;
+    st = float32_conv(c, &wide);
+    return st != DG_OK ? st : dg__gpu_narrow(c, n->dtype, f + w.out, s->out, dg_node_numel(n));
 }

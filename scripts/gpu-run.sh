@@ -53,7 +53,8 @@ if [ "${DG_TESTS:-1}" = 1 ]; then
     # DG_SUITES: the suites after test_gpu (default: all of them)
     for t in ${DG_SUITES:-test_gpu_tf32 test_gpu_transfer test_conv_implicit test_gpu_device test_bench_faults test_optim test_range test_timing \
              test_ref_grad test_misuse test_ops test_conv test_models test_models_memory test_plan test_seams \
-             test_train test_mixed test_gemm test_shapes test_profile test_attention test_sweep_attention}; do
+             test_train test_mixed test_mixed_conv test_dtype test_dtype_conv test_gemm test_shapes test_profile \
+             test_attention test_sweep_attention}; do
         $bin/$t --jobs 4 > "$out/$t.log" 2>&1
         say "$t: exit $? :: $(results "$out/$t.log")"
     done

@@ -102,9 +102,9 @@ Test(conv_builders, conv2d_refusals) {
             "must be [6]", "weight [6,4,3,3]");
     REFUSES(DG_ERR_SHAPE, dg_conv2d(g, X(1, 4, 5, 5), W(6, 4, 3, 3), V("bias", 6, 1), CONV(0)), "conv2d",
             "bias [6,1]", "must be [6]");
-    /* inputs: float32, present */
+    /* inputs: float (f32, bf16 or f16; the 16-bit rule: test_dtype_conv.c), present */
     REFUSES(DG_ERR_INVALID, dg_conv2d(g, dg_input_i32(g, "labels", S(1, 4, 5, 5)), W(6, 4, 3, 3), NULL, CONV(0)),
-            "conv2d", "'labels' is i32; conv2d takes float32");
+            "conv2d", "'labels' is i32; conv2d takes f32, bf16 or f16");
     REFUSES(DG_ERR_INVALID, dg_conv2d(g, X(1, 4, 5, 5), NULL, NULL, CONV(0)), "conv2d", "input 1 is NULL");
 }
 

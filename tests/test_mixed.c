@@ -13,6 +13,7 @@
 #include "core/check/ref.h"
 #include "core/nn/cnn.h"
 #include "core/nn/lm_trainer.h"
+#include "core/nn/resnet.h"
 #include "core/nn/trainer.h"
 #include "core/nn/transformer.h"
 #include "gpu_util.h"
@@ -209,7 +210,7 @@ ParameterizedTest(bool *gpu, mixed, charlm_curve) {
 
 /* ---- (b) the casts are where the policy says, in every model ---- */
 
-typedef struct cast_census { int matmuls, casts, low_other, f32_grads; } cast_census;
+typedef struct cast_census { int matmuls, convs, casts, low_other, f32_grads; } cast_census;
 
 /* n, seen through reshape views (dg_matmul folds a [B,T,C] operand into
  * [B*T,C] with one), is a cast to low of a float32 node */
@@ -219,8 +220,10 @@ static bool low_cast(const dg_node *n, dg_dtype low) {
 }
 
 /* The forward of a step (nodes from x up to the backward): every matmul
- * takes two casts to the low dtype made from float32 nodes (fp32, tf32:
- * float32 operands); no node but those casts (and views of them) is low
+ * and every convolution takes two casts to the low dtype made from float32
+ * nodes (fp32, tf32: float32 operands); a matmul returns float32, a
+ * convolution the low dtype, read by a cast back to float32 alone; no node
+ * but those casts (and views of them) and the convolutions is low
  * precision; every gradient is float32. */
 static cast_census census(const mixed_step *s, dg_dtype low) {
     cast_census c = {0};
@@ -235,6 +238,22 @@ static cast_census census(const mixed_step *s, dg_dtype low) {
                           dg_dtype_name(n->in[i]->dtype), dg_dtype_name(low));
             cr_expect_eq(n->dtype, DG_F32, "%s: matmul '%s' returns %s", s->m.name, n->name,
                          dg_dtype_name(n->dtype));
+        } else if (n->op == DG_OP_CONV2D) {
+            c.convs++;
+            for (int i = 0; i < 2; i++)
+                cr_expect(low == DG_F32 ? n->in[i]->dtype == DG_F32 : low_cast(n->in[i], low),
+                          "%s: conv2d '%s' operand %d is '%s' (%s, %s), not a cast to %s of a float32 node",
+                          s->m.name, n->name, i, n->in[i]->name, dg_op_name(n->in[i]->op),
+                          dg_dtype_name(n->in[i]->dtype), dg_dtype_name(low));
+            cr_expect_eq(n->dtype, low, "%s: conv2d '%s' returns %s", s->m.name, n->name, dg_dtype_name(n->dtype));
+            for (int j = n->id + 1; j < s->ts.first_backward_id; j++) {
+                const dg_node *r = dg_graph_node(s->g, j);
+                for (int i = 0; i < r->n_in; i++)
+                    if (r->in[i] == n)
+                        cr_expect(low == DG_F32 || (r->op == DG_OP_CAST && r->dtype == DG_F32),
+                                  "%s: conv2d '%s' is read by '%s' (%s)", s->m.name, n->name, r->name,
+                                  dg_op_name(r->op));
+            }
         } else if (n->op == DG_OP_CAST) {
             c.casts++;
         } else if (n->dtype != DG_F32 && n->dtype != DG_I32 && !low_cast(n, low)) {
@@ -250,21 +269,25 @@ typedef struct model_case {
     dg_model_new_fn make;
     const void     *cfg;
     int             matmuls;  /* in the forward */
+    int             convs;
 } model_case;
 
 Test(mixed, casts_where_the_policy_says) {
     static const dg_mlp_cfg mlp = {.n_widths = 3, .widths = {8, 16, 4}};
     static const dg_cnn_cfg cnn = {8, 8, 4, 4, 8, 3};
+    /* the stem, 16 in the blocks, 3 downsampling shortcuts; the head */
+    static const dg_resnet_cfg resnet = {DG_RESNET_CIFAR, 3, 8, 8, 5};
     /* per block 6 linear layers (q, k, v, out, two of the MLP) and, composed,
      * the attention's two products; then the output layer */
     static const dg_charlm_cfg lm = {.vocab = 11, .context = 8, .width = 16, .heads = 2, .layers = 2,
                                      .composed = true};
     static const dg_charlm_cfg lm_fused = {.vocab = 11, .context = 8, .width = 16, .heads = 2, .layers = 2};
     const model_case cases[] = {
-        {"mlp", dg_mlp_new, &mlp, 2},
-        {"cnn", dg_cnn_new, &cnn, 2},
-        {"charlm composed", dg_charlm_new, &lm, 2 * 8 + 1},
-        {"charlm fused", dg_charlm_new, &lm_fused, 2 * 6 + 1},
+        {"mlp", dg_mlp_new, &mlp, 2, 0},
+        {"cnn", dg_cnn_new, &cnn, 2, 2},
+        {"resnet18 cifar", dg_resnet18_new, &resnet, 1, 20},
+        {"charlm composed", dg_charlm_new, &lm, 2 * 8 + 1, 0},
+        {"charlm fused", dg_charlm_new, &lm_fused, 2 * 6 + 1, 0},
     };
     dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -274,9 +297,12 @@ Test(mixed, casts_where_the_policy_says) {
             mixed_step_new(&s, mc->make, mc->cfg, 4, &o, &(dg_train_step_opts){.precision = (dg_precision)p}, 1);
             dg_dtype low = dg_precision_dtype((dg_precision)p);
             cast_census c = census(&s, low);
-            int want_casts = low == DG_F32 ? 0 : 2 * mc->matmuls;
+            /* a matmul's two operands; a convolution's and its result */
+            int want_casts = low == DG_F32 ? 0 : 2 * mc->matmuls + 3 * mc->convs;
             cr_expect_eq(c.matmuls, mc->matmuls, "%s %s: %d matmuls in the forward, want %d", mc->name,
                          dg_precision_name((dg_precision)p), c.matmuls, mc->matmuls);
+            cr_expect_eq(c.convs, mc->convs, "%s %s: %d convolutions in the forward, want %d", mc->name,
+                         dg_precision_name((dg_precision)p), c.convs, mc->convs);
             cr_expect_eq(c.casts, want_casts, "%s %s: %d casts in the forward, want %d", mc->name,
                          dg_precision_name((dg_precision)p), c.casts, want_casts);
             cr_expect_eq(c.low_other, 0, "%s %s: %d low-precision nodes that are no casts", mc->name,

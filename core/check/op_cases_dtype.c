@@ -1,7 +1,7 @@
 /* op_cases_dtype.c: the precision table (op_cases.h): casts, the
  * products of bf16 and f16 operands (float32 or bf16/f16 output), and the
- * storage ops (elementwise, sums, softmax, layer norm) on bf16 and f16,
- * checked on every backend against the float64 reference of the same
+ * storage ops (elementwise, sums, softmax, layer norm) and convolutions
+ * (forward and both backward ops, through dg_grad) on bf16 and f16, checked on every backend against the float64 reference of the same
  * graph. The reference evaluates every node
  * the backend runs, the gradient's too, and rounds where the graph casts
  * (ref.c: to float32, then the dtype's round-to-nearest-even): the forward
@@ -232,5 +232,29 @@ const op_case dg_dtype_cases[] = {
      .build = build_matmul_out, .floor = FLOOR, .tol = FWD_BF16, .grad_tol = TOL},
     {"matmul_out_f16_chunks_ta", DG_OP_MATMUL, 2, {S(3, 9), S(3, 8193)}, .ta = true, .dtype = DG_F16,
      .build = build_matmul_out, .floor = FLOOR, .tol = FWD_F16, .grad_tol = TOL},
+    /* convolutions of bf16 or f16 x and w (io in 16 bits, float32 sums):
+     * the output rounded once (u) on the float32 sums (op_cases.c's TOL,
+     * as its float32 conv rows of these sizes: sums of at most 192 terms,
+     * dw's). The reference is not rounded: against it a truncating store
+     * is off by up to 2u and fails. Backward, dy is the
+     * loss weights rounded to the dtype (values both sides hold), and each
+     * backward op's result is rounded once before its cast to float32:
+     * TOL + u against the largest gradient. Rows: the plain one, padding
+     * and stride (im2col columns), groups, a 1x1 (x read as its own
+     * columns, CPU and GPU im2col) and dilation. */
+    {"conv2d_bf16", DG_OP_CONV2D, 2, {S(2, 3, 7, 7), S(4, 3, 3, 3)},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"conv2d_f16", DG_OP_CONV2D, 2, {S(2, 3, 7, 7), S(4, 3, 3, 3)},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"conv2d_bf16_stride2_pad", DG_OP_CONV2D, 2, {S(2, 3, 9, 10), S(5, 3, 3, 3)},
+     .conv = {.stride = {2, 2}, .pad = {1, 1}}, .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"conv2d_f16_groups2", DG_OP_CONV2D, 2, {S(2, 4, 6, 6), S(6, 2, 3, 3)},
+     .conv = {.pad = {1, 1}, .groups = 2}, .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"conv2d_bf16_1x1", DG_OP_CONV2D, 2, {S(2, 5, 4, 3), S(3, 5, 1, 1)},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
+    {"conv2d_f16_dilation2", DG_OP_CONV2D, 2, {S(1, 2, 9, 9), S(3, 2, 3, 3)},
+     .conv = {.pad = {2, 2}, .dilation = {2, 2}}, .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL + U_F16},
+    {"conv2d_bf16_c8_8x8", DG_OP_CONV2D, 2, {S(3, 8, 8, 8), S(8, 8, 3, 3)},
+     .conv = {.pad = {1, 1}}, .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL + U_BF16},
 };
 const int dg_n_dtype_cases = (int)(sizeof dg_dtype_cases / sizeof dg_dtype_cases[0]);

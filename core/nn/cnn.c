@@ -15,7 +15,7 @@ static dg_bn_layer bn_of(const dg_model *m, int scale, int state) {
 
 /* conv 3x3 (padding 1) -> batch norm -> relu -> 2x2 max pool */
 static dg_node *block(dg_graph *g, dg_node *x, dg_node *w, dg_bn_layer bn, dg_forward_mode *mode) {
-    dg_node *y = dg_conv2d(g, x, w, NULL, (dg_conv2d_opts){.pad = {1, 1}});
+    dg_node *y = dg_model_conv(g, mode, x, w, (dg_conv2d_opts){.pad = {1, 1}});
     y = dg_relu(g, dg_bn_layer_apply(g, &bn, y, mode));
     return dg_max_pool2d(g, y, (dg_pool2d_opts){.kernel = {2, 2}});
 }

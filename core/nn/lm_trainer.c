@@ -26,7 +26,7 @@ static dg_status build(lm_trainer *t, dg_backend *be, const dg_lm_train_opts *o,
     if (st != DG_OK) return st;
     t->xe = dg_input_i32(t->g, "x_eval", DG_SHAPE(o->batch, cfg->context));
     t->ye = dg_input_i32(t->g, "y_eval", DG_SHAPE(o->batch, cfg->context));
-    dg_forward_mode eval_mode = {.matmul = dg_precision_dtype(o->precision)}; /* the step's products */
+    dg_forward_mode eval_mode = {.compute = dg_precision_dtype(o->precision)}; /* the step's products */
     t->loss_e = dg_softmax_cross_entropy(t->g, dg_model_forward(t->g, &t->model, t->xe, &eval_mode), t->ye);
     if (!t->loss_e) return dg_graph_status(t->g);
     const dg_train_step_opts so = {.precision = o->precision};

@@ -9,10 +9,24 @@ dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward
     return m->forward(g, m, x, mode);
 }
 
+/* *t: the forward's compute dtype; false, with g failed naming `op`, for
+ * one that is no float dtype */
+static bool compute_dtype(dg_graph *g, const dg_forward_mode *mode, const char *op, dg_dtype *t) {
+    *t = mode ? mode->compute : DG_F32;
+    if (*t == DG_F32 || *t == DG_BF16 || *t == DG_F16) return true;
+    dg__graph_fail(g, DG_ERR_INVALID, "model: %s dtype %s (f32, bf16 or f16)", op, dg_dtype_name(*t));
+    return false;
+}
+
 dg_node *dg_model_matmul(dg_graph *g, const dg_forward_mode *mode, dg_node *a, dg_node *b, bool trans_a,
                          bool trans_b) {
-    dg_dtype t = mode ? mode->matmul : DG_F32;
-    if (t != DG_F32 && t != DG_BF16 && t != DG_F16)
-        return dg__graph_fail(g, DG_ERR_INVALID, "model: matmul dtype %s (f32, bf16 or f16)", dg_dtype_name(t));
+    dg_dtype t;
+    if (!compute_dtype(g, mode, "matmul", &t)) return NULL;
     return dg_matmul(g, dg_cast(g, a, t), dg_cast(g, b, t), trans_a, trans_b);
+}
+
+dg_node *dg_model_conv(dg_graph *g, const dg_forward_mode *mode, dg_node *x, dg_node *w, dg_conv2d_opts o) {
+    dg_dtype t;
+    if (!compute_dtype(g, mode, "conv2d", &t)) return NULL;
+    return dg_cast(g, dg_conv2d(g, dg_cast(g, x, t), dg_cast(g, w, t), NULL, o), DG_F32);
 }

@@ -26,10 +26,11 @@ typedef struct dg_forward_mode {
     bool     training;
     dg_node *updates[DG_MODEL_MAX_UPDATES];
     int      n_updates;
-    /* The dtype of the matmuls' operands (dg_model_matmul): DG_F32 (the
-     * zero value) keeps float32; DG_BF16 or DG_F16 is a mixed-precision
-     * step's policy (train_step.h). */
-    dg_dtype matmul;
+    /* The dtype of the matmuls' and convolutions' operands
+     * (dg_model_matmul, dg_model_conv): DG_F32 (the zero value) keeps
+     * float32; DG_BF16 or DG_F16 is a mixed-precision step's policy
+     * (train_step.h). */
+    dg_dtype compute;
 } dg_forward_mode;
 
 /* x [batch, in_shape...] -> logits [batch, classes] (a language model's:
@@ -74,13 +75,22 @@ static inline bool dg_model_input_shape(const dg_model *m, int64_t batch, dg_sha
 dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode);
 
 /* A model's product op(a) op(b) in its forward's precision: a and b cast
- * to mode->matmul (none for a NULL mode or DG_F32) before dg_matmul, which
+ * to mode->compute (none for a NULL mode or DG_F32) before dg_matmul, which
  * accumulates in float32 and returns float32; the casts' gradients reach
  * float32 a and b as float32. Every model's matmuls (linear layers, the
  * composed attention's products) go through it, so a step's precision
  * policy reaches every model from this one place. */
 dg_node *dg_model_matmul(dg_graph *g, const dg_forward_mode *mode, dg_node *a, dg_node *b, bool trans_a,
                          bool trans_b);
+
+/* A model's convolution (no bias) in its forward's precision: x and w
+ * cast to mode->compute (none for a NULL mode or DG_F32) before
+ * dg_conv2d, which sums in float32 and returns the operands' dtype; a
+ * 16-bit result is cast back to float32 for the float32 layers after it
+ * (batch norm, pools, the residual sums). The casts' gradients reach
+ * float32 x and w as float32. The CNN's and ResNet-18's convolutions go
+ * through it, as every model's products go through dg_model_matmul. */
+dg_node *dg_model_conv(dg_graph *g, const dg_forward_mode *mode, dg_node *x, dg_node *w, dg_conv2d_opts o);
 
 /* The number of trainable values: the sum of the parameters' sizes. */
 static inline int64_t dg_model_param_count(const dg_model *m) {

@@ -42,7 +42,7 @@ static dg_node *conv_bn(dg_graph *g, cursor *c, dg_node *x, int stride, int pad)
                       c->m->state[c->state + 1]};
     c->param += 3;
     c->state += 2;
-    dg_node *y = dg_conv2d(g, x, w, NULL, (dg_conv2d_opts){.stride = {stride, stride}, .pad = {pad, pad}});
+    dg_node *y = dg_model_conv(g, c->mode, x, w, (dg_conv2d_opts){.stride = {stride, stride}, .pad = {pad, pad}});
     return dg_bn_layer_apply(g, &bn, y, c->mode);
 }
 

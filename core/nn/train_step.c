@@ -70,7 +70,7 @@ dg_status dg_train_step_build_opts(dg_graph *g, const dg_model *m, int batch, co
     const bool scaled = so.precision == DG_PREC_FP16;
     out->x = m->in_dtype == DG_I32 ? dg_input_i32(g, "x", xs) : dg_input(g, "x", xs);
     out->y = dg_input_i32(g, "y", m->targets > 1 ? DG_SHAPE(batch, m->targets) : DG_SHAPE(batch));
-    dg_forward_mode mode = {.training = true, .matmul = dg_precision_dtype(so.precision)};
+    dg_forward_mode mode = {.training = true, .compute = dg_precision_dtype(so.precision)};
     out->logits = out->x ? dg_model_forward(g, m, out->x, &mode) : NULL;
     out->loss = dg_softmax_cross_entropy(g, out->logits, out->y);
     dg_node *target = out->loss; /* what the backward differentiates */

@@ -11,17 +11,21 @@
  *         optimizer state stay float32. Every matmul of the model's forward
  *         (dg_model_matmul: the MLP's layers, the CNN's dense layers,
  *         ResNet's head, the transformer's projections, MLP and output
- *         layers, the composed attention's two products) takes both
- *         operands through a cast
- *         node to bf16 or f16, the weight's cast made from the master each
- *         step; these casts are the only low-precision nodes of the forward.
- *         The products accumulate in and return float32, so biases,
- *         activations, softmax, cross-entropy, batch and layer norm, the
- *         fused attention, embeddings, convolutions, reductions and the loss
- *         stay float32. In the backward each such matmul rounds its incoming
- *         float32 gradient to the same dtype (a cast node, autodiff.c) and
- *         its products return float32; a cast's gradient passes through, so
- *         every parameter's gradient is float32.
+ *         layers, the composed attention's two products) and every
+ *         convolution (dg_model_conv: the CNN's and ResNet-18's) takes both
+ *         operands through a cast node to bf16 or f16, the weight's cast
+ *         made from the master each step. The products accumulate in and
+ *         return float32; a convolution accumulates in float32 and returns
+ *         bf16 or f16, cast back to float32 at once; these casts and the
+ *         convolutions are the only low-precision nodes of the forward, so
+ *         biases, activations, softmax, cross-entropy, batch and layer
+ *         norm, pools, the fused attention, embeddings, reductions and the
+ *         loss stay float32. In the backward each such matmul rounds its
+ *         incoming float32 gradient to the same dtype (a cast node,
+ *         autodiff.c) and its products return float32; a convolution's
+ *         backward ops take dy so rounded and their results are cast to
+ *         float32; a cast's gradient passes through, so every parameter's
+ *         gradient is float32.
  *   fp16 adds dynamic loss scaling, as graph nodes (no host round trip):
  *         loss_scale [1] (state, initially opts.loss_scale) multiplies the
  *         loss before the backward; each gradient is divided by it; a chain

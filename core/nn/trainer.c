@@ -43,7 +43,7 @@ static dg_status build(trainer *t, const dg_train_opts *o, int eval_batch) {
         return dg__fail(DG_ERR_SHAPE, "train: examples of %d dims do not fit", t->model.in_shape.ndim);
     t->xt = dg_input(g, "x_eval", xs);
     /* evaluation in the step's precision: its matmuls' operands cast too */
-    dg_forward_mode eval_mode = {.matmul = dg_precision_dtype(o->precision)};
+    dg_forward_mode eval_mode = {.compute = dg_precision_dtype(o->precision)};
     t->logits_t = dg_model_forward(g, &t->model, t->xt, &eval_mode);
     if (!t->logits_t) return dg_graph_status(g);
     const dg_train_step_opts so = {.precision = o->precision, .all_reduce = t->n > 1};
