@@ -9,7 +9,8 @@
  * convolution (1x1, stride 1, no padding) takes x or dx as its own columns.
  * Row-major GEMMs through column-major cuBLAS swap their operands, as in
  * gpu_gemm.cu. col2im gathers (each dx element sums its taps): no atomics,
- * so results are deterministic. */
+ * so results are deterministic. A step whose kernels are cuDNN's goes to
+ * gpu_cudnn.cu, the implicit kernels' to gpu_conv_implicit.cu. */
 #include <limits.h>
 
 #include "gpu_common.cuh"
@@ -132,6 +133,7 @@ static bool implicit(const gpu_ctx *c, const dg_step *s) {
 
 /* (x [n,c,h,w], w [o,cg,kh,kw]) -> y [n,o,oh,ow] */
 dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s) {
+    if (dg__gpu_step_conv(c, s->flags) == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_conv(c, s); /* gpu_cudnn.cu */
     if (implicit(c, s)) return dg__gpu_conv2d_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
@@ -167,6 +169,7 @@ dg_status dg__gpu_conv2d(gpu_ctx *c, const dg_step *s) {
 
 /* (dy [n,o,oh,ow], w [o,cg,kh,kw]) -> dx [n,c,h,w] */
 dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
+    if (dg__gpu_step_conv(c, s->flags) == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_conv(c, s); /* gpu_cudnn.cu */
     if (implicit(c, s)) return dg__gpu_conv2d_backward_data_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
@@ -205,6 +208,7 @@ dg_status dg__gpu_conv2d_backward_data(gpu_ctx *c, const dg_step *s) {
 
 /* (dy [n,o,oh,ow], x [n,c,h,w]) -> dw [o,cg,kh,kw] */
 dg_status dg__gpu_conv2d_backward_weight(gpu_ctx *c, const dg_step *s) {
+    if (dg__gpu_step_conv(c, s->flags) == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_conv(c, s); /* gpu_cudnn.cu */
     if (implicit(c, s)) return dg__gpu_conv2d_backward_weight_implicit(c, s); /* gpu_conv_implicit.cu */
     dg_status st = check_step(s);
     if (st != DG_OK) return st;
