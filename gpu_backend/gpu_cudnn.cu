@@ -246,11 +246,11 @@ static dg_status entry_of(gpu_ctx *c, const dg_node *n, const dg_cudnn_key *key,
 }
 
 /* n's entry under a step's flags; DG_OK with *out set, or why not (cuDNN
- * absent, a node it cannot take, no algorithm) */
+ * absent, a node it cannot take, no algorithm). The backend's device is
+ * current (a run's step: no device switch inside a CUDA-graph capture). */
 static dg_status entry_for(gpu_ctx *c, const dg_node *n, unsigned flags, cudnn_entry **out) {
     *out = NULL;
-    dg_status st = dg__gpu_enter(c);
-    if (st == DG_OK) st = cudnn_ready(c);
+    dg_status st = cudnn_ready(c);
     dg_cudnn_key key;
     if (st == DG_OK) st = dg__cudnn_key_of(n, flags, DG_STEP_CONV(flags) == DG_CONV_VENDOR, &key);
     if (st == DG_OK) st = entry_of(c, n, &key, out);
@@ -258,14 +258,17 @@ static dg_status entry_for(gpu_ctx *c, const dg_node *n, unsigned flags, cudnn_e
     return (*out)->status == DG_OK ? DG_OK : dg__fail((*out)->status, "%s", (*out)->why);
 }
 
+/* plan time: the handle and the algorithm are made on the backend's device */
 size_t dg__gpu_cudnn_scratch_bytes(gpu_ctx *c, const dg_node *n, unsigned flags) {
     cudnn_entry *e;
-    return entry_for(c, n, flags, &e) == DG_OK ? e->ws_bytes : 0; /* else the step fails, saying why */
+    if (dg__gpu_enter(c) != DG_OK || entry_for(c, n, flags, &e) != DG_OK) return 0; /* the step fails, saying why */
+    return e->ws_bytes;
 }
 
 dg_status dg__gpu_cudnn_impl(gpu_ctx *c, const dg_node *n, unsigned flags, char *buf, size_t size) {
     cudnn_entry *e;
-    dg_status st = entry_for(c, n, flags, &e);
+    dg_status st = dg__gpu_enter(c);
+    if (st == DG_OK) st = entry_for(c, n, flags, &e);
     if (st != DG_OK) return st;
     const char *kind = e->key.dtype == DG_BF16 ? "gpu-cudnn-bf16"
                      : e->key.dtype == DG_F16  ? "gpu-cudnn-f16"

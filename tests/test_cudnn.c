@@ -21,7 +21,9 @@
  * beside 2 gamma_K: a wrong tap, offset, group or stride errs by the
  * order of the entry itself (sum|terms| / sqrt(K), above 1e-2 here). TF32
  * rounds each operand to 11 significant bits (2^-11 relative), so each
- * product to within 2^-10: TF32_TOL allows twice that. The 16-bit outputs
+ * product to within 2^-10: TF32_TOL allows four times that, for the
+ * transforms' rounding (Winograd's transformed tiles are rounded to TF32
+ * too, and are larger than the tiles they come from). The 16-bit outputs
  * are rounded once more, to u16 of |exact| <= sum|terms|. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -39,8 +41,8 @@
 #include "gpu_util.h"
 #include "test_util.h"
 
-#define FP32_SLACK 0x1.0p-18 /* Winograd's and FFT's transforms in float32 */
-#define TF32_TOL   0x1.0p-9
+#define FP32_SLACK 0x1.0p-16 /* Winograd's and FFT's transforms in float32 */
+#define TF32_TOL   0x1.0p-8
 #define SAMPLES    400
 
 typedef struct conv_geo {
