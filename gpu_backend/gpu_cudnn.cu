@@ -199,16 +199,18 @@ static dg_status choose(gpu_cudnn *g, cudnn_entry *e) {
     DG_CUDNN_CHECK(dg__cudnn.create_conv(&e->conv));
     dg_status st = describe(e);
     if (st != DG_OK) return st;
-    dg_cudnn_candidate cand[8];
-    cudnnMathType_t math[8];
+    dg_cudnn_candidate cand[CUDNN_CONVOLUTION_FWD_ALGO_COUNT]; /* the most answers of any direction */
+    cudnnMathType_t math[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
     if ((st = heuristics(g, e, cand, math, &n)) != DG_OK) return st;
     bool fma = e->key.dtype == DG_F32 && !e->key.tf32;
-    for (int i; (i = dg__cudnn_pick(cand, n, e->key.cap, fma)) >= 0; cand[i].ok = false) {
+    int i;
+    while ((i = dg__cudnn_pick(cand, n, e->key.cap, fma)) >= 0) {
         if (!fma) DG_CUDNN_CHECK(dg__cudnn.set_math_type(e->conv, math[i]));
         e->algo = cand[i].algo;
         if ((st = workspace_of(g, e, &e->ws_bytes)) != DG_OK) return st;
         if (e->ws_bytes <= e->key.cap) return DG_OK;
+        cand[i].ok = false; /* over the cap under its own math type: the next answer */
     }
     if (e->key.cap == 0)
         return dg__fail(DG_ERR_UNSUPPORTED, "cuDNN has no algorithm for it that needs no workspace, and a plan that "
