@@ -38,10 +38,10 @@ static const char *load_cudnn(size_t *version) {
         return why;
     }
     dg__cudnn_api api;
-    bool ok = true;
+    const char *missing = NULL; /* the first entry point not found */
 #define DG_CUDNN_ENTRY(field, fn)                                               \
     api.field = reinterpret_cast<decltype(api.field)>(dlsym(lib, DG_STR(fn))); \
-    ok = ok && api.field
+    if (!api.field && !missing) missing = DG_STR(fn)
     DG_CUDNN_ENTRY(create, cudnnCreate);
     DG_CUDNN_ENTRY(destroy, cudnnDestroy);
     DG_CUDNN_ENTRY(set_stream, cudnnSetStream);
@@ -68,9 +68,10 @@ static const char *load_cudnn(size_t *version) {
     DG_CUDNN_ENTRY(backward_data, cudnnConvolutionBackwardData);
     DG_CUDNN_ENTRY(backward_filter, cudnnConvolutionBackwardFilter);
 #undef DG_CUDNN_ENTRY
-    if (!ok) {
+    if (missing) {
+        snprintf(why, sizeof why, "%s lacks %s, an entry point of the convolution API duograd calls", cudnn_soname,
+                 missing);
         dlclose(lib);
-        snprintf(why, sizeof why, "%s lacks an entry point of the convolution API duograd calls", cudnn_soname);
         return why;
     }
     *version = api.get_version();

@@ -299,6 +299,20 @@ Test(cudnn_plan, algorithm_names) {
     cr_assert_str_eq(dg__cudnn_algo_name(DG_CUDNN_FORWARD, -1), "unknown");
 }
 
+/* Where libcudnn.so.9 can be opened (the build machines' toolkit, PyTorch's
+ * copy on the GPU machine) every entry point resolves and the version is
+ * cuDNN 9's: catches a misspelt entry point, which makes the loader
+ * refuse the library, without a GPU. Skips, saying why, where the library
+ * cannot be opened or the build has no cudnn.h (fails there under
+ * DG_REQUIRE_GPU=1). */
+Test(cudnn_plan, loads_where_installed) {
+    char why[512];
+    bool has = dg_gpu_has_cudnn(why, sizeof why);
+    if (!has && (strncmp(why, "cuDNN cannot be loaded", 22) == 0 || strncmp(why, "this build has no cuDNN", 23) == 0))
+        GPU_SKIP_OR_FAIL(why);
+    cr_assert(has && strncmp(why, "cuDNN 9.", 8) == 0, "%s", why);
+}
+
 /* ---- cuDNN absent: the loader pointed at a name that does not exist ---- */
 
 #define ABSENT "libcudnn-absent.so.9"
@@ -441,6 +455,24 @@ Test(cudnn, replay_same_bits_no_allocation) {
 }
 
 /* ---- bf16 and f16 (the graph's low-precision convolution rule) ---- */
+
+/* The key of a 16-bit convolution: its dtype, and never TF32 (float
+ * compute on tensor cores whatever the plan's flag). No GPU needed. */
+Test(cudnn_lowp, key_of_16_bit) {
+    const dg_dtype types[2] = {DG_BF16, DG_F16};
+    const unsigned vendor = (unsigned)DG_CONV_VENDOR << DG_STEP_CONV_SHIFT;
+    for (int t = 0; t < 2; t++) {
+        conv_case cc;
+        conv_case_new(&cc, &geos[3], types[t], 1);
+        for (int k = 0; k < 3; k++) {
+            dg_cudnn_key key;
+            ASSERT_OK(dg__cudnn_key_of(cc.conv[k], vendor | DG_STEP_TF32, true, &key));
+            cr_assert(key.dtype == (int)types[t] && !key.tf32, "%s %s: dtype %d, tf32 %d", dg_dtype_name(types[t]),
+                      out_names[k], key.dtype, key.tf32);
+        }
+        conv_case_free(&cc);
+    }
+}
 
 /* Each direction of 16-bit io against float64 on the rounded operands:
  * the float32 accumulation within 2 gamma_K and the output's rounding to
