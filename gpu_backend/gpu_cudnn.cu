@@ -44,7 +44,7 @@ static_assert(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM == 1 && CUDNN_CON
 
 /* One key's choice: its descriptors (x, y: the image-side tensors, x or
  * dx and y or dy), the algorithm and its workspace; or why there is none
- * (status, why), kept so that the plan's run reports it. */
+ * (status, why), kept so that each run of a node with this key reports it. */
 struct cudnn_entry {
     dg_cudnn_key                 key;
     cudnnTensorDescriptor_t      x, y;
@@ -221,7 +221,7 @@ static dg_status choose(gpu_cudnn *g, cudnn_entry *e) {
 }
 
 /* the cache's entry for key, chosen now where there is none yet */
-static dg_status entry_of(gpu_ctx *c, const dg_node *n, const dg_cudnn_key *key, cudnn_entry **out) {
+static dg_status entry_of(gpu_ctx *c, const dg_cudnn_key *key, cudnn_entry **out) {
     gpu_cudnn *g = c->cudnn;
     for (int i = 0; i < g->n; i++)
         if (memcmp(&g->entries[i]->key, key, sizeof *key) == 0) {
@@ -239,9 +239,7 @@ static dg_status entry_of(gpu_ctx *c, const dg_node *n, const dg_cudnn_key *key,
     if (!e) return dg__fail(DG_ERR_OOM, "gpu: out of host memory for cuDNN's algorithms");
     e->key = *key;
     e->status = choose(g, e);
-    if (e->status != DG_OK) /* kept: the plan's run says why */
-        snprintf(e->why, sizeof e->why, "gpu: node '%s' (%s) on cuDNN: %s", n->name, dg_op_name(n->op),
-                 dg_last_error());
+    if (e->status != DG_OK) snprintf(e->why, sizeof e->why, "%s", dg_last_error()); /* kept: each run says why */
     g->entries[g->n++] = e;
     *out = e;
     return DG_OK;
@@ -255,9 +253,11 @@ static dg_status entry_for(gpu_ctx *c, const dg_node *n, unsigned flags, cudnn_e
     dg_status st = cudnn_ready(c);
     dg_cudnn_key key;
     if (st == DG_OK) st = dg__cudnn_key_of(n, flags, DG_STEP_CONV(flags) == DG_CONV_VENDOR, &key);
-    if (st == DG_OK) st = entry_of(c, n, &key, out);
+    if (st == DG_OK) st = entry_of(c, &key, out);
     if (st != DG_OK) return st;
-    return (*out)->status == DG_OK ? DG_OK : dg__fail((*out)->status, "%s", (*out)->why);
+    return (*out)->status == DG_OK ? DG_OK
+                                   : dg__fail((*out)->status, "gpu: node '%s' (%s) on cuDNN: %s", n->name,
+                                              dg_op_name(n->op), (*out)->why);
 }
 
 /* plan time: the handle and the algorithm are made on the backend's device */
