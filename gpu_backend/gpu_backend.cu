@@ -94,6 +94,7 @@ static void gpu_free(dg_backend *be) {
     DG_CUDA_NOTE(cudaSetDevice(c->device));
     if (c->stream) DG_CUDA_NOTE(cudaStreamSynchronize(c->stream));
     dg__gpu_comm_free(c);
+    dg__gpu_cudnn_free(c);
     if (c->cublas) {
         cublasStatus_t s = dg__cublas.destroy(c->cublas);
         if (s != CUBLAS_STATUS_SUCCESS) (void)dg__cublas_fail(s, "dg__cublas.destroy(c->cublas)", __FILE__, __LINE__);
@@ -188,8 +189,8 @@ int dg__gpu_step_conv(const gpu_ctx *c, unsigned flags) {
     case DG_CONV_DEFAULT:  return (int)c->conv;
     case DG_CONV_IM2COL:   return DG_GPU_CONV_IM2COL;
     case DG_CONV_IMPLICIT: return DG_GPU_CONV_IMPLICIT;
-    case DG_CONV_IM2COL_BATCH: case DG_CONV_SHIFT: case DG_CONV_IM2COL_CHANNELS: case DG_CONV_VENDOR:
-    case DG_CONV_COUNT:
+    case DG_CONV_VENDOR:   return DG_GPU_CONV_CUDNN;
+    case DG_CONV_IM2COL_BATCH: case DG_CONV_SHIFT: case DG_CONV_IM2COL_CHANNELS: case DG_CONV_COUNT:
         break;
     }
     return -1;
@@ -198,8 +199,8 @@ int dg__gpu_step_conv(const gpu_ctx *c, unsigned flags) {
 static dg_status refuse_choice(const gpu_ctx *c, unsigned flags) {
     if (dg__gpu_step_gemm(c, flags) < 0)
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu backend: no GEMM implementation %d", (int)DG_STEP_GEMM(flags));
-    return dg__fail(DG_ERR_UNSUPPORTED, "gpu backend: convolution implementation %d is not one of the GPU's (im2col "
-                    "and implicit; the others are the CPU's strategies)", (int)DG_STEP_CONV(flags));
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu backend: convolution implementation %d is not one of the GPU's (im2col, "
+                    "implicit and the vendor's, cuDNN; the others are the CPU's strategies)", (int)DG_STEP_CONV(flags));
 }
 
 static bool is_conv(const dg_node *n) {
@@ -213,6 +214,9 @@ static bool is_conv(const dg_node *n) {
 static size_t gpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
     const gpu_ctx *c = gpu_of(be);
     int gemm = dg__gpu_step_gemm(c, flags), conv = dg__gpu_step_conv(c, flags);
+    /* cuDNN's: the workspace of the algorithm chosen now, once per geometry
+     * (bf16 and f16 natively: no float32 copies) */
+    if (is_conv(n) && conv == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_scratch_bytes(gpu_of(be), n, flags);
     if (is_conv(n) && conv >= 0)
         return (size_t)dg_conv_widened_of(n).inner * sizeof(float) + dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)conv);
     if (n->op == DG_OP_MATMUL && gemm >= 0) return sizeof(float) * dg__gpu_matmul_scratch_floats(c, n, (dg_gpu_gemm)gemm);
@@ -226,7 +230,12 @@ static dg_status gpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     const gpu_ctx *c = gpu_of(be);
     int gemm = dg__gpu_step_gemm(c, flags), conv = dg__gpu_step_conv(c, flags);
     if (gemm < 0 || conv < 0) return refuse_choice(c, flags);
+    if (conv == DG_GPU_CONV_CUDNN) { /* a plan that asks for cuDNN where it is missing: refused, saying why */
+        dg_status st = dg__cudnn_load();
+        if (st != DG_OK) return st;
+    }
     if (!n) return DG_OK;
+    if (is_conv(n) && conv == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_impl(gpu_of(be), n, flags, buf, size);
     bool tf32 = (flags & DG_STEP_TF32) != 0;
     const char *name = "gpu";
     if (n->op == DG_OP_MATMUL && n->in[0]->dtype != DG_F32) /* cuBLAS's GemmEx whatever the choice */

@@ -1,4 +1,4 @@
-/* gpu_backend.h: the CUDA + cuBLAS backend (C API). Built whenever nvcc is
+/* gpu_backend.h: the CUDA + cuBLAS (+ cuDNN) backend (C API). Built whenever nvcc is
  * found; available only where a CUDA device answers. */
 #ifndef DG_GPU_BACKEND_H
 #define DG_GPU_BACKEND_H
@@ -20,7 +20,8 @@ typedef enum dg_gpu_gemm {
 
 /* How conv2d and its backward ops run: the geometry is core/layout.h's
  * dg_conv_dims either way. A plan names its kernels in its options
- * (dg_plan_opts.conv: DG_CONV_IM2COL or DG_CONV_IMPLICIT), and each of its
+ * (dg_plan_opts.conv: DG_CONV_IM2COL, DG_CONV_IMPLICIT or DG_CONV_VENDOR,
+ * which is cuDNN), and each of its
  * steps runs with them whatever other plans chose; a plan that leaves
  * DG_CONV_DEFAULT gets this backend's setting (dg_gpu_set_conv, IMPLICIT
  * unless set) when each step runs. A node whose sizes overflow the
@@ -30,12 +31,31 @@ typedef enum dg_gpu_gemm {
  * DEFAULT plan's convolution run after switching the setting to IM2COL
  * fails with DG_ERR_INVALID and says so; made for IM2COL it runs with
  * either. A plan that replays a CUDA graph keeps the kernels of the run it
- * captured. */
+ * captured.
+ *
+ * cuDNN (CUDNN): libcudnn.so.9, loaded when a plan first asks for it; where
+ * it cannot be loaded that plan is refused with DG_ERR_UNSUPPORTED, naming
+ * the library and where to find it (dg_gpu_has_cudnn asks beforehand).
+ * Each convolution's algorithm is chosen once when the plan is made, by
+ * cuDNN's heuristics (cudnnGet*Algorithm_v7: the first deterministic
+ * answer whose workspace fits the cap of gpu_cudnn.h), and its workspace
+ * is the step's scratch in the plan's arena: runs allocate nothing and
+ * replay as a CUDA graph. dg_plan_node_impl names the algorithm
+ * ("gpu-cudnn:implicit-precomp-gemm"; "gpu-cudnn-tf32:...", "gpu-cudnn-bf16:..."
+ * and "gpu-cudnn-f16:..." for the other precisions). Float32 runs on FMA
+ * units (no tensor cores), or on TF32 tensor cores where the plan allows
+ * TF32; bf16 and f16 convolutions read and write 16 bits and accumulate
+ * in float32. A plan that leaves DEFAULT with the setting at CUDNN gets
+ * the algorithms that need no workspace (its scratch is that of the
+ * kernels set when it was made); a node cuDNN cannot take fails its step,
+ * saying why. */
 typedef enum dg_gpu_conv {
     DG_GPU_CONV_IM2COL,   /* im2col into the step's scratch + cuBLAS GEMMs  */
     DG_GPU_CONV_IMPLICIT, /* the project's implicit-GEMM kernels: columns
                              gathered from x (or dy) tile by tile, no im2col
                              buffer                                          */
+    DG_GPU_CONV_CUDNN,    /* cuDNN's convolutions, loaded at run time
+                             (dg_gpu_has_cudnn); DG_CONV_VENDOR in a plan    */
 } dg_gpu_conv;
 #define DG_GPU_CONV_DEFAULT DG_GPU_CONV_IMPLICIT
 
@@ -95,10 +115,16 @@ int       dg_gpu_device(const dg_backend *be);
  * each step runs (CUBLAS and IMPLICIT unless set). A plan that names its
  * implementation runs with that one whatever these say. The plan choices
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are CUBLAS, TILED,
- * NAIVE; DG_CONV_IM2COL and DG_CONV_IMPLICIT are IM2COL and IMPLICIT (the
- * CPU's strategies are refused with DG_ERR_UNSUPPORTED). */
+ * NAIVE; DG_CONV_IM2COL, DG_CONV_IMPLICIT and DG_CONV_VENDOR are IM2COL,
+ * IMPLICIT and CUDNN (the CPU's strategies are refused with
+ * DG_ERR_UNSUPPORTED). */
 void      dg_gpu_set_gemm(dg_backend *be, dg_gpu_gemm impl);
 void      dg_gpu_set_conv(dg_backend *be, dg_gpu_conv impl);
+/* Whether cuDNN can be loaded (libcudnn.so.9, once per process; no device
+ * call). why: "cuDNN 9.19.0", or the reason it cannot (the loader's error,
+ * the library to put on LD_LIBRARY_PATH, or a build without cudnn.h), for
+ * a bench to skip the vendor's rows saying so; may be NULL. */
+bool      dg_gpu_has_cudnn(char *why, size_t n);
 /* "NVIDIA H100 80GB HBM3, 132 SMs, cc 9.0, driver 13.0, runtime 13.0, cuBLAS 130100" */
 const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n);
 

@@ -13,7 +13,8 @@
 #include "gpu_backend.h"
 #include "gpu_testing.h"
 
-struct gpu_comm; /* gpu_collective.cu */
+struct gpu_comm;  /* gpu_collective.cu */
+struct gpu_cudnn; /* gpu_cudnn.cu */
 
 struct gpu_ctx {
     int            device;         /* made current on every entry (cudaSetDevice) */
@@ -37,6 +38,8 @@ struct gpu_ctx {
     dg_gpu_conv    conv;
     cudaDeviceProp prop;
     gpu_comm      *comm;           /* the all-reduce group's part here; NULL: in none */
+    gpu_cudnn     *cudnn;          /* cuDNN's handle and chosen algorithms, made when a
+                                      plan first asks for cuDNN; NULL until then    */
 };
 
 static inline gpu_ctx *gpu_of(const dg_backend *be) { return (gpu_ctx *)be->ctx; }
@@ -300,6 +303,19 @@ size_t    dg__gpu_conv_scratch_bytes(const gpu_ctx *c, const dg_node *n, dg_gpu_
  * them directly, bf16 and f16 nodes widened to float32 in the step's
  * scratch first and rounded back (dg_conv_widened_of) */
 dg_status dg__gpu_conv(gpu_ctx *c, const dg_step *s);
+/* gpu_cudnn.cu: the three convolution directions by cuDNN
+ * (DG_GPU_CONV_CUDNN). cudnn_load: dlopen of libcudnn.so.9 once per
+ * process (gpu_cudnn_load.cu), DG_ERR_UNSUPPORTED naming it and how to
+ * provide it where it fails. scratch_bytes: the workspace of the algorithm
+ * chosen for n under flags, chosen here (once per geometry, direction,
+ * dtype and TF32 flag, kept in c->cudnn): 0 where it cannot be chosen
+ * (the step then fails with the reason). impl: its name
+ * ("gpu-cudnn:implicit-precomp-gemm"). */
+dg_status dg__cudnn_load(void);
+size_t    dg__gpu_cudnn_scratch_bytes(gpu_ctx *c, const dg_node *n, unsigned flags);
+dg_status dg__gpu_cudnn_impl(gpu_ctx *c, const dg_node *n, unsigned flags, char *buf, size_t size);
+dg_status dg__gpu_cudnn_conv(gpu_ctx *c, const dg_step *s);
+void      dg__gpu_cudnn_free(gpu_ctx *c);
 /* gpu_conv_implicit.cu: the implicit-GEMM kernels (DG_GPU_CONV_IMPLICIT);
  * implicit_fits: the node's tensors and geometry fit their 32-bit indices
  * (a node that does not runs as im2col) */

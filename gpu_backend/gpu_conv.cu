@@ -9,9 +9,10 @@
  * convolution (1x1, stride 1, no padding) takes x or dx as its own columns.
  * Row-major GEMMs through column-major cuBLAS swap their operands, as in
  * gpu_gemm.cu. col2im gathers (each dx element sums its taps): no atomics,
- * so results are deterministic. dg__gpu_conv is the family's entry: these
- * kernels or the implicit ones (gpu_conv_implicit.cu), and for a bf16 or
- * f16 node the same on float32 copies of its inputs, rounded back. */
+ * so results are deterministic. dg__gpu_conv is the family's entry: cuDNN
+ * where the step's kernels are its (gpu_cudnn.cu, bf16 and f16 natively),
+ * else these kernels or the implicit ones (gpu_conv_implicit.cu), and for a
+ * bf16 or f16 node the same on float32 copies of its inputs, rounded back. */
 #include <limits.h>
 
 #include "gpu_common.cuh"
@@ -250,6 +251,7 @@ static dg_status float32_conv(gpu_ctx *c, const dg_step *s) {
  * convolutions; only the io is 16 bits wide, and no tensor core runs it. */
 dg_status dg__gpu_conv(gpu_ctx *c, const dg_step *s) {
     const dg_node *n = s->node;
+    if (dg__gpu_step_conv(c, s->flags) == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_conv(c, s); /* gpu_cudnn.cu */
     if (n->dtype == DG_F32) return float32_conv(c, s);
     if (!s->scratch)
         return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (%s of %s): the step gives no scratch for its float32 "

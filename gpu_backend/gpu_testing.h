@@ -1,7 +1,8 @@
 /* gpu_testing.h: the CUDA backend's hooks for the tests and the bench:
  * fault injection, the L2 cache's size and flush, the device's PCI bus id
- * (the key of the bench's NVML monitor), and the reference copies and
- * all-reduce the bench measures the backend against. Part of
+ * (the key of the bench's NVML monitor), the reference copies and
+ * all-reduce the bench measures the backend against, and the name cuDNN's
+ * loader opens. Part of
  * <duograd/testing.h>, which says what these hooks are (and are not); no
  * header of the user API includes this one. */
 #ifndef DG_GPU_TESTING_H
@@ -40,6 +41,12 @@ dg_status dg_gpu_flush_l2(dg_backend *be);
  * under which NVML finds the same device; DG_ERR_INVALID when be is not a
  * GPU backend or buf cannot hold it (n >= 13 always can). */
 dg_status dg_gpu_pci_bus_id(const dg_backend *be, char *buf, size_t n);
+
+/* The file name cuDNN's loader opens instead of libcudnn.so.9: for the
+ * test of a machine without it (a name that does not exist). It takes
+ * effect only before the process's first load (dg_gpu_has_cudnn, or a
+ * plan that asks for cuDNN), which happens once; NULL changes nothing. */
+void      dg_gpu_set_cudnn_library(const char *soname);
 
 /* NCCL's own all-reduce (average, in place) of count floats at bufs[i] on
  * each backend of a group, issued as one NCCL group call from this thread

@@ -24,6 +24,12 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
     nccl_dir=$(python3 -c 'import glob, site; c = [d for p in site.getsitepackages() for d in glob.glob(p + "/nvidia/nccl/lib")]; print(c[0] if c else "")' 2>/dev/null)
     [ -n "$nccl_dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl_dir"
 fi
+# cuDNN (DG_CONV_VENDOR's convolutions) likewise: the system's libcudnn.so.9,
+# else PyTorch's copy
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9 '; then
+    cudnn_dir=$(python3 -c 'import glob, site; c = [d for p in site.getsitepackages() for d in glob.glob(p + "/nvidia/cudnn/lib")]; print(c[0] if c else "")' 2>/dev/null)
+    [ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn_dir"
+fi
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on the shared machines
 # the Fashion-MNIST files carried in .gpu/data, for the suites too
 [ -d .gpu/data ] && export DG_FASHION_DIR="$PWD/.gpu/data"
@@ -51,7 +57,7 @@ if [ "${DG_TESTS:-1}" = 1 ]; then
     $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
     say "test_gpu: exit $? :: $(results "$out/test_gpu.log")"
     # DG_SUITES: the suites after test_gpu (default: all of them)
-    for t in ${DG_SUITES:-test_gpu_tf32 test_gpu_transfer test_conv_implicit test_gpu_device test_bench_faults test_optim test_range test_timing \
+    for t in ${DG_SUITES:-test_gpu_tf32 test_gpu_transfer test_conv_implicit test_cudnn test_gpu_device test_bench_faults test_optim test_range test_timing \
              test_ref_grad test_misuse test_ops test_conv test_models test_models_memory test_plan test_seams \
              test_train test_mixed test_mixed_conv test_dtype test_dtype_conv test_gemm test_shapes test_profile \
              test_attention test_sweep_attention}; do
