@@ -4,8 +4,8 @@
 # initcheck and synccheck, the other suites, then `bench --sweep $DG_SWEEP` (with DG_BEFORE=path/to/bench: the
 # same sweep by that older binary first, then `bench compare` of the two,
 # back to back on one machine; with DG_TORCH=1 and the resnet sweep in it,
-# bench/peers/torch_resnet.py appends PyTorch's rows of the same step to resnet.csv
-# right after; DG_PROFILE: bench profile of those models, see below). DG_TESTS=0 skips the test suites (a second call of a run). Everything lands in one tarball,
+# bench/peers/torch_resnet.py appends PyTorch's rows of the same step in the
+# same precisions to resnet.csv right after, GPU and (DG_TORCH_CPU=1) CPU; DG_PROFILE: bench profile of those models, see below). DG_TESTS=0 skips the test suites (a second call of a run). Everything lands in one tarball,
 # $OUT/gpu-results.tgz (the device returns few files); a short summary is
 # printed last, and kept in $OUT/summary.txt a line a step as it goes, so
 # a call cut by the device's limit still returns what finished. A missing
@@ -99,16 +99,31 @@ if [ -n "${DG_SWEEP:-}" ] && [ -n "${DG_BEFORE:-}" ]; then
     say "before: bench --sweep $DG_SWEEP: exit $? :: $(grep -c ',ok,' "$out"/bench-before/*.csv | tr '\n' ' ')"
 fi
 if [ -n "${DG_SWEEP:-}" ]; then
+    # the resnet sweep's CPU rows of the own and vendor implementation sets
+    # run only when --impl names them (the 2-core VM's default sweep leaves
+    # them out); here every implementation, unless DG_RESNET_SETS=0
+    sets=""
+    case "$DG_SWEEP" in *resnet*|all) [ "${DG_RESNET_SETS:-1}" = 1 ] && sets=1 ;; esac
     # SIGINT at the time limit: bench keeps every finished row and says so
     # DG_BENCH_ARGS: more options (--cold, --samples ...)
     timeout -s INT "${DG_BENCH_LIMIT:-400}" $bin/bench --sweep "$DG_SWEEP" --cpu-cap "${DG_CPU_CAP:-1}" --data .gpu/data \
-        --dtype "$dtype" ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
+        --dtype "$dtype" ${sets:+--impl} ${sets:+"*"} ${DG_BENCH_ARGS:-} --out "$out/bench" > "$out/bench.log" 2>&1
     say "bench --sweep $DG_SWEEP: exit $? :: ok rows $(grep -c ',ok,' "$out"/bench/*.csv | tr '\n' ' ') noisy rows $(grep -c ',noisy,' "$out"/bench/*.csv | tr '\n' ' ')"
     say "$(grep 'bench:' "$out/bench.log" | tail -8)"
+    # the resnet peer in every precision of the run: eager fp32, TF32,
+    # bf16 and fp16 autocast, NCHW and channels-last (DG_TORCH_RESNET_LIMIT:
+    # its time, 300 s by default: each precision adds two implementations);
+    # DG_TORCH_CPU=1: PyTorch's CPU step too (fp32 and bf16; the others it
+    # skips, saying why)
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/resnet.csv" ]; then
-        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_LIMIT:-150}" python3 bench/peers/torch_resnet.py --out "$out/bench" \
-            > "$out/torch_peer.log" 2>&1
+        PYTHONUNBUFFERED=1 timeout "${DG_TORCH_RESNET_LIMIT:-300}" python3 bench/peers/torch_resnet.py --out "$out/bench" \
+            --dtype "$dtype" > "$out/torch_peer.log" 2>&1
         say "torch_peer: exit $? :: $(tail -12 "$out/torch_peer.log")"
+        if [ "${DG_TORCH_CPU:-0}" = 1 ]; then
+            PYTHONUNBUFFERED=1 timeout "${DG_TORCH_RESNET_LIMIT:-300}" python3 bench/peers/torch_resnet.py \
+                --out "$out/bench" --device cpu --dtype "$dtype" > "$out/torch_peer_cpu.log" 2>&1
+            say "torch_peer cpu: exit $? :: $(tail -8 "$out/torch_peer_cpu.log")"
+        fi
     fi
     # PyTorch's host-device copies from pinned and pageable tensors, beside the ceiling's
     if [ "${DG_TORCH:-0}" = 1 ] && [ -f "$out/bench/ceiling.csv" ]; then

@@ -9,17 +9,26 @@
  * outputs made wrong on purpose: scaled by 1.001, one entry unwritten
  * (NaN), a kernel that correlates with flipped weights, a weight gradient
  * that misses the batch's last image; and a sweep on a CPU backend whose
- * convolutions are 0.1% off: wrong rows, none timed. */
+ * convolutions are 0.1% off: wrong rows, none timed. The vendor rows
+ * (cpu-onednn) on a backend that refuses the vendor's convolutions:
+ * skipped with the backend's reason, said once on stderr; the report's own
+ * / vendor table per dtype. The check in bf16 and fp16 (conv_prec.h): a
+ * correctly rounded output passes, a reference from unrounded operands
+ * and an unwritten entry do not; the 16-bit rows of the sweep, checked,
+ * and made wrong by an output left unwritten (where the graph has 16-bit
+ * convolutions). */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/check/conv_check.h"
+#include "core/check/round.h"
 #include "core/autodiff.h"
 #include "core/backend_impl.h"
 #include "core/plan.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
+#include "sweeps/conv/conv_prec.h"
 #include "writers/csv.h"
 #include "held.h"
 #include "shell_util.h"
@@ -271,9 +280,161 @@ Test(conv_sweep, a_wrong_kernel_gives_wrong_rows_untimed) {
     held_free(be);
 }
 
+/* the CPU backend refusing the vendor's convolutions, as a build without
+ * oneDNN does: the words of its refusal are the test's own */
+#define NO_VENDOR "no oneDNN in this test's backend"
+static const dg_backend_i *vendor_iface;
+static dg_status no_vendor(const dg_backend *be, const dg_node *n, unsigned flags, char *buf, size_t size) {
+    if (DG_STEP_CONV(flags) == DG_CONV_VENDOR) return dg_fail(DG_ERR_UNSUPPORTED, "cpu: " NO_VENDOR);
+    return vendor_iface->step_impl(be, n, flags, buf, size);
+}
+
+/* sweep_conv on ctx with its stderr into err (n bytes) */
+static void sweep_capturing_stderr(bench_ctx *ctx, char *err, size_t n) {
+    char path[] = "/tmp/dg-convsweep-err-XXXXXX";
+    int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+    cr_assert(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, STDERR_FILENO);
+    dg_status st = sweep_conv(ctx);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(fd);
+    ASSERT_OK(st);
+    char *text = read_file(path);
+    remove(path);
+    snprintf(err, n, "%s", text);
+    free(text);
+}
+
+/* cpu-onednn's rows on a backend that refuses them, in fp32 and bf16 at
+ * two batches: every row skipped with the backend's reason (where the
+ * graph has a bf16 convolution: else the bf16 rows are skipped with the
+ * graph's), none failed, and the reason said once on stderr, not once per
+ * row */
+Test(conv_sweep, vendor_rows_refused_are_skipped_with_the_reason_once) {
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 2));
+    vendor_iface = be->iface;
+    held_backend(be, vendor_iface);
+    dg_backend_i refusing = *be->iface;
+    refusing.step_impl = no_vendor;
+    be->iface = &refusing;
+    char dir[] = "/tmp/dg-convsweep-XXXXXX", path[256], err[8192];
+    tmp_dir(dir);
+    held_dir(dir);
+    bench_ctx ctx = {.out_dir = dir, .cpu = be, .threads = 2, .size_lists = {{.v = {2, 3}, .n = 2}},
+                     .n_size_lists = 1, .case_filter = "cnn-conv2:*", .impl_filter = "cpu-onednn",
+                     .precisions = {DG_PREC_FP32, DG_PREC_BF16}, .n_precisions = 2,
+                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 86400};
+    ctx.csv = bench_csv_open(dir, "conv", "# the vendor refused\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(ctx.csv, "%s", dg_last_error());
+    held_file(ctx.csv);
+    sweep_capturing_stderr(&ctx, err, sizeof err);
+    held_drop(ctx.csv, true); /* closed by bench_csv_finish */
+    ASSERT_OK(bench_csv_finish(ctx.csv, dir, "conv", true));
+    snprintf(path, sizeof path, "%s/conv.csv", dir);
+    int n;
+    csv_rec *r = held_ptr(bench_csv_read(path, &n));
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 12, "3 directions x 2 batches x 2 dtypes, got %d rows", n);
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(r[i].impl, "cpu-onednn");
+        bool graph_refused = r[i].precision == DG_PREC_BF16 && strstr(r[i].note, "conv2d takes float32");
+        cr_assert(!strcmp(r[i].status, "skipped") && (strstr(r[i].note, NO_VENDOR) || graph_refused),
+                  "%s %s at batch %lld: %s (%s)", r[i].name, dg_precision_name(r[i].precision), r[i].batch,
+                  r[i].status, r[i].note);
+        cr_assert(r[i].reps == 0 && isnan(r[i].median_ms) && r[i].m > 0, "%s: %d reps, m %lld", r[i].name,
+                  r[i].reps, r[i].m);
+    }
+    cr_assert_eq(ctx.failed, 0);
+    int said = 0;
+    for (const char *p = err; (p = strstr(p, NO_VENDOR)) != NULL; p++) said++;
+    cr_assert_eq(said, 1, "the reason said %d times on stderr: %s", said, err);
+    cr_assert(strstr(err, "cpu-onednn rows in fp32 skipped: cpu: " NO_VENDOR), "stderr: %s", err);
+    held_free(r);
+    held_free(be);
+}
+
+/* the CPU backend's compute, with the last entry of a 16-bit convolution's
+ * output left as it was before the step */
+static const dg_backend_i *lowp_iface;
+static dg_status last_entry_unwritten(dg_backend *be, const dg_step *s) {
+    const dg_node *nd = s->node;
+    bool conv = nd->op == DG_OP_CONV2D || nd->op == DG_OP_CONV2D_BACKWARD_DATA ||
+                nd->op == DG_OP_CONV2D_BACKWARD_WEIGHT;
+    size_t bytes = dg_node_bytes(nd);
+    uint16_t before = 0;
+    bool lowp = conv && nd->dtype != DG_F32;
+    if (lowp) memcpy(&before, (char *)s->out + bytes - 2, 2);
+    dg_status st = lowp_iface->compute(be, s);
+    if (lowp) memcpy((char *)s->out + bytes - 2, &before, 2);
+    return st;
+}
+
+/* The bf16 and fp16 rows of cpu-im2col: checked against the rounded
+ * operands and timed; on a backend that leaves the last entry of a 16-bit
+ * output unwritten, wrong and untimed (the sweep's NaN fill is what the
+ * step leaves there). Skipped where the graph or the CPU backend has no
+ * 16-bit convolution. */
+Test(conv_sweep, lowp_rows_are_checked_and_an_unwritten_entry_is_wrong) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
+    tmp_dir(dir);
+    held_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=2 --backends cpu --case 'cnn-conv2:*' --impl cpu-im2col "
+             "--dtype bf16,fp16 --reps 2 --min-time 0 " CAP " --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/conv.csv", dir);
+    int n;
+    csv_rec *r = held_ptr(bench_csv_read(path, &n));
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 6, "3 directions x 2 dtypes, got %d rows", n);
+    if (!strcmp(r[0].status, "skipped")) /* the graph's or the CPU backend's reason */
+        cr_skip_test("no 16-bit convolution on the CPU in this build: %s", r[0].note);
+    for (int i = 0; i < n; i++)
+        cr_assert((!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy")) && r[i].reps >= 2 &&
+                      r[i].max_rel_err <= CONV_CHECK_TOL &&
+                      (r[i].precision == DG_PREC_BF16 || r[i].precision == DG_PREC_FP16),
+                  "%s %s: %s, error %g (%s)", r[i].name, dg_precision_name(r[i].precision), r[i].status,
+                  r[i].max_rel_err, r[i].note);
+    held_free(r);
+
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 2));
+    lowp_iface = be->iface;
+    held_backend(be, lowp_iface);
+    dg_backend_i wrong = *be->iface;
+    wrong.compute = last_entry_unwritten;
+    be->iface = &wrong;
+    char dir2[] = "/tmp/dg-convsweep-XXXXXX";
+    tmp_dir(dir2);
+    held_dir(dir2);
+    bench_ctx ctx = {.out_dir = dir2, .cpu = be, .threads = 2, .size_lists = {{.v = {2}, .n = 1}}, .n_size_lists = 1,
+                     .case_filter = "cnn-conv2:*", .impl_filter = "cpu-im2col",
+                     .precisions = {DG_PREC_BF16, DG_PREC_FP16}, .n_precisions = 2,
+                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 86400};
+    ctx.csv = bench_csv_open(dir2, "conv", "# an unwritten entry\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(ctx.csv, "%s", dg_last_error());
+    held_file(ctx.csv);
+    ASSERT_OK(sweep_conv(&ctx));
+    held_drop(ctx.csv, true);
+    ASSERT_OK(bench_csv_finish(ctx.csv, dir2, "conv", true));
+    snprintf(path, sizeof path, "%s/conv.csv", dir2);
+    r = held_ptr(bench_csv_read(path, &n));
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 6);
+    for (int i = 0; i < n; i++)
+        cr_assert(!strcmp(r[i].status, "wrong") && r[i].reps == 0, "%s %s: status %s, error %g", r[i].name,
+                  dg_precision_name(r[i].precision), r[i].status, r[i].max_rel_err);
+    cr_assert_eq(ctx.failed, 6);
+    held_free(r);
+    held_free(be);
+}
+
 /* rows written by hand: a case by an impl on a device at batches 1, 8 and
  * 32 (ms 0: no row at that batch), 1e6 FLOPs per image */
-typedef struct hand_series { const char *name, *impl; bool gpu; double ms[3]; } hand_series;
+typedef struct hand_series { const char *name, *impl; bool gpu; double ms[3]; dg_precision prec; } hand_series;
 
 static void write_hand_rows(const char *dir, const hand_series *s, size_t n) {
     static const long long batches[3] = {1, 8, 32};
@@ -284,7 +445,7 @@ static void write_hand_rows(const char *dir, const hand_series *s, size_t n) {
             double ms = s[i].ms[b];
             if (ms == 0) continue;
             bench_row r = {.sweep = "conv", .name = s[i].name, .impl = s[i].impl, .backend = s[i].gpu ? "gpu" : "cpu",
-                           .m = 64, .n = 196 * batches[b], .k = 288, .batch = batches[b],
+                           .precision = s[i].prec, .m = 64, .n = 196 * batches[b], .k = 288, .batch = batches[b],
                            .st = {ms, ms, ms, 0, 5, NULL, 0, false}, .flops = 1e6 * (double)batches[b],
                            .max_rel_err = 1e-7, .check = CONV_CHECK_WORD, .status = "ok"};
             bench_csv_write(f, &r);
@@ -301,9 +462,9 @@ Test(conv_sweep, report_tables_and_crossover) {
     tmp_dir(dir);
     held_dir(dir);
     static const hand_series series[] = {
-        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},   {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},
-        {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}}, {"cnn-conv1:fwd", "cpu-im2col", false, {1, 2, 4}},
-        {"cnn-conv1:fwd", "gpu-im2col", true, {3, 3, 1}},
+        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}, DG_PREC_FP32},   {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}, DG_PREC_FP32}, {"cnn-conv1:fwd", "cpu-im2col", false, {1, 2, 4}, DG_PREC_FP32},
+        {"cnn-conv1:fwd", "gpu-im2col", true, {3, 3, 1}, DG_PREC_FP32},
     };
     write_hand_rows(dir, series, sizeof series / sizeof *series);
     char *sum = held_ptr(plot_summary(dir));
@@ -324,9 +485,9 @@ Test(conv_sweep, report_sets_pytorch_beside_duograd) {
     tmp_dir(dir);
     held_dir(dir);
     static const hand_series series[] = {
-        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},       {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},
-        {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}},     {"cnn-conv2:fwd", "torch-cudnn", true, {2, 1, 0.25}},
-        {"cnn-conv2:fwd", "torch-cudnn-bench", true, {1, 0.25, 0}}, {"cnn-conv2:fwd", "torch-cpu", false, {0.5, 1, 2}},
+        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}, DG_PREC_FP32},       {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}, DG_PREC_FP32},     {"cnn-conv2:fwd", "torch-cudnn", true, {2, 1, 0.25}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "torch-cudnn-bench", true, {1, 0.25, 0}, DG_PREC_FP32}, {"cnn-conv2:fwd", "torch-cpu", false, {0.5, 1, 2}, DG_PREC_FP32},
     };
     write_hand_rows(dir, series, sizeof series / sizeof *series);
     char *sum = held_ptr(plot_summary(dir));
@@ -363,9 +524,9 @@ Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
     tmp_dir(dir);
     held_dir(dir);
     static const hand_series series[] = {
-        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}},    {"cnn-conv2:fwd", "cpu-im2col-batch", false, {1.5, 1, 2}},
-        {"cnn-conv2:fwd", "cpu-shift", false, {3, 1.2, 1.25}}, {"cnn-conv2:fwd", "cpu-im2col-chan", false, {5, 5, 1.1}},
-        {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}},    {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}},
+        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}, DG_PREC_FP32},    {"cnn-conv2:fwd", "cpu-im2col-batch", false, {1.5, 1, 2}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "cpu-shift", false, {3, 1.2, 1.25}, DG_PREC_FP32}, {"cnn-conv2:fwd", "cpu-im2col-chan", false, {5, 5, 1.1}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}, DG_PREC_FP32},    {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}, DG_PREC_FP32},
     };
     write_hand_rows(dir, series, sizeof series / sizeof *series);
     FILE *f = bench_csv_open(dir, "ceiling", "# a ceiling written by hand\n", BENCH_CSV_HEADER);
@@ -384,6 +545,34 @@ Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
               "summary: %s", sum);
     cr_assert(strstr(sum, "(gpu-im2col vs the fastest CPU implementation; the worst shape's)"), "summary: %s", sum);
     cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv2; 1 shapes) |"), "summary: %s", sum);
+    held_free(sum);
+}
+
+/* The own / vendor table from rows written by hand, per dtype and device
+ * (1e6 FLOPs per image): on the CPU at batch 32 in fp32 the fastest own
+ * row (cpu-shift, 2 ms: 16 GFLOP/s) over cpu-onednn's (1 ms: 32), in bf16
+ * cpu-im2col's 16 over cpu-onednn's 64; on the GPU gpu-cudnn only up to
+ * batch 8, where gpu-implicit's 8 GFLOP/s are half its 16. The bf16 rows
+ * (written first) stay out of the fp32 tables. */
+Test(conv_sweep, report_sets_own_over_vendor_per_dtype) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX";
+    tmp_dir(dir);
+    held_dir(dir);
+    static const hand_series series[] = {
+        {"cnn-conv2:fwd", "cpu-im2col", false, {0, 0, 2}, DG_PREC_BF16},
+        {"cnn-conv2:fwd", "cpu-onednn", false, {0, 0, 0.5}, DG_PREC_BF16},
+        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}, DG_PREC_FP32},    {"cnn-conv2:fwd", "cpu-shift", false, {1, 2, 2}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "cpu-onednn", false, {1, 1, 1}, DG_PREC_FP32},    {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "gpu-cudnn", true, {1, 0.5, 0}, DG_PREC_FP32},
+    };
+    write_hand_rows(dir, series, sizeof series / sizeof *series);
+    char *sum = held_ptr(plot_summary(dir));
+    cr_assert(strstr(sum, "| # | shape | direction | dtype | device | batch | best own GFLOP/s | vendor GFLOP/s | "
+                          "own / vendor |\n"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | fwd | fp32 | cpu | 32 | 16.0 | 32.0 | 0.50 |\n"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | fwd | fp32 | gpu | 8 | 8.0 | 16.0 | 0.50 |\n"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | fwd | bf16 | cpu | 32 | 16.0 | 64.0 | 0.25 |\n"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 16.0 | - | 64.0 | - |"), "summary: %s", sum);
     held_free(sum);
 }
 
@@ -536,4 +725,62 @@ Test(conv_check, refuses_what_is_no_convolution) {
     cr_assert(strstr(dg_last_error(), "not a convolution"), "%s", dg_last_error());
     cr_assert_eq(conv_check_sample(NULL, v, v, 1, s, 2), DG_ERR_INVALID);
     dg_graph_free(g);
+}
+
+/* What a 16-bit convolution accumulating in float32 gives: the CPU's
+ * float32 convolution of the operands rounded to bf16 (fp16), its output
+ * rounded to the dtype. Against the float64 entries of the rounded
+ * operands it passes its precision's tolerance (the output's rounding
+ * taken out: without that it would not); against those of the unrounded
+ * operands (a reference that forgot the kernel's rounding) it does not;
+ * an entry left NaN is infinitely wrong. */
+Test(conv_prec, a_rounded_output_passes_an_unrounded_reference_does_not) {
+    static const struct { dg_dtype t; dg_precision p; uint16_t nan; } dts[] = {
+        {DG_BF16, DG_PREC_BF16, 0x7fc0u}, {DG_F16, DG_PREC_FP16, 0x7e00u}};
+    static const int inputs[3][2] = {{0, 1}, {2, 1}, {2, 0}};
+    uint64_t seed = test_seed();
+    for (size_t k = 0; k < sizeof geometries / sizeof *geometries; k++)
+        for (size_t q = 0; q < sizeof dts / sizeof *dts; q++) {
+            small_conv sc;
+            small_conv_new(&sc, &geometries[k], seed);
+            dg_node *leaf[3] = {sc.x, sc.w, sc.gy};
+            float *rounded[3], *res[3];
+            for (int i = 0; i < 3; i++) {
+                size_t n = (size_t)dg_node_numel(leaf[i]);
+                uint16_t *lo = malloc(n * sizeof *lo);
+                rounded[i] = malloc(n * sizeof(float));
+                cr_assert(lo && rounded[i]);
+                memcpy(rounded[i], sc.val[i], n * sizeof(float));
+                dg_check_round(dts[q].t, rounded[i], lo, n);
+                free(lo);
+            }
+            run(&sc, rounded[0], rounded[1], rounded[2], res);
+            for (int d = 0; d < 3; d++) {
+                size_t n = (size_t)dg_node_numel(sc.out[d]);
+                uint16_t *out = malloc(n * sizeof *out);
+                cr_assert_not_null(out);
+                dg_check_round(dts[q].t, res[d], out, n); /* res[d]: now the widened output */
+                conv_sample s[CONV_CHECK_SAMPLES], un[CONV_CHECK_SAMPLES];
+                ASSERT_OK(conv_check_sample(sc.out[d], rounded[inputs[d][0]], rounded[inputs[d][1]], 7u + (uint64_t)d,
+                                            s, CONV_CHECK_SAMPLES));
+                sample(&sc, d, un);
+                double tol = conv_prec_tol(dts[q].p, 1, false);
+                double ok = conv_prec_error(s, CONV_CHECK_SAMPLES, out, dts[q].t);
+                double plain = conv_check_error(s, CONV_CHECK_SAMPLES, res[d]);
+                double unrounded = conv_prec_error(un, CONV_CHECK_SAMPLES, out, dts[q].t);
+                cr_assert(ok <= tol, "geometry %zu, %s, direction %d [seed %llu]: error %g > %g", k,
+                          dg_dtype_name(dts[q].t), d, (unsigned long long)seed, ok, tol);
+                cr_assert(plain > tol, "geometry %zu, %s, direction %d: the output's rounding alone passes (%g)", k,
+                          dg_dtype_name(dts[q].t), d, plain);
+                cr_assert(unrounded > tol, "geometry %zu, %s, direction %d: an unrounded reference passes (%g)", k,
+                          dg_dtype_name(dts[q].t), d, unrounded);
+                out[s[5].index] = dts[q].nan;
+                cr_assert(isinf(conv_prec_error(s, CONV_CHECK_SAMPLES, out, dts[q].t)), "geometry %zu, %s: NaN", k,
+                          dg_dtype_name(dts[q].t));
+                free(out);
+                free(res[d]);
+            }
+            for (int i = 0; i < 3; i++) free(rounded[i]);
+            small_conv_free(&sc);
+        }
 }

@@ -3,18 +3,29 @@
 
 Times the same ResNet-18 training step as duograd (core/nn/resnet.c: forward
 in training mode, softmax cross-entropy averaged over the batch, backward,
-SGD with momentum 0.9, weight decay 5e-4, lr 0.1) with PyTorch eager fp32,
-NCHW, TF32 off, and appends the rows to DIR/resnet.csv in that file's own
-column order (or creates it with bench's header, common.COLUMNS). Run it
+SGD with momentum 0.9, weight decay 5e-4, lr 0.1) with PyTorch eager, in
+each precision of --dtype (bench's names; default fp32), and appends the
+rows to DIR/resnet.csv in that file's own column order (or creates it with
+bench's header, common.COLUMNS), the dtype column the precision. Run it
 right after duograd's sweep, on the same machine:
 
-    build/bench --sweep resnet --out DIR
-    python3 bench/peers/torch_resnet.py --out DIR
+    build/bench --sweep resnet --dtype all --out DIR
+    python3 bench/peers/torch_resnet.py --dtype all --out DIR
 
-Two impls: "torch-eager" (cudnn.benchmark False, PyTorch's default) and
-"torch-eager-cudnn-bench" (cudnn.benchmark True: autotuned algorithms).
+Precisions: fp32 (TF32 off); tf32 (torch.backends.cuda.matmul.allow_tf32
+and torch.backends.cudnn.allow_tf32 on); bf16 and fp16 under torch.autocast
+(float32 master weights), fp16 with GradScaler. Impls (the layout in the
+name): on the GPU "torch-eager" (fp32 alone: cudnn.benchmark False,
+PyTorch's default, NCHW), "torch-eager-cudnn-bench" (cudnn.benchmark True:
+autotuned algorithms, NCHW) and "torch-eager-cudnn-bench-nhwc" (the same
+with the model and the images channels-last, which tensor cores prefer);
+on the CPU (--device cpu: PyTorch's CPU step, oneDNN) "torch-eager" and
+"torch-eager-nhwc" in fp32 and bf16 (the CPU has no TF32, and PyTorch's
+CPU step is not trained in fp16: those are said once and skipped).
 Before timing, each impl's first step at a small batch is checked against
-the same model in float64 on the CPU, as duograd checks its rows.
+the same model in float64 on the CPU, as duograd checks its rows, with the
+tolerances of duograd's resnet sweep in that precision (bench/runner/
+step_tol.c).
 
 torch is imported inside the functions that need it, so the FLOP code
 runs (and is tested by bench/peers/tests/test_torch_resnet.py) without it.
@@ -46,6 +57,33 @@ STEMS = {  # core/nn/resnet.h; params: duograd's counts, asserted below
 BN_EPS, BN_MOMENTUM = 1e-5, 0.1              # DG_BN_EPS, DG_BN_MOMENTUM (core/nn/layers.h)
 LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # the sweep's optimizer
 LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2            # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL (core/check/step_check.h)
+# bench_step_tol_in (bench/runner/step_tol.c): a lower precision's loss and update tolerances
+LOW_TOL = {"tf32": (2e-3, 0.15), "bf16": (2e-2, 0.15), "fp16": (2e-3, 0.15)}
+SCALE_TRIES = 24  # fp16: first steps GradScaler may skip (overflow) before the check gives up (2^16 -> 2^-8)
+
+
+def tolerances(p):
+    """(loss, update) tolerances of the first step's check in precision p"""
+    if p not in common.PRECISIONS:
+        raise ValueError(f"'{p}' is not a precision ({', '.join(common.PRECISIONS)})")
+    return (LOSS_TOL, UPDATE_TOL) if p == "fp32" else LOW_TOL[p]
+
+
+def runs(device_type, dtypes):
+    """What runs on device_type ("cuda" or "cpu") for the precisions
+    dtypes: ([(impl, p, cudnn_benchmark, channels_last)], {p: why skipped})"""
+    out, skipped = [], {}
+    for p in dtypes:
+        if device_type == "cuda":
+            if p == "fp32":
+                out.append(("torch-eager", p, False, False))
+            out += [("torch-eager-cudnn-bench", p, True, False), ("torch-eager-cudnn-bench-nhwc", p, True, True)]
+        elif p in ("fp32", "bf16"):
+            out += [("torch-eager", p, False, False), ("torch-eager-nhwc", p, False, True)]
+        else:
+            skipped[p] = ("no TF32 on the CPU" if p == "tf32" else
+                          "PyTorch's CPU step is timed in fp32 and bf16 autocast only")
+    return out, skipped
 
 
 def conv_out(n, k, stride, pad):
@@ -177,6 +215,45 @@ def train_step(model, opt, x, y):
     return loss
 
 
+def make_scaler(torch, device_type):
+    """GradScaler: torch.amp's (PyTorch 2.3+), else torch.cuda.amp's"""
+    amp = getattr(torch, "amp", None)
+    if amp is not None and hasattr(amp, "GradScaler"):
+        return amp.GradScaler(device_type)
+    return torch.cuda.amp.GradScaler()
+
+
+class Step:
+    """One training step of model in precision p: bf16 and fp16 under
+    torch.autocast (float32 master weights), fp16 with a GradScaler (a
+    step whose gradients overflow is skipped, as GradScaler does);
+    fp32 and tf32 as train_step (TF32 is precision_mode's)."""
+
+    def __init__(self, model, p, device_type, scaler=None):
+        import torch
+        from peers.torch_ops import torch_dtype
+        self.torch, self.model, self.device_type = torch, model, device_type
+        self.opt = sgd(model)
+        self.amp = torch_dtype(torch, p) if p in common.LOW_PRECISION else None
+        self.scaler = scaler if scaler is not None or p != "fp16" else make_scaler(torch, device_type)
+
+    def __call__(self, x, y):
+        import torch.nn.functional as F
+        if self.amp is None:
+            return train_step(self.model, self.opt, x, y)
+        self.opt.zero_grad(set_to_none=True)
+        with self.torch.autocast(self.device_type, dtype=self.amp):
+            loss = F.cross_entropy(self.model(x), y)  # autocast runs it in float32
+        if self.scaler is None:
+            loss.backward()
+            self.opt.step()
+        else:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        return loss
+
+
 def sgd(model):
     import torch
     return torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
@@ -192,21 +269,21 @@ def synthetic_batch(stem, batch, seed):
     return x, y
 
 
-def one_step_delta(model, opt, x, y):
-    """the loss of one step and every parameter's change (updated - initial),
-    concatenated, in float64 on the CPU"""
+def one_step_delta(model, step, x, y):
+    """the loss of one step (step(x, y)) and every parameter's change
+    (updated - initial), concatenated, in float64 on the CPU"""
     import torch
     before = [p.detach().double().cpu().clone() for p in model.parameters()]
-    loss = train_step(model, opt, x, y).item()
+    loss = step(x, y).item()
     delta = torch.cat([(p.detach().double().cpu() - b).flatten() for p, b in zip(model.parameters(), before)])
     return loss, delta
 
 
-def check_first_step(model, opt, ref, x, y, device):
+def check_first_step(model, step, ref, x, y, device):
     """the loss's relative error and the parameter updates' relative L2 error
     of the first step on device, against ref = (loss, delta) in float64"""
     import torch
-    loss, delta = one_step_delta(model, opt, x.to(device), y.to(device))
+    loss, delta = one_step_delta(model, step, x, y)
     ref_loss, ref_delta = ref
     loss_err = abs(loss - ref_loss) / max(abs(ref_loss), 1e-30)
     upd_err = (torch.linalg.vector_norm(delta - ref_delta) / max(torch.linalg.vector_norm(ref_delta).item(),
@@ -253,36 +330,66 @@ def time_steps(step, device):
 
 # ---- the sweep ----
 
-def base_row(stem, impl, device, batch, threads):
+def base_row(stem, impl, device, batch, threads, p="fp32"):
     return dict(sweep="resnet", case=STEMS[stem]["case"], impl=impl, backend="gpu" if device.type == "cuda" else "cpu",
-                m=batch, n=0, k=0, batch=batch, threads=threads, transfer=0, **common.precision_fields("fp32"), cold=0,
+                m=batch, n=0, k=0, batch=batch, threads=threads, transfer=0, **common.precision_fields(p), cold=0,
                 warmup=0, reps=0, median_ms=math.nan, min_ms=math.nan, max_ms=math.nan, cv_pct=math.nan,
                 gflops=math.nan, gbps=math.nan, scratch_bytes=0, arena_bytes=0, live_bytes=0, **common.NO_ENERGY,
                 max_rel_err=math.nan, check=f"f64-step@b{STEMS[stem]['check_batch']}", status="", note="")
 
 
-def run_impl(out, stem, impl, cudnn_benchmark, batches, device, init_state, ref, threads, summary):
+def fresh_model(stem, init_state, device, channels_last):
     import torch
-    torch.backends.cudnn.benchmark = cudnn_benchmark
     model = make_resnet18(stem)
     model.load_state_dict(init_state)
     model.to(device)
-    opt = sgd(model)
+    return model.to(memory_format=torch.channels_last) if channels_last else model
+
+
+def checked_step(stem, p, channels_last, device, init_state, ref):
+    """The impl's model and step after its checked first step (fp16: the
+    first step GradScaler did not skip, from the initial weights again,
+    the scale it settled on kept): (model, step, loss error, update error,
+    the scaler's note or "")."""
+    import torch
     x, y = synthetic_batch(stem, STEMS[stem]["check_batch"], seed=1)
-    loss_err, upd_err = check_first_step(model, opt, ref, x, y, device)
-    ok = loss_err <= LOSS_TOL and upd_err <= UPDATE_TOL
-    errs = f"loss rel err {loss_err:.3g} (tol {LOSS_TOL:g}); update rel err {upd_err:.3g} (tol {UPDATE_TOL:g})"
-    print(f"{PROG}: {STEMS[stem]['case']} {impl}: first step {'ok' if ok else 'WRONG'}: {errs}", file=sys.stderr)
+    x, y = x.to(device), y.to(device)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    scaler, note = None, ""
+    for tries in range(SCALE_TRIES):
+        model = fresh_model(stem, init_state, device, channels_last)
+        step = Step(model, p, device.type, scaler)
+        scale = step.scaler.get_scale() if step.scaler is not None else None
+        loss_err, upd_err = check_first_step(model, step, ref, x, y, device)
+        scaler = step.scaler
+        if scaler is None or scaler.get_scale() >= scale:
+            break
+        note = f"GradScaler skipped {tries + 1} first steps (overflow; scale down to {scaler.get_scale():g})"
+    return model, step, loss_err, upd_err, note
+
+
+def run_impl(out, stem, impl, p, cudnn_benchmark, channels_last, batches, device, init_state, ref, threads, summary):
+    import torch
+    torch.backends.cudnn.benchmark = cudnn_benchmark
+    model, step, loss_err, upd_err, note = checked_step(stem, p, channels_last, device, init_state, ref)
+    loss_tol, update_tol = tolerances(p)
+    ok = loss_err <= loss_tol and upd_err <= update_tol
+    errs = f"loss rel err {loss_err:.3g} (tol {loss_tol:g}); update rel err {upd_err:.3g} (tol {update_tol:g})"
+    print(f"{PROG}: {STEMS[stem]['case']} {impl} {p}: first step {'ok' if ok else 'WRONG'}: {errs}", file=sys.stderr)
     for batch in batches:
-        row = base_row(stem, impl, device, batch, threads)
+        row = base_row(stem, impl, device, batch, threads, p)
         row["max_rel_err"] = max(loss_err, upd_err)
+        row["note"] = note
         if not ok:
             row.update(status="wrong", note=errs)
         else:
             x, y = synthetic_batch(stem, batch, seed=batch)
             try:
                 x, y = x.to(device), y.to(device)
-                warm, ms, peak = time_steps(lambda: train_step(model, opt, x, y), device)
+                if channels_last:
+                    x = x.contiguous(memory_format=torch.channels_last)
+                warm, ms, peak = time_steps(lambda: step(x, y), device)
                 median, lo, hi, cv = common.summarize(ms)
                 row.update(warmup=warm, reps=len(ms), median_ms=median, min_ms=lo, max_ms=hi, cv_pct=cv,
                            gflops=step_flops(stem, batch) / (median * 1e6), arena_bytes=peak, status="ok")
@@ -291,23 +398,28 @@ def run_impl(out, stem, impl, cudnn_benchmark, batches, device, init_state, ref,
             except torch.cuda.OutOfMemoryError as e:
                 row.update(status="oom", note=str(e).splitlines()[0][:150])  # "CUDA out of memory. Tried to ..."
             x = y = None  # free the batch before the next (or after an out-of-memory)
-            opt.zero_grad(set_to_none=True)
+            step.opt.zero_grad(set_to_none=True)
             if device.type == "cuda":
                 torch.cuda.empty_cache()
         out.write(row)
         summary.append(row)
-        print(f"{PROG}: {row['case']} {impl} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms",
+        print(f"{PROG}: {row['case']} {impl} {p} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms",
               file=sys.stderr)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="PyTorch eager fp32 peer of `bench --sweep resnet`")
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description="PyTorch eager peer of `bench --sweep resnet`, in every precision")
     common.out_arg(ap, "result folder: rows go to DIR/resnet.csv")
     ap.add_argument("--batches-cifar", type=common.int_list(), default=[8, 32, 128, 256])
     ap.add_argument("--batches-imagenet", type=common.int_list(), default=[8, 32, 64])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--quick", action="store_true", help="one small batch per stem")
-    a = ap.parse_args(argv)
+    common.dtype_args(ap)
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    a = parse_args(argv)
 
     import torch
     if a.device == "cuda" and not torch.cuda.is_available():
@@ -315,24 +427,26 @@ def main(argv=None):
               "use --device cpu for a smoke test", file=sys.stderr)
         return 1
     device = torch.device(a.device)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    from peers.torch_ops import precision_mode
     torch.backends.cudnn.enabled = True
     cuda = device.type == "cuda"
     threads = 0 if cuda else torch.get_num_threads()
-    impls = [("torch-eager", False)] + ([("torch-eager-cudnn-bench", True)] if cuda else [])
+    impls, skipped = runs(device.type, a.dtype)
+    for p, why in skipped.items():
+        print(f"{PROG}: no {p} rows: {why}", file=sys.stderr)
     batches = {"cifar": a.batches_cifar, "imagenet": a.batches_imagenet}
     if a.quick:
         batches = {stem: [min(b)] for stem, b in batches.items()}
 
     where = f"gpu: {torch.cuda.get_device_name(device)}" if cuda else f"cpu: {threads} torch threads"
-    meta = [f"duograd torch peer (bench/peers/torch_resnet.py): PyTorch eager fp32 NCHW, "
-            f"{'; '.join(i for i, _ in impls)}",
+    meta = [f"duograd torch peer (bench/peers/torch_resnet.py): PyTorch eager in {','.join(a.dtype)}, "
+            f"{'; '.join(sorted(set(i for i, *_ in impls)))} (-nhwc: channels-last, else NCHW)",
             common.date_line(),
             f"torch: {torch.__version__} (CUDA {torch.version.cuda})",
             where,
             f"cudnn: {torch.backends.cudnn.version()}",
-            "tf32: off (torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False)",
+            "tf32: on in tf32 rows alone (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32); "
+            "bf16/fp16: torch.autocast, fp16 with GradScaler",
             "timing: GPU: CUDA events around each whole step (zero_grad; forward; loss; backward; "
             "optimizer.step); CPU: perf_counter; arena_bytes: torch.cuda.max_memory_allocated()"]
     os.makedirs(a.out, exist_ok=True)
@@ -341,8 +455,8 @@ def main(argv=None):
     except ValueError as e:  # a header without a column bench_csv_read requires
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    print(f"{PROG}: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {where}, TF32 off "
-          f"-> {out.path} ({len(out.columns)} columns)", file=sys.stderr)
+    print(f"{PROG}: torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {where}, "
+          f"{','.join(a.dtype)} -> {out.path} ({len(out.columns)} columns)", file=sys.stderr)
 
     summary = []
     for stem in ("cifar", "imagenet"):
@@ -358,17 +472,19 @@ def main(argv=None):
         ref_model.load_state_dict(init_state)
         ref_model.double()
         x, y = synthetic_batch(stem, STEMS[stem]["check_batch"], seed=1)
-        ref = one_step_delta(ref_model, sgd(ref_model), x.double(), y)
+        ref_opt = sgd(ref_model)
+        ref = one_step_delta(ref_model, lambda xs, ys: train_step(ref_model, ref_opt, xs, ys), x.double(), y)
         del ref_model
-        for impl, bench in impls:
-            run_impl(out, stem, impl, bench, batches[stem], device, init_state, ref, threads, summary)
+        for impl, p, bench, nhwc in impls:
+            with precision_mode(torch, p):
+                run_impl(out, stem, impl, p, bench, nhwc, batches[stem], device, init_state, ref, threads, summary)
     out.close()
 
-    print(f"\n{'case':<18} {'impl':<24} {'batch':>5} {'median_ms':>10} {'img/s':>9} {'GFLOP/s':>9} "
+    print(f"\n{'case':<18} {'impl':<28} {'dtype':<5} {'batch':>5} {'median_ms':>10} {'img/s':>9} {'GFLOP/s':>9} "
           f"{'cv%':>6} {'peak_MiB':>9} {'err':>9}  status")
     for r in summary:
         img_s = r["batch"] / r["median_ms"] * 1e3 if math.isfinite(r["median_ms"]) else math.nan
-        print(f"{r['case']:<18} {r['impl']:<24} {r['batch']:>5} {r['median_ms']:>10.4g} {img_s:>9.1f} "
+        print(f"{r['case']:<18} {r['impl']:<28} {r['dtype']:<5} {r['batch']:>5} {r['median_ms']:>10.4g} {img_s:>9.1f} "
               f"{r['gflops']:>9.1f} {r['cv_pct']:>6.2f} {r['arena_bytes'] / 2**20:>9.1f} {r['max_rel_err']:>9.2e}  "
               f"{r['status']}{' (' + r['note'] + ')' if r['note'] else ''}")
     print(f"rows appended to {out.path}")

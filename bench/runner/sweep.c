@@ -40,11 +40,13 @@ const sweep_def bench_sweeps[] = {
      .run = sweep_train, .report = bench_report_train},
     {.name = "conv",
      .what = "conv2d forward, backward-data and backward-weight on ResNet-18's and LeNet-sized layer shapes "
-             "over batch sizes; cpu im2col + sgemm, gpu im2col + cuBLAS and implicit GEMM; GFLOP/s",
+             "over batch sizes; cpu im2col + sgemm, gpu im2col + cuBLAS and implicit GEMM, oneDNN and cuDNN; "
+             "--dtype fp32, tf32, bf16, fp16; GFLOP/s",
      .run = sweep_conv, .report = bench_report_conv},
     {.name = "resnet",
      .what = "ResNet-18 training step (SGD, momentum, weight decay) over batch sizes, CIFAR and ImageNet "
-             "stems; GPU with and without CUDA-graph replay; images/s and arena bytes",
+             "stems; GPU with and without CUDA-graph replay; the backends' defaults, own kernels and vendor "
+             "libraries (CPU: with --impl); --dtype fp32, tf32, bf16, fp16; images/s and arena bytes",
      .run = sweep_resnet, .report = bench_report_resnet},
     {.name = "attention",
      .what = "scaled dot-product attention, composed (matmul, softmax, matmul) and fused, forward and "

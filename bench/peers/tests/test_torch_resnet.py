@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Self-test of peers.torch_resnet's parts that need no torch (the FLOP
-and parameter counts), of the rows it and the other torch peers write
+and parameter counts, what runs per device and precision, --dtype, the
+check's tolerances against the resnet sweep's), of the rows it and the other torch peers write
 through peers.common (column order, refusal of a foreign header, a cut
 row), and of torch_ops' and torch_ddp's rows. Plain Python (no pytest):
 
     python3 bench/peers/tests/test_torch_resnet.py      # exit status 1 when a check fails
 """
+import contextlib
+import io
 import os
+import re
 import sys
 import tempfile
 
@@ -54,6 +58,66 @@ def test_resnet_rows_read_back():
     assert got["gbps"] == "NaN" and got["batch"] == got["m"] == "32", got
     empty = [c for c in cols if got[c] == "" and c != "note"]
     assert not empty, f"columns left empty: {empty}"
+    # a row in each other precision names it in dtype, tf32 1 in tf32 alone
+    for p in ("tf32", "bf16", "fp16"):
+        row = tp.base_row("imagenet", "torch-eager-cudnn-bench-nhwc", type("dev", (), {"type": "cuda"})(), 64, 0, p)
+        fields = dict(zip(EXPECTED, common.format_row(row, EXPECTED).rstrip("\n").split(",")))
+        assert (fields["dtype"], fields["tf32"], fields["impl"], fields["case"]) == \
+            (p, "1" if p == "tf32" else "0", "torch-eager-cudnn-bench-nhwc", "resnet18-imagenet"), fields
+
+
+def test_runs_per_device_and_dtype():
+    """on the GPU every precision with cudnn.benchmark in both layouts (the
+    layout named in the impl), PyTorch's default (no benchmark) in fp32
+    alone; on the CPU fp32 and bf16 in both layouts, tf32 and fp16 skipped
+    with the reason"""
+    gpu, skipped = tp.runs("cuda", list(common.PRECISIONS))
+    assert not skipped, skipped
+    assert ("torch-eager", "fp32", False, False) in gpu and not any(i == "torch-eager" and p != "fp32"
+                                                                    for i, p, *_ in gpu), gpu
+    for p in common.PRECISIONS:
+        assert ("torch-eager-cudnn-bench", p, True, False) in gpu, (p, gpu)
+        assert ("torch-eager-cudnn-bench-nhwc", p, True, True) in gpu, (p, gpu)
+    assert all(nhwc == impl.endswith("-nhwc") for impl, _, _, nhwc in gpu), gpu
+    cpu, skipped = tp.runs("cpu", list(common.PRECISIONS))
+    assert sorted(cpu) == sorted([("torch-eager", "fp32", False, False), ("torch-eager-nhwc", "fp32", False, True),
+                                  ("torch-eager", "bf16", False, False), ("torch-eager-nhwc", "bf16", False, True)]), cpu
+    assert set(skipped) == {"tf32", "fp16"} and "TF32" in skipped["tf32"], skipped
+    assert tp.runs("cpu", ["fp16"]) == ([], {"fp16": skipped["fp16"]})
+
+
+def test_dtype_argument():
+    """--dtype as bench's: a list in PRECISIONS' order, all, fp32 by default;
+    an unknown name refused with usage status 2, naming it"""
+    assert tp.parse_args(["--out", TMP]).dtype == ["fp32"]
+    assert tp.parse_args(["--out", TMP, "--dtype", "bf16,fp32"]).dtype == ["fp32", "bf16"]
+    assert tp.parse_args(["--out", TMP, "--dtype", "all"]).dtype == list(common.PRECISIONS)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            tp.parse_args(["--out", TMP, "--dtype", "fp32,fp64"])
+        raise AssertionError("--dtype fp64 accepted")
+    except SystemExit as e:
+        assert e.code == 2 and "'fp64' is not a precision" in err.getvalue(), (e.code, err.getvalue())
+
+
+def test_tolerances_are_the_resnet_sweeps():
+    """the first step's tolerances per precision: fp32's those of
+    core/check/step_check.h, the others bench_step_tol_in's (read from
+    bench/runner/step_tol.c, so that the two cannot drift apart)"""
+    src = open(os.path.join(ROOT, "bench", "runner", "step_tol.c")).read()
+    update = float(re.search(r"#define UPDATE_TOL_LOW ([0-9.e-]+)", src).group(1))
+    loss = {"bf16": float(re.search(r"case DG_PREC_BF16: loss = ([0-9.e-]+)", src).group(1)),
+            "fp16": float(re.search(r"case DG_PREC_FP16: case DG_PREC_TF32: loss = ([0-9.e-]+)", src).group(1))}
+    loss["tf32"] = loss["fp16"]
+    assert tp.tolerances("fp32") == (tp.LOSS_TOL, tp.UPDATE_TOL)
+    for p in ("tf32", "bf16", "fp16"):
+        assert tp.tolerances(p) == (max(tp.LOSS_TOL, loss[p]), max(tp.UPDATE_TOL, update)), (p, tp.tolerances(p))
+    try:
+        tp.tolerances("fp64")
+        raise AssertionError("fp64 has tolerances")
+    except ValueError as e:
+        assert "not a precision" in str(e), e
 
 
 def test_ops_and_attention_rows_fill_every_numeric_column():

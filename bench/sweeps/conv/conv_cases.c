@@ -11,17 +11,23 @@
 
 const char *const conv_dir_name[CONV_N_DIRS] = {"fwd", "bwd-data", "bwd-weight"};
 
+#define FP32_ONLY (1u << DG_PREC_FP32)
+#define CPU_PRECS (1u << DG_PREC_FP32 | 1u << DG_PREC_BF16 | 1u << DG_PREC_FP16)
+#define GPU_PRECS ((1u << DG_PREC_COUNT) - 1)
+
 const conv_impl conv_impls[CONV_N_IMPLS] = {
     /* im2col + OpenBLAS in passes; the same, image per thread; shifted taps,
-     * no im2col; the weight's gradient split by input channels */
-    [CONV_CPU]          = {"cpu-im2col", false, false, DG_CONV_IM2COL},
-    [CONV_CPU_BATCH]    = {"cpu-im2col-batch", false, false, DG_CONV_IM2COL_BATCH},
-    [CONV_CPU_SHIFT]    = {"cpu-shift", false, false, DG_CONV_SHIFT},
-    [CONV_CPU_CHANNELS] = {"cpu-im2col-chan", false, false, DG_CONV_IM2COL_CHANNELS},
-    /* im2col + cuBLAS; the same with the copies; the implicit-GEMM kernels */
-    [CONV_GPU_IM2COL]   = {"gpu-im2col", true, false, DG_CONV_IM2COL},
-    [CONV_GPU_TRANSFER] = {"gpu-im2col", true, true, DG_CONV_IM2COL},
-    [CONV_GPU_IMPLICIT] = {"gpu-implicit", true, false, DG_CONV_IMPLICIT},
+     * no im2col; the weight's gradient split by input channels; oneDNN */
+    [CONV_CPU]          = {"cpu-im2col", false, false, DG_CONV_IM2COL, CPU_PRECS},
+    [CONV_CPU_BATCH]    = {"cpu-im2col-batch", false, false, DG_CONV_IM2COL_BATCH, CPU_PRECS},
+    [CONV_CPU_SHIFT]    = {"cpu-shift", false, false, DG_CONV_SHIFT, CPU_PRECS},
+    [CONV_CPU_CHANNELS] = {"cpu-im2col-chan", false, false, DG_CONV_IM2COL_CHANNELS, CPU_PRECS},
+    [CONV_CPU_ONEDNN]   = {"cpu-onednn", false, false, DG_CONV_VENDOR, CPU_PRECS},
+    /* im2col + cuBLAS; the same with the copies; the implicit-GEMM kernels; cuDNN */
+    [CONV_GPU_IM2COL]   = {"gpu-im2col", true, false, DG_CONV_IM2COL, GPU_PRECS},
+    [CONV_GPU_TRANSFER] = {"gpu-im2col", true, true, DG_CONV_IM2COL, FP32_ONLY},
+    [CONV_GPU_IMPLICIT] = {"gpu-implicit", true, false, DG_CONV_IMPLICIT, GPU_PRECS},
+    [CONV_GPU_CUDNN]    = {"gpu-cudnn", true, false, DG_CONV_VENDOR, GPU_PRECS},
 };
 
 void conv_case_name(const conv_shape *s, int dir, char *buf, size_t n) {

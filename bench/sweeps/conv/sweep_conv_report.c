@@ -4,7 +4,10 @@
  * each at the largest batch it ran, against the sgemm ceilings. Summary:
  * the shapes, a table per direction for the 3x3 layers (GFLOP/s,
  * implicit/im2col, the fastest CPU implementation's fraction of its sgemm
- * ceiling), and the GPU/CPU crossover batch per shape family.
+ * ceiling), all of fp32 rows; where the vendor rows (cpu-onednn,
+ * gpu-cudnn) ran, the fastest own implementation over the vendor's per
+ * layer, direction, dtype and device; and the GPU/CPU crossover batch per
+ * shape family (fp32).
  *
  * Where bench/peers/torch_conv.py appended PyTorch's rows of the same cases
  * to conv.csv (impls torch-cudnn, torch-cudnn-bench, torch-cpu), they are
@@ -45,18 +48,24 @@ static bool is_duograd(const char *impl) {
     return false;
 }
 
-/* the measured row of a case by im at batch `at`, or (at = 0) at the
- * largest batch it was measured; NULL where none */
-static const csv_rec *pick(const bench_table *t, const char *name, const conv_impl *im, long long at) {
+/* the measured row of a case by im in precision p at batch `at`, or
+ * (at = 0) at the largest batch it was measured; NULL where none */
+static const csv_rec *pick_prec(const bench_table *t, const char *name, const conv_impl *im, dg_precision p,
+                                long long at) {
     const csv_rec *best = NULL;
     for (int i = 0; i < t->n; i++) {
         const csv_rec *r = &t->r[i];
         if (strcmp(r->name, name) || strcmp(r->impl, im->name) || r->transfer != im->transfer ||
-            !bench_row_measured(r) || (at && r->batch != at))
+            r->precision != p || !bench_row_measured(r) || (at && r->batch != at))
             continue;
         if (!best || r->batch > best->batch) best = r;
     }
     return best;
+}
+
+/* the same in fp32, which the charts and the tables before the vendor's are of */
+static const csv_rec *pick(const bench_table *t, const char *name, const conv_impl *im, long long at) {
+    return pick_prec(t, name, im, DG_PREC_FP32, at);
 }
 
 /* a row's GFLOP/s as a chart point at x, its bar from the slowest and the
@@ -163,7 +172,8 @@ static double peer_ratio(const bench_table *t, const char *name, const conv_impl
     *at = 0;
     for (int i = 0; i < t->n; i++) {
         const csv_rec *r = &t->r[i];
-        if (strcmp(r->name, name) || strcmp(r->impl, peer->name) || !bench_row_measured(r) || r->batch <= *at)
+        if (strcmp(r->name, name) || strcmp(r->impl, peer->name) || r->precision != DG_PREC_FP32 ||
+            !bench_row_measured(r) || r->batch <= *at)
             continue;
         double best = duograd_best(t, name, peer->gpu, r->batch);
         if (isnan(best)) continue;
@@ -250,7 +260,7 @@ static bench_series by_batch(const bench_table *t, const char *name, const conv_
     for (int i = 0; i < t->n && s.n < BENCH_MAX_PTS; i++) {
         const csv_rec *r = &t->r[i];
         if (strcmp(r->name, name) || strcmp(r->impl, im->name) || r->transfer != im->transfer ||
-            !bench_row_measured(r))
+            r->precision != DG_PREC_FP32 || !bench_row_measured(r))
             continue;
         s.x[s.n] = (double)r->batch;
         s.y[s.n] = r->median_ms;
@@ -337,6 +347,62 @@ static void write_crossovers(FILE *f, const bench_table *t, const conv_shape_lis
     fprintf(f, "\n");
 }
 
+/* The fastest own implementation's GFLOP/s over the vendor library's on
+ * one device, of a case in precision p, at the largest batch the vendor
+ * measured where an own row was measured too: *at that batch, *own and
+ * *vendor the two rates (NaN and 0 where there is none). */
+static double own_over_vendor(const bench_table *t, const char *name, bool gpu, dg_precision p, long long *at,
+                              double *own, double *vendor) {
+    const conv_impl *v = &conv_impls[gpu ? CONV_GPU_CUDNN : CONV_CPU_ONEDNN];
+    *at = 0;
+    *own = *vendor = NAN;
+    for (int i = 0; i < t->n; i++) {
+        const csv_rec *r = &t->r[i];
+        if (strcmp(r->name, name) || strcmp(r->impl, v->name) || r->precision != p || !bench_row_measured(r) ||
+            r->batch <= *at)
+            continue;
+        double best = NAN;
+        for (int k = 0; k < CONV_N_IMPLS; k++) {
+            const conv_impl *im = &conv_impls[k];
+            const csv_rec *o = im->gpu == gpu && !im->transfer && im->conv != DG_CONV_VENDOR
+                                   ? pick_prec(t, name, im, p, r->batch) : NULL;
+            if (o && isfinite(o->gflops) && (isnan(best) || o->gflops > best)) best = o->gflops;
+        }
+        if (isnan(best)) continue;
+        *at = r->batch;
+        *own = best;
+        *vendor = r->gflops;
+    }
+    return *own / *vendor;
+}
+
+/* own / vendor per layer, direction, dtype and device, where both ran */
+static void write_vendor(FILE *f, const bench_table *t, const conv_shape_list *l) {
+    bool header = false;
+    for (int k = 0; k < l->n; k++)
+        for (int d = 0; d < CONV_N_DIRS; d++)
+            for (int p = 0; p < DG_PREC_COUNT; p++)
+                for (int gpu = 0; gpu < 2; gpu++) {
+                    char name[48], ratio[16];
+                    conv_case_name(&l->s[k], d, name, sizeof name);
+                    long long at;
+                    double own, vendor, r = own_over_vendor(t, name, gpu, (dg_precision)p, &at, &own, &vendor);
+                    if (!at) continue;
+                    if (!header) {
+                        header = true;
+                        fprintf(f, "### Own kernels against the vendor's (cpu-onednn, gpu-cudnn)\n\n"
+                                   "own / vendor: the fastest own implementation's GFLOP/s on the device over the "
+                                   "vendor library's, in the same dtype, at the largest batch both measured.\n\n"
+                                   "| # | shape | direction | dtype | device | batch | best own GFLOP/s | vendor "
+                                   "GFLOP/s | own / vendor |\n|---|---|---|---|---|---|---|---|---|\n");
+                    }
+                    fprintf(f, "| %d | %s | %s | %s | %s | %lld | %.1f | %.1f | %s |\n", k + 1, l->s[k].name,
+                            conv_dir_name[d], dg_precision_name((dg_precision)p), gpu ? "gpu" : "cpu", at, own,
+                            vendor, bench_fmt_num(r, "%.2f", ratio, sizeof ratio));
+                }
+    if (header) fprintf(f, "\n");
+}
+
 bool bench_report_conv(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     conv_shape_list l;
@@ -358,6 +424,7 @@ bool bench_report_conv(bench_report *rep, const bench_table *t) {
                           "PyTorch's, at the largest batch both measured (named where it is not the row's).\n\n");
     write_shapes(rep->sum, t, &l);
     for (int d = 0; d < CONV_N_DIRS; d++) write_direction(rep, t, &l, d);
+    write_vendor(rep->sum, t, &l);
     write_crossovers(rep->sum, t, &l);
     for (int d = 0; d < CONV_N_DIRS; d++) draw_direction(rep, t, &l, d);
     return true;

@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "core/check/step_check.h"
 #include "runner/runner.h"
+#include "runner/step_tol.h"
 
 static const long long default_batches[] = {32, 128, 512, 2048, 8192};
 static const long long quick_batches[] = {32, 256, 2048};
@@ -94,31 +95,6 @@ static dg_status mlp_setup(bench_ctx *ctx, const bench_point *pt, void **out) {
     return DG_OK;
 }
 
-/* The tolerances in tf32, bf16 and fp16. In bf16 and fp16 the reference
- * rounds where the graph casts, from its float64 values: an operand that
- * float32 puts on the other side of a rounding boundary moves by one unit
- * of the dtype (2^-8 bf16, 2^-11 fp16) and the step's gradient with it, so
- * near-zero gradients (Adam's first update is about lr sign(g)) flip more
- * often than in float32 (BENCH_STEP_UPDATE_TOL, 5e-2 relative L2). TF32's
- * roundings (2^-11, every product operand on the GPU's tensor cores) are
- * not in the reference at all. Measured relative errors (the largest of
- * loss and update), 784-256-100-10 and 784-1024-1024-10 at batch 256 and
- * 2048: on the 2-core Xeon bf16 1.6e-6 to 4.7e-3, fp16 5.6e-3 to 1.8e-2;
- * on an H200 (its host's AMX under the CPU rows) GPU bf16 4.7e-3 to
- * 2.9e-2, fp16 2.9e-3 to 2.6e-2, tf32 5.4e-2 to 7.1e-2 (the update).
- * 0.15 is about twice the largest and far under a wrong rule's 1 to 10 (no
- * bias correction 3x, a flipped sign 2x). The loss: the dtype's unit
- * roundoff through a few layers, 2e-2 in bf16, 2e-3 in fp16 and tf32. */
-#define MLP_UPDATE_TOL_LOW 0.15
-static bench_step_tol mlp_tol(dg_precision p, bench_step_tol fp32) {
-    switch (p) {
-    case DG_PREC_BF16: return (bench_step_tol){.loss = 2e-2, .update = MLP_UPDATE_TOL_LOW};
-    case DG_PREC_FP16: case DG_PREC_TF32: return (bench_step_tol){.loss = 2e-3, .update = MLP_UPDATE_TOL_LOW};
-    case DG_PREC_FP32: break;
-    }
-    return fp32;
-}
-
 /* the step planned on the implementation's backend and checked against
  * float64 before it is timed */
 static dg_status mlp_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
@@ -128,7 +104,7 @@ static dg_status mlp_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, be
     dg_precision p = row->precision;
     /* the CPU has no TF32 mode: its tf32 row is the fp32 step */
     spec.precision = !im->gpu && p == DG_PREC_TF32 ? DG_PREC_FP32 : p;
-    spec.tol = mlp_tol(spec.precision, spec.tol);
+    spec.tol = bench_step_tol_in(spec.precision, spec.tol);
     if (!im->gpu && p == DG_PREC_TF32) row->note = "no TF32 on the CPU: the fp32 step";
     bool ok = false;
     dg_status st = bench_step_new(&s->bs, be, &spec, s->batch, s->x, s->y,

@@ -5,7 +5,25 @@
  *   resnet18-cifar     3x32x32 images, 10 classes, batches 8, 32, 128, 256
  *   resnet18-imagenet  3x224x224 images, 1000 classes, batches 8, 32, 64
  * impl cpu, gpu (node by node) and gpu-graph (the step captured once as a
- * CUDA graph and replayed). The images are seeded synthetic data, uniform
+ * CUDA graph and replayed), each with the backend's default convolutions
+ * and GEMMs; beside them the implementation sets (plan options):
+ * IMPL-own, the backend's own kernels (convolutions: the CPU's measured
+ * choice of its strategies, the GPU's implicit GEMM; GEMMs: DG_GEMM_OWN),
+ * and IMPL-vendor, the vendor libraries' (DG_CONV_VENDOR: oneDNN, cuDNN;
+ * DG_GEMM_VENDOR: OpenBLAS, cuBLAS), as cpu-own, cpu-vendor,
+ * gpu-graph-own and gpu-graph-vendor. On the CPU those two run only when
+ * asked for (--impl, or --sweep all): the default sweep on a 2-core
+ * machine would take three times as long. A set the backend does not
+ * offer (no oneDNN in the build, no cuDNN found) has its rows skipped with
+ * the backend's reason, said once on stderr.
+ *
+ * Precisions (--dtype): the step under the precision's policy
+ * (dg_train_step_build_opts' .precision through bench_step_build), tf32 on
+ * the GPU only; checked with the precision's tolerances
+ * (runner/step_tol.h, the mlp sweep's) against the float64 reference of
+ * the same graph, which rounds where the graph casts.
+ *
+ * The images are seeded synthetic data, uniform
  * in [0, 1), with labels uniform over the classes, of the real shapes:
  * CIFAR-10 itself is not installed, and a step's time depends on the
  * shapes, not on the pixels. Inputs are uploaded once (transfer = 0).
@@ -51,6 +69,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "runner/runner.h"
+#include "runner/step_tol.h"
 
 /* the reduced batch of the float64 check, and the check column */
 #define CHECK_BATCH 2
@@ -70,9 +89,30 @@ static const resnet_case cases[] = {
 };
 #define N_CASES (int)(sizeof cases / sizeof *cases)
 
-typedef struct resnet_impl { const char *name; bool gpu, replay; } resnet_impl;
-static const resnet_impl impls[] = {{"cpu", false, true}, {"gpu", true, false}, {"gpu-graph", true, true}};
+/* the kernels a row's plan asks for: the backend's defaults, its own, the vendors' */
+typedef enum resnet_set { SET_DEFAULT, SET_OWN, SET_VENDOR } resnet_set;
+
+typedef struct resnet_impl { const char *name; bool gpu, replay; resnet_set set; } resnet_impl;
+static const resnet_impl impls[] = {
+    {"cpu", false, true, SET_DEFAULT},          {"cpu-own", false, true, SET_OWN},
+    {"cpu-vendor", false, true, SET_VENDOR},    {"gpu", true, false, SET_DEFAULT},
+    {"gpu-graph", true, true, SET_DEFAULT},     {"gpu-graph-own", true, true, SET_OWN},
+    {"gpu-graph-vendor", true, true, SET_VENDOR},
+};
 #define N_IMPLS (int)(sizeof impls / sizeof *impls)
+
+/* the plan options of a row of im: replay, and the set's kernels */
+static dg_plan_opts impl_opts(const resnet_impl *im) {
+    dg_plan_opts o = {.no_replay = !im->replay};
+    if (im->set == SET_OWN) {
+        o.conv = im->gpu ? DG_CONV_IMPLICIT : DG_CONV_DEFAULT;
+        o.gemm = DG_GEMM_OWN;
+    } else if (im->set == SET_VENDOR) {
+        o.conv = DG_CONV_VENDOR;
+        o.gemm = DG_GEMM_VENDOR;
+    }
+    return o;
+}
 
 /* x [batch, c, h, w] uniform in [0, 1), y [batch] uniform over the classes */
 static dg_status synth_batch(const dg_resnet_cfg *cfg, int batch, uint64_t seed, float **x, int32_t **y) {
@@ -120,16 +160,19 @@ typedef struct impl_check {
                                       * the first rate its --cpu-cap predictions use */
 } impl_check;
 
-/* One case during the sweep: the float64 reference of its check step (same
- * graph, same data for every implementation: one) and each
- * implementation's check. */
+/* One case during the sweep: the float64 reference of its check step in
+ * each precision (same graph, same data for every implementation: one)
+ * and each implementation's check in each. */
 typedef struct case_run {
     const resnet_case *c;
     dg_resnet_cfg      cfg;
     double             flops_per_image;
-    bench_step_ref     ref;
-    impl_check         chk[N_IMPLS];
+    bench_step_ref     ref[DG_PREC_COUNT];
+    impl_check         chk[N_IMPLS][DG_PREC_COUNT];
 } case_run;
+
+/* a refusal said on stderr once per implementation */
+typedef struct resnet_said { bool said[N_IMPLS]; } resnet_said;
 
 /* ---- the runner's view (runner/runner.h): a point is a case at a batch
  * size; an implementation one of impls[] on one case (applies at that
@@ -139,7 +182,8 @@ typedef struct case_run {
 typedef struct case_impl {
     case_run          *run;
     const resnet_impl *im;
-    impl_check        *chk;
+    impl_check        *chk;          /* [DG_PREC_COUNT] */
+    bool              *said;         /* its refusal said on stderr */
 } case_impl;
 
 static const case_impl *case_impl_of(const bench_impl *im) { return im->data; }
@@ -158,34 +202,59 @@ static void resnet_points(bench_ctx *ctx, const void *arg, bench_points *out) {
     }
 }
 
+/* an implementation runs at its case's points; the GPU's in tf32 too; the
+ * CPU's own and vendor sets only when asked for (--impl, --sweep all) */
 static bool resnet_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
-    (void)ctx;
-    return case_impl_of(im)->run == pt->data;
+    const case_impl *ci = case_impl_of(im);
+    if (ci->run != pt->data || (!im->gpu && pt->precision == DG_PREC_TF32)) return false;
+    return im->gpu || ci->im->set == SET_DEFAULT || ctx->impl_filter || ctx->extended;
+}
+
+/* A set the backend does not offer: its reason (once on stderr). */
+static const char *resnet_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *bim, char *why,
+                               size_t n) {
+    (void)pt;
+    const case_impl *ci = case_impl_of(bim);
+    dg_plan_opts o = impl_opts(ci->im);
+    if (dg_backend_step_impl(bim->gpu ? ctx->gpu : ctx->cpu, NULL, dg_step_flags(&o), NULL, 0) == DG_OK) return NULL;
+    snprintf(why, n, "%s", dg_last_error());
+    if (!*ci->said) fprintf(stderr, "bench: resnet: %s rows skipped: %s\n", bim->name, why);
+    *ci->said = true;
+    return why;
+}
+
+/* the step spec of a case in precision p, with p's tolerances */
+static bench_step_spec spec_in(const case_run *run, dg_precision p) {
+    bench_step_spec spec = bench_resnet_step(&run->cfg);
+    spec.precision = p;
+    spec.tol = bench_step_tol_in(p, spec.tol);
+    return spec;
 }
 
 /* the implementation's check, run at its first call: the step at
  * CHECK_BATCH on the implementation's backend against the float64
  * reference (computed at the case's first check) */
-static const impl_check *checked(bench_ctx *ctx, const case_impl *ci) {
-    impl_check *out = ci->chk;
+static const impl_check *checked(bench_ctx *ctx, const case_impl *ci, dg_precision p) {
+    impl_check *out = &ci->chk[p];
     if (out->done) return out;
     const resnet_case *c = ci->run->c;
     const resnet_impl *im = ci->im;
     dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
-    bench_step_spec spec = bench_resnet_step(&ci->run->cfg);
+    bench_step_spec spec = spec_in(ci->run, p);
+    bench_step_ref *ref = &ci->run->ref[p];
     float *x = NULL;
     int32_t *y = NULL;
     bench_step s = {0};
     *out = (impl_check){.done = true, .err = NAN};
     dg_status st = synth_batch(&ci->run->cfg, CHECK_BATCH, 1000u + (uint64_t)c->stem, &x, &y);
-    dg_plan_opts opts = {.no_replay = !im->replay};
+    dg_plan_opts opts = impl_opts(im);
     if (st == DG_OK) st = bench_step_build(&s, be, &spec, CHECK_BATCH, x, y, &opts);
-    bool fresh = !ci->run->ref.done;
+    bool fresh = !ref->done;
     double t0 = bench_now_s();
-    if (st == DG_OK) st = bench_step_check(&s, &spec, x, y, &ci->run->ref, &out->err, &out->ok);
+    if (st == DG_OK) st = bench_step_check(&s, &spec, x, y, ref, &out->err, &out->ok);
     if (st == DG_OK && fresh)
-        fprintf(stderr, "bench: resnet %s: float64 reference of the batch-%d step and its %s check: %.1f s\n", c->name,
-                CHECK_BATCH, im->name, bench_now_s() - t0);
+        fprintf(stderr, "bench: resnet %s: float64 reference of the batch-%d step in %s and its %s check: %.1f s\n",
+                c->name, CHECK_BATCH, dg_precision_name(p), im->name, bench_now_s() - t0);
     if (st == DG_OK && out->ok && !im->gpu) {
         t0 = bench_now_s();
         st = dg_plan_run(s.p);
@@ -202,8 +271,7 @@ static const impl_check *checked(bench_ctx *ctx, const case_impl *ci) {
 /* the CPU's first rate: the warm run of its checked step (the small
  * batch's lower rate errs long); none where the check failed */
 static void resnet_probe(bench_ctx *ctx, const bench_impl *im, const bench_point *pt, double *ms, double *work) {
-    (void)pt;
-    const impl_check *chk = checked(ctx, case_impl_of(im));
+    const impl_check *chk = checked(ctx, case_impl_of(im), pt->precision);
     if (chk->st != DG_OK || !chk->ok) return;
     *ms = chk->warm_ms;
     *work = case_impl_of(im)->run->flops_per_image * CHECK_BATCH;
@@ -245,7 +313,7 @@ static dg_status resnet_setup(bench_ctx *ctx, const bench_point *pt, void **out)
 static dg_status resnet_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
     resnet_state *s = arg;
     const case_impl *ci = case_impl_of(im);
-    const impl_check *chk = checked(ctx, ci);
+    const impl_check *chk = checked(ctx, ci, row->precision);
     dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
     row->max_rel_err = chk->err;
     if (chk->st != DG_OK) return dg_fail(chk->st, "%s", chk->why);
@@ -254,8 +322,8 @@ static dg_status resnet_prepare(bench_ctx *ctx, void *arg, const bench_impl *im,
         row->note = "the reduced-batch step differs from its float64 reference";
         return DG_OK;
     }
-    bench_step_spec spec = bench_resnet_step(&ci->run->cfg);
-    dg_plan_opts opts = {.no_replay = !ci->im->replay};
+    bench_step_spec spec = spec_in(ci->run, row->precision);
+    dg_plan_opts opts = impl_opts(ci->im);
     float loss = NAN;
     dg_status st = bench_step_build(&s->s, be, &spec, (int)row->batch, s->x, s->y, &opts);
     if (st == DG_OK) st = dg_plan_run(s->s.p);
@@ -281,6 +349,7 @@ static void resnet_release(void *arg, const bench_impl *im, bench_work *work) {
 
 dg_status sweep_resnet(bench_ctx *ctx) {
     case_run runs[N_CASES] = {0};
+    resnet_said said = {{false}};
     case_impl data[N_CASES * N_IMPLS];
     bench_impl runner_impls[N_CASES * N_IMPLS];
     for (int ci = 0; ci < N_CASES; ci++) {
@@ -290,17 +359,19 @@ dg_status sweep_resnet(bench_ctx *ctx) {
         run->flops_per_image = step_flops_per_image(&run->cfg);
         for (int i = 0; i < N_IMPLS; i++) {
             int k = ci * N_IMPLS + i;
-            data[k] = (case_impl){run, &impls[i], &run->chk[i]};
+            data[k] = (case_impl){run, &impls[i], run->chk[i], &said.said[i]};
             runner_impls[k] = (bench_impl){.name = impls[i].name, .gpu = impls[i].gpu, .data = &data[k]};
         }
     }
     bench_sweep_spec spec = {
         .name = "resnet", .check_word = CHECK_WORD, .impls = runner_impls, .n_impls = N_CASES * N_IMPLS,
-        .points = resnet_points, .arg = runs, .applies = resnet_applies, .probe = resnet_probe,
+        .precisions = BENCH_PREC_ALL, .points = resnet_points, .arg = runs, .applies = resnet_applies,
+        .skip = resnet_skip, .probe = resnet_probe,
         .setup = resnet_setup, .teardown = resnet_teardown, .prepare = resnet_prepare, .release = resnet_release,
     };
     dg_status st = bench_run_spec(ctx, &spec);
-    for (int ci = 0; ci < N_CASES; ci++) bench_step_ref_free(&runs[ci].ref);
+    for (int ci = 0; ci < N_CASES; ci++)
+        for (int p = 0; p < DG_PREC_COUNT; p++) bench_step_ref_free(&runs[ci].ref[p]);
     return st;
 }
 
@@ -318,12 +389,13 @@ static bench_series images_per_s(bench_series s) {
     return s;
 }
 
-/* the implementations of case `name` in t, in file order (the sweep's own
- * and any a peer script wrote, such as torch-eager); at most `max` */
-static int impls_of(const bench_table *t, const char *name, const char **out, int max) {
+/* the implementations of case `name` in t with rows in precision p, in
+ * file order (the sweep's own and any a peer script wrote, such as
+ * torch-eager); at most `max` */
+static int impls_of(const bench_table *t, const char *name, dg_precision p, const char **out, int max) {
     int n = 0;
     for (int i = 0; i < t->n; i++) {
-        if (strcmp(t->r[i].name, name)) continue;
+        if (strcmp(t->r[i].name, name) || t->r[i].precision != p) continue;
         bool seen = false;
         for (int j = 0; j < n && !seen; j++) seen = !strcmp(out[j], t->r[i].impl);
         if (!seen && n < max) out[n++] = t->r[i].impl;
@@ -333,12 +405,12 @@ static int impls_of(const bench_table *t, const char *name, const char **out, in
 
 /* one table row: step ms and images/s per implementation (or the row's
  * status), then the plan's arena, its peak of live bytes and their ratio */
-static void table_row(FILE *f, const bench_table *t, const char *name, const char *const *im, int n_im,
-                      long long batch) {
+static void table_row(FILE *f, const bench_table *t, const char *name, dg_precision p, const char *const *im,
+                      int n_im, long long batch) {
     long long arena = 0, live = 0;
     fprintf(f, "| %lld |", batch);
     for (int j = 0; j < n_im; j++) {
-        const csv_rec *r = bench_table_row(t, name, im[j], batch);
+        const csv_rec *r = bench_table_row_prec(t, name, im[j], batch, p);
         double rate = r ? 1e3 * (double)batch / r->median_ms : NAN;
         if (r && bench_row_measured(r)) fprintf(f, " %.1f ms, %.*f/s |", r->median_ms, rate < 100 ? 1 : 0, rate);
         else fprintf(f, " %s |", r ? r->status : "-");
@@ -354,8 +426,10 @@ static void table_row(FILE *f, const bench_table *t, const char *name, const cha
 }
 
 /* Per stem: a chart of images/s over the batch for every implementation
- * found (the crossover of graph replay over the CPU marked), the
- * crossovers, and a table of step time, images/s and memory per batch. */
+ * found in fp32 (the crossover of graph replay over the CPU marked), the
+ * crossovers, and per precision a table of step time, images/s and memory
+ * per batch of every implementation with rows in it: the sweep's sets and
+ * PyTorch's rows (bench/peers/torch_resnet.py) in the same dtype. */
 bool bench_report_resnet(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     FILE *f = rep->sum;
@@ -363,8 +437,8 @@ bool bench_report_resnet(bench_report *rep, const bench_table *t) {
                "| stem | GPU (graph replay) vs CPU | GPU (no graph) vs CPU |\n|---|---|---|\n");
     for (int ci = 0; ci < N_CASES; ci++) {
         const resnet_case *c = &cases[ci];
-        const char *im[12];
-        int n_im = impls_of(t, c->name, im, 12);
+        const char *im[16];
+        int n_im = impls_of(t, c->name, DG_PREC_FP32, im, 16);
         if (!n_im) continue;
         char file[32], title[96], c0[96], c1[96];
         snprintf(file, sizeof file, "resnet_%s", c->stem_name);
@@ -383,19 +457,22 @@ bool bench_report_resnet(bench_report *rep, const bench_table *t) {
         bench_chart_draw(rep, &ch);
     }
     fprintf(f, "\n");
-    for (int ci = 0; ci < N_CASES; ci++) {
-        const resnet_case *c = &cases[ci];
-        const char *im[12];
-        long long batches[BENCH_MAX_PTS];
-        int n_im = impls_of(t, c->name, im, 12), n_b = bench_table_ms(t, c->name, batches, 0, BENCH_MAX_PTS);
-        if (!n_im) continue;
-        fprintf(f, "### %s: step time and images/s per implementation, plan memory (MB)\n\n| batch |", c->name);
-        for (int j = 0; j < n_im; j++) fprintf(f, " %s |", im[j]);
-        fprintf(f, " arena | peak live | arena / live |\n|---|");
-        for (int j = 0; j < n_im + 3; j++) fprintf(f, "---|");
-        fprintf(f, "\n");
-        for (int b = 0; b < n_b; b++) table_row(f, t, c->name, im, n_im, batches[b]);
-        fprintf(f, "\n");
-    }
+    for (int ci = 0; ci < N_CASES; ci++)
+        for (int p = 0; p < DG_PREC_COUNT; p++) {
+            const resnet_case *c = &cases[ci];
+            const char *im[16];
+            long long batches[BENCH_MAX_PTS];
+            int n_im = impls_of(t, c->name, (dg_precision)p, im, 16);
+            int n_b = bench_table_ms(t, c->name, batches, 0, BENCH_MAX_PTS);
+            if (!n_im) continue;
+            fprintf(f, "### %s%s%s: step time and images/s per implementation, plan memory (MB)\n\n| batch |",
+                    c->name, p == DG_PREC_FP32 ? "" : " in ", p == DG_PREC_FP32 ? "" : dg_precision_name((dg_precision)p));
+            for (int j = 0; j < n_im; j++) fprintf(f, " %s |", im[j]);
+            fprintf(f, " arena | peak live | arena / live |\n|---|");
+            for (int j = 0; j < n_im + 3; j++) fprintf(f, "---|");
+            fprintf(f, "\n");
+            for (int b = 0; b < n_b; b++) table_row(f, t, c->name, (dg_precision)p, im, n_im, batches[b]);
+            fprintf(f, "\n");
+        }
     return true;
 }

@@ -1,0 +1,35 @@
+/* step_tol.c: a training step's check tolerances per precision
+ * (step_tol.h). */
+#include "runner/step_tol.h"
+
+#include <math.h>
+
+/* In bf16 and fp16 the reference rounds where the graph casts, from its
+ * float64 values: an operand that float32 puts on the other side of a
+ * rounding boundary moves by one unit of the dtype (2^-8 bf16, 2^-11
+ * fp16) and the step's gradient with it, so near-zero gradients (Adam's
+ * first update is about lr sign(g)) flip more often than in float32
+ * (BENCH_STEP_UPDATE_TOL, 5e-2 relative L2). TF32's roundings (2^-11,
+ * every product operand on the GPU's tensor cores) are not in the
+ * reference at all. Measured relative errors of the MLP step (the largest
+ * of loss and update), 784-256-100-10 and 784-1024-1024-10 at batch 256
+ * and 2048: on the 2-core Xeon bf16 1.6e-6 to 4.7e-3, fp16 5.6e-3 to
+ * 1.8e-2; on an H200 (its host's AMX under the CPU rows) GPU bf16 4.7e-3
+ * to 2.9e-2, fp16 2.9e-3 to 2.6e-2, tf32 5.4e-2 to 7.1e-2 (the update).
+ * 0.15 is about twice the largest and far under a wrong rule's 1 to 10
+ * (no bias correction 3x, a flipped sign 2x). The loss: the dtype's unit
+ * roundoff through a few layers, 2e-2 in bf16, 2e-3 in fp16 and tf32; the
+ * running statistics (means and variances of values rounded the same way)
+ * get the loss's. */
+#define UPDATE_TOL_LOW 0.15
+
+bench_step_tol bench_step_tol_in(dg_precision p, bench_step_tol fp32) {
+    double loss = 0;
+    switch (p) {
+    case DG_PREC_BF16: loss = 2e-2; break;
+    case DG_PREC_FP16: case DG_PREC_TF32: loss = 2e-3; break;
+    case DG_PREC_FP32: return fp32;
+    }
+    return (bench_step_tol){.loss = fmax(fp32.loss, loss), .update = fmax(fp32.update, UPDATE_TOL_LOW),
+                            .state = fmax(fp32.state, loss), .per_tensor = fp32.per_tensor};
+}
