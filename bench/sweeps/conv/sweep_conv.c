@@ -346,7 +346,7 @@ static const char *conv_skip(const bench_ctx *ctx, const bench_point *pt, const 
     /* the strategy the backend runs this step with: another one where the
      * row's does not apply, which is that one's row; a choice or dtype it
      * does not offer, with its reason */
-    char runs_as[32];
+    char runs_as[64]; /* "cpu-onednn-bf16:jit_bf16:avx512_core_bf16" */
     if (!im->gpu && im->conv == DG_CONV_IM2COL_CHANNELS && nd->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
         return "the channel split computes the weight's gradient only (this direction runs as the default)";
     if (dg_backend_step_impl(be, nd, flags, runs_as, sizeof runs_as) != DG_OK) {
