@@ -46,7 +46,7 @@ Test(resnet_sweep, cpu_row_is_checked_and_reports_memory) {
     const csv_rec *lo = &r[1];
     cr_assert(lo->precision == DG_PREC_BF16 && (!strcmp(lo->status, "ok") || !strcmp(lo->status, "noisy")),
               "bf16 row: %s, status %s: %s", dg_precision_name(lo->precision), lo->status, lo->note);
-    bench_step_tol tol = bench_step_tol_in(DG_PREC_BF16, bench_resnet_step(&(dg_resnet_cfg){0}).tol);
+    bench_step_tol tol = bench_step_tol_bn_in(DG_PREC_BF16, bench_resnet_step(&(dg_resnet_cfg){0}).tol);
     cr_assert(lo->max_rel_err <= tol.update && lo->live_bytes > 0, "bf16: max_rel_err %g", lo->max_rel_err);
     /* noisy: checked and timed, its spread above --max-cv (a loaded machine) */
     cr_assert(!strcmp(r->status, "ok") || !strcmp(r->status, "noisy"), "status %s: %s", r->status, r->note);
@@ -283,7 +283,7 @@ Test(resnet_check, a_bf16_step_passes_and_an_unwritten_entry_is_flagged) {
     dg_resnet_cfg cfg = small_cifar();
     bench_step_spec spec = bench_resnet_step(&cfg);
     spec.precision = DG_PREC_BF16;
-    spec.tol = bench_step_tol_in(DG_PREC_BF16, spec.tol);
+    spec.tol = bench_step_tol_bn_in(DG_PREC_BF16, spec.tol);
     float x[BATCH * 3 * 16 * 16];
     int32_t y[BATCH];
     synth(&cfg, x, y);

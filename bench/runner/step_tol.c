@@ -33,3 +33,30 @@ bench_step_tol bench_step_tol_in(dg_precision p, bench_step_tol fp32) {
     return (bench_step_tol){.loss = fmax(fp32.loss, loss), .update = fmax(fp32.update, UPDATE_TOL_LOW),
                             .state = fmax(fp32.state, loss), .per_tensor = fp32.per_tensor};
 }
+
+/* ResNet-18's step in bf16 or fp16 stores every convolution's output in 16
+ * bits (the policy's dg_model_conv), and the reference holds the same
+ * roundings (ref_eval_stored). What it cannot hold: float32's sums put some
+ * of those outputs on the other side of a rounding boundary (about one in
+ * a thousand at K = 4608 terms), each moved by a unit of the dtype, and
+ * batch norm over batch 2 (its statistics from two images) with the ReLU
+ * masks after it turn these into changes of whole channels' gradients.
+ * Measured relative errors (the largest tensor's): the test's small ResNet
+ * on the 2-core Xeon in bf16, updates 0.35 (0.52 without the reference's
+ * roundings), running statistics 0.020, loss 1.3e-3. 0.6 for the updates
+ * leaves room for other seeds and the full model, and a wrong rule still
+ * fails it: Adam without bias correction is 3x off (error 2), a flipped
+ * sign 2, gradients left loss-scaled 10^3; the running statistics (means
+ * and variances of the stored 16-bit outputs) get 0.05, the loss keeps
+ * step_tol_in's. */
+#define UPDATE_TOL_BN 0.6
+#define STATE_TOL_BN  0.05
+
+bench_step_tol bench_step_tol_bn_in(dg_precision p, bench_step_tol fp32) {
+    bench_step_tol t = bench_step_tol_in(p, fp32);
+    if (p == DG_PREC_BF16 || p == DG_PREC_FP16) {
+        t.update = fmax(t.update, UPDATE_TOL_BN);
+        t.state = fmax(t.state, STATE_TOL_BN);
+    }
+    return t;
+}

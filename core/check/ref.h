@@ -15,6 +15,15 @@
  * evaluating a training step's graph again with the same vals runs its
  * next step. Free with ref_free. */
 dg_status ref_eval(const dg_graph *g, int upto, double **vals);
+/* ref_eval with each bf16 or f16 node's values rounded to its dtype once
+ * computed, as the graph stores them (a cast's are rounded anyway): the
+ * reference of a whole step in a 16-bit policy. Without it a 16-bit
+ * convolution's output differs from the graph's by up to 2^-9 relatively
+ * at every layer, and ResNet's batch norm at batch 2 turns that into a
+ * step that no longer matches (a relative update error of 0.5 measured);
+ * the single-op cases keep ref_eval, whose unrounded output is what their
+ * bound of the output dtype's unit roundoff is written against. */
+dg_status ref_eval_stored(const dg_graph *g, int upto, double **vals);
 void ref_free(double **vals, int n);
 
 /* The pool family (ref_pool.c), reached by ref_eval and case_ref_own_grad

@@ -60,7 +60,7 @@ dg_status bench_step_ref_run(const bench_step *s, const void *x, const int32_t *
         st = v[id] ? leaf_values(s, nd, x, y, v[id]) : dg_fail(DG_ERR_OOM, "bench: out of memory for the reference");
     }
     *ref = (bench_step_ref){.keep_grads = ref->keep_grads, .n_params = s->model.n_params, .n_state = s->model.n_state};
-    if (st == DG_OK) st = ref_eval(s->g, n, v);
+    if (st == DG_OK) st = ref_eval_stored(s->g, n, v); /* a 16-bit policy's nodes as stored */
     if (st == DG_OK) ref->loss = v[t->loss->id][0];
     for (int i = 0; i < s->model.n_params && st == DG_OK && ref->keep_grads; i++) {
         size_t bytes = (size_t)dg_node_numel(t->grads[i]) * sizeof(double);

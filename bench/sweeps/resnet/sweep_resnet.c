@@ -227,7 +227,7 @@ static const char *resnet_skip(const bench_ctx *ctx, const bench_point *pt, cons
 static bench_step_spec spec_in(const case_run *run, dg_precision p) {
     bench_step_spec spec = bench_resnet_step(&run->cfg);
     spec.precision = p;
-    spec.tol = bench_step_tol_in(p, spec.tol);
+    spec.tol = bench_step_tol_bn_in(p, spec.tol);
     return spec;
 }
 
