@@ -57,8 +57,9 @@ STEMS = {  # core/nn/resnet.h; params: duograd's counts, asserted below
 BN_EPS, BN_MOMENTUM = 1e-5, 0.1              # DG_BN_EPS, DG_BN_MOMENTUM (core/nn/layers.h)
 LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # the sweep's optimizer
 LOSS_TOL, UPDATE_TOL = 1e-4, 5e-2            # BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL (core/check/step_check.h)
-# bench_step_tol_in (bench/runner/step_tol.c): a lower precision's loss and update tolerances
-LOW_TOL = {"tf32": (2e-3, 0.15), "bf16": (2e-2, 0.15), "fp16": (2e-3, 0.15)}
+# bench_step_tol_bn_in (bench/runner/step_tol.c): a lower precision's loss and update tolerances for
+# ResNet's step (batch norm at a small batch amplifies the roundings: UPDATE_TOL_BN)
+LOW_TOL = {"tf32": (2e-3, 0.6), "bf16": (2e-2, 0.6), "fp16": (2e-3, 0.6)}
 SCALE_TRIES = 24  # fp16: first steps GradScaler may skip (overflow) before the check gives up (2^16 -> 2^-8)
 
 

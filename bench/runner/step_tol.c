@@ -48,13 +48,19 @@ bench_step_tol bench_step_tol_in(dg_precision p, bench_step_tol fp32) {
  * fails it: Adam without bias correction is 3x off (error 2), a flipped
  * sign 2, gradients left loss-scaled 10^3; the running statistics (means
  * and variances of the stored 16-bit outputs) get 0.05, the loss keeps
- * step_tol_in's. */
+ * step_tol_in's. TF32 the same: cuDNN's TF32 convolutions round every
+ * operand to 10 bits (2^-11), which the reference does not, and on an H200
+ * the vendor rows at TF32 failed the 0.15 of step_tol_in (the own
+ * convolutions are float32 FMAs whatever the flag). On the same H200
+ * PyTorch's own bf16 autocast step of ResNet-18 differs from the float64
+ * step by 0.36 to 0.38 at batch 1 and 8 (bench/peers/torch_resnet.py):
+ * the amplification is the model's, not a kernel's. */
 #define UPDATE_TOL_BN 0.6
 #define STATE_TOL_BN  0.05
 
 bench_step_tol bench_step_tol_bn_in(dg_precision p, bench_step_tol fp32) {
     bench_step_tol t = bench_step_tol_in(p, fp32);
-    if (p == DG_PREC_BF16 || p == DG_PREC_FP16) {
+    if (p != DG_PREC_FP32) {
         t.update = fmax(t.update, UPDATE_TOL_BN);
         t.state = fmax(t.state, STATE_TOL_BN);
     }

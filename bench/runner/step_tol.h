@@ -11,8 +11,8 @@
  * that is larger (step_tol.c says why), per_tensor kept */
 bench_step_tol bench_step_tol_in(dg_precision p, bench_step_tol fp32);
 /* The same for a step whose convolutions store 16-bit outputs between
- * batch norms, checked at batch 2 (ResNet-18's): bf16 and fp16 updates to
- * 0.6, running statistics to 0.05 (step_tol.c says why) */
+ * batch norms, checked at batch 2 (ResNet-18's): tf32, bf16 and fp16
+ * updates to 0.6, running statistics to 0.05 (step_tol.c says why) */
 bench_step_tol bench_step_tol_bn_in(dg_precision p, bench_step_tol fp32);
 
 #endif

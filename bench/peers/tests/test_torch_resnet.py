@@ -103,10 +103,10 @@ def test_dtype_argument():
 
 def test_tolerances_are_the_resnet_sweeps():
     """the first step's tolerances per precision: fp32's those of
-    core/check/step_check.h, the others bench_step_tol_in's (read from
+    core/check/step_check.h, the others bench_step_tol_bn_in's (read from
     bench/runner/step_tol.c, so that the two cannot drift apart)"""
     src = open(os.path.join(ROOT, "bench", "runner", "step_tol.c")).read()
-    update = float(re.search(r"#define UPDATE_TOL_LOW ([0-9.e-]+)", src).group(1))
+    update = float(re.search(r"#define UPDATE_TOL_BN ([0-9.e-]+)", src).group(1))
     loss = {"bf16": float(re.search(r"case DG_PREC_BF16: loss = ([0-9.e-]+)", src).group(1)),
             "fp16": float(re.search(r"case DG_PREC_FP16: case DG_PREC_TF32: loss = ([0-9.e-]+)", src).group(1))}
     loss["tf32"] = loss["fp16"]
