@@ -37,8 +37,8 @@ typedef enum dg_gpu_gemm {
  * it cannot be loaded that plan is refused with DG_ERR_UNSUPPORTED, naming
  * the library and where to find it (dg_gpu_has_cudnn asks beforehand).
  * Each convolution's algorithm is chosen once when the plan is made, by
- * cuDNN's heuristics (cudnnGet*Algorithm_v7: the first deterministic
- * answer whose workspace fits the cap of gpu_cudnn.h), and its workspace
+ * cuDNN's search (cudnnFind*Algorithm, every algorithm run once: the
+ * fastest deterministic answer whose workspace fits the cap of gpu_cudnn.h), and its workspace
  * is the step's scratch in the plan's arena: runs allocate nothing and
  * replay as a CUDA graph. dg_plan_node_impl names the algorithm
  * ("gpu-cudnn:implicit-precomp-gemm"; "gpu-cudnn-tf32:...", "gpu-cudnn-bf16:..."

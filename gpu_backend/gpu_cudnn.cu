@@ -110,9 +110,12 @@ static cudnnDataType_t data_type(int dtype) {
 static bool deterministic(cudnnDeterminism_t d) { return d == CUDNN_DETERMINISTIC; }
 static bool tensor_ops(cudnnMathType_t m) { return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION; }
 
-/* cuDNN's heuristic answers for e's direction, best first, as candidates
- * (math[i]: answer i's math type) */
-static dg_status heuristics(gpu_cudnn *g, const cudnn_entry *e, dg_cudnn_candidate *cand, cudnnMathType_t *math,
+/* cuDNN's answers for e's direction, each algorithm run and timed once by
+ * cudnnFind* (at plan time, never inside a captured graph), fastest first,
+ * as candidates (math[i]: answer i's math type). The heuristics of
+ * cudnnGet*_v7 picked algorithms that made the fp32 ResNet-18 step 25%
+ * slower than the own kernels on an H200 (docs/PERF.md). */
+static dg_status measured(gpu_cudnn *g, const cudnn_entry *e, dg_cudnn_candidate *cand, cudnnMathType_t *math,
                             int *n) {
     *n = 0;
     switch (e->key.dir) {
@@ -202,7 +205,7 @@ static dg_status choose(gpu_cudnn *g, cudnn_entry *e) {
     dg_cudnn_candidate cand[CUDNN_CONVOLUTION_FWD_ALGO_COUNT]; /* the most answers of any direction */
     cudnnMathType_t math[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int n = 0;
-    if ((st = heuristics(g, e, cand, math, &n)) != DG_OK) return st;
+    if ((st = measured(g, e, cand, math, &n)) != DG_OK) return st;
     bool fma = e->key.dtype == DG_F32 && !e->key.tf32;
     int i;
     while ((i = dg__cudnn_pick(cand, n, e->key.cap, fma)) >= 0) {

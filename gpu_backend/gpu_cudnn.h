@@ -1,6 +1,6 @@
 /* gpu_cudnn.h: the plan-time decisions of the GPU's cuDNN convolutions
  * (gpu_cudnn_plan.cu): what a node asks of cuDNN, how much workspace its
- * algorithm may take, which of cuDNN's heuristic answers is taken, and
+ * algorithm may take, which of cuDNN's measured answers is taken, and
  * the algorithm's name. Host code that calls neither cuDNN nor the device,
  * so the tests check it on a machine without either; gpu_cudnn.cu makes
  * the descriptors and the calls from it. */
@@ -57,7 +57,8 @@ dg_status dg__cudnn_key_of(const dg_node *n, unsigned flags, bool workspace, dg_
 #define DG_CUDNN_WS_MAX ((size_t)1 << 30)
 size_t dg__cudnn_workspace_cap(const dg_node *n);
 
-/* One answer of cuDNN's heuristics (cudnnGet*Algorithm_v7), best first. */
+/* One answer of cuDNN's search (cudnnFind*Algorithm: each algorithm run
+ * once), fastest first. */
 typedef struct dg_cudnn_candidate {
     int    algo;          /* the direction's cudnnConvolution*Algo_t       */
     bool   ok;            /* its status is CUDNN_STATUS_SUCCESS            */

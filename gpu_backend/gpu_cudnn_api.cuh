@@ -1,7 +1,7 @@
 /* gpu_cudnn_api.cuh: cuDNN's entry points that the backend calls, resolved
  * from libcudnn.so.9 when a plan first asks for cuDNN (gpu_cudnn_load.cu:
  * dg__cudnn_load, which fills dg__cudnn before any call through it). The
- * legacy convolution API: descriptors, the _v7 heuristics, the workspace
+ * legacy convolution API: descriptors, the measured search (cudnnFind*), the workspace
  * queries and the three convolutions. Only in a build that found cudnn.h
  * (DG_HAVE_CUDNN). */
 #ifndef DG_GPU_CUDNN_API_CUH
@@ -27,9 +27,9 @@ struct dg__cudnn_api {
     decltype(&cudnnSetConvolutionGroupCount)               set_group_count;
     decltype(&cudnnSetConvolutionMathType)                 set_math_type;
     decltype(&cudnnDestroyConvolutionDescriptor)           destroy_conv;
-    decltype(&cudnnGetConvolutionForwardAlgorithm_v7)      forward_algos;
-    decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) backward_data_algos;
-    decltype(&cudnnGetConvolutionBackwardFilterAlgorithm_v7) backward_filter_algos;
+    decltype(&cudnnFindConvolutionForwardAlgorithm)       forward_algos;
+    decltype(&cudnnFindConvolutionBackwardDataAlgorithm)  backward_data_algos;
+    decltype(&cudnnFindConvolutionBackwardFilterAlgorithm) backward_filter_algos;
     decltype(&cudnnGetConvolutionForwardWorkspaceSize)     forward_workspace;
     decltype(&cudnnGetConvolutionBackwardDataWorkspaceSize) backward_data_workspace;
     decltype(&cudnnGetConvolutionBackwardFilterWorkspaceSize) backward_filter_workspace;

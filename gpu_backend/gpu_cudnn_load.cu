@@ -58,9 +58,9 @@ static const char *load_cudnn(size_t *version) {
     DG_CUDNN_ENTRY(set_group_count, cudnnSetConvolutionGroupCount);
     DG_CUDNN_ENTRY(set_math_type, cudnnSetConvolutionMathType);
     DG_CUDNN_ENTRY(destroy_conv, cudnnDestroyConvolutionDescriptor);
-    DG_CUDNN_ENTRY(forward_algos, cudnnGetConvolutionForwardAlgorithm_v7);
-    DG_CUDNN_ENTRY(backward_data_algos, cudnnGetConvolutionBackwardDataAlgorithm_v7);
-    DG_CUDNN_ENTRY(backward_filter_algos, cudnnGetConvolutionBackwardFilterAlgorithm_v7);
+    DG_CUDNN_ENTRY(forward_algos, cudnnFindConvolutionForwardAlgorithm);
+    DG_CUDNN_ENTRY(backward_data_algos, cudnnFindConvolutionBackwardDataAlgorithm);
+    DG_CUDNN_ENTRY(backward_filter_algos, cudnnFindConvolutionBackwardFilterAlgorithm);
     DG_CUDNN_ENTRY(forward_workspace, cudnnGetConvolutionForwardWorkspaceSize);
     DG_CUDNN_ENTRY(backward_data_workspace, cudnnGetConvolutionBackwardDataWorkspaceSize);
     DG_CUDNN_ENTRY(backward_filter_workspace, cudnnGetConvolutionBackwardFilterWorkspaceSize);
