@@ -123,7 +123,7 @@ int bench_train_charlm_main(int argc, char **argv) {
              o.precision != DG_PREC_FP32 ? dg_precision_name(o.precision) : "");
     dg_backend *be;
     FILE *csv = bench_train_open(backend, threads, out, name,
-                                 "step,model,backend,train_loss,val_loss,train_s,unigram_nats,dtype", argc, argv, &be);
+                                 "step,model,backend,train_loss,val_loss,train_s,unigram_nats,dtype", NULL, argc, argv, &be);
     if (!csv) {
         dg_text_free(&text);
         return 1;
