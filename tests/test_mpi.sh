@@ -74,7 +74,7 @@ refused "an uneven batch" "batch 63 does not split evenly over 2 MPI ranks" -np 
 refused "a missing data set on rank 1" "$tmp/nowhere" \
     -np 1 "$bench" $args : -np 1 "$bench" $args --data "$tmp/nowhere"
 # shellcheck disable=SC2086
-refused "--gpus under MPI" "under MPI each rank trains on its CPU" -np 2 "$bench" $args --backend gpu --gpus 2
+refused "--gpus under MPI" "under MPI each rank drives one device: no --gpus" -np 2 "$bench" $args --backend gpu --gpus 2
 [ -e "$tmp/refused" ] && [ -n "$(ls "$tmp/refused")" ] && fail "a refused run left files: $(ls "$tmp/refused")"
 
 if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then

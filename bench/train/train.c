@@ -60,11 +60,12 @@ static void usage(FILE *f) {
             "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy][-DTYPE].csv\n"
             "\n"
             "Under mpirun (or srun), one process per rank: each rank trains its slice of --batch, the global\n"
-            "batch, on its CPU backend, the gradients averaged over the ranks by MPI_Allreduce; --batch must\n"
-            "be a multiple of the rank count (equal slices; otherwise refused at start). Every rank needs the\n"
-            "same build and options (checked at start); rank 0 alone writes train-MODEL-cpu-mpiN.csv, whose\n"
-            "rows time the slowest rank (the spread in the note) and whose metadata names every rank's\n"
-            "host. A rank that fails ends every rank with its message and a non-zero exit.\n"
+            "batch, on its CPU (gradients averaged by MPI_Allreduce) or, with --backend gpu, on its local\n"
+            "rank's GPU (by NCCL; no --gpus); --batch must be a multiple of the rank count (equal slices;\n"
+            "otherwise refused at start). Every rank needs the same build and options (checked at start);\n"
+            "rank 0 alone writes train-MODEL-BACKEND-mpiN.csv, whose rows time the slowest rank (the spread\n"
+            "in the note) and whose metadata names every rank's host and device. A rank that fails ends\n"
+            "every rank with its message and a non-zero exit.\n"
             "\n"
             "The training loss of an epoch is the mean of every step's loss; epoch time is wall time of the\n"
             "training steps with the backend synchronised (evaluation excluded); TF32 only under --dtype\n"
@@ -153,14 +154,17 @@ static int open_replicas(int n, dg_backend **bes) {
 static int start_ranks(const bench_mpi *m, const char *backend, bool gpus_given, int batch, const char *config,
                        char *hosts, size_t n) {
     if (!m->on) return 0;
-    if (gpus_given || strcmp(backend, "cpu"))
-        return bench_usage_error("bench train", "under MPI each rank trains on its CPU (--backend cpu, no --gpus)");
+    if (gpus_given)
+        return bench_usage_error("bench train", "under MPI each rank drives one device: no --gpus (one rank per GPU, "
+                                 "each on its local rank's)");
     if (batch % m->ranks)
         return bench_usage_error("bench train", "--batch %d does not split evenly over %d MPI ranks (each rank takes "
                                  "an equal slice of the global batch: make it a multiple of %d)", batch, m->ranks,
                                  m->ranks);
+    char device[32] = "cpu";
+    if (!strcmp(backend, "gpu")) snprintf(device, sizeof device, "gpu %d", m->local_rank);
     dg_status st = bench_mpi_agree(m, config);
-    if (st == DG_OK) st = bench_mpi_hosts(m, hosts, n);
+    if (st == DG_OK) st = bench_mpi_hosts(m, device, hosts, n);
     if (st != DG_OK) {
         fprintf(stderr, "bench train: rank %d: %s\n", m->rank, dg_last_error());
         return 1;
@@ -282,7 +286,7 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     }
     /* the backend's name in the file name and the rows: gpuN for N replicas */
     char label[24], name[64];
-    if (mpi->on) snprintf(label, sizeof label, "cpu-mpi%d", mpi->ranks);
+    if (mpi->on) snprintf(label, sizeof label, "%s-mpi%d", backend, mpi->ranks);
     else if (gpus > 1) snprintf(label, sizeof label, "gpu%d", gpus);
     else snprintf(label, sizeof label, "%s", backend);
     /* a precision other than fp32 names its file too, beside fp32's */
@@ -294,14 +298,21 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     snprintf(ranks, sizeof ranks, "%d (MPI, one process each): %s", mpi->ranks, hosts);
     FILE *csv = NULL;
     dg_status opened = DG_OK;
-    if (mpi->rank == 0)
+#ifdef DG_HAVE_CUDA
+    /* a GPU rank on its local rank's device (bench_train_open keeps it) */
+    if (mpi->on && !strcmp(backend, "gpu") &&
+        (opened = dg_gpu_backend_new(&bes[0], &(dg_gpu_opts){.device = mpi->local_rank})) != DG_OK)
+        fprintf(stderr, "bench train: rank %d: gpu backend on device %d (its local rank): %s\n", mpi->rank,
+                mpi->local_rank, dg_last_error());
+#endif
+    if (opened == DG_OK && mpi->rank == 0)
         csv = bench_train_open(backend, threads, out, name, mpi->on ? "epoch,model,backend,optimizer,dtype,data,"
                                "batch,lr,seed,train_loss,test_acc,epoch_s,total_s,note" : "epoch,model,backend,"
                                "optimizer,dtype,data,batch,lr,seed,train_loss,test_acc,epoch_s,total_s",
                                mpi->on ? ranks : NULL, argc, argv, &bes[0]);
-    else if ((opened = bench_backend_open(backend, threads, &bes[0])) != DG_OK)
+    else if (opened == DG_OK && !bes[0] && (opened = bench_backend_open(backend, threads, &bes[0])) != DG_OK)
         fprintf(stderr, "bench train: rank %d: %s backend: %s\n", mpi->rank, backend, dg_last_error());
-    if (mpi->rank == 0 && !csv) opened = DG_ERR_INVALID; /* bench_train_open said why */
+    if (opened == DG_OK && mpi->rank == 0 && !csv) opened = DG_ERR_INVALID; /* bench_train_open said why */
     if (mpi->on && opened == DG_OK && (opened = bench_mpi_join(mpi, bes[0])) != DG_OK)
         fprintf(stderr, "bench train: rank %d: %s\n", mpi->rank, dg_last_error());
     if (opened != DG_OK) {

@@ -14,7 +14,7 @@
 
 FILE *bench_train_open(const char *backend, int threads, const char *out, const char *name, const char *header,
                        const char *ranks, int argc, char **argv, dg_backend **be) {
-    if (bench_backend_open(backend, threads, be) != DG_OK) {
+    if (!*be && bench_backend_open(backend, threads, be) != DG_OK) {
         fprintf(stderr, "bench train: %s backend: %s\n", backend, dg_last_error());
         return NULL;
     }

@@ -9,7 +9,8 @@
 #include "core/status.h"
 
 struct dg_backend;
-/* What both trainers open: the backend `backend` ("cpu" or "gpu") into *be,
+/* What both trainers open: the backend `backend` ("cpu" or "gpu") into *be
+ * (unless *be is one already: kept, and freed on failure as if opened here),
  * the folder out, and out/NAME.csv(.partial) with the run's metadata and
  * header; ranks (NULL: none), a line of metadata naming the MPI ranks and
  * their hosts. NULL, with the reason on stderr and nothing left open, when

@@ -11,6 +11,9 @@
 
 #include "cpu_backend/cpu_backend.h"
 #include "core/status.h"
+#ifdef DG_HAVE_CUDA
+#include "gpu_backend/gpu_backend.h"
+#endif
 
 #ifdef DG_HAVE_MPI
 #include <limits.h>
@@ -61,8 +64,8 @@ dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *ma
     (void)m, (void)x, (void)min, (void)max, (void)slowest;
     return no_mpi("bench_mpi_spread");
 }
-dg_status bench_mpi_hosts(const bench_mpi *m, char *buf, size_t n) {
-    (void)m, (void)buf, (void)n;
+dg_status bench_mpi_hosts(const bench_mpi *m, const char *device, char *buf, size_t n) {
+    (void)m, (void)device, (void)buf, (void)n;
     return no_mpi("bench_mpi_hosts");
 }
 int bench_mpi_end(const bench_mpi *m, int rc) {
@@ -95,6 +98,12 @@ int bench_mpi_start(bench_mpi *m) {
     MPI_Comm_rank(MPI_COMM_WORLD, &m->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &m->ranks);
     m->on = true;
+    /* the ranks that share this host's memory: this rank's place among them picks its GPU */
+    MPI_Comm local;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, m->rank, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+        MPI_Comm_rank(local, &m->local_rank);
+        MPI_Comm_free(&local);
+    }
     return 0;
 }
 
@@ -133,7 +142,25 @@ static dg_status mpi_sum(float *buf, size_t count, void *arg) {
     return DG_OK;
 }
 
+/* a GPU rank's NCCL communicator: rank 0 draws the id, MPI carries it */
+static dg_status join_gpu(const bench_mpi *m, dg_backend *be) {
+#ifdef DG_HAVE_CUDA
+    unsigned char id[DG_GPU_RANKS_ID_BYTES];
+    if (m->rank == 0) {
+        dg_status st = dg_gpu_ranks_id(id);
+        if (st != DG_OK) return st; /* its abort ends the others, waiting in the broadcast */
+    }
+    int err = MPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "bench train: broadcasting NCCL's id");
+    return dg_gpu_join_ranks(be, id, m->rank, m->ranks);
+#else
+    (void)m, (void)be;
+    return dg_fail(DG_ERR_UNSUPPORTED, "bench train: GPU ranks: built without CUDA");
+#endif
+}
+
 dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be) {
+    if (!strcmp(dg_backend_name(be), "gpu")) return m->ranks > 1 ? join_gpu(m, be) : DG_OK;
     return dg_cpu_set_all_reduce(be, mpi_sum, NULL, m->ranks);
 }
 
@@ -147,10 +174,11 @@ dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *ma
     return DG_OK;
 }
 
-dg_status bench_mpi_hosts(const bench_mpi *m, char *buf, size_t n) {
-    char mine[MPI_MAX_PROCESSOR_NAME] = {0};
+dg_status bench_mpi_hosts(const bench_mpi *m, const char *device, char *buf, size_t n) {
+    char mine[MPI_MAX_PROCESSOR_NAME + 32] = {0}, host[MPI_MAX_PROCESSOR_NAME] = {0};
     int len = 0;
-    MPI_Get_processor_name(mine, &len);
+    MPI_Get_processor_name(host, &len);
+    snprintf(mine, sizeof mine, "%s %s", host, device);
     char *all = malloc((size_t)m->ranks * sizeof mine);
     if (!all) return dg_fail(DG_ERR_OOM, "bench train: out of memory for %d ranks", m->ranks);
     int err = MPI_Allgather(mine, (int)sizeof mine, MPI_CHAR, all, (int)sizeof mine, MPI_CHAR, MPI_COMM_WORLD);

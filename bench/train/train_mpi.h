@@ -1,7 +1,9 @@
 /* train_mpi.h: `bench train` launched by an MPI launcher (mpirun, srun):
  * one process per rank, each training its slice of the global batch on its
- * own CPU backend, whose all_reduce nodes sum over MPI_COMM_WORLD
- * (dg_cpu_set_all_reduce). MPI_Init and MPI_Finalize are the bench's, not
+ * own backend: a CPU one, whose all_reduce nodes sum over MPI_COMM_WORLD
+ * (dg_cpu_set_all_reduce), or a GPU one, the local rank's device, whose
+ * all_reduce nodes run over an NCCL communicator made from a unique id
+ * rank 0 broadcasts over MPI (dg_gpu_join_ranks). MPI_Init and MPI_Finalize are the bench's, not
  * the library's; nothing here names MPI's types, so the trainer includes
  * this whether or not the build has MPI (DG_MPI). Built without it, a
  * launch by MPI is refused with that reason.
@@ -21,6 +23,7 @@
 typedef struct bench_mpi {
     bool on;          /* launched by MPI and MPI_Init done */
     int  rank, ranks; /* 0 and 1 when not launched by MPI  */
+    int  local_rank;  /* among the ranks of this host: its GPU */
 } bench_mpi;
 
 /* Whether this build can run ranks (DG_MPI). */
@@ -39,15 +42,17 @@ int  bench_mpi_start(bench_mpi *m);
  * DG_ERR_INVALID on every rank where one differs, naming the first rank
  * that differs from rank 0. */
 dg_status bench_mpi_agree(const bench_mpi *m, const char *config);
-/* be's all_reduce nodes average over the ranks (MPI_Allreduce, summed in
- * place then divided by the rank count). */
+/* be's all_reduce nodes average over the ranks: a CPU backend's by
+ * MPI_Allreduce (summed in place, then divided by the rank count), a GPU
+ * backend's by NCCL (rank 0's unique id broadcast, dg_gpu_join_ranks). */
 dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be);
 /* The least and the most of x over the ranks and the rank with the most
  * (every rank gets them). */
 dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *max, int *slowest);
-/* Every rank's host: "rank 0 HOST, rank 1 HOST, ..." into buf (every rank
- * gets it; cut at n). */
-dg_status bench_mpi_hosts(const bench_mpi *m, char *buf, size_t n);
+/* Every rank's host and device: "rank 0 HOST DEVICE, rank 1 HOST DEVICE,
+ * ..." into buf (every rank gets it; cut at n); device: this rank's ("cpu",
+ * "gpu 1"). */
+dg_status bench_mpi_hosts(const bench_mpi *m, const char *device, char *buf, size_t n);
 /* The run's end with exit status rc: MPI_Finalize and rc where rc is 0;
  * otherwise MPI_Abort(rc), which ends every rank and does not return. Not
  * launched by MPI: rc. */
