@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_mpi.sh BENCH MPI_TRAIN: the CPU ranks of bench train under
+# test_mpi.sh BENCH MPI_TRAIN CUDA: the ranks of bench train under
 # `mpirun -np 2 --oversubscribe` (two ranks on CI's two cores).
 #  - mpi_train (tests/mpi_train.c): the all_reduce node against a host
 #    mean; an MLP's parameters after 8 steps identical on both ranks and
@@ -12,12 +12,13 @@
 #    fails after the start, while rank 0 goes on), --gpus under MPI.
 #  - With Fashion-MNIST installed: 2 ranks train the MLP as one process
 #    does (the same per-epoch losses), rank 0 alone writes, its file names
-#    both ranks' hosts and times the slowest rank.
+#    both ranks' hosts and times the slowest rank. CUDA "ON" and 2 GPUs
+#    (nvidia-smi -L): the same with --backend gpu, one GPU per rank (NCCL).
 # MPI_TRAIN "none": a bench built without MPI, which must refuse a launch
 # by MPI with the reason; then the test skips (77), as where mpirun is
 # missing.
 set -u
-bench=$1 mpi_train=$2
+bench=$1 mpi_train=$2 cuda=${3:-OFF}
 if [ "$mpi_train" = none ]; then
     out=$(OMPI_COMM_WORLD_SIZE=2 "$bench" train --epochs 1 2>&1)
     rc=$?
@@ -77,22 +78,35 @@ refused "a missing data set on rank 1" "$tmp/nowhere" \
 refused "--gpus under MPI" "under MPI each rank drives one device: no --gpus" -np 2 "$bench" $args --backend gpu --gpus 2
 [ -e "$tmp/refused" ] && [ -n "$(ls "$tmp/refused")" ] && fail "a refused run left files: $(ls "$tmp/refused")"
 
-if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-    run="train --epochs 2 --subset 2048 --batch 64 --threads 1"
+# two ranks of backend $1 against one process, on Fashion-MNIST: the same
+# losses, one file from rank 0 alone, both hosts named, the slowest timed
+against_one() {
+    be=$1
+    run="train --backend $be --epochs 2 --subset 2048 --batch 64 --threads 1"
     # shellcheck disable=SC2086
-    mpi -np 2 "$bench" $run --out "$tmp/two" >"$tmp/two.out" 2>"$tmp/two.err" ||
-        fail "2 ranks on Fashion-MNIST: $(cat "$tmp/two.err")"
+    mpi -np 2 "$bench" $run --out "$tmp/two-$be" >"$tmp/two.out" 2>"$tmp/two.err" ||
+        fail "2 $be ranks on Fashion-MNIST: $(cat "$tmp/two.err")"
     # shellcheck disable=SC2086
-    "$bench" $run --out "$tmp/one" >/dev/null 2>"$tmp/one.err" || fail "one process: $(cat "$tmp/one.err")"
-    two=$tmp/two/train-mlp-cpu-mpi2.csv
-    [ "$(ls "$tmp/two")" = "train-mlp-cpu-mpi2.csv" ] || fail "2 ranks wrote $(ls "$tmp/two"), not one file"
-    grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]*, rank 1 " "$two" || fail "no ranks' hosts in $two"
-    grep -q "^1,mlp,cpu-mpi2,.*,slowest rank [01]; epoch_s over 2 ranks " "$two" || fail "no slowest rank in $two"
+    "$bench" $run --out "$tmp/one-$be" >/dev/null 2>"$tmp/one.err" || fail "one $be process: $(cat "$tmp/one.err")"
+    two=$tmp/two-$be/train-mlp-$be-mpi2.csv
+    [ "$(ls "$tmp/two-$be")" = "train-mlp-$be-mpi2.csv" ] || fail "2 $be ranks wrote $(ls "$tmp/two-$be"), not one file"
+    grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* $be[^,]*, rank 1 " "$two" ||
+        fail "no ranks' hosts and devices in $two"
+    grep -q "^1,mlp,$be-mpi2,.*,slowest rank [01]; epoch_s over 2 ranks " "$two" || fail "no slowest rank in $two"
     # the losses (column 10) of both runs agree to 1e-4: float32 summation order apart, one process's
-    loss() { grep -v '^#' "$1" | awk -F, 'NR > 1 { print $10 }'; }
-    paste -d' ' "$(loss "$two" >"$tmp/l2"; echo "$tmp/l2")" "$(loss "$tmp/one/train-mlp-cpu.csv" >"$tmp/l1"; echo "$tmp/l1")" |
+    grep -v '^#' "$two" | awk -F, 'NR > 1 { print $10 }' >"$tmp/l2"
+    grep -v '^#' "$tmp/one-$be/train-mlp-$be.csv" | awk -F, 'NR > 1 { print $10 }' >"$tmp/l1"
+    paste -d' ' "$tmp/l2" "$tmp/l1" |
         awk '{ d = $1 - $2; if (d < 0) d = -d; if (NF != 2 || d > 1e-4 * $2) { print "epoch " NR ": " $0; bad = 1 } }
-             END { exit bad }' || fail "2 ranks' losses differ from one process's"
+             END { exit bad }' || fail "2 $be ranks' losses differ from one process's"
+}
+
+if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    against_one cpu
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    if [ "$cuda" = ON ] && [ "$gpus" -ge 2 ]; then against_one gpu
+    else echo "skipped the GPU ranks: bench CUDA $cuda, $gpus GPUs (2 needed)"
+    fi
 else
     echo "skipped the Fashion-MNIST run: not installed (dataset-fashion-mnist)"
 fi
