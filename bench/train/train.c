@@ -1,6 +1,6 @@
 /* train.c: `bench train`: logistic regression or an MLP on Fashion-MNIST,
- * on the CPU, the GPU, data parallel over several GPUs or over the CPUs of
- * MPI ranks (train_mpi.h), from the same seed (same initial weights, same
+ * on the CPU, the GPU, data parallel over several GPUs or over MPI ranks
+ * (train_mpi.h: a CPU or a GPU each), from the same seed (same initial weights, same
  * batches); per-epoch loss, test accuracy and time to stdout and CSV. */
 #include "train/train.h"
 
@@ -305,11 +305,12 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
         fprintf(stderr, "bench train: rank %d: gpu backend on device %d (its local rank): %s\n", mpi->rank,
                 mpi->local_rank, dg_last_error());
 #endif
+    /* under MPI a note names the slowest rank and the spread (on_epoch) */
+    char header[160];
+    snprintf(header, sizeof header, "epoch,model,backend,optimizer,dtype,data,batch,lr,seed,train_loss,test_acc,"
+             "epoch_s,total_s%s", mpi->on ? ",note" : "");
     if (opened == DG_OK && mpi->rank == 0)
-        csv = bench_train_open(backend, threads, out, name, mpi->on ? "epoch,model,backend,optimizer,dtype,data,"
-                               "batch,lr,seed,train_loss,test_acc,epoch_s,total_s,note" : "epoch,model,backend,"
-                               "optimizer,dtype,data,batch,lr,seed,train_loss,test_acc,epoch_s,total_s",
-                               mpi->on ? ranks : NULL, argc, argv, &bes[0]);
+        csv = bench_train_open(backend, threads, out, name, header, mpi->on ? ranks : NULL, argc, argv, &bes[0]);
     else if (opened == DG_OK && !bes[0] && (opened = bench_backend_open(backend, threads, &bes[0])) != DG_OK)
         fprintf(stderr, "bench train: rank %d: %s backend: %s\n", mpi->rank, backend, dg_last_error());
     if (opened == DG_OK && mpi->rank == 0 && !csv) opened = DG_ERR_INVALID; /* bench_train_open said why */
@@ -324,9 +325,10 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     }
     epoch_out eo = {csv, model, label, dg_optim_name(kind), dg_precision_name(o.precision),
                     o.copy_batches ? "copy" : "resident", o.batch, lr, (unsigned long long)o.seed, mpi, 0, DG_OK};
-    if (mpi->rank == 0) printf("training %s (%s) on %s in %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n",
-           model, widths, backend, eo.dtype, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay,
-           (unsigned long long)o.seed, eo.mode);
+    if (mpi->rank == 0)
+        printf("training %s (%s) on %s in %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n",
+               model, widths, backend, eo.dtype, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay,
+               (unsigned long long)o.seed, eo.mode);
     if (gpus > 1)
         printf("on %d GPUs (data parallel, global batch %d, %d per GPU)\n", gpus, o.batch, o.batch / gpus);
     if (mpi->on && mpi->rank == 0)
