@@ -90,7 +90,7 @@ against_one() {
     "$bench" $run --out "$tmp/one-$be" >/dev/null 2>"$tmp/one.err" || fail "one $be process: $(cat "$tmp/one.err")"
     two=$tmp/two-$be/train-mlp-$be-mpi2.csv
     [ "$(ls "$tmp/two-$be")" = "train-mlp-$be-mpi2.csv" ] || fail "2 $be ranks wrote $(ls "$tmp/two-$be"), not one file"
-    grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* $be[^,]*, rank 1 " "$two" ||
+    grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* ${be}[^,]*, rank 1 " "$two" ||
         fail "no ranks' hosts and devices in $two"
     grep -q "^1,mlp,$be-mpi2,.*,slowest rank [01]; epoch_s over 2 ranks " "$two" || fail "no slowest rank in $two"
     # the losses (column 10) of both runs agree to 1e-4: float32 summation order apart, one process's
