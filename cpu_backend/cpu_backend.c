@@ -29,6 +29,11 @@ typedef struct cpu_ctx {
     void       *conv_ws;  /* the oneDNN convolutions' scratch where the step
                            * has none of its own (onednn_conv_step) */
     size_t      conv_ws_bytes;
+    /* across processes (dg_cpu_set_all_reduce): the sum and their count;
+     * NULL: one process, all_reduce is a copy */
+    dg_cpu_sum_fn sum;
+    void         *sum_arg;
+    int           processes;
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(const dg_backend *be) { return be->ctx; }
@@ -581,6 +586,20 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     return DG_OK;
 }
 
+/* the mean of the float32 input over the processes (dg_cpu_set_all_reduce),
+ * in the output: copied, summed in place, divided; one process: the copy */
+static dg_status cpu_all_reduce(const cpu_ctx *c, const dg_step *s) {
+    size_t count = dg_node_bytes(s->node) / sizeof(float);
+    float *y = s->out;
+    memcpy(y, s->in[0], count * sizeof *y);
+    if (!c->sum) return DG_OK;
+    dg_status st = c->sum(y, count, c->sum_arg);
+    if (st != DG_OK) return st;
+    float inv = 1.0f / (float)c->processes;
+    for (size_t i = 0; i < count; i++) y[i] *= inv;
+    return DG_OK;
+}
+
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     cpu_ctx *c = ctx_of(be);
     int gemm = step_gemm(c, s->flags), conv = step_conv(c, s->flags);
@@ -606,9 +625,7 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_CAST:         return dg__cpu_cast(s);
     case DG_OP_PERMUTE:      dg__cpu_permute(s); break;
     case DG_OP_RESHAPE:      break; /* a view: nothing to compute */
-    case DG_OP_ALL_REDUCE:   /* no group on the CPU: one replica, its own mean */
-        memcpy(s->out, s->in[0], dg_node_bytes(s->node));
-        break;
+    case DG_OP_ALL_REDUCE:   return cpu_all_reduce(c, s);
     case DG_OP_SIDE_OUTPUT:  break; /* written by its owner's step  */
     case DG_OP_SUM: case DG_OP_MEAN:
         dg__cpu_reduce(s); break;
@@ -670,7 +687,8 @@ static const dg_backend_i cpu_iface = {
     /* .event_free = */ NULL,
     /* .event_record = */ NULL,
     /* .event_elapsed = */ NULL,
-    /* .group      = */ NULL, /* no collectives: all_reduce is one replica's copy */
+    /* .group      = */ NULL, /* no collectives in one process: all_reduce spans processes
+                               * (dg_cpu_set_all_reduce) or is one replica's copy */
     /* host memory: the core's aligned malloc (copies are memcpy) */
     /* .host_alloc = */ NULL,
     /* .host_free  = */ NULL,
@@ -724,6 +742,19 @@ void dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl) {
     if (known_gemm(impl)) ctx_of(be)->gemm = impl; /* anything else: the setting stays */
 }
 void dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl) { ctx_of(be)->conv = impl; }
+
+dg_status dg_cpu_set_all_reduce(dg_backend *be, dg_cpu_sum_fn sum_in_place, void *arg, int processes) {
+    if (!be || be->iface != &cpu_iface)
+        return dg__fail(DG_ERR_INVALID, "dg_cpu_set_all_reduce: %s", be ? "not a CPU backend" : "NULL backend");
+    if (sum_in_place ? processes < 1 : processes != 1)
+        return dg__fail(DG_ERR_INVALID, "dg_cpu_set_all_reduce: %d processes %s", processes,
+                        sum_in_place ? "(1 or more)" : "without a sum (alone: 1)");
+    cpu_ctx *c = ctx_of(be);
+    c->sum = sum_in_place;
+    c->sum_arg = arg;
+    c->processes = processes;
+    return DG_OK;
+}
 
 const char *dg_cpu_blas_core(void) { return openblas_get_corename(); }
 

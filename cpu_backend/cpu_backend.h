@@ -83,6 +83,19 @@ int       dg_cpu_threads(const dg_backend *be);
  * DG_CONV_IMPLICIT). */
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
+/* Data parallelism across processes (one backend per process, say one
+ * MPI rank each): sum_in_place(buf, count, arg) replaces buf[0..count)
+ * with its sum over every process, the same on all of them; the
+ * backend's all_reduce nodes then divide by `processes`, so each holds
+ * the mean over the processes as a GPU group's does. The collective is
+ * the caller's (the bench passes MPI_Allreduce's, bench/train/train_mpi.c):
+ * the library links no MPI. Every process runs the same plan, so their
+ * calls pair up in the same order. A failing call's status fails the step
+ * (its message through dg_fail). NULL sum_in_place: alone again (the node
+ * is a copy). DG_ERR_INVALID for a NULL or non-CPU backend, processes < 1
+ * with a function, or other than 1 without. */
+typedef dg_status (*dg_cpu_sum_fn)(float *buf, size_t count, void *arg);
+dg_status dg_cpu_set_all_reduce(dg_backend *be, dg_cpu_sum_fn sum_in_place, void *arg, int processes);
 /* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */
 const char *dg_cpu_blas_info(char *buf, size_t n);
 /* The core (kernel set) OpenBLAS runs the backend's sgemm with:

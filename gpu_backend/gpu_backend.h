@@ -151,8 +151,23 @@ dg_status dg_gpu_gemm_ex(dg_backend *be, dg_dtype dtype, bool ta, bool tb, int m
  * hooks in <duograd/testing.h>.) */
 bool      dg_gpu_faulted(const dg_backend *be, char *why, size_t n);
 
-/* The replicas of be's all-reduce group (dg_backend_group); 1 outside one. */
+/* The replicas of be's all-reduce group (dg_backend_group, or the
+ * processes of dg_gpu_join_ranks); 1 outside one. */
 int       dg_gpu_group_size(const dg_backend *be);
+
+/* Data parallelism across processes, one GPU each (say an MPI rank per
+ * GPU): one process draws NCCL's unique id into id (DG_GPU_RANKS_ID_BYTES,
+ * ncclGetUniqueId) and hands it to the others (the bench broadcasts it
+ * over MPI); each then joins its backend as `rank` of `ranks` with it
+ * (ncclCommInitRank: returns once every rank has joined). Its all_reduce
+ * nodes then average over the processes, bucketed on its comm stream as
+ * in a group of one process (dg_backend_group), and a captured plan
+ * replays them. DG_ERR_INVALID: NULL arguments, rank outside 0..ranks-1,
+ * ranks < 2, a backend already grouped; DG_ERR_UNSUPPORTED: a build
+ * without NCCL or no libnccl.so.2; NCCL's failures as DG_ERR_BACKEND. */
+#define DG_GPU_RANKS_ID_BYTES 128
+dg_status dg_gpu_ranks_id(unsigned char *id);
+dg_status dg_gpu_join_ranks(dg_backend *be, const unsigned char *id, int rank, int ranks);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,8 @@
 /* the NCCL entry points, resolved from the loaded library */
 typedef struct nccl_api {
     ncclResult_t (*comm_init_all)(ncclComm_t *, int, const int *);
+    ncclResult_t (*get_unique_id)(ncclUniqueId *);
+    ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
     ncclResult_t (*comm_destroy)(ncclComm_t);
     ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                cudaStream_t);
@@ -60,6 +62,8 @@ static dg_status load_nccl(void) {
                         "the library path", err ? err : "libnccl.so.2");
     }
     nccl.comm_init_all = (ncclResult_t(*)(ncclComm_t *, int, const int *))dlsym(lib, "ncclCommInitAll");
+    nccl.get_unique_id = (ncclResult_t(*)(ncclUniqueId *))dlsym(lib, "ncclGetUniqueId");
+    nccl.comm_init_rank = (ncclResult_t(*)(ncclComm_t *, int, ncclUniqueId, int))dlsym(lib, "ncclCommInitRank");
     nccl.comm_destroy = (ncclResult_t(*)(ncclComm_t))dlsym(lib, "ncclCommDestroy");
     nccl.all_reduce = (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                        cudaStream_t))dlsym(lib, "ncclAllReduce");
@@ -67,7 +71,7 @@ static dg_status load_nccl(void) {
     nccl.get_version = (ncclResult_t(*)(int *))dlsym(lib, "ncclGetVersion");
     nccl.group_start = (ncclResult_t(*)(void))dlsym(lib, "ncclGroupStart");
     nccl.group_end = (ncclResult_t(*)(void))dlsym(lib, "ncclGroupEnd");
-    if (!nccl.comm_init_all || !nccl.comm_destroy || !nccl.all_reduce || !nccl.error_string || !nccl.get_version ||
+    if (!nccl.comm_init_all || !nccl.get_unique_id || !nccl.comm_init_rank || !nccl.comm_destroy || !nccl.all_reduce || !nccl.error_string || !nccl.get_version ||
         !nccl.group_start || !nccl.group_end) {
         dlclose(lib);
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu: libnccl.so.2 lacks an entry point duograd calls");
@@ -337,6 +341,16 @@ static dg_status comm_new(gpu_ctx *c, int rank, int ranks, ncclComm_t nc) {
 #endif
 
 #ifdef DG_HAVE_NCCL
+/* before a communicator is made: NVLink SHARP (multicast) stays off unless
+ * the environment says otherwise (multicast objects can take shared GPUs
+ * out of service); connections are made at init, not at the first
+ * collective, which may be inside a CUDA-graph capture where NCCL cannot
+ * set them up */
+static void nccl_settings(void) {
+    setenv("NCCL_NVLS_ENABLE", "0", 0);
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+}
+
 /* One all-reduce of a float over the new group, outside any capture: an
  * NCCL that still connects at its first collective does it here. */
 static dg_status warm_up(dg_backend *const *bes, int n) {
@@ -383,12 +397,7 @@ dg_status dg__gpu_group(dg_backend *const *bes, int n) {
 #ifdef DG_HAVE_NCCL
     dg_status st = load_nccl();
     if (st != DG_OK) return st;
-    /* NVLink SHARP (multicast) stays off unless the environment says
-     * otherwise: multicast objects can take shared GPUs out of service */
-    setenv("NCCL_NVLS_ENABLE", "0", 0);
-    /* connections made at init, not at the first collective: that one may
-     * be inside a CUDA-graph capture, where NCCL cannot set them up */
-    setenv("NCCL_RUNTIME_CONNECT", "0", 0);
+    nccl_settings();
     ncclComm_t comms[DG_GPU_MAX_GROUP] = {0};
     DG_NCCL_CHECK(nccl.comm_init_all(comms, n, devices));
     for (int i = 0; i < n && st == DG_OK; i++) st = comm_new(gpu_of(bes[i]), i, n, comms[i]);
@@ -435,5 +444,70 @@ dg_status dg_gpu_all_reduce_raw(dg_backend *const *bes, int n, float *const *buf
     (void)bufs;
     (void)count;
     return DG_ERR_UNSUPPORTED; /* no group can exist */
+#endif
+}
+
+dg_status dg_gpu_ranks_id(unsigned char *id) {
+    if (!id) return dg__fail(DG_ERR_INVALID, "dg_gpu_ranks_id: NULL id");
+#ifdef DG_HAVE_NCCL
+    static_assert(sizeof(ncclUniqueId) == DG_GPU_RANKS_ID_BYTES, "NCCL's unique id is DG_GPU_RANKS_ID_BYTES");
+    dg_status st = load_nccl();
+    if (st != DG_OK) return st;
+    ncclUniqueId u;
+    DG_NCCL_CHECK(nccl.get_unique_id(&u));
+    memcpy(id, &u, sizeof u);
+    return DG_OK;
+#else
+    return dg__fail(DG_ERR_UNSUPPORTED, "dg_gpu_ranks_id: this build has no NCCL (nccl.h was not found at build "
+                    "time): one GPU only");
+#endif
+}
+
+#ifdef DG_HAVE_NCCL
+/* the new communicator's first all-reduce, of one float on the comm
+ * stream, outside any capture (as warm_up for a group of one process) */
+static dg_status warm_up_rank(gpu_ctx *c) {
+    float *one = NULL;
+    DG_GPU_USE_DEVICE(c);
+    DG_CUDA_CHECK(cudaMalloc((void **)&one, sizeof(float)));
+    cudaError_t e = cudaMemsetAsync(one, 0, sizeof(float), c->comm->stream);
+    dg_status st = e != cudaSuccess ? dg__cuda_fail(e, "the rank's warm-up buffer", __FILE__, __LINE__) : DG_OK;
+    ncclResult_t r = st == DG_OK ? nccl.all_reduce(one, one, 1, ncclFloat, ncclAvg, c->comm->nccl, c->comm->stream)
+                                 : ncclSuccess;
+    if (r != ncclSuccess) st = dg__fail(DG_ERR_BACKEND, "gpu: ncclAllReduce failed: %s", nccl.error_string(r));
+    if (st == DG_OK && (e = cudaStreamSynchronize(c->comm->stream)) != cudaSuccess)
+        st = dg__cuda_fail(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+    DG_CUDA_NOTE(cudaFree(one));
+    return st;
+}
+#endif
+
+dg_status dg_gpu_join_ranks(dg_backend *be, const unsigned char *id, int rank, int ranks) {
+    if (!be || !id) return dg__fail(DG_ERR_INVALID, "dg_gpu_join_ranks: NULL %s", be ? "id" : "backend");
+    if (ranks < 2 || rank < 0 || rank >= ranks)
+        return dg__fail(DG_ERR_INVALID, "dg_gpu_join_ranks: rank %d of %d (2 or more ranks, 0 to ranks-1)", rank,
+                        ranks);
+    gpu_ctx *c = gpu_of(be);
+    if (c->comm)
+        return dg__fail(DG_ERR_INVALID, "dg_gpu_join_ranks: the backend (device %d) is already in a group", c->device);
+#ifdef DG_HAVE_NCCL
+    dg_status st = load_nccl();
+    if (st != DG_OK) return st;
+    nccl_settings();
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    ncclComm_t nc = NULL;
+    DG_GPU_USE_DEVICE(c);
+    DG_NCCL_CHECK(nccl.comm_init_rank(&nc, ranks, u, rank));
+    st = comm_new(c, rank, ranks, nc);
+    if (st == DG_OK) st = warm_up_rank(c);
+    if (st != DG_OK) {
+        if (c->comm) dg__gpu_comm_free(c); /* destroys its communicator */
+        else nccl.comm_destroy(nc);
+    }
+    return st;
+#else
+    return dg__fail(DG_ERR_UNSUPPORTED, "dg_gpu_join_ranks: this build has no NCCL (nccl.h was not found at build "
+                    "time): one GPU only");
 #endif
 }

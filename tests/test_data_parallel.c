@@ -7,7 +7,8 @@
  * replica; bad groups and bad replica counts are refused with a message.
  * With two or more GPUs: the all_reduce node averages what each replica
  * holds; the replicas' parameters stay identical step after step and equal
- * a single-GPU step of the same global batch within float tolerance. */
+ * a single-GPU step of the same global batch within float tolerance, also
+ * as GPU ranks (dg_gpu_join_ranks: two threads standing in for processes). */
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
@@ -290,4 +291,99 @@ Test(data_parallel_gpu, unbucketed_replicas_equal_one_gpu) { replicas_against_on
 /* buckets of at most 600 bytes: the small gradients packed by twos and
  * threes, W1 (768 bytes, over the size) alone */
 Test(data_parallel_gpu, small_buckets_mix_packed_and_lone_gradients) { replicas_against_one_gpu(600); }
+/* GPU ranks (dg_gpu_join_ranks), as MPI launches them one process each,
+ * here two threads of one process: each joins its backend with the same
+ * NCCL id (ncclCommInitRank returns once both have joined) and runs its
+ * own plan of the step on its half of the batch, replayed as a captured
+ * graph after the first run; the parameters stay identical on both and
+ * equal one GPU's on the whole batch. Bugs caught: a join that leaves the
+ * all_reduce a copy (the ranks drift apart), an id not shared (the join
+ * hangs: ctest's timeout), a communicator that capture cannot replay. */
+typedef struct gpu_rank {
+    int           rank;
+    dg_backend   *be;
+    const unsigned char *id;
+    train_graph   t;
+    const blobs  *b;
+    float         w[8][16 * 16]; /* its parameters after the steps (6 of them) */
+    dg_status     st;
+    char          why[256];
+} gpu_rank;
+
+enum { RANKS_BATCH = 32, RANKS_STEPS = 4 };
+
+static void *gpu_rank_main(void *p) {
+    gpu_rank *r = p;
+    int per = RANKS_BATCH / 2;
+    dg_plan *plan = NULL;
+    dg_status st = dg_gpu_join_ranks(r->be, r->id, r->rank, 2);
+    if (st == DG_OK) st = dg_plan_new(&plan, r->t.g, r->be, r->t.step.outputs, r->t.step.n_outputs, NULL);
+    if (st == DG_OK)
+        st = dg_plan_set(plan, r->t.step.x, r->b->x + (size_t)r->rank * per * 12, per * 12 * sizeof(float));
+    if (st == DG_OK) st = dg_plan_set(plan, r->t.step.y, r->b->y + (size_t)r->rank * per, per * sizeof(int32_t));
+    for (int s = 0; s < RANKS_STEPS && st == DG_OK; s++) st = dg_plan_run(plan);
+    for (int i = 0; i < r->t.model.n_params && st == DG_OK; i++)
+        st = dg_plan_get(plan, r->t.model.params[i], r->w[i], (size_t)dg_node_numel(r->t.model.params[i]) * 4);
+    r->st = st;
+    if (st != DG_OK) snprintf(r->why, sizeof r->why, "%s", dg_last_error());
+    dg_plan_free(plan);
+    return NULL;
+}
+
+Test(data_parallel_gpu, two_gpu_ranks_stay_identical_and_equal_one_gpu) {
+    dg_backend *be[2], *one;
+    gpus_open_or_skip(be, 2);
+    ASSERT_OK(dg_gpu_backend_new(&one, &(dg_gpu_opts){.device = 0}));
+    unsigned char id[DG_GPU_RANKS_ID_BYTES];
+    ASSERT_OK(dg_gpu_ranks_id(id));
+    blobs b;
+    cr_assert_eq(blobs_new(&b, RANKS_BATCH, 12, 4, 5), 0);
+    static gpu_rank r[2];
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) {
+        r[k] = (gpu_rank){.rank = k, .be = be[k], .id = id, .b = &b};
+        mlp_step(&r[k].t, RANKS_BATCH / 2, true);
+        cr_assert_eq(pthread_create(&th[k], NULL, gpu_rank_main, &r[k]), 0);
+    }
+    for (int k = 0; k < 2; k++) cr_assert_eq(pthread_join(th[k], NULL), 0);
+    for (int k = 0; k < 2; k++) cr_assert_eq(r[k].st, DG_OK, "rank %d: %s", k, r[k].why);
+    cr_assert_eq(dg_gpu_group_size(be[0]), 2);
+    /* joined already: refused */
+    cr_assert_eq(dg_gpu_join_ranks(be[0], id, 0, 2), DG_ERR_INVALID);
+    train_graph t1;
+    mlp_step(&t1, RANKS_BATCH, false);
+    dg_plan *p1;
+    ASSERT_OK(dg_plan_new(&p1, t1.g, one, t1.step.outputs, t1.step.n_outputs, NULL));
+    ASSERT_OK(dg_plan_set(p1, t1.step.x, b.x, RANKS_BATCH * 12 * sizeof(float)));
+    ASSERT_OK(dg_plan_set(p1, t1.step.y, b.y, RANKS_BATCH * sizeof(int32_t)));
+    for (int s = 0; s < RANKS_STEPS; s++) ASSERT_OK(dg_plan_run(p1));
+    for (int i = 0; i < t1.model.n_params; i++) {
+        size_t cnt = (size_t)dg_node_numel(t1.model.params[i]);
+        float w1[16 * 16];
+        ASSERT_OK(dg_plan_get(p1, t1.model.params[i], w1, cnt * sizeof(float)));
+        cr_assert_eq(memcmp(r[0].w[i], r[1].w[i], cnt * sizeof(float)), 0, "parameter %d: rank 1 differs from rank 0", i);
+        for (size_t j = 0; j < cnt; j++)
+            cr_assert_float_eq(r[0].w[i][j], w1[j], 1e-5f * (1 + fabsf(w1[j])), "parameter %d element %zu: %g, one GPU %g",
+                               i, j, r[0].w[i][j], w1[j]);
+    }
+    dg_plan_free(p1);
+    train_graph_free(&t1);
+    for (int k = 0; k < 2; k++) train_graph_free(&r[k].t);
+    blobs_free(&b);
+    dg_backend_free(one);
+    for (int k = 0; k < 2; k++) dg_backend_free(be[k]);
+}
+
+Test(data_parallel_gpu, bad_gpu_ranks_are_refused) {
+    dg_backend *be = gpu_open_or_skip(NULL);
+    unsigned char id[DG_GPU_RANKS_ID_BYTES] = {0};
+    cr_assert_eq(dg_gpu_join_ranks(NULL, id, 0, 2), DG_ERR_INVALID);
+    cr_assert_eq(dg_gpu_join_ranks(be, NULL, 0, 2), DG_ERR_INVALID);
+    cr_assert_eq(dg_gpu_join_ranks(be, id, 2, 2), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "rank 2 of 2"), "%s", dg_last_error());
+    cr_assert_eq(dg_gpu_join_ranks(be, id, 0, 1), DG_ERR_INVALID);
+    cr_assert_eq(dg_gpu_ranks_id(NULL), DG_ERR_INVALID);
+    cr_assert_eq(dg_gpu_group_size(be), 1);
+    dg_backend_free(be);
+}
 #endif

@@ -1,7 +1,7 @@
 /* train.c: `bench train`: logistic regression or an MLP on Fashion-MNIST,
- * on the CPU, the GPU or data parallel over several GPUs, from the same
- * seed (same initial weights, same batches); per-epoch loss, test accuracy
- * and time to stdout and CSV. */
+ * on the CPU, the GPU, data parallel over several GPUs or over MPI ranks
+ * (train_mpi.h: a CPU or a GPU each), from the same seed (same initial weights, same
+ * batches); per-epoch loss, test accuracy and time to stdout and CSV. */
 #include "train/train.h"
 
 #include <float.h>
@@ -20,6 +20,7 @@
 #include "core/nn/trainer.h"
 #include "train/train_charlm.h"
 #include "train/train_csv.h"
+#include "train/train_mpi.h"
 #include "writers/csv.h"
 #include "machine/env.h"
 #include "cli/options.h"
@@ -59,6 +60,14 @@ static void usage(FILE *f) {
             "                    resnet18-cifar the folder of CIFAR-10's binary batches (data_batch_1.bin ...)\n"
             "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy][-DTYPE].csv\n"
             "\n"
+            "Under mpirun (or srun), one process per rank: each rank trains its slice of --batch, the global\n"
+            "batch, on its CPU (gradients averaged by MPI_Allreduce) or, with --backend gpu, on its local\n"
+            "rank's GPU (by NCCL; no --gpus); --batch must be a multiple of the rank count (equal slices;\n"
+            "otherwise refused at start). Every rank needs the same build and options (checked at start);\n"
+            "rank 0 alone writes train-MODEL-BACKEND-mpiN.csv, whose rows time the slowest rank (the spread\n"
+            "in the note) and whose metadata names every rank's host and device. A rank that fails ends\n"
+            "every rank with its message and a non-zero exit.\n"
+            "\n"
             "The training loss of an epoch is the mean of every step's loss; epoch time is wall time of the\n"
             "training steps with the backend synchronised (evaluation excluded); TF32 only under --dtype\n"
             "tf32. OpenMP's waiting threads sleep when the machine is loaded and spin otherwise\n"
@@ -71,20 +80,36 @@ static int bad(const char *what, const char *arg) {
 }
 
 typedef struct epoch_out {
-    FILE *csv;
+    FILE *csv;                /* rank 0's; NULL on the other ranks */
     const char *model, *backend, *opt, *dtype, *mode;
     int batch;
     double lr;
     unsigned long long seed;
+    const bench_mpi *mpi;
+    double total_s;           /* under MPI: the sum of the slowest ranks' epochs */
+    dg_status st;             /* a failed gathering of the ranks' times */
 } epoch_out;
 
+/* Under MPI every rank comes here after each epoch (the trainer's
+ * collectives keep them in step): the epoch's time is the slowest rank's,
+ * the least and most in the row's note. */
 static void on_epoch(const dg_epoch_stats *s, void *arg) {
     epoch_out *e = arg;
+    double epoch_s = s->epoch_s, total_s = s->total_s, least = epoch_s;
+    int slowest = 0;
+    char note[128] = "";
+    if (e->mpi->on && e->st == DG_OK) {
+        e->st = bench_mpi_spread(e->mpi, s->epoch_s, &least, &epoch_s, &slowest);
+        total_s = e->total_s += epoch_s;
+        snprintf(note, sizeof note, ",slowest rank %d; epoch_s over %d ranks %.3f..%.3f s", slowest, e->mpi->ranks,
+                 least, epoch_s);
+    }
+    if (!e->csv) return;
     printf("epoch %2d  loss %.4f  test acc %.2f%%  epoch %.2f s  total %.2f s\n", s->epoch, s->train_loss,
-           100 * s->test_acc, s->epoch_s, s->total_s);
+           100 * s->test_acc, epoch_s, total_s);
     fflush(stdout);
-    fprintf(e->csv, "%d,%s,%s,%s,%s,%s,%d,%g,%llu,%.6f,%.6f,%.6f,%.6f\n", s->epoch, e->model, e->backend, e->opt,
-            e->dtype, e->mode, e->batch, e->lr, e->seed, s->train_loss, s->test_acc, s->epoch_s, s->total_s);
+    fprintf(e->csv, "%d,%s,%s,%s,%s,%s,%d,%g,%llu,%.6f,%.6f,%.6f,%.6f%s\n", s->epoch, e->model, e->backend, e->opt,
+            e->dtype, e->mode, e->batch, e->lr, e->seed, s->train_loss, s->test_acc, epoch_s, total_s, note);
     fflush(e->csv);
 }
 
@@ -124,7 +149,31 @@ static int open_replicas(int n, dg_backend **bes) {
 #endif
 }
 
-int bench_train_main(int argc, char **argv) {
+/* Under MPI (m->on): the checks of the launch, then the same build and
+ * configuration on every rank (config), every rank's host into hosts.
+ * 0, or the exit status with the reason on stderr. */
+static int start_ranks(const bench_mpi *m, const char *backend, bool gpus_given, int batch, const char *config,
+                       char *hosts, size_t n) {
+    if (!m->on) return 0;
+    if (gpus_given)
+        return bench_usage_error("bench train", "under MPI each rank drives one device: no --gpus (one rank per GPU, "
+                                 "each on its local rank's)");
+    if (batch % m->ranks)
+        return bench_usage_error("bench train", "--batch %d does not split evenly over %d MPI ranks (each rank takes "
+                                 "an equal slice of the global batch: make it a multiple of %d)", batch, m->ranks,
+                                 m->ranks);
+    char device[32] = "cpu";
+    if (!strcmp(backend, "gpu")) snprintf(device, sizeof device, "gpu %d", m->local_rank);
+    dg_status st = bench_mpi_agree(m, config);
+    if (st == DG_OK) st = bench_mpi_hosts(m, device, hosts, n);
+    if (st != DG_OK) {
+        fprintf(stderr, "bench train: rank %d: %s\n", m->rank, dg_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     static const struct option opts[] = {
         {"model", required_argument, NULL, 'M'}, {"widths", required_argument, NULL, 'W'},
         {"backend", required_argument, NULL, 'b'}, {"epochs", required_argument, NULL, 'e'},
@@ -137,10 +186,6 @@ int bench_train_main(int argc, char **argv) {
         {"data", required_argument, NULL, 'd'},
         {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
-    for (int i = 1; i < argc; i++) /* the language model takes options of its own */
-        if ((!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "charlm")) ||
-            !strcmp(argv[i], "--model=charlm"))
-            return bench_train_charlm_main(argc, argv);
     const char *model = "mlp", *widths = "784-256-100-10", *backend = "cpu", *data = NULL, *out = "reports/latest";
     dg_train_opts o = {.epochs = 10, .batch = 128, .seed = 1, .loss_every = 1};
     dg_optim_kind kind = DG_OPTIM_ADAM;
@@ -215,6 +260,17 @@ int bench_train_main(int argc, char **argv) {
     if (isnan(lr)) lr = kind == DG_OPTIM_ADAM ? 1e-3 : kind == DG_OPTIM_MOMENTUM ? 0.01 : 0.1;
     o.optim = dg_optim_default(kind, (float)lr);
     o.optim.weight_decay = (float)weight_decay;
+    /* what shapes the training, compared over the ranks; not the paths nor
+     * the threads, which may differ from host to host */
+    char config[512], hosts[4096] = "";
+    snprintf(config, sizeof config, "model %s widths %s batch %d epochs %d optimizer %s lr %.9g weight-decay %.9g "
+             "seed %llu dtype %s subset %d copy %d ranks %d", model, widths, o.batch, o.epochs,
+             dg_optim_name(kind), lr, weight_decay, (unsigned long long)o.seed,
+             dg_precision_name(o.precision), o.subset, o.copy_batches, mpi->ranks);
+    int started = start_ranks(mpi, backend, gpus_given, o.batch, config, hosts, sizeof hosts);
+    if (started) return started;
+    o.rank = mpi->rank;
+    o.ranks = mpi->ranks;
 
     dg_backend *bes[DG_DP_MAX_REPLICAS] = {0};
     if (gpus > 1 && open_replicas(gpus, bes) != 0) return 1;
@@ -230,37 +286,79 @@ int bench_train_main(int argc, char **argv) {
         return 1;
     }
     /* the backend's name in the file name and the rows: gpuN for N replicas */
-    char label[16], name[64];
-    if (gpus > 1) snprintf(label, sizeof label, "gpu%d", gpus);
+    char label[24], name[64];
+    if (mpi->on) snprintf(label, sizeof label, "%s-mpi%d", backend, mpi->ranks);
+    else if (gpus > 1) snprintf(label, sizeof label, "gpu%d", gpus);
     else snprintf(label, sizeof label, "%s", backend);
     /* a precision other than fp32 names its file too, beside fp32's */
     snprintf(name, sizeof name, "train-%s-%s%s%s%s", model, label, o.copy_batches ? "-copy" : "",
              o.precision != DG_PREC_FP32 ? "-" : "", o.precision != DG_PREC_FP32 ? dg_precision_name(o.precision) : "");
-    /* replica 0 on device 0, whose description goes into the metadata */
-    FILE *csv = bench_train_open(backend, threads, out, name, "epoch,model,backend,optimizer,dtype,data,batch,lr,"
-                                 "seed,train_loss,test_acc,epoch_s,total_s", argc, argv, &bes[0]);
-    if (!csv) {
+    /* replica 0 on device 0, whose description goes into the metadata; under
+     * MPI rank 0 alone writes, the others open their backend only */
+    char ranks[4200];
+    snprintf(ranks, sizeof ranks, "%d (MPI, one process each): %s", mpi->ranks, hosts);
+    FILE *csv = NULL;
+    dg_status opened = DG_OK;
+#ifdef DG_HAVE_CUDA
+    /* a GPU rank on its local rank's device (bench_train_open keeps it) */
+    if (mpi->on && !strcmp(backend, "gpu") &&
+        (opened = dg_gpu_backend_new(&bes[0], &(dg_gpu_opts){.device = mpi->local_rank})) != DG_OK)
+        fprintf(stderr, "bench train: rank %d: gpu backend on device %d (its local rank): %s\n", mpi->rank,
+                mpi->local_rank, dg_last_error());
+#endif
+    /* under MPI a note names the slowest rank and the spread (on_epoch) */
+    char header[160];
+    snprintf(header, sizeof header, "epoch,model,backend,optimizer,dtype,data,batch,lr,seed,train_loss,test_acc,"
+             "epoch_s,total_s%s", mpi->on ? ",note" : "");
+    if (opened == DG_OK && mpi->rank == 0)
+        csv = bench_train_open(backend, threads, out, name, header, mpi->on ? ranks : NULL, argc, argv, &bes[0]);
+    else if (opened == DG_OK && !bes[0] && (opened = bench_backend_open(backend, threads, &bes[0])) != DG_OK)
+        fprintf(stderr, "bench train: rank %d: %s backend: %s\n", mpi->rank, backend, dg_last_error());
+    if (opened == DG_OK && mpi->rank == 0 && !csv) opened = DG_ERR_INVALID; /* bench_train_open said why */
+    if (mpi->on && opened == DG_OK && (opened = bench_mpi_join(mpi, bes[0])) != DG_OK)
+        fprintf(stderr, "bench train: rank %d: %s\n", mpi->rank, dg_last_error());
+    if (opened != DG_OK) {
+        if (csv) bench_train_close(csv, out, name, opened);
         close_replicas(bes, gpus);
         dg_dataset_free(&train);
         dg_dataset_free(&test);
         return 1;
     }
     epoch_out eo = {csv, model, label, dg_optim_name(kind), dg_precision_name(o.precision),
-                    o.copy_batches ? "copy" : "resident", o.batch, lr, (unsigned long long)o.seed};
-    printf("training %s (%s) on %s in %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n",
-           model, widths, backend, eo.dtype, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay,
-           (unsigned long long)o.seed, eo.mode);
+                    o.copy_batches ? "copy" : "resident", o.batch, lr, (unsigned long long)o.seed, mpi, 0, DG_OK};
+    if (mpi->rank == 0)
+        printf("training %s (%s) on %s in %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n",
+               model, widths, backend, eo.dtype, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay,
+               (unsigned long long)o.seed, eo.mode);
     if (gpus > 1)
         printf("on %d GPUs (data parallel, global batch %d, %d per GPU)\n", gpus, o.batch, o.batch / gpus);
+    if (mpi->on && mpi->rank == 0)
+        printf("on %d MPI ranks (data parallel, global batch %d, %d per rank): %s\n", mpi->ranks, o.batch,
+               o.batch / mpi->ranks, hosts);
     dg_epoch_stats last;
-    dg_status st = bench_train_close(csv, out, name, dg_train_multi(bes, gpus, &o, &train, &test, on_epoch, &eo,
-                                                                    &last));
-    if (st == DG_OK) {
+    dg_status st = dg_train_multi(bes, gpus, &o, &train, &test, on_epoch, &eo, &last);
+    if (st == DG_OK && eo.st != DG_OK) st = eo.st;
+    if (csv) st = bench_train_close(csv, out, name, st);
+    else if (st != DG_OK) fprintf(stderr, "bench train: rank %d: %s\n", mpi->rank, dg_last_error());
+    if (st == DG_OK && csv) {
         printf("final test accuracy %.2f%% after %d epochs (%.2f s of training) -> %s/%s.csv\n",
-               100 * last.test_acc, last.epoch, last.total_s, out, name);
+               100 * last.test_acc, last.epoch, mpi->on ? eo.total_s : last.total_s, out, name);
     }
     close_replicas(bes, gpus);
     dg_dataset_free(&train);
     dg_dataset_free(&test);
     return st == DG_OK ? 0 : 1;
+}
+
+int bench_train_main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) /* the language model takes options of its own */
+        if ((!strcmp(argv[i], "--model") && i + 1 < argc && !strcmp(argv[i + 1], "charlm")) ||
+            !strcmp(argv[i], "--model=charlm")) {
+            if (bench_mpi_launched(NULL)) /* each rank would train alone and write the same file */
+                return bench_usage_error("bench train", "--model charlm trains in one process: not under MPI");
+            return bench_train_charlm_main(argc, argv);
+        }
+    bench_mpi mpi;
+    if (bench_mpi_start(&mpi)) return 1;
+    return bench_mpi_end(&mpi, train_main(argc, argv, &mpi));
 }

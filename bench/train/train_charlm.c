@@ -121,9 +121,9 @@ int bench_train_charlm_main(int argc, char **argv) {
     /* a precision other than fp32 names its file too, beside fp32's */
     snprintf(name, sizeof name, "train-charlm-%s%s%s", backend, o.precision != DG_PREC_FP32 ? "-" : "",
              o.precision != DG_PREC_FP32 ? dg_precision_name(o.precision) : "");
-    dg_backend *be;
+    dg_backend *be = NULL;
     FILE *csv = bench_train_open(backend, threads, out, name,
-                                 "step,model,backend,train_loss,val_loss,train_s,unigram_nats,dtype", argc, argv, &be);
+                                 "step,model,backend,train_loss,val_loss,train_s,unigram_nats,dtype", NULL, argc, argv, &be);
     if (!csv) {
         dg_text_free(&text);
         return 1;

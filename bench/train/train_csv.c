@@ -13,8 +13,8 @@
 #include "writers/csv.h"
 
 FILE *bench_train_open(const char *backend, int threads, const char *out, const char *name, const char *header,
-                       int argc, char **argv, dg_backend **be) {
-    if (bench_backend_open(backend, threads, be) != DG_OK) {
+                       const char *ranks, int argc, char **argv, dg_backend **be) {
+    if (!*be && bench_backend_open(backend, threads, be) != DG_OK) {
         fprintf(stderr, "bench train: %s backend: %s\n", backend, dg_last_error());
         return NULL;
     }
@@ -27,6 +27,8 @@ FILE *bench_train_open(const char *backend, int threads, const char *out, const 
         dg_backend *gpu = !strcmp(backend, "gpu") ? *be : NULL;
         bench_env_meta(meta, sizeof meta, threads, gpu);
         bench_env_meta_more(meta, sizeof meta, argc, argv, gpu);
+        size_t used = strlen(meta);
+        if (ranks) snprintf(meta + used, sizeof meta - used, "# ranks: %s\n", ranks);
         /* written as NAME.csv.partial: an earlier NAME.csv is replaced only by a finished run */
         if (!(csv = bench_csv_open(out, name, meta, header))) fprintf(stderr, "bench train: %s\n", dg_last_error());
     }

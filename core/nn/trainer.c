@@ -13,10 +13,12 @@
 
 typedef struct trainer {
     int           n;                         /* replicas                          */
+    int           rank, ranks;               /* this process among the processes  */
     dg_backend   *be[DG_DP_MAX_REPLICAS];
     dg_graph     *g;
     dg_model      model;
     dg_train_step ts;                        /* for one replica's slice           */
+    dg_node      *loss;                      /* its loss, averaged over the ranks */
     dg_node      *xt, *logits_t;
     dg_dp        *dp;                        /* the step on every replica         */
     dg_plan      *eval;                      /* on replica 0, its parameters      */
@@ -29,9 +31,12 @@ typedef struct trainer {
     float    *logits;
 } trainer;
 
-/* the training step for slices of batch / n (its gradients averaged over
- * the replicas when n >= 2) planned on every replica and, on replica 0's
- * parameters, the evaluation forward over batches of eval_batch */
+/* the training step for slices of batch / (n ranks) (its gradients
+ * averaged over the replicas when n >= 2, over the ranks when ranks >= 2)
+ * planned on every replica and, on replica 0's parameters, the evaluation
+ * forward over batches of eval_batch. Across ranks the step's loss is
+ * averaged too (one more all_reduce, of one float): every rank reads the
+ * global batch's loss. */
 static dg_status build(trainer *t, const dg_train_opts *o, int eval_batch) {
     t->g = dg_graph_new();
     if (!t->g) return dg__fail(DG_ERR_OOM, "train: out of memory");
@@ -46,11 +51,20 @@ static dg_status build(trainer *t, const dg_train_opts *o, int eval_batch) {
     dg_forward_mode eval_mode = {.compute = dg_precision_dtype(o->precision)};
     t->logits_t = dg_model_forward(g, &t->model, t->xt, &eval_mode);
     if (!t->logits_t) return dg_graph_status(g);
-    const dg_train_step_opts so = {.precision = o->precision, .all_reduce = t->n > 1};
-    if ((st = dg_train_step_build_opts(g, &t->model, o->batch / t->n, &o->optim, &so, &t->ts)) != DG_OK) return st;
+    const dg_train_step_opts so = {.precision = o->precision, .all_reduce = t->n > 1 || t->ranks > 1};
+    int per = o->batch / (t->n * t->ranks);
+    if ((st = dg_train_step_build_opts(g, &t->model, per, &o->optim, &so, &t->ts)) != DG_OK) return st;
+    dg_node *outs[sizeof t->ts.outputs / sizeof *t->ts.outputs + 1];
+    int n_out = t->ts.n_outputs;
+    memcpy(outs, t->ts.outputs, (size_t)n_out * sizeof *outs);
+    t->loss = t->ts.loss;
+    if (t->ranks > 1) {
+        if (!(t->loss = dg_all_reduce(g, t->ts.loss))) return dg_graph_status(g);
+        outs[n_out++] = t->loss;
+    }
     dg_plan_opts po = {0};
     dg_precision_plan_opts(o->precision, &po);
-    if ((st = dg_dp_new(&t->dp, t->be, t->n, g, t->ts.outputs, t->ts.n_outputs, &po)) != DG_OK) return st;
+    if ((st = dg_dp_new(&t->dp, t->be, t->n, g, outs, n_out, &po)) != DG_OK) return st;
     po.share_leaves = dg_dp_plan(t->dp, 0);
     return dg_plan_new(&t->eval, g, t->be[0], &t->logits_t, 1, &po);
 }
@@ -90,15 +104,16 @@ static dg_status evaluate(trainer *t, const dg_dataset *test, int eb, int classe
     return st;
 }
 
-/* Global batch b into the replicas' inputs: replica r takes the rows
- * perm[b*batch + r*per ...] (per = batch / n of them), so the replicas
- * together see the examples one replica would. */
+/* Global batch b into the replicas' inputs: replica r of rank k takes the
+ * rows perm[b*batch + (k*n + r)*per ...] (per = batch / (n ranks) of
+ * them), so the replicas of every rank together see the examples one
+ * replica would. */
 static dg_status feed(trainer *t, const dg_train_opts *o, const dg_dataset *train, int b) {
-    int dim = train->rows * train->cols, per = o->batch / t->n;
+    int dim = train->rows * train->cols, per = o->batch / (t->n * t->ranks);
     dg_status st = DG_OK;
     for (int r = 0; r < t->n && st == DG_OK; r++) {
         dg_plan *p = dg_dp_plan(t->dp, r);
-        size_t first = (size_t)b * o->batch + (size_t)r * per;
+        size_t first = (size_t)b * o->batch + ((size_t)t->rank * t->n + r) * per;
         if (o->copy_batches) {
             const int32_t *idx = t->perm + first;
             for (int i = 0; i < per; i++) {
@@ -171,6 +186,14 @@ static dg_status check_args(dg_backend *const *bes, int replicas, const dg_train
     if (o->batch % replicas)
         return dg__fail(DG_ERR_INVALID, "train: batch %d does not split evenly over %d replicas", o->batch,
                         replicas);
+    int ranks = o->ranks > 1 ? o->ranks : 1;
+    if (o->rank < 0 || o->rank >= ranks)
+        return dg__fail(DG_ERR_INVALID, "train: rank %d of %d ranks", o->rank, ranks);
+    if (ranks > 1 && replicas > 1)
+        return dg__fail(DG_ERR_INVALID, "train: %d ranks of %d replicas each: a rank drives one backend (an "
+                        "all-reduce spans the ranks or the replicas, not both)", ranks, replicas);
+    if (o->batch % ranks)
+        return dg__fail(DG_ERR_INVALID, "train: batch %d does not split evenly over %d ranks", o->batch, ranks);
     return DG_OK;
 }
 
@@ -185,8 +208,8 @@ dg_status dg_train_multi(dg_backend *const *bes, int replicas, const dg_train_op
     if (st != DG_OK) return st;
     int dim = train->rows * train->cols, n = o->subset > 0 && o->subset < train->n ? o->subset : train->n;
     int eb = test->n % 1000 == 0 ? 1000 : test->n; /* evaluation batch: divides the test set */
-    int per = o->batch / replicas;
-    trainer t = {.n = replicas};
+    trainer t = {.n = replicas, .rank = o->rank, .ranks = o->ranks > 1 ? o->ranks : 1};
+    int per = o->batch / (replicas * t.ranks);
     memcpy(t.be, bes, (size_t)replicas * sizeof *bes);
     st = build(&t, o, eb);
     int classes = t.model.classes;
@@ -220,7 +243,7 @@ dg_status dg_train_multi(dg_backend *const *bes, int replicas, const dg_train_op
             if (st == DG_OK) st = dg_dp_run(t.dp); /* queued: the host feeds the next batch meanwhile */
             if (st == DG_OK && (b % every == 0 || b == steps - 1)) {
                 float l;
-                st = dg_dp_mean(t.dp, t.ts.loss, &l);
+                st = dg_dp_mean(t.dp, t.loss, &l);
                 loss_sum += l;
                 loss_n++;
             }

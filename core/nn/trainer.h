@@ -28,6 +28,12 @@ typedef struct dg_train_opts {
     int      subset;         /* > 0: only the first `subset` training examples  */
     dg_precision precision;  /* the step's policy (train_step.h), also the
                                 evaluation forward's; fp32 (the zero value)     */
+    /* data parallel across processes: this one is `rank` of `ranks` (0 and
+     * 0 or 1: alone), each driving one backend whose all_reduce spans the
+     * processes (dg_cpu_set_all_reduce on the CPU). batch stays the global
+     * batch; rank r steps on rows [r*batch/ranks, (r+1)*batch/ranks) of
+     * each global batch of the same seeded shuffle                         */
+    int      rank, ranks;
 } dg_train_opts;
 
 typedef struct dg_epoch_stats {
@@ -56,8 +62,10 @@ dg_status dg_train(dg_backend *be, const dg_train_opts *o, const dg_dataset *tra
  * copy of the data set (not copy_batches). The test set is evaluated on
  * bes[0]; a model's running statistics (batch norm) are replica 0's own.
  * n = 1 is dg_train. DG_ERR_INVALID as dg_train, and for n outside
- * 1..DG_DP_MAX_REPLICAS, a NULL backend among bes, or a batch that n does
- * not divide (checked before anything is made); what dg_dp_new refuses
+ * 1..DG_DP_MAX_REPLICAS, a NULL backend among bes, a batch that n (or
+ * o->ranks) does not divide, a rank outside 0..ranks-1, or ranks >= 2 with
+ * n >= 2 (a rank drives one backend: an all-reduce spans the processes or
+ * the replicas, not both) (checked before anything is made); what dg_dp_new refuses
  * (DG_ERR_UNSUPPORTED: backends without collectives, such as the CPU's),
  * with its status. */
 dg_status dg_train_multi(dg_backend *const *bes, int n, const dg_train_opts *o, const dg_dataset *train,

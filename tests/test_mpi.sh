@@ -1,0 +1,114 @@
+#!/bin/sh
+# test_mpi.sh BENCH MPI_TRAIN CUDA: the ranks of bench train under
+# `mpirun -np 2 --oversubscribe` (two ranks on CI's two cores).
+#  - mpi_train (tests/mpi_train.c): the all_reduce node against a host
+#    mean; an MLP's parameters after 8 steps identical on both ranks and
+#    equal to one process's on the same global batches (its tolerance is
+#    stated there).
+#  - Faults, each a non-zero exit with the failing rank's message within
+#    the timeout (no rank left waiting): a bad option on rank 1 alone,
+#    another configuration on rank 1 (the start-up comparison), a batch
+#    the ranks cannot split evenly, a rank whose data set is missing (it
+#    fails after the start, while rank 0 goes on), --gpus under MPI.
+#  - With Fashion-MNIST installed: 2 ranks train the MLP as one process
+#    does (the same per-epoch losses), rank 0 alone writes, its file names
+#    both ranks' hosts and times the slowest rank. CUDA "ON" and 2 GPUs
+#    (nvidia-smi -L): the same with --backend gpu, one GPU per rank (NCCL).
+# MPI_TRAIN "none": a bench built without MPI, which must refuse a launch
+# by MPI with the reason; then the test skips (77), as where mpirun is
+# missing.
+set -u
+bench=$1 mpi_train=$2 cuda=${3:-OFF}
+if [ "$mpi_train" = none ]; then
+    out=$(OMPI_COMM_WORLD_SIZE=2 "$bench" train --epochs 1 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] || ! echo "$out" | grep -q "built without MPI"; then
+        echo "FAIL: a bench without MPI launched by MPI: exit $rc: $out"
+        exit 1
+    fi
+    echo "skipped: bench built without MPI (DG_MPI=OFF or no libopenmpi-dev); it refuses a launch by MPI"
+    exit 77
+fi
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "skipped: no mpirun (apt-get install openmpi-bin)"
+    exit 77
+fi
+# Open MPI refuses root unless told; CI's containers run as root
+if [ "$(id -u)" -eq 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+export OMP_WAIT_POLICY=PASSIVE
+tmp=$(mktemp -d /tmp/dg-mpi-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+mpi() { timeout 120 mpirun --oversubscribe "$@"; }
+
+mpi -np 2 "$mpi_train" >"$tmp/train.out" 2>"$tmp/train.err"
+rc=$?
+[ $rc -eq 0 ] || fail "mpi_train: exit $rc: $(cat "$tmp/train.err")"
+grep -q "parameters identical across ranks" "$tmp/train.out" || fail "mpi_train said: $(cat "$tmp/train.out")"
+cat "$tmp/train.out"
+
+# refused: every case exits non-zero, within the timeout, with its message
+# ($1 the case, $2 the message, then mpirun's arguments)
+refused() {
+    what=$1 want=$2
+    shift 2
+    mpi "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -eq 124 ]; then fail "$what: still running after 120 s"
+    elif [ $rc -eq 0 ]; then fail "$what: exit 0"
+    elif ! grep -q -- "$want" "$tmp/err"; then fail "$what: exit $rc without '$want': $(cat "$tmp/err")"
+    fi
+}
+args="train --epochs 1 --subset 512 --batch 64 --threads 1 --out $tmp/refused"
+# shellcheck disable=SC2086 # $args are separate words
+refused "a bad option on rank 1 alone" "bad --epochs (1 to 10000) '0'" \
+    -np 1 "$bench" $args : -np 1 "$bench" $args --epochs 0
+# shellcheck disable=SC2086
+refused "another configuration on rank 1" "rank 1 runs another build or configuration than rank 0" \
+    -np 1 "$bench" $args : -np 1 "$bench" $args --lr 0.002
+# shellcheck disable=SC2086
+refused "an uneven batch" "batch 63 does not split evenly over 2 MPI ranks" -np 2 "$bench" $args --batch 63
+# shellcheck disable=SC2086
+refused "a missing data set on rank 1" "$tmp/nowhere" \
+    -np 1 "$bench" $args : -np 1 "$bench" $args --data "$tmp/nowhere"
+# shellcheck disable=SC2086
+refused "--gpus under MPI" "under MPI each rank drives one device: no --gpus" -np 2 "$bench" $args --backend gpu --gpus 2
+[ -e "$tmp/refused" ] && [ -n "$(ls "$tmp/refused")" ] && fail "a refused run left files: $(ls "$tmp/refused")"
+
+# two ranks of backend $1 against one process, on Fashion-MNIST: the same
+# losses, one file from rank 0 alone, both hosts named, the slowest timed
+against_one() {
+    be=$1
+    run="train --backend $be --epochs 2 --subset 2048 --batch 64 --threads 1"
+    # shellcheck disable=SC2086
+    mpi -np 2 "$bench" $run --out "$tmp/two-$be" >"$tmp/two.out" 2>"$tmp/two.err" ||
+        fail "2 $be ranks on Fashion-MNIST: $(cat "$tmp/two.err")"
+    # shellcheck disable=SC2086
+    "$bench" $run --out "$tmp/one-$be" >/dev/null 2>"$tmp/one.err" || fail "one $be process: $(cat "$tmp/one.err")"
+    two=$tmp/two-$be/train-mlp-$be-mpi2.csv
+    [ "$(ls "$tmp/two-$be")" = "train-mlp-$be-mpi2.csv" ] || fail "2 $be ranks wrote $(ls "$tmp/two-$be"), not one file"
+    grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* ${be}[^,]*, rank 1 " "$two" ||
+        fail "no ranks' hosts and devices in $two"
+    grep -q "^1,mlp,$be-mpi2,.*,slowest rank [01]; epoch_s over 2 ranks " "$two" || fail "no slowest rank in $two"
+    # the losses (column 10) of both runs agree to 1e-4: float32 summation order apart, one process's
+    grep -v '^#' "$two" | awk -F, 'NR > 1 { print $10 }' >"$tmp/l2"
+    grep -v '^#' "$tmp/one-$be/train-mlp-$be.csv" | awk -F, 'NR > 1 { print $10 }' >"$tmp/l1"
+    paste -d' ' "$tmp/l2" "$tmp/l1" |
+        awk '{ d = $1 - $2; if (d < 0) d = -d; if (NF != 2 || d > 1e-4 * $2) { print "epoch " NR ": " $0; bad = 1 } }
+             END { exit bad }' || fail "2 $be ranks' losses differ from one process's"
+}
+
+if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    against_one cpu
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    if [ "$cuda" = ON ] && [ "$gpus" -ge 2 ]; then against_one gpu
+    else echo "skipped the GPU ranks: bench CUDA $cuda, $gpus GPUs (2 needed)"
+    fi
+else
+    echo "skipped the Fashion-MNIST run: not installed (dataset-fashion-mnist)"
+fi
+[ $fails -eq 0 ] && echo "test_mpi: all passed"
+exit $((fails > 0))
