@@ -1,0 +1,239 @@
+/* test_onnx.c: the ONNX importer (core/onnx/onnx.h) on the models that
+ * tests/data/onnx/make_models.py writes: each model's forward on the CPU
+ * backend against the output NumPy computed in the script and against the
+ * float64 interpreter (core/check/ref.h) on the same graph; every refusal
+ * (unknown operator, unknown attribute, an int64 weight, asymmetric
+ * padding, an old opset, a cut file, random bytes) with its message; and a
+ * few SGD steps of the imported MLP against the built-in MLP given the same
+ * weights. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "core/check/ref.h"
+#include "core/nn/mlp.h"
+#include "core/nn/train_step.h"
+#include "core/onnx/onnx.h"
+#include "core/rng.h"
+#include "cpu_backend/cpu_backend.h"
+#include "test_util.h"
+
+#define DATA DG_SOURCE_DIR "/tests/data/onnx/"
+
+/* a whole file into *buf (freed by the caller); its size */
+static size_t slurp(const char *path, void **buf) {
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    *buf = malloc((size_t)n + 1);
+    cr_assert(*buf && fread(*buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    return (size_t)n;
+}
+
+static dg_onnx *load(const char *name) {
+    char path[512];
+    snprintf(path, sizeof path, DATA "%s.onnx", name);
+    dg_onnx *o = NULL;
+    ASSERT_OK(dg_onnx_load(path, NULL, &o));
+    return o;
+}
+
+/* The forward of model `name` for the script's input: on the CPU against
+ * NumPy's output (float32 rounding of a few sums: 1e-5 relative to the
+ * largest value) and against the float64 interpreter of the same graph.
+ * Catches a wrong mapping (a transposed Gemm, BN's eps or statistics
+ * swapped, padding on the wrong side, a Reshape target folded wrong). */
+static void check_forward(const char *name, int batch) {
+    dg_onnx *o = load(name);
+    dg_graph *g = dg_graph_new();
+    dg_model m;
+    ASSERT_OK(dg_onnx_model_new(g, o, 0, &m));
+    dg_shape xs;
+    cr_assert(dg_model_input_shape(&m, batch, &xs));
+    dg_node *x = dg_input(g, "x", xs), *y = dg_model_forward(g, &m, x, NULL);
+    ASSERT_OK(dg_graph_status(g));
+    char path[512];
+    void *xin, *want;
+    snprintf(path, sizeof path, DATA "%s.in.f32", name);
+    cr_assert_eq(slurp(path, &xin), dg_node_bytes(x), "%s: input size", name);
+    snprintf(path, sizeof path, DATA "%s.out.f32", name);
+    cr_assert_eq(slurp(path, &want), dg_node_bytes(y), "%s: output size", name);
+    dg_backend *be;
+    dg_plan *p;
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    ASSERT_OK(dg_plan_new(&p, g, be, &y, 1, NULL));
+    ASSERT_OK(dg_plan_set(p, x, xin, dg_node_bytes(x)));
+    ASSERT_OK(dg_plan_run(p));
+    int64_t n = dg_node_numel(y);
+    float *got = malloc((size_t)n * sizeof *got);
+    ASSERT_OK(dg_plan_get(p, y, got, (size_t)n * sizeof *got));
+    /* the float64 interpreter: leaves from their init (the file's values) */
+    double **vals = calloc((size_t)dg_graph_size(g), sizeof *vals);
+    for (int id = 0; id < dg_graph_size(g); id++) {
+        const dg_node *nd = dg_graph_node(g, id);
+        if (nd->op != DG_OP_LEAF) continue;
+        int64_t k = dg_node_numel(nd);
+        float *f = malloc((size_t)k * sizeof *f);
+        if (nd == x) memcpy(f, xin, (size_t)k * sizeof *f);
+        else ASSERT_OK(dg_init_fill(nd->init, f, k));
+        vals[id] = malloc((size_t)k * sizeof **vals);
+        for (int64_t j = 0; j < k; j++) vals[id][j] = f[j];
+        free(f);
+    }
+    ASSERT_OK(ref_eval(g, y->id + 1, vals));
+    double scale = 0;
+    for (int64_t j = 0; j < n; j++) scale = fmax(scale, fabs(((float *)want)[j]));
+    for (int64_t j = 0; j < n; j++) {
+        double w = ((float *)want)[j];
+        cr_assert(fabs(got[j] - w) <= 1e-5 * scale, "%s: element %lld: %.9g, NumPy %.9g", name, (long long)j,
+                  (double)got[j], w);
+        cr_assert(fabs(vals[y->id][j] - w) <= 1e-5 * scale, "%s: element %lld: float64 %.9g, NumPy %.9g", name,
+                  (long long)j, vals[y->id][j], w);
+    }
+    ref_free(vals, dg_graph_size(g));
+    free(got);
+    free(xin);
+    free(want);
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+    dg_onnx_free(o);
+}
+
+Test(onnx, mlp_forward_matches_numpy_and_float64) { check_forward("mlp", 4); }
+Test(onnx, cnn_forward_matches_numpy_and_float64) { check_forward("cnn", 3); }
+Test(onnx, reshape_chain_folds_the_batch_from_the_shape) { check_forward("reshape_chain", 2); }
+
+/* The model's facts: names, example shape, classes, parameters in the
+ * order of first use, batch norm's mean and var as state. */
+Test(onnx, model_names_shapes_and_parameters) {
+    dg_onnx *o = load("cnn");
+    cr_assert_str_eq(dg_onnx_input_name(o), "x");
+    cr_assert_str_eq(dg_onnx_output_name(o), "y");
+    dg_graph *g = dg_graph_new();
+    dg_model m;
+    ASSERT_OK(dg_onnx_model_new(g, o, 0, &m));
+    cr_assert(dg_shape_eq(m.in_shape, DG_SHAPE(2, 6, 6)));
+    cr_assert_eq(m.classes, 3);
+    cr_assert_eq(m.n_params, 6);
+    cr_assert_eq(m.n_state, 2);
+    const char *names[] = {"cw", "cb", "sc", "sh", "fw", "fb"};
+    for (int i = 0; i < 6; i++) cr_assert_str_eq(m.params[i]->name, names[i]);
+    cr_assert_str_eq(m.state[0]->name, "mu");
+    cr_assert_str_eq(m.state[1]->name, "var");
+    dg_graph_free(g);
+    dg_onnx_free(o);
+}
+
+/* each refused before anything runs, naming the node and what is missing */
+static void refused(const char *name, dg_status want, const char *what) {
+    char path[512];
+    snprintf(path, sizeof path, DATA "%s.onnx", name);
+    dg_onnx *o = (dg_onnx *)1;
+    dg_status st = dg_onnx_load(path, NULL, &o);
+    cr_assert_eq(st, want, "%s: %s (%s)", name, dg_status_name(st), dg_last_error());
+    cr_assert_null(o, "%s: *out not NULL after a refusal", name);
+    cr_assert(strstr(dg_last_error(), what), "%s: message '%s' does not name '%s'", name, dg_last_error(), what);
+}
+
+Test(onnx, refusals_name_the_node_and_what_is_missing) {
+    refused("unknown_op", DG_ERR_INVALID, "node 1 'hm': operator Hardmax is not supported");
+    refused("bad_attr", DG_ERR_INVALID, "node 0 'fc0' (Gemm): attribute 'gamma' is not supported");
+    refused("int64_weight", DG_ERR_INVALID, "node 0 'mm' (MatMul): input 1 'w' holds int64 values where float32");
+    refused("asym_pad", DG_ERR_INVALID, "node 0 'conv' (Conv): pads 0 (begin) and 1 (end) on axis 2");
+    refused("old_opset", DG_ERR_INVALID, "opset 12 (13 or later");
+    refused("no_such_file", DG_ERR_IO, "cannot open");
+    dg_onnx *o = NULL;
+    dg_status st = dg_onnx_load(DATA "mlp.onnx", &(dg_onnx_opts){.output = "h"}, &o);
+    cr_assert_eq(st, DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "no graph output named 'h'"), "%s", dg_last_error());
+}
+
+/* Every cut of a valid file is refused cleanly (no crash, no leak under
+ * ASan), the framing's failures with a byte offset; then seeded random
+ * bytes, and random bytes written over a valid file. */
+Test(onnx, truncated_and_random_files_are_refused) {
+    void *buf;
+    size_t n = slurp(DATA "cnn.onnx", &buf);
+    int with_offset = 0;
+    for (size_t cut = 0; cut < n; cut++) {
+        dg_onnx *o = NULL;
+        dg_status st = dg_onnx_load_buffer(buf, cut, "cut", NULL, &o);
+        cr_assert(st != DG_OK && !o, "a file cut at %zu of %zu bytes loaded", cut, n);
+        with_offset += strstr(dg_last_error(), " at byte ") != NULL;
+    }
+    cr_assert_gt(with_offset, (int)n / 2, "only %d of %zu cuts name a byte offset", with_offset, n);
+    dg_onnx *o = NULL;
+    dg_status st = dg_onnx_load_buffer(buf, n - 7, "cut", NULL, &o);
+    cr_assert_eq(st, DG_ERR_IO, "%s", dg_last_error());
+    cr_assert(strstr(dg_last_error(), "remain: the file is truncated"), "%s", dg_last_error());
+    dg_rng r = dg_rng_new(test_seed());
+    uint8_t *junk = malloc(n);
+    for (int t = 0; t < 200; t++) {
+        memcpy(junk, buf, n);
+        size_t from = t < 100 ? 0 : (size_t)(dg_rng_uniform(&r) * (double)n);
+        for (size_t i = from; i < n && (t < 100 || i < from + 8); i++) junk[i] = (uint8_t)(dg_rng_uniform(&r) * 256);
+        o = NULL;
+        if (dg_onnx_load_buffer(junk, n, "junk", NULL, &o) == DG_OK) dg_onnx_free(o);
+    }
+    free(junk);
+    free(buf);
+}
+
+/* Three SGD steps of the imported MLP equal, bit for bit, three steps of
+ * the built-in MLP of the same widths started from the file's weights:
+ * the importer's Gemm + Relu is the built-in forward, and the model
+ * trains through dg_train_step_build like any other. */
+Test(onnx, sgd_steps_equal_the_builtin_mlp) {
+    dg_onnx *o = load("mlp");
+    dg_graph *g[2] = {dg_graph_new(), dg_graph_new()};
+    dg_model m[2];
+    dg_mlp_cfg cfg = {{6, 5, 3}, 3};
+    ASSERT_OK(dg_onnx_model_new(g[0], o, 0, &m[0]));
+    ASSERT_OK(dg_mlp_new(g[1], &cfg, 1, &m[1]));
+    cr_assert_eq(m[0].n_params, m[1].n_params);
+    for (int i = 0; i < m[0].n_params; i++) {
+        cr_assert(dg_shape_eq(m[0].params[i]->shape, m[1].params[i]->shape), "parameter %d's shape", i);
+        m[1].params[i]->init = m[0].params[i]->init;
+    }
+    const int batch = 8, steps = 3;
+    float x[8 * 6];
+    int32_t y[8];
+    dg_rng r = dg_rng_new(test_seed());
+    for (int i = 0; i < batch * 6; i++) x[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    for (int i = 0; i < batch; i++) y[i] = (int32_t)(dg_rng_uniform(&r) * 3);
+    dg_optim sgd = dg_optim_default(DG_OPTIM_SGD, 0.1f);
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    float after[2][64], loss[2][3];
+    for (int k = 0; k < 2; k++) {
+        dg_train_step ts;
+        dg_plan *p;
+        ASSERT_OK(dg_train_step_build(g[k], &m[k], batch, &sgd, &ts));
+        ASSERT_OK(dg_plan_new(&p, g[k], be, ts.outputs, ts.n_outputs, NULL));
+        ASSERT_OK(dg_plan_set(p, ts.x, x, sizeof x));
+        ASSERT_OK(dg_plan_set(p, ts.y, y, sizeof y));
+        for (int s = 0; s < steps; s++) {
+            ASSERT_OK(dg_plan_run(p));
+            ASSERT_OK(dg_plan_get(p, ts.loss, &loss[k][s], sizeof(float)));
+        }
+        int at = 0;
+        for (int i = 0; i < m[k].n_params; i++) {
+            ASSERT_OK(dg_plan_get(p, m[k].params[i], after[k] + at, dg_node_bytes(m[k].params[i])));
+            at += (int)dg_node_numel(m[k].params[i]);
+        }
+        cr_assert_eq(at, 6 * 5 + 5 + 5 * 3 + 3);
+        dg_plan_free(p);
+    }
+    for (int s = 0; s < steps; s++)
+        cr_assert_eq(memcmp(&loss[0][s], &loss[1][s], sizeof(float)), 0, "step %d: loss %.9g vs built-in %.9g", s,
+                     (double)loss[0][s], (double)loss[1][s]);
+    cr_assert_lt(loss[0][2], loss[0][0], "the loss did not fall: %g -> %g", (double)loss[0][0], (double)loss[0][2]);
+    cr_assert_eq(memcmp(after[0], after[1], (6 * 5 + 5 + 5 * 3 + 3) * sizeof(float)), 0, "parameters differ");
+    dg_backend_free(be);
+    dg_graph_free(g[0]);
+    dg_graph_free(g[1]);
+    dg_onnx_free(o);
+}
