@@ -3,7 +3,7 @@
  * backend against the output NumPy computed in the script and against the
  * float64 interpreter (core/check/ref.h) on the same graph; every refusal
  * (unknown operator, unknown attribute, an int64 weight, asymmetric
- * padding, an old opset, a cut file, random bytes) with its message; and a
+ * padding, an old opset, shapes that do not fit, a cut file, random bytes) with its message; and a
  * few SGD steps of the imported MLP against the built-in MLP given the same
  * weights. */
 #include <criterion/criterion.h>
@@ -144,6 +144,7 @@ Test(onnx, refusals_name_the_node_and_what_is_missing) {
     refused("int64_weight", DG_ERR_INVALID, "node 0 'mm' (MatMul): input 1 'w' holds int64 values where float32");
     refused("asym_pad", DG_ERR_INVALID, "node 0 'conv' (Conv): pads 0 (begin) and 1 (end) on axis 2");
     refused("old_opset", DG_ERR_INVALID, "opset 12 (13 or later");
+    refused("bad_shape", DG_ERR_SHAPE, "node 0 'mm' (MatMul) at batch 2: matmul: inner dimensions differ");
     refused("no_such_file", DG_ERR_IO, "cannot open");
     dg_onnx *o = NULL;
     dg_status st = dg_onnx_load(DATA "mlp.onnx", &(dg_onnx_opts){.output = "h"}, &o);

@@ -216,7 +216,9 @@ static void walk_free(ox_ctx *c) {
     free(c->vals);
 }
 
-dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
+dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node *x, dg_forward_mode *mode,
+                       int *failed) {
+    if (failed) *failed = -1;
     if (!x) return NULL;
     ox_ctx c = {.g = g, .o = o, .m = m, .mode = mode, .index = -1};
     bool ok = put(&c, (ox_value){o->input, x, NULL});
@@ -229,6 +231,7 @@ dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node
         if (ok && out.node && dg_graph_status(g) != DG_OK) ok = false;
         if (ok) ok = put(&c, out);
         else if (dg_graph_status(g) == DG_OK) dg__onnx_fail(&c, "made no value");
+        if (!ok && failed) *failed = (int)n;
     }
     dg_node *y = NULL;
     if (ok) {
@@ -243,7 +246,7 @@ dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node
 }
 
 static dg_node *onnx_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
-    return dg__onnx_walk(g, m->source, m, x, mode);
+    return dg__onnx_walk(g, m->source, m, x, mode, NULL);
 }
 
 dg_status dg_onnx_model_new(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out) {
@@ -262,7 +265,7 @@ dg_status dg_onnx_model_new(dg_graph *g, const void *cfg, uint64_t seed, dg_mode
     dg_graph *sg = dg_graph_new();
     dg_shape xs;
     dg_node *y = NULL;
-    if (sg && dg_model_input_shape(out, 2, &xs)) y = dg__onnx_walk(sg, o, NULL, dg_input(sg, "x", xs), NULL);
+    if (sg && dg_model_input_shape(out, 2, &xs)) y = dg__onnx_walk(sg, o, NULL, dg_input(sg, "x", xs), NULL, NULL);
     if (y) out->classes = (int)y->shape.d[y->shape.ndim - 1];
     dg_status st = sg ? (y ? DG_OK : dg_graph_status(sg)) : dg__fail(DG_ERR_OOM, "onnx model: out of memory");
     dg_graph_free(sg);

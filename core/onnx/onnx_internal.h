@@ -91,7 +91,8 @@ const char *dg__onnx_dtype_name(int onnx_dtype);
 /* Walks o's graph on g from input x; returns the chosen output (NULL with
  * g in an error state). m NULL: the walk of load, which makes every
  * parameter on the spot (a scratch graph). */
-dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node *x, dg_forward_mode *mode);
+dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node *x, dg_forward_mode *mode,
+                       int *failed);  /* failed (may be NULL): the node that failed, -1: none */
 
 /* for the operators: fail naming the node; NULL with g in an error state */
 dg_node *dg__onnx_fail(ox_ctx *c, const char *fmt, ...)

@@ -216,8 +216,17 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
     if (!g) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
     dg_shape xs = {.ndim = o->example.ndim + 1, .d = {batch}};
     for (int d = 0; d < o->example.ndim; d++) xs.d[d + 1] = o->example.d[d];
-    dg_node *y = dg__onnx_walk(g, o, NULL, dg_input(g, o->input, xs), NULL);
+    int failed;
+    dg_node *y = dg__onnx_walk(g, o, NULL, dg_input(g, o->input, xs), NULL, &failed);
     st = y ? DG_OK : dg_graph_status(g);
+    if (st != DG_OK && failed >= 0 && strncmp(dg_last_error(), "onnx '", 6)) {
+        /* a builder's own message (shapes): say which node made it */
+        char msg[512];
+        const Onnx__NodeProto *nd = gr->node[failed];
+        snprintf(msg, sizeof msg, "%s", dg_last_error());
+        st = dg__fail(st, "onnx '%s': node %d '%s' (%s) at batch %lld: %s", o->name, failed, nd->name ? nd->name : "",
+                      nd->op_type, (long long)batch, msg);
+    }
     if (st == DG_OK && y->shape.ndim < 2)
         st = dg__fail(DG_ERR_INVALID, "onnx '%s': output '%s' has %d axis ([batch, ...] needed)", o->name, o->output,
                       y->shape.ndim);

@@ -87,4 +87,6 @@ save("int64_weight", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
      {"w": np.ones((6, 5), np.int64)}, [6], [5])
 save("asym_pad", [helper.make_node("Conv", ["x", "cw"], ["y"], name="conv", pads=[0, 0, 1, 1])],
      {"cw": cw}, [2, 6, 6], [4, 5, 5])
+save("bad_shape", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+     {"w": f32(5, 2)}, [6], [2])
 save("old_opset", [helper.make_node("Relu", ["x"], ["y"], name="r")], {}, [4], [4], opset=12)
