@@ -93,6 +93,7 @@ static void check_forward(const char *name, int batch) {
                   (long long)j, vals[y->id][j], w);
     }
     ref_free(vals, dg_graph_size(g));
+    free(vals);
     free(got);
     free(xin);
     free(want);

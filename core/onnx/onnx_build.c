@@ -122,7 +122,13 @@ ox_tensor *dg__onnx_new_const(ox_ctx *c, ox_dtype t, int ndim, const int64_t *di
     int64_t n = 1;
     for (int d = 0; d < ndim; d++) n *= dims[d];
     size_t es = t == OX_F32 ? sizeof(float) : sizeof(int64_t);
-    void *data = k && n >= 0 && n <= DG_MAX_NUMEL ? calloc((size_t)(n ? n : 1), es) : NULL;
+    /* a folded constant is a shape, an index or a small table: a huge one
+     * (a Gather of Gathers) is refused, not allocated */
+    if (n > OX_MAX_FOLD) {
+        free(k);
+        return dg__onnx_fail(c, "a folded constant of %lld elements (at most %d)", (long long)n, OX_MAX_FOLD), NULL;
+    }
+    void *data = k ? calloc((size_t)(n ? n : 1), es) : NULL;
     if (c->n_tmp == c->cap_tmp && data) {
         int cap = c->cap_tmp ? 2 * c->cap_tmp : 16;
         ox_tensor **nt = realloc(c->tmp, (size_t)cap * sizeof *nt);

@@ -11,6 +11,7 @@
 #include "onnx.pb-c.h"
 
 #define OX_MAX_RANK 8  /* of a constant (shapes, axes): graph tensors have DG_MAX_DIMS */
+#define OX_MAX_FOLD (1 << 24) /* elements of a constant folded while building */
 
 typedef enum ox_dtype { OX_F32, OX_I64, OX_OTHER } ox_dtype;
 /* what an initializer becomes in the model */
