@@ -207,7 +207,7 @@ static bool op_reshape(ox_ctx *c, ox_value *o) {
         if (d == 0 && c->o->file_batch > 0 && v == c->o->file_batch && x->shape.d[0] != v) v = x->shape.d[0];
         if (v == 0 && d < x->shape.ndim) v = x->shape.d[d];
         if (v == -1 && infer < 0) infer = d, v = 1;
-        else if (v < 1) return FAIL("shape entry %d is %lld", d, (long long)k->i[d]);
+        else if (v < 1 || v > DG_MAX_NUMEL / known) return FAIL("shape entry %d is %lld", d, (long long)k->i[d]);
         else known *= v;
         s.d[d] = v;
     }
