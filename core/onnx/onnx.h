@@ -72,6 +72,11 @@ dg_status dg_onnx_model_new(dg_graph *g, const void *cfg, uint64_t seed, dg_mode
 const char *dg_onnx_input_name(const dg_onnx *o);
 const char *dg_onnx_output_name(const dg_onnx *o);
 dg_shape    dg_onnx_example_shape(const dg_onnx *o);
+/* the output's last axis (its classes) at load's scratch build */
+int         dg_onnx_classes(const dg_onnx *o);
+/* "<bytes> bytes, crc32 <8 hex digits>" of the loaded bytes (zlib's
+ * CRC-32, which the library links already): which file a result came from */
+const char *dg_onnx_digest(const dg_onnx *o);
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,8 @@ struct dg_onnx {
     const char        *input, *output;
     dg_shape           example;     /* the input less its batch axis    */
     int64_t            file_batch;  /* the input's first axis; 0: symbolic */
+    int                classes;     /* the output's last axis            */
+    char               digest[64];  /* dg_onnx_digest                   */
     int                n_params, n_state;
     ox_tensor         *param_of[DG_MODEL_MAX_PARAMS], *state_of[DG_MODEL_MAX_PARAMS];
     ox_pool           *pool;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "../graph_internal.h"
 #include "onnx_internal.h"
@@ -227,6 +228,7 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
         st = dg__fail(st, "onnx '%s': node %d '%s' (%s) at batch %lld: %s", o->name, failed, nd->name ? nd->name : "",
                       nd->op_type, (long long)batch, msg);
     }
+    if (st == DG_OK) o->classes = (int)y->shape.d[y->shape.ndim - 1];
     if (st == DG_OK && y->shape.ndim < 2)
         st = dg__fail(DG_ERR_INVALID, "onnx '%s': output '%s' has %d axis ([batch, ...] needed)", o->name, o->output,
                       y->shape.ndim);
@@ -252,6 +254,12 @@ dg_status dg_onnx_load_buffer(const void *data, size_t size, const char *name, c
         if (!o->pb)
             st = dg__fail(DG_ERR_IO, "onnx '%s' (%zu bytes): protobuf-c could not unpack it as an ONNX ModelProto "
                           "(a nested message is malformed, or a field has the wrong type)", o->name, size);
+    }
+    if (st == DG_OK) {
+        uLong crc = crc32(0L, Z_NULL, 0);
+        for (size_t at = 0; at < size; at += 1u << 30) /* crc32 takes a uInt length */
+            crc = crc32(crc, (const Bytef *)data + at, (uInt)(size - at < (1u << 30) ? size - at : 1u << 30));
+        snprintf(o->digest, sizeof o->digest, "%zu bytes, crc32 %08lx", size, (unsigned long)crc);
     }
     if (st == DG_OK && !(o->pool = calloc(1, sizeof *o->pool))) st = dg__fail(DG_ERR_OOM, "onnx: out of memory");
     if (st == DG_OK) st = check_model(o, opts ? opts : &dflt);
@@ -312,3 +320,5 @@ void dg_onnx_free(dg_onnx *o) {
 const char *dg_onnx_input_name(const dg_onnx *o) { return o ? o->input : NULL; }
 const char *dg_onnx_output_name(const dg_onnx *o) { return o ? o->output : NULL; }
 dg_shape    dg_onnx_example_shape(const dg_onnx *o) { return o ? o->example : (dg_shape){0}; }
+int         dg_onnx_classes(const dg_onnx *o) { return o ? o->classes : 0; }
+const char *dg_onnx_digest(const dg_onnx *o) { return o ? o->digest : NULL; }
