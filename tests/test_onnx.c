@@ -5,7 +5,7 @@
  * (unknown operator, unknown attribute, an int64 weight, asymmetric
  * padding, an old opset, shapes that do not fit, a cut file, random bytes) with its message; and a
  * few SGD steps of the imported MLP against the built-in MLP given the same
- * weights. */
+ * weights; `bench profile --model FILE.onnx`. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -15,6 +15,7 @@
 #include "core/onnx/onnx.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
+#include "shell_util.h"
 #include "test_util.h"
 
 #define DATA DG_SOURCE_DIR "/tests/data/onnx/"
@@ -113,6 +114,8 @@ Test(onnx, model_names_shapes_and_parameters) {
     dg_onnx *o = load("cnn");
     cr_assert_str_eq(dg_onnx_input_name(o), "x");
     cr_assert_str_eq(dg_onnx_output_name(o), "y");
+    cr_assert_eq(dg_onnx_classes(o), 3);
+    cr_assert(strstr(dg_onnx_digest(o), "1290 bytes, crc32 "), "%s", dg_onnx_digest(o));
     dg_graph *g = dg_graph_new();
     dg_model m;
     ASSERT_OK(dg_onnx_model_new(g, o, 0, &m));
@@ -238,4 +241,27 @@ Test(onnx, sgd_steps_equal_the_builtin_mlp) {
     dg_graph_free(g[0]);
     dg_graph_free(g[1]);
     dg_onnx_free(o);
+}
+
+/* `bench profile --model FILE.onnx`: the step checked against float64
+ * before it is timed, the result files named onnx-STEM, the file's name
+ * and digest in their metadata; a file it refuses is exit 1 naming the
+ * node, never a crash. */
+Test(onnx, bench_profile_takes_a_file) {
+    char dir[] = "/tmp/dg-onnx-XXXXXX", cmd[2048], out[16384], path[1100];
+    tmp_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s profile --model " DATA "cnn.onnx --backend cpu --batch 8 --steps 2 --warmup 0 "
+             "--ceilings /nonexistent --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "onnx-cnn on cpu, batch 8, 2 profiled steps, TF32 off; check f64-step@b2+finite: ok"),
+              "%s", out);
+    snprintf(path, sizeof path, "%s/profile-onnx-cnn-cpu-nodes.csv", dir);
+    char *csv = read_file(path);
+    cr_assert(strstr(csv, "# model: " DATA "cnn.onnx (1290 bytes, crc32 "), "%.2000s", csv);
+    cr_assert(strstr(csv, "conv2d_backward_weight"), "no convolution's backward among the nodes");
+    free(csv);
+    snprintf(cmd, sizeof cmd, "%s profile --model " DATA "unknown_op.onnx --backend cpu --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "node 1 'hm': operator Hardmax is not supported"), "%s", out);
+    remove_dir(dir);
 }
