@@ -46,19 +46,20 @@ static dg_onnx *load(const char *name) {
  * largest value) and against the float64 interpreter of the same graph.
  * Catches a wrong mapping (a transposed Gemm, BN's eps or statistics
  * swapped, padding on the wrong side, a Reshape target folded wrong). */
-static void check_forward(const char *name, int batch) {
+static void check_forward(const char *name) {
     dg_onnx *o = load(name);
     dg_graph *g = dg_graph_new();
     dg_model m;
     ASSERT_OK(dg_onnx_model_new(g, o, 0, &m));
+    char path[512];
+    void *xin, *want;
+    snprintf(path, sizeof path, DATA "%s.in.f32", name);
+    /* the batch: the script's input over one example */
+    int64_t batch = (int64_t)slurp(path, &xin) / (dg_shape_numel(m.in_shape) * (int64_t)sizeof(float));
     dg_shape xs;
     cr_assert(dg_model_input_shape(&m, batch, &xs));
     dg_node *x = dg_input(g, "x", xs), *y = dg_model_forward(g, &m, x, NULL);
     ASSERT_OK(dg_graph_status(g));
-    char path[512];
-    void *xin, *want;
-    snprintf(path, sizeof path, DATA "%s.in.f32", name);
-    cr_assert_eq(slurp(path, &xin), dg_node_bytes(x), "%s: input size", name);
     snprintf(path, sizeof path, DATA "%s.out.f32", name);
     cr_assert_eq(slurp(path, &want), dg_node_bytes(y), "%s: output size", name);
     dg_backend *be;
@@ -104,9 +105,27 @@ static void check_forward(const char *name, int batch) {
     dg_onnx_free(o);
 }
 
-Test(onnx, mlp_forward_matches_numpy_and_float64) { check_forward("mlp", 4); }
-Test(onnx, cnn_forward_matches_numpy_and_float64) { check_forward("cnn", 3); }
-Test(onnx, reshape_chain_folds_the_batch_from_the_shape) { check_forward("reshape_chain", 2); }
+Test(onnx, mlp_forward_matches_numpy_and_float64) { check_forward("mlp"); }
+Test(onnx, cnn_forward_matches_numpy_and_float64) { check_forward("cnn"); }
+Test(onnx, reshape_chain_folds_the_batch_from_the_shape) { check_forward("reshape_chain"); }
+
+/* each operator alone, with its attributes: broadcasting operands, a
+ * Constant operand, Pow's constant exponent, Transpose's perm, the softmax
+ * axis given as -1 and as the last, reductions with axes as an attribute
+ * and as an input, Flatten at axis 2, a 3-D MatMul, Gemm's alpha, beta
+ * and transposes, grouped strided dilated and SAME_UPPER convolutions, the
+ * pools */
+Test(onnx, each_operator_matches_numpy_and_float64) {
+    const char *ops[] = {"sub", "mul", "div", "add_const", "leaky_relu", "sigmoid", "tanh", "exp", "log", "sqrt",
+                         "pow", "identity_dropout", "transpose", "softmax", "log_softmax", "reduce_mean",
+                         "reduce_sum", "squeeze_unsqueeze", "flatten_axis2", "matmul3d", "gemm_alpha_beta_trans",
+                         "conv_groups_stride_dil", "conv_same_upper", "avg_pool", "global_avg_pool"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "op_%s", ops[i]);
+        check_forward(name);
+    }
+}
 
 /* The model's facts: names, example shape, classes, parameters in the
  * order of first use, batch norm's mean and var as state. */

@@ -18,10 +18,10 @@ def f32(*shape, scale=0.5):
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
-def save(name, nodes, inits, in_shape, out_shape, opset=13):
+def save(name, nodes, inits, in_shape, out_shape, opset=13, batch="N"):
     graph = helper.make_graph(
-        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", *in_shape])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", *out_shape])],
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, *in_shape])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, *out_shape])],
         [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="duograd-tests")
     onnx.save(model, os.path.join(OUT, name + ".onnx"))
@@ -77,6 +77,85 @@ save("reshape_chain", [
     helper.make_node("Tanh", ["t"], ["y"], name="tanh")], {}, [2, 3], [6])
 x = f32(2, 2, 3, scale=1.0)
 io("reshape_chain", x, np.tanh(x.reshape(2, -1)))
+
+
+# each operator alone (op_NAME.onnx): its forward for a seeded input
+def op(name, nodes, inits, x, y, const_nodes=(), batch="N"):
+    save("op_" + name, list(const_nodes) + nodes, inits, list(x.shape[1:]), list(y.shape[1:]), batch=batch)
+    io("op_" + name, x, y)
+
+
+def node(op_type, inputs, **attrs):
+    return helper.make_node(op_type, ["x"] + inputs, ["y"], name=op_type.lower(), **attrs)
+
+
+def const(name, value):
+    return helper.make_node("Constant", [], [name], name="c_" + name, value=numpy_helper.from_array(value))
+
+
+def sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+x = f32(3, 4, 5, scale=1.0)
+pos = np.abs(x) + 0.1
+b45, b5, r1 = f32(4, 5), f32(5), f32(1, 5)
+op("sub", [node("Sub", ["b"])], {"b": b5}, x, x - b5)
+op("mul", [node("Mul", ["b"])], {"b": b45}, x, x * b45)
+op("div", [node("Div", ["b"])], {"b": np.abs(r1) + 0.5}, x, x / (np.abs(r1) + 0.5))
+op("add_const", [node("Add", ["k"])], {}, x, x + np.float32(0.25), [const("k", np.array(0.25, np.float32))])
+op("leaky_relu", [node("LeakyRelu", [], alpha=0.2)], {}, x, np.where(x > 0, x, 0.2 * x))
+op("sigmoid", [node("Sigmoid", [])], {}, x, sigmoid(x))
+op("tanh", [node("Tanh", [])], {}, x, np.tanh(x))
+op("exp", [node("Exp", [])], {}, x, np.exp(x))
+op("log", [node("Log", [])], {}, pos, np.log(pos))
+op("sqrt", [node("Sqrt", [])], {}, pos, np.sqrt(pos))
+op("pow", [node("Pow", ["e"])], {}, pos, pos ** 3, [const("e", np.array(3.0, np.float32))])
+op("identity_dropout", [helper.make_node("Identity", ["x"], ["i"], name="id"),
+                        helper.make_node("Dropout", ["i"], ["y"], name="drop")], {}, x, x)
+op("transpose", [node("Transpose", [], perm=[0, 2, 1])], {}, x, x.transpose(0, 2, 1))
+op("softmax", [node("Softmax", [], axis=-1)], {}, x, np.exp(x) / np.exp(x).sum(-1, keepdims=True))
+op("log_softmax", [node("LogSoftmax", [], axis=2)], {}, x, x - np.log(np.exp(x).sum(-1, keepdims=True)))
+op("reduce_mean", [node("ReduceMean", [], axes=[2], keepdims=0)], {}, x, x.mean(2))
+op("reduce_sum", [node("ReduceSum", ["ax"], keepdims=1)], {}, x, x.sum(1, keepdims=True),
+   [const("ax", np.array([1], np.int64))])
+op("squeeze_unsqueeze", [helper.make_node("Unsqueeze", ["x", "a1"], ["u"], name="unsq"),
+                         helper.make_node("Squeeze", ["u", "a1"], ["y"], name="sq")], {}, x, x,
+   [const("a1", np.array([1], np.int64))])
+op("flatten_axis2", [node("Flatten", [], axis=2)], {}, x.reshape(3, 2, 2, 5), x.reshape(6, 10))
+w3 = f32(5, 2)
+op("matmul3d", [node("MatMul", ["w"])], {"w": w3}, x, x @ w3)
+xa, wa, ca = f32(4, 3, scale=1.0), f32(2, 4), f32(2)
+op("gemm_alpha_beta_trans", [node("Gemm", ["w", "c"], alpha=0.5, beta=2.0, transA=1, transB=1)],
+   {"w": wa, "c": ca}, xa, 0.5 * xa.T @ wa.T + 2.0 * ca, batch=4)  # transA ties the batch to W
+
+
+def conv_ref(xx, ww, stride, pad, dil, groups):
+    n, c, h, w_ = xx.shape
+    o, cg, kh, kw = ww.shape
+    xp_ = np.pad(xx, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - dil * (kh - 1) - 1) // stride + 1
+    ow = (w_ + 2 * pad - dil * (kw - 1) - 1) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp_[:, g * cg:(g + 1) * cg, i * dil:i * dil + stride * oh:stride, j * dil:j * dil + stride * ow:stride]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ww[g * og:(g + 1) * og, :, i, j])
+    return out
+
+
+xc = f32(2, 4, 7, 7, scale=1.0)
+wg = f32(6, 2, 3, 3)
+op("conv_groups_stride_dil", [node("Conv", ["w"], group=2, strides=[2, 2], pads=[2, 2, 2, 2], dilations=[2, 2])],
+   {"w": wg}, xc, conv_ref(xc, wg, 2, 2, 2, 2))
+ws = f32(3, 4, 3, 3)
+op("conv_same_upper", [node("Conv", ["w"], auto_pad="SAME_UPPER")], {"w": ws}, xc, conv_ref(xc, ws, 1, 1, 1, 1))
+op("avg_pool", [node("AveragePool", [], kernel_shape=[3, 3], strides=[2, 2])], {}, xc,
+   np.stack([np.stack([xc[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].mean((2, 3)) for j in range(3)], -1)
+             for i in range(3)], -2))
+op("global_avg_pool", [node("GlobalAveragePool", [])], {}, xc, xc.mean((2, 3), keepdims=True))
 
 # refusals: each names its node and what is missing
 save("unknown_op", [helper.make_node("Relu", ["x"], ["r"], name="ok"),
