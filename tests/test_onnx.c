@@ -15,6 +15,7 @@
 #include "core/onnx/onnx.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
+#include "gpu_util.h"
 #include "shell_util.h"
 #include "test_util.h"
 
@@ -46,7 +47,7 @@ static dg_onnx *load(const char *name) {
  * largest value) and against the float64 interpreter of the same graph.
  * Catches a wrong mapping (a transposed Gemm, BN's eps or statistics
  * swapped, padding on the wrong side, a Reshape target folded wrong). */
-static void check_forward(const char *name) {
+static void check_forward_on(const char *name, bool gpu) {
     dg_onnx *o = load(name);
     dg_graph *g = dg_graph_new();
     dg_model m;
@@ -62,9 +63,8 @@ static void check_forward(const char *name) {
     ASSERT_OK(dg_graph_status(g));
     snprintf(path, sizeof path, DATA "%s.out.f32", name);
     cr_assert_eq(slurp(path, &want), dg_node_bytes(y), "%s: output size", name);
-    dg_backend *be;
+    dg_backend *be = test_backend_open(gpu);
     dg_plan *p;
-    ASSERT_OK(dg_cpu_backend_new(&be, 1));
     ASSERT_OK(dg_plan_new(&p, g, be, &y, 1, NULL));
     ASSERT_OK(dg_plan_set(p, x, xin, dg_node_bytes(x)));
     ASSERT_OK(dg_plan_run(p));
@@ -105,9 +105,19 @@ static void check_forward(const char *name) {
     dg_onnx_free(o);
 }
 
+static void check_forward(const char *name) { check_forward_on(name, false); }
+
 Test(onnx, mlp_forward_matches_numpy_and_float64) { check_forward("mlp"); }
 Test(onnx, cnn_forward_matches_numpy_and_float64) { check_forward("cnn"); }
 Test(onnx, reshape_chain_folds_the_batch_from_the_shape) { check_forward("reshape_chain"); }
+
+/* the single-operator models of make_models.py (op_NAME.onnx) */
+static const char *const op_models[] = {
+    "sub", "mul", "div", "add_const", "leaky_relu", "sigmoid", "tanh", "exp", "log", "sqrt", "pow",
+    "identity_dropout", "transpose", "softmax", "log_softmax", "reduce_mean", "reduce_sum", "squeeze_unsqueeze",
+    "flatten_axis2", "matmul3d", "gemm_alpha_beta_trans", "conv_groups_stride_dil", "conv_same_upper", "avg_pool",
+    "global_avg_pool"};
+#define N_OP_MODELS (sizeof op_models / sizeof *op_models)
 
 /* each operator alone, with its attributes: broadcasting operands, a
  * Constant operand, Pow's constant exponent, Transpose's perm, the softmax
@@ -116,14 +126,23 @@ Test(onnx, reshape_chain_folds_the_batch_from_the_shape) { check_forward("reshap
  * and transposes, grouped strided dilated and SAME_UPPER convolutions, the
  * pools */
 Test(onnx, each_operator_matches_numpy_and_float64) {
-    const char *ops[] = {"sub", "mul", "div", "add_const", "leaky_relu", "sigmoid", "tanh", "exp", "log", "sqrt",
-                         "pow", "identity_dropout", "transpose", "softmax", "log_softmax", "reduce_mean",
-                         "reduce_sum", "squeeze_unsqueeze", "flatten_axis2", "matmul3d", "gemm_alpha_beta_trans",
-                         "conv_groups_stride_dil", "conv_same_upper", "avg_pool", "global_avg_pool"};
-    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    for (size_t i = 0; i < N_OP_MODELS; i++) {
         char name[64];
-        snprintf(name, sizeof name, "op_%s", ops[i]);
+        snprintf(name, sizeof name, "op_%s", op_models[i]);
         check_forward(name);
+    }
+}
+
+/* the same models on the GPU backend (skipped without a device): the
+ * imported graphs use the ops every backend has */
+Test(onnx, gpu_forwards_match_numpy_and_float64) {
+    check_forward_on("mlp", true);
+    check_forward_on("cnn", true);
+    check_forward_on("reshape_chain", true);
+    for (size_t i = 0; i < N_OP_MODELS; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "op_%s", op_models[i]);
+        check_forward_on(name, true);
     }
 }
 
