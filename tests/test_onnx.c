@@ -303,3 +303,20 @@ Test(onnx, bench_profile_takes_a_file) {
     cr_assert(strstr(out, "node 1 'hm': operator Hardmax is not supported"), "%s", out);
     remove_dir(dir);
 }
+
+/* `bench train --model FILE.onnx`: a file it refuses is exit 1 naming the
+ * node; a model whose examples the data set lacks is refused by the
+ * trainer naming both (Fashion-MNIST's 784 features, the CNN's 2x6x6)
+ * after the file loaded, which is what this checks where Debian's
+ * dataset-fashion-mnist is installed. */
+Test(onnx, bench_train_takes_a_file) {
+    char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s train --model " DATA "asym_pad.onnx --epochs 1 --out /tmp", DG_BENCH_PATH);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "node 0 'conv' (Conv): pads 0 (begin) and 1 (end)"), "%s", out);
+    if (access("/usr/share/datasets/fashion-mnist", R_OK)) cr_skip_test("no Fashion-MNIST (dataset-fashion-mnist)");
+    snprintf(cmd, sizeof cmd, "%s train --model " DATA "cnn.onnx --epochs 1 --subset 256 --out /tmp", DG_BENCH_PATH);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "model onnx takes 72 features into 3 classes; the data set has 784 features and 10 "
+                          "classes"), "%s", out);
+}
