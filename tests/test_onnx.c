@@ -146,6 +146,25 @@ Test(onnx, gpu_forwards_match_numpy_and_float64) {
     }
 }
 
+/* DG_INIT_DATA, which the importer's leaves use: a copy of the data;
+ * refused without data (a leaf would read address 0); dg_const_data a
+ * constant leaf */
+Test(onnx, init_data_copies_and_refuses_null) {
+    const float v[3] = {1.5f, -2.0f, 0.25f};
+    float host[3] = {0};
+    ASSERT_OK(dg_init_fill(dg_init_data(v), host, 3));
+    cr_assert_eq(memcmp(host, v, sizeof v), 0);
+    cr_assert_eq(dg_init_fill(dg_init_data(NULL), host, 3), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "DG_INIT_DATA without data"), "%s", dg_last_error());
+    dg_graph *g = dg_graph_new();
+    dg_node *k = dg_const_data(g, "k", DG_SHAPE(3), v);
+    cr_assert(k && k->leaf == DG_LEAF_CONST && k->init.kind == DG_INIT_DATA);
+    cr_assert_null(dg_param(g, "w", DG_SHAPE(3), dg_init_data(NULL)));
+    cr_assert_eq(dg_graph_status(g), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "leaf 'w': DG_INIT_DATA without data"), "%s", dg_last_error());
+    dg_graph_free(g);
+}
+
 /* The model's facts: names, example shape, classes, parameters in the
  * order of first use, batch norm's mean and var as state. */
 Test(onnx, model_names_shapes_and_parameters) {
