@@ -9,7 +9,9 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "core/attrs.h"
 #include "core/check/ref.h"
+#include "core/check/step_check.h"
 #include "core/nn/mlp.h"
 #include "core/nn/train_step.h"
 #include "core/onnx/onnx.h"
@@ -110,6 +112,49 @@ static void check_forward(const char *name) { check_forward_on(name, false); }
 Test(onnx, mlp_forward_matches_numpy_and_float64) { check_forward("mlp"); }
 Test(onnx, cnn_forward_matches_numpy_and_float64) { check_forward("cnn"); }
 Test(onnx, reshape_chain_folds_the_batch_from_the_shape) { check_forward("reshape_chain"); }
+/* PyTorch's form of a ResNet: padded max pool, a shortcut Add, GAP, Flatten */
+Test(onnx, resnet_tiny_forward_matches_numpy_and_float64) { check_forward("resnet_tiny"); }
+
+/* The ResNet's whole training step (batch norm in training mode and its
+ * running statistics, SGD with momentum and weight decay: the resnet
+ * sweep's step) against the float64 step of the check kit, as bench
+ * profile --model FILE.onnx checks it, on each backend. */
+static void check_step(bool gpu) {
+    dg_onnx *o = load("resnet_tiny");
+    dg_resnet_cfg rc = dg_resnet18_default(DG_RESNET_CIFAR);
+    bench_step_spec spec = bench_resnet_step(&rc);
+    spec.model = dg_onnx_model_new;
+    spec.cfg = o;
+    void *x;
+    int32_t *y;
+    ASSERT_OK(bench_synth_batch((bench_batch_shape){3 * 16 * 16, 5, 0, 0}, 2, test_seed(), &x, &y));
+    dg_backend *be = test_backend_open(gpu);
+    bench_step s = {0};
+    bench_step_ref ref = {0};
+    double err;
+    bool ok;
+    ASSERT_OK(bench_step_new(&s, be, &spec, 2, x, y, NULL, &ref, &err, &ok));
+    cr_assert(ok, "%s: the imported ResNet's step is off the float64 step by %.3g", gpu ? "gpu" : "cpu", err);
+    cr_assert_eq(s.model.n_state, 6, "three batch norms' running statistics");
+    /* ONNX's momentum 0.9 weighs the old statistic: duograd's 0.1 the batch */
+    int updates = 0;
+    for (int id = 0; id < dg_graph_size(s.g); id++) {
+        const dg_node *n = dg_graph_node(s.g, id);
+        if (n->op != DG_OP_BATCH_NORM_RUNNING) continue;
+        updates++;
+        cr_assert_float_eq(dg_attr_norm_of(n).momentum, 0.1f, 1e-7f, "running update's momentum %g",
+                           (double)dg_attr_norm_of(n).momentum);
+    }
+    cr_assert_eq(updates, 3);
+    bench_step_free(&s);
+    bench_step_ref_free(&ref);
+    dg_backend_free(be);
+    free(x);
+    free(y);
+    dg_onnx_free(o);
+}
+Test(onnx, resnet_tiny_step_matches_the_float64_step) { check_step(false); }
+Test(onnx, gpu_resnet_tiny_step_matches_the_float64_step) { check_step(true); }
 
 /* the single-operator models of make_models.py (op_NAME.onnx) */
 static const char *const op_models[] = {
@@ -139,6 +184,7 @@ Test(onnx, gpu_forwards_match_numpy_and_float64) {
     check_forward_on("mlp", true);
     check_forward_on("cnn", true);
     check_forward_on("reshape_chain", true);
+    check_forward_on("resnet_tiny", true);
     for (size_t i = 0; i < N_OP_MODELS; i++) {
         char name[64];
         snprintf(name, sizeof name, "op_%s", op_models[i]);

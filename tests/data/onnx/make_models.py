@@ -157,6 +157,61 @@ op("avg_pool", [node("AveragePool", [], kernel_shape=[3, 3], strides=[2, 2])], {
              for i in range(3)], -2))
 op("global_avg_pool", [node("GlobalAveragePool", [])], {}, xc, xc.mean((2, 3), keepdims=True))
 
+
+# a ResNet in miniature, in the form PyTorch's exporter gives torchvision's
+# resnet18 (TrainingMode.PRESERVE, eval): a 7x7 stride-2 stem without bias,
+# batch norm, a padded 3x3 stride-2 max pool, one basic block whose
+# shortcut is an Add, global average pooling, Flatten, Gemm with transB
+def bn_ref(v, p):
+    s_, b_, m_, var_ = p
+    sh_ = (1, -1, 1, 1)
+    return (v - m_.reshape(sh_)) / np.sqrt(var_.reshape(sh_) + 1e-5) * s_.reshape(sh_) + b_.reshape(sh_)
+
+
+def bn_params(c):
+    return [f32(c) + 1, f32(c), f32(c), np.abs(f32(c)) + 0.5]
+
+
+def maxpool_ref(v, k, st, pad):
+    vp = np.pad(v, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=-np.inf)
+    oh = (v.shape[2] + 2 * pad - k) // st + 1
+    return np.stack([np.stack([vp[:, :, st * i:st * i + k, st * j:st * j + k].max((2, 3)) for j in range(oh)], -1)
+                     for i in range(oh)], -2)
+
+
+rw = {"stem.w": f32(4, 3, 7, 7, scale=0.2), "b1.w": f32(4, 4, 3, 3, scale=0.3), "b2.w": f32(4, 4, 3, 3, scale=0.3),
+      "fc.w": f32(5, 4), "fc.b": f32(5)}
+rbn = {name: bn_params(4) for name in ("bn0", "bn1", "bn2")}
+inits = dict(rw)
+bn_nodes = {}
+for name, prm in rbn.items():
+    for suffix, v in zip(("scale", "bias", "mean", "var"), prm):
+        inits[f"{name}.{suffix}"] = v
+    bn_nodes[name] = [f"{name}.{s}" for s in ("scale", "bias", "mean", "var")]
+rn = [helper.make_node("Conv", ["x", "stem.w"], ["c0"], name="stem", kernel_shape=[7, 7], strides=[2, 2],
+                       pads=[3, 3, 3, 3]),
+      helper.make_node("BatchNormalization", ["c0"] + bn_nodes["bn0"], ["n0"], name="bn0"),
+      helper.make_node("Relu", ["n0"], ["r0"], name="relu0"),
+      helper.make_node("MaxPool", ["r0"], ["p0"], name="pool", kernel_shape=[3, 3], strides=[2, 2],
+                       pads=[1, 1, 1, 1]),
+      helper.make_node("Conv", ["p0", "b1.w"], ["c1"], name="b1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+      helper.make_node("BatchNormalization", ["c1"] + bn_nodes["bn1"], ["n1"], name="bn1"),
+      helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
+      helper.make_node("Conv", ["r1", "b2.w"], ["c2"], name="b2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+      helper.make_node("BatchNormalization", ["c2"] + bn_nodes["bn2"], ["n2"], name="bn2"),
+      helper.make_node("Add", ["n2", "p0"], ["s"], name="shortcut"),
+      helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
+      helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+      helper.make_node("Flatten", ["g"], ["f"], name="flatten", axis=1),
+      helper.make_node("Gemm", ["f", "fc.w", "fc.b"], ["y"], name="fc", alpha=1.0, beta=1.0, transB=1)]
+save("resnet_tiny", rn, inits, [3, 16, 16], [5])
+x = f32(2, 3, 16, 16, scale=1.0)
+h = np.maximum(bn_ref(conv_ref(x, rw["stem.w"], 2, 3, 1, 1), rbn["bn0"]), 0)
+p0 = maxpool_ref(h, 3, 2, 1)
+h = np.maximum(bn_ref(conv_ref(p0, rw["b1.w"], 1, 1, 1, 1), rbn["bn1"]), 0)
+h = np.maximum(bn_ref(conv_ref(h, rw["b2.w"], 1, 1, 1, 1), rbn["bn2"]) + p0, 0)
+io("resnet_tiny", x, h.mean((2, 3)) @ rw["fc.w"].T + rw["fc.b"])
+
 # refusals: each names its node and what is missing
 save("unknown_op", [helper.make_node("Relu", ["x"], ["r"], name="ok"),
                     helper.make_node("Hardmax", ["r"], ["y"], name="hm")], {}, [4], [4])
