@@ -198,7 +198,7 @@ int dg__onnx_attr_ints(ox_ctx *c, const char *name, int64_t *v, int max) {
         dg__onnx_fail(c, "attribute '%s' has %zu values (at most %d)", name, a->n_ints, max);
         return -2;
     }
-    memcpy(v, a->ints, a->n_ints * sizeof *v);
+    if (a->n_ints) memcpy(v, a->ints, a->n_ints * sizeof *v); /* an empty list has no array */
     return (int)a->n_ints;
 }
 
