@@ -161,7 +161,7 @@ static const char *const op_models[] = {
     "sub", "mul", "div", "add_const", "leaky_relu", "sigmoid", "tanh", "exp", "log", "sqrt", "pow",
     "identity_dropout", "transpose", "softmax", "log_softmax", "reduce_mean", "reduce_sum", "squeeze_unsqueeze",
     "flatten_axis2", "matmul3d", "gemm_alpha_beta_trans", "conv_groups_stride_dil", "conv_same_upper", "avg_pool",
-    "global_avg_pool"};
+    "global_avg_pool", "layer_norm", "layer_norm_nobias"};
 #define N_OP_MODELS (sizeof op_models / sizeof *op_models)
 
 /* each operator alone, with its attributes: broadcasting operands, a
@@ -169,7 +169,7 @@ static const char *const op_models[] = {
  * axis given as -1 and as the last, reductions with axes as an attribute
  * and as an input, Flatten at axis 2, a 3-D MatMul, Gemm's alpha, beta
  * and transposes, grouped strided dilated and SAME_UPPER convolutions, the
- * pools */
+ * pools, LayerNormalization with and without its bias */
 Test(onnx, each_operator_matches_numpy_and_float64) {
     for (size_t i = 0; i < N_OP_MODELS; i++) {
         char name[64];

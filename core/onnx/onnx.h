@@ -23,8 +23,8 @@
  * LeakyRelu, Sigmoid, Tanh, Exp, Log, Sqrt, Pow (a constant exponent),
  * Conv (2-D: groups, strides, symmetric pads, dilations, auto_pad),
  * BatchNormalization (inference; training in a training forward), MaxPool,
- * AveragePool, GlobalAveragePool, Flatten, Reshape, Transpose, Softmax,
- * LogSoftmax (last axis), Identity, Dropout (identity), Constant,
+ * AveragePool, GlobalAveragePool, LayerNormalization (last axis),
+ * Flatten, Reshape, Transpose, Softmax, LogSoftmax (last axis), Identity, Dropout (identity), Constant,
  * ReduceMean, ReduceSum, Squeeze, Unsqueeze; and, on constants alone
  * (folded while building: PyTorch's Shape -> Gather -> Unsqueeze -> Concat
  * chains that compute a Reshape's target), Shape, Gather, Concat, Cast.

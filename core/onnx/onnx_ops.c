@@ -178,6 +178,21 @@ static bool op_batchnorm(ox_ctx *c, ox_value *o) {
     return (o->node = y) != NULL;
 }
 
+/* over the last axis only (duograd's layer norm); no bias: a zero shift */
+static bool op_layer_norm(ox_ctx *c, ox_value *o) {
+    bool ok = true;
+    int64_t axis = dg__onnx_attr_int(c, "axis", -1, &ok), stash = dg__onnx_attr_int(c, "stash_type", 1, &ok);
+    float eps = dg__onnx_attr_float(c, "epsilon", 1e-5f, &ok);
+    dg_node *x = ok ? IN(0) : NULL, *scale = x ? IN(1) : NULL;
+    if (!scale) return false;
+    if (axis != -1 && axis != x->shape.ndim - 1) return FAIL("axis %lld: only the last axis is supported", (long long)axis);
+    if (stash != 1) return FAIL("stash_type %lld: statistics in float32 (1) only", (long long)stash);
+    if (!(eps > 0)) return FAIL("epsilon %g (> 0)", (double)eps);
+    dg_node *shift = dg__onnx_has_in(c, 2) ? IN(2)
+                                           : dg_const(c->g, "layer_norm.zero", DG_SHAPE(x->shape.d[x->shape.ndim - 1]), 0.0f);
+    return shift && (o->node = dg_layer_norm(c->g, x, scale, shift, eps)) != NULL;
+}
+
 static bool op_flatten(ox_ctx *c, ox_value *o) {
     bool ok = true;
     int64_t axis = dg__onnx_attr_int(c, "axis", 1, &ok);
@@ -327,6 +342,7 @@ static const ox_op ops[] = {
     {"AveragePool", op_avgpool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides", 0, 0, 1},
     {"GlobalAveragePool", op_gap, "", 0, 0, 1},
     {"BatchNormalization", op_batchnorm, "epsilon momentum training_mode", 0, 3u << 3, 1},
+    {"LayerNormalization", op_layer_norm, "axis epsilon stash_type", 0, 0, 1},
     {"Flatten", op_flatten, "axis", 0, 0, 1},
     {"Reshape", op_reshape, "allowzero", 2, 0, 1},
     {"Transpose", op_transpose, "perm", 0, 0, 1},

@@ -158,6 +158,22 @@ op("avg_pool", [node("AveragePool", [], kernel_shape=[3, 3], strides=[2, 2])], {
 op("global_avg_pool", [node("GlobalAveragePool", [])], {}, xc, xc.mean((2, 3), keepdims=True))
 
 
+# LayerNormalization (opset 17) over the last axis, with and without its bias
+lx, lsc, lb = f32(3, 4, 6, scale=1.0), f32(6) + 1, f32(6)
+
+
+def ln_ref(v, sc, b):
+    mu = v.mean(-1, keepdims=True)
+    return (v - mu) / np.sqrt(((v - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * sc + b
+
+
+save("op_layer_norm", [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], name="ln", axis=-1,
+                                        epsilon=1e-5)], {"s": lsc, "b": lb}, [4, 6], [4, 6], opset=17)
+io("op_layer_norm", lx, ln_ref(lx, lsc, lb))
+save("op_layer_norm_nobias", [helper.make_node("LayerNormalization", ["x", "s"], ["y"], name="ln", axis=2)],
+     {"s": lsc}, [4, 6], [4, 6], opset=17)
+io("op_layer_norm_nobias", lx, ln_ref(lx, lsc, 0))
+
 # a ResNet in miniature, in the form PyTorch's exporter gives torchvision's
 # resnet18 (TrainingMode.PRESERVE, eval): a 7x7 stride-2 stem without bias,
 # batch norm, a padded 3x3 stride-2 max pool, one basic block whose
