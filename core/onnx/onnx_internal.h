@@ -112,6 +112,9 @@ ox_tensor        *dg__onnx_new_const(ox_ctx *c, ox_dtype t, int ndim, const int6
  * fails (the *_ok flag false) */
 int64_t      dg__onnx_attr_int(ox_ctx *c, const char *name, int64_t def, bool *ok);
 float        dg__onnx_attr_float(ox_ctx *c, const char *name, float def, bool *ok);
+/* a string attribute as one of auto_pad's words (NOTSET, VALID,
+ * SAME_UPPER, SAME_LOWER: the only string any supported operator reads),
+ * "?" for any other bytes */
 const char  *dg__onnx_attr_string(ox_ctx *c, const char *name, const char *def, bool *ok);
 /* ints: up to max values into v; returns the count (-1: absent, -2: wrong) */
 int          dg__onnx_attr_ints(ox_ctx *c, const char *name, int64_t *v, int max);
