@@ -27,7 +27,8 @@
  * Flatten, Reshape, Transpose, Softmax, LogSoftmax (last axis), Identity, Dropout (identity), Constant,
  * ReduceMean, ReduceSum, Squeeze, Unsqueeze; and, on constants alone
  * (folded while building: PyTorch's Shape -> Gather -> Unsqueeze -> Concat
- * chains that compute a Reshape's target), Shape, Gather, Concat, Cast.
+ * chains that compute a Reshape's target), Shape, Gather, Concat, Cast,
+ * Slice (1-D).
  *
  * The model: float32 initializers become parameters (batch norm's mean
  * and variance: state, its running statistics) initialised with the

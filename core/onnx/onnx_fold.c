@@ -135,3 +135,35 @@ bool dg__onnx_cast(ox_ctx *c, ox_value *o) {
     }
     return (o->k = out) != NULL;
 }
+
+/* Slice of a 1-D constant (a shape vector): starts, ends, axes (0 only)
+ * and steps as constant int64 inputs, clamped as ONNX says */
+bool dg__onnx_slice(ox_ctx *c, ox_value *o) {
+    const ox_tensor *d = dg__onnx_in_const(c, 0), *k[4] = {NULL, NULL, NULL, NULL};
+    if (!d) return false;
+    for (int i = 1; i < 5; i++)
+        if (dg__onnx_has_in(c, i)) {
+            if (!(k[i - 1] = dg__onnx_in_const(c, i))) return false;
+            if (k[i - 1]->dtype != OX_I64 || k[i - 1]->numel != 1)
+                return FAIL("input %d must be one int64 value (a 1-D slice)", i);
+        }
+    if (d->ndim != 1 || d->dtype == OX_OTHER) return FAIL("only 1-D float32 or int64 constants are sliced");
+    if (!k[0] || !k[1]) return FAIL("needs starts and ends");
+    if (k[2] && k[2]->i[0] != 0 && k[2]->i[0] != -1) return FAIL("axes must be 0");
+    int64_t n = d->numel, step = k[3] ? k[3]->i[0] : 1, st = k[0]->i[0], en = k[1]->i[0];
+    if (step == 0) return FAIL("step 0");
+    if (st < 0) st += n;
+    if (en < 0) en += n;
+    /* clamp: [0, n] going forward, [-1, n-1] going backward */
+    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
+    st = st < lo ? lo : st > hi ? hi : st;
+    en = en < lo ? lo : en > hi ? hi : en;
+    int64_t len = step > 0 ? (en > st ? (en - st + step - 1) / step : 0) : (st > en ? (st - en - step - 1) / -step : 0);
+    ox_tensor *out = dg__onnx_new_const(c, d->dtype, 1, &len);
+    if (!out) return false;
+    for (int64_t i = 0; i < len; i++) {
+        if (d->dtype == OX_F32) out->f[i] = d->f[st + i * step];
+        else out->i[i] = d->i[st + i * step];
+    }
+    return (o->k = out) != NULL;
+}

@@ -125,6 +125,7 @@ bool dg__onnx_shape(ox_ctx *c, ox_value *out);
 bool dg__onnx_gather(ox_ctx *c, ox_value *out);
 bool dg__onnx_concat(ox_ctx *c, ox_value *out);
 bool dg__onnx_cast(ox_ctx *c, ox_value *out);
+bool dg__onnx_slice(ox_ctx *c, ox_value *out);
 bool dg__onnx_constant(ox_ctx *c, ox_value *out);
 /* axes of a constant input or attribute, normalised to 0..rank-1 as a
  * bit mask; false (failed) for an axis out of range or repeated */

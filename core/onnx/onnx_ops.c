@@ -359,6 +359,7 @@ static const ox_op ops[] = {
     {"Gather", dg__onnx_gather, "axis", 3, 0, 1},
     {"Concat", dg__onnx_concat, "axis", ~0u, 0, 1},
     {"Cast", dg__onnx_cast, "to", 1, 0, 1},
+    {"Slice", dg__onnx_slice, "", 0x1f, 0, 1},
 };
 
 const ox_op *dg__onnx_op(const char *name) {

@@ -65,6 +65,7 @@ pool = np.maximum(bn, 0).reshape(3, 4, 3, 2, 3, 2).max(axis=(3, 5))
 io("cnn", x, pool.reshape(3, -1) @ fw.T + fb)
 
 # a Reshape whose target PyTorch's way computes: Shape -> Gather -> Unsqueeze -> Concat
+# (-> Slice, clamped past the end)
 save("reshape_chain", [
     helper.make_node("Shape", ["x"], ["s"], name="shape"),
     helper.make_node("Constant", [], ["zero"], name="c0", value=numpy_helper.from_array(np.array(0, np.int64))),
@@ -72,7 +73,10 @@ save("reshape_chain", [
     helper.make_node("Constant", [], ["ax"], name="c1", value=numpy_helper.from_array(np.array([0], np.int64))),
     helper.make_node("Unsqueeze", ["n", "ax"], ["n1"], name="unsq"),
     helper.make_node("Constant", [], ["m1"], name="c2", value=numpy_helper.from_array(np.array([-1], np.int64))),
-    helper.make_node("Concat", ["n1", "m1"], ["target"], name="concat", axis=0),
+    helper.make_node("Concat", ["n1", "m1"], ["target0"], name="concat", axis=0),
+    helper.make_node("Constant", [], ["s0"], name="c3", value=numpy_helper.from_array(np.array([0], np.int64))),
+    helper.make_node("Constant", [], ["s9"], name="c4", value=numpy_helper.from_array(np.array([9], np.int64))),
+    helper.make_node("Slice", ["target0", "s0", "s9"], ["target"], name="slice"),
     helper.make_node("Reshape", ["x", "target"], ["t"], name="reshape"),
     helper.make_node("Tanh", ["t"], ["y"], name="tanh")], {}, [2, 3], [6])
 x = f32(2, 2, 3, scale=1.0)
