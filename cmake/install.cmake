@@ -23,7 +23,7 @@ set(DG_PUBLIC_HEADERS
   core/testing.h
   core/nn/cnn.h core/nn/layers.h core/nn/mlp.h core/nn/model.h core/nn/resnet.h
   core/nn/train_step.h core/nn/trainer.h core/nn/transformer.h core/nn/lm_trainer.h core/nn/data_parallel.h
-  core/data/dataset.h core/data/text.h
+  core/data/dataset.h core/data/text.h core/onnx/onnx.h
   cpu_backend/cpu_backend.h)
 # The float64 check kit (core/check/, libduograd_check.a): the bench's and
 # the tests' references and checks, installed so that the bench builds
@@ -37,7 +37,9 @@ endif()
 # Both libraries are made of the layers' position-independent objects (so
 # libduograd.a can go into a program's own shared library too).
 set(DG_LIB_OBJECTS $<TARGET_OBJECTS:dg_core_pic> $<TARGET_OBJECTS:dg_cpu_pic>)
-set(DG_LIB_DEPS ZLIB::ZLIB m OpenMP::OpenMP_C duograd::openblas duograd::sleef)
+# protobuf-c: the ONNX importer's reader runtime, by name (Debian's default
+# library path), so the exported targets need no imported target of it
+set(DG_LIB_DEPS ZLIB::ZLIB m protobuf-c OpenMP::OpenMP_C duograd::openblas duograd::sleef)
 if(DG_ONEDNN)
   list(APPEND DG_LIB_DEPS duograd::onednn)
 endif()
@@ -115,7 +117,7 @@ set(DG_PC_PREFIX "\${pcfiledir}/${DG_PC_UP}")
 string(REGEX REPLACE "/$" "" DG_PC_PREFIX "${DG_PC_PREFIX}")
 set(DG_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
 set(DG_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
-set(DG_PC_LIBS_PRIVATE "-L${DUOGRAD_OPENBLAS_LIBDIR} -lopenblas -L${DUOGRAD_SLEEF_LIBDIR} -lsleef ${OpenMP_C_FLAGS} -lm")
+set(DG_PC_LIBS_PRIVATE "-L${DUOGRAD_OPENBLAS_LIBDIR} -lopenblas -L${DUOGRAD_SLEEF_LIBDIR} -lsleef -lprotobuf-c ${OpenMP_C_FLAGS} -lm")
 if(DG_ONEDNN)
   string(PREPEND DG_PC_LIBS_PRIVATE "-L${DUOGRAD_ONEDNN_LIBDIR} -ldnnl ")
 endif()

@@ -275,9 +275,11 @@ static dg_node *leaf(dg_graph *g, const char *name, dg_shape s, dg_leaf_kind kin
         return dg__graph_fail(g, DG_ERR_SHAPE, "leaf '%s': shape %s %s", name ? name : "?",
                               dg_shape_str(s, b, sizeof b), bad);
     }
-    if ((unsigned)init.kind > DG_INIT_NORMAL)
+    if ((unsigned)init.kind > DG_INIT_DATA)
         return dg__graph_fail(g, DG_ERR_INVALID, "leaf '%s': unknown init kind %d", name ? name : "?",
                               (int)init.kind);
+    if (init.kind == DG_INIT_DATA && !init.seed)
+        return dg__graph_fail(g, DG_ERR_INVALID, "leaf '%s': DG_INIT_DATA without data", name ? name : "?");
     dg_node *n = dg__node_new(g, DG_OP_LEAF, s, 0, NULL);
     if (!n) return NULL;
     n->leaf = kind;
@@ -301,6 +303,9 @@ dg_node *dg_state(dg_graph *g, const char *name, dg_shape s, dg_init init) {
 }
 dg_node *dg_const(dg_graph *g, const char *name, dg_shape s, float value) {
     return leaf(g, name, s, DG_LEAF_CONST, DG_F32, (dg_init){DG_INIT_FILL, value, 0, 0});
+}
+dg_node *dg_const_data(dg_graph *g, const char *name, dg_shape s, const float *data) {
+    return leaf(g, name, s, DG_LEAF_CONST, DG_F32, dg_init_data(data));
 }
 
 /* ---- elementwise ---- */

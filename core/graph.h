@@ -82,16 +82,30 @@ typedef enum dg_leaf_kind {
     DG_LEAF_CONST,   /* persistent, initialised from `init`, never written   */
 } dg_leaf_kind;
 
-typedef enum dg_init_kind { DG_INIT_FILL, DG_INIT_UNIFORM, DG_INIT_NORMAL } dg_init_kind;
+typedef enum dg_init_kind { DG_INIT_FILL, DG_INIT_UNIFORM, DG_INIT_NORMAL, DG_INIT_DATA } dg_init_kind;
 
 /* How a persistent leaf is initialised: FILL with a; UNIFORM in [a, b);
- * NORMAL with mean a, standard deviation b. The same seed gives the same
+ * NORMAL with mean a, standard deviation b; DATA: a copy of host floats,
+ * the leaf's values in row-major order (an imported model's weights,
+ * core/onnx/onnx.h), whose address seed holds (made by dg_init_data: the
+ * struct keeps its four fields, so every positional initializer stands);
+ * the caller keeps them alive and unchanged while any plan or float64
+ * reference of the graph may read them. The same seed gives the same
  * values on every backend (they are drawn on the host, then uploaded). */
 typedef struct dg_init {
     dg_init_kind kind;
     float        a, b;
     uint64_t     seed;
 } dg_init;
+
+/* DG_INIT_DATA reading numel floats at data */
+static inline dg_init dg_init_data(const float *data) {
+    dg_init i;
+    i.kind = DG_INIT_DATA;
+    i.a = i.b = 0.0f;
+    i.seed = (uint64_t)(uintptr_t)data;
+    return i;
+}
 
 /* Op attributes live in one opaque block per node; each op family reads
  * and writes it only through its typed accessor in attrs.h (dg_attr_*_of),
@@ -150,6 +164,9 @@ dg_node *dg_input_i32(dg_graph *g, const char *name, dg_shape s);
 dg_node *dg_param(dg_graph *g, const char *name, dg_shape s, dg_init init);
 dg_node *dg_state(dg_graph *g, const char *name, dg_shape s, dg_init init);
 dg_node *dg_const(dg_graph *g, const char *name, dg_shape s, float value);
+/* a constant holding data (numel(s) floats, row-major; DG_INIT_DATA's
+ * lifetime rule) */
+dg_node *dg_const_data(dg_graph *g, const char *name, dg_shape s, const float *data);
 
 /* elementwise, numpy-style broadcasting for binary ops */
 dg_node *dg_add(dg_graph *g, dg_node *a, dg_node *b);

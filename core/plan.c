@@ -40,14 +40,17 @@ static const dg_node *storage_root(const dg_node *n) {
 dg_status dg_init_fill(dg_init init, float *host, int64_t n) {
     if (n < 0 || (n > 0 && !host))
         return dg__fail(DG_ERR_INVALID, "dg_init_fill: %s", n < 0 ? "negative count" : "NULL host buffer");
-    if ((unsigned)init.kind > DG_INIT_NORMAL)
+    if ((unsigned)init.kind > DG_INIT_DATA)
         return dg__fail(DG_ERR_INVALID, "dg_init_fill: unknown init kind %d", (int)init.kind);
+    if (init.kind == DG_INIT_DATA && n > 0 && !init.seed)
+        return dg__fail(DG_ERR_INVALID, "dg_init_fill: DG_INIT_DATA without data");
     dg_rng r = dg_rng_new(init.seed);
     for (int64_t i = 0; i < n; i++) {
         switch (init.kind) {
         case DG_INIT_FILL:    host[i] = init.a; break;
         case DG_INIT_UNIFORM: host[i] = (float)(init.a + (init.b - init.a) * dg_rng_uniform(&r)); break;
         case DG_INIT_NORMAL:  host[i] = (float)(init.a + init.b * dg_rng_normal(&r)); break;
+        case DG_INIT_DATA:    host[i] = ((const float *)(uintptr_t)init.seed)[i]; break;
         }
     }
     return DG_OK;

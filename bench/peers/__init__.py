@@ -13,6 +13,9 @@ machine, right after the sweep, and appends its rows to the sweep's CSV
     torch_ops        bench --sweep gemm,ops    torch_ops.csv (and --transfers: ceiling rows)
     numpy_mlp        bench --sweep mlp         mlp.csv
     torch_mlp        bench --sweep mlp         torch_mlp.csv (the GPU step, eager and CUDA graph)
+    export_onnx      bench profile|train --model FILE.onnx: the file, from
+                     PyTorch (torchvision's resnet18, an MLP), and
+                     PyTorch's step time on it
 
     common           bench's CSV columns, the one CSV reader (the standard
                      library's csv), the row writer in bench's format,

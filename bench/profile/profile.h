@@ -41,6 +41,11 @@ typedef struct bench_prof_model {
 extern const bench_prof_model bench_prof_models[];
 extern const int              bench_n_prof_models;
 const bench_prof_model       *bench_prof_model_find(const char *name); /* NULL: unknown */
+/* --model FILE.onnx: the entry of an imported model, named onnx-STEM (STEM:
+ * the file's name less its folder and .onnx, in the result files' names);
+ * NULL for a name that does not end in .onnx or a stem that is no file
+ * name (bench_file_name_ok) */
+const bench_prof_model       *bench_prof_onnx_model(const char *path);
 
 /* what one profile measures, and with what */
 typedef struct bench_prof_opts {
@@ -57,6 +62,8 @@ typedef struct bench_prof_opts {
                                         * energy.h); NULL: none, energy_none
                                         * says why */
     const char *energy_none;
+    const struct dg_onnx *onnx; /* --model FILE.onnx: the loaded file (its
+                                   owner keeps it past bench_profile_free) */
 } bench_prof_opts;
 
 typedef struct bench_prof_node {

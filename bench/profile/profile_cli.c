@@ -12,6 +12,7 @@
 #include "machine/env.h"
 #include "cli/options.h"
 #include "machine/gpu_monitor.h"
+#include "core/onnx/onnx.h"
 #include "profile/profile.h"
 #include "runner/energy_window.h"
 #include "runner/sweep.h"
@@ -28,10 +29,12 @@ static void usage(FILE *f) {
             "float64 first, as the sweeps' rows are; the data are seeded synthetic examples.\n\n"
             "  --model M        ");
     for (int i = 0; i < bench_n_prof_models; i++) fprintf(f, "%s%s", i ? " | " : "", bench_prof_models[i].name);
-    fprintf(f, " (default mlp)\n");
+    fprintf(f, " | FILE.onnx (default mlp)\n");
     for (int i = 0; i < bench_n_prof_models; i++)
         fprintf(f, "                   %s: %s; batch %d\n", bench_prof_models[i].name, bench_prof_models[i].what,
                 bench_prof_models[i].default_batch);
+    fprintf(f, "                   FILE.onnx: an ONNX model (core/onnx/onnx.h: opset >= 13, its input's first axis\n"
+               "                   the batch), trained by SGD momentum on synthetic data; batch 32\n");
     fprintf(f, "  --backend B      cpu | gpu | both (default both; without a GPU, both is the CPU alone)\n"
                "  --batch N        examples per step (default: the model's, above)\n"
                "  --steps N        profiled steps; each node's time is their median (default 10)\n"
@@ -56,6 +59,7 @@ static int bad(const char *what, const char *arg) { return bench_usage_error("be
 typedef struct prof_cli {
     bench_prof_opts o;
     const char *backend, *out, *ceilings;
+    const char *onnx_path; /* --model FILE.onnx */
     int threads, top;
     bool batch_given;
 } prof_cli;
@@ -79,7 +83,11 @@ static int parse(int argc, char **argv, prof_cli *c) {
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (opt) {
-        case 'M': if (!(c->o.model = bench_prof_model_find(optarg))) return bad("--model (see --help)", optarg); break;
+        case 'M':
+            c->onnx_path = bench_prof_onnx_model(optarg) ? optarg : NULL;
+            c->o.model = c->onnx_path ? bench_prof_onnx_model(optarg) : bench_prof_model_find(optarg);
+            if (!c->o.model) return bad("--model (see --help)", optarg);
+            break;
         case 'b':
             if (strcmp(optarg, "cpu") && strcmp(optarg, "gpu") && strcmp(optarg, "both")) return bad("--backend (cpu, gpu, both)", optarg);
             c->backend = optarg;
@@ -187,13 +195,21 @@ int bench_profile_main(int argc, char **argv) {
     prof_cli c;
     int rc = parse(argc, argv, &c);
     if (rc != BENCH_OPTS_RUN) return rc;
+    dg_onnx *onnx = NULL;
+    if (c.onnx_path && dg_onnx_load(c.onnx_path, NULL, &onnx) != DG_OK) {
+        fprintf(stderr, "bench profile: %s\n", dg_last_error());
+        return 1;
+    }
+    c.o.onnx = onnx;
     dg_backend *cpu = NULL, *gpu = NULL;
     if (open_backends(&c, &cpu, &gpu)) {
+        dg_onnx_free(onnx);
         dg_backend_free(cpu);
         return 1;
     }
     if (bench_mkdir_p(c.out)) {
         fprintf(stderr, "bench profile: cannot create %s: %s\n", c.out, strerror(errno));
+        dg_onnx_free(onnx);
         dg_backend_free(cpu);
         dg_backend_free(gpu);
         return 1;
@@ -211,6 +227,10 @@ int bench_profile_main(int argc, char **argv) {
     bench_energy_open_all(&energy);
     size_t len = strlen(meta);
     snprintf(meta + len, sizeof meta - len, "%s", energy.meta);
+    if (onnx) { /* which file the figures are of */
+        len = strlen(meta);
+        snprintf(meta + len, sizeof meta - len, "# model: %s (%s)\n", c.onnx_path, dg_onnx_digest(onnx));
+    }
     const char *ceil_dir = c.ceilings;
     rc = 0;
     if (!ceil_dir && !c.o.run_once) {
@@ -243,5 +263,6 @@ int bench_profile_main(int argc, char **argv) {
     bench_gpu_monitor_close(energy.gpu_mon);
     dg_backend_free(cpu);
     dg_backend_free(gpu);
+    dg_onnx_free(onnx);
     return rc;
 }

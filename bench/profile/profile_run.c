@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "core/nn/cnn.h"
+#include "charts/gnuplot.h"
+#include "core/onnx/onnx.h"
 #include "core/status.h"
 #include <duograd/testing.h>
 #include "profile/profile.h"
@@ -34,6 +36,21 @@ const bench_prof_model *bench_prof_model_find(const char *name) {
     return NULL;
 }
 
+const bench_prof_model *bench_prof_onnx_model(const char *path) {
+    static char name[80];
+    static bench_prof_model m;
+    size_t n = path ? strlen(path) : 0;
+    if (n < 6 || strcmp(path + n - 5, ".onnx")) return NULL;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(name, sizeof name, "onnx-%.*s", (int)(path + n - 5 - base), base);
+    if (!bench_file_name_ok(name)) return NULL;
+    /* batch norm makes the loss depend on the whole batch: the float64
+     * check runs at batch 2, the profiled step must stay finite (as the
+     * CNN's) */
+    m = (bench_prof_model){name, "an ONNX file's model (SGD momentum, as the CNN's step)", 32, 2};
+    return &m;
+}
+
 bench_phase bench_phase_of(const dg_train_step *ts, const dg_node *n) {
     if (n->id >= ts->first_optimizer_id) return BENCH_PHASE_OPTIMIZER;
     return n->id >= ts->first_backward_id ? BENCH_PHASE_BACKWARD : BENCH_PHASE_FORWARD;
@@ -51,9 +68,19 @@ typedef struct model_setup {
     int             classes;
 } model_setup;
 
-static void setup_model(const bench_prof_model *m, model_setup *s) {
+static void setup_model(const bench_prof_opts *o, model_setup *s) {
+    const bench_prof_model *m = o->model;
     *s = (model_setup){0};
-    if (!strcmp(m->name, "mlp") || !strcmp(m->name, "logreg")) {
+    if (o->onnx) {
+        /* the CNN's optimizer and per-tensor tolerances (below), the
+         * file's model; synthetic examples of its input shape */
+        s->resnet = dg_resnet18_default(DG_RESNET_CIFAR);
+        s->spec = bench_resnet_step(&s->resnet);
+        s->spec.model = dg_onnx_model_new;
+        s->spec.cfg = o->onnx;
+        s->example_floats = (size_t)dg_shape_numel(dg_onnx_example_shape(o->onnx));
+        s->classes = dg_onnx_classes(o->onnx);
+    } else if (!strcmp(m->name, "mlp") || !strcmp(m->name, "logreg")) {
         s->mlp = !strcmp(m->name, "mlp") ? (dg_mlp_cfg){{784, 256, 100, 10}, 4} : (dg_mlp_cfg){{784, 10}, 2};
         s->spec = bench_mlp_step(&s->mlp);
         s->example_floats = 784;
@@ -304,7 +331,7 @@ dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_prof
     snprintf(p->backend, sizeof p->backend, "%s", dg_backend_name(be));
     bool gpu = !strcmp(bench_prof_device(p), "gpu");
     model_setup ms;
-    setup_model(o->model, &ms);
+    setup_model(o, &ms);
     void *x = NULL;
     int32_t *y = NULL;
     dg_plan_opts popts = {.tf32 = o->tf32, .gemm = o->gemm, .conv = o->conv};

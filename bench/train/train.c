@@ -18,6 +18,8 @@
 #include "core/nn/mlp.h"
 #include "core/nn/resnet.h"
 #include "core/nn/trainer.h"
+#include "core/onnx/onnx.h"
+#include "profile/profile.h"
 #include "train/train_charlm.h"
 #include "train/train_csv.h"
 #include "train/train_mpi.h"
@@ -36,7 +38,8 @@ static void usage(FILE *f) {
             "                    conv-bn-relu-maxpool blocks, then two linear layers (core/nn/cnn.h);\n"
             "                    resnet18-cifar: ResNet-18 with the 3x3 stem on CIFAR-10 (needs --data);\n"
             "                    charlm: a character-level transformer on a text file (its own options:\n"
-            "                    bench train --model charlm --help)\n"
+            "                    bench train --model charlm --help); FILE.onnx: an ONNX model\n"
+            "                    (core/onnx/onnx.h) on Fashion-MNIST, or CIFAR-10 (--data) for 3x32x32 inputs\n"
             "  --widths W        MLP layer widths (default 784-256-100-10)\n"
             "  --backend B       cpu | gpu (default cpu)\n"
             "  --gpus N          data parallel over GPUs 0..N-1 (1 to 16, default 1; needs --backend gpu): --batch\n"
@@ -199,7 +202,7 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
         switch (c) {
         case 'M':
             if (strcmp(optarg, "mlp") && strcmp(optarg, "logreg") && strcmp(optarg, "cnn") &&
-                strcmp(optarg, "resnet18-cifar"))
+                strcmp(optarg, "resnet18-cifar") && !bench_prof_onnx_model(optarg))
                 return bad("--model", optarg);
             model = optarg;
             break;
@@ -238,7 +241,28 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     dg_cnn_cfg cnn = dg_cnn_default();
     dg_resnet_cfg resnet = dg_resnet18_default(DG_RESNET_CIFAR);
     bool cifar = !strcmp(model, "resnet18-cifar");
-    if (cifar) {
+    /* --model FILE.onnx: the file's model on the data set its input takes
+     * (3x32x32: CIFAR-10 from --data; else Fashion-MNIST; the trainer
+     * refuses a model whose examples or classes the data set lacks) */
+    dg_onnx *onnx = NULL;
+    char about[160];
+    if (bench_prof_onnx_model(model)) {
+        if (dg_onnx_load(model, NULL, &onnx) != DG_OK) {
+            fprintf(stderr, "bench train: %s\n", dg_last_error());
+            return 1;
+        }
+        cifar = dg_shape_numel(dg_onnx_example_shape(onnx)) == 3 * 32 * 32;
+        if (cifar && !data) {
+            dg_onnx_free(onnx);
+            return bench_usage_error("bench train", "%s takes 3x32x32 examples: CIFAR-10, which no package installs "
+                                     "(--data DIR)", model);
+        }
+        snprintf(about, sizeof about, "ONNX %s", dg_onnx_digest(onnx));
+        widths = about;
+        o.model = dg_onnx_model_new;
+        o.model_cfg = onnx;
+        model = bench_prof_onnx_model(model)->name; /* onnx-STEM: the file names' */
+    } else if (cifar) {
         if (!data)
             return bench_usage_error("bench train", "--model resnet18-cifar needs CIFAR-10, which no package "
                                      "installs: download its binary version and pass --data DIR (the folder of "
@@ -273,7 +297,10 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     o.ranks = mpi->ranks;
 
     dg_backend *bes[DG_DP_MAX_REPLICAS] = {0};
-    if (gpus > 1 && open_replicas(gpus, bes) != 0) return 1;
+    if (gpus > 1 && open_replicas(gpus, bes) != 0) {
+        dg_onnx_free(onnx);
+        return 1;
+    }
     dg_dataset train, test;
     dg_status loaded = cifar ? dg_cifar10_load(data, "train", &train) : dg_dataset_load(data, "train", &train);
     if (loaded == DG_OK) {
@@ -283,6 +310,7 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     if (loaded != DG_OK) {
         fprintf(stderr, "bench train: %s\n", dg_last_error());
         close_replicas(bes, gpus);
+        dg_onnx_free(onnx);
         return 1;
     }
     /* the backend's name in the file name and the rows: gpuN for N replicas */
@@ -322,6 +350,7 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
         close_replicas(bes, gpus);
         dg_dataset_free(&train);
         dg_dataset_free(&test);
+        dg_onnx_free(onnx);
         return 1;
     }
     epoch_out eo = {csv, model, label, dg_optim_name(kind), dg_precision_name(o.precision),
@@ -347,6 +376,7 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     close_replicas(bes, gpus);
     dg_dataset_free(&train);
     dg_dataset_free(&test);
+    dg_onnx_free(onnx); /* after the trainer's graphs, which read its weights */
     return st == DG_OK ? 0 : 1;
 }
 

@@ -53,6 +53,9 @@ struct dg_model {
     int           n_state;    /* persistent non-trained tensors (running
                                  statistics), in the model's fixed order    */
     dg_node      *state[DG_MODEL_MAX_PARAMS];
+    const void   *source;     /* what the forward reads beside the fields
+                                 above: an imported model's graph
+                                 (core/onnx/onnx.h); NULL for the built-in */
 };
 
 /* Makes a model's parameters on g (seeded: the same values on every

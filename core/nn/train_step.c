@@ -26,6 +26,8 @@ void dg_precision_plan_opts(dg_precision p, dg_plan_opts *opts) {
 }
 
 static dg_status check_opts(const dg_train_step_opts *o) {
+    if ((unsigned)o->loss >= DG_LOSS_COUNT)
+        return dg__fail(DG_ERR_INVALID, "train step: loss %d (cross-entropy or mse)", (int)o->loss);
     if ((unsigned)o->precision >= DG_PREC_COUNT)
         return dg__fail(DG_ERR_INVALID, "train step: precision %d (fp32, tf32, bf16 or fp16)", (int)o->precision);
     if (!(o->loss_scale >= 0 && isfinite(o->loss_scale)))
@@ -69,10 +71,18 @@ dg_status dg_train_step_build_opts(dg_graph *g, const dg_model *m, int batch, co
     out->precision = so.precision;
     const bool scaled = so.precision == DG_PREC_FP16;
     out->x = m->in_dtype == DG_I32 ? dg_input_i32(g, "x", xs) : dg_input(g, "x", xs);
-    out->y = dg_input_i32(g, "y", m->targets > 1 ? DG_SHAPE(batch, m->targets) : DG_SHAPE(batch));
+    const bool mse = so.loss == DG_LOSS_MSE;
+    if (!mse) out->y = dg_input_i32(g, "y", m->targets > 1 ? DG_SHAPE(batch, m->targets) : DG_SHAPE(batch));
     dg_forward_mode mode = {.training = true, .compute = dg_precision_dtype(so.precision)};
     out->logits = out->x ? dg_model_forward(g, m, out->x, &mode) : NULL;
-    out->loss = dg_softmax_cross_entropy(g, out->logits, out->y);
+    if (mse) {
+        /* mean over every element of (output - target)^2: [1] */
+        out->y = out->logits ? dg_input(g, "y", out->logits->shape) : NULL;
+        dg_node *d = dg_sub(g, out->logits, out->y);
+        out->loss = dg_mean(g, dg_mul(g, d, d), DG_ALL_AXES, false);
+    } else {
+        out->loss = dg_softmax_cross_entropy(g, out->logits, out->y);
+    }
     dg_node *target = out->loss; /* what the backward differentiates */
     if (scaled) {
         float init = so.loss_scale > 0 ? so.loss_scale : DG_LOSS_SCALE_INIT;

@@ -48,7 +48,8 @@ extern "C" {
 
 typedef struct dg_train_step {
     dg_node *x;        /* input  [batch, in_shape...] (m->in_dtype)  */
-    dg_node *y;        /* labels [batch] (or [batch, targets]), int32 */
+    dg_node *y;        /* labels [batch] (or [batch, targets]), int32;
+                          DG_LOSS_MSE: targets, float32, logits' shape */
     dg_node *logits;   /* [batch, classes] (or [batch, targets, classes]) */
     dg_node *loss;     /* [1]                                        */
     dg_node *grads[DG_MODEL_MAX_PARAMS];       /* of model->params    */
@@ -84,6 +85,13 @@ dg_status dg_train_step_build_ex(dg_graph *g, const dg_model *m, int batch, cons
 #define DG_LOSS_SCALE_INIT     65536.0f /* 2^16 */
 #define DG_LOSS_SCALE_INTERVAL 2000
 
+/* What the step minimises: softmax cross-entropy of the logits against
+ * int32 class labels (the zero value), or the mean squared error of the
+ * model's output against float32 targets of its shape, the mean over
+ * every element (a regression, or an imported model's output that is no
+ * classifier's, core/onnx/onnx.h). */
+typedef enum dg_loss_kind { DG_LOSS_CROSS_ENTROPY, DG_LOSS_MSE, DG_LOSS_COUNT } dg_loss_kind;
+
 typedef struct dg_train_step_opts {
     dg_precision precision;  /* DG_PREC_FP32 (the zero value): float32     */
     bool  all_reduce;        /* as dg_train_step_build_ex                  */
@@ -91,10 +99,12 @@ typedef struct dg_train_step_opts {
                                 0: DG_LOSS_SCALE_INIT                      */
     int   scale_interval;    /* fp16: clean steps before the scale doubles;
                                 0: DG_LOSS_SCALE_INTERVAL                  */
+    dg_loss_kind loss;       /* DG_LOSS_CROSS_ENTROPY (the zero value)     */
 } dg_train_step_opts;
 
-/* The step under opts' precision policy (above); opts NULL is fp32.
- * DG_ERR_INVALID as dg_train_step_build, and for a precision out of range,
+/* The step under opts' precision policy and loss (above); opts NULL is
+ * fp32 cross-entropy. DG_ERR_INVALID as dg_train_step_build, and for a
+ * precision or loss out of range,
  * a loss scale that is negative or not finite, an interval < 0. */
 dg_status dg_train_step_build_opts(dg_graph *g, const dg_model *m, int batch, const dg_optim *o,
                                    const dg_train_step_opts *opts, dg_train_step *out);

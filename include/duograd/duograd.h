@@ -19,6 +19,7 @@
  *                          layers, the training step and the trainers
  *   core/data/dataset.h    IDX (MNIST, Fashion-MNIST) and CIFAR-10 readers
  *   core/data/text.h       a text file as character ids
+ *   core/onnx/onnx.h       an ONNX model file as a dg_model
  *   cpu_backend/           the OpenMP + OpenBLAS backend
  *   gpu_backend/           the CUDA backend, where it was built */
 #ifndef DG_DUOGRAD_H
@@ -42,6 +43,7 @@
 #include "core/nn/train_step.h"
 #include "core/nn/trainer.h"
 #include "core/nn/transformer.h"
+#include "core/onnx/onnx.h"
 #include "core/ops.h"
 #include "core/plan.h"
 #include "core/precision.h"

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""peers.export_onnx: a PyTorch model as an ONNX file duograd imports
+(core/onnx/onnx.h), and PyTorch's own training step on it for comparison.
+
+    python3 bench/peers/export_onnx.py --model resnet18 --out resnet18.onnx
+    build/bench profile --model resnet18.onnx --backend both --out DIR
+    python3 bench/peers/export_onnx.py --model resnet18 --time --batch 16
+
+The export is in the form the importer reads: opset 13, the model in
+evaluation mode exported with TrainingMode.PRESERVE, so batch norm stays a
+BatchNormalization node of inference (TrainingMode.EVAL would fold it into
+the convolutions, a different network to train; TRAINING exports the
+training form with three outputs, which the importer refuses) and duograd
+trains it with the batch's statistics itself; weights inside the file; the
+batch axis symbolic (dynamic_axes) so `bench --batch N` is free; constants
+folded.
+Models: torchvision's resnet18 (ImageNet stem, 3x224x224, or --size 32
+for CIFAR-sized inputs) and an MLP of --widths.
+
+--time runs PyTorch's step on the same model as `bench profile --model
+FILE.onnx` runs duograd's: forward in training mode, softmax cross-entropy
+averaged over the batch, backward, SGD with momentum 0.9, lr 0.1, weight
+decay 5e-4 (bench_resnet_step's optimizer), fp32 with TF32 off, on seeded
+uniform [0, 1) inputs; it prints the median step time of --reps steps
+after --warmup. torch is imported inside the functions that need it, so
+the argument handling runs (and is tested) without it.
+"""
+import argparse
+import os
+import sys
+
+if not __package__:  # run by its path: bench/ in place of this folder on sys.path (peers/__init__.py says why)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+
+OPSET = 13                                   # the importer's lowest
+LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # bench profile's ONNX step (bench_resnet_step)
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(prog="export_onnx", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", choices=("resnet18", "mlp"), default="resnet18")
+    ap.add_argument("--size", type=int, default=224, help="resnet18: the input's height and width (default 224)")
+    ap.add_argument("--classes", type=int, default=None, help="outputs (default: 1000 for resnet18, the MLP's last width)")
+    ap.add_argument("--widths", default="784-256-100-10", help="mlp: layer widths (default 784-256-100-10)")
+    ap.add_argument("--out", help="the .onnx file to write")
+    ap.add_argument("--time", action="store_true", help="time PyTorch's training step on the model")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda where available)")
+    a = ap.parse_args(argv)
+    if not a.out and not a.time:
+        ap.error("nothing to do: give --out FILE.onnx, --time, or both")
+    if a.out and not a.out.endswith(".onnx"):
+        ap.error(f"--out {a.out}: bench reads files named *.onnx")
+    try:
+        a.widths_list = [int(w) for w in a.widths.split("-")]
+    except ValueError:
+        ap.error(f"--widths {a.widths}: integers joined by '-'")
+    if len(a.widths_list) < 2 or min(a.widths_list) < 1:
+        ap.error(f"--widths {a.widths}: two or more widths of at least 1")
+    for name in ("size", "batch", "reps"):
+        if getattr(a, name) < 1:
+            ap.error(f"--{name} must be at least 1")
+    if a.warmup < 0 or (a.classes is not None and a.classes < 1):
+        ap.error("--warmup must be >= 0, --classes >= 1")
+    return a
+
+
+def input_shape(a):
+    """one example's shape: [3, size, size] or [widths[0]]"""
+    return [3, a.size, a.size] if a.model == "resnet18" else [a.widths_list[0]]
+
+
+def build(a):
+    import torch
+    if a.model == "resnet18":
+        import torchvision
+        return torchvision.models.resnet18(num_classes=a.classes or 1000)
+    layers, w = [], a.widths_list[:-1] + [a.classes or a.widths_list[-1]]
+    for i in range(len(w) - 1):
+        layers += [torch.nn.Linear(w[i], w[i + 1])] + ([torch.nn.ReLU()] if i + 2 < len(w) else [])
+    return torch.nn.Sequential(*layers)
+
+
+def export(a, model):
+    import torch
+    model.eval()
+    x = torch.rand(2, *input_shape(a))
+    torch.onnx.export(model, x, a.out, opset_version=OPSET, input_names=["x"], output_names=["logits"],
+                      dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}}, do_constant_folding=True,
+                      training=torch.onnx.TrainingMode.PRESERVE, export_params=True)
+    print(f"export_onnx: {a.model} -> {a.out} ({os.path.getsize(a.out)} bytes, opset {OPSET}); next:\n"
+          f"  build/bench profile --model {a.out} --backend both")
+
+
+def time_step(a, model):
+    import time
+    import torch
+    dev = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(1)
+    model = model.to(dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
+    classes = a.classes or (1000 if a.model == "resnet18" else a.widths_list[-1])
+    x = torch.rand(a.batch, *input_shape(a), device=dev)
+    y = torch.randint(0, classes, (a.batch,), device=dev)
+    sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    for _ in range(a.warmup):
+        step()
+    sync()
+    ms = []
+    for _ in range(a.reps):
+        t0 = time.perf_counter()
+        step()
+        sync()
+        ms.append(1e3 * (time.perf_counter() - t0))
+    ms.sort()
+    print(f"export_onnx: PyTorch {torch.__version__} {a.model} training step on {dev}, batch {a.batch}: median "
+          f"{ms[len(ms) // 2]:.3f} ms (min {ms[0]:.3f}, max {ms[-1]:.3f}) over {a.reps} steps")
+
+
+def main(argv=None):
+    a = parse(argv)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("export_onnx: PyTorch is not installed (pip install torch torchvision)", file=sys.stderr)
+        return 1
+    model = build(a)
+    if a.out:
+        export(a, model)
+    if a.time:
+        time_step(a, model)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+/* onnx.h: an ONNX model file (opset 13 and later) as a dg_model.
+ *
+ * dg_onnx_load reads the file (the reader protobuf-c generates from
+ * Debian's onnx.proto at build time), checks everything it can before any
+ * graph exists, then builds the forward once on a scratch graph so that a
+ * shape that does not fit is reported at load too. What it refuses, with
+ * DG_ERR_INVALID (DG_ERR_IO for a file that cannot be read or parsed) and
+ * a message for dg_last_error():
+ *   - a file that is not a ModelProto: its size, the byte offset where the
+ *     top-level framing breaks (a field running past the end), or that
+ *     protobuf-c could not unpack it;
+ *   - an opset of the default domain below 13, any other domain;
+ *   - an operator outside the supported list, an attribute it does not
+ *     read or a value of one it cannot honour (asymmetric padding, a
+ *     softmax over another axis than the last, ceil_mode), a tensor whose
+ *     dtype is not float32 where a float is needed (int64 for shapes and
+ *     axes): each naming the operator, the node's index and name, and what
+ *     is missing;
+ *   - graph inputs other than one float32 tensor of 2 to DG_MAX_DIMS axes
+ *     (beside initializers), an output name that the graph lacks.
+ *
+ * Operators: Gemm, MatMul, Add, Sub, Mul, Div (numpy broadcasting), Relu,
+ * LeakyRelu, Sigmoid, Tanh, Exp, Log, Sqrt, Pow (a constant exponent),
+ * Conv (2-D: groups, strides, symmetric pads, dilations, auto_pad),
+ * BatchNormalization (inference; training in a training forward), MaxPool,
+ * AveragePool, GlobalAveragePool, LayerNormalization (last axis),
+ * Flatten, Reshape, Transpose, Softmax, LogSoftmax (last axis), Identity, Dropout (identity), Constant,
+ * ReduceMean, ReduceSum, Squeeze, Unsqueeze; and, on constants alone
+ * (folded while building: PyTorch's Shape -> Gather -> Unsqueeze -> Concat
+ * chains that compute a Reshape's target), Shape, Gather, Concat, Cast,
+ * Slice (1-D).
+ *
+ * The model: float32 initializers become parameters (batch norm's mean
+ * and variance: state, its running statistics) initialised with the
+ * file's values (DG_INIT_DATA), in the order the nodes first use them;
+ * int64 initializers are constants (shapes, axes). The input's first axis
+ * is the batch: free, whatever the file declares there (a Reshape target
+ * whose first entry is the file's fixed batch follows the graph's batch).
+ * The forward returns the chosen output; classes is its last axis. */
+#ifndef DG_ONNX_H
+#define DG_ONNX_H
+
+#include <stddef.h>
+
+#include "../nn/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dg_onnx dg_onnx;
+
+typedef struct dg_onnx_opts {
+    const char *output; /* the graph output the forward returns; NULL: the first */
+    int64_t     batch;  /* the scratch build's batch; 0: the file's, or 2 where it is symbolic */
+} dg_onnx_opts;
+
+/* Reads and checks path (opts NULL: the defaults); *out is freed with
+ * dg_onnx_free. */
+dg_status dg_onnx_load(const char *path, const dg_onnx_opts *opts, dg_onnx **out);
+/* The same from size bytes in memory; name is what messages call it. */
+dg_status dg_onnx_load_buffer(const void *data, size_t size, const char *name, const dg_onnx_opts *opts,
+                              dg_onnx **out);
+void      dg_onnx_free(dg_onnx *o);
+
+/* A dg_model_new_fn: cfg is a dg_onnx (seed unused: the file has the
+ * values). The model's parameters read the dg_onnx's memory: it must
+ * outlive g and every plan and reference of g. */
+dg_status dg_onnx_model_new(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out);
+
+/* The model's input and output as the file names them, and its example
+ * shape (the input without the batch axis) */
+const char *dg_onnx_input_name(const dg_onnx *o);
+const char *dg_onnx_output_name(const dg_onnx *o);
+dg_shape    dg_onnx_example_shape(const dg_onnx *o);
+/* the output's last axis (its classes) at load's scratch build */
+int         dg_onnx_classes(const dg_onnx *o);
+/* "<bytes> bytes, crc32 <8 hex digits>" of the loaded bytes (zlib's
+ * CRC-32, which the library links already): which file a result came from */
+const char *dg_onnx_digest(const dg_onnx *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,324 @@
+/* onnx_load.c: a file's bytes to a checked dg_onnx (onnx.h): the framing
+ * of the top-level message, protobuf-c's unpack, the opset, the graph's
+ * input and output, the initializers, every node's operator and
+ * attributes, then one walk of the forward on a scratch graph. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../graph_internal.h"
+#include "onnx_internal.h"
+
+#define OX_MAX_FILE ((size_t)1 << 31) /* protobuf's own limit on one message */
+
+/* A varint at p (at most 10 bytes before end); 0 bytes read when it runs
+ * past end. */
+static size_t varint(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+    *v = 0;
+    for (size_t i = 0; i < 10 && p + i < end; i++) {
+        *v |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (!(p[i] & 0x80)) return i + 1;
+    }
+    return 0;
+}
+
+/* The top level of a ModelProto is a sequence of (key, value) fields; a
+ * cut or corrupt file breaks that sequence somewhere, and protobuf-c's
+ * unpack does not say where. This walks the keys and lengths (no field's
+ * contents) and names the offset of the first field that cannot be read. */
+static dg_status check_framing(const uint8_t *b, size_t size, const char *name) {
+    const uint8_t *p = b, *end = b + size;
+    while (p < end) {
+        size_t at = (size_t)(p - b);
+        uint64_t key, len;
+        size_t k = varint(p, end, &key);
+        if (!k || key >> 3 == 0 || key >> 3 > (1u << 29))
+            return dg__fail(DG_ERR_IO, "onnx '%s' (%zu bytes): no valid field key at byte %zu: not an ONNX model, "
+                            "or a damaged one", name, size, at);
+        p += k;
+        unsigned wire = (unsigned)(key & 7);
+        size_t need = 0;
+        if (wire == 0) {
+            if (!varint(p, end, &len))
+                return dg__fail(DG_ERR_IO, "onnx '%s' (%zu bytes): field %llu at byte %zu: its number runs past the "
+                                "end (truncated?)", name, size, (unsigned long long)(key >> 3), at);
+            need = varint(p, end, &len);
+        } else if (wire == 1 || wire == 5) {
+            need = wire == 1 ? 8 : 4;
+        } else if (wire == 2) {
+            size_t l = varint(p, end, &len);
+            if (!l || len > (uint64_t)(end - p - (ptrdiff_t)l))
+                return dg__fail(DG_ERR_IO, "onnx '%s' (%zu bytes): field %llu at byte %zu claims %llu bytes, %zu "
+                                "remain: the file is truncated or damaged", name, size,
+                                (unsigned long long)(key >> 3), at, l ? (unsigned long long)len : 0ull,
+                                (size_t)(end - p));
+            need = l + (size_t)len;
+        } else {
+            return dg__fail(DG_ERR_IO, "onnx '%s' (%zu bytes): field %llu at byte %zu has wire type %u (groups or "
+                            "an invalid type): not an ONNX model", name, size, (unsigned long long)(key >> 3), at,
+                            wire);
+        }
+        if (need > (size_t)(end - p))
+            return dg__fail(DG_ERR_IO, "onnx '%s' (%zu bytes): field %llu at byte %zu runs past the end (truncated?)",
+                            name, size, (unsigned long long)(key >> 3), at);
+        p += need;
+    }
+    return DG_OK;
+}
+
+static dg_status check_opset(dg_onnx *o) {
+    for (size_t i = 0; i < o->pb->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *s = o->pb->opset_import[i];
+        const char *d = s->domain ? s->domain : "";
+        if (*d && strcmp(d, "ai.onnx"))
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': operator set of domain '%s' (only the default domain)",
+                            o->name, d);
+        o->opset = s->has_version ? s->version : 0;
+    }
+    if (o->opset < 13)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': opset %lld (13 or later needed: re-export with "
+                        "opset_version=13 or more)", o->name, (long long)o->opset);
+    return DG_OK;
+}
+
+static const ox_tensor *init_of(const dg_onnx *o, const char *name) {
+    for (int i = 0; i < o->n_inits; i++)
+        if (!strcmp(o->inits[i].name, name)) return &o->inits[i];
+    return NULL;
+}
+
+/* the one graph input that is no initializer: float32, [batch, ...] */
+static dg_status check_input(dg_onnx *o) {
+    const Onnx__GraphProto *gr = o->graph;
+    const Onnx__ValueInfoProto *in = NULL;
+    for (size_t i = 0; i < gr->n_input; i++) {
+        if (!gr->input[i]->name || init_of(o, gr->input[i]->name)) continue;
+        if (in)
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': inputs '%s' and '%s' (one input tensor supported)", o->name,
+                            in->name, gr->input[i]->name);
+        in = gr->input[i];
+    }
+    if (!in) return dg__fail(DG_ERR_INVALID, "onnx '%s': the graph has no input", o->name);
+    const Onnx__TypeProto *t = in->type;
+    const Onnx__TypeProto__Tensor *tt =
+        t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? t->tensor_type : NULL;
+    if (!tt || !tt->shape)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' is not a tensor of known rank", o->name, in->name);
+    if (tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' is %s (float32 supported)", o->name, in->name,
+                        dg__onnx_dtype_name(tt->elem_type));
+    size_t rank = tt->shape->n_dim;
+    if (rank < 2 || rank > DG_MAX_DIMS)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' has %zu axes ([batch, ...]: 2 to %d)", o->name,
+                        in->name, rank, DG_MAX_DIMS);
+    o->input = in->name;
+    o->example.ndim = (int)rank - 1;
+    for (size_t d = 0; d < rank; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value > 0;
+        if (d == 0) {
+            o->file_batch = known ? dim->dim_value : 0;
+            continue;
+        }
+        if (!known || dim->dim_value > DG_MAX_NUMEL)
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' axis %zu is not a fixed size (only the batch "
+                            "axis, the first, may be symbolic)", o->name, in->name, d);
+        o->example.d[d - 1] = dim->dim_value;
+    }
+    return DG_OK;
+}
+
+static dg_status check_output(dg_onnx *o, const char *want) {
+    const Onnx__GraphProto *gr = o->graph;
+    if (!gr->n_output) return dg__fail(DG_ERR_INVALID, "onnx '%s': the graph has no output", o->name);
+    for (size_t i = 0; i < gr->n_output; i++)
+        if (!want || (gr->output[i]->name && !strcmp(gr->output[i]->name, want))) {
+            o->output = gr->output[i]->name;
+            if (o->output) return DG_OK;
+        }
+    return dg__fail(DG_ERR_INVALID, "onnx '%s': no graph output named '%s' (the first is '%s')", o->name,
+                    want ? want : "", gr->output[0]->name ? gr->output[0]->name : "");
+}
+
+/* Every node: a supported operator of the default domain, attributes it
+ * reads, no output it does not make; and each initializer's role, in the
+ * order the nodes first use them. */
+static dg_status check_nodes(dg_onnx *o) {
+    const Onnx__GraphProto *gr = o->graph;
+    for (size_t n = 0; n < gr->n_node; n++) {
+        const Onnx__NodeProto *nd = gr->node[n];
+        const char *op = nd->op_type ? nd->op_type : "", *nm = nd->name ? nd->name : "";
+        const ox_op *info = dg__onnx_op(op);
+        if ((nd->domain && *nd->domain && strcmp(nd->domain, "ai.onnx")) || !info)
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s': operator %s%s%s is not supported", o->name, n,
+                            nm, nd->domain && *nd->domain ? nd->domain : "", nd->domain && *nd->domain ? "." : "",
+                            op);
+        for (size_t a = 0; a < nd->n_attribute; a++) {
+            const char *an = nd->attribute[a]->name ? nd->attribute[a]->name : "";
+            size_t len = strlen(an);
+            const char *hit = len ? strstr(info->attrs, an) : NULL;
+            while (hit && ((hit > info->attrs && hit[-1] != ' ') || (hit[len] && hit[len] != ' ')))
+                hit = strstr(hit + 1, an);
+            if (!hit)
+                return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s' (%s): attribute '%s' is not supported "
+                                "(%s%s)", o->name, n, nm, op, an, *info->attrs ? "it reads: " : "it reads none",
+                                info->attrs);
+        }
+        for (size_t k = (size_t)info->max_outputs; k < nd->n_output; k++)
+            if (nd->output[k] && *nd->output[k])
+                return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s' (%s): output %zu '%s' is not supported "
+                                "(%d output%s)", o->name, n, nm, op, k, nd->output[k], info->max_outputs,
+                                info->max_outputs > 1 ? "s" : "");
+        if (!nd->n_output || !nd->output[0] || !*nd->output[0])
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s' (%s) has no output", o->name, n, nm, op);
+        for (size_t i = 0; i < nd->n_input; i++) {
+            ox_tensor *t = (ox_tensor *)init_of(o, nd->input[i] ? nd->input[i] : "");
+            if (!t || (info->const_in >> i & 1) || t->role != OX_ROLE_NONE || t->dtype != OX_F32) continue;
+            bool state = info->state_in >> i & 1;
+            int *count = state ? &o->n_state : &o->n_params;
+            if (*count == DG_MODEL_MAX_PARAMS)
+                return dg__fail(DG_ERR_INVALID, "onnx '%s': more than %d %s tensors (node %zu '%s')", o->name,
+                                DG_MODEL_MAX_PARAMS, state ? "running-statistics" : "parameter", n, nm);
+            t->role = state ? OX_ROLE_STATE : OX_ROLE_PARAM;
+            t->slot = *count;
+            (state ? o->state_of : o->param_of)[(*count)++] = t;
+        }
+    }
+    return DG_OK;
+}
+
+static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
+    dg_status st = check_opset(o);
+    if (st != DG_OK) return st;
+    o->graph = o->pb->graph;
+    if (!o->graph) return dg__fail(DG_ERR_INVALID, "onnx '%s': the model has no graph", o->name);
+    const Onnx__GraphProto *gr = o->graph;
+    if (gr->n_sparse_initializer)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': sparse initializers are not supported", o->name);
+    o->inits = calloc(gr->n_initializer ? gr->n_initializer : 1, sizeof *o->inits);
+    if (!o->inits) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
+    for (size_t i = 0; i < gr->n_initializer; i++, o->n_inits++) {
+        char what[400];
+        snprintf(what, sizeof what, "onnx '%s': initializer %zu '%s'", o->name, i,
+                 gr->initializer[i]->name ? gr->initializer[i]->name : "");
+        if ((st = dg__onnx_tensor(gr->initializer[i], what, &o->inits[i])) != DG_OK) {
+            o->n_inits++; /* cleared with the others */
+            return st;
+        }
+    }
+    if ((st = check_input(o)) != DG_OK || (st = check_output(o, opts->output)) != DG_OK ||
+        (st = check_nodes(o)) != DG_OK)
+        return st;
+    /* the forward once, so that shapes that do not fit are refused now */
+    int64_t batch = opts->batch > 0 ? opts->batch : o->file_batch > 0 ? o->file_batch : 2;
+    dg_graph *g = dg_graph_new();
+    if (!g) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
+    dg_shape xs = {.ndim = o->example.ndim + 1, .d = {batch}};
+    for (int d = 0; d < o->example.ndim; d++) xs.d[d + 1] = o->example.d[d];
+    int failed;
+    dg_node *y = dg__onnx_walk(g, o, NULL, dg_input(g, o->input, xs), NULL, &failed);
+    st = y ? DG_OK : dg_graph_status(g);
+    if (st != DG_OK && failed >= 0 && strncmp(dg_last_error(), "onnx '", 6)) {
+        /* a builder's own message (shapes): say which node made it */
+        char msg[512];
+        const Onnx__NodeProto *nd = gr->node[failed];
+        snprintf(msg, sizeof msg, "%s", dg_last_error());
+        st = dg__fail(st, "onnx '%s': node %d '%s' (%s) at batch %lld: %s", o->name, failed, nd->name ? nd->name : "",
+                      nd->op_type, (long long)batch, msg);
+    }
+    if (st == DG_OK) o->classes = (int)y->shape.d[y->shape.ndim - 1];
+    if (st == DG_OK && y->shape.ndim < 2)
+        st = dg__fail(DG_ERR_INVALID, "onnx '%s': output '%s' has %d axis ([batch, ...] needed)", o->name, o->output,
+                      y->shape.ndim);
+    dg_graph_free(g);
+    return st;
+}
+
+dg_status dg_onnx_load_buffer(const void *data, size_t size, const char *name, const dg_onnx_opts *opts,
+                              dg_onnx **out) {
+    if (!out) return dg__fail(DG_ERR_INVALID, "dg_onnx_load_buffer: NULL out");
+    *out = NULL;
+    if (!data && size) return dg__fail(DG_ERR_INVALID, "dg_onnx_load_buffer: NULL data");
+    const dg_onnx_opts dflt = {0};
+    dg_onnx *o = calloc(1, sizeof *o);
+    if (!o) return dg__fail(DG_ERR_OOM, "onnx: out of memory");
+    snprintf(o->name, sizeof o->name, "%s", name ? name : "buffer");
+    dg_status st = size ? check_framing(data, size, o->name)
+                        : dg__fail(DG_ERR_IO, "onnx '%s': the file is empty", o->name);
+    if (st == DG_OK && size > OX_MAX_FILE)
+        st = dg__fail(DG_ERR_IO, "onnx '%s': %zu bytes, more than protobuf's 2 GiB", o->name, size);
+    if (st == DG_OK) {
+        o->pb = onnx__model_proto__unpack(NULL, size, data);
+        if (!o->pb)
+            st = dg__fail(DG_ERR_IO, "onnx '%s' (%zu bytes): protobuf-c could not unpack it as an ONNX ModelProto "
+                          "(a nested message is malformed, or a field has the wrong type)", o->name, size);
+    }
+    if (st == DG_OK) {
+        uLong crc = crc32(0L, Z_NULL, 0);
+        for (size_t at = 0; at < size; at += 1u << 30) /* crc32 takes a uInt length */
+            crc = crc32(crc, (const Bytef *)data + at, (uInt)(size - at < (1u << 30) ? size - at : 1u << 30));
+        snprintf(o->digest, sizeof o->digest, "%zu bytes, crc32 %08lx", size, (unsigned long)crc);
+    }
+    if (st == DG_OK && !(o->pool = calloc(1, sizeof *o->pool))) st = dg__fail(DG_ERR_OOM, "onnx: out of memory");
+    if (st == DG_OK) st = check_model(o, opts ? opts : &dflt);
+    if (st != DG_OK) {
+        dg_onnx_free(o);
+        return st;
+    }
+    *out = o;
+    return DG_OK;
+}
+
+dg_status dg_onnx_load(const char *path, const dg_onnx_opts *opts, dg_onnx **out) {
+    if (!path || !out) return dg__fail(DG_ERR_INVALID, "dg_onnx_load: NULL %s", !path ? "path" : "out");
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return dg__fail(DG_ERR_IO, "onnx '%s': cannot open: %s", path, strerror(errno));
+    uint8_t *buf = NULL;
+    size_t n = 0, cap = 0;
+    dg_status st = DG_OK;
+    for (;;) {
+        if (n == cap) {
+            size_t ncap = cap ? 2 * cap : 1 << 16;
+            uint8_t *nb = ncap <= OX_MAX_FILE + 1 ? realloc(buf, ncap) : NULL;
+            if (!nb) {
+                st = dg__fail(cap > OX_MAX_FILE ? DG_ERR_IO : DG_ERR_OOM, "onnx '%s': %s", path,
+                              cap > OX_MAX_FILE ? "more than protobuf's 2 GiB" : "out of memory reading it");
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) st = dg__fail(DG_ERR_IO, "onnx '%s': read error after %zu bytes", path, n);
+            break;
+        }
+    }
+    fclose(f);
+    if (st == DG_OK) st = dg_onnx_load_buffer(buf, n, path, opts, out);
+    free(buf);
+    return st;
+}
+
+void dg_onnx_free(dg_onnx *o) {
+    if (!o) return;
+    for (int i = 0; i < o->n_inits; i++) dg__onnx_tensor_clear(&o->inits[i]);
+    free(o->inits);
+    if (o->pool) {
+        for (int i = 0; i < o->pool->n; i++) free(o->pool->data[i]);
+        free(o->pool->data);
+        free(o->pool);
+    }
+    if (o->pb) onnx__model_proto__free_unpacked(o->pb, NULL);
+    free(o);
+}
+
+const char *dg_onnx_input_name(const dg_onnx *o) { return o ? o->input : NULL; }
+const char *dg_onnx_output_name(const dg_onnx *o) { return o ? o->output : NULL; }
+dg_shape    dg_onnx_example_shape(const dg_onnx *o) { return o ? o->example : (dg_shape){0}; }
+int         dg_onnx_classes(const dg_onnx *o) { return o ? o->classes : 0; }
+const char *dg_onnx_digest(const dg_onnx *o) { return o ? o->digest : NULL; }

@@ -1,0 +1,67 @@
+/* onnx_tensor.c: a TensorProto's values as a host tensor. The values are
+ * either in raw_data (little-endian bytes, this machine's order on x86-64
+ * and arm64) or in the typed repeated field; either must hold exactly the
+ * product of the dims. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../status_internal.h"
+#include "onnx_internal.h"
+
+const char *dg__onnx_dtype_name(int t) {
+    static const char *const names[] = {"undefined", "float32", "uint8", "int8", "uint16", "int16", "int32",
+                                        "int64", "string", "bool", "float16", "float64", "uint32", "uint64",
+                                        "complex64", "complex128", "bfloat16"};
+    return t >= 0 && t < (int)(sizeof names / sizeof *names) ? names[t] : "unknown";
+}
+
+void dg__onnx_tensor_clear(ox_tensor *t) {
+    free(t->f);
+    free(t->i);
+    t->f = NULL;
+    t->i = NULL;
+}
+
+dg_status dg__onnx_tensor(const Onnx__TensorProto *p, const char *what, ox_tensor *t) {
+    *t = (ox_tensor){.name = p->name ? p->name : "", .dtype = OX_OTHER, .onnx_dtype = p->data_type};
+    if (p->n_dims > OX_MAX_RANK)
+        return dg__fail(DG_ERR_INVALID, "%s: %zu dims (at most %d)", what, p->n_dims, OX_MAX_RANK);
+    t->ndim = (int)p->n_dims;
+    t->numel = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        t->dims[d] = p->dims[d];
+        if (p->dims[d] < 0 || (p->dims[d] > 0 && t->numel > DG_MAX_NUMEL / p->dims[d]))
+            return dg__fail(DG_ERR_INVALID, "%s: dimension %d is %lld (0 to 2^40 elements in all)", what, d,
+                            (long long)p->dims[d]);
+        t->numel *= p->dims[d];
+    }
+    if (p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return dg__fail(DG_ERR_INVALID, "%s: its data is in an external file (not supported: save the model "
+                        "with its weights inside)", what);
+    size_t esize;
+    size_t typed;
+    if (p->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+        t->dtype = OX_F32;
+        esize = sizeof(float);
+        typed = p->n_float_data;
+    } else if (p->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
+        t->dtype = OX_I64;
+        esize = sizeof(int64_t);
+        typed = p->n_int64_data;
+    } else {
+        return DG_OK; /* refused where it is read, naming the operator */
+    }
+    size_t n = (size_t)t->numel, have = p->has_raw_data ? p->raw_data.len / esize : typed;
+    if ((p->has_raw_data && p->raw_data.len % esize) || have != n)
+        return dg__fail(DG_ERR_INVALID, "%s: %s tensor of %lld elements holds %zu bytes of data (%zu expected)", what,
+                        dg__onnx_dtype_name(p->data_type), (long long)t->numel,
+                        p->has_raw_data ? p->raw_data.len : typed * esize, n * esize);
+    void *dst = malloc(n ? n * esize : 1);
+    if (!dst) return dg__fail(DG_ERR_OOM, "%s: out of memory for %zu bytes", what, n * esize);
+    const void *src = p->has_raw_data ? (const void *)p->raw_data.data
+                      : t->dtype == OX_F32 ? (const void *)p->float_data : (const void *)p->int64_data;
+    if (n) memcpy(dst, src, n * esize);
+    if (t->dtype == OX_F32) t->f = dst;
+    else t->i = dst;
+    return DG_OK;
+}
