@@ -425,7 +425,10 @@ Test(runner, rows_past_the_budget_are_skipped_and_say_so) {
             lean += strstr(r[i].note, "lean timing") != NULL;
         }
     }
-    cr_assert_str_eq(r[0].status, "noisy", "the first row ran (noisy: --max-cv ~0)");
+    /* toy-fast does nothing: five equal clock readings give a cv of 0
+     * ("ok"), any spread "noisy" at --max-cv ~0; either way it ran */
+    cr_assert(!strcmp(r[0].status, "noisy") || !strcmp(r[0].status, "ok"), "the first row ran: %s (%s)", r[0].status,
+              r[0].note);
     cr_assert(skipped >= 3, "%d rows skipped", skipped);
     cr_assert(lean >= 1, "no row ran lean");
     cr_assert_lt(took, 1.0, "the sweep took %.2f s on a budget of 0.06", took);
