@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check/round.h"
 #include "core/dtype_convert.h"
 #include "core/rng.h"
 #include "cpu_backend/cpu_backend.h"
@@ -427,4 +428,23 @@ Test(dtype_cpu, a_bf16_softmax_step_without_scratch_is_refused) {
     cr_assert(strstr(dg_last_error(), "needs scratch"), "%s", dg_last_error());
     dg_backend_free(cpu);
     dg_graph_free(g);
+}
+
+/* dg_check_round without a place for the bits (lo NULL) rounds the values
+ * all the same: test_cudnn's 16-bit check passed NULL and crashed on the
+ * GPU machine; dg_check_widen is exact on the bits it gets. */
+Test(check_round, values_without_their_bits) {
+    float x[3] = {1.0f + 0x1p-9f, -3.14159f, 65504.0f}, y[3];
+    uint16_t lo[3];
+    memcpy(y, x, sizeof x);
+    dg_check_round(DG_BF16, x, NULL, 3);
+    dg_check_round(DG_BF16, y, lo, 3);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(x[i], y[i], "element %d: %g against %g", i, (double)x[i], (double)y[i]);
+        cr_assert_eq(dg_check_widen(DG_BF16, lo[i]), y[i]);
+    }
+    cr_assert_eq(x[0], 1.0f, "1 + 2^-9 rounds to 1 in bf16 (ties to even)");
+    float h = 1.0f + 0x1p-12f;
+    dg_check_round(DG_F16, &h, NULL, 1);
+    cr_assert_eq(h, 1.0f);
 }

@@ -16,10 +16,13 @@
 extern "C" {
 #endif
 
-/* DG_BF16, DG_F16: each x[i] rounded to t, its 2 bytes into lo[i] and its
- * value (exact in float32) back into x[i]; any other dtype: nothing (lo
- * may be NULL) */
+/* DG_BF16, DG_F16: each x[i] rounded to t, its 2 bytes into lo[i] (lo
+ * NULL: not kept) and its value (exact in float32) back into x[i]; any
+ * other dtype: nothing */
 void dg_check_round(dg_dtype t, float *x, uint16_t *lo, size_t n);
+/* The value of the 2 bytes h of a DG_BF16 (else DG_F16) element, exact in
+ * float32 */
+float dg_check_widen(dg_dtype t, uint16_t h);
 
 #ifdef __cplusplus
 }

@@ -4,9 +4,9 @@
 
 #include <math.h>
 
-#include "core/dtype_convert.h"
+#include "core/check/round.h"
 
-static float widen(dg_dtype t, uint16_t h) { return t == DG_BF16 ? dg__bf16_to_f32(h) : dg__f16_to_f32(h); }
+static float widen(dg_dtype t, uint16_t h) { return dg_check_widen(t, h); }
 
 /* Half the step from |v| to the next value of t away from zero: every
  * value within it of v rounds to v (below a power of two the step down is
