@@ -396,3 +396,34 @@ Test(energy, profile_gives_the_step_energy) {
     remove_dir(dir);
     fake_rapl_free(&f);
 }
+
+/* The resnet summary's energy crossover, from a resnet.csv whose GPU step
+ * is faster from batch 8 but cheaper in joules only from batch 32: the
+ * energy column reads the joules, not the times (it would say 8). */
+Test(energy, resnet_summary_gives_the_energy_crossover) {
+    char dir[] = "/tmp/dg-eres-XXXXXX", path[128];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/resnet.csv", dir);
+    char csv[4096] = "# duograd bench\n" BENCH_CSV_HEADER "\n";
+    static const struct { const char *impl, *backend; long long b; double ms, j; } rows[] = {
+        {"cpu", "cpu", 8, 40, 2.0},    {"gpu-graph", "gpu", 8, 5, 3.0},
+        {"cpu", "cpu", 32, 160, 8.0},  {"gpu-graph", "gpu", 32, 10, 4.0},
+        {"cpu", "cpu", 128, 640, 32},  {"gpu-graph", "gpu", 128, 30, 12},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        size_t len = strlen(csv);
+        snprintf(csv + len, sizeof csv - len,
+                 "resnet,resnet18-cifar,%s,%s,fp32,%lld,32,10,%lld,2,0,0,0,2,5,%g,%g,%g,1,NaN,NaN,0,1000,900,%g,%g,"
+                 "NaN,%g,1e-6,f64-step@b2,ok,\n", rows[i].impl, rows[i].backend, rows[i].b, rows[i].b, rows[i].ms,
+                 rows[i].ms, rows[i].ms, rows[i].j, rows[i].j / rows[i].ms * 1e3, (double)rows[i].b / rows[i].j);
+    }
+    write_file(path, csv);
+    char out[4096], err[4096];
+    const char *args[] = {"plot", dir, NULL};
+    cr_assert_eq(run_bench(dir, args, out, err, 60), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *sum = read_file(path);
+    cr_assert(strstr(sum, "| cifar | <= 8 (GPU faster at every size) | n/a (not measured on both) | 32 |"), "%s", sum);
+    free(sum);
+    remove_dir(dir);
+}

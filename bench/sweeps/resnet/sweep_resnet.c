@@ -425,6 +425,27 @@ static void table_row(FILE *f, const bench_table *t, const char *name, dg_precis
             bench_fmt_num(arena && live ? (double)arena / (double)live : NAN, "%.3f", b3, sizeof b3));
 }
 
+/* Images per joule over the batch for every implementation of stem c with
+ * energy in precision p (the GPU board's, the CPU packages' and DRAM's);
+ * no chart where none has */
+static void energy_chart(bench_report *rep, const bench_table *t, const resnet_case *c, dg_precision p) {
+    const char *im[16];
+    int n_im = impls_of(t, c->name, p, im, 16), points = 0;
+    char file[48], title[112];
+    if (p == DG_PREC_FP32) snprintf(file, sizeof file, "resnet_energy_%s", c->stem_name);
+    else snprintf(file, sizeof file, "resnet_energy_%s_%s", c->stem_name, dg_precision_name(p));
+    snprintf(title, sizeof title, "ResNet-18 training step, %s stem, %s: images per joule", c->stem_name,
+             dg_precision_name(p));
+    bench_chart ch = {file, title, "batch", "images / J", true, .vline = NAN};
+    for (int j = 0; j < n_im && ch.n < (int)(sizeof ch.s / sizeof ch.s[0]); j++) {
+        bench_series s = bench_pick_prec(t, c->name, im[j], NULL, p, false, BENCH_SAMPLES_PER_J, im[j]);
+        if (!s.n) continue;
+        points += s.n;
+        bench_chart_add(&ch, s);
+    }
+    if (points) bench_chart_draw(rep, &ch);
+}
+
 /* Per stem: a chart of images/s over the batch for every implementation
  * found in fp32 (the crossover of graph replay over the CPU marked), the
  * crossovers, and per precision a table of step time, images/s and memory
@@ -434,7 +455,8 @@ bool bench_report_resnet(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     FILE *f = rep->sum;
     fprintf(f, "## ResNet-18 training step (SGD, momentum 0.9, weight decay 5e-4), images/s\n\n"
-               "| stem | GPU (graph replay) vs CPU | GPU (no graph) vs CPU |\n|---|---|---|\n");
+               "| stem | GPU (graph replay) vs CPU | GPU (no graph) vs CPU | energy: GPU (graph replay) vs CPU |\n"
+               "|---|---|---|---|\n");
     for (int ci = 0; ci < N_CASES; ci++) {
         const resnet_case *c = &cases[ci];
         const char *im[16];
@@ -453,10 +475,19 @@ bool bench_report_resnet(bench_report *rep, const bench_table *t) {
         ch.vline = bench_crossover(&s0);
         bench_crossover_str(&s0, c0, sizeof c0);
         bench_crossover_str(&s1, c1, sizeof c1);
-        fprintf(f, "| %s | %s | %s |\n", c->stem_name, c0, c1);
+        /* from which batch a step on the GPU board costs fewer joules than
+         * on the CPU packages and DRAM */
+        bench_series ce = bench_pick(t, c->name, "cpu", NULL, false, BENCH_JOULES, "");
+        bench_series ge = bench_pick(t, c->name, "gpu-graph", NULL, false, BENCH_JOULES, "");
+        bench_series se = bench_speedup(&ce, &ge, "");
+        char c2[96];
+        bench_energy_crossover_str(&se, c2, sizeof c2);
+        fprintf(f, "| %s | %s | %s | %s |\n", c->stem_name, c0, c1, c2);
         bench_chart_draw(rep, &ch);
     }
     fprintf(f, "\n");
+    for (int ci = 0; ci < N_CASES; ci++)
+        for (int p = 0; p < DG_PREC_COUNT; p++) energy_chart(rep, t, &cases[ci], (dg_precision)p);
     for (int ci = 0; ci < N_CASES; ci++)
         for (int p = 0; p < DG_PREC_COUNT; p++) {
             const resnet_case *c = &cases[ci];
