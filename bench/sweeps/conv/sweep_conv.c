@@ -361,7 +361,12 @@ static const char *conv_skip(const bench_ctx *ctx, const bench_point *pt, const 
     if (im->gpu) return NULL;
     const conv_shape *sh = pb->sh;
     int threads = dg_cpu_threads(ctx->cpu);
-    if (im->conv != DG_CONV_VENDOR && strcmp(runs_as, im->name)) {
+    /* a 16-bit node runs the strategy on widened copies, named so
+     * ("cpu-im2col-bf16-widened"): the strategy asked for all the same */
+    char want[64];
+    if (nd->dtype == DG_F32) snprintf(want, sizeof want, "%s", im->name);
+    else snprintf(want, sizeof want, "%s-%s-widened", im->name, dg_dtype_name(nd->dtype));
+    if (im->conv != DG_CONV_VENDOR && strcmp(runs_as, want)) {
         /* shift_applies: strides of 1, not a 1x1 unpadded layer, padding within the kernel */
         bool shift_applies = sh->stride == 1 && !(sh->kh == 1 && sh->kw == 1 && sh->pad == 0) &&
                              sh->pad <= sh->kh - 1 && sh->pad <= sh->kw - 1;
