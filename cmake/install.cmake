@@ -12,7 +12,7 @@
 include(CMakePackageConfigHelpers)
 
 # What a program may include; every other header (attrs.h, layout.h,
-# backend_impl.h, *_internal.h, cpu_kernels.h, cpu_onednn.h,
+# backend_impl.h, *_internal.h, cpu_kernels.h, cpu_onednn.h, cpu_onednn_engine.h,
 # cpu_onednn_conv.h, gpu_common.cuh, the data stream) is the library's own
 # and stays behind.
 # The hooks of the tests and the bench (core/testing.h, gpu_testing.h,

@@ -10,6 +10,7 @@
  * it prepares or runs a product here, so the primitives in a backend's
  * cache are made for, and run with, that backend's count. */
 #include "cpu_onednn.h"
+#include "cpu_onednn_engine.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -48,18 +49,23 @@ static dg_status dnnl_fail(dnnl_status_t st, const char *what, const dg_onednn_g
                     g->n, g->k, g->batch, g->ta, g->tb, dnnl_status2str(st));
 }
 
+dg_status dg__onednn_engine_new(dnnl_engine_t *engine, dnnl_stream_t *stream) {
+    dnnl_status_t st = dnnl_engine_create(engine, dnnl_cpu, 0);
+    if (st == dnnl_success) {
+        st = dnnl_stream_create(stream, *engine, dnnl_stream_default_flags);
+        if (st != dnnl_success) dnnl_engine_destroy(*engine);
+    }
+    return st == dnnl_success ? DG_OK : dg__fail(DG_ERR_BACKEND, "oneDNN: no CPU engine: %s", dnnl_status2str(st));
+}
+
 dg_status dg__onednn_new(dg_onednn **out) {
     *out = NULL;
     dg_onednn *o = calloc(1, sizeof *o);
     if (!o) return dg__fail(DG_ERR_OOM, "oneDNN: out of memory for the primitive cache");
-    dnnl_status_t st = dnnl_engine_create(&o->engine, dnnl_cpu, 0);
-    if (st == dnnl_success) {
-        st = dnnl_stream_create(&o->stream, o->engine, dnnl_stream_default_flags);
-        if (st != dnnl_success) dnnl_engine_destroy(o->engine);
-    }
-    if (st != dnnl_success) {
+    dg_status st = dg__onednn_engine_new(&o->engine, &o->stream);
+    if (st != DG_OK) {
         free(o);
-        return dg__fail(DG_ERR_BACKEND, "oneDNN: no CPU engine: %s", dnnl_status2str(st));
+        return st;
     }
     *out = o;
     return DG_OK;

@@ -13,6 +13,7 @@
  * allocated per run. Threads as cpu_onednn.c says: the backend applies its
  * count before it prepares or runs one. */
 #include "cpu_onednn_conv.h"
+#include "cpu_onednn_engine.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -68,14 +69,10 @@ dg_status dg__onednn_convs_new(dg_onednn_convs **out) {
     *out = NULL;
     dg_onednn_convs *o = calloc(1, sizeof *o);
     if (!o) return dg__fail(DG_ERR_OOM, "oneDNN: out of memory for the convolution cache");
-    dnnl_status_t st = dnnl_engine_create(&o->engine, dnnl_cpu, 0);
-    if (st == dnnl_success) {
-        st = dnnl_stream_create(&o->stream, o->engine, dnnl_stream_default_flags);
-        if (st != dnnl_success) dnnl_engine_destroy(o->engine);
-    }
-    if (st != dnnl_success) {
+    dg_status st = dg__onednn_engine_new(&o->engine, &o->stream);
+    if (st != DG_OK) {
         free(o);
-        return dg__fail(DG_ERR_BACKEND, "oneDNN: no CPU engine: %s", dnnl_status2str(st));
+        return st;
     }
     *out = o;
     return DG_OK;

@@ -585,7 +585,9 @@ static dg_status eval_node(const dg_node *n, double **vals) {
     return DG_OK;
 }
 
-dg_status ref_eval(const dg_graph *g, int upto, double **vals) {
+/* nodes [0, upto) in order; stored: each 16-bit node's values rounded to
+ * its dtype once computed (a cast rounds itself) */
+static dg_status eval_nodes(const dg_graph *g, int upto, double **vals, bool stored) {
     for (int id = 0; id < upto; id++) {
         const dg_node *n = dg_graph_node(g, id);
         if (n->op == DG_OP_LEAF) continue;
@@ -593,24 +595,15 @@ dg_status ref_eval(const dg_graph *g, int upto, double **vals) {
         if (!vals[id]) return DG_ERR_OOM;
         dg_status st = eval_node(n, vals);
         if (st != DG_OK) return st;
-    }
-    return DG_OK;
-}
-
-dg_status ref_eval_stored(const dg_graph *g, int upto, double **vals) {
-    for (int id = 0; id < upto; id++) {
-        const dg_node *n = dg_graph_node(g, id);
-        if (n->op == DG_OP_LEAF) continue;
-        if (!vals[id]) vals[id] = calloc((size_t)dg_node_numel(n), sizeof(double));
-        if (!vals[id]) return DG_ERR_OOM;
-        dg_status st = eval_node(n, vals);
-        if (st != DG_OK) return st;
-        if (n->op == DG_OP_CAST || (n->dtype != DG_BF16 && n->dtype != DG_F16)) continue; /* a cast rounds itself */
+        if (!stored || n->op == DG_OP_CAST || (n->dtype != DG_BF16 && n->dtype != DG_F16)) continue;
         double *y = vals[id];
         for (int64_t i = 0, cnt = dg_node_numel(n); i < cnt; i++) y[i] = ref_round_to(n->dtype, y[i]);
     }
     return DG_OK;
 }
+
+dg_status ref_eval(const dg_graph *g, int upto, double **vals) { return eval_nodes(g, upto, vals, false); }
+dg_status ref_eval_stored(const dg_graph *g, int upto, double **vals) { return eval_nodes(g, upto, vals, true); }
 
 void ref_free(double **vals, int n) {
     for (int i = 0; i < n; i++) free(vals[i]);
