@@ -26,10 +26,20 @@
 
 /* ROOT/intel-rapl:0 (package, PKG_UW), its core subdomain (which a meter
  * must not add: it is inside the package's figure) and its DRAM (DRAM_UW),
- * every counter wrapping at RANGE_UJ: at 220 W they wrap every 0.23 s, so
- * any window of the tests below crosses several wraps. */
+ * every counter wrapping at RANGE_UJ: at 240 W they wrap every 0.21 s, so
+ * any window of the tests below crosses several wraps.
+ *
+ * The counters are only as fresh as the writer thread's last turn: on a
+ * loaded 2-core machine it can fall tens of milliseconds behind, which over
+ * a 0.1 s window reads 15-20% low (CI once saw 169.6 W for 200). The power
+ * bounds below are wide enough for that and still catch what they are for:
+ * units (a factor 1000), a missed wrap (far off, or negative), the core
+ * subdomain added (+150 W), the DRAM left out (-40 W, over a longer window).
+ *
+ * A test's fake_rapl is static: a failed assertion ends the test without
+ * fake_rapl_stop, and the writer must not go on reading a dead stack. */
 #define PKG_UW   200000000ull
-#define DRAM_UW  20000000ull
+#define DRAM_UW  40000000ull
 #define CORE_UW  150000000ull
 #define RANGE_UJ 50000000ull
 #define TICK_NS  1000000     /* the counters' update period: 1 ms */
@@ -129,14 +139,14 @@ Test(energy, counter_advance_through_the_wrap) {
     cr_assert_eq(bench_energy_advance(UINT64_MAX - 1, 3, UINT64_MAX), 4);
 }
 
-/* The package and DRAM of a tree that wraps every 0.23 s, read over half a
- * second: 220 W within 5% (the tick's quantisation and the writer's
+/* The package and DRAM of a tree that wraps every 0.21 s, read over 1.2
+ * seconds: 240 W within 8% (the tick's quantisation and the writer's
  * scheduling on a loaded machine; 200 W without the DRAM), the core subdomain
- * left out (with it: 370 W), the unit microjoules (a meter in millijoules
+ * left out (with it: 390 W), the unit microjoules (a meter in millijoules
  * reads 220 kW), several wraps crossed (a meter that ignores them reads
  * far less, or negative). */
 Test(energy, rapl_sums_package_and_dram_across_wraps) {
-    fake_rapl f;
+    static fake_rapl f;
     fake_rapl_make(&f, true);
     fake_rapl_start(&f);
     char why[512] = "";
@@ -152,12 +162,12 @@ Test(energy, rapl_sums_package_and_dram_across_wraps) {
     cr_assert(bench_energy_read(m, &j0, why, sizeof why), "%s", why);
     double t0 = mono_s();
     struct timespec nap = {0, 20000000};
-    for (int i = 0; i < 30; i++) {  /* read at least every 20 ms: wraps come every 230 ms */
+    for (int i = 0; i < 60; i++) {  /* read at least every 20 ms: wraps come every 210 ms */
         nanosleep(&nap, NULL);
         cr_assert(bench_energy_read(m, &j1, why, sizeof why), "%s", why);
     }
     double w = (j1 - j0) / (mono_s() - t0);
-    cr_assert(fabs(w - 220) < 0.05 * 220, "%.1f W, not 220 (without the DRAM: 200)", w);
+    cr_assert(fabs(w - 240) < 0.08 * 240, "%.1f W, not 240 (without the DRAM: 200)", w);
     bench_energy_close(m);
     fake_rapl_free(&f);
 }
@@ -172,7 +182,7 @@ Test(energy, rapl_refusals_say_why) {
     cr_assert_null(bench_energy_open_rapl("/nonexistent-powercap", why, sizeof why));
     cr_assert(strstr(why, "RAPL not readable: /nonexistent-powercap: No such file"), "%s", why);
 
-    fake_rapl f;
+    static fake_rapl f;
     fake_rapl_make(&f, true);
     why[0] = '\0';
     cr_assert_null(bench_energy_open_rapl(f.root, why, sizeof why)); /* no writer: frozen */
@@ -214,7 +224,7 @@ static dg_status fails(void *arg) {
  * Then the counter stalls: no figure, and a message that says so, within
  * the window's cap. A failing run is returned as it is. */
 Test(energy, window_follows_the_rule) {
-    fake_rapl f;
+    static fake_rapl f;
     fake_rapl_make(&f, false);
     fake_rapl_start(&f);
     char why[512] = "";
@@ -225,7 +235,7 @@ Test(energy, window_follows_the_rule) {
     cr_assert_geq(e.seconds, bench_energy_window_s(m));
     cr_assert_geq(e.seconds, BENCH_ENERGY_MIN_S);
     cr_assert(e.runs >= 10, "%d runs", e.runs);
-    cr_assert(fabs(e.watts - 200) < 0.1 * 200, "%.1f W, not 200", e.watts);
+    cr_assert(fabs(e.watts - 200) < 0.25 * 200, "%.1f W, not 200", e.watts);
     cr_assert_float_eq(e.joules * e.runs, e.watts * e.seconds, 1e-9 * e.watts * e.seconds);
     cr_assert_geq(e.joules * e.runs, BENCH_ENERGY_STEPS * bench_energy_least_j(m));
 
@@ -283,13 +293,13 @@ static char *column_of(const char *csv, const char *row_start, int col, char *ou
 }
 
 /* With the fake tree as the machine's powercap (DG_POWERCAP_ROOT), a CPU
- * row carries energy_j and avg_w near 200 W (10%: the writer thread of the
+ * row carries energy_j and avg_w near 200 W (25%: the writer thread of the
  * fake counters shares the machine with the bench) and the metadata names the
  * meter and its idle figure; with --no-energy, or on a tree it cannot
  * read, the columns stay empty and the note says why. Columns by the
  * header's order: energy_j is the 25th (0-based 24), avg_w the 26th. */
 Test(energy, bench_rows_carry_energy_or_say_why) {
-    fake_rapl f;
+    static fake_rapl f;
     fake_rapl_make(&f, false);
     fake_rapl_start(&f);
     char dir[] = "/tmp/dg-energy-XXXXXX", out[4096], err[4096], path[128], v[64];
@@ -306,10 +316,10 @@ Test(energy, bench_rows_carry_energy_or_say_why) {
     const char *idle = strstr(csv, "# energy idle at start of sweep: cpu ");
     cr_assert_not_null(idle, "%s", csv);
     double idle_w = atof(idle + strlen("# energy idle at start of sweep: cpu "));
-    cr_assert(fabs(idle_w - 200) < 0.1 * 200, "idle %.1f W, not 200", idle_w);
+    cr_assert(fabs(idle_w - 200) < 0.25 * 200, "idle %.1f W, not 200", idle_w);
     cr_assert_not_null(column_of(csv, "ops,relu,cpu-fwd,cpu,fp32,1024,1,1,1,1,", 25, v, sizeof v), "%s", csv);
     double w = atof(v);
-    cr_assert(fabs(w - 200) < 0.1 * 200, "avg_w '%s'\n%s", v, csv);
+    cr_assert(fabs(w - 200) < 0.25 * 200, "avg_w '%s'\n%s", v, csv);
     cr_assert_not_null(column_of(csv, "ops,relu,cpu-fwd,cpu,fp32,1024,1,1,1,1,", 24, v, sizeof v));
     cr_assert_gt(atof(v), 0, "energy_j '%s'", v);
     free(csv);
@@ -375,7 +385,7 @@ Test(energy, summary_gives_the_energy_crossover) {
 /* `bench profile` gives the step's joules from the same window, and says
  * why where there is no counter. */
 Test(energy, profile_gives_the_step_energy) {
-    fake_rapl f;
+    static fake_rapl f;
     fake_rapl_make(&f, false);
     fake_rapl_start(&f);
     char dir[] = "/tmp/dg-eprof-XXXXXX", out[4096], err[4096];
@@ -388,7 +398,7 @@ Test(energy, profile_gives_the_step_energy) {
     cr_assert_not_null(e, "%s", out);
     cr_assert(strstr(e, " J a step, ") && strstr(e, "W, ") && strstr(e, "samples/J (RAPL: package-0, "), "%s", e);
     double w = atof(strstr(e, " J a step, ") + strlen(" J a step, "));
-    cr_assert(fabs(w - 200) < 0.1 * 200, "%.1f W, not 200: %s", w, e);
+    cr_assert(fabs(w - 200) < 0.25 * 200, "%.1f W, not 200: %s", w, e);
     fake_rapl_stop(&f);
     cr_assert_eq(run_bench(dir, args, out, err, 120), 0, "%s", err);
     cr_assert(strstr(out, "energy: - (no energy: RAPL not readable)"), "%s", out);
