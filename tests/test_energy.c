@@ -156,7 +156,9 @@ Test(energy, rapl_sums_package_and_dram_across_wraps) {
               bench_energy_what(m));
     cr_assert_null(strstr(bench_energy_what(m), "core"), "%s", bench_energy_what(m));
     cr_assert_float_eq(bench_energy_least_j(m), 1e-6, 1e-12);
-    cr_assert(bench_energy_period_s(m) > 0.0002 && bench_energy_period_s(m) < 0.02, "period %g s",
+    /* 1 ms written; up to 100 ms read where the writer is starved (26 ms
+     * seen on a loaded machine): a period in the wrong unit is 1000x off */
+    cr_assert(bench_energy_period_s(m) > 0.0002 && bench_energy_period_s(m) < 0.1, "period %g s",
               bench_energy_period_s(m));
     double j0, j1;
     cr_assert(bench_energy_read(m, &j0, why, sizeof why), "%s", why);
