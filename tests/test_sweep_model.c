@@ -5,8 +5,10 @@
  * name and digest in the metadata, bench plot's section; every refusal
  * (no such file, not ONNX, an output that cannot take the loss, --model
  * without its sweep and the sweep without --model, a bad name) before
- * anything is written; and a CPU backend with a planted bug in one
- * gradient kernel, whose rows the check makes "wrong". */
+ * anything is written; a CPU backend with a planted bug in one gradient
+ * kernel, whose rows the check makes "wrong"; and the GPU's rows, with and
+ * without graph replay, in every precision (skipped, with the reason,
+ * where no CUDA device answers). */
 #include <math.h>
 #include <string.h>
 
@@ -16,6 +18,7 @@
 #include "runner/sweep.h"
 #include "sweeps/model/model_file.h"
 #include "writers/csv.h"
+#include "gpu_util.h"
 #include "held.h"
 #include "shell_util.h"
 #include "test_util.h"
@@ -183,5 +186,28 @@ Test(model_sweep, a_wrong_weight_gradient_makes_the_rows_wrong) {
     cr_assert(r->max_rel_err > BENCH_RESNET_UPDATE_TOL && strstr(r->note, "float64"), "max_rel_err %g: %s",
               r->max_rel_err, r->note);
     cr_assert(isnan(r->median_ms) || r->median_ms == 0, "a wrong row is not timed: %g ms", r->median_ms);
+    held_free(r);
+}
+
+/* The GPU's rows of the CNN at batch 4: gpu and gpu-graph in fp32, tf32,
+ * bf16 and fp16, each checked against its own float64 step. */
+Test(model_sweep, gpu_rows_in_every_precision_are_checked) {
+    dg_backend_free(test_backend_open(true)); /* skips without a device */
+    char dir[] = "/tmp/dg-model-XXXXXX", cmd[1024], out[1 << 14];
+    tmp_dir(dir);
+    held_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --model " DATA "cnn.onnx --sizes model=4 --backends gpu --reps 1 --warmup 0 "
+             "--min-time 0 --dtype all --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    int n;
+    csv_rec *r = rows_of(dir, &n);
+    cr_assert_eq(n, 8, "gpu and gpu-graph in 4 precisions: %d rows", n);
+    bench_step_tol tol = bench_model_step(NULL).tol;
+    for (int i = 0; i < n; i++) {
+        cr_assert(measured(&r[i]) && !strcmp(r[i].backend, "gpu"), "%s %s: %s: %s", r[i].impl,
+                  dg_precision_name(r[i].precision), r[i].status, r[i].note);
+        cr_assert(r[i].max_rel_err <= bench_step_tol_bn_in(r[i].precision, tol).update, "%s %s: max_rel_err %g",
+                  r[i].impl, dg_precision_name(r[i].precision), r[i].max_rel_err);
+    }
     held_free(r);
 }
