@@ -9,6 +9,7 @@
 
 #include "cli/backends.h"
 #include "cli/compare.h"
+#include "cli/onnx_run.h"
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
 #include "machine/gpu_monitor.h"
@@ -182,6 +183,7 @@ static const struct subcommand {
     {"compare", bench_compare_main, false},
     {"train", bench_train_main, true},
     {"profile", bench_profile_main, true},
+    {"onnx-run", bench_onnx_run_main, true},
 };
 #define N_SUBCOMMANDS (int)(sizeof subcommands / sizeof *subcommands)
 
@@ -200,7 +202,7 @@ static int help_main(int argc, char **argv) {
         return bench_parse_options(2, args, &ctx, &ch);
     }
     const struct subcommand *sub = argc == 3 ? find_subcommand(argv[2]) : NULL;
-    if (!sub) return bench_usage_error("bench", "help takes one subcommand: plot, compare, train or profile");
+    if (!sub) return bench_usage_error("bench", "help takes one subcommand: plot, compare, train, profile or onnx-run");
     char *args[] = {(char *)sub->name, "--help", NULL};
     return sub->main(2, args);
 }
