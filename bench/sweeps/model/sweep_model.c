@@ -262,7 +262,8 @@ dg_status sweep_model(bench_ctx *ctx) {
     if (!run) return dg_fail(DG_ERR_OOM, "model: out of host memory");
     if (ctx->model) {
         run->onnx = ctx->model;
-        snprintf(run->name, sizeof run->name, "%s", bench_prof_onnx_model(ctx->model_path)->name);
+        const bench_prof_model *named = bench_prof_onnx_model(ctx->model_path); /* checked by the options */
+        snprintf(run->name, sizeof run->name, "%s", named ? named->name : "onnx-model");
         run->has_state = ctx->model_has_state;
         run->example_floats = (size_t)dg_shape_numel(dg_onnx_example_shape(ctx->model));
         run->classes = dg_onnx_classes(ctx->model);
