@@ -12,6 +12,7 @@ pkgs="$pkgs python3-numpy" # bench/peers/numpy_mlp.py: the mlp sweep's NumPy pee
 pkgs="$pkgs python3-pandas" # bench/peers/results.py: a result folder as a DataFrame (its test skips without)
 pkgs="$pkgs libonnx-dev protobuf-c-compiler libprotobuf-c-dev" # the ONNX importer (core/onnx/): onnx.proto, protoc-c and its runtime
 pkgs="$pkgs python3-onnx" # tests/data/onnx/make_models.py: the importer's test models
+pkgs="$pkgs python3-venv python3-pip" # onnxruntime's venv (below)
 pkgs="$pkgs help2man lintian" # the installed duograd-bench's man page; the Debian package's check (scripts/consumer-test.sh)
 pkgs="$pkgs libopenmpi-dev openmpi-bin" # bench train under mpirun: CPU ranks (bench/train/train_mpi.c; tests/test_mpi.sh)
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
@@ -37,5 +38,16 @@ install_missing "libclang-rt-$clang_major-dev"
 # LLVM's OpenMP runtime and its Archer tool: the ThreadSanitizer step of
 # scripts/test.sh (GCC's libgomp is not instrumented)
 install_missing "libomp-$clang_major-dev"
+# onnxruntime, the reference runtime of tests/test_onnxruntime.py, is on PyPI
+# alone: pip installs it into a venv that also sees Debian's python3-onnx
+# and python3-numpy (--system-site-packages), so that Debian's Python stays
+# as apt left it; tests/CMakeLists.txt looks for this venv's python3 first.
+# DG_VENV: another folder (the same variable at cmake time).
+venv="${DG_VENV:-$HOME/.local/share/duograd/venv}"
+if ! "$venv/bin/python3" -c "import onnxruntime" >/dev/null 2>&1; then
+    echo "installing: onnxruntime (PyPI) into $venv" >&2
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    "$venv/bin/python3" -m pip install -q onnxruntime
+fi
 command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] ||
     echo "note: no CUDA toolkit found: building the CPU backend only" >&2

@@ -144,7 +144,8 @@ Test(bench_cli_help, dtype_names_the_unknown_precision_and_is_in_the_help) {
 /* ---- discoverable: every subcommand in --help, bench help SUB, and each
  * option's missing value named as such ---- */
 
-static const char *const subcommands[] = {"plot", "compare", "train", "profile"};
+static const char *const subcommands[] = {"plot", "compare", "train", "profile", "onnx-run"};
+#define N_SUBCOMMANDS (int)(sizeof subcommands / sizeof *subcommands)
 
 /* bench --help names every subcommand, and `bench help SUB` prints SUB's
  * own help (profile was missing from --help; `bench help` did not exist) */
@@ -152,7 +153,7 @@ Test(bench_cli_help, help_lists_every_subcommand_and_help_sub_prints_its_help) {
     char out[4096], err[4096];
     const char *help[] = {"--help", NULL};
     cr_assert_eq(run_bench("/tmp", help, out, err, 30), 0, "%s", err);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N_SUBCOMMANDS; i++) {
         char line[64], usage[64];
         snprintf(line, sizeof line, "\n       bench %s ", subcommands[i]);
         cr_expect(strstr(out, line), "bench --help does not list '%s':\n%s", subcommands[i], out);
@@ -168,7 +169,7 @@ Test(bench_cli_help, help_lists_every_subcommand_and_help_sub_prints_its_help) {
     cr_assert(!strncmp(out, "usage: bench [options]", 22), "%s", out);
     const char *unknown[] = {"help", "nope", NULL};
     cr_assert_eq(run_bench("/tmp", unknown, out, err, 30), 2, "%s", err);
-    cr_assert(strstr(err, "plot, compare, train or profile"), "%s", err);
+    cr_assert(strstr(err, "plot, compare, train, profile or onnx-run"), "%s", err);
 }
 
 /* the options of a --help text that take a value ("  --reps N", "  --sizes [SWEEP=]LIST"),
@@ -192,7 +193,8 @@ static int options_with_values(const char *help, char names[][32], int max) {
  * from each one's --help; before, it was "unknown or incomplete option" or
  * "bad option (unknown or without its value)". */
 Test(bench_cli_help, a_missing_value_is_named_as_missing) {
-    static const char *const prefixes[][3] = {{NULL}, {"compare"}, {"train"}, {"train", "--model", "charlm"}, {"profile"}};
+    static const char *const prefixes[][3] = {{NULL}, {"compare"}, {"train"}, {"train", "--model", "charlm"}, {"profile"},
+                                                     {"onnx-run"}};
     int checked = 0;
     for (size_t s = 0; s < sizeof prefixes / sizeof *prefixes; s++) {
         const char *args[8];

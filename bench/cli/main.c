@@ -9,6 +9,7 @@
 
 #include "cli/backends.h"
 #include "cli/compare.h"
+#include "cli/onnx_run.h"
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
 #include "machine/gpu_monitor.h"
@@ -18,6 +19,7 @@
 #include "charts/plot.h"
 #include "runner/energy_window.h"
 #include "runner/sweep.h"
+#include "sweeps/model/model_file.h"
 #include "train/train.h"
 #include "machine/reexec.h"
 #include <duograd/testing.h>
@@ -90,12 +92,30 @@ static void meta_precisions(bench_ctx *ctx) {
     if (len < sizeof ctx->meta) snprintf(ctx->meta + len, sizeof ctx->meta - len, "\n");
 }
 
+/* --model FILE.onnx: loaded and checked before anything opens, its name
+ * and digest in every sweep's metadata; 0, or 1 with the refusal on stderr */
+static int load_model(bench_ctx *ctx) {
+    if (!ctx->model_path) return 0;
+    dg_onnx *o;
+    if (bench_model_load(ctx->model_path, &o, &ctx->model_has_state) != DG_OK) {
+        fprintf(stderr, "bench: %s\n", dg_last_error());
+        return 1;
+    }
+    ctx->model = o;
+    return 0;
+}
+
 static int run_sweeps(int argc, char **argv) {
     bench_ctx ctx;
     bench_choice ch;
     int rc = bench_parse_options(argc, argv, &ctx, &ch);
     if (rc != BENCH_OPTS_RUN) return rc;
-    if (ctx.list) return list_sweeps(&ctx, &ch);
+    if (load_model(&ctx)) return 1;
+    if (ctx.list) {
+        rc = list_sweeps(&ctx, &ch);
+        dg_onnx_free(ctx.model);
+        return rc;
+    }
     /* before anything starts OpenMP: it may execute the bench again (the
      * wait policy, the OpenBLAS core: machine/reexec.h) */
     char policy[256], load[256];
@@ -104,11 +124,15 @@ static int run_sweeps(int argc, char **argv) {
     if (bench_env_loaded(load, sizeof load))
         fprintf(stderr, "bench: warning: the machine is loaded (%s): rows may be noisy\n", load);
     bool gpu_broken;
-    if (open_backends(&ctx, &ch, &gpu_broken)) return 1;
+    if (open_backends(&ctx, &ch, &gpu_broken)) {
+        dg_onnx_free(ctx.model);
+        return 1;
+    }
     if (bench_mkdir_p(ctx.out_dir)) {
         fprintf(stderr, "bench: cannot create %s: %s\n", ctx.out_dir, strerror(errno));
         dg_backend_free(ctx.cpu);
         dg_backend_free(ctx.gpu);
+        dg_onnx_free(ctx.model);
         return 1;
     }
     ctx.progress = isatty(STDERR_FILENO);
@@ -116,6 +140,7 @@ static int run_sweeps(int argc, char **argv) {
     bench_env_meta(ctx.meta, sizeof ctx.meta, ctx.threads, ctx.gpu);
     bench_env_meta_more(ctx.meta, sizeof ctx.meta, argc, argv, ctx.gpu);
     meta_precisions(&ctx);
+    if (ctx.model) bench_model_meta(ctx.model, ctx.model_path, ctx.meta, sizeof ctx.meta);
     bench_energy_open_all(&ctx);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -129,6 +154,7 @@ static int run_sweeps(int argc, char **argv) {
     bench_host_flush_free();
     dg_backend_free(ctx.cpu);
     dg_backend_free(ctx.gpu);
+    dg_onnx_free(ctx.model); /* after the backends: nothing reads its weights now */
     return bench_interrupted ? 128 + bench_interrupted : rc;
 }
 
@@ -157,6 +183,7 @@ static const struct subcommand {
     {"compare", bench_compare_main, false},
     {"train", bench_train_main, true},
     {"profile", bench_profile_main, true},
+    {"onnx-run", bench_onnx_run_main, true},
 };
 #define N_SUBCOMMANDS (int)(sizeof subcommands / sizeof *subcommands)
 
@@ -175,7 +202,7 @@ static int help_main(int argc, char **argv) {
         return bench_parse_options(2, args, &ctx, &ch);
     }
     const struct subcommand *sub = argc == 3 ? find_subcommand(argv[2]) : NULL;
-    if (!sub) return bench_usage_error("bench", "help takes one subcommand: plot, compare, train or profile");
+    if (!sub) return bench_usage_error("bench", "help takes one subcommand: plot, compare, train, profile or onnx-run");
     char *args[] = {(char *)sub->name, "--help", NULL};
     return sub->main(2, args);
 }

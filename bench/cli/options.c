@@ -10,6 +10,7 @@
 
 #include "core/data/dataset.h"
 #include "cli/list_ops.h"
+#include "profile/profile.h"
 
 #ifndef DG_VERSION
 #define DG_VERSION "unknown"
@@ -39,7 +40,10 @@ static void usage(FILE *f) {
             "                                  (bench compare --help)\n"
             "       bench train [options]      train on Fashion-MNIST (bench train --help)\n"
             "       bench profile [options]    time one training step node by node (bench profile --help)\n"
-            "       bench help [SUBCOMMAND]    this help, or a subcommand's (plot, compare, train, profile)\n"
+            "       bench onnx-run FILE.onnx --input X.f32 --out Y.f32\n"
+            "                                  an ONNX model's forward on given examples (bench onnx-run --help)\n"
+            "       bench help [SUBCOMMAND]    this help, or a subcommand's (plot, compare, train, profile,\n"
+            "                                  onnx-run)\n"
             "\n"
             "what to run:\n"
             "  --sweep LIST       comma-separated sweeps, each once (default: %s)\n"
@@ -60,6 +64,9 @@ static void usage(FILE *f) {
             "                     float32 accumulation), or 'all' (default fp32); rows in the sweeps that\n"
             "                     have them (gemm, ceiling, mlp), the others say once that they run in fp32\n"
             "  --quick            smaller sizes, for a fast look\n"
+            "  --model FILE.onnx  the model sweep's network: an ONNX file (opset >= 13, its input's first\n"
+            "                     axis the batch, its output [batch, classes]: core/onnx/onnx.h); alone it\n"
+            "                     runs --sweep model; a file that cannot load or train is refused first\n"
             "\n"
             "how to time:\n"
             "  --threads N        CPU threads for OpenMP and OpenBLAS, 1 to 1024 (default: all cores)\n"
@@ -303,6 +310,7 @@ enum {
     OPT_SWEEP = 256, OPT_BACKENDS, OPT_SIZES, OPT_SHAPES, OPT_CASE, OPT_IMPL, OPT_THREADS, OPT_REPS, OPT_WARMUP,
     OPT_WARMUP_TIME, OPT_MIN_TIME, OPT_MAX_REPS, OPT_MAX_CV, OPT_RETRIES, OPT_COLD, OPT_CPU_CAP, OPT_BUDGET, OPT_WAIT,
     OPT_QUICK, OPT_DTYPE, OPT_OUT, OPT_SAMPLES, OPT_DATA, OPT_LIST, OPT_LIST_OPS, OPT_VERSION, OPT_NO_ENERGY,
+    OPT_MODEL,
 };
 
 bench_ctx bench_default_ctx(void) {
@@ -377,6 +385,11 @@ static int take_option(int c, const char *arg, bench_ctx *ctx, const char **swee
     case OPT_DATA:
         if (!path_ok(arg)) return bench_usage_error("bench", "bad --data '%.80s' (1 to 900 characters)", arg);
         ctx->data_dir = arg; break;
+    case OPT_MODEL:
+        if (!path_ok(arg) || !bench_prof_onnx_model(arg)) /* its stem names the rows: onnx-STEM */
+            return bench_usage_error("bench", "bad --model '%.80s' (an ONNX file named STEM.onnx, STEM of "
+                                     "letters, digits, '.', '_', '-')", arg);
+        ctx->model_path = arg; break;
     case OPT_LIST: ctx->list = stdout; break; /* the sweeps, or a sweep's rows: after the parse */
     case OPT_LIST_OPS: return bench_list_ops(stdout);
     case OPT_VERSION: printf("duograd bench %s (commit %s)\n", DG_VERSION, dg_build_commit); return 0;
@@ -397,7 +410,7 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
         {"cold", no_argument, NULL, OPT_COLD},                {"cpu-cap", required_argument, NULL, OPT_CPU_CAP},
         {"budget", required_argument, NULL, OPT_BUDGET},      {"no-energy", no_argument, NULL, OPT_NO_ENERGY},
         {"wait-policy", required_argument, NULL, OPT_WAIT},   {"quick", no_argument, NULL, OPT_QUICK},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
+        {"dtype", required_argument, NULL, OPT_DTYPE},        {"model", required_argument, NULL, OPT_MODEL},
         {"out", required_argument, NULL, OPT_OUT},            {"samples", no_argument, NULL, OPT_SAMPLES},
         {"data", required_argument, NULL, OPT_DATA},          {"list", no_argument, NULL, OPT_LIST},
         {"list-ops", no_argument, NULL, OPT_LIST_OPS},        {"version", no_argument, NULL, OPT_VERSION},
@@ -421,6 +434,7 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
         sweep_list = argv[optind++];
     }
     if (optind < argc) return bench_usage_error("bench", "unexpected argument '%.80s'", argv[optind]);
+    if (ctx->model_path && !sweep_list) sweep_list = "model"; /* --model alone: its sweep */
     if (ctx->list && !sweep_list) {
         for (int i = 0; i < bench_n_sweeps; i++) printf("%-11s %s\n", bench_sweeps[i].name, bench_sweeps[i].what);
         return 0;
@@ -431,6 +445,11 @@ int bench_parse_options(int argc, char **argv, bench_ctx *ctx, bench_choice *ch)
     if (max_reps) t->max_reps = (int)max_reps;
     else if (t->max_reps < t->min_reps) t->max_reps = t->min_reps;
     if ((rc = parse_sweeps(sweep_list, ctx, ch)) != BENCH_OPTS_RUN) return rc;
+    bool model = false;
+    for (int i = 0; i < ch->n_sweeps; i++) model |= !strcmp(ch->sweeps[i]->name, "model");
+    if (model != (ctx->model_path != NULL))
+        return bench_usage_error("bench", model ? "--sweep model needs --model FILE.onnx"
+                                                : "--model is for the model sweep, which --sweep leaves out");
     if (ctx->n_shapes) {
         bool gemm = false;
         for (int i = 0; i < ch->n_sweeps; i++) gemm |= !strcmp(ch->sweeps[i]->name, "gemm");

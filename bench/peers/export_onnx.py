@@ -4,6 +4,7 @@
 
     python3 bench/peers/export_onnx.py --model resnet18 --out resnet18.onnx
     build/bench profile --model resnet18.onnx --backend both --out DIR
+    build/bench --model resnet18.onnx --out DIR          # the model sweep: the step over batch sizes
     python3 bench/peers/export_onnx.py --model resnet18 --time --batch 16
 
 The export is in the form the importer reads: opset 13, the model in
@@ -93,7 +94,8 @@ def export(a, model):
                       dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}}, do_constant_folding=True,
                       training=torch.onnx.TrainingMode.PRESERVE, export_params=True)
     print(f"export_onnx: {a.model} -> {a.out} ({os.path.getsize(a.out)} bytes, opset {OPSET}); next:\n"
-          f"  build/bench profile --model {a.out} --backend both")
+          f"  build/bench profile --model {a.out} --backend both\n"
+          f"  build/bench --model {a.out} --out DIR   # its step over batch sizes, every --dtype")
 
 
 def time_step(a, model):

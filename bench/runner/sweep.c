@@ -56,6 +56,12 @@ const sweep_def bench_sweeps[] = {
      .what = "char-LM training step (4 pre-norm blocks, width 256, Adam) over batch and context, fused and "
              "composed attention; GPU with and without CUDA-graph replay; tokens/s and arena bytes",
      .run = sweep_transformer, .report = bench_report_transformer},
+    {.name = "model",
+     .what = "the training step (softmax cross-entropy, SGD momentum) of an ONNX file's model, --model "
+             "FILE.onnx, over batch sizes; GPU with and without CUDA-graph replay; --dtype fp32, tf32, bf16, "
+             "fp16; each implementation checked at batch 2 against the float64 step",
+     .run = sweep_model, .report = bench_report_model,
+     .not_in_all = true}, /* it needs --model: asked by name, or run by --model alone */
     {.name = "scaling",
      .what = "data parallelism over 1, 2, 4, 8 GPUs (NCCL): all-reduce bus bandwidth per message size (NCCL's "
              "own call and the graph's node), and MLP, ResNet-18 and char-LM steps, weak and strong scaling",

@@ -31,6 +31,10 @@ struct bench_gpu_monitor;
 typedef struct bench_ctx {
     const char  *out_dir;
     const char  *data_dir;           /* Fashion-MNIST folder, NULL: the default */
+    const char  *model_path;         /* --model FILE.onnx: the model sweep's file */
+    struct dg_onnx *model;           /* that file, loaded before the backends open
+                                      * (sweeps/model/model_file.h); NULL: none */
+    bool         model_has_state;    /* its model keeps running statistics   */
     dg_backend  *cpu, *gpu;          /* NULL: not asked for or not available */
     int          threads;
     bench_size_list size_lists[BENCH_MAX_SIZE_LISTS];
@@ -171,6 +175,9 @@ dg_status sweep_attention(bench_ctx *ctx);
 bool      bench_report_attention(bench_report *rep, const bench_table *t);
 dg_status sweep_transformer(bench_ctx *ctx);
 bool      bench_report_transformer(bench_report *rep, const bench_table *t);
+/* --model FILE.onnx (sweeps/model/sweep_model.c) */
+dg_status sweep_model(bench_ctx *ctx);
+bool      bench_report_model(bench_report *rep, const bench_table *t);
 dg_status sweep_scaling(bench_ctx *ctx);
 bool      bench_report_scaling(bench_report *rep, const bench_table *t);
 
