@@ -24,6 +24,7 @@
 #include "shell_util.h"
 #include "runner/sweep.h"
 #include "sweeps/attention/sweep_attention.h"
+#include "sweeps/transformer/sweep_transformer.h"
 #include "test_util.h"
 
 /* rows, backends, files and folders a failed assertion leaves: released */
@@ -482,7 +483,7 @@ Test(transformer_sweep, cpu_rows_are_checked) {
     for (int i = 0; i < n; i++) {
         cr_assert_str_eq(r[i].name, names[i]);
         cr_assert_str_eq(r[i].status, "ok", "%s: %s (%s)", r[i].name, r[i].status, r[i].note);
-        cr_assert_str_eq(r[i].check, "f64-step+grad@b2t16");
+        cr_assert_str_eq(r[i].check, "f64-step+grad@b2t16 tol 0.0001/0.05");
         cr_assert(r[i].max_rel_err <= 5e-2, "%s: error %g", r[i].name, r[i].max_rel_err);
         cr_assert(r[i].m == 16 && r[i].batch == 8 && r[i].n == 256 && r[i].k == 96 && r[i].arena_bytes > 0);
         double flops = r[i].gflops * r[i].median_ms * 1e6, want = lm_flops(8, 16);
@@ -494,29 +495,74 @@ Test(transformer_sweep, cpu_rows_are_checked) {
     snprintf(path, sizeof path, "%s/summary.md", dir);
     char *sum = held_ptr(read_file(path));
     cr_assert(strstr(sum, "## Transformer (char-LM) training step") && strstr(sum, "| 8 | 16 | ") &&
-              strstr(sum, "| fused | 8 | n/a (not measured on both) |"), "%s", sum);
+              strstr(sum, "| fused | fp32 | 8 | n/a (not measured on both) |"), "%s", sum);
+    held_free(sum);
+}
+
+/* --dtype on the transformer: the bf16-mixed step measured on the CPU and
+ * checked against the float64 step at bf16's tolerances (named in the
+ * check column), its error that of real roundings; tf32, which the CPU
+ * does not have, skipped with the reason */
+Test(transformer_sweep, a_bf16_step_is_measured_and_checked_and_tf32_skipped_on_the_cpu) {
+    need_bench();
+    char dir[] = "/tmp/dg-lmsweep-XXXXXX", cmd[512], out[1 << 14], path[256];
+    tmp_dir(dir);
+    held_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep transformer --backends cpu --quick --sizes transformer=16 --case "
+             "charlm-composed-b8 --dtype tf32,bf16 " FAST " --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    int n;
+    csv_rec *r = read_rows(dir, "transformer", &n);
+    cr_assert_eq(n, 2, "tf32 and bf16 at batch 8, T=16: %d rows", n);
+    cr_assert(r[0].precision == DG_PREC_TF32 && !strcmp(r[0].status, "skipped") &&
+              strstr(r[0].note, "no TF32 on the CPU") && r[0].reps == 0, "%s (%s)", r[0].status, r[0].note);
+    const csv_rec *b = &r[1];
+    char check[48];
+    snprintf(check, sizeof check, "f64-step+grad@b2t16 tol %.2g/%.2g", lm_grad_tol(DG_PREC_BF16), 0.15);
+    cr_assert(b->precision == DG_PREC_BF16 && b->reps >= 1, "%s", dg_precision_name(b->precision));
+    cr_assert_str_eq(b->status, "ok", "%s (%s)", b->status, b->note);
+    cr_assert_str_eq(b->check, check);
+    /* measured 0.077 (the updates); the fp32 step's is 3e-4: bf16 ran */
+    cr_assert(b->max_rel_err > 1e-2 && b->max_rel_err <= 0.15 && strstr(b->note, "gradients"), "error %g (%s)",
+              b->max_rel_err, b->note);
+    held_free(r);
+    snprintf(cmd, sizeof cmd, "env PATH=/nonexistent %s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *sum = held_ptr(read_file(path));
+    cr_assert(strstr(sum, "### composed attention (bf16)") && strstr(sum, "| composed | bf16 | 8 |"), "%s", sum);
     held_free(sum);
 }
 
 /* a step made wrong on purpose: its rows wrong, untimed */
-static void wrong_step(wrong_kind kind, const char *what) {
+static void wrong_step_in(wrong_kind kind, const char *what, const char *form, dg_precision p) {
     char dir[] = "/tmp/dg-lmsweep-XXXXXX";
     tmp_dir(dir);
     held_dir(dir);
     dg_backend *be;
     dg_backend_i it;
     long long sizes[] = {16};
-    bench_ctx ctx = in_process(&be, &it, dir, "transformer", sizes, 1, "charlm-fused-b8", "cpu");
+    bench_ctx ctx = in_process(&be, &it, dir, "transformer", sizes, 1, form, "cpu");
     ctx.quick = true;
+    ctx.precisions[0] = p;
+    ctx.n_precisions = 1;
     it.compute = wrong_compute;
     wrong = kind;
     ASSERT_OK(sweep_transformer(&ctx));
     done(&ctx, be, dir, "transformer");
     int n;
     csv_rec *r = read_rows(dir, "transformer", &n);
-    cr_assert(n == 1 && !strcmp(r[0].status, "wrong") && r[0].reps == 0, "%s: %d rows: %s, error %g (%s)", what, n,
-              r[0].status, r[0].max_rel_err, r[0].note);
+    cr_assert(n == 1 && !strcmp(r[0].status, "wrong") && r[0].reps == 0 && r[0].precision == p,
+              "%s: %d rows: %s, error %g (%s)", what, n, r[0].status, r[0].max_rel_err, r[0].note);
     held_free(r);
+}
+
+static void wrong_step(wrong_kind kind, const char *what) { wrong_step_in(kind, what, "charlm-fused-b8", DG_PREC_FP32); }
+
+/* Every 16-bit product of the bf16-mixed step 2% off (5 units of bf16
+ * roundoff, beyond any rounding): its gradients fail bf16's tolerance */
+Test(transformer_sweep, a_bf16_step_with_products_two_percent_off_is_wrong) {
+    wrong_step_in(LOW_MATMUL_TWO_PERCENT, "16-bit products x 1.02", "charlm-composed-b8", DG_PREC_BF16);
 }
 
 /* An Adam update 10% too large fails the step's update check */
