@@ -450,7 +450,8 @@ dg_status sweep_transformer(bench_ctx *ctx) {
      * skipped row keeps its arena bytes) */
     const bench_sweep_spec spec = {
         .name = "transformer", .impls = impls, .n_impls = LM_N_IMPLS, .points = lm_points, .arg = &sw,
-        .precisions = BENCH_PREC_ALL, .skip = lm_skip, .setup = lm_setup, .prepare = lm_prepare, .check = lm_timed, .release = lm_release,
+        .precisions = BENCH_PREC_ALL, .skip = lm_skip, .setup = lm_setup, .prepare = lm_prepare, .check = lm_timed,
+        .release = lm_release,
     };
     dg_status st = bench_run_spec(ctx, &spec);
     for (int p = 0; p < DG_PREC_COUNT; p++) bench_step_ref_free(&sw->ref[p]);
