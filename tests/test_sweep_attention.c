@@ -7,6 +7,10 @@
  * actually tried), and kernels made wrong on purpose (an attention output
  * 0.1% off, a last query row wrong only beyond the reduced check's T, an
  * entry left NaN, an Adam update 10% too large): wrong rows, none timed.
+ * Precisions (--dtype): the bf16 and fp16 rows of both sweeps measured on
+ * the CPU and checked at their tolerances, what the CPU has no path for
+ * (tf32, the fused attention in 16 bits) skipped with the reason, and
+ * every 16-bit product 2% off making the bf16 rows wrong.
  * `bench train --model charlm`: bad options exit 2, a file that is not
  * text exits 1, a short run writes its curve. The CLI tests skip, saying
  * why, where the bench binary is missing. */
