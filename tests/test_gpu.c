@@ -850,3 +850,67 @@ Test(gpu, gemm_sweep_rows_in_every_precision_pass_their_check, .timeout = 300) {
     free(csv);
     remove_dir(dir);
 }
+
+/* the line of `csv` that starts with key (after a newline), or a failed
+ * assertion naming it */
+static void csv_line(const char *csv, const char *key, char *line, size_t n) {
+    const char *row = strstr(csv, key);
+    cr_assert_not_null(row, "no row %s in:\n%s", key + 1, csv);
+    const char *end = strchr(row + 1, '\n');
+    snprintf(line, n, "%.*s", (int)(end ? end - row - 1 : (long)strlen(row + 1)), row + 1);
+}
+
+/* The attention sweep's GPU rows in every precision, through the bench:
+ * the composed form (node by node and replayed, fwd and fwdbwd) checked
+ * and timed in fp32, tf32 (cuBLAS's TF32 products), bf16 and fp16 (the
+ * products' operands cast, cuBLAS's 16-bit GemmEx), each against its
+ * precision's tolerance (att_tol); the fused form in fp32, and skipped
+ * with its reason in the others (no 16-bit fused kernel; its 3xTF32
+ * products are fp32-accurate whatever TF32). Then the char-LM step
+ * (transformer sweep) in every precision, fused and composed, replayed
+ * and not, each checked against the float64 step at its tolerances. */
+Test(gpu, attention_and_transformer_rows_in_every_precision_pass_their_check, .timeout = 500) {
+    dg_backend_free(gpu_open_or_skip(NULL));
+    char dir[] = "/tmp/dg-gpu-att-XXXXXX", out[4096], err[4096], path[600], key[128], line[2048];
+    tmp_dir(dir);
+    const char *args[] = {"--sweep", "attention", "--dtype", "all", "--backends", "gpu", "--sizes", "attention=256",
+                          "--case", "full,causal", "--reps", "3", "--min-time", "0", "--out", dir, NULL};
+    cr_assert_eq(run_bench(dir, args, out, err, 240), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/attention.csv", dir);
+    char *csv = read_file(path);
+    static const char *const precs[] = {"fp32", "tf32", "bf16", "fp16"}, *const cases[] = {"full", "causal"};
+    static const char *const backends[] = {"gpu", "gpu-graph"}, *const forms[] = {"composed", "fused"},
+                             *const passes[] = {"fwd", "fwdbwd"};
+    for (int c = 0; c < 2; c++)
+        for (int p = 0; p < 4; p++)
+            for (int b = 0; b < 2; b++)
+                for (int f = 0; f < 2; f++)
+                    for (int s = 0; s < 2; s++) {
+                        snprintf(key, sizeof key, "\nattention,%s,%s-%s-%s,gpu,%s,", cases[c], backends[b], forms[f],
+                                 passes[s], precs[p]);
+                        csv_line(csv, key, line, sizeof line);
+                        if (f == 1 && p > 0)
+                            cr_assert(strstr(line, ",skipped,") && strstr(line, "fused"), "not refused: %s", line);
+                        else
+                            cr_assert(strstr(line, ",ok,") || strstr(line, ",noisy,"), "not checked and timed: %s",
+                                      line);
+                        if (f == 0 && p >= 2)
+                            cr_assert(strstr(line, p == 2 ? "gpu-cublas-bf16" : "gpu-cublas-f16"), "%s", line);
+                    }
+    free(csv);
+    const char *lm[] = {"--sweep", "transformer", "--dtype", "all", "--backends", "gpu", "--quick", "--sizes",
+                        "transformer=64", "--reps", "3", "--min-time", "0", "--out", dir, NULL};
+    cr_assert_eq(run_bench(dir, lm, out, err, 240), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/transformer.csv", dir);
+    csv = read_file(path);
+    static const char *const lm_forms_[] = {"fused", "composed"};
+    for (int f = 0; f < 2; f++)
+        for (int p = 0; p < 4; p++)
+            for (int b = 0; b < 2; b++) {
+                snprintf(key, sizeof key, "\ntransformer,charlm-%s-b8,%s,gpu,%s,", lm_forms_[f], backends[b], precs[p]);
+                csv_line(csv, key, line, sizeof line);
+                cr_assert(strstr(line, ",ok,") || strstr(line, ",noisy,"), "not checked and timed: %s", line);
+            }
+    free(csv);
+    remove_dir(dir);
+}

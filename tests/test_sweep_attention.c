@@ -7,6 +7,10 @@
  * actually tried), and kernels made wrong on purpose (an attention output
  * 0.1% off, a last query row wrong only beyond the reduced check's T, an
  * entry left NaN, an Adam update 10% too large): wrong rows, none timed.
+ * Precisions (--dtype): the bf16 and fp16 rows of both sweeps measured on
+ * the CPU and checked at their tolerances, what the CPU has no path for
+ * (tf32, the fused attention in 16 bits) skipped with the reason, and
+ * every 16-bit product 2% off making the bf16 rows wrong.
  * `bench train --model charlm`: bad options exit 2, a file that is not
  * text exits 1, a short run writes its curve. The CLI tests skip, saying
  * why, where the bench binary is missing. */
@@ -24,6 +28,7 @@
 #include "shell_util.h"
 #include "runner/sweep.h"
 #include "sweeps/attention/sweep_attention.h"
+#include "sweeps/transformer/sweep_transformer.h"
 #include "test_util.h"
 
 /* rows, backends, files and folders a failed assertion leaves: released */
@@ -77,7 +82,7 @@ Test(attention_sweep, cpu_rows_are_checked_with_the_flop_convention_and_memory) 
         const csv_rec *x = &r[i];
         bool causal = !strcmp(x->name, "causal"), backward = strstr(x->impl, "fwdbwd") != NULL;
         cr_assert_str_eq(x->status, "ok", "%s %s T=%lld: %s (%s)", x->name, x->impl, x->m, x->status, x->note);
-        cr_assert_str_eq(x->check, x->m == 64 ? "f64-rows+ref@1x2x64" : "f64-rows+ref@1x2x128");
+        cr_assert_str_eq(x->check, x->m == 64 ? "f64-rows+ref@1x2x64 tol 0.0001" : "f64-rows+ref@1x2x128 tol 0.0001");
         cr_assert(x->max_rel_err >= 0 && x->max_rel_err <= ATT_CHECK_TOL, "%s %s: error %g", x->name, x->impl,
                   x->max_rel_err);
         cr_assert(x->n == x->m && x->k == 64 && x->batch == 16 * 8 && x->reps >= 1 && !strcmp(x->backend, "cpu"));
@@ -125,6 +130,61 @@ Test(attention_sweep, one_position_is_checked_against_the_inputs_scale) {
     for (int i = 0; i < n; i++)
         cr_assert(!strcmp(r[i].status, "ok") && r[i].max_rel_err <= ATT_CHECK_TOL, "%s %s T=1: %s, error %g (%s)",
                   r[i].name, r[i].impl, r[i].status, r[i].max_rel_err, r[i].note);
+}
+
+/* --dtype: the composed bf16 and fp16 rows are measured on the CPU, each
+ * checked against float64 at its precision's tolerance (named in the
+ * check column), with an error above fp32's (the roundings are real) and
+ * the products' implementation in the note; what the CPU has no path for
+ * is skipped with its reason: tf32 (no TF32 on the CPU) and the fused form
+ * in 16 bits (dg_attention takes float32 alone). */
+Test(attention_sweep, sixteen_bit_rows_are_measured_and_checked_and_missing_paths_skipped) {
+    need_bench();
+    char dir[] = "/tmp/dg-attsweep-XXXXXX", cmd[512], out[1 << 15];
+    tmp_dir(dir);
+    held_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep attention --backends cpu --sizes attention=64 --case causal --dtype "
+             "fp32,tf32,bf16,fp16 " FAST " --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    int n;
+    csv_rec *r = read_rows(dir, "attention", &n);
+    cr_assert_eq(n, 16, "4 precisions x 4 implementations, got %d rows", n);
+    for (int i = 0; i < n; i++) {
+        const csv_rec *x = &r[i];
+        bool fused = strstr(x->impl, "fused") != NULL;
+        dg_precision p = x->precision;
+        if (p == DG_PREC_TF32) {
+            cr_assert(!strcmp(x->status, "skipped") && strstr(x->note, "no TF32 on the CPU") && x->reps == 0,
+                      "%s tf32: %s (%s)", x->impl, x->status, x->note);
+        } else if (p != DG_PREC_FP32 && fused) {
+            cr_assert(!strcmp(x->status, "skipped") && strstr(x->note, "fused attention: dg_attention takes float32"),
+                      "%s %s: %s (%s)", x->impl, dg_precision_name(p), x->status, x->note);
+        } else {
+            char check[48];
+            snprintf(check, sizeof check, "f64-rows+ref@1x2x64 tol %.2g", att_tol(p));
+            cr_assert_str_eq(x->status, "ok", "%s %s: %s (%s)", x->impl, dg_precision_name(p), x->status, x->note);
+            cr_assert_str_eq(x->check, check);
+            cr_assert(x->reps >= 1 && x->max_rel_err <= att_tol(p), "%s %s: error %g", x->impl, dg_precision_name(p),
+                      x->max_rel_err);
+            if (p != DG_PREC_FP32) {
+                /* the dtype's roundings show (measured 7e-4.. bf16, 8e-5.. fp16): a
+                 * row that silently ran float32 reads 1e-6 at most */
+                cr_assert(x->max_rel_err > ATT_CHECK_TOL * (p == DG_PREC_BF16 ? 1 : 0.1), "%s %s: error %g",
+                          x->impl, dg_precision_name(p), x->max_rel_err);
+                cr_assert(strstr(x->note, "products: cpu-") && strstr(x->note, p == DG_PREC_BF16 ? "bf16" : "f16"),
+                          "%s", x->note);
+            }
+        }
+    }
+    held_free(r);
+    snprintf(cmd, sizeof cmd, "env PATH=/nonexistent %s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *sum = held_ptr(read_file(path));
+    cr_assert(strstr(sum, "### causal mask, forward + backward (bf16)") && strstr(sum, "| torch-flash |") &&
+              strstr(sum, "| causal | fwdbwd | fp16 |"), "%s", sum);
+    held_free(sum);
 }
 
 /* A plan predicted above DG_BENCH_MEM_LIMIT is an oom row, not tried: the
@@ -217,7 +277,7 @@ Test(attention_sweep, report_with_the_pytorch_rows) {
     /* | T | cpu-composed | cpu-fused | gpu-composed | gpu-fused | gpu-graph-composed | gpu-graph-fused | torch-math |
      * torch-efficient | */
     cr_assert(strstr(sum, "| 1024 | - | 40 (") && strstr(sum, "| - | 4.5 ("), "%s", sum);
-    cr_assert(strstr(sum, "| causal | fwdbwd | n/a (not measured on both) | 1024 |"), "%s", sum);
+    cr_assert(strstr(sum, "| causal | fwdbwd | fp32 | n/a (not measured on both) | 1024 |"), "%s", sum);
     cr_assert(strstr(sum, "| 512 | - | - | 8.0 | 2.0 | 4.00 |"), "%s", sum);
     held_free(sum);
     if (bench_gnuplot_found()) {
@@ -239,7 +299,8 @@ static dg_status limited_alloc(dg_backend *be, size_t bytes, void **out) {
 }
 
 typedef enum wrong_kind {
-    OFF_BY_A_THOUSANDTH, AT_BATCH_1, LAST_ROW_BEYOND_128, ONE_NAN, ADAM_TEN_PERCENT, LAYER_NORM_DX_0_3_PERCENT
+    OFF_BY_A_THOUSANDTH, AT_BATCH_1, LAST_ROW_BEYOND_128, ONE_NAN, ADAM_TEN_PERCENT, LAYER_NORM_DX_0_3_PERCENT,
+    LOW_MATMUL_TWO_PERCENT
 } wrong_kind;
 static wrong_kind wrong;
 
@@ -264,6 +325,9 @@ static dg_status wrong_compute(dg_backend *be, const dg_step *s) {
             for (int64_t r = t - 1; r < numel / dh; r += t) o[r * dh] += 0.5f;
         if (wrong == ONE_NAN && t > 128) o[5 * dh + 3] = NAN; /* head 0, query 5: no sampled row */
     }
+    /* a product of 16-bit operands 2% off (5 units of bf16 roundoff): float32 products untouched */
+    if (wrong == LOW_MATMUL_TWO_PERCENT && nd->op == DG_OP_MATMUL && nd->in[0]->dtype != DG_F32 && nd->dtype == DG_F32)
+        for (int64_t i = 0; i < numel; i++) o[i] *= 1.02f;
     if (wrong == LAYER_NORM_DX_0_3_PERCENT && nd->op == DG_OP_LAYER_NORM_BACKWARD)
         for (int64_t i = 0; i < numel; i++) o[i] *= 1.003f;
     if (old) {
@@ -364,6 +428,38 @@ Test(attention_check, a_wrong_last_row_beyond_the_reduced_length_is_wrong) {
 }
 Test(attention_check, an_entry_left_unwritten_is_wrong) { wrong_attention(ONE_NAN, 130, "one NaN"); }
 
+/* A 16-bit product 2% off makes the composed bf16 rows wrong, untimed,
+ * at bf16's tolerance, while the fp32 rows beside them (no 16-bit
+ * product) pass */
+Test(attention_check, a_sixteen_bit_product_two_percent_off_is_wrong) {
+    char dir[] = "/tmp/dg-attsweep-XXXXXX";
+    tmp_dir(dir);
+    held_dir(dir);
+    dg_backend *be;
+    dg_backend_i it;
+    long long sizes[] = {64};
+    bench_ctx ctx = in_process(&be, &it, dir, "attention", sizes, 1, "full", "cpu-composed-*");
+    ctx.precisions[0] = DG_PREC_FP32;
+    ctx.precisions[1] = DG_PREC_BF16;
+    ctx.n_precisions = 2;
+    it.compute = wrong_compute;
+    wrong = LOW_MATMUL_TWO_PERCENT;
+    ASSERT_OK(sweep_attention(&ctx));
+    done(&ctx, be, dir, "attention");
+    int n;
+    csv_rec *r = read_rows(dir, "attention", &n);
+    cr_assert_eq(n, 4, "fwd and fwdbwd in fp32 and bf16: %d rows", n);
+    for (int i = 0; i < n; i++) {
+        bool low = r[i].precision == DG_PREC_BF16;
+        cr_assert_str_eq(r[i].status, low ? "wrong" : "ok", "%s %s: error %g (%s)", r[i].impl,
+                         dg_precision_name(r[i].precision), r[i].max_rel_err, r[i].note);
+        if (low) cr_assert(r[i].reps == 0 && r[i].max_rel_err > att_tol(DG_PREC_BF16) && strstr(r[i].note, "bf16"),
+                           "%s: %d reps, error %g (%s)", r[i].impl, r[i].reps, r[i].max_rel_err, r[i].note);
+    }
+    cr_assert_eq(ctx.failed, 2);
+    held_free(r);
+}
+
 /* ---- transformer ---- */
 
 /* 6 T B (12 L C^2 + C V) for the products of the blocks and the head, and
@@ -391,7 +487,7 @@ Test(transformer_sweep, cpu_rows_are_checked) {
     for (int i = 0; i < n; i++) {
         cr_assert_str_eq(r[i].name, names[i]);
         cr_assert_str_eq(r[i].status, "ok", "%s: %s (%s)", r[i].name, r[i].status, r[i].note);
-        cr_assert_str_eq(r[i].check, "f64-step+grad@b2t16");
+        cr_assert_str_eq(r[i].check, "f64-step+grad@b2t16 tol 0.0001/0.05");
         cr_assert(r[i].max_rel_err <= 5e-2, "%s: error %g", r[i].name, r[i].max_rel_err);
         cr_assert(r[i].m == 16 && r[i].batch == 8 && r[i].n == 256 && r[i].k == 96 && r[i].arena_bytes > 0);
         double flops = r[i].gflops * r[i].median_ms * 1e6, want = lm_flops(8, 16);
@@ -403,29 +499,74 @@ Test(transformer_sweep, cpu_rows_are_checked) {
     snprintf(path, sizeof path, "%s/summary.md", dir);
     char *sum = held_ptr(read_file(path));
     cr_assert(strstr(sum, "## Transformer (char-LM) training step") && strstr(sum, "| 8 | 16 | ") &&
-              strstr(sum, "| fused | 8 | n/a (not measured on both) |"), "%s", sum);
+              strstr(sum, "| fused | fp32 | 8 | n/a (not measured on both) |"), "%s", sum);
+    held_free(sum);
+}
+
+/* --dtype on the transformer: the bf16-mixed step measured on the CPU and
+ * checked against the float64 step at bf16's tolerances (named in the
+ * check column), its error that of real roundings; tf32, which the CPU
+ * does not have, skipped with the reason */
+Test(transformer_sweep, a_bf16_step_is_measured_and_checked_and_tf32_skipped_on_the_cpu) {
+    need_bench();
+    char dir[] = "/tmp/dg-lmsweep-XXXXXX", cmd[512], out[1 << 14], path[256];
+    tmp_dir(dir);
+    held_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep transformer --backends cpu --quick --sizes transformer=16 --case "
+             "charlm-composed-b8 --dtype tf32,bf16 " FAST " --out %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    int n;
+    csv_rec *r = read_rows(dir, "transformer", &n);
+    cr_assert_eq(n, 2, "tf32 and bf16 at batch 8, T=16: %d rows", n);
+    cr_assert(r[0].precision == DG_PREC_TF32 && !strcmp(r[0].status, "skipped") &&
+              strstr(r[0].note, "no TF32 on the CPU") && r[0].reps == 0, "%s (%s)", r[0].status, r[0].note);
+    const csv_rec *b = &r[1];
+    char check[48];
+    snprintf(check, sizeof check, "f64-step+grad@b2t16 tol %.2g/%.2g", lm_grad_tol(DG_PREC_BF16), 0.15);
+    cr_assert(b->precision == DG_PREC_BF16 && b->reps >= 1, "%s", dg_precision_name(b->precision));
+    cr_assert_str_eq(b->status, "ok", "%s (%s)", b->status, b->note);
+    cr_assert_str_eq(b->check, check);
+    /* measured 0.077 (the updates); the fp32 step's is 3e-4: bf16 ran */
+    cr_assert(b->max_rel_err > 1e-2 && b->max_rel_err <= 0.15 && strstr(b->note, "gradients"), "error %g (%s)",
+              b->max_rel_err, b->note);
+    held_free(r);
+    snprintf(cmd, sizeof cmd, "env PATH=/nonexistent %s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/summary.md", dir);
+    char *sum = held_ptr(read_file(path));
+    cr_assert(strstr(sum, "### composed attention (bf16)") && strstr(sum, "| composed | bf16 | 8 |"), "%s", sum);
     held_free(sum);
 }
 
 /* a step made wrong on purpose: its rows wrong, untimed */
-static void wrong_step(wrong_kind kind, const char *what) {
+static void wrong_step_in(wrong_kind kind, const char *what, const char *form, dg_precision p) {
     char dir[] = "/tmp/dg-lmsweep-XXXXXX";
     tmp_dir(dir);
     held_dir(dir);
     dg_backend *be;
     dg_backend_i it;
     long long sizes[] = {16};
-    bench_ctx ctx = in_process(&be, &it, dir, "transformer", sizes, 1, "charlm-fused-b8", "cpu");
+    bench_ctx ctx = in_process(&be, &it, dir, "transformer", sizes, 1, form, "cpu");
     ctx.quick = true;
+    ctx.precisions[0] = p;
+    ctx.n_precisions = 1;
     it.compute = wrong_compute;
     wrong = kind;
     ASSERT_OK(sweep_transformer(&ctx));
     done(&ctx, be, dir, "transformer");
     int n;
     csv_rec *r = read_rows(dir, "transformer", &n);
-    cr_assert(n == 1 && !strcmp(r[0].status, "wrong") && r[0].reps == 0, "%s: %d rows: %s, error %g (%s)", what, n,
-              r[0].status, r[0].max_rel_err, r[0].note);
+    cr_assert(n == 1 && !strcmp(r[0].status, "wrong") && r[0].reps == 0 && r[0].precision == p,
+              "%s: %d rows: %s, error %g (%s)", what, n, r[0].status, r[0].max_rel_err, r[0].note);
     held_free(r);
+}
+
+static void wrong_step(wrong_kind kind, const char *what) { wrong_step_in(kind, what, "charlm-fused-b8", DG_PREC_FP32); }
+
+/* Every 16-bit product of the bf16-mixed step 2% off (5 units of bf16
+ * roundoff, beyond any rounding): its gradients fail bf16's tolerance */
+Test(transformer_sweep, a_bf16_step_with_products_two_percent_off_is_wrong) {
+    wrong_step_in(LOW_MATMUL_TWO_PERCENT, "16-bit products x 1.02", "charlm-composed-b8", DG_PREC_BF16);
 }
 
 /* An Adam update 10% too large fails the step's update check */

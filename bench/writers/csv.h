@@ -78,7 +78,7 @@ bool      bench_row_timed(const bench_row *r);
  * (NaN when absent),
  * check, note (empty when absent). Other columns are ignored. */
 typedef struct csv_rec {
-    char   sweep[32], name[48], impl[32], backend[8], status[16], check[24], note[160];
+    char   sweep[32], name[48], impl[32], backend[8], status[16], check[48], note[160];
     long long m, n, k, batch, scratch_bytes, arena_bytes, live_bytes;
     int    threads, transfer, tf32, cold, reps;
     dg_precision precision;

@@ -1,7 +1,7 @@
 /* attention_graph.c: the attention sweep's tables, its graphs (composed
- * or fused, forward or forward + backward), the FLOP convention and the
- * reduced check (the row's graph at B=1, H=2, T'=min(T,128) against
- * core/check/ref.c's float64 evaluation). */
+ * or fused, forward or forward + backward, in each precision), the FLOP
+ * convention, the tolerances and the reduced check (the row's graph at
+ * B=1, H=2, T'=min(T,128) against core/check/ref.c's float64 evaluation). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +10,9 @@
 #include "core/check/attention_check.h"
 #include "core/check/error.h"
 #include "core/check/ref.h"
+#include "core/check/round.h"
+#include "core/nn/model.h"
+#include "core/nn/train_step.h"
 #include "core/plan.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -36,18 +39,77 @@ double att_flops(int64_t b, int64_t h, int64_t t, int64_t dh, bool causal, bool 
 }
 
 
+/* ---- precisions ---- */
+
+/* Each precision's tolerance, against float64 from the definition (the
+ * sampled rows) and against ref_eval_stored (the reduced check) alike.
+ *   fp32  ATT_CHECK_TOL (attention_check.h: 3.5e-6 measured at most).
+ *   tf32  the GPU's composed rows: every product's operands rounded to 10
+ *         fraction bits (u = 2^-11) inside the kernel, which neither
+ *         reference does; 5e-3, bench/peers/torch_attention.py's TF32_TOL
+ *         for the same products and softmax in PyTorch's math backend
+ *         (measured there at most 1.1e-3 on an H200).
+ *   bf16, fp16  the inputs are rounded to the dtype before either side
+ *         sees them (att_fill_uniform), so the casts of q, k, v and dO are
+ *         exact; what the sums from the definition lack is one rounding on
+ *         each output's path: P before P v (o, and dv = P^T dO), or dS
+ *         before dS k and dS^T q (dq, dk). It moves each term by at most u
+ *         relatively (bf16 2^-8, fp16 2^-11), so an entry by at most u times
+ *         the sum of its terms' magnitudes; their signs are random, so the
+ *         error is about u / sqrt(3) of the entry's own size, whatever the
+ *         reduction length T. Measured on the 2-core Xeon (CPU, composed,
+ *         fwd and fwdbwd, T 64..256 full and causal, T 1024 every case):
+ *         bf16 at most 2.3e-3 (0.59 u), fp16 at most 3.3e-4 (0.67 u).
+ *         ATT_LOW_ROUNDINGS = 2 units of roundoff over fp32's tolerance,
+ *         three times the largest measured: a 16-bit product 2% off (5 u in
+ *         bf16) fails it, and a
+ *         row that ran float32 in place of bf16 reads 1e-6 (the tests).
+ *         ref_eval_stored rounds where the graph casts: the reduced check
+ *         differs only where float32 and float64 fall on either side of a
+ *         rounding boundary, far below this. */
+#define ATT_TF32_TOL      5e-3
+#define ATT_LOW_ROUNDINGS 2
+
+double att_tol(dg_precision p) {
+    switch (p) {
+    case DG_PREC_FP32: break;
+    case DG_PREC_TF32: return ATT_TF32_TOL;
+    case DG_PREC_BF16: return ATT_CHECK_TOL + ATT_LOW_ROUNDINGS * 0x1p-8;
+    case DG_PREC_FP16: return ATT_CHECK_TOL + ATT_LOW_ROUNDINGS * 0x1p-11;
+    }
+    return ATT_CHECK_TOL;
+}
+
+const char *att_refusal(const att_backend *bb, bool fused, dg_precision p) {
+    if (p == DG_PREC_TF32 && !bb->gpu) return "no TF32 on the CPU: its fp32 row is this one";
+    if (!fused || p == DG_PREC_FP32) return NULL;
+    if (p == DG_PREC_TF32)
+        return "the fused kernel's products are 3xTF32, fp32-accurate whatever TF32: its fp32 row is this one";
+    return p == DG_PREC_BF16 ? "no bf16 fused attention: dg_attention takes float32 alone (the composed rows are bf16's)"
+                             : "no fp16 fused attention: dg_attention takes float32 alone (the composed rows are fp16's)";
+}
+
+dg_plan_opts att_plan_opts(const att_backend *bb, dg_precision p) {
+    dg_plan_opts o = {.no_replay = !bb->replay};
+    dg_precision_plan_opts(p, &o);
+    return o;
+}
+
 /* ---- graphs ---- */
 
-dg_status att_graph_build(att_graph *ag, const att_dims *d, bool fused, bool backward) {
+dg_status att_graph_build(att_graph *ag, const att_dims *d, bool fused, bool backward, dg_precision p) {
     *ag = (att_graph){.n_in = backward ? 4 : 3, .n_out = backward ? 3 : 1};
     if (!(ag->g = dg_graph_new())) return dg_fail(DG_ERR_OOM, "attention sweep: out of memory for a graph");
     dg_graph *g = ag->g;
     static const char *const names[4] = {"q", "k", "v", "w"};
     for (int i = 0; i < ag->n_in; i++) ag->in[i] = dg_input(g, names[i], DG_SHAPE(d->b, d->h, d->t, d->dh));
     dg_node *q = ag->in[0], *k = ag->in[1], *v = ag->in[2];
+    const dg_forward_mode mode = {.compute = dg_precision_dtype(p)};
     dg_node *o = fused ? dg_attention(g, q, k, v, d->scale, d->causal)
-                       : dg_matmul(g, dg_softmax_ex(g, dg_matmul(g, q, k, false, true), d->scale, d->causal), v,
-                                   false, false);
+                       : dg_model_matmul(g, &mode,
+                                         dg_softmax_ex(g, dg_model_matmul(g, &mode, q, k, false, true), d->scale,
+                                                       d->causal),
+                                         v, false, false);
     if (!backward) {
         ag->out[0] = o;
         return dg_graph_status(g);
@@ -60,7 +122,7 @@ dg_status att_graph_build(att_graph *ag, const att_dims *d, bool fused, bool bac
 double att_core_flops(const att_dims *d, bool backward) {
     att_graph ag;
     double f = NAN;
-    if (att_graph_build(&ag, d, true, backward) == DG_OK) {
+    if (att_graph_build(&ag, d, true, backward, DG_PREC_FP32) == DG_OK) {
         f = 0;
         for (int id = 0; id < dg_graph_size(ag.g); id++) {
             const dg_node *n = dg_graph_node(ag.g, id);
@@ -71,9 +133,10 @@ double att_core_flops(const att_dims *d, bool backward) {
     return f;
 }
 
-void att_fill_uniform(float *x, int64_t n, uint64_t seed) {
+void att_fill_uniform(float *x, int64_t n, uint64_t seed, dg_precision p) {
     dg_rng r = dg_rng_new(seed);
     for (int64_t i = 0; i < n; i++) x[i] = (float)(2 * dg_rng_uniform(&r) - 1);
+    dg_check_round(dg_precision_dtype(p), x, NULL, (size_t)n);
 }
 
 /* max |x - ref| / max |ref|, floored at the output's scale (error.h) */
@@ -90,7 +153,8 @@ static double max_err(const float *x, const double *ref, int64_t n, double scale
 /* ---- the reduced check: the row's graph at B=1, H=2, T'=min(T,128) ---- */
 
 /* float64 of every leaf (the inputs from host, others from their init
- * spec), then the graph through ref_eval; the outputs into ref */
+ * spec), then the graph through ref_eval_stored (each cast's value rounded
+ * to its dtype, as the graph stores it); the outputs into ref */
 static dg_status reduced_ref(const att_graph *ag, float *const *host, double **ref) {
     int n = dg_graph_size(ag->g);
     double **v = calloc((size_t)n, sizeof *v);
@@ -109,7 +173,7 @@ static dg_status reduced_ref(const att_graph *ag, float *const *host, double **r
         for (int64_t j = 0; st == DG_OK && j < cnt; j++) v[id][j] = src ? src[j] : tmp[j];
         free(tmp);
     }
-    if (st == DG_OK) st = ref_eval(ag->g, n, v);
+    if (st == DG_OK) st = ref_eval_stored(ag->g, n, v);
     for (int i = 0; st == DG_OK && i < ag->n_out; i++)
         memcpy(ref[i], v[ag->out[i]->id], (size_t)dg_node_numel(ag->out[i]) * sizeof(double));
     if (v) ref_free(v, n);
@@ -118,26 +182,27 @@ static dg_status reduced_ref(const att_graph *ag, float *const *host, double **r
 }
 
 void att_reduced_run(att_reduced_check *rc, dg_backend *be, const att_backend *bb, const att_case *c, bool fused,
-                        bool backward, int64_t t) {
+                     bool backward, int64_t t, dg_precision p) {
     att_dims d = {ATT_CHECK_B, ATT_CHECK_H, t, c->dh, 1.0f / sqrtf((float)c->dh), c->causal};
     const int64_t n = d.b * d.h * d.t * d.dh;
     att_graph ag;
-    dg_plan *p = NULL;
+    dg_plan *pl = NULL;
     float *host[4] = {NULL}, *out = malloc(3 * (size_t)n * sizeof *out);
     double *ref[3] = {NULL}, *ref_mem = malloc(3 * (size_t)n * sizeof *ref_mem);
     *rc = (att_reduced_check){.done = true, .t = t, .err = NAN};
-    dg_status st = att_graph_build(&ag, &d, fused, backward);
+    dg_status st = att_graph_build(&ag, &d, fused, backward, p);
     if (st == DG_OK && (!out || !ref_mem)) st = dg_fail(DG_ERR_OOM, "attention check: out of host memory");
     for (int i = 0; i < ag.n_in && st == DG_OK; i++) {
         if (!(host[i] = malloc((size_t)n * sizeof(float)))) st = dg_fail(DG_ERR_OOM, "attention check: host memory");
-        else att_fill_uniform(host[i], n, 7000u + 131u * (uint64_t)t + (uint64_t)i);
+        else att_fill_uniform(host[i], n, 7000u + 131u * (uint64_t)t + (uint64_t)i, p);
     }
     for (int i = 0; i < 3 && ref_mem; i++) ref[i] = ref_mem + i * n;
-    if (st == DG_OK) st = dg_plan_new(&p, ag.g, be, ag.out, ag.n_out, &(dg_plan_opts){.no_replay = !bb->replay});
-    for (int i = 0; i < ag.n_in && st == DG_OK; i++) st = dg_plan_set(p, ag.in[i], host[i], (size_t)n * sizeof(float));
-    if (st == DG_OK) st = dg_plan_run(p);
+    dg_plan_opts po = att_plan_opts(bb, p);
+    if (st == DG_OK) st = dg_plan_new(&pl, ag.g, be, ag.out, ag.n_out, &po);
+    for (int i = 0; i < ag.n_in && st == DG_OK; i++) st = dg_plan_set(pl, ag.in[i], host[i], (size_t)n * sizeof(float));
+    if (st == DG_OK) st = dg_plan_run(pl);
     if (st == DG_OK) st = dg_backend_sync(be);
-    for (int i = 0; i < ag.n_out && st == DG_OK; i++) st = dg_plan_get(p, ag.out[i], out + i * n, (size_t)n * 4);
+    for (int i = 0; i < ag.n_out && st == DG_OK; i++) st = dg_plan_get(pl, ag.out[i], out + i * n, (size_t)n * 4);
     if (st == DG_OK) st = reduced_ref(&ag, host, ref);
     if (st == DG_OK) {
         /* the outputs: o, or dq, dk, dv; w (host[3], NULL forward) is the loss's weight, dO */
@@ -150,14 +215,14 @@ void att_reduced_run(att_reduced_check *rc, dg_backend *be, const att_backend *b
     }
     if (st == DG_OK && !bb->gpu) { /* the CPU's first prediction: a warm run */
         double t0 = bench_now_s();
-        st = dg_plan_run(p);
+        st = dg_plan_run(pl);
         rc->ms = 1e3 * (bench_now_s() - t0);
         rc->flops = att_flops(d.b, d.h, d.t, d.dh, d.causal, backward);
     }
     rc->st = st;
     if (st != DG_OK) snprintf(rc->why, sizeof rc->why, "check at %dx%dx%lld: %s", ATT_CHECK_B, ATT_CHECK_H, (long long)t,
                               dg_last_error());
-    dg_plan_free(p);
+    dg_plan_free(pl);
     dg_graph_free(ag.g);
     for (int i = 0; i < 4; i++) free(host[i]);
     free(out);

@@ -14,14 +14,26 @@
  * peer.py's configuration) for T in 128..8192 (--sizes attention=LIST; quick:
  * 128, 256); at T=1024 also H=16 Dh=32 and H=4 Dh=128 (cases
  * full-h16d32, ..., the same B*H*Dh). impl BACKEND-FORM-PASS, backend cpu,
- * gpu (node by node) or gpu-graph (CUDA-graph replay). TF32 off. Inputs q,
- * k, v, w uniform in [-1, 1), seeded, uploaded once (transfer = 0).
+ * gpu (node by node) or gpu-graph (CUDA-graph replay). Inputs q, k, v, w
+ * uniform in [-1, 1), seeded, uploaded once (transfer = 0).
+ *
+ * Precisions (--dtype; the dtype column): fp32 (TF32 off); tf32, the GPU's
+ * composed rows with the plan's TF32 on; bf16 and fp16, the composed rows
+ * with each product's operands cast to the dtype and float32 accumulation,
+ * softmax and outputs (the training step's policy, dg_model_matmul), the
+ * inputs rounded to the dtype first. A row a backend has no path for is
+ * skipped with the reason (att_refusal): tf32 on the CPU, the fused form in
+ * bf16 and fp16 (dg_attention takes float32 alone) and in tf32 (its
+ * products are fp32-accurate whatever TF32). A non-fp32 row's note names
+ * the implementation of its products (dg_backend_step_impl: a CPU's bf16
+ * by oneDNN's kernel or widened to float32 for the sgemm).
  * Columns: m = n = T, k = Dh, batch = B*H (the peer's); flops by
  * att_flops (sweep_attention.h, core/ops.c's convention: a row whose count
  * differs from the core's dg_attention_flops is an error); arena_bytes and
  * live_bytes of the plan (dg_plan_stats).
  *
- * Check (before any timing; check column "f64-rows+ref@1x2xT'"):
+ * Check (before any timing; check column "f64-rows+ref@1x2xT' tol X", X
+ * the precision's tolerance, att_tol):
  *  - ref@1x2xT': the same graph (form, pass, mask, Dh) at B=1, H=2,
  *    T' = min(T, 128) on the same backend and implementation, every output
  *    entry against core/check/ref.c's float64 evaluation of that graph;
@@ -30,7 +42,8 @@
  *    rows of them (attention_check.h: 16 query rows of o or dq, 8 key rows
  *    of dk and dv) against float64 sums from the definition.
  * max_rel_err is the largest of these errors (each max |x - ref| / max
- * |ref| per output); above ATT_CHECK_TOL the row is "wrong", untimed.
+ * |ref| per output); above the precision's tolerance the row is "wrong",
+ * untimed.
  *
  * Memory: every plan is first laid out without memory (plan_predict.h),
  * so each row has its arena bytes, tried or not. GPU rows then try: a
@@ -52,8 +65,8 @@
  * rows do the full work for half the FLOPs).
  *
  * The rows go through the runner (runner/runner.h): a point is a case at
- * one T, in the order T, then case; the implementations the 12
- * BACKEND-FORM-PASS in att_impl_name's order. */
+ * one T, in the order T, then case, then precision; the implementations
+ * the 12 BACKEND-FORM-PASS in att_impl_name's order. */
 #include "sweeps/attention/sweep_attention.h"
 
 #include <math.h>
@@ -76,6 +89,7 @@ static const long long quick_t[] = {128, 256};
 typedef struct att_problem {
     const att_case *c;
     int             ci;
+    dg_precision    prec;
     att_dims        d;
     int64_t         n;              /* elements of q (and of each output) */
     float          *host[4];        /* q, k, v, w; NULL until a row runs  */
@@ -84,9 +98,9 @@ typedef struct att_problem {
     double          core_flops[2];  /* fwd, fwdbwd                        */
 } att_problem;
 
-static void problem_init(att_problem *pb, int ci, int64_t t) {
+static void problem_init(att_problem *pb, int ci, int64_t t, dg_precision prec) {
     const att_case *c = &att_cases[ci];
-    *pb = (att_problem){.c = c, .ci = ci,
+    *pb = (att_problem){.c = c, .ci = ci, .prec = prec,
                         .d = {ATT_BATCH, c->heads, t, c->dh, 1.0f / sqrtf((float)c->dh), c->causal}};
     pb->n = pb->d.b * pb->d.h * pb->d.t * pb->d.dh;
     for (int pass = 0; pass < 2; pass++) pb->core_flops[pass] = att_core_flops(&pb->d, pass == ATT_FWDBWD);
@@ -102,7 +116,8 @@ static dg_status problem_fill(att_problem *pb) {
             return dg_fail(DG_ERR_OOM, "attention sweep: out of host memory for T=%lld's inputs", (long long)pb->d.t);
     if (!(pb->out = malloc(3 * (size_t)pb->n * sizeof(float))) || !(pb->sample = malloc(sizeof *pb->sample)))
         return dg_fail(DG_ERR_OOM, "attention sweep: out of host memory for T=%lld's outputs", (long long)pb->d.t);
-    for (int i = 0; i < 4; i++) att_fill_uniform(pb->host[i], pb->n, (uint64_t)pb->d.t << 8 ^ (uint64_t)(pb->ci * 4 + i));
+    for (int i = 0; i < 4; i++)
+        att_fill_uniform(pb->host[i], pb->n, (uint64_t)pb->d.t << 8 ^ (uint64_t)(pb->ci * 4 + i), pb->prec);
     dg_status st = att_sample_new(pb->sample, pb->d, pb->host[0], pb->host[1], pb->host[2], pb->host[3],
                                   (uint64_t)pb->d.t * 31u + (uint64_t)pb->ci);
     if (st != DG_OK) {
@@ -140,7 +155,7 @@ typedef struct att_sweep att_sweep;
 typedef struct att_point {
     att_sweep    *sw;
     att_problem   pb;
-    char          check[48];       /* at most 20 characters (T' <= 128) */
+    char          check[64];       /* at most 34 characters (T' <= 128) */
     att_graph     ag;
     dg_plan      *p;
     dg_plan_stats ps;
@@ -148,18 +163,19 @@ typedef struct att_point {
 } att_point;
 
 /* what outlives a point: the reduced checks (rerun only where T' changes)
- * and the CPU's rates, both per case and implementation */
+ * and the CPU's rates, both per case, implementation and precision */
 struct att_sweep {
-    att_reduced_check red[ATT_N_CASES][ATT_N_IMPLS];
-    double            ms_per_flop[ATT_N_CASES][ATT_N_IMPLS]; /* CPU: the last row timed; 0: none */
+    att_reduced_check red[ATT_N_CASES][ATT_N_IMPLS][DG_PREC_COUNT];
+    double            ms_per_flop[ATT_N_CASES][ATT_N_IMPLS][DG_PREC_COUNT]; /* CPU: the last row timed; 0: none */
     att_point         point;      /* the point under way */
 };
 
 static dg_status plan_run(void *p) { return dg_plan_run(p); }
 
-static const char *cap_verdict(const bench_ctx *ctx, const att_sweep *sw, int ci, int ii, const att_reduced_check *rc,
-                               double flops, char *why, size_t n) {
-    double last = sw->ms_per_flop[ci][ii], ms_per_flop = last > 0 ? last : rc->flops > 0 ? rc->ms / rc->flops : 0;
+static const char *cap_verdict(const bench_ctx *ctx, const att_sweep *sw, const att_problem *pb, int ii,
+                               const att_reduced_check *rc, double flops, char *why, size_t n) {
+    double last = sw->ms_per_flop[pb->ci][ii][pb->prec];
+    double ms_per_flop = last > 0 ? last : rc->flops > 0 ? rc->ms / rc->flops : 0;
     double s = ms_per_flop * flops / 1e3;
     if (s <= ctx->cpu_cap_s) return NULL;
     snprintf(why, n, "predicted %.3g s per run > cap %.3g s (--cpu-cap)", s, ctx->cpu_cap_s);
@@ -225,14 +241,37 @@ static dg_status att_setup(bench_ctx *ctx, const bench_point *pt, void **state) 
     att_sweep *sw = *(att_sweep *const *)pt->data;
     att_point *pp = &sw->point;
     *pp = (att_point){.sw = sw};
-    problem_init(&pp->pb, (int)pt->index, pt->m);
-    snprintf(pp->check, sizeof pp->check, "f64-rows+ref@%dx%dx%lld", ATT_CHECK_B, ATT_CHECK_H,
-             (long long)(pt->m < ATT_CHECK_T ? pt->m : ATT_CHECK_T));
+    problem_init(&pp->pb, (int)pt->index, pt->m, pt->precision);
+    snprintf(pp->check, sizeof pp->check, "f64-rows+ref@%dx%dx%lld tol %.2g", ATT_CHECK_B, ATT_CHECK_H,
+             (long long)(pt->m < ATT_CHECK_T ? pt->m : ATT_CHECK_T), att_tol(pt->precision));
     *state = pp;
     return DG_OK;
 }
 
 static void att_teardown(void *state) { problem_free(&((att_point *)state)->pb); }
+
+/* a form and precision the backend has no path for: skipped, with why */
+static const char *att_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, char *why, size_t n) {
+    (void)ctx;
+    const int ii = *(const int *)im->data;
+    const char *no = att_refusal(&att_backends[ii / 4], ii / 2 % 2 == ATT_FUSED, pt->precision);
+    if (no) snprintf(why, n, "%s", no);
+    return no ? why : NULL;
+}
+
+/* "products: IMPL" of the first product in the graph under the plan's
+ * options (dg_backend_step_impl: "cpu-openblas-bf16-widened",
+ * "gpu-cublas-bf16"), into why; nothing where the backend names none */
+static void products_note(dg_backend *be, const att_graph *ag, const dg_plan_opts *po, char *why, size_t wn) {
+    for (int id = 0; id < dg_graph_size(ag->g); id++) {
+        const dg_node *nd = dg_graph_node(ag->g, id);
+        char impl[64];
+        if (nd->op != DG_OP_MATMUL) continue;
+        if (dg_backend_step_impl(be, nd, dg_step_flags(po), impl, sizeof impl) == DG_OK)
+            snprintf(why, wn, "products: %s", impl);
+        return;
+    }
+}
 
 /* Everything of a row but its timing, in this order: the FLOP convention,
  * the inputs against the host memory, the plan laid out without memory
@@ -251,6 +290,8 @@ static dg_status att_prepare(bench_ctx *ctx, void *state, const bench_impl *im, 
     dg_backend *be = bb->gpu ? ctx->gpu : ctx->cpu;
     const bool fused = ii / 2 % 2 == ATT_FUSED, backward = ii % 2 == ATT_FWDBWD;
     const int64_t t = pb->d.t, t_red = t < ATT_CHECK_T ? t : ATT_CHECK_T;
+    const double tol = att_tol(pb->prec);
+    const dg_plan_opts po = att_plan_opts(bb, pb->prec);
     char *why = pp->why;
     const size_t wn = sizeof pp->why;
     why[0] = '\0';
@@ -269,40 +310,43 @@ static dg_status att_prepare(bench_ctx *ctx, void *state, const bench_impl *im, 
         snprintf(why, wn, "the inputs alone need %.4g GB of host memory, %.4g GB available: not tried", inputs / 1e9,
                  avail / 1e9);
     }
-    if (!status) st = att_graph_build(&pp->ag, &pb->d, fused, backward);
+    if (!status) st = att_graph_build(&pp->ag, &pb->d, fused, backward, pb->prec);
     if (!status && st == DG_OK) st = bench_plan_predict(pp->ag.g, pp->ag.out, pp->ag.n_out, &pp->ps);
     if (!status && st == DG_OK) {
         row->arena_bytes = (int64_t)pp->ps.arena_bytes;
         row->live_bytes = (int64_t)pp->ps.live_bytes;
         status = bench_memory_verdict(&pp->ps, problem_bytes(pb), bb->gpu, why, wn);
     }
-    att_reduced_check *rc = &pp->sw->red[pb->ci][ii];
-    if (!status && st == DG_OK && !(rc->done && rc->t == t_red)) att_reduced_run(rc, be, bb, c, fused, backward, t_red);
+    att_reduced_check *rc = &pp->sw->red[pb->ci][ii][pb->prec];
+    if (!status && st == DG_OK && !(rc->done && rc->t == t_red))
+        att_reduced_run(rc, be, bb, c, fused, backward, t_red, pb->prec);
     if (!status && st == DG_OK) {
         row->max_rel_err = rc->err;
         if (rc->st != DG_OK) {
             status = bench_status_word(rc->st);
             snprintf(why, wn, "%s", rc->why);
-        } else if (!(rc->err <= ATT_CHECK_TOL)) {
+        } else if (!(rc->err <= tol)) {
             status = "wrong";
-            snprintf(why, wn, "at %dx%dx%lld the graph differs from its float64 evaluation (error %.3g)", ATT_CHECK_B,
-                     ATT_CHECK_H, (long long)t_red, rc->err);
-        } else if (!bb->gpu && cap_verdict(ctx, pp->sw, pb->ci, ii, rc, row->flops, why, wn)) {
+            snprintf(why, wn, "at %dx%dx%lld the %s graph differs from its float64 evaluation (error %.3g > %.2g)",
+                     ATT_CHECK_B, ATT_CHECK_H, (long long)t_red, dg_precision_name(pb->prec), rc->err, tol);
+        } else if (!bb->gpu && cap_verdict(ctx, pp->sw, pb, ii, rc, row->flops, why, wn)) {
             status = "skipped";
         }
     }
     if (!status && st == DG_OK) st = problem_fill(pb);
     if (!status && st == DG_OK)
-        st = dg_plan_new(&pp->p, pp->ag.g, be, pp->ag.out, pp->ag.n_out, &(dg_plan_opts){.no_replay = !bb->replay});
+        st = dg_plan_new(&pp->p, pp->ag.g, be, pp->ag.out, pp->ag.n_out, &po);
     double err = NAN;
     if (!status && st == DG_OK) st = full_check(pb, &pp->ag, pp->p, be, &err, why, wn);
     if (!status && st == DG_OK) {
         row->max_rel_err = fmax(rc->err, err);
-        if (!(row->max_rel_err <= ATT_CHECK_TOL)) {
+        if (!(row->max_rel_err <= tol)) {
             status = "wrong";
-            if (!why[0]) snprintf(why, wn, "sampled rows of the full size differ from float64 (error %.3g)", err);
+            if (!why[0])
+                snprintf(why, wn, "sampled rows of the full size differ from float64 (error %.3g > %.2g)", err, tol);
         }
     }
+    if (!status && st == DG_OK && pb->prec != DG_PREC_FP32) products_note(be, &pp->ag, &po, why, wn);
     if (st != DG_OK) {
         status = bench_status_word(st);
         bench_plan_failure(&pp->ps, why, wn);
@@ -319,7 +363,7 @@ static dg_status att_prepare(bench_ctx *ctx, void *state, const bench_impl *im, 
 static bool att_timed(void *state, const bench_impl *im, bench_row *row) {
     att_point *pp = state;
     if (!im->gpu && row->st.reps > 0)
-        pp->sw->ms_per_flop[pp->pb.ci][*(const int *)im->data] = row->st.median_ms / row->flops;
+        pp->sw->ms_per_flop[pp->pb.ci][*(const int *)im->data][pp->pb.prec] = row->st.median_ms / row->flops;
     return true;
 }
 
@@ -342,7 +386,7 @@ dg_status sweep_attention(bench_ctx *ctx) {
      * after the plan's memory, so a skipped row keeps its arena bytes) */
     const bench_sweep_spec spec = {
         .name = "attention", .impls = att_impls, .n_impls = ATT_N_IMPLS, .points = att_points, .arg = &sw,
-        .setup = att_setup, .teardown = att_teardown, .prepare = att_prepare, .check = att_timed,
+        .precisions = BENCH_PREC_ALL, .skip = att_skip, .setup = att_setup, .teardown = att_teardown, .prepare = att_prepare, .check = att_timed,
         .release = att_release,
     };
     dg_status st = bench_run_spec(ctx, &spec);

@@ -10,6 +10,8 @@
 
 #include "core/check/attention_check.h"
 #include "core/backend.h"
+#include "core/plan.h"
+#include "core/precision.h"
 
 #define ATT_BATCH     16    /* B of every row (the PyTorch peer's)           */
 #define ATT_VARIANT_T 1024  /* the head-size variants run at this T only     */
@@ -50,7 +52,20 @@ double att_flops(int64_t b, int64_t h, int64_t t, int64_t dh, bool causal, bool 
  * (and attention_backward) nodes at d */
 double att_core_flops(const att_dims *d, bool backward);
 
-/* one row's graph: fwd outputs o; fwdbwd outputs dq, dk, dv of sum(o * w) */
+/* The tolerance of a row in precision p (the sampled rows and the reduced
+ * check alike; attention_graph.c says why each is what it is) */
+double att_tol(dg_precision p);
+/* NULL where backend bb has form `fused` in precision p, else why not
+ * (the row is skipped with it): the CPU has no TF32; dg_attention takes
+ * float32 alone (no 16-bit fused kernel on either backend) and its GPU
+ * kernel's products are fp32-accurate whatever TF32 (3xTF32). */
+const char *att_refusal(const att_backend *bb, bool fused, dg_precision p);
+
+/* one row's graph: fwd outputs o; fwdbwd outputs dq, dk, dv of sum(o * w).
+ * In bf16 and fp16 (composed only) both products take their operands
+ * through casts to the dtype and return float32 (dg_model_matmul, the
+ * training step's policy): the softmax and the outputs stay float32, the
+ * backward rounds the gradients reaching the products (autodiff.c). */
 typedef struct att_graph {
     dg_graph *g;
     dg_node  *in[4];   /* q, k, v, w (w NULL for fwd) */
@@ -58,14 +73,21 @@ typedef struct att_graph {
     int       n_in, n_out;
 } att_graph;
 
-/* the graph at d (no tensor memory); free ag->g, also after a failure */
-dg_status att_graph_build(att_graph *ag, const att_dims *d, bool fused, bool backward);
-/* n seeded floats uniform in [-1, 1) */
-void      att_fill_uniform(float *x, int64_t n, uint64_t seed);
+/* the graph at d in precision p (no tensor memory); free ag->g, also
+ * after a failure */
+dg_status att_graph_build(att_graph *ag, const att_dims *d, bool fused, bool backward, dg_precision p);
+/* n seeded floats uniform in [-1, 1), rounded to p's dtype in bf16 and
+ * fp16 (the casts of q, k, v and dO are then exact, and the float64 side
+ * starts from the values the kernels get) */
+void      att_fill_uniform(float *x, int64_t n, uint64_t seed, dg_precision p);
+/* the plan options of a row in precision p on backend bb */
+dg_plan_opts att_plan_opts(const att_backend *bb, dg_precision p);
 
 /* The reduced check of an implementation: the row's graph (form, pass, mask,
- * head size) at B=1, H=2, T' on backend be, planned as the row is (replay
- * or not), every output entry against ref_eval's float64 evaluation of it. */
+ * head size, precision) at B=1, H=2, T' on backend be, planned as the row
+ * is (replay or not, TF32 or not), every output entry against
+ * ref_eval_stored's float64 evaluation of it (which rounds where the graph
+ * casts). */
 typedef struct att_reduced_check {
     bool      done;
     int64_t   t;          /* the T' it ran at                         */
@@ -75,6 +97,6 @@ typedef struct att_reduced_check {
     double    ms, flops;  /* CPU: a warm run's time (the predictor's first figure) */
 } att_reduced_check;
 void att_reduced_run(att_reduced_check *rc, dg_backend *be, const att_backend *bb, const att_case *c, bool fused,
-                     bool backward, int64_t t);
+                     bool backward, int64_t t, dg_precision p);
 
 #endif

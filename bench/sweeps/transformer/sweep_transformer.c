@@ -9,7 +9,18 @@
  * (matmul, softmax, matmul: the [B,H,T,T] scores are tensors). impl cpu,
  * gpu (node by node), gpu-graph (the step captured once as a CUDA graph and
  * replayed). Data: seeded ids uniform over the vocabulary, labels the next
- * id of each sequence, uploaded once (transfer = 0); TF32 off.
+ * id of each sequence, uploaded once (transfer = 0).
+ *
+ * Precisions (--dtype; the dtype column): the step builder's policy
+ * (core/nn/train_step.h), as the mlp and resnet sweeps run it: fp32 (TF32
+ * off); tf32 (the GPU's products on TF32 tensor cores; on the CPU, which
+ * has no TF32, a skipped row); bf16 and fp16 mixed precision (every
+ * product's operands cast to the dtype from float32 masters, float32
+ * accumulation, layer norms, softmax, loss and Adam; fp16 with dynamic loss
+ * scaling). The fused attention stays float32 under every policy
+ * (dg_attention takes float32 alone): a fused row's 16-bit products are
+ * the projections, the MLPs and the head; a composed row's include the
+ * attention's two.
  *
  * Row: case charlm-FORM-bBATCH, m = T, n = the width, k = the vocabulary,
  * batch; flops = step_flops (below: 2 per multiply-add of every product of
@@ -18,13 +29,17 @@
  * attention nodes count otherwise is an error); arena_bytes, live_bytes of
  * the plan. The report's tokens/s are batch * T / median time.
  *
- * Check (check column "f64-step+grad@b2tT'", T' = min(T, 64)): before any
- * timing, the same step at batch 2 and context T' runs once on the same
- * backend and implementation, and its loss, every parameter's gradient and
- * every parameter's update are compared with the float64 evaluation of
- * that graph (core/check/ref.c): the loss and the updates through
- * bench_step_error with check.h's MLP Adam tolerances (all parameters as
- * one vector), the gradients as one vector within LM_GRAD_TOL. The
+ * Check (check column "f64-step+grad@b2tT' tol G/U", T' = min(T, 64), G
+ * and U the gradients' and the updates' tolerances): before any timing,
+ * the same step at batch 2 and context T' in the same precision runs once
+ * on the same backend and implementation, and its loss, every parameter's
+ * gradient and every parameter's update are compared with the float64
+ * evaluation of that graph (core/check/ref.c's ref_eval_stored, which
+ * rounds where the graph casts): the loss and the updates through
+ * bench_step_error with check.h's MLP Adam tolerances raised to the
+ * precision's (bench_step_tol_in, the mlp and resnet sweeps' own; all
+ * parameters as one vector), the gradients as one vector within
+ * lm_grad_tol (sweep_transformer.h). The
  * gradients are what make the check sharp: Adam's first update is about
  * lr * sign(g), so a backward 0.3% off moves the updates by only 4% (a
  * layer norm backward without its mean term, measured), within the
@@ -56,10 +71,30 @@
 #include "core/status.h"
 #include "runner/plan_predict.h"
 #include "runner/runner.h"
+#include "runner/step_tol.h"
 #include "sweeps/attention/sweep_attention.h"
 #include "sweeps/transformer/sweep_transformer.h"
 
 static const long long default_ctx[] = {64, 128, 256, 512};
+
+double lm_grad_tol(dg_precision p) {
+    switch (p) {
+    case DG_PREC_FP32: break;
+    case DG_PREC_TF32: return LM_GRAD_TOL_TF32;
+    case DG_PREC_BF16: return LM_GRAD_TOL_BF16;
+    case DG_PREC_FP16: return LM_GRAD_TOL_FP16;
+    }
+    return LM_GRAD_TOL;
+}
+
+/* the step of cfg in precision p: the MLP Adam tolerances raised to p's
+ * (step_tol.h: the mlp and resnet sweeps' 16-bit and TF32 rows) */
+static bench_step_spec lm_spec(const dg_charlm_cfg *cfg, dg_precision p) {
+    bench_step_spec spec = bench_charlm_step(cfg);
+    spec.precision = p;
+    spec.tol = bench_step_tol_in(p, spec.tol);
+    return spec;
+}
 static const long long quick_ctx[] = {64, 128};
 #define N_BATCHES(ctx) ((ctx)->quick ? 1 : LM_N_BATCHES)
 
@@ -93,25 +128,30 @@ static double graph_flops(const dg_graph *g) {
     return f;
 }
 
-/* graph, model and step of spec for a batch, laid out without memory (*ps) */
+/* graph, model and step of spec (in its precision's policy) for a batch,
+ * laid out without memory (*ps) */
 static dg_status step_graph(bench_step *s, const bench_step_spec *spec, int batch, dg_plan_stats *ps) {
     *s = (bench_step){0};
     s->g = dg_graph_new();
     dg_status st = s->g ? spec->model(s->g, spec->cfg, 1, &s->model) : dg_fail(DG_ERR_OOM, "transformer: out of memory");
-    if (st == DG_OK) st = dg_train_step_build(s->g, &s->model, batch, &spec->optim, &s->ts);
+    if (st == DG_OK)
+        st = dg_train_step_build_opts(s->g, &s->model, batch, &spec->optim,
+                                      &(dg_train_step_opts){.precision = spec->precision}, &s->ts);
     if (st == DG_OK) st = bench_plan_predict(s->g, s->ts.outputs, s->ts.n_outputs, ps);
     return st;
 }
 
-/* the step's plan, inputs set; grads: the gradients are outputs too (kept
- * to be read back: the check's plan) */
-static dg_status step_plan(bench_step *s, dg_backend *be, bool replay, bool grads, const int32_t *x,
+/* the step's plan in precision p (TF32 on for tf32), inputs set; grads:
+ * the gradients are outputs too (kept to be read back: the check's plan) */
+static dg_status step_plan(bench_step *s, dg_backend *be, bool replay, dg_precision p, bool grads, const int32_t *x,
                            const int32_t *y) {
-    dg_node *out[1 + 2 * DG_MODEL_MAX_PARAMS + DG_MODEL_MAX_UPDATES];
+    dg_node *out[2 + 2 * DG_MODEL_MAX_PARAMS + DG_MODEL_MAX_UPDATES];
     int n = s->ts.n_outputs;
     memcpy(out, s->ts.outputs, (size_t)n * sizeof *out);
     for (int i = 0; grads && i < s->model.n_params; i++) out[n++] = s->ts.grads[i];
-    dg_status st = dg_plan_new(&s->p, s->g, be, out, n, &(dg_plan_opts){.no_replay = !replay});
+    dg_plan_opts po = {.no_replay = !replay};
+    dg_precision_plan_opts(p, &po);
+    dg_status st = dg_plan_new(&s->p, s->g, be, out, n, &po);
     if (st == DG_OK) st = dg_plan_set(s->p, s->ts.x, x, dg_node_bytes(s->ts.x));
     if (st == DG_OK) st = dg_plan_set(s->p, s->ts.y, y, dg_node_bytes(s->ts.y));
     return st;
@@ -153,9 +193,10 @@ typedef struct lm_check {
     double    last_ms, last_flops; /* the CPU's predictor: the last run timed */
 } lm_check;
 
-static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, bench_step_ref *ref, lm_check *out) {
+static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, dg_precision p, bench_step_ref *ref,
+                       lm_check *out) {
     dg_charlm_cfg cfg = lm_cfg(tc, form == 1);
-    bench_step_spec spec = bench_charlm_step(&cfg);
+    bench_step_spec spec = lm_spec(&cfg, p);
     int32_t *x = NULL, *y = NULL;
     bench_step s = {0};
     dg_plan_stats ps;
@@ -163,19 +204,19 @@ static void check_impl(int form, const lm_impl *im, dg_backend *be, int tc, benc
     *out = (lm_check){.err = NAN, .step_err = NAN, .grad_err = NAN};
     dg_status st = bench_charlm_batch(LM_CHECK_BATCH, tc, LM_VOCAB, 500u + (uint64_t)tc, &x, &y);
     if (st == DG_OK) st = step_graph(&s, &spec, LM_CHECK_BATCH, &ps);
-    if (st == DG_OK) st = step_plan(&s, be, im->replay, true, x, y);
+    if (st == DG_OK) st = step_plan(&s, be, im->replay, p, true, x, y);
     if (st == DG_OK) st = dg_plan_run(s.p);
     if (st == DG_OK) st = dg_plan_get(s.p, s.ts.loss, &loss, sizeof loss);
     double t0 = bench_now_s();
     bool fresh = !ref->done;
     if (st == DG_OK && fresh) st = bench_step_ref_run(&s, x, y, ref);
     if (st == DG_OK && fresh)
-        fprintf(stderr, "bench: transformer %s: float64 reference of the batch-%d, context-%d step: %.1f s\n",
-                lm_forms[form], LM_CHECK_BATCH, tc, bench_now_s() - t0);
+        fprintf(stderr, "bench: transformer %s %s: float64 reference of the batch-%d, context-%d step: %.1f s\n",
+                lm_forms[form], dg_precision_name(p), LM_CHECK_BATCH, tc, bench_now_s() - t0);
     if (st == DG_OK) st = bench_step_error(&s.model, plan_fetch, s.p, loss, ref, spec.tol, &out->step_err, &out->ok);
     if (st == DG_OK) st = grad_error(&s, ref, &out->grad_err);
     if (st == DG_OK) {
-        out->ok = out->ok && out->grad_err <= LM_GRAD_TOL;
+        out->ok = out->ok && out->grad_err <= lm_grad_tol(p);
         out->err = fmax(out->step_err, isnan(out->grad_err) ? INFINITY : out->grad_err);
     }
     if (st == DG_OK && out->ok && !im->gpu) { /* the CPU's first prediction: one more run, warm */
@@ -219,8 +260,9 @@ typedef struct lm_sweep lm_sweep;
 typedef struct lm_point {
     lm_sweep     *sw;
     int           form, batch, t;
+    dg_precision  prec;
     dg_charlm_cfg cfg;
-    char          check[48];
+    char          check[64];
     bench_step    s;
     int32_t      *x, *y;        /* the step's ids and labels */
     dg_plan_stats ps;
@@ -228,12 +270,14 @@ typedef struct lm_point {
 } lm_point;
 
 /* what outlives a point: the group under way (form and check context), its
- * float64 reference and each implementation's check (with the CPU's rate) */
+ * float64 reference per precision (the runner goes through the precisions
+ * at each point: each keeps its own) and each implementation's check in
+ * each precision (with the CPU's rate) */
 struct lm_sweep {
     int            form, tc;    /* tc 0: no group yet */
-    bench_step_ref ref;
-    lm_check       chk[LM_N_IMPLS];
-    bool           checked[LM_N_IMPLS];
+    bench_step_ref ref[DG_PREC_COUNT];
+    lm_check       chk[LM_N_IMPLS][DG_PREC_COUNT];
+    bool           checked[LM_N_IMPLS][DG_PREC_COUNT];
     lm_point       point;       /* the point under way */
 };
 
@@ -265,15 +309,20 @@ static dg_status lm_setup(bench_ctx *ctx, const bench_point *pt, void **state) {
     lm_sweep *sw = *(lm_sweep *const *)pt->data;
     int form = (int)pt->index, t = (int)pt->m, tc = check_context(t);
     if (form != sw->form || tc != sw->tc) {
-        bench_step_ref_free(&sw->ref);
-        sw->ref = (bench_step_ref){.keep_grads = true}; /* one graph and data for every implementation: one reference */
+        for (int p = 0; p < DG_PREC_COUNT; p++) {
+            bench_step_ref_free(&sw->ref[p]);
+            /* one graph and data for every implementation: one reference */
+            sw->ref[p] = (bench_step_ref){.keep_grads = true};
+        }
         memset(sw->checked, 0, sizeof sw->checked);
         sw->form = form;
         sw->tc = tc;
     }
     lm_point *pp = &sw->point;
-    *pp = (lm_point){.sw = sw, .form = form, .batch = (int)pt->batch, .t = t, .cfg = lm_cfg(t, form == 1)};
-    snprintf(pp->check, sizeof pp->check, "f64-step+grad@b%dt%d", LM_CHECK_BATCH, tc);
+    *pp = (lm_point){.sw = sw, .form = form, .batch = (int)pt->batch, .t = t, .prec = pt->precision,
+                     .cfg = lm_cfg(t, form == 1)};
+    snprintf(pp->check, sizeof pp->check, "f64-step+grad@b%dt%d tol %.2g/%.2g", LM_CHECK_BATCH, tc,
+             lm_grad_tol(pp->prec), lm_spec(&pp->cfg, pp->prec).tol.update);
     *state = pp;
     return DG_OK;
 }
@@ -292,10 +341,11 @@ static dg_status lm_prepare(bench_ctx *ctx, void *state, const bench_impl *im, b
     const int i = impl_index(im), form = pp->form, batch = pp->batch, t = pp->t;
     const lm_impl *li = &lm_impls[i];
     dg_backend *be = li->gpu ? ctx->gpu : ctx->cpu;
-    lm_check *chk = &sw->chk[i];
-    if (!sw->checked[i]) {
-        check_impl(form, li, be, sw->tc, &sw->ref, chk);
-        sw->checked[i] = true;
+    const dg_precision p = pp->prec;
+    lm_check *chk = &sw->chk[i][p];
+    if (!sw->checked[i][p]) {
+        check_impl(form, li, be, sw->tc, p, &sw->ref[p], chk);
+        sw->checked[i][p] = true;
     }
     char *why = pp->why;
     const size_t wn = sizeof pp->why;
@@ -304,7 +354,7 @@ static dg_status lm_prepare(bench_ctx *ctx, void *state, const bench_impl *im, b
     row->check = pp->check;
     row->flops = step_flops(batch, t);
     row->max_rel_err = chk->err;
-    bench_step_spec spec = bench_charlm_step(&pp->cfg);
+    bench_step_spec spec = lm_spec(&pp->cfg, p);
     const char *status = NULL;
     dg_status st = chk->st;
     if (st != DG_OK) {
@@ -313,9 +363,9 @@ static dg_status lm_prepare(bench_ctx *ctx, void *state, const bench_impl *im, b
         st = DG_OK;
     } else if (!chk->ok) {
         status = "wrong";
-        snprintf(why, wn, "the batch-%d step differs from its float64 reference: gradients %.3g (tolerance %g), loss "
-                 "and updates %.3g (tolerances %g, %g)", LM_CHECK_BATCH, chk->grad_err, LM_GRAD_TOL, chk->step_err,
-                 BENCH_STEP_LOSS_TOL, BENCH_STEP_UPDATE_TOL);
+        snprintf(why, wn, "the batch-%d %s step differs from its float64 reference: gradients %.3g (tolerance %g), "
+                 "loss and updates %.3g (tolerances %g, %g)", LM_CHECK_BATCH, dg_precision_name(p), chk->grad_err,
+                 lm_grad_tol(p), chk->step_err, spec.tol.loss, spec.tol.update);
     }
     if (!status) st = step_graph(&pp->s, &spec, batch, &pp->ps);
     if (!status && st == DG_OK) {
@@ -339,7 +389,7 @@ static dg_status lm_prepare(bench_ctx *ctx, void *state, const bench_impl *im, b
     }
     if (!status && st == DG_OK)
         st = bench_charlm_batch(batch, t, LM_VOCAB, (uint64_t)batch << 20 ^ (uint64_t)t, &pp->x, &pp->y);
-    if (!status && st == DG_OK) st = step_plan(&pp->s, be, li->replay, false, pp->x, pp->y);
+    if (!status && st == DG_OK) st = step_plan(&pp->s, be, li->replay, p, false, pp->x, pp->y);
     float loss = NAN;
     if (!status && st == DG_OK) st = dg_plan_run(pp->s.p);
     if (!status && st == DG_OK) st = dg_plan_get(pp->s.p, pp->s.ts.loss, &loss, sizeof loss);
@@ -351,6 +401,9 @@ static dg_status lm_prepare(bench_ctx *ctx, void *state, const bench_impl *im, b
         status = bench_status_word(st);
         bench_plan_failure(&pp->ps, why, wn);
     }
+    if (!status && st == DG_OK && p != DG_PREC_FP32) /* how close the rounded step came */
+        snprintf(why, wn, "gradients %.2g, loss and updates %.2g off float64%s", chk->grad_err, chk->step_err,
+                 form == 0 && p != DG_PREC_TF32 ? "; the fused attention float32 (dg_attention's only dtype)" : "");
     row->note = why[0] ? why : NULL;
     row->status = status;
     if (status) work->finding = form == 1 && !strcmp(status, "oom"); /* composed: "where memory allows" */
@@ -362,7 +415,7 @@ static dg_status lm_prepare(bench_ctx *ctx, void *state, const bench_impl *im, b
  * prediction of its implementation in the group */
 static bool lm_timed(void *state, const bench_impl *im, bench_row *row) {
     lm_point *pp = state;
-    lm_check *chk = &pp->sw->chk[impl_index(im)];
+    lm_check *chk = &pp->sw->chk[impl_index(im)][pp->prec];
     if (row->st.reps > 0) {
         chk->last_ms = row->st.median_ms;
         chk->last_flops = row->flops;
@@ -379,6 +432,14 @@ static void lm_release(void *state, const bench_impl *im, bench_work *work) {
     pp->x = pp->y = NULL;
 }
 
+/* the CPU has no TF32: its tf32 rows are skipped, not run as fp32 */
+static const char *lm_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, char *why, size_t n) {
+    (void)ctx;
+    if (im->gpu || pt->precision != DG_PREC_TF32) return NULL;
+    snprintf(why, n, "no TF32 on the CPU: its fp32 row is this one");
+    return why;
+}
+
 dg_status sweep_transformer(bench_ctx *ctx) {
     lm_sweep *sw = calloc(1, sizeof *sw);
     if (!sw) return dg_fail(DG_ERR_OOM, "transformer: out of memory");
@@ -389,10 +450,11 @@ dg_status sweep_transformer(bench_ctx *ctx) {
      * skipped row keeps its arena bytes) */
     const bench_sweep_spec spec = {
         .name = "transformer", .impls = impls, .n_impls = LM_N_IMPLS, .points = lm_points, .arg = &sw,
-        .setup = lm_setup, .prepare = lm_prepare, .check = lm_timed, .release = lm_release,
+        .precisions = BENCH_PREC_ALL, .skip = lm_skip, .setup = lm_setup, .prepare = lm_prepare, .check = lm_timed,
+        .release = lm_release,
     };
     dg_status st = bench_run_spec(ctx, &spec);
-    bench_step_ref_free(&sw->ref);
+    for (int p = 0; p < DG_PREC_COUNT; p++) bench_step_ref_free(&sw->ref[p]);
     free(sw);
     return st;
 }

@@ -1,8 +1,9 @@
 /* sweep_transformer_report.c: the transformer sweep's report: per
- * attention form a chart of tokens/s over the context for every
- * implementation and batch (transformer_tokens_FORM, the first batch's
- * crossover of graph replay over the CPU marked), the crossovers in
- * summary.md, and a table of step time, tokens/s and plan memory. Also
+ * attention form and precision in the rows a chart of tokens/s over the
+ * context for every implementation and batch (transformer_tokens_FORM,
+ * transformer_tokens_FORM_DTYPE beyond fp32; the first batch's crossover of
+ * graph replay over the CPU marked), the crossovers in summary.md, and a
+ * table of step time, tokens/s and plan memory per precision. Also
  * the curves of `bench train --model charlm` (train-charlm-BACKEND.csv),
  * drawn with the text's unigram entropy, whether or not the sweep ran. */
 #include <math.h>
@@ -23,7 +24,14 @@ static bench_series tokens_per_s(bench_series s, int batch) {
     return s;
 }
 
-static void form_table(FILE *f, const bench_table *t, int form) {
+/* whether t has a row in precision p */
+static bool has_prec(const bench_table *t, dg_precision p) {
+    for (int i = 0; i < t->n; i++)
+        if (t->r[i].precision == p) return true;
+    return false;
+}
+
+static void form_table(FILE *f, const bench_table *t, int form, dg_precision p) {
     bool any = false;
     for (int b = 0; b < LM_N_BATCHES; b++) {
         char name[48];
@@ -32,14 +40,14 @@ static void form_table(FILE *f, const bench_table *t, int form) {
         int nc = bench_table_ms(t, name, cs, 0, BENCH_MAX_PTS);
         for (int k = 0; k < nc; k++) {
             if (!any)
-                fprintf(f, "### %s attention: step time and tokens/s per implementation, plan memory (MB)\n\n"
+                fprintf(f, "### %s attention (%s): step time and tokens/s per implementation, plan memory (MB)\n\n"
                            "| batch | T | cpu | gpu | gpu-graph | arena | peak live |\n|---|---|---|---|---|---|---|\n",
-                        lm_forms[form]);
+                        lm_forms[form], dg_precision_name(p));
             any = true;
             long long arena = 0, live = 0;
             fprintf(f, "| %d | %lld |", lm_batches[b], cs[k]);
             for (int i = 0; i < LM_N_IMPLS; i++) {
-                const csv_rec *r = bench_table_row(t, name, lm_impls[i].name, cs[k]);
+                const csv_rec *r = bench_table_row_prec(t, name, lm_impls[i].name, cs[k], p);
                 if (r && bench_row_measured(r))
                     fprintf(f, " %.4g ms, %.0f/s |", r->median_ms, 1e3 * (double)lm_batches[b] * cs[k] / r->median_ms);
                 else fprintf(f, " %s |", r ? r->status : "-");
@@ -137,14 +145,20 @@ bool bench_report_transformer(bench_report *rep, const bench_table *t) {
                "Vocabulary %d, width %d, %d heads of %d, %d pre-norm blocks, causal attention, Adam; one step = "
                "forward, loss over every position, backward, update, as one plan. Checked first (f64-step+grad: "
                "the step at batch %d, context min(T, %d), its loss, gradients and updates against the float64 "
-               "evaluation of its graph; the full-size loss finite). Crossover: the smallest context T from which the GPU is faster "
-               "at every larger T.\n\n| attention | batch | GPU (graph replay) vs CPU | GPU (no graph) vs CPU |\n"
-               "|---|---|---|---|\n", LM_VOCAB, LM_WIDTH, LM_HEADS, LM_WIDTH / LM_HEADS, LM_LAYERS, LM_CHECK_BATCH,
-            LM_CHECK_CONTEXT);
-    for (int form = 0; form < 2; form++) {
+               "evaluation of its graph, at the precision's tolerances, which the check column names; the "
+               "full-size loss finite). Precisions: the step builder's policy (fp32; tf32: the GPU's products on "
+               "TF32 tensor cores; bf16, fp16: mixed precision, 16-bit products from float32 masters, fp16 with "
+               "loss scaling; the fused attention float32 in every one). Crossover: the smallest context T from "
+               "which the GPU is faster at every larger T.\n\n| attention | dtype | batch | GPU (graph replay) vs "
+               "CPU | GPU (no graph) vs CPU |\n|---|---|---|---|---|\n", LM_VOCAB, LM_WIDTH, LM_HEADS,
+            LM_WIDTH / LM_HEADS, LM_LAYERS, LM_CHECK_BATCH, LM_CHECK_CONTEXT);
+    for (int p = 0; p < DG_PREC_COUNT; p++)
+    for (int form = 0; form < 2 && (p == DG_PREC_FP32 || has_prec(t, (dg_precision)p)); form++) {
+        const char *pn = dg_precision_name((dg_precision)p);
         char file[48], title[128];
-        snprintf(file, sizeof file, "transformer_tokens_%s", lm_forms[form]);
-        snprintf(title, sizeof title, "char-LM training step, %s attention: tokens/s", lm_forms[form]);
+        snprintf(file, sizeof file, "transformer_tokens_%s%s%s", lm_forms[form], p == DG_PREC_FP32 ? "" : "_",
+                 p == DG_PREC_FP32 ? "" : pn);
+        snprintf(title, sizeof title, "char-LM training step, %s attention, %s: tokens/s", lm_forms[form], pn);
         bench_chart ch = {file, title, "context T", "tokens/s", true, .vline = NAN};
         for (int b = 0; b < LM_N_BATCHES; b++) {
             char name[48], c0[96], c1[96];
@@ -153,7 +167,7 @@ bool bench_report_transformer(bench_report *rep, const bench_table *t) {
             for (int i = 0; i < LM_N_IMPLS; i++) {
                 char title_s[64];
                 snprintf(title_s, sizeof title_s, "%s, batch %d", lm_impls[i].name, lm_batches[b]);
-                s[i] = bench_pick(t, name, lm_impls[i].name, NULL, false, BENCH_MS, title_s);
+                s[i] = bench_pick_prec(t, name, lm_impls[i].name, NULL, (dg_precision)p, false, BENCH_MS, title_s);
                 bench_chart_add(&ch, tokens_per_s(s[i], lm_batches[b]));
             }
             if (!s[0].n && !s[1].n && !s[2].n) continue;
@@ -161,11 +175,12 @@ bool bench_report_transformer(bench_report *rep, const bench_table *t) {
             if (isnan(ch.vline)) ch.vline = bench_crossover(&s0);
             bench_crossover_str(&s0, c0, sizeof c0);
             bench_crossover_str(&s1, c1, sizeof c1);
-            fprintf(f, "| %s | %d | %s | %s |\n", lm_forms[form], lm_batches[b], c0, c1);
+            fprintf(f, "| %s | %s | %d | %s | %s |\n", lm_forms[form], pn, lm_batches[b], c0, c1);
         }
         bench_chart_draw(rep, &ch);
     }
     fprintf(f, "\n");
-    for (int form = 0; form < 2; form++) form_table(f, t, form);
+    for (int p = 0; p < DG_PREC_COUNT; p++)
+        for (int form = 0; form < 2; form++) form_table(f, t, form, (dg_precision)p);
     return true;
 }
