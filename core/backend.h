@@ -66,6 +66,7 @@ typedef enum dg_conv_impl {
     DG_CONV_IM2COL,          /* im2col + GEMMs in passes of images (CPU: DG_CPU_CONV_PASSES;
                                 GPU: DG_GPU_CONV_IM2COL, cuBLAS)                       */
     DG_CONV_IM2COL_BATCH,    /* CPU: OpenMP over the batch (DG_CPU_CONV_BATCH)          */
+    DG_CONV_SHIFT,           /* CPU: shifted taps, no im2col (DG_CPU_CONV_SHIFT)        */
     DG_CONV_IM2COL_CHANNELS, /* CPU: the weight's gradient by input channels
                                 (DG_CPU_CONV_CHANNELS)                                  */
     DG_CONV_IMPLICIT,        /* GPU: the implicit-GEMM kernels (DG_GPU_CONV_IMPLICIT)   */

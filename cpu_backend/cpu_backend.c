@@ -237,6 +237,7 @@ static int step_conv(const cpu_ctx *c, unsigned flags) {
     case DG_CONV_DEFAULT:         return (int)c->conv;
     case DG_CONV_IM2COL:          return DG_CPU_CONV_PASSES;
     case DG_CONV_IM2COL_BATCH:    return DG_CPU_CONV_BATCH;
+    case DG_CONV_SHIFT:           return DG_CPU_CONV_SHIFT;
     case DG_CONV_IM2COL_CHANNELS: return DG_CPU_CONV_CHANNELS;
     case DG_CONV_VENDOR:          return DG_CPU_CONV_ONEDNN;
     case DG_CONV_IMPLICIT:

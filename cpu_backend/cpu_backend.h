@@ -29,18 +29,24 @@ typedef enum dg_cpu_gemm {
  *   there are fewer images than threads) into its own slot of the scratch
  *   and multiplying them with a one-thread sgemm (the weight's gradient
  *   summed from per-thread partials);
- * DEFAULT, as the conv sweep measured it on a 16-core host (docs/PERF.md,
- *   cpu_conv.c): the forward and dx as BATCH once half the threads or
- *   more get a unit, except images under 32 columns that PASSES can
- *   multiply side by side; the weight's gradient as CHANNELS with 144
- *   columns of dw a thread or more (16 channels of a 3x3 kernel), else as
- *   BATCH only with a unit for every thread and a partial dw no larger
- *   than an image's columns, else PASSES.
+ * DEFAULT, as measured on a 16-core host (docs/PERF.md): the forward and
+ *   dx as SHIFT where it applies to layers of 16 channels or more, wrap
+ *   columns an eighth of the grid or less and units of 256 columns or
+ *   more (cpu_kernels.h); else as BATCH once half the threads or more get
+ *   a unit, except images under 32 columns that PASSES can multiply side
+ *   by side; the weight's gradient as CHANNELS with 144 columns of dw a
+ *   thread or more (16 channels of a 3x3 kernel), else as BATCH only with a unit for every thread and a
+ *   partial dw no larger than an image's columns, else PASSES.
+ * SHIFT: for convolutions of both strides 1 (not 1x1 unpadded), no
+ *   im2col: OpenMP over the batch as BATCH, each thread copying its
+ *   image's input into zero-padded planes and multiplying each tap's
+ *   weights with a shifted view of them (cpu_conv_shift.c); elsewhere as
+ *   BATCH.
  * CHANNELS: the weight's gradient split by input channels, each thread
  *   unfolding its channels' columns of a pass of images and multiplying
  *   them straight into its rows of dw (no partials; cpu_conv.c); the
  *   forward and dx as DEFAULT.
- * BATCH and CHANNELS fall back to PASSES where they do not apply:
+ * BATCH, SHIFT and CHANNELS fall back to PASSES where they do not apply:
  * one thread, one image (BATCH), an sgemm that cannot run on every thread
  * at once (the own one, a pthreads OpenBLAS), or a scratch too small for
  * two slots.
@@ -56,6 +62,7 @@ typedef enum dg_cpu_conv {
     DG_CPU_CONV_DEFAULT,
     DG_CPU_CONV_PASSES,
     DG_CPU_CONV_BATCH,
+    DG_CPU_CONV_SHIFT,
     DG_CPU_CONV_CHANNELS,
     DG_CPU_CONV_ONEDNN,
 } dg_cpu_conv;

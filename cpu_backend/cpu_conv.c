@@ -414,25 +414,6 @@ int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, 
     return (int)slots;
 }
 
-/* DEFAULT's choice among the three, as the conv sweep of ResNet-18's CIFAR
- * layers measured it (docs/PERF.md, "Pruning the own CPU convolution";
- * reports/h200/host/conv.csv: 16 threads, batch 32, median ms):
- *   forward and dx: the batch strategy, 1.2x to 17x faster than the passes
- *     in 18 of the 22 (64ch 32x32 fwd 3.06 ms against 7.66, 128ch 16x16
- *     stride 2 dx 1.84 against 2.25, the 1x1 downsampling 0.17-0.21
- *     against 1.1-3.0); the passes where an image has fewer than
- *     PASSES_BELOW_COLUMNS columns, the other 4, the 4x4 layers: 512ch 4x4
- *     fwd 3.22 / dx 3.65 against the batch's 4.17 / 4.74, 256ch 8x8 stride
- *     2 fwd 1.85 / dx 1.95 against 2.17 / 2.02;
- *   the weight's gradient: the channel split from 144 columns of dw a
- *     thread (256ch 8x8 2.84 against the passes' 3.20, 512ch 4x4 2.62
- *     against 2.88), else the batch strategy where its rule lets it (64ch
- *     32x32 6.92 against the split's 10.2), else the passes (512ch 1x1 0.31
- *     against the split's 0.36).
- * Shifted taps without im2col, which the default ran on the 64- and
- * 128-channel 3x3 layers before, were dropped: 4-8% ahead of the batch on
- * 64ch 32x32 there, inside the run-to-run spread, 4-11% behind it on 128ch
- * 16x16, and oneDNN 1.3-1.4x ahead of both. */
 dg_cpu_conv_run dg__cpu_conv_strategy(const dg_conv_dims *d, dg_op op, dg_cpu_conv impl, bool serial_ok,
                                       int threads, int *slots) {
     int none;
@@ -445,6 +426,10 @@ dg_cpu_conv_run dg__cpu_conv_strategy(const dg_conv_dims *d, dg_op op, dg_cpu_co
     } else if (impl == DG_CPU_CONV_CHANNELS) {
         impl = DG_CPU_CONV_DEFAULT; /* it splits the weight's gradient only */
     }
+    /* the shifted kernels (cpu_conv_shift.c): asked for, or DEFAULT where
+     * they pay */
+    bool shift = impl == DG_CPU_CONV_SHIFT || (impl == DG_CPU_CONV_DEFAULT && dg__cpu_conv_shift_pays(d, threads, op));
+    if (shift && (*slots = dg__cpu_conv_shift_slots(d, serial_ok, threads, op)) > 0) return DG_CPU_CONV_RUN_SHIFT;
     if ((*slots = dg__cpu_conv_slots(d, serial_ok, impl, threads, op)) > 0) return DG_CPU_CONV_RUN_BATCH;
     return DG_CPU_CONV_RUN_PASSES;
 }
@@ -453,6 +438,7 @@ const char *dg__cpu_conv_run_name(dg_cpu_conv_run run) {
     switch (run) {
     case DG_CPU_CONV_RUN_PASSES:   return "cpu-im2col";
     case DG_CPU_CONV_RUN_BATCH:    return "cpu-im2col-batch";
+    case DG_CPU_CONV_RUN_SHIFT:    return "cpu-shift";
     case DG_CPU_CONV_RUN_CHANNELS: return "cpu-im2col-chan";
     }
     return "cpu-im2col";
@@ -647,6 +633,7 @@ dg_status dg__cpu_conv2d(const dg_step *s, const dg_cpu_blas *blas, dg_cpu_conv 
     if (st) return st;
     int slots;
     switch (strategy_of(&d, DG_OP_CONV2D, blas, impl, &slots)) {
+    case DG_CPU_CONV_RUN_SHIFT:    return dg__cpu_conv2d_shift(s, &d, blas, slots);
     case DG_CPU_CONV_RUN_BATCH:    return conv2d_batch(s, &d, blas, slots);
     case DG_CPU_CONV_RUN_CHANNELS: /* the weight's gradient only: never here */
     case DG_CPU_CONV_RUN_PASSES:   break;
@@ -685,6 +672,7 @@ dg_status dg__cpu_conv2d_backward_data(const dg_step *s, const dg_cpu_blas *blas
     if (st) return st;
     int slots;
     switch (strategy_of(&d, DG_OP_CONV2D_BACKWARD_DATA, blas, impl, &slots)) {
+    case DG_CPU_CONV_RUN_SHIFT:    return dg__cpu_conv2d_backward_data_shift(s, &d, blas, slots);
     case DG_CPU_CONV_RUN_BATCH:    return conv2d_backward_data_batch(s, &d, blas, slots);
     case DG_CPU_CONV_RUN_CHANNELS: /* the weight's gradient only: never here */
     case DG_CPU_CONV_RUN_PASSES:   break;
@@ -725,6 +713,7 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
     int slots;
     switch (strategy_of(&d, DG_OP_CONV2D_BACKWARD_WEIGHT, blas, impl, &slots)) {
     case DG_CPU_CONV_RUN_CHANNELS: return conv2d_backward_weight_channels(s, &d, blas);
+    case DG_CPU_CONV_RUN_SHIFT:    return dg__cpu_conv2d_backward_weight_shift(s, &d, blas, slots);
     case DG_CPU_CONV_RUN_BATCH:    return conv2d_backward_weight_batch(s, &d, blas, slots);
     case DG_CPU_CONV_RUN_PASSES:   break;
     }

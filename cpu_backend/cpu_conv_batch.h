@@ -1,6 +1,6 @@
-/* cpu_conv_batch.h: how the convolution that runs OpenMP over the batch
- * (cpu_conv.c's DG_CPU_CONV_BATCH) gives each thread of a parallel region
- * its units of work and its slot of the scratch. */
+/* cpu_conv_batch.h: how the convolutions that run OpenMP over the batch
+ * (cpu_conv.c's DG_CPU_CONV_BATCH, cpu_conv_shift.c) give each thread of
+ * a parallel region its units of work and its slot of the scratch. */
 #ifndef DG_CPU_CONV_BATCH_H
 #define DG_CPU_CONV_BATCH_H
 

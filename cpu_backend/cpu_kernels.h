@@ -75,14 +75,34 @@ bool dg__cpu_conv_channels_run(const struct dg_conv_dims *d, bool serial_ok, int
  * `threads` threads: with 144 columns of dw a thread or more (C*KH*KW /
  * threads: 16 channels of a 3x3 kernel) */
 bool dg__cpu_conv_channels_pay(const struct dg_conv_dims *d, int threads);
+/* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): whether a convolution has both
+ * strides 1, is not `direct` and pads no more than its kernel reaches
+ * (dx is then a convolution of dy padded by dh*(KH-1) - ph >= 0); the
+ * threads that run it, 0 where it does not apply or the scratch holds
+ * fewer than two slots (as dg__cpu_conv_slots: one thread or an sgemm
+ * that cannot run on every thread at once also give 0); and the three
+ * ops on that many threads. */
+bool dg__cpu_conv_shift_applies(const struct dg_conv_dims *d);
+/* whether DG_CPU_CONV_DEFAULT runs op shifted on `threads` threads: the
+ * forward and dx where the shift applies, both channel counts of a group
+ * are 16 or more, the wrap columns (cpu_conv_shift.c) an eighth of the
+ * grid or less and each thread's unit at least 256 columns of it */
+bool dg__cpu_conv_shift_pays(const struct dg_conv_dims *d, int threads, dg_op op);
+int  dg__cpu_conv_shift_slots(const struct dg_conv_dims *d, bool serial_ok, int threads, dg_op op);
+dg_status dg__cpu_conv2d_shift(const dg_step *s, const struct dg_conv_dims *d, const dg_cpu_blas *blas, int slots);
+dg_status dg__cpu_conv2d_backward_data_shift(const dg_step *s, const struct dg_conv_dims *d, const dg_cpu_blas *blas,
+                                             int slots);
+dg_status dg__cpu_conv2d_backward_weight_shift(const dg_step *s, const struct dg_conv_dims *d,
+                                               const dg_cpu_blas *blas, int slots);
 /* What a convolution step of op `op` runs as with strategy `impl` (never
  * DEFAULT's own: the rules above resolve it), an sgemm that can (serial_ok)
  * or cannot run on every thread at once, on `threads` threads: the one
  * place the kernels and dg_plan_node_impl learn it from. *slots (may be
- * NULL): the threads of the image-by-image kernels, 0 else. */
+ * NULL): the threads of the shifted or image-by-image kernels, 0 else. */
 typedef enum dg_cpu_conv_run {
     DG_CPU_CONV_RUN_PASSES,   /* "cpu-im2col"       */
     DG_CPU_CONV_RUN_BATCH,    /* "cpu-im2col-batch" */
+    DG_CPU_CONV_RUN_SHIFT,    /* "cpu-shift"        */
     DG_CPU_CONV_RUN_CHANNELS, /* "cpu-im2col-chan"  */
 } dg_cpu_conv_run;
 dg_cpu_conv_run dg__cpu_conv_strategy(const struct dg_conv_dims *d, dg_op op, dg_cpu_conv impl, bool serial_ok,

@@ -1003,12 +1003,127 @@ Test(conv_cpu, span_unfolding_matches_the_reference, .timeout = 300) {
         }
 }
 
+/* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): the stride-1 convolutions from
+ * shifted views of padded planes, forward and both gradients against the
+ * float64 reference. Each case states whether the shift applies, and
+ * where it does the three ops must get slots on the case's threads (else
+ * the fallback would pass for it): 3x3 padding 1, the ResNet layers; 5x5
+ * padding 2 over 2 columns (the kernel wider than the image); padding
+ * (0, 1), so dx pads dy by 2 rows and 1 column; dilation 2; no padding;
+ * 2 groups; a 1x3 kernel; and where it does not apply, stride 2 and a 1x1
+ * kernel with padding 1 (dx would need negative padding), which must
+ * still match through the batch strategy. Each runs as 3 images on 3
+ * threads, cut into 2 units of rows an image on 7, one image cut in 4,
+ * and nested (a team of one thread: slots are counted for 3, one works). */
+Test(conv_cpu, shift_matches_the_reference, .timeout = 300) {
+    static const struct { int64_t n, c, h, w, o, kh, kw; dg_conv2d_opts opts; bool applies; const char *what; }
+        cases[] = {
+            {3, 4, 6, 7, 6, 3, 3, CONV(.pad = {1, 1}), true, "3x3, padding 1"},
+            {3, 3, 5, 2, 4, 5, 5, CONV(.pad = {2, 2}), true, "2 columns under a 5x5 kernel"},
+            {3, 5, 7, 8, 6, 3, 3, CONV(.pad = {0, 1}), true, "padding (0, 1)"},
+            {3, 4, 9, 9, 5, 3, 3, CONV(.pad = {2, 2}, .dilation = {2, 2}), true, "dilation 2, padding 2"},
+            {3, 3, 6, 5, 4, 3, 3, CONV(.pad = {0, 0}), true, "no padding"},
+            {3, 4, 6, 6, 6, 3, 3, CONV(.pad = {1, 1}, .groups = 2), true, "2 groups"},
+            {3, 4, 5, 6, 3, 1, 3, CONV(.pad = {0, 1}), true, "a 1x3 kernel"},
+            {3, 5, 9, 7, 6, 3, 3, CONV(.stride = {2, 2}, .pad = {1, 1}), false, "stride 2"},
+            {3, 4, 5, 5, 6, 1, 1, CONV(.pad = {1, 1}), false, "1x1, padding 1"},
+        };
+    /* ops: how many of forward, dx, dw must run shifted where it applies
+     * (one small image's scratch, its columns, is too small for 4 slots of
+     * dy padded or of partial dw in some cases: those fall back to the
+     * batch strategy) */
+    static const struct { int64_t n; cpu_conf cf; int ops; const char *what; } confs[] = {
+        {3, {3, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 3, "3 images on 3 threads"},
+        {3, {7, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 3, "units of rows on 7 threads"},
+        {1, {4, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 1, "one image cut in 4"},
+        {3, {3, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, true}, 3, "nested"},
+    };
+    static const dg_op ops[3] = {DG_OP_CONV2D, DG_OP_CONV2D_BACKWARD_DATA, DG_OP_CONV2D_BACKWARD_WEIGHT};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (size_t f = 0; f < sizeof confs / sizeof confs[0]; f++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s, %s", cases[k].what, confs[f].what);
+            dg_graph *g = dg_graph_new();
+            dg_node *x = dg_param(g, "x", S(confs[f].n, cases[k].c, cases[k].h, cases[k].w),
+                                  (dg_init){DG_INIT_UNIFORM, -1, 1, 80 + (uint64_t)k});
+            int64_t cg = cases[k].c / (cases[k].opts.groups ? cases[k].opts.groups : 1);
+            dg_node *w = dg_param(g, "w", S(cases[k].o, cg, cases[k].kh, cases[k].kw),
+                                  (dg_init){DG_INIT_UNIFORM, -1, 1, 90 + (uint64_t)k});
+            dg_node *y = dg_conv2d(g, x, w, NULL, cases[k].opts);
+            cr_assert_not_null(y, "%s: %s", what, dg_last_error());
+            dg_conv_dims d = dg_conv_dims_of(y);
+            cr_assert_eq(dg__cpu_conv_shift_applies(&d), cases[k].applies, "%s: the shift applies as the case says",
+                         what);
+            for (int op = 0; op < confs[f].ops && cases[k].applies; op++)
+                cr_assert_gt(dg__cpu_conv_shift_slots(&d, true, confs[f].cf.threads, ops[op]), 1,
+                             "%s: %s runs shifted", what, dg_op_name(ops[op]));
+            assert_conv_matches_reference(g, x, w, y, confs[f].cf, 1e-5, what);
+        }
+}
+
+/* Where the shift runs: never on one thread, with an sgemm that cannot
+ * run on every thread at once, or where it does not apply; with fewer
+ * images than threads each image's rows are cut (at most a unit a row);
+ * never more slots than the scratch holds. */
+Test(conv_cpu, shift_slots_follow_threads_images_and_scratch) {
+    dg_graph *g = dg_graph_new();
+    dg_node *x = V("x", 4, 8, 6, 6), *w = V("w", 8, 8, 3, 3);
+    dg_node *y = dg_conv2d(g, x, w, NULL, CONV(.pad = {1, 1}));
+    cr_assert_not_null(y, "%s", dg_last_error());
+    dg_conv_dims d = dg_conv_dims_of(y);
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 4, DG_OP_CONV2D), 4);
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 1, DG_OP_CONV2D), 0, "one thread");
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, false, 4, DG_OP_CONV2D), 0, "an sgemm that cannot run beside itself");
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 16, DG_OP_CONV2D), 16, "4 images cut in 4 rows each");
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 64, DG_OP_CONV2D), 24, "at most a unit a row: 4 x 6");
+    dg_conv_dims strided = d;
+    strided.sh = 2;
+    cr_assert_eq(dg__cpu_conv_shift_slots(&strided, true, 4, DG_OP_CONV2D), 0, "stride 2");
+    /* a scratch of one image's columns (chunk 1: 72 x 36 floats) holds
+     * 2 slots of a whole image's padded planes and result (8 x 8*8+2 +
+     * 8 x 6*8 floats) beside the weights tap by tap (576) */
+    dg_conv_dims small = d;
+    small.chunk = 1;
+    cr_assert_eq(dg__cpu_conv_shift_slots(&small, true, 4, DG_OP_CONV2D), 2);
+    /* with 12 output channels the weights (864 floats) leave 1728, room
+     * for one slot of 1104: none (2592 / 1104 would be 2) */
+    dg_conv_dims wide = small;
+    wide.o = wide.og = 12;
+    cr_assert_eq(dg__cpu_conv_shift_slots(&wide, true, 4, DG_OP_CONV2D), 0, "the weights tap by tap take room");
+    dg_graph_free(g);
+}
+
 /* the geometry of a 3x3, padding-1 layer of c -> o channels on hw x hw
  * images, n of them */
 static dg_conv_dims same_3x3(dg_graph *g, int64_t n, int64_t c, int64_t hw, int64_t o) {
     dg_node *y = dg_conv2d(g, V("x", n, c, hw, hw), V("w", o, c, 3, 3), NULL, CONV(.pad = {1, 1}));
     cr_assert_not_null(y, "%s", dg_last_error());
     return dg_conv_dims_of(y);
+}
+
+/* DEFAULT's rule for the shift on 16 threads (the host it was measured
+ * on): the forward and dx of ResNet-18's 64- and 128-channel layers at
+ * batch 32, and of 64ch 32x32 at batch 8 (units of 16 rows, 544 columns);
+ * not 128ch 16x16 at batch 8 (units of 8 rows: 144 columns), not 256ch
+ * 8x8 (wrap columns 2 of 10), not the 3-channel stem, never the weight's
+ * gradient. */
+Test(conv_cpu, shift_by_default_where_it_paid) {
+    dg_graph *g = dg_graph_new();
+    static const dg_op fwd = DG_OP_CONV2D, dx = DG_OP_CONV2D_BACKWARD_DATA, dw = DG_OP_CONV2D_BACKWARD_WEIGHT;
+    dg_conv_dims l1 = same_3x3(g, 32, 64, 32, 64), l2 = same_3x3(g, 32, 128, 16, 128);
+    cr_assert(dg__cpu_conv_shift_pays(&l1, 16, fwd) && dg__cpu_conv_shift_pays(&l1, 16, dx), "64ch 32x32, batch 32");
+    cr_assert(dg__cpu_conv_shift_pays(&l2, 16, fwd) && dg__cpu_conv_shift_pays(&l2, 16, dx), "128ch 16x16, batch 32");
+    cr_assert(!dg__cpu_conv_shift_pays(&l1, 16, dw), "the weight's gradient keeps its rule");
+    dg_conv_dims l1_b8 = same_3x3(g, 8, 64, 32, 64), l2_b8 = same_3x3(g, 8, 128, 16, 128);
+    cr_assert(dg__cpu_conv_shift_pays(&l1_b8, 16, fwd), "64ch 32x32, batch 8: 544 columns a unit");
+    cr_assert(!dg__cpu_conv_shift_pays(&l2_b8, 16, fwd), "128ch 16x16, batch 8: 144 columns a unit");
+    dg_conv_dims l3 = same_3x3(g, 32, 256, 8, 256), stem = same_3x3(g, 32, 3, 32, 64);
+    cr_assert(!dg__cpu_conv_shift_pays(&l3, 16, fwd), "256ch 8x8: a fifth of the grid wraps");
+    cr_assert(!dg__cpu_conv_shift_pays(&stem, 16, fwd) && !dg__cpu_conv_shift_pays(&stem, 16, dx), "3 channels");
+    dg_conv_dims strided = l1;
+    strided.sh = strided.sw = 2;
+    cr_assert(!dg__cpu_conv_shift_pays(&strided, 16, fwd), "stride 2: the shift does not apply");
+    dg_graph_free(g);
 }
 
 /* DG_CPU_CONV_CHANNELS (cpu_conv.c): the weight's gradient split by input
@@ -1074,45 +1189,6 @@ Test(conv_cpu, channels_by_default_where_they_paid) {
     cr_assert(!dg__cpu_conv_channels_pay(&dd, 16), "1x1 from 256 channels: 16 columns a thread");
     cr_assert(!dg__cpu_conv_channels_pay(&l3, 32), "256 channels on 32 threads: 72 columns a thread");
     dg_graph_free(g);
-}
-
-/* DEFAULT's choice per direction of ResNet-18's CIFAR layers at batch 32
- * on 16 threads: the strategy that was fastest among the three in the
- * conv sweep's table (reports/h200/host/conv.csv, docs/PERF.md), which
- * the rule in cpu_conv.c picks: the batch strategy for the forward and dx
- * but of the 4x4 layers (the passes), the channel split for the weight's
- * gradient of 256 and 512 channels 3x3, the batch strategy or the passes
- * for the others'. The table's two directions that the rule misses are
- * left out (the weight's gradients of the stride-2 128ch 16x16 3x3 and
- * 1x1 layers: the passes run, the split and the batch measured faster). */
-Test(conv_cpu, default_picks_the_tables_fastest_strategy) {
-    static const dg_cpu_conv_run P = DG_CPU_CONV_RUN_PASSES, B = DG_CPU_CONV_RUN_BATCH, C = DG_CPU_CONV_RUN_CHANNELS;
-    static const struct { const char *layer; int64_t c, hw, o, k, stride; dg_cpu_conv_run fwd, dx, dw; bool dw_kept; }
-        layers[] = {
-            {"stem", 3, 32, 64, 3, 1, B, B, B, true},           {"l1.0-conv1", 64, 32, 64, 3, 1, B, B, B, true},
-            {"l2.0-conv1", 64, 32, 128, 3, 2, B, B, B, true},   {"l2.0-conv2", 128, 16, 128, 3, 1, B, B, B, true},
-            {"l2.0-down", 64, 32, 128, 1, 2, B, B, B, true},    {"l3.0-conv1", 128, 16, 256, 3, 2, B, B, C, false},
-            {"l3.0-conv2", 256, 8, 256, 3, 1, B, B, C, true},   {"l3.0-down", 128, 16, 256, 1, 2, B, B, B, false},
-            {"l4.0-conv1", 256, 8, 512, 3, 2, P, P, C, true},   {"l4.0-conv2", 512, 4, 512, 3, 1, P, P, C, true},
-            {"l4.0-down", 256, 8, 512, 1, 2, B, B, P, true},
-        };
-    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
-        dg_graph *g = dg_graph_new();
-        int pad = (int)layers[i].k / 2, stride = (int)layers[i].stride;
-        dg_node *y = dg_conv2d(g, V("x", 32, layers[i].c, layers[i].hw, layers[i].hw),
-                               V("w", layers[i].o, layers[i].c, layers[i].k, layers[i].k), NULL,
-                               CONV(.stride = {stride, stride}, .pad = {pad, pad}));
-        cr_assert_not_null(y, "%s: %s", layers[i].layer, dg_last_error());
-        dg_conv_dims d = dg_conv_dims_of(y);
-        const dg_op ops[3] = {DG_OP_CONV2D, DG_OP_CONV2D_BACKWARD_DATA, DG_OP_CONV2D_BACKWARD_WEIGHT};
-        const dg_cpu_conv_run want[3] = {layers[i].fwd, layers[i].dx, layers[i].dw};
-        for (int k = 0; k < (layers[i].dw_kept ? 3 : 2); k++) {
-            dg_cpu_conv_run got = dg__cpu_conv_strategy(&d, ops[k], DG_CPU_CONV_DEFAULT, true, 16, NULL);
-            cr_assert_eq(got, want[k], "%s %s: %s, the table's fastest is %s", layers[i].layer, dg_op_name(ops[k]),
-                         dg__cpu_conv_run_name(got), dg__cpu_conv_run_name(want[k]));
-        }
-        dg_graph_free(g);
-    }
 }
 
 /* The batch strategy asked for with the other sgemms: the naive one runs

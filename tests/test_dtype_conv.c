@@ -228,12 +228,12 @@ static void check_widened(const conv_param *q) {
 }
 
 static struct criterion_test_params params_of(bool gpu) {
-    static conv_param cpu_p[4 * 2 * 3], gpu_p[2 * 2 * 3];
-    static const dg_conv_impl cpu_impls[4] = {DG_CONV_DEFAULT, DG_CONV_IM2COL, DG_CONV_IM2COL_BATCH,
+    static conv_param cpu_p[5 * 2 * 3], gpu_p[2 * 2 * 3];
+    static const dg_conv_impl cpu_impls[5] = {DG_CONV_DEFAULT, DG_CONV_IM2COL, DG_CONV_IM2COL_BATCH, DG_CONV_SHIFT,
                                               DG_CONV_IM2COL_CHANNELS};
     static const dg_conv_impl gpu_impls[2] = {DG_CONV_IM2COL, DG_CONV_IMPLICIT};
     conv_param *p = gpu ? gpu_p : cpu_p;
-    int n_impl = gpu ? 2 : 4, k = 0;
+    int n_impl = gpu ? 2 : 5, k = 0;
     for (int i = 0; i < n_impl; i++)
         for (int t = 0; t < 2; t++)
             for (int geo = 0; geo < 3; geo++)

@@ -38,9 +38,9 @@ typedef struct conv_graph {
     double  **ref;        /* float64 of every node, by id */
 } conv_graph;
 
-/* x [4,16,12,12], w [16,16,3,3], padding 1: 16 channels, so on 2 threads
- * the passes, the batch and the channel split all apply and differ in
- * their sums' order */
+/* x [4,16,12,12], w [16,16,3,3], padding 1: both strides 1 and 16
+ * channels, so on 2 threads the passes, the batch, the shifted taps and
+ * the channel split all apply and differ in their sums' order */
 static void conv_graph_new(conv_graph *c) {
     c->g = dg_graph_new();
     c->x = dg_param(c->g, "x", DG_SHAPE(4, 16, 12, 12), (dg_init){DG_INIT_UNIFORM, -1, 1, 31});
@@ -122,46 +122,50 @@ static float *run_with_backend_setting(const conv_graph *c, dg_cpu_conv conv, in
 
 static bool same_bits(const float *a, const float *b, int64_t n) { return !memcmp(a, b, (size_t)n * sizeof *a); }
 
-/* Two plans on one backend, one in passes (DG_CONV_IM2COL), one over the
- * batch (DG_CONV_IM2COL_BATCH), run in turns while the backend's own
- * setting is the channel split and then DEFAULT: each run gives exactly
- * the bits of its own strategy (a plan on a backend set to it) and matches
- * the float64 reference. The two strategies' bits differ, so a plan that
- * ran the other's strategy would be seen. */
+/* Two plans on one backend, one in passes (DG_CONV_IM2COL), one on shifted
+ * taps (DG_CONV_SHIFT), run in turns while the backend's own setting is
+ * the batch and then the channel split: each run gives exactly the bits of
+ * its own strategy (a plan on a backend set to it) and matches the float64
+ * reference. The strategies' bits differ (the channel split's are the
+ * passes' here), so a plan that ran another's strategy would be seen. */
 Test(plan_opts, cpu_plans_of_different_conv_choices_interleave) {
     conv_graph c;
     conv_graph_new(&c);
     int64_t n;
     float *want_passes = run_with_backend_setting(&c, DG_CPU_CONV_PASSES, &n);
+    float *want_shift = run_with_backend_setting(&c, DG_CPU_CONV_SHIFT, &n);
     float *want_batch = run_with_backend_setting(&c, DG_CPU_CONV_BATCH, &n);
-    cr_assert(!same_bits(want_passes, want_batch, n),
-              "the strategies give the same bits here: the test could not tell them apart");
+    cr_assert(!same_bits(want_passes, want_shift, n) && !same_bits(want_passes, want_batch, n) &&
+                  !same_bits(want_shift, want_batch, n),
+              "the strategies give the same bits here (passes/shift %d, passes/batch %d, shift/batch %d): the "
+              "test could not tell them apart", same_bits(want_passes, want_shift, n),
+              same_bits(want_passes, want_batch, n), same_bits(want_shift, want_batch, n));
     assert_matches_reference(&c, want_passes, "cpu-im2col on its own");
-    assert_matches_reference(&c, want_batch, "cpu-im2col-batch on its own");
+    assert_matches_reference(&c, want_shift, "cpu-shift on its own");
 
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 2));
-    dg_cpu_set_conv(be, DG_CPU_CONV_CHANNELS); /* neither plan's choice */
-    dg_plan *passes, *batch;
+    dg_cpu_set_conv(be, DG_CPU_CONV_BATCH); /* neither plan's choice */
+    dg_plan *passes, *shift;
     ASSERT_OK(dg_plan_new(&passes, c.g, be, c.out, 3, &(dg_plan_opts){.conv = DG_CONV_IM2COL}));
-    ASSERT_OK(dg_plan_new(&batch, c.g, be, c.out, 3, &(dg_plan_opts){.conv = DG_CONV_IM2COL_BATCH}));
+    ASSERT_OK(dg_plan_new(&shift, c.g, be, c.out, 3, &(dg_plan_opts){.conv = DG_CONV_SHIFT}));
     char name[32];
-    ASSERT_OK(dg_plan_node_impl(passes, c.out[2], name, sizeof name));
+    ASSERT_OK(dg_plan_node_impl(passes, c.out[0], name, sizeof name));
     cr_assert_str_eq(name, "cpu-im2col");
-    ASSERT_OK(dg_plan_node_impl(batch, c.out[0], name, sizeof name));
-    cr_assert_str_eq(name, "cpu-im2col-batch");
-    ASSERT_OK(dg_plan_node_impl(batch, c.out[2], name, sizeof name));
-    cr_assert_str_eq(name, "cpu-im2col-batch");
+    ASSERT_OK(dg_plan_node_impl(shift, c.out[0], name, sizeof name));
+    cr_assert_str_eq(name, "cpu-shift");
+    ASSERT_OK(dg_plan_node_impl(shift, c.out[2], name, sizeof name));
+    cr_assert_str_eq(name, "cpu-shift");
     for (int round = 0; round < 3; round++) {
-        if (round == 2) dg_cpu_set_conv(be, DG_CPU_CONV_DEFAULT); /* the setting changes under both plans */
-        dg_plan *order[2] = {round % 2 ? batch : passes, round % 2 ? passes : batch};
+        if (round == 2) dg_cpu_set_conv(be, DG_CPU_CONV_CHANNELS); /* the setting changes under both plans */
+        dg_plan *order[2] = {round % 2 ? shift : passes, round % 2 ? passes : shift};
         for (int k = 0; k < 2; k++) {
             ASSERT_OK(dg_plan_run(order[k]));
             float *got = outputs_of(order[k], &c, &n);
-            bool is_batch = order[k] == batch;
+            bool is_shift = order[k] == shift;
             char what[64];
-            snprintf(what, sizeof what, "round %d, the %s plan", round, is_batch ? "batch" : "passes'");
-            cr_assert(same_bits(got, is_batch ? want_batch : want_passes, n),
+            snprintf(what, sizeof what, "round %d, the %s plan", round, is_shift ? "shifted" : "passes'");
+            cr_assert(same_bits(got, is_shift ? want_shift : want_passes, n),
                       "%s: not the bits of its own strategy", what);
             assert_matches_reference(&c, got, what);
             free(got);
@@ -182,9 +186,10 @@ Test(plan_opts, cpu_plans_of_different_conv_choices_interleave) {
     free(got);
     dg_plan_free(deflt);
     dg_plan_free(passes);
-    dg_plan_free(batch);
+    dg_plan_free(shift);
     dg_backend_free(be);
     free(want_passes);
+    free(want_shift);
     free(want_batch);
     conv_graph_free(&c);
 }
@@ -424,7 +429,7 @@ Test(plan_opts, gpu_plans_of_different_conv_choices_interleave) {
             free(got);
         }
     }
-    cr_assert_eq(dg_plan_new(&(dg_plan *){NULL}, c.g, gpu, c.out, 3, &(dg_plan_opts){.conv = DG_CONV_IM2COL_BATCH}),
+    cr_assert_eq(dg_plan_new(&(dg_plan *){NULL}, c.g, gpu, c.out, 3, &(dg_plan_opts){.conv = DG_CONV_SHIFT}),
                  DG_ERR_UNSUPPORTED, "the CPU's strategies are not the GPU's");
     dg_plan_free(implicit);
     dg_plan_free(im2col);

@@ -119,6 +119,35 @@ Test(conv_sweep, batch_rows_run_or_say_why_not) {
     held_free(r);
 }
 
+/* cpu-shift's rows: the stride-1 layer cnn-conv2 checked and timed at
+ * batch 3 on 2 threads, the stride-2 r18c-l2.0-conv1 skipped with the
+ * reason (it would run as cpu-im2col-batch) */
+Test(conv_sweep, shift_rows_run_or_say_why_not) {
+    char dir[] = "/tmp/dg-convsweep-XXXXXX", cmd[512], out[16384], path[256];
+    tmp_dir(dir);
+    held_dir(dir);
+    snprintf(cmd, sizeof cmd, "%s --sweep conv --sizes conv=3 --backends cpu --threads 2 "
+             "--case 'cnn-conv2:*,r18c-l2.0-conv1:*' --impl cpu-shift --reps 2 --min-time 0 " CAP " --out %s",
+             DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    snprintf(path, sizeof path, "%s/conv.csv", dir);
+    int n;
+    csv_rec *r = held_ptr(bench_csv_read(path, &n));
+    cr_assert_not_null(r, "%s", dg_last_error());
+    cr_assert_eq(n, 6, "3 directions x 2 shapes, got %d rows", n);
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(r[i].impl, "cpu-shift");
+        if (strstr(r[i].name, "r18c-l2.0-conv1"))
+            cr_assert(!strcmp(r[i].status, "skipped") && strstr(r[i].note, "the shift does not apply"),
+                      "%s: %s (%s)", r[i].name, r[i].status, r[i].note);
+        else
+            cr_assert((!strcmp(r[i].status, "ok") || !strcmp(r[i].status, "noisy")) &&
+                          r[i].max_rel_err <= CONV_CHECK_TOL && r[i].reps >= 2,
+                      "%s: %s, error %g (%s)", r[i].name, r[i].status, r[i].max_rel_err, r[i].note);
+    }
+    held_free(r);
+}
+
 /* cpu-im2col-chan's rows: the weight's gradients checked and timed at
  * batch 3 on 2 threads (cnn-conv2 and the stride-2 r18c-l2.0-conv1), the
  * forward and dx skipped with the reason; on one thread every row is
@@ -483,10 +512,10 @@ Test(conv_sweep, report_sets_pytorch_beside_duograd) {
     held_free(sum);
 }
 
-/* cpu-im2col-batch and cpu-im2col-chan beside cpu-im2col: their own
- * columns, the fraction of the ceiling (32 GFLOP/s, a hand-written
- * ceiling row) from the fastest CPU implementation (chan: 29.1 GFLOP/s at
- * 32, batch 16, the passes 8), and the
+/* cpu-im2col-batch, cpu-shift and cpu-im2col-chan beside cpu-im2col:
+ * their own columns, the fraction of the ceiling (32 GFLOP/s, a
+ * hand-written ceiling row) from the fastest CPU implementation (chan:
+ * 29.1 GFLOP/s at 32, shift 25.6, batch 16, the passes 8), and the
  * crossover against the fastest CPU at each batch (CPU 1, 1, 1.1 ms
  * against the GPU's 2, 1.5, 1: from 32; against the passes alone it would
  * be 8) */
@@ -496,7 +525,7 @@ Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
     held_dir(dir);
     static const hand_series series[] = {
         {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}, DG_PREC_FP32},    {"cnn-conv2:fwd", "cpu-im2col-batch", false, {1.5, 1, 2}, DG_PREC_FP32},
-        {"cnn-conv2:fwd", "cpu-im2col-chan", false, {5, 5, 1.1}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "cpu-shift", false, {3, 1.2, 1.25}, DG_PREC_FP32}, {"cnn-conv2:fwd", "cpu-im2col-chan", false, {5, 5, 1.1}, DG_PREC_FP32},
         {"cnn-conv2:fwd", "gpu-im2col", true, {2, 1.5, 1}, DG_PREC_FP32},    {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}, DG_PREC_FP32},
     };
     write_hand_rows(dir, series, sizeof series / sizeof *series);
@@ -508,11 +537,11 @@ Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
     bench_csv_write(f, &ceiling);
     ASSERT_OK(bench_csv_finish(f, dir, "ceiling", true));
     char *sum = held_ptr(plot_summary(dir));
-    cr_assert(strstr(sum, "| # | shape | batch | cpu-im2col | cpu-im2col-batch | cpu-im2col-chan | "
+    cr_assert(strstr(sum, "| # | shape | batch | cpu-im2col | cpu-im2col-batch | cpu-shift | cpu-im2col-chan | "
                           "gpu-im2col | gpu-implicit | implicit / im2col | best CPU / CPU sgemm ceiling |\n"
-                          "|---|---|---|---|---|---|---|---|---|---|\n"),
+                          "|---|---|---|---|---|---|---|---|---|---|---|\n"),
               "summary: %s", sum);
-    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 16.0 | 29.1 | 32.0 | 64.0 | 2.00 | 91% |\n"),
+    cr_assert(strstr(sum, "| 24 | cnn-conv2 | 32 | 8.0 | 16.0 | 25.6 | 29.1 | 32.0 | 64.0 | 2.00 | 91% |\n"),
               "summary: %s", sum);
     cr_assert(strstr(sum, "(gpu-im2col vs the fastest CPU implementation; the worst shape's)"), "summary: %s", sum);
     cr_assert(strstr(sum, "| cnn | fwd | 32 (worst: cnn-conv2; 1 shapes) |"), "summary: %s", sum);
@@ -521,7 +550,7 @@ Test(conv_sweep, report_sets_the_batch_strategies_beside_the_passes) {
 
 /* The own / vendor table from rows written by hand, per dtype and device
  * (1e6 FLOPs per image): on the CPU at batch 32 in fp32 the fastest own
- * row (cpu-im2col-batch, 2 ms: 16 GFLOP/s) over cpu-onednn's (1 ms: 32), in bf16
+ * row (cpu-shift, 2 ms: 16 GFLOP/s) over cpu-onednn's (1 ms: 32), in bf16
  * cpu-im2col's 16 over cpu-onednn's 64; on the GPU gpu-cudnn only up to
  * batch 8, where gpu-implicit's 8 GFLOP/s are half its 16. The bf16 rows
  * (written first) stay out of the fp32 tables. */
@@ -532,7 +561,7 @@ Test(conv_sweep, report_sets_own_over_vendor_per_dtype) {
     static const hand_series series[] = {
         {"cnn-conv2:fwd", "cpu-im2col", false, {0, 0, 2}, DG_PREC_BF16},
         {"cnn-conv2:fwd", "cpu-onednn", false, {0, 0, 0.5}, DG_PREC_BF16},
-        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}, DG_PREC_FP32},    {"cnn-conv2:fwd", "cpu-im2col-batch", false, {1, 2, 2}, DG_PREC_FP32},
+        {"cnn-conv2:fwd", "cpu-im2col", false, {1, 2, 4}, DG_PREC_FP32},    {"cnn-conv2:fwd", "cpu-shift", false, {1, 2, 2}, DG_PREC_FP32},
         {"cnn-conv2:fwd", "cpu-onednn", false, {1, 1, 1}, DG_PREC_FP32},    {"cnn-conv2:fwd", "gpu-implicit", true, {2, 1, 0.5}, DG_PREC_FP32},
         {"cnn-conv2:fwd", "gpu-cudnn", true, {1, 0.5, 0}, DG_PREC_FP32},
     };

@@ -16,10 +16,11 @@ const char *const conv_dir_name[CONV_N_DIRS] = {"fwd", "bwd-data", "bwd-weight"}
 #define GPU_PRECS ((1u << DG_PREC_COUNT) - 1)
 
 const conv_impl conv_impls[CONV_N_IMPLS] = {
-    /* im2col + OpenBLAS in passes; the same, image per thread; the weight's
-     * gradient split by input channels; oneDNN */
+    /* im2col + OpenBLAS in passes; the same, image per thread; shifted taps,
+     * no im2col; the weight's gradient split by input channels; oneDNN */
     [CONV_CPU]          = {"cpu-im2col", false, false, DG_CONV_IM2COL, CPU_PRECS},
     [CONV_CPU_BATCH]    = {"cpu-im2col-batch", false, false, DG_CONV_IM2COL_BATCH, CPU_PRECS},
+    [CONV_CPU_SHIFT]    = {"cpu-shift", false, false, DG_CONV_SHIFT, CPU_PRECS},
     [CONV_CPU_CHANNELS] = {"cpu-im2col-chan", false, false, DG_CONV_IM2COL_CHANNELS, CPU_PRECS},
     [CONV_CPU_ONEDNN]   = {"cpu-onednn", false, false, DG_CONV_VENDOR, CPU_PRECS},
     /* im2col + cuBLAS; the same with the copies; the implicit-GEMM kernels; cuDNN */

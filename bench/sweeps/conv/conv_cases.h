@@ -38,7 +38,7 @@ void conv_case_name(const conv_shape *s, int dir, char *buf, size_t n);
 /* what a row runs: the convolution implementation its step is run with
  * (dg_conv_impl, as a plan's options name it): on the CPU one of the
  * backend's strategies (cpu_backend.h: in passes, image by image per
- * thread, the weight's gradient by input channels) or
+ * thread, shifted taps, the weight's gradient by input channels) or
  * oneDNN's, on the GPU the implicit-GEMM kernels, im2col or cuDNN's, with
  * the host-device copies inside the timed region or not; `name` is also
  * what dg_backend_step_impl calls it where it runs as asked. `precs`: the
@@ -51,7 +51,7 @@ typedef struct conv_impl {
     unsigned     precs;
 } conv_impl;
 enum {
-    CONV_CPU, CONV_CPU_BATCH, CONV_CPU_CHANNELS, CONV_CPU_ONEDNN,
+    CONV_CPU, CONV_CPU_BATCH, CONV_CPU_SHIFT, CONV_CPU_CHANNELS, CONV_CPU_ONEDNN,
     CONV_GPU_IM2COL, CONV_GPU_TRANSFER, CONV_GPU_IMPLICIT, CONV_GPU_CUDNN, CONV_N_IMPLS
 };
 extern const conv_impl conv_impls[CONV_N_IMPLS]; /* in the order of a shape's rows */

@@ -7,6 +7,11 @@
  * cpu-im2col-batch (OpenMP over the batch, an image per thread at a time
  * with a one-thread sgemm: DG_CPU_CONV_BATCH; skipped where it would run
  * as cpu-im2col: one image, or a scratch too small for two slots),
+ * cpu-shift (the stride-1 layers without im2col, from shifted views of
+ * zero-padded planes, OpenMP over the batch: DG_CPU_CONV_SHIFT; skipped
+ * where it would run as cpu-im2col-batch: a stride above 1, a 1x1
+ * unpadded layer, padding beyond the kernel, one thread, or a scratch too
+ * small for two slots),
  * cpu-im2col-chan (the weight's gradient split by input channels, each
  * thread's GEMM into its own columns of dw: DG_CPU_CONV_CHANNELS; its
  * forward and dx rows are skipped, as are its rows where it would run as
@@ -354,6 +359,7 @@ static const char *conv_skip(const bench_ctx *ctx, const bench_point *pt, const 
         return refused(pb, im, pt->precision, why);
     }
     if (im->gpu) return NULL;
+    const conv_shape *sh = pb->sh;
     int threads = dg_cpu_threads(ctx->cpu);
     /* a 16-bit node runs the strategy on widened copies, named so
      * ("cpu-im2col-bf16-widened"): the strategy asked for all the same */
@@ -361,9 +367,14 @@ static const char *conv_skip(const bench_ctx *ctx, const bench_point *pt, const 
     if (nd->dtype == DG_F32) snprintf(want, sizeof want, "%s", im->name);
     else snprintf(want, sizeof want, "%s-%s-widened", im->name, dg_dtype_name(nd->dtype));
     if (im->conv != DG_CONV_VENDOR && strcmp(runs_as, want)) {
+        /* shift_applies: strides of 1, not a 1x1 unpadded layer, padding within the kernel */
+        bool shift_applies = sh->stride == 1 && !(sh->kh == 1 && sh->kw == 1 && sh->pad == 0) &&
+                             sh->pad <= sh->kh - 1 && sh->pad <= sh->kw - 1;
         const char *cause = "the scratch holds fewer than two threads' slots";
         if (im->conv == DG_CONV_IM2COL_CHANNELS) cause = "one thread or one input channel";
         else if (im->conv == DG_CONV_IM2COL_BATCH && (pb->batch < 2 || threads < 2)) cause = "one image or one thread";
+        else if (im->conv == DG_CONV_SHIFT && !shift_applies)
+            cause = "the shift does not apply (a stride above 1, a 1x1 unpadded layer, or padding beyond the kernel)";
         else if (threads < 2) cause = "one thread";
         snprintf(why, n, "runs as %s here: %s", runs_as, cause);
         return why;

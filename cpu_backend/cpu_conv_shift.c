@@ -1,0 +1,272 @@
+/* cpu_conv_shift.c: the convolutions of both strides 1 without im2col
+ * (DG_CPU_CONV_SHIFT, cpu_backend.h).
+ *
+ * With strides 1, output (oy, ox) of tap (ki, kj) reads the zero-padded
+ * input at (oy + ki*dh, ox + kj*dw). Lay each padded input plane out with
+ * its rows WP = W + 2*pw apart and index the outputs on the same grid,
+ * q = oy*WP + ox (ox in [0, WP): the last WP - OW of each row are not
+ * outputs, the "wrap" columns). Then tap (ki, kj) reads the padded plane
+ * at q + ki*dh*WP + kj*dw for every q: im2col's rows for that tap are the
+ * padded planes themselves, shifted, rows (channels) L apart. So, per
+ * group, with wt the weights tap by tap, wt[tap] [og, cg]:
+ *   y_ext [og, OH*WP]  = sum over taps of wt[tap] xpad[cg, shifted by tap]
+ * one sgemm a tap, accumulating, and y is y_ext without the wrap columns.
+ * The padded copy is one pass over x where im2col writes KH*KW of them;
+ * the GEMMs have K = cg instead of cg*KH*KW (measured as fast on
+ * ResNet-18's 3x3 layers: docs/PERF.md).
+ * dx is the same stride-1 convolution of dy, padded by dh*(KH-1) - ph
+ * rows and dw*(KW-1) - pw columns, with the taps flipped and wt[tap]
+ * transposed: no col2im. The weight's gradient per tap is
+ *   dw[tap] [og, cg] += dy_ext [og, OH*WP] xpad[cg, shifted by tap]^T
+ * where dy_ext is dy on the output grid with zeros in the wrap columns.
+ *
+ * The work is spread as DG_CPU_CONV_BATCH's: the first `slots` threads
+ * of the team take contiguous ranges of units, a unit being an image, or
+ * with fewer images than threads a range of the result's rows (y's, dx's
+ * or, for the weight's gradient, dy's); each thread pads its unit's input
+ * window into its slot and multiplies with a one-thread sgemm. The scratch
+ * holds, from its start: the weights tap by tap (forward and dx), then
+ * the slots; for the weight's gradient a slot ends with the thread's
+ * partial dw, tap by tap, and the partials are added into dw after. */
+#include <string.h>
+
+#include "../core/layout.h"
+#include "cpu_conv_batch.h"
+#include "cpu_kernels.h"
+
+/* The stride-1 convolution that a direction computes, as a forward one:
+ * source planes [cin, hin, win] padded by `top` rows and `left` columns
+ * (as many after) into rows wp apart, result planes [cout, hout, wout] */
+typedef struct shift_geom {
+    int64_t cin, hin, win, top, left, wp;
+    int64_t cout, hout, wout;
+} shift_geom;
+
+/* the forward and the weight's gradient read x padded as the node says;
+ * dx is computed from dy padded to the full correlation */
+static shift_geom geom_of(const dg_conv_dims *d, dg_op op) {
+    if (op == DG_OP_CONV2D_BACKWARD_DATA) {
+        int64_t top = d->dh * (d->kh - 1) - d->ph, left = d->dw * (d->kw - 1) - d->pw;
+        return (shift_geom){d->o, d->oh, d->ow, top, left, d->ow + 2 * left, d->c, d->h, d->w};
+    }
+    return (shift_geom){d->c, d->h, d->w, d->ph, d->pw, d->w + 2 * d->pw, d->o, d->oh, d->ow};
+}
+
+bool dg__cpu_conv_shift_applies(const dg_conv_dims *d) {
+    return d->sh == 1 && d->sw == 1 && !d->direct && d->ph <= d->dh * (d->kh - 1) && d->pw <= d->dw * (d->kw - 1);
+}
+
+/* With fewer images than threads each image's result rows are cut into
+ * `parts` units so that every thread has work; never less than a row */
+static int64_t shift_parts(const dg_conv_dims *d, const shift_geom *g, int threads) {
+    return d->n >= threads ? 1 : min64(threads / d->n, g->hout);
+}
+
+/* Unit u: image u / parts, result rows [r0, r1) */
+typedef struct shift_unit { int64_t image, r0, r1; } shift_unit;
+
+static shift_unit unit_of(const shift_geom *g, int64_t parts, int64_t u) {
+    int64_t p = u % parts;
+    return (shift_unit){u / parts, g->hout * p / parts, g->hout * (p + 1) / parts};
+}
+
+/* floats of one padded source channel for `rows` result rows: the rows
+ * the taps read, and (KW-1)*dw behind them that the last wrap columns
+ * read (their results are dropped; zero, so that nothing is undefined) */
+static int64_t window_floats(const dg_conv_dims *d, const shift_geom *g, int64_t rows) {
+    return (rows + d->dh * (d->kh - 1)) * g->wp + d->dw * (d->kw - 1);
+}
+
+/* slots start on a 64-byte line of their own */
+static int64_t round_line(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+/* the weights tap by tap at the scratch's start (forward and dx) */
+static int64_t shared_floats(const dg_conv_dims *d, dg_op op) {
+    return op == DG_OP_CONV2D_BACKWARD_WEIGHT ? 0 : round_line(d->o * d->cg * d->kh * d->kw);
+}
+
+/* one slot: the padded window of the largest unit's source, then its
+ * result on the wrap grid (forward, dx) or dy_ext and a partial dw tap by
+ * tap (the weight's gradient) */
+static int64_t slot_floats(const dg_conv_dims *d, const shift_geom *g, int64_t parts, dg_op op) {
+    int64_t rows = (g->hout + parts - 1) / parts, ext = rows * g->wp;
+    int64_t win = g->cin * window_floats(d, g, rows);
+    if (op == DG_OP_CONV2D_BACKWARD_WEIGHT) return round_line(win + d->o * ext + d->o * d->cg * d->kh * d->kw);
+    return round_line(win + g->cout * ext);
+}
+
+/* DEFAULT's rule, from the H100 host's conv sweep (16 threads, medians of
+ * 2-5 runs at batch 32, docs/PERF.md): the forward and dx shifted gained
+ * 19-25% and 3-12% on 64ch 32x32 and 56x56, 15-23% on 128ch 28x28, 1-5%
+ * on 128ch 16x16, but lost where a GEMM's K or M is a few channels (the
+ * 3-channel stem: 0.3-0.5x), where the wrap columns are a fifth of the
+ * grid (256ch 8x8: 0.88-0.92x) and where units are short (128ch 16x16 at
+ * batch 8, cut in 2: 144 columns, 0.8-1.0x); the weight's gradient won
+ * and lost by turns (0.89-1.06x), so it keeps its rule. */
+#define SHIFT_MIN_CHANNELS 16
+#define SHIFT_MIN_COLUMNS  256
+
+bool dg__cpu_conv_shift_pays(const dg_conv_dims *d, int threads, dg_op op) {
+    if (op == DG_OP_CONV2D_BACKWARD_WEIGHT || !dg__cpu_conv_shift_applies(d)) return false;
+    if (d->cg < SHIFT_MIN_CHANNELS || d->og < SHIFT_MIN_CHANNELS) return false;
+    shift_geom g = geom_of(d, op);
+    int64_t parts = shift_parts(d, &g, threads), unit_rows = g.hout / parts; /* the shortest unit's */
+    return 8 * (g.wp - g.wout) <= g.wp && unit_rows * g.wp >= SHIFT_MIN_COLUMNS;
+}
+
+int dg__cpu_conv_shift_slots(const dg_conv_dims *d, bool serial_ok, int threads, dg_op op) {
+    if (!serial_ok || threads < 2 || !dg__cpu_conv_shift_applies(d)) return 0;
+    shift_geom g = geom_of(d, op);
+    int64_t parts = shift_parts(d, &g, threads), per = slot_floats(d, &g, parts, op);
+    int64_t room = dg_conv_scratch_floats(d, op == DG_OP_CONV2D_BACKWARD_WEIGHT) - shared_floats(d, op);
+    int64_t slots = min64(min64(threads, d->n * parts), room > 0 ? room / per : 0);
+    return slots < 2 ? 0 : (int)slots;
+}
+
+/* dst [cin channels, L floats apart] = the padded rows [r0, r0 + rows)
+ * of the source planes src [cin, hin, win] (r0 counted in padded rows),
+ * the floats between a channel's last row and the next channel zero */
+static void pad_window(float *restrict dst, const float *restrict src, const shift_geom *g, int64_t r0, int64_t rows,
+                       int64_t L) {
+    int64_t right = g->wp - g->left - g->win;
+    for (int64_t c = 0; c < g->cin; c++) {
+        float *out = dst + c * L;
+        const float *plane = src + c * g->hin * g->win;
+        for (int64_t r = 0; r < rows; r++, out += g->wp) {
+            int64_t sr = r0 + r - g->top;
+            if (sr < 0 || sr >= g->hin) {
+                memset(out, 0, (size_t)g->wp * sizeof(float));
+                continue;
+            }
+            memset(out, 0, (size_t)g->left * sizeof(float));
+            memcpy(out + g->left, plane + sr * g->win, (size_t)g->win * sizeof(float));
+            memset(out + g->left + g->win, 0, (size_t)right * sizeof(float));
+        }
+        memset(out, 0, (size_t)(L - rows * g->wp) * sizeof(float));
+    }
+}
+
+/* dst's planes [cout, hout, wout], rows [r0, r0 + rows) = ext [cout,
+ * rows*wp] without the wrap columns */
+static void compact_rows(float *restrict dst, const float *restrict ext, const shift_geom *g, int64_t r0,
+                         int64_t rows) {
+    for (int64_t c = 0; c < g->cout; c++)
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(dst + (c * g->hout + r0 + r) * g->wout, ext + (c * rows + r) * g->wp,
+                   (size_t)g->wout * sizeof(float));
+}
+
+/* wt[g][tap] [og, cg] = w[g*og + o][c][tap]: by every thread of the region,
+ * then a barrier */
+static void weights_by_tap(float *restrict wt, const float *restrict w, const dg_conv_dims *d) {
+    int64_t taps = d->kh * d->kw, size = d->o * d->cg * taps;
+#pragma omp for schedule(static)
+    for (int64_t e = 0; e < size; e++) { /* e = (o*cg + c)*taps + tap, w's order */
+        int64_t tap = e % taps, c = e / taps % d->cg, o = e / taps / d->cg;
+        int64_t g = o / d->og;
+        wt[((g * taps + tap) * d->og + o % d->og) * d->cg + c] = w[e];
+    }
+}
+
+/* the shift of tap t in a padded window */
+static int64_t tap_offset(const dg_conv_dims *d, const shift_geom *g, int64_t t) {
+    return t / d->kw * d->dh * g->wp + t % d->kw * d->dw;
+}
+
+/* forward and dx: ext [cout, rows*wp] = sum over taps of A_tap win_tap,
+ * group by group; the forward's A_tap is wt[tap], dx's wt[flipped tap]^T */
+static void multiply_taps(const dg_cpu_blas *blas, const dg_conv_dims *d, const shift_geom *g, const float *wt,
+                          const float *win, int64_t L, int64_t rows, float *ext, bool data) {
+    int64_t taps = d->kh * d->kw, n = rows * g->wp, gin = g->cin / d->groups, gout = g->cout / d->groups;
+    for (int64_t grp = 0; grp < d->groups; grp++)
+        for (int64_t t = 0; t < taps; t++) {
+            int64_t wtap = data ? taps - 1 - t : t;
+            const float *a = wt + (grp * taps + wtap) * d->og * d->cg;
+            blas->sgemm(blas->ctx, data, false, (int)gout, (int)n, (int)gin, a, (int)d->cg, /* [og, cg] either way */
+                        win + grp * gin * L + tap_offset(d, g, t), (int)L, ext + grp * gout * n, (int)n, t > 0);
+        }
+}
+
+/* the forward (y from x) or dx (from dy): src and dst the op's */
+static void shift_forward(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots, dg_op op) {
+    bool data = op == DG_OP_CONV2D_BACKWARD_DATA;
+    const float *src = s->in[0], *w = s->in[1];
+    float *dst = s->out, *wt = s->scratch;
+    shift_geom g = geom_of(d, op);
+    int64_t parts = shift_parts(d, &g, omp_get_max_threads()), per = slot_floats(d, &g, parts, op);
+    int64_t unit_rows = (g.hout + parts - 1) / parts, L = window_floats(d, &g, unit_rows);
+#pragma omp parallel
+    {
+        weights_by_tap(wt, w, d);
+        int64_t lo, hi;
+        float *slot = dg__conv_my_units(wt + shared_floats(d, op), d->n * parts, per,
+                                        dg__conv_batch_workers(slots), &lo, &hi);
+        float *ext = slot ? slot + g.cin * L : NULL;
+        for (int64_t u = lo; u < hi; u++) {
+            shift_unit un = unit_of(&g, parts, u);
+            int64_t rows = un.r1 - un.r0;
+            pad_window(slot, src + un.image * g.cin * g.hin * g.win, &g, un.r0, rows + d->dh * (d->kh - 1), L);
+            multiply_taps(blas, d, &g, wt, slot, L, rows, ext, data);
+            compact_rows(dst + un.image * g.cout * g.hout * g.wout, ext, &g, un.r0, rows);
+        }
+    }
+}
+
+dg_status dg__cpu_conv2d_shift(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas, int slots) {
+    shift_forward(s, d, blas, slots, DG_OP_CONV2D);
+    return DG_OK;
+}
+
+dg_status dg__cpu_conv2d_backward_data_shift(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas,
+                                             int slots) {
+    shift_forward(s, d, blas, slots, DG_OP_CONV2D_BACKWARD_DATA);
+    return DG_OK;
+}
+
+/* dw[o][c][tap] = the sum of the workers' partials part[g][tap] [og, cg],
+ * each element by one thread, in worker order */
+static void sum_partials(float *restrict dw, const float *parts, int64_t per, int workers, const dg_conv_dims *d) {
+    int64_t taps = d->kh * d->kw, size = d->o * d->cg * taps;
+#pragma omp for schedule(static)
+    for (int64_t e = 0; e < size; e++) {
+        int64_t tap = e % taps, c = e / taps % d->cg, o = e / taps / d->cg, g = o / d->og;
+        int64_t at = ((g * taps + tap) * d->og + o % d->og) * d->cg + c;
+        float acc = 0.0f;
+        for (int t = 0; t < workers; t++) acc += parts[t * per + at];
+        dw[e] = acc;
+    }
+}
+
+dg_status dg__cpu_conv2d_backward_weight_shift(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas,
+                                               int slots) {
+    const float *dy = s->in[0], *x = s->in[1];
+    shift_geom g = geom_of(d, DG_OP_CONV2D_BACKWARD_WEIGHT);
+    /* dy on the output grid: [o, oh, ow] padded by wp - ow wrap columns */
+    shift_geom dyg = {d->o, d->oh, d->ow, 0, 0, g.wp, d->o, d->oh, d->ow};
+    int64_t parts = shift_parts(d, &g, omp_get_max_threads());
+    int64_t per = slot_floats(d, &g, parts, DG_OP_CONV2D_BACKWARD_WEIGHT);
+    int64_t unit_rows = (g.hout + parts - 1) / parts, L = window_floats(d, &g, unit_rows);
+    int64_t taps = d->kh * d->kw, ext_ld = unit_rows * g.wp;
+    int64_t part_at = g.cin * L + d->o * ext_ld;
+#pragma omp parallel
+    {
+        int64_t lo, hi;
+        int workers = dg__conv_batch_workers(slots); /* <= slots <= units: each writes its partial */
+        float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, workers, &lo, &hi);
+        float *dy_ext = slot ? slot + g.cin * L : NULL, *part = slot ? slot + part_at : NULL;
+        for (int64_t u = lo; u < hi; u++) {
+            shift_unit un = unit_of(&g, parts, u);
+            int64_t rows = un.r1 - un.r0, n = rows * g.wp;
+            pad_window(slot, x + un.image * g.cin * g.hin * g.win, &g, un.r0, rows + d->dh * (d->kh - 1), L);
+            pad_window(dy_ext, dy + un.image * d->o * d->oh * d->ow, &dyg, un.r0, rows, n);
+            for (int64_t grp = 0; grp < d->groups; grp++)
+                for (int64_t t = 0; t < taps; t++) /* part[g][t] (+)= dy_ext_g win_g,t^T */
+                    blas->sgemm(blas->ctx, false, true, (int)d->og, (int)d->cg, (int)n, dy_ext + grp * d->og * n,
+                                (int)n, slot + grp * d->cg * L + tap_offset(d, &g, t), (int)L,
+                                part + (grp * taps + t) * d->og * d->cg, (int)d->cg, u > lo);
+        }
+#pragma omp barrier
+        sum_partials(s->out, (const float *)s->scratch + part_at, per, workers, d);
+    }
+    return DG_OK;
+}
