@@ -419,17 +419,18 @@ int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, 
  * reports/h200/host/conv.csv: 16 threads, batch 32, median ms):
  *   forward and dx: shifted where dg__cpu_conv_shift_pays (64ch 32x32 fwd
  *     2.84 / dx 2.90 against the batch's 3.06 / 3.03; on the 2-core VM
- *     14-19% ahead of the batch); else the batch strategy, 1.2x to 17x
- *     faster than the passes elsewhere (128ch 16x16 stride 2 dx 1.84
- *     against 2.25, the 1x1 downsampling 0.17-0.21 against 1.1-3.0); the
- *     passes where an image has fewer than PASSES_BELOW_COLUMNS columns,
- *     the 4x4 layers (512ch 4x4 fwd 3.22 / dx 3.65 against the batch's
- *     4.17 / 4.74);
+ *     16% ahead of the batch in 16 alternated pairs); else the batch
+ *     strategy, 1.2x to 17x faster than the passes elsewhere (128ch 16x16
+ *     stride 2 dx 1.84 against 2.25, the 1x1 downsampling 0.17-0.21
+ *     against 1.1-3.0); the passes where an image has fewer than
+ *     PASSES_BELOW_COLUMNS columns, the 4x4 layers (512ch 4x4 fwd 3.22 /
+ *     dx 3.65 against the batch's 4.17 / 4.74);
  *   the weight's gradient: the channel split from CHANNELS_MIN_COLUMNS
  *     columns of dw a thread (256ch 8x8 2.84 against the passes' 3.20,
  *     512ch 4x4 2.62 against 2.88), else the batch strategy where
  *     dg__cpu_conv_slots lets it (64ch 32x32 6.92 against the split's
- *     10.2), else the passes (512ch 1x1 0.31 against the split's 0.36). */
+ *     10.2), else the passes (the 256->512ch 1x1 shortcut 0.31 against
+ *     the split's 0.36). */
 dg_cpu_conv_run dg__cpu_conv_strategy(const dg_conv_dims *d, dg_op op, dg_cpu_conv impl, bool serial_ok,
                                       int threads, int *slots) {
     int none;

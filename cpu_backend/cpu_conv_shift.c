@@ -99,11 +99,11 @@ static int64_t slot_floats(const dg_conv_dims *d, const shift_geom *g, int64_t p
  * batch 8, cut in 2: 144 columns, 0.8-1.0x). Measured again beside the
  * others (docs/PERF.md, "Pruning the own CPU convolution"): 64ch 32x32
  * forward / dx shifted 2.84 / 2.90 ms against the batch's 3.06 / 3.03 on
- * the 16-core AMX host (reports/h200/host/conv.csv, batch 32), and 14-19%
+ * the 16-core AMX host (reports/h200/host/conv.csv, batch 32), and 16%
  * ahead of it in the medians of 16 alternated pairs on the 2-core VM at
- * batch 32; on 128ch 16x16 the two machines disagree (the host 4-11%
- * behind the batch, the VM's pairs 0.99-1.18x), inside both spreads, so
- * the rule stays. */
+ * batch 32; on 128ch 16x16 the two machines disagree (the host's shift
+ * 4-11% behind the batch, the VM's batch 1.00-1.16x the shift's time),
+ * inside both spreads, so the rule stays. */
 #define SHIFT_MIN_CHANNELS 16
 #define SHIFT_MIN_COLUMNS  256
 
