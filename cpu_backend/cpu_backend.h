@@ -37,11 +37,11 @@ typedef enum dg_cpu_gemm {
  *   by side; the weight's gradient as CHANNELS with 144 columns of dw a
  *   thread or more (16 channels of a 3x3 kernel), else as BATCH only with a unit for every thread and a
  *   partial dw no larger than an image's columns, else PASSES.
- * SHIFT: for convolutions of both strides 1 (not 1x1 unpadded), no
- *   im2col: OpenMP over the batch as BATCH, each thread copying its
- *   image's input into zero-padded planes and multiplying each tap's
- *   weights with a shifted view of them (cpu_conv_shift.c); elsewhere as
- *   BATCH.
+ * SHIFT: the forward and dx of convolutions of both strides 1 (not 1x1
+ *   unpadded), no im2col: OpenMP over the batch as BATCH, each thread
+ *   copying its image's input into zero-padded planes and multiplying
+ *   each tap's weights with a shifted view of them (cpu_conv_shift.c);
+ *   elsewhere as BATCH, and the weight's gradient as DEFAULT.
  * CHANNELS: the weight's gradient split by input channels, each thread
  *   unfolding its channels' columns of a pass of images and multiplying
  *   them straight into its rows of dw (no partials; cpu_conv.c); the

@@ -414,17 +414,36 @@ int dg__cpu_conv_slots(const dg_conv_dims *d, bool serial_ok, dg_cpu_conv impl, 
     return (int)slots;
 }
 
+/* DEFAULT's choice, which the conv sweep of ResNet-18's CIFAR layers
+ * supports (docs/PERF.md, "Pruning the own CPU convolution";
+ * reports/h200/host/conv.csv: 16 threads, batch 32, median ms):
+ *   forward and dx: shifted where dg__cpu_conv_shift_pays (64ch 32x32 fwd
+ *     2.84 / dx 2.90 against the batch's 3.06 / 3.03; on the 2-core VM
+ *     16% ahead of the batch in 16 alternated pairs); else the batch
+ *     strategy, 1.2x to 17x faster than the passes elsewhere (128ch 16x16
+ *     stride 2 dx 1.84 against 2.25, the 1x1 downsampling 0.17-0.21
+ *     against 1.1-3.0); the passes where an image has fewer than
+ *     PASSES_BELOW_COLUMNS columns, the 4x4 layers (512ch 4x4 fwd 3.22 /
+ *     dx 3.65 against the batch's 4.17 / 4.74);
+ *   the weight's gradient: the channel split from CHANNELS_MIN_COLUMNS
+ *     columns of dw a thread (256ch 8x8 2.84 against the passes' 3.20,
+ *     512ch 4x4 2.62 against 2.88), else the batch strategy where
+ *     dg__cpu_conv_slots lets it (64ch 32x32 6.92 against the split's
+ *     10.2), else the passes (the 256->512ch 1x1 shortcut 0.31 against
+ *     the split's 0.36). */
 dg_cpu_conv_run dg__cpu_conv_strategy(const dg_conv_dims *d, dg_op op, dg_cpu_conv impl, bool serial_ok,
                                       int threads, int *slots) {
     int none;
     if (!slots) slots = &none;
     *slots = 0;
-    if (op == DG_OP_CONV2D_BACKWARD_WEIGHT) {
+    bool weight = op == DG_OP_CONV2D_BACKWARD_WEIGHT;
+    /* the channel split computes the weight's gradient only, the shift the
+     * forward and dx only: their other directions run as DEFAULT */
+    if ((impl == DG_CPU_CONV_CHANNELS && !weight) || (impl == DG_CPU_CONV_SHIFT && weight)) impl = DG_CPU_CONV_DEFAULT;
+    if (weight) {
         bool channels = impl == DG_CPU_CONV_CHANNELS ||
                         (impl == DG_CPU_CONV_DEFAULT && dg__cpu_conv_channels_pay(d, threads));
         if (channels && dg__cpu_conv_channels_run(d, serial_ok, threads)) return DG_CPU_CONV_RUN_CHANNELS;
-    } else if (impl == DG_CPU_CONV_CHANNELS) {
-        impl = DG_CPU_CONV_DEFAULT; /* it splits the weight's gradient only */
     }
     /* the shifted kernels (cpu_conv_shift.c): asked for, or DEFAULT where
      * they pay */
@@ -713,8 +732,8 @@ dg_status dg__cpu_conv2d_backward_weight(const dg_step *s, const dg_cpu_blas *bl
     int slots;
     switch (strategy_of(&d, DG_OP_CONV2D_BACKWARD_WEIGHT, blas, impl, &slots)) {
     case DG_CPU_CONV_RUN_CHANNELS: return conv2d_backward_weight_channels(s, &d, blas);
-    case DG_CPU_CONV_RUN_SHIFT:    return dg__cpu_conv2d_backward_weight_shift(s, &d, blas, slots);
     case DG_CPU_CONV_RUN_BATCH:    return conv2d_backward_weight_batch(s, &d, blas, slots);
+    case DG_CPU_CONV_RUN_SHIFT:    /* the forward and dx only: never here */
     case DG_CPU_CONV_RUN_PASSES:   break;
     }
     const float *dy = s->in[0], *x = s->in[1];

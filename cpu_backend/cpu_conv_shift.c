@@ -1,5 +1,5 @@
-/* cpu_conv_shift.c: the convolutions of both strides 1 without im2col
- * (DG_CPU_CONV_SHIFT, cpu_backend.h).
+/* cpu_conv_shift.c: the forward and dx of convolutions of both strides 1
+ * without im2col (DG_CPU_CONV_SHIFT, cpu_backend.h).
  *
  * With strides 1, output (oy, ox) of tap (ki, kj) reads the zero-padded
  * input at (oy + ki*dh, ox + kj*dw). Lay each padded input plane out with
@@ -16,18 +16,18 @@
  * ResNet-18's 3x3 layers: docs/PERF.md).
  * dx is the same stride-1 convolution of dy, padded by dh*(KH-1) - ph
  * rows and dw*(KW-1) - pw columns, with the taps flipped and wt[tap]
- * transposed: no col2im. The weight's gradient per tap is
- *   dw[tap] [og, cg] += dy_ext [og, OH*WP] xpad[cg, shifted by tap]^T
- * where dy_ext is dy on the output grid with zeros in the wrap columns.
+ * transposed: no col2im. The weight's gradient runs as DEFAULT: shifted
+ * (a GEMM a tap of dy on the grid against the shifted planes, summed from
+ * per-thread partials) it never beat the batch strategy or the channel
+ * split in the conv sweep (docs/PERF.md, "Pruning the own CPU
+ * convolution"), and was removed.
  *
  * The work is spread as DG_CPU_CONV_BATCH's: the first `slots` threads
  * of the team take contiguous ranges of units, a unit being an image, or
- * with fewer images than threads a range of the result's rows (y's, dx's
- * or, for the weight's gradient, dy's); each thread pads its unit's input
- * window into its slot and multiplies with a one-thread sgemm. The scratch
- * holds, from its start: the weights tap by tap (forward and dx), then
- * the slots; for the weight's gradient a slot ends with the thread's
- * partial dw, tap by tap, and the partials are added into dw after. */
+ * with fewer images than threads a range of the result's rows (y's or
+ * dx's); each thread pads its unit's input window into its slot and
+ * multiplies with a one-thread sgemm. The scratch holds, from its start:
+ * the weights tap by tap, then the slots. */
 #include <string.h>
 
 #include "../core/layout.h"
@@ -42,8 +42,8 @@ typedef struct shift_geom {
     int64_t cout, hout, wout;
 } shift_geom;
 
-/* the forward and the weight's gradient read x padded as the node says;
- * dx is computed from dy padded to the full correlation */
+/* the forward reads x padded as the node says; dx is computed from dy
+ * padded to the full correlation */
 static shift_geom geom_of(const dg_conv_dims *d, dg_op op) {
     if (op == DG_OP_CONV2D_BACKWARD_DATA) {
         int64_t top = d->dh * (d->kh - 1) - d->ph, left = d->dw * (d->kw - 1) - d->pw;
@@ -80,19 +80,14 @@ static int64_t window_floats(const dg_conv_dims *d, const shift_geom *g, int64_t
 /* slots start on a 64-byte line of their own */
 static int64_t round_line(int64_t floats) { return (floats + 15) / 16 * 16; }
 
-/* the weights tap by tap at the scratch's start (forward and dx) */
-static int64_t shared_floats(const dg_conv_dims *d, dg_op op) {
-    return op == DG_OP_CONV2D_BACKWARD_WEIGHT ? 0 : round_line(d->o * d->cg * d->kh * d->kw);
-}
+/* the weights tap by tap at the scratch's start */
+static int64_t shared_floats(const dg_conv_dims *d) { return round_line(d->o * d->cg * d->kh * d->kw); }
 
 /* one slot: the padded window of the largest unit's source, then its
- * result on the wrap grid (forward, dx) or dy_ext and a partial dw tap by
- * tap (the weight's gradient) */
-static int64_t slot_floats(const dg_conv_dims *d, const shift_geom *g, int64_t parts, dg_op op) {
-    int64_t rows = (g->hout + parts - 1) / parts, ext = rows * g->wp;
-    int64_t win = g->cin * window_floats(d, g, rows);
-    if (op == DG_OP_CONV2D_BACKWARD_WEIGHT) return round_line(win + d->o * ext + d->o * d->cg * d->kh * d->kw);
-    return round_line(win + g->cout * ext);
+ * result on the wrap grid */
+static int64_t slot_floats(const dg_conv_dims *d, const shift_geom *g, int64_t parts) {
+    int64_t rows = (g->hout + parts - 1) / parts;
+    return round_line(g->cin * window_floats(d, g, rows) + g->cout * rows * g->wp);
 }
 
 /* DEFAULT's rule, from the H100 host's conv sweep (16 threads, medians of
@@ -101,8 +96,14 @@ static int64_t slot_floats(const dg_conv_dims *d, const shift_geom *g, int64_t p
  * on 128ch 16x16, but lost where a GEMM's K or M is a few channels (the
  * 3-channel stem: 0.3-0.5x), where the wrap columns are a fifth of the
  * grid (256ch 8x8: 0.88-0.92x) and where units are short (128ch 16x16 at
- * batch 8, cut in 2: 144 columns, 0.8-1.0x); the weight's gradient won
- * and lost by turns (0.89-1.06x), so it keeps its rule. */
+ * batch 8, cut in 2: 144 columns, 0.8-1.0x). Measured again beside the
+ * others (docs/PERF.md, "Pruning the own CPU convolution"): 64ch 32x32
+ * forward / dx shifted 2.84 / 2.90 ms against the batch's 3.06 / 3.03 on
+ * the 16-core AMX host (reports/h200/host/conv.csv, batch 32), and 16%
+ * ahead of it in the medians of 16 alternated pairs on the 2-core VM at
+ * batch 32; on 128ch 16x16 the two machines disagree (the host's shift
+ * 4-11% behind the batch, the VM's batch 1.00-1.16x the shift's time),
+ * inside both spreads, so the rule stays. */
 #define SHIFT_MIN_CHANNELS 16
 #define SHIFT_MIN_COLUMNS  256
 
@@ -115,10 +116,10 @@ bool dg__cpu_conv_shift_pays(const dg_conv_dims *d, int threads, dg_op op) {
 }
 
 int dg__cpu_conv_shift_slots(const dg_conv_dims *d, bool serial_ok, int threads, dg_op op) {
-    if (!serial_ok || threads < 2 || !dg__cpu_conv_shift_applies(d)) return 0;
+    if (op == DG_OP_CONV2D_BACKWARD_WEIGHT || !serial_ok || threads < 2 || !dg__cpu_conv_shift_applies(d)) return 0;
     shift_geom g = geom_of(d, op);
-    int64_t parts = shift_parts(d, &g, threads), per = slot_floats(d, &g, parts, op);
-    int64_t room = dg_conv_scratch_floats(d, op == DG_OP_CONV2D_BACKWARD_WEIGHT) - shared_floats(d, op);
+    int64_t parts = shift_parts(d, &g, threads), per = slot_floats(d, &g, parts);
+    int64_t room = dg_conv_scratch_floats(d, false) - shared_floats(d);
     int64_t slots = min64(min64(threads, d->n * parts), room > 0 ? room / per : 0);
     return slots < 2 ? 0 : (int)slots;
 }
@@ -193,13 +194,13 @@ static void shift_forward(const dg_step *s, const dg_conv_dims *d, const dg_cpu_
     const float *src = s->in[0], *w = s->in[1];
     float *dst = s->out, *wt = s->scratch;
     shift_geom g = geom_of(d, op);
-    int64_t parts = shift_parts(d, &g, omp_get_max_threads()), per = slot_floats(d, &g, parts, op);
+    int64_t parts = shift_parts(d, &g, omp_get_max_threads()), per = slot_floats(d, &g, parts);
     int64_t unit_rows = (g.hout + parts - 1) / parts, L = window_floats(d, &g, unit_rows);
 #pragma omp parallel
     {
         weights_by_tap(wt, w, d);
         int64_t lo, hi;
-        float *slot = dg__conv_my_units(wt + shared_floats(d, op), d->n * parts, per,
+        float *slot = dg__conv_my_units(wt + shared_floats(d), d->n * parts, per,
                                         dg__conv_batch_workers(slots), &lo, &hi);
         float *ext = slot ? slot + g.cin * L : NULL;
         for (int64_t u = lo; u < hi; u++) {
@@ -220,53 +221,5 @@ dg_status dg__cpu_conv2d_shift(const dg_step *s, const dg_conv_dims *d, const dg
 dg_status dg__cpu_conv2d_backward_data_shift(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas,
                                              int slots) {
     shift_forward(s, d, blas, slots, DG_OP_CONV2D_BACKWARD_DATA);
-    return DG_OK;
-}
-
-/* dw[o][c][tap] = the sum of the workers' partials part[g][tap] [og, cg],
- * each element by one thread, in worker order */
-static void sum_partials(float *restrict dw, const float *parts, int64_t per, int workers, const dg_conv_dims *d) {
-    int64_t taps = d->kh * d->kw, size = d->o * d->cg * taps;
-#pragma omp for schedule(static)
-    for (int64_t e = 0; e < size; e++) {
-        int64_t tap = e % taps, c = e / taps % d->cg, o = e / taps / d->cg, g = o / d->og;
-        int64_t at = ((g * taps + tap) * d->og + o % d->og) * d->cg + c;
-        float acc = 0.0f;
-        for (int t = 0; t < workers; t++) acc += parts[t * per + at];
-        dw[e] = acc;
-    }
-}
-
-dg_status dg__cpu_conv2d_backward_weight_shift(const dg_step *s, const dg_conv_dims *d, const dg_cpu_blas *blas,
-                                               int slots) {
-    const float *dy = s->in[0], *x = s->in[1];
-    shift_geom g = geom_of(d, DG_OP_CONV2D_BACKWARD_WEIGHT);
-    /* dy on the output grid: [o, oh, ow] padded by wp - ow wrap columns */
-    shift_geom dyg = {d->o, d->oh, d->ow, 0, 0, g.wp, d->o, d->oh, d->ow};
-    int64_t parts = shift_parts(d, &g, omp_get_max_threads());
-    int64_t per = slot_floats(d, &g, parts, DG_OP_CONV2D_BACKWARD_WEIGHT);
-    int64_t unit_rows = (g.hout + parts - 1) / parts, L = window_floats(d, &g, unit_rows);
-    int64_t taps = d->kh * d->kw, ext_ld = unit_rows * g.wp;
-    int64_t part_at = g.cin * L + d->o * ext_ld;
-#pragma omp parallel
-    {
-        int64_t lo, hi;
-        int workers = dg__conv_batch_workers(slots); /* <= slots <= units: each writes its partial */
-        float *slot = dg__conv_my_units(s->scratch, d->n * parts, per, workers, &lo, &hi);
-        float *dy_ext = slot ? slot + g.cin * L : NULL, *part = slot ? slot + part_at : NULL;
-        for (int64_t u = lo; u < hi; u++) {
-            shift_unit un = unit_of(&g, parts, u);
-            int64_t rows = un.r1 - un.r0, n = rows * g.wp;
-            pad_window(slot, x + un.image * g.cin * g.hin * g.win, &g, un.r0, rows + d->dh * (d->kh - 1), L);
-            pad_window(dy_ext, dy + un.image * d->o * d->oh * d->ow, &dyg, un.r0, rows, n);
-            for (int64_t grp = 0; grp < d->groups; grp++)
-                for (int64_t t = 0; t < taps; t++) /* part[g][t] (+)= dy_ext_g win_g,t^T */
-                    blas->sgemm(blas->ctx, false, true, (int)d->og, (int)d->cg, (int)n, dy_ext + grp * d->og * n,
-                                (int)n, slot + grp * d->cg * L + tap_offset(d, &g, t), (int)L,
-                                part + (grp * taps + t) * d->og * d->cg, (int)d->cg, u > lo);
-        }
-#pragma omp barrier
-        sum_partials(s->out, (const float *)s->scratch + part_at, per, workers, d);
-    }
     return DG_OK;
 }

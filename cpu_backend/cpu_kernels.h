@@ -78,10 +78,11 @@ bool dg__cpu_conv_channels_pay(const struct dg_conv_dims *d, int threads);
 /* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): whether a convolution has both
  * strides 1, is not `direct` and pads no more than its kernel reaches
  * (dx is then a convolution of dy padded by dh*(KH-1) - ph >= 0); the
- * threads that run it, 0 where it does not apply or the scratch holds
- * fewer than two slots (as dg__cpu_conv_slots: one thread or an sgemm
- * that cannot run on every thread at once also give 0); and the three
- * ops on that many threads. */
+ * threads that run op (the forward or dx) shifted, 0 for the weight's
+ * gradient, where it does not apply or where the scratch holds fewer than
+ * two slots (as dg__cpu_conv_slots: one thread or an sgemm that cannot
+ * run on every thread at once also give 0); and the two ops on that many
+ * threads. */
 bool dg__cpu_conv_shift_applies(const struct dg_conv_dims *d);
 /* whether DG_CPU_CONV_DEFAULT runs op shifted on `threads` threads: the
  * forward and dx where the shift applies, both channel counts of a group
@@ -92,8 +93,6 @@ int  dg__cpu_conv_shift_slots(const struct dg_conv_dims *d, bool serial_ok, int 
 dg_status dg__cpu_conv2d_shift(const dg_step *s, const struct dg_conv_dims *d, const dg_cpu_blas *blas, int slots);
 dg_status dg__cpu_conv2d_backward_data_shift(const dg_step *s, const struct dg_conv_dims *d, const dg_cpu_blas *blas,
                                              int slots);
-dg_status dg__cpu_conv2d_backward_weight_shift(const dg_step *s, const struct dg_conv_dims *d,
-                                               const dg_cpu_blas *blas, int slots);
 /* What a convolution step of op `op` runs as with strategy `impl` (never
  * DEFAULT's own: the rules above resolve it), an sgemm that can (serial_ok)
  * or cannot run on every thread at once, on `threads` threads: the one

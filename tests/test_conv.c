@@ -1004,10 +1004,11 @@ Test(conv_cpu, span_unfolding_matches_the_reference, .timeout = 300) {
 }
 
 /* DG_CPU_CONV_SHIFT (cpu_conv_shift.c): the stride-1 convolutions from
- * shifted views of padded planes, forward and both gradients against the
- * float64 reference. Each case states whether the shift applies, and
- * where it does the three ops must get slots on the case's threads (else
- * the fallback would pass for it): 3x3 padding 1, the ResNet layers; 5x5
+ * shifted views of padded planes, forward and dx against the float64
+ * reference (the weight's gradient, which runs as DEFAULT, with them).
+ * Each case states whether the shift applies, and where it does the
+ * forward and dx must get slots on the case's threads (else the fallback
+ * would pass for it): 3x3 padding 1, the ResNet layers; 5x5
  * padding 2 over 2 columns (the kernel wider than the image); padding
  * (0, 1), so dx pads dy by 2 rows and 1 column; dilation 2; no padding;
  * 2 groups; a 1x3 kernel; and where it does not apply, stride 2 and a 1x1
@@ -1028,17 +1029,16 @@ Test(conv_cpu, shift_matches_the_reference, .timeout = 300) {
             {3, 5, 9, 7, 6, 3, 3, CONV(.stride = {2, 2}, .pad = {1, 1}), false, "stride 2"},
             {3, 4, 5, 5, 6, 1, 1, CONV(.pad = {1, 1}), false, "1x1, padding 1"},
         };
-    /* ops: how many of forward, dx, dw must run shifted where it applies
+    /* ops: how many of forward and dx must run shifted where it applies
      * (one small image's scratch, its columns, is too small for 4 slots of
-     * dy padded or of partial dw in some cases: those fall back to the
-     * batch strategy) */
+     * dy padded in some cases: those fall back to the batch strategy) */
     static const struct { int64_t n; cpu_conf cf; int ops; const char *what; } confs[] = {
-        {3, {3, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 3, "3 images on 3 threads"},
-        {3, {7, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 3, "units of rows on 7 threads"},
+        {3, {3, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 2, "3 images on 3 threads"},
+        {3, {7, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 2, "units of rows on 7 threads"},
         {1, {4, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, false}, 1, "one image cut in 4"},
-        {3, {3, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, true}, 3, "nested"},
+        {3, {3, DG_CPU_CONV_SHIFT, DG_CPU_GEMM_OPENBLAS, true}, 2, "nested"},
     };
-    static const dg_op ops[3] = {DG_OP_CONV2D, DG_OP_CONV2D_BACKWARD_DATA, DG_OP_CONV2D_BACKWARD_WEIGHT};
+    static const dg_op ops[2] = {DG_OP_CONV2D, DG_OP_CONV2D_BACKWARD_DATA};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
         for (size_t f = 0; f < sizeof confs / sizeof confs[0]; f++) {
             char what[160];
@@ -1062,9 +1062,12 @@ Test(conv_cpu, shift_matches_the_reference, .timeout = 300) {
 }
 
 /* Where the shift runs: never on one thread, with an sgemm that cannot
- * run on every thread at once, or where it does not apply; with fewer
- * images than threads each image's rows are cut (at most a unit a row);
- * never more slots than the scratch holds. */
+ * run on every thread at once, where it does not apply, or for the
+ * weight's gradient, which runs as DEFAULT would (with 32 channels on 2
+ * threads, 144 columns of dw a thread, the channel split, where a
+ * fallback to the batch strategy would show); with fewer images than
+ * threads each image's rows are cut (at most a unit a row); never more
+ * slots than the scratch holds. */
 Test(conv_cpu, shift_slots_follow_threads_images_and_scratch) {
     dg_graph *g = dg_graph_new();
     dg_node *x = V("x", 4, 8, 6, 6), *w = V("w", 8, 8, 3, 3);
@@ -1076,6 +1079,12 @@ Test(conv_cpu, shift_slots_follow_threads_images_and_scratch) {
     cr_assert_eq(dg__cpu_conv_shift_slots(&d, false, 4, DG_OP_CONV2D), 0, "an sgemm that cannot run beside itself");
     cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 16, DG_OP_CONV2D), 16, "4 images cut in 4 rows each");
     cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 64, DG_OP_CONV2D), 24, "at most a unit a row: 4 x 6");
+    cr_assert_eq(dg__cpu_conv_shift_slots(&d, true, 4, DG_OP_CONV2D_BACKWARD_WEIGHT), 0, "the weight's gradient");
+    dg_conv_dims deep = d;
+    deep.c = deep.cg = 32;
+    deep.rows = 32 * 9;
+    cr_assert_eq(dg__cpu_conv_strategy(&deep, DG_OP_CONV2D_BACKWARD_WEIGHT, DG_CPU_CONV_SHIFT, true, 2, NULL),
+                 DG_CPU_CONV_RUN_CHANNELS, "the weight's gradient under the shift runs as DEFAULT");
     dg_conv_dims strided = d;
     strided.sh = 2;
     cr_assert_eq(dg__cpu_conv_shift_slots(&strided, true, 4, DG_OP_CONV2D), 0, "stride 2");
@@ -1189,6 +1198,50 @@ Test(conv_cpu, channels_by_default_where_they_paid) {
     cr_assert(!dg__cpu_conv_channels_pay(&dd, 16), "1x1 from 256 channels: 16 columns a thread");
     cr_assert(!dg__cpu_conv_channels_pay(&l3, 32), "256 channels on 32 threads: 72 columns a thread");
     dg_graph_free(g);
+}
+
+/* DEFAULT's choice per direction of ResNet-18's CIFAR layers at batch 32
+ * on 16 threads: the own strategy that was fastest in the conv sweep's
+ * table (reports/h200/host/conv.csv, docs/PERF.md), which the rules in
+ * cpu_conv.c and cpu_conv_shift.c pick: the shift for the forward and dx
+ * of 64ch 32x32, the batch strategy for the others but the 4x4 layers'
+ * (the passes), the channel split for the weight's gradient of 256 and
+ * 512 channels 3x3, the batch strategy or the passes for the others'.
+ * Left out: 128ch 16x16's forward and dx, which the rule runs shifted
+ * where the host measured the batch 4-11% ahead and the 2-core VM the
+ * shift ahead (inside both machines' spreads), and the weight's gradients
+ * of the stride-2 128ch 16x16 3x3 and 1x1 layers, where the passes run and
+ * the split and the batch measured faster (docs/PERF.md). */
+Test(conv_cpu, default_picks_the_tables_fastest_strategy) {
+    static const dg_cpu_conv_run P = DG_CPU_CONV_RUN_PASSES, B = DG_CPU_CONV_RUN_BATCH, C = DG_CPU_CONV_RUN_CHANNELS,
+                                 S = DG_CPU_CONV_RUN_SHIFT;
+    /* the directions checked: fwd, dx, dw */
+    static const struct { const char *layer; int64_t c, hw, o, k, stride; dg_cpu_conv_run want[3]; bool checked[3]; }
+        layers[] = {
+            {"stem", 3, 32, 64, 3, 1, {B, B, B}, {1, 1, 1}},         {"l1.0-conv1", 64, 32, 64, 3, 1, {S, S, B}, {1, 1, 1}},
+            {"l2.0-conv1", 64, 32, 128, 3, 2, {B, B, B}, {1, 1, 1}}, {"l2.0-conv2", 128, 16, 128, 3, 1, {B, B, B}, {0, 0, 1}},
+            {"l2.0-down", 64, 32, 128, 1, 2, {B, B, B}, {1, 1, 1}},  {"l3.0-conv1", 128, 16, 256, 3, 2, {B, B, C}, {1, 1, 0}},
+            {"l3.0-conv2", 256, 8, 256, 3, 1, {B, B, C}, {1, 1, 1}}, {"l3.0-down", 128, 16, 256, 1, 2, {B, B, B}, {1, 1, 0}},
+            {"l4.0-conv1", 256, 8, 512, 3, 2, {P, P, C}, {1, 1, 1}}, {"l4.0-conv2", 512, 4, 512, 3, 1, {P, P, C}, {1, 1, 1}},
+            {"l4.0-down", 256, 8, 512, 1, 2, {B, B, P}, {1, 1, 1}},
+        };
+    for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) {
+        dg_graph *g = dg_graph_new();
+        int pad = (int)layers[i].k / 2, stride = (int)layers[i].stride;
+        dg_node *y = dg_conv2d(g, V("x", 32, layers[i].c, layers[i].hw, layers[i].hw),
+                               V("w", layers[i].o, layers[i].c, layers[i].k, layers[i].k), NULL,
+                               CONV(.stride = {stride, stride}, .pad = {pad, pad}));
+        cr_assert_not_null(y, "%s: %s", layers[i].layer, dg_last_error());
+        dg_conv_dims d = dg_conv_dims_of(y);
+        const dg_op ops[3] = {DG_OP_CONV2D, DG_OP_CONV2D_BACKWARD_DATA, DG_OP_CONV2D_BACKWARD_WEIGHT};
+        for (int k = 0; k < 3; k++) {
+            if (!layers[i].checked[k]) continue;
+            dg_cpu_conv_run got = dg__cpu_conv_strategy(&d, ops[k], DG_CPU_CONV_DEFAULT, true, 16, NULL);
+            cr_assert_eq(got, layers[i].want[k], "%s %s: %s, the table's fastest is %s", layers[i].layer,
+                         dg_op_name(ops[k]), dg__cpu_conv_run_name(got), dg__cpu_conv_run_name(layers[i].want[k]));
+        }
+        dg_graph_free(g);
+    }
 }
 
 /* The batch strategy asked for with the other sgemms: the naive one runs

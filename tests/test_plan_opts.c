@@ -123,7 +123,9 @@ static float *run_with_backend_setting(const conv_graph *c, dg_cpu_conv conv, in
 static bool same_bits(const float *a, const float *b, int64_t n) { return !memcmp(a, b, (size_t)n * sizeof *a); }
 
 /* Two plans on one backend, one in passes (DG_CONV_IM2COL), one on shifted
- * taps (DG_CONV_SHIFT), run in turns while the backend's own setting is
+ * taps (DG_CONV_SHIFT: the forward and dx; its weight's gradient as
+ * DEFAULT's rule, not the backend's setting, picks), run in turns while
+ * the backend's own setting is
  * the batch and then the channel split: each run gives exactly the bits of
  * its own strategy (a plan on a backend set to it) and matches the float64
  * reference. The strategies' bits differ (the channel split's are the
@@ -155,7 +157,7 @@ Test(plan_opts, cpu_plans_of_different_conv_choices_interleave) {
     ASSERT_OK(dg_plan_node_impl(shift, c.out[0], name, sizeof name));
     cr_assert_str_eq(name, "cpu-shift");
     ASSERT_OK(dg_plan_node_impl(shift, c.out[2], name, sizeof name));
-    cr_assert_str_eq(name, "cpu-shift");
+    cr_assert_str_eq(name, "cpu-im2col-batch", "the shift has no weight's gradient: DEFAULT's choice runs it");
     for (int round = 0; round < 3; round++) {
         if (round == 2) dg_cpu_set_conv(be, DG_CPU_CONV_CHANNELS); /* the setting changes under both plans */
         dg_plan *order[2] = {round % 2 ? shift : passes, round % 2 ? passes : shift};

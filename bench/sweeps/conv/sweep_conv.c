@@ -7,9 +7,10 @@
  * cpu-im2col-batch (OpenMP over the batch, an image per thread at a time
  * with a one-thread sgemm: DG_CPU_CONV_BATCH; skipped where it would run
  * as cpu-im2col: one image, or a scratch too small for two slots),
- * cpu-shift (the stride-1 layers without im2col, from shifted views of
- * zero-padded planes, OpenMP over the batch: DG_CPU_CONV_SHIFT; skipped
- * where it would run as cpu-im2col-batch: a stride above 1, a 1x1
+ * cpu-shift (the forward and dx of the stride-1 layers without im2col,
+ * from shifted views of zero-padded planes, OpenMP over the batch:
+ * DG_CPU_CONV_SHIFT; its weight-gradient rows are skipped, as are its
+ * rows where it would run as cpu-im2col-batch: a stride above 1, a 1x1
  * unpadded layer, padding beyond the kernel, one thread, or a scratch too
  * small for two slots),
  * cpu-im2col-chan (the weight's gradient split by input channels, each
@@ -349,6 +350,8 @@ static const char *conv_skip(const bench_ctx *ctx, const bench_point *pt, const 
     char runs_as[64]; /* "cpu-onednn-bf16:jit_bf16:avx512_core_bf16" */
     if (!im->gpu && im->conv == DG_CONV_IM2COL_CHANNELS && nd->op != DG_OP_CONV2D_BACKWARD_WEIGHT)
         return "the channel split computes the weight's gradient only (this direction runs as the default)";
+    if (!im->gpu && im->conv == DG_CONV_SHIFT && nd->op == DG_OP_CONV2D_BACKWARD_WEIGHT)
+        return "the shift computes the forward and dx only (this direction runs as the default)";
     if (dg_backend_step_impl(be, nd, flags, runs_as, sizeof runs_as) != DG_OK) {
         snprintf(why, n, "%s", dg_last_error());
         return refused(pb, im, pt->precision, why);
