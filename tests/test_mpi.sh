@@ -4,15 +4,17 @@
 #  - mpi_train (tests/mpi_train.c): the all_reduce node against a host
 #    mean; an MLP's parameters after 8 steps identical on both ranks and
 #    equal to one process's on the same global batches (its tolerance is
-#    stated there).
+#    stated there), and the overlapped all-reduce's equal to the blocking
+#    one's bit for bit.
 #  - Faults, each a non-zero exit with the failing rank's message within
 #    the timeout (no rank left waiting): a bad option on rank 1 alone,
 #    another configuration on rank 1 (the start-up comparison), a batch
 #    the ranks cannot split evenly, a rank whose data set is missing (it
 #    fails after the start, while rank 0 goes on), --gpus under MPI.
 #  - The scaling sweep's CPU rows (bench --sweep scaling --backends cpu)
-#    on 2 ranks: rank 0's file alone, rows for 1 and 2 ranks checked
-#    against one process and timed as the slowest rank, the hosts named;
+#    on 2 ranks: rank 0's file alone, rows for 1 and 2 ranks (2: the
+#    all-reduce blocking and overlapped) checked against one process and
+#    timed as the slowest rank, the hosts named;
 #    a plan over the memory limit on rank 1 alone (of 3), another command line
 #    on rank 1, and another sweep under MPI each end every rank with the
 #    message.
@@ -97,12 +99,14 @@ TMPDIR=$tmp/rankdirs mpi -np 2 "$bench" $sweep --out "$tmp/sweep" >"$tmp/sweep.o
 csv=$tmp/sweep/scaling.csv
 grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* cpu, rank 1 [^,]* cpu$" "$csv" ||
     fail "no ranks' hosts in $csv"
-for row in mlp-weak,1 mlp-strong,1 mlp-weak,2 mlp-strong,2; do
-    case=${row%,*} ranks=${row#*,}
+for row in mlp-weak,cpu-mpi,1 mlp-strong,cpu-mpi,1 mlp-weak,cpu-mpi,2 mlp-strong,cpu-mpi,2 \
+    mlp-weak,cpu-mpi-overlap,2 mlp-strong,cpu-mpi-overlap,2; do
+    case=${row%%,*} ranks=${row##*,} impl=${row#*,}
+    impl=${impl%,*}
     check=f64-step@b2
     [ "$ranks" -eq 2 ] && check=mpi=one-process
-    grep -q "^scaling,$case,cpu-mpi,cpu,fp32,$ranks,.*,$check,ok,.*slowest rank [01]; median over $ranks ranks " \
-        "$csv" || fail "no checked $case row on $ranks ranks in $csv: $(grep -v '^#' "$csv")"
+    grep -q "^scaling,$case,$impl,cpu,fp32,$ranks,.*,$check,ok,.*slowest rank [01]; median over $ranks ranks " \
+        "$csv" || fail "no checked $case $impl row on $ranks ranks in $csv: $(grep -v '^#' "$csv")"
 done
 [ -z "$(ls "$tmp/rankdirs")" ] || fail "rank 1 left $(ls "$tmp/rankdirs") behind"
 # 3 ranks: rank 1 fails in its first row (2 ranks), whose collectives rank

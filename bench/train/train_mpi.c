@@ -65,8 +65,8 @@ dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *ma
     (void)m, (void)x, (void)min, (void)max, (void)slowest;
     return no_mpi("bench_mpi_spread");
 }
-dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n) {
-    (void)m, (void)be, (void)n;
+dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool overlap) {
+    (void)m, (void)be, (void)n, (void)overlap;
     return no_mpi("bench_mpi_join_first");
 }
 dg_status bench_mpi_slowest(const bench_mpi *m, bool active, double *v, int n_v, double *least, int *slowest) {
@@ -181,31 +181,74 @@ dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be) {
     return dg_cpu_set_all_reduce(be, mpi_sum, NULL, m->ranks);
 }
 
-/* the communicators of bench_mpi_join_first, freed by bench_mpi_end:
- * one per group a sweep opens (a rank count each), a few in all */
+/* the communicators of bench_mpi_join_first, one per rank count (made at
+ * its first join, MPI_COMM_NULL on the ranks outside it), freed by
+ * bench_mpi_end */
 enum { MAX_GROUPS = 64 };
-static MPI_Comm *groups[MAX_GROUPS];
+typedef struct group { int n; MPI_Comm comm; } group;
+static group groups[MAX_GROUPS];
 static int n_groups;
 
-dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n) {
+/* the first n ranks' communicator: found, or split off (a collective) */
+static dg_status group_of(const bench_mpi *m, int n, MPI_Comm **comm) {
+    for (int i = 0; i < n_groups; i++)
+        if (groups[i].n == n) {
+            *comm = &groups[i].comm;
+            return DG_OK;
+        }
+    if (n_groups == MAX_GROUPS) return dg_fail(DG_ERR_INVALID, "bench_mpi_join_first: more than %d groups", MAX_GROUPS);
+    MPI_Comm c;
+    int err = MPI_Comm_split(MPI_COMM_WORLD, m->rank < n ? 0 : MPI_UNDEFINED, m->rank, &c);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "bench: a communicator of the first ranks");
+    if (c != MPI_COMM_NULL) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    groups[n_groups] = (group){n, c};
+    *comm = &groups[n_groups++].comm;
+    return DG_OK;
+}
+
+/* dg_cpu_async_sum over the communicator *arg: MPI_Iallreduce, each
+ * request its own MPI_Request until the test that finds it done or its wait */
+static dg_status isum_start(float *buf, size_t count, void *arg, void **req) {
+    if (count > INT_MAX)
+        return dg_fail(DG_ERR_INVALID, "cpu all_reduce over MPI: a bucket of %zu floats (MPI's counts: at most %d)",
+                       count, INT_MAX);
+    MPI_Request *r = malloc(sizeof *r);
+    if (!r) return dg_fail(DG_ERR_OOM, "cpu all_reduce over MPI: out of memory");
+    int err = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, *(MPI_Comm *)arg, r);
+    if (err != MPI_SUCCESS) {
+        free(r);
+        return mpi_fail(err, "cpu all_reduce over MPI (MPI_Iallreduce)");
+    }
+    *req = r;
+    return DG_OK;
+}
+
+static dg_status isum_test(void *req, void *arg, bool *done) {
+    (void)arg;
+    int flag = 0, err = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "cpu all_reduce over MPI (MPI_Test)");
+    if (flag) free(req);
+    *done = flag != 0;
+    return DG_OK;
+}
+
+static dg_status isum_wait(void *req, void *arg) {
+    (void)arg;
+    int err = MPI_Wait(req, MPI_STATUS_IGNORE);
+    free(req);
+    return err == MPI_SUCCESS ? DG_OK : mpi_fail(err, "cpu all_reduce over MPI (MPI_Wait)");
+}
+
+dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool overlap) {
     if (n < 2 || n > m->ranks || (m->rank < n) != (be != NULL))
         return dg_fail(DG_ERR_INVALID, "bench_mpi_join_first: %d ranks of %d, rank %d %s a backend", n, m->ranks,
                        m->rank, be ? "with" : "without");
-    if (n_groups == MAX_GROUPS) return dg_fail(DG_ERR_INVALID, "bench_mpi_join_first: more than %d groups", MAX_GROUPS);
-    MPI_Comm *comm = malloc(sizeof *comm);
-    if (!comm) return dg_fail(DG_ERR_OOM, "bench_mpi_join_first: out of memory");
-    int err = MPI_Comm_split(MPI_COMM_WORLD, m->rank < n ? 0 : MPI_UNDEFINED, m->rank, comm);
-    if (err != MPI_SUCCESS) {
-        free(comm);
-        return mpi_fail(err, "bench: a communicator of the first ranks");
-    }
-    if (!be) { /* MPI_COMM_NULL here */
-        free(comm);
-        return DG_OK;
-    }
-    MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
-    groups[n_groups++] = comm;
-    return dg_cpu_set_all_reduce(be, mpi_sum, comm, n);
+    MPI_Comm *comm = NULL;
+    dg_status st = group_of(m, n, &comm);
+    if (st != DG_OK || !be) return st;
+    if (!overlap) return dg_cpu_set_all_reduce(be, mpi_sum, comm, n);
+    const dg_cpu_async_sum isum = {isum_start, isum_test, isum_wait, comm};
+    return dg_cpu_set_all_reduce_overlap(be, &isum, n, 0);
 }
 
 dg_status bench_mpi_slowest(const bench_mpi *m, bool active, double *v, int n_v, double *least, int *slowest) {
@@ -270,10 +313,8 @@ dg_status bench_mpi_hosts(const bench_mpi *m, const char *device, char *buf, siz
 int bench_mpi_end(const bench_mpi *m, int rc) {
     if (!m->on) return rc;
     if (rc == 0) {
-        for (int i = 0; i < n_groups; i++) {
-            MPI_Comm_free(groups[i]);
-            free(groups[i]);
-        }
+        for (int i = 0; i < n_groups; i++)
+            if (groups[i].comm != MPI_COMM_NULL) MPI_Comm_free(&groups[i].comm);
         n_groups = 0;
         MPI_Finalize();
         return 0;

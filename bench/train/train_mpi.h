@@ -49,9 +49,12 @@ dg_status bench_mpi_agree(const bench_mpi *m, const char *config);
  * backend's by NCCL (rank 0's unique id broadcast, dg_gpu_join_ranks). */
 dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be);
 /* be's all_reduce nodes average over the first n ranks (1 < n <= ranks),
- * by MPI_Allreduce on a communicator of their own. A collective: every
- * rank calls it, the ranks from n on with be NULL (they join nothing). */
-dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n);
+ * on a communicator of their own: by MPI_Allreduce in each node, or
+ * (overlap) by MPI_Iallreduce per bucket overlapping the backward
+ * (dg_cpu_set_all_reduce_overlap). Every rank calls it, the ranks from n
+ * on with be NULL (they join nothing): the first call for a count is a
+ * collective that makes its communicator. */
+dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool overlap);
 /* Over the ranks where active (rank 0 among them): the least of v[0]
  * into *least, the rank with the most into *slowest, and that rank's
  * v[0..n_v) into every rank's v. */

@@ -3,10 +3,14 @@
  * --backends cpu`), one process per rank, each a CPU backend of --threads
  * threads. Not under MPI: the one-rank rows alone.
  *
- * Cases MODEL-weak and MODEL-strong, impl "cpu-mpi", for n = 1, 2, 4, ...
- * ranks below N and N itself: the first n ranks train, each on its slice
- * of the global batch, their all_reduce nodes averaging the gradients over
- * them by MPI_Allreduce (bench_mpi_join_first); the others wait. Weak
+ * Cases MODEL-weak and MODEL-strong for n = 1, 2, 4, ... ranks below N
+ * and N itself: the first n ranks train, each on its slice of the global
+ * batch, their all_reduce nodes averaging the gradients over them
+ * (bench_mpi_join_first); the others wait. impl "cpu-mpi": each node a
+ * blocking MPI_Allreduce; "cpu-mpi-overlap" (n >= 2): the nodes in buckets
+ * of up to DG_CPU_BUCKET_BYTES_DEFAULT, each bucket's MPI_Iallreduce
+ * started as its gradients are final and waited for by the first step
+ * that touches them (the optimizer's), the backward going on meanwhile. Weak
  * scaling keeps the batch per rank (the global batch grows with n), strong
  * scaling keeps the global batch (N times the batch per rank) and splits
  * it: a global batch that n does not divide is a skipped row that says so
@@ -64,6 +68,7 @@ typedef struct ranks_run {
     dp_model        model;
     int             counts[MAX_COUNTS], n_counts;
     int             n;             /* the open group's ranks, 0: none      */
+    bool            overlap;       /* its all-reduce: overlapped or not    */
     dg_backend     *be;            /* this rank's backend in it, NULL: not in it */
 } ranks_run;
 
@@ -87,7 +92,15 @@ typedef struct ranks_state {
     char     note[384];
 } ranks_state;
 
-static const bench_impl ranks_impls[] = {{.name = "cpu-mpi"}};
+static const bool blocking = false, overlapped = true;
+static const bench_impl ranks_impls[] = {{.name = "cpu-mpi", .data = &blocking},
+                                         {.name = "cpu-mpi-overlap", .data = &overlapped}};
+
+/* overlap where there is an all-reduce: 2 ranks or more */
+static bool ranks_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
+    (void)ctx;
+    return pt->m > 1 || !*(const bool *)im->data;
+}
 
 /* a failure of this rank: its status, or under MPI the end of every rank
  * with its message (the others would wait in the next collective) */
@@ -100,14 +113,15 @@ static dg_status rank_failed(const ranks_run *run, dg_status st) {
 
 /* the first n ranks' group, this rank in it or not (a collective: every
  * rank opens every group, in the same order) */
-static dg_status open_group(ranks_run *run, int n) {
-    if (run->n == n) return DG_OK;
+static dg_status open_group(ranks_run *run, int n, bool overlap) {
+    if (run->n == n && run->overlap == overlap) return DG_OK;
     dg_backend_free(run->be);
     run->be = NULL;
     run->n = n;
+    run->overlap = overlap;
     bool in = run->mpi->rank < n;
     dg_status st = in ? dg_cpu_backend_new(&run->be, run->ctx->threads) : DG_OK;
-    if (st == DG_OK && n > 1) st = bench_mpi_join_first(run->mpi, run->be, n);
+    if (st == DG_OK && n > 1) st = bench_mpi_join_first(run->mpi, run->be, n, overlap);
     return st;
 }
 
@@ -264,14 +278,13 @@ static dg_status run_step(void *p) { return dg_plan_run(p); }
 /* this rank's slice planned and checked; a rank outside the group times
  * nothing, the same number of times */
 static dg_status ranks_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
-    (void)ctx, (void)im;
     ranks_state *s = arg;
     ranks_run *run = s->sp->run;
     const dp_model *m = &run->model;
     int n = s->sp->n, global = (int)s->pt->batch, per = global / n;
     bool in = run->mpi->rank < n, ok = false;
     char why[512];
-    dg_status st = open_group(run, n);
+    dg_status st = open_group(run, n, *(const bool *)im->data);
     row->check = n == 1 ? "f64-step@b2" : "mpi=one-process";
     if (st == DG_OK) st = bench_synth_batch(m->in, global, 77u + (uint64_t)global, &s->bx, &s->by);
     if (st == DG_OK) st = dp_graph_new(&s->d, m, per, n > 1);
@@ -312,12 +325,14 @@ static dg_status ranks_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, 
 
 /* the row: the slowest rank's times, the spread in the note */
 static bool ranks_check(void *arg, const bench_impl *im, bench_row *row) {
-    (void)im;
     ranks_state *s = arg;
     const ranks_run *run = s->sp->run;
     int n = s->sp->n;
     size_t len = (size_t)snprintf(s->note, sizeof s->note, "%d %sgradients, %.2f MB per step", s->d.model.n_params,
                                   n > 1 ? "all-reduced " : "", (double)row->k / 1e6);
+    if (*(const bool *)im->data)
+        len += (size_t)snprintf(s->note + len, sizeof s->note - len, ", in buckets of up to %d KiB overlapping the "
+                                "backward", DG_CPU_BUCKET_BYTES_DEFAULT >> 10);
     if (!run->mpi->on) {
         snprintf(s->note + len, sizeof s->note - len, "; one process (launch by mpirun for more ranks)");
         row->note = s->note;
@@ -383,7 +398,8 @@ dg_status sweep_scaling_ranks(bench_ctx *ctx) {
     }
     void *arg[2] = {run, own};
     const bench_sweep_spec spec = {
-        .name = "scaling", .impls = ranks_impls, .n_impls = 1, .hot = true, .points = ranks_points_of, .arg = arg,
+        .name = "scaling", .impls = ranks_impls, .n_impls = 2, .hot = true, .points = ranks_points_of, .arg = arg,
+        .applies = ranks_applies,
         .skip = ranks_skip, .columns = ranks_columns, .setup = ranks_setup, .teardown = ranks_teardown,
         .prepare = ranks_prepare, .check = ranks_check, .release = ranks_release,
     };
