@@ -100,7 +100,8 @@ csv=$tmp/sweep/scaling.csv
 grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* cpu, rank 1 [^,]* cpu$" "$csv" ||
     fail "no ranks' hosts in $csv"
 for row in mlp-weak,cpu-mpi,1 mlp-strong,cpu-mpi,1 mlp-weak,cpu-mpi,2 mlp-strong,cpu-mpi,2 \
-    mlp-weak,cpu-mpi-overlap,2 mlp-strong,cpu-mpi-overlap,2; do
+    mlp-weak,cpu-mpi-overlap,2 mlp-strong,cpu-mpi-overlap,2 charlm-weak,cpu-mpi,1 charlm-strong,cpu-mpi,1 \
+    charlm-weak,cpu-mpi,2 charlm-strong,cpu-mpi,2 charlm-weak,cpu-mpi-overlap,2 charlm-strong,cpu-mpi-overlap,2; do
     case=${row%%,*} ranks=${row##*,} impl=${row#*,}
     impl=${impl%,*}
     check=f64-step@b2

@@ -14,10 +14,14 @@
  * scaling keeps the batch per rank (the global batch grows with n), strong
  * scaling keeps the global batch (N times the batch per rank) and splits
  * it: a global batch that n does not divide is a skipped row that says so
- * (each rank takes an equal slice, as in bench train). The model:
- *   mlp   784-512-512-10, 128 examples per rank, SGD with momentum
- *         (lr 0.1): a step of about 0.5 GFLOP per rank, a few ms on one
- *         core, so that CI's 2 cores run it
+ * (each rank takes an equal slice, as in bench train). The models, each
+ * trained by SGD with momentum (lr 0.1), small enough for CI's 2 cores:
+ *   mlp     784-512-512-10, 128 examples per rank: about 0.5 GFLOP a
+ *           step per rank, 20 ms on one core
+ *   charlm  the transformer sweep's char-LM cut to context 64, width 64,
+ *           2 heads, 2 layers; 8 sequences per rank
+ * (ResNet-18 does not fit: about 0.5 s a step per rank on one core, and
+ * its float64 check longer.)
  * Row: m = ranks, batch = global batch, n = batch per rank, k = gradient
  * bytes (what each step all-reduces), threads = each rank's.
  *
@@ -37,8 +41,9 @@
  * one process training the same STEPS steps on the whole global batch
  * within MPI_UPDATE_TOL (relative L2). Only the order of float32 sums
  * differs: each rank sums its slice, MPI adds the slices; measured 9e-7
- * (2 ranks, 2-core Xeon). A rank that skipped the all-reduce, summed
- * instead of averaging or trained another slice is off by 0.1 and more.
+ * (MLP) and 5e-7 (char-LM), 2 ranks, 2-core Xeon. Ranks that skipped the
+ * all-reduce are off by 0.77 (MLP) and 0.70 (char-LM), and their
+ * parameters differ from each other.
  * A failure on any rank (out of memory, a plan over DG_BENCH_MEM_LIMIT)
  * ends every rank with its message (bench_mpi_end): the others would wait
  * in the next collective. */
@@ -59,13 +64,15 @@ enum { STEPS = 2, MAX_COUNTS = 32 };
 #define MPI_UPDATE_TOL 1e-4
 
 static dg_mlp_cfg mlp_cfg = {{784, 512, 512, 10}, 4};
+static dg_charlm_cfg lm_cfg = {.vocab = 96, .context = 64, .width = 64, .heads = 2, .layers = 2};
 
-/* the sweep's state: the model, the ranks and the open group */
+/* the sweep's state: the models, the ranks and the open group */
 typedef struct ranks_run {
     bench_ctx      *ctx;
     const bench_mpi *mpi;          /* ctx->mpi, or a lone rank 0 of 1     */
     bench_mpi       lone;
-    dp_model        model;
+    dp_model        models[2];
+    int             n_models;
     int             counts[MAX_COUNTS], n_counts;
     int             n;             /* the open group's ranks, 0: none      */
     bool            overlap;       /* its all-reduce: overlapped or not    */
@@ -76,10 +83,11 @@ typedef struct ranks_run {
 typedef struct ranks_point {
     ranks_run *run;
     int        n;
+    int        model;              /* the index in run->models      */
     char       name[64];
 } ranks_point;
 
-typedef struct ranks_points { ranks_point p[2 * MAX_COUNTS]; int n; } ranks_points;
+typedef struct ranks_points { ranks_point p[2 * 2 * MAX_COUNTS]; int n; } ranks_points;
 
 /* one row's measurement: the plan of this rank's slice */
 typedef struct ranks_state {
@@ -129,17 +137,18 @@ static void ranks_points_of(bench_ctx *ctx, const void *varg, bench_points *out)
     (void)ctx;
     ranks_run *run = ((void *const *)varg)[0];
     ranks_points *own = ((void *const *)varg)[1];
-    const dp_model *m = &run->model;
     int big = run->counts[run->n_counts - 1];
     for (int c = 0; c < run->n_counts; c++)
-        for (int strong = 0; strong < 2; strong++) {
-            int n = run->counts[c], global = m->per_gpu * (strong ? big : n);
-            ranks_point *sp = &own->p[own->n++];
-            *sp = (ranks_point){run, n, ""};
-            snprintf(sp->name, sizeof sp->name, "%s-%s", m->name, strong ? "strong" : "weak");
-            bench_points_add(out, (bench_point){.name = sp->name, .m = n, .n = global / n, .batch = global,
-                                                .data = sp});
-        }
+        for (int k = 0; k < run->n_models; k++)
+            for (int strong = 0; strong < 2; strong++) {
+                const dp_model *m = &run->models[k];
+                int n = run->counts[c], global = m->per_gpu * (strong ? big : n);
+                ranks_point *sp = &own->p[own->n++];
+                *sp = (ranks_point){run, n, k, ""};
+                snprintf(sp->name, sizeof sp->name, "%s-%s", m->name, strong ? "strong" : "weak");
+                bench_points_add(out, (bench_point){.name = sp->name, .m = n, .n = global / n, .batch = global,
+                                                    .data = sp});
+            }
 }
 
 /* the stated rule: every rank an equal slice */
@@ -186,7 +195,7 @@ static dg_status params_hash(dg_plan *p, const dg_model *model, uint64_t *h) {
  * in s->p, from fresh ones) to that of one process training STEPS steps
  * on the whole global batch */
 static dg_status against_one(ranks_state *s, double *err) {
-    const dp_model *m = &s->sp->run->model;
+    const dp_model *m = &s->sp->run->models[s->sp->model];
     int global = (int)s->pt->batch;
     size_t total = dp_grad_bytes(&s->d.model) / sizeof(float);
     dp_graph one;
@@ -252,7 +261,7 @@ static dg_status check_ranks(ranks_state *s, bool in, double *err, bool *ok) {
 
 /* one rank's step alone at batch 2 against float64 */
 static dg_status check_f64(ranks_state *s, double *err, bool *ok) {
-    const dp_model *m = &s->sp->run->model;
+    const dp_model *m = &s->sp->run->models[s->sp->model];
     bench_step c = {0};
     bench_step_ref ref = {0};
     void *cx = NULL;
@@ -280,7 +289,7 @@ static dg_status run_step(void *p) { return dg_plan_run(p); }
 static dg_status ranks_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
     ranks_state *s = arg;
     ranks_run *run = s->sp->run;
-    const dp_model *m = &run->model;
+    const dp_model *m = &run->models[s->sp->model];
     int n = s->sp->n, global = (int)s->pt->batch, per = global / n;
     bool in = run->mpi->rank < n, ok = false;
     char why[512];
@@ -382,8 +391,10 @@ dg_status sweep_scaling_ranks(bench_ctx *ctx) {
     run->ctx = ctx;
     run->lone = (bench_mpi){.rank = 0, .ranks = 1};
     run->mpi = ctx->mpi && ctx->mpi->on ? ctx->mpi : &run->lone;
-    run->model = (dp_model){"mlp", 128, bench_mlp_step(&mlp_cfg), {784, 10, 0, 0}};
-    run->model.spec.optim = dg_optim_default(DG_OPTIM_MOMENTUM, 0.1f);
+    run->models[0] = (dp_model){"mlp", 128, bench_mlp_step(&mlp_cfg), {784, 10, 0, 0}};
+    run->models[1] = (dp_model){"charlm", 8, bench_charlm_step(&lm_cfg), {0, 0, lm_cfg.vocab, lm_cfg.context}};
+    run->n_models = 2;
+    for (int k = 0; k < run->n_models; k++) run->models[k].spec.optim = dg_optim_default(DG_OPTIM_MOMENTUM, 0.1f);
     run->n_counts = rank_counts(run->mpi->ranks, run->counts);
     /* every rank the same steps: a fixed count, nothing ended by a clock */
     bench_timing saved = ctx->timing;
