@@ -37,7 +37,9 @@ dg_status dg__cpu_comm_new(cpu_comm **out, dg_cpu_sum_fn sum, void *sum_arg, con
     m->sum_arg = sum_arg;
     if (async) m->async = *async;
     m->processes = processes;
-    m->queue.cap = bucket_bytes < 0 ? 0 : bucket_bytes == 0 ? (size_t)DG_CPU_BUCKET_BYTES_DEFAULT : (size_t)bucket_bytes;
+    m->queue.cap = bucket_bytes < 0    ? 0
+                   : bucket_bytes == 0 ? (size_t)DG_CPU_BUCKET_BYTES_DEFAULT
+                                       : (size_t)bucket_bytes;
     *out = m;
     return DG_OK;
 }

@@ -5,7 +5,8 @@
 
 dg_status dp_graph_new(dp_graph *d, const dp_model *m, int batch, bool all_reduce) {
     *d = (dp_graph){.g = dg_graph_new()};
-    dg_status st = d->g ? m->spec.model(d->g, m->spec.cfg, 1, &d->model) : dg_fail(DG_ERR_OOM, "scaling: out of memory");
+    dg_status st = d->g ? m->spec.model(d->g, m->spec.cfg, 1, &d->model)
+                        : dg_fail(DG_ERR_OOM, "scaling: out of memory");
     if (st == DG_OK) st = dg_train_step_build_ex(d->g, &d->model, batch, &m->spec.optim, all_reduce, &d->ts);
     return st;
 }
