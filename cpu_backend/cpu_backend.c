@@ -10,6 +10,7 @@
 #include "../core/backend_impl.h"
 #include "../core/layout.h"
 #include "../core/status_internal.h"
+#include "cpu_all_reduce.h"
 #include "cpu_kernels.h"
 #include "cpu_lowp.h"
 #include "cpu_onednn.h"
@@ -29,11 +30,10 @@ typedef struct cpu_ctx {
     void       *conv_ws;  /* the oneDNN convolutions' scratch where the step
                            * has none of its own (onednn_conv_step) */
     size_t      conv_ws_bytes;
-    /* across processes (dg_cpu_set_all_reduce): the sum and their count;
-     * NULL: one process, all_reduce is a copy */
-    dg_cpu_sum_fn sum;
-    void         *sum_arg;
-    int           processes;
+    /* across processes (dg_cpu_set_all_reduce, _overlap): NULL, one
+     * process, all_reduce is a copy */
+    cpu_comm     *comm;
+    bool          in_run;  /* a plan's run (cpu_run_steps): all_reduce may queue */
 } cpu_ctx;
 
 static cpu_ctx *ctx_of(const dg_backend *be) { return be->ctx; }
@@ -49,6 +49,7 @@ static void cpu_free(dg_backend *be) {
     dg__onednn_convs_free(ctx_of(be)->onednn_conv);
 #endif
     free(ctx_of(be)->conv_ws);
+    dg__cpu_comm_free(ctx_of(be)->comm);
     free(be->ctx);
     free(be);
 }
@@ -586,18 +587,23 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     return DG_OK;
 }
 
-/* the mean of the float32 input over the processes (dg_cpu_set_all_reduce),
- * in the output: copied, summed in place, divided; one process: the copy */
-static dg_status cpu_all_reduce(const cpu_ctx *c, const dg_step *s) {
-    size_t count = dg_node_bytes(s->node) / sizeof(float);
-    float *y = s->out;
-    memcpy(y, s->in[0], count * sizeof *y);
-    if (!c->sum) return DG_OK;
-    dg_status st = c->sum(y, count, c->sum_arg);
-    if (st != DG_OK) return st;
-    float inv = 1.0f / (float)c->processes;
-    for (size_t i = 0; i < count; i++) y[i] *= inv;
-    return DG_OK;
+static dg_status cpu_compute(dg_backend *be, const dg_step *s);
+
+/* a plan's steps in order, each after the all-reduces it touches; the run
+ * ends with every all-reduce done, also after a failed step (nothing may
+ * still write the plan's memory) */
+static dg_status cpu_run_steps(dg_backend *be, const dg_step *steps, int n, bool replay, void **cache) {
+    (void)replay, (void)cache;
+    cpu_ctx *c = ctx_of(be);
+    dg_status st = DG_OK;
+    c->in_run = true;
+    for (int i = 0; i < n && st == DG_OK; i++) {
+        st = dg__cpu_comm_before(c->comm, &steps[i]);
+        if (st == DG_OK) st = cpu_compute(be, &steps[i]);
+    }
+    dg_status joined = dg__cpu_comm_join(c->comm);
+    c->in_run = false;
+    return st != DG_OK ? st : joined;
 }
 
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
@@ -625,7 +631,7 @@ static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     case DG_OP_CAST:         return dg__cpu_cast(s);
     case DG_OP_PERMUTE:      dg__cpu_permute(s); break;
     case DG_OP_RESHAPE:      break; /* a view: nothing to compute */
-    case DG_OP_ALL_REDUCE:   return cpu_all_reduce(c, s);
+    case DG_OP_ALL_REDUCE:   return dg__cpu_all_reduce(c->comm, s, c->in_run);
     case DG_OP_SIDE_OUTPUT:  break; /* written by its owner's step  */
     case DG_OP_SUM: case DG_OP_MEAN:
         dg__cpu_reduce(s); break;
@@ -679,7 +685,7 @@ static const dg_backend_i cpu_iface = {
     /* .sync       = */ NULL,
     /* .supports   = */ cpu_supports,
     /* .compute    = */ cpu_compute,
-    /* .run_steps  = */ NULL,
+    /* .run_steps  = */ cpu_run_steps, /* compute in order, all-reduces overlapped */
     /* .cache_free = */ NULL,
     /* .gather_rows= */ cpu_gather_rows,
     /* events: NULL, the core's monotonic clock (compute returns when done) */
@@ -743,17 +749,35 @@ void dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl) {
 }
 void dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl) { ctx_of(be)->conv = impl; }
 
+/* be's all_reduce nodes by comm (NULL: alone), the one before freed */
+static void set_comm(dg_backend *be, cpu_comm *comm) {
+    dg__cpu_comm_free(ctx_of(be)->comm);
+    ctx_of(be)->comm = comm;
+}
+
 dg_status dg_cpu_set_all_reduce(dg_backend *be, dg_cpu_sum_fn sum_in_place, void *arg, int processes) {
     if (!be || be->iface != &cpu_iface)
         return dg__fail(DG_ERR_INVALID, "dg_cpu_set_all_reduce: %s", be ? "not a CPU backend" : "NULL backend");
     if (sum_in_place ? processes < 1 : processes != 1)
         return dg__fail(DG_ERR_INVALID, "dg_cpu_set_all_reduce: %d processes %s", processes,
                         sum_in_place ? "(1 or more)" : "without a sum (alone: 1)");
-    cpu_ctx *c = ctx_of(be);
-    c->sum = sum_in_place;
-    c->sum_arg = arg;
-    c->processes = processes;
-    return DG_OK;
+    cpu_comm *comm = NULL;
+    dg_status st = sum_in_place ? dg__cpu_comm_new(&comm, sum_in_place, arg, NULL, processes, 0) : DG_OK;
+    if (st == DG_OK) set_comm(be, comm);
+    return st;
+}
+
+dg_status dg_cpu_set_all_reduce_overlap(dg_backend *be, const dg_cpu_async_sum *sum, int processes,
+                                        long long bucket_bytes) {
+    if (!be || be->iface != &cpu_iface)
+        return dg__fail(DG_ERR_INVALID, "dg_cpu_set_all_reduce_overlap: %s", be ? "not a CPU backend" : "NULL backend");
+    if (!sum || !sum->start || !sum->test || !sum->wait || processes < 1)
+        return dg__fail(DG_ERR_INVALID, "dg_cpu_set_all_reduce_overlap: %s", processes < 1 ? "processes < 1"
+                        : "a NULL sum or one of its functions NULL");
+    cpu_comm *comm;
+    dg_status st = dg__cpu_comm_new(&comm, NULL, NULL, sum, processes, bucket_bytes);
+    if (st == DG_OK) set_comm(be, comm);
+    return st;
 }
 
 const char *dg_cpu_blas_core(void) { return openblas_get_corename(); }

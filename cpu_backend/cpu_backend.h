@@ -96,6 +96,28 @@ void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
  * with a function, or other than 1 without. */
 typedef dg_status (*dg_cpu_sum_fn)(float *buf, size_t count, void *arg);
 dg_status dg_cpu_set_all_reduce(dg_backend *be, dg_cpu_sum_fn sum_in_place, void *arg, int processes);
+/* The same mean, overlapped with the steps after the node (the rest of
+ * the backward): the nodes are queued into buckets of up to bucket_bytes
+ * (0: DG_CPU_BUCKET_BYTES_DEFAULT; < 0: every node alone), cut as a GPU
+ * group cuts them (core/comm_bucket.h); a bucket is packed into a buffer
+ * of its own and start(buf, count, arg, &req) begins its sum over the
+ * processes in place (MPI_Iallreduce in the bench); before each later
+ * step the buckets it touches are waited for (wait(req, arg)) and the
+ * others tested (test(req, arg, &done): lets the sum progress, done when
+ * finished); a plan's run returns with every bucket done. A request ends
+ * at the test that says done or at its wait. A node computed outside a
+ * plan's run (dg_backend_compute) waits at once. The calls pair up over
+ * the processes as the blocking sum's do. DG_ERR_INVALID for a NULL or
+ * non-CPU backend, a NULL sum or one of its functions, processes < 1. */
+typedef struct dg_cpu_async_sum {
+    dg_status (*start)(float *buf, size_t count, void *arg, void **req);
+    dg_status (*test)(void *req, void *arg, bool *done);
+    dg_status (*wait)(void *req, void *arg);
+    void      *arg;
+} dg_cpu_async_sum;
+#define DG_CPU_BUCKET_BYTES_DEFAULT (1 << 20) /* 1 MiB: an MLP's layers go in several */
+dg_status dg_cpu_set_all_reduce_overlap(dg_backend *be, const dg_cpu_async_sum *sum, int processes,
+                                        long long bucket_bytes);
 /* "OpenBLAS 0.3.21 ... (parallel: OpenMP)": what the library reports */
 const char *dg_cpu_blas_info(char *buf, size_t n);
 /* The core (kernel set) OpenBLAS runs the backend's sgemm with:

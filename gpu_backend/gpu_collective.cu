@@ -17,10 +17,11 @@
  * the end of a plan run (and of a CUDA-graph capture, which must join
  * every stream it forked) the compute stream waits for all of them.
  *
- * Buckets: an all-reduce is not issued at once but queued; the queue is
- * issued as one bucket when the next would take it past the backend's
- * all_reduce_bucket_bytes (dg_gpu_opts), when a step touches a queued
- * tensor's memory, or at a join. A bucket of several tensors is packed by
+ * Buckets (core/comm_bucket.h, the CPU's rule too): an all-reduce is not
+ * issued at once but queued; the queue is issued as one bucket when the
+ * next would take it past the backend's all_reduce_bucket_bytes
+ * (dg_gpu_opts), when a step touches a queued tensor's memory, or at a
+ * join. A bucket of several tensors is packed by
  * one kernel into the group's bucket buffer, averaged by one NCCL call and
  * unpacked by one kernel, all on the comm stream: many small gradients (a
  * transformer's biases and norms) then pay NCCL's per-call latency once.
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #include "gpu_common.cuh"
+#include "../core/comm_bucket.h"
 
 #ifdef DG_HAVE_NCCL
 #include <nccl.h>
@@ -103,13 +105,6 @@ typedef struct in_flight {
     cudaEvent_t done;
 } in_flight;
 
-/* the most tensors in one bucket: the pack kernel takes their pointers as
- * its argument (24 bytes each, within the 4 KiB a launch passes) */
-#define BUCKET_MAX_MEMBERS 64
-
-/* an all-reduce queued for the next bucket: in[0, count) averaged into out */
-typedef struct queued { const float *in; float *out; size_t count; } queued;
-
 struct gpu_comm {
 #ifdef DG_HAVE_NCCL
     ncclComm_t nccl;
@@ -119,19 +114,16 @@ struct gpu_comm {
     cudaEvent_t  fork;      /* the compute stream's state, handed to the comm stream */
     in_flight   *flight;    /* [n_flight] in flight; events [0, n_events) made */
     int          n_flight, n_events, cap;
-    size_t       bucket_bytes;  /* a bucket's most bytes; 0: every all-reduce alone */
-    float       *bucket;        /* device [bucket_bytes / 4]: a bucket's tensors packed */
-    queued       queue[BUCKET_MAX_MEMBERS];
-    int          n_queued;
-    size_t       queued_bytes;
+    float       *bucket;        /* device [queue.cap / 4]: a bucket's tensors packed */
+    dg_bucket    queue;         /* the all-reduces queued for the next bucket */
 };
 
 /* dst[j][0, count[j]) = src[j][0, count[j]) for j < n: blockIdx.y picks the
  * tensor, the x blocks stride over it */
 typedef struct copy_list {
-    const float *src[BUCKET_MAX_MEMBERS];
-    float       *dst[BUCKET_MAX_MEMBERS];
-    long long    count[BUCKET_MAX_MEMBERS];
+    const float *src[DG_BUCKET_MAX_MEMBERS];
+    float       *dst[DG_BUCKET_MAX_MEMBERS];
+    long long    count[DG_BUCKET_MAX_MEMBERS];
 } copy_list;
 
 __global__ void k_copy_list(copy_list l) {
@@ -155,11 +147,6 @@ static dg_status copy_list_launch(const copy_list *l, int n, size_t most, cudaSt
 
 int dg_gpu_group_size(const dg_backend *be) { return gpu_of(be)->comm ? gpu_of(be)->comm->ranks : 1; }
 
-static bool overlaps(const void *p, size_t n, const char *q, size_t m) {
-    const char *a = (const char *)p;
-    return p && n && a < q + m && q < a + n;
-}
-
 /* the compute stream waits for in-flight all-reduce k, which is then done */
 static dg_status join_one(gpu_ctx *c, int k) {
     gpu_comm *m = c->comm;
@@ -170,37 +157,17 @@ static dg_status join_one(gpu_ctx *c, int k) {
     return DG_OK;
 }
 
-/* whether step s, run now, would race an all-reduce of in -> out (bytes
- * each): it writes either, or reads the output */
-static bool races(const dg_step *s, const char *in, const char *out, size_t bytes) {
-    const dg_node *n = s->node;
-    size_t out_bytes = dg_node_bytes(n), scratch_bytes = dg_node_scratch_bytes(n);
-    bool hazard = overlaps(s->out, out_bytes, in, bytes) || overlaps(s->out, out_bytes, out, bytes) ||
-                  overlaps(s->scratch, scratch_bytes, in, bytes) || overlaps(s->scratch, scratch_bytes, out, bytes);
-    for (int i = 0; i < n->n_in && !hazard; i++) {
-        size_t b = dg_node_bytes(n->in[i]);
-        hazard = overlaps(s->in[i], b, out, bytes) || overlaps(s->inout[i], b, in, bytes);
-    }
-    for (int i = 0; i < n->n_side && !hazard; i++) {
-        size_t b = dg_node_bytes(n->side[i]);
-        hazard = overlaps(s->side[i], b, in, bytes) || overlaps(s->side[i], b, out, bytes);
-    }
-    return hazard;
-}
-
 static dg_status flush(gpu_ctx *c);
 
 dg_status dg__gpu_comm_before(gpu_ctx *c, const dg_step *s) {
     gpu_comm *m = c->comm;
     if (!m) return DG_OK;
-    for (int k = 0; k < m->n_queued; k++) /* a queued tensor it touches: the bucket goes now */
-        if (races(s, (const char *)m->queue[k].in, (const char *)m->queue[k].out, m->queue[k].count * sizeof(float))) {
-            dg_status st = flush(c);
-            if (st != DG_OK) return st;
-            break;
-        }
+    if (dg_bucket_raced(&m->queue, s)) { /* a queued tensor it touches: the bucket goes now */
+        dg_status st = flush(c);
+        if (st != DG_OK) return st;
+    }
     for (int k = m->n_flight - 1; k >= 0; k--)
-        if (races(s, m->flight[k].in, m->flight[k].out, m->flight[k].bytes)) {
+        if (dg_step_races(s, m->flight[k].in, m->flight[k].out, m->flight[k].bytes)) {
             dg_status st = join_one(c, k);
             if (st != DG_OK) return st;
         }
@@ -240,21 +207,20 @@ static dg_status reserve(gpu_comm *m) {
  * an all-reduce in flight, its event recorded after the unpacking. */
 static dg_status flush(gpu_ctx *c) {
     gpu_comm *m = c->comm;
-    int n = m->n_queued;
+    int n = m->queue.n;
     if (!n) return DG_OK;
-    m->n_queued = 0;
-    m->queued_bytes = 0;
+    dg_bucket_clear(&m->queue); /* its items stay readable below */
 #ifdef DG_HAVE_NCCL
     DG_CUDA_CHECK(cudaEventRecord(m->fork, c->stream));
     DG_CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->fork, 0));
     if (n == 1) {
-        DG_NCCL_CHECK(nccl.all_reduce(m->queue[0].in, m->queue[0].out, m->queue[0].count, ncclFloat, ncclAvg, m->nccl,
-                                      m->stream));
+        const dg_bucket_item *q = &m->queue.item[0];
+        DG_NCCL_CHECK(nccl.all_reduce(q->in, q->out, q->count, ncclFloat, ncclAvg, m->nccl, m->stream));
     } else {
         copy_list pack, unpack;
         size_t at = 0, most = 0;
         for (int k = 0; k < n; k++) {
-            const queued *q = &m->queue[k];
+            const dg_bucket_item *q = &m->queue.item[k];
             pack.src[k] = q->in;
             pack.dst[k] = m->bucket + at;
             unpack.src[k] = m->bucket + at;
@@ -273,9 +239,9 @@ static dg_status flush(gpu_ctx *c) {
         if (st != DG_OK) return st;
         in_flight *f = &m->flight[m->n_flight];
         DG_CUDA_CHECK(cudaEventRecord(f->done, m->stream));
-        f->in = (const char *)m->queue[k].in;
-        f->out = (const char *)m->queue[k].out;
-        f->bytes = m->queue[k].count * sizeof(float);
+        f->in = (const char *)m->queue.item[k].in;
+        f->out = (const char *)m->queue.item[k].out;
+        f->bytes = m->queue.item[k].count * sizeof(float);
         m->n_flight++;
     }
     return DG_OK;
@@ -293,12 +259,10 @@ dg_status dg__gpu_all_reduce(gpu_ctx *c, const dg_step *s) {
         return DG_OK;
     }
     dg_status st = DG_OK;
-    if (m->n_queued == BUCKET_MAX_MEMBERS || (m->n_queued && m->queued_bytes + bytes > m->bucket_bytes))
-        st = flush(c); /* this one would not fit: the bucket so far goes first */
+    if (dg_bucket_full_for(&m->queue, bytes)) st = flush(c); /* this one would not fit: the bucket so far goes first */
     if (st != DG_OK) return st;
-    m->queue[m->n_queued++] = (queued){(const float *)s->in[0], (float *)s->out, (size_t)dg_node_numel(s->node)};
-    m->queued_bytes += bytes;
-    return m->queued_bytes >= m->bucket_bytes ? flush(c) : DG_OK; /* full, or one of the bucket's size alone */
+    bool full = dg_bucket_add(&m->queue, (const float *)s->in[0], (float *)s->out, (size_t)dg_node_numel(s->node));
+    return full ? flush(c) : DG_OK; /* full, or one of the bucket's size alone */
 }
 
 void dg__gpu_comm_free(gpu_ctx *c) {
@@ -331,11 +295,11 @@ static dg_status comm_new(gpu_ctx *c, int rank, int ranks, ncclComm_t nc) {
     m->ranks = ranks;
     c->comm = m;
     long long want = c->opts.all_reduce_bucket_bytes;
-    m->bucket_bytes = want < 0 ? 0 : want == 0 ? (size_t)DG_GPU_BUCKET_BYTES_DEFAULT : (size_t)want;
+    m->queue.cap = want < 0 ? 0 : want == 0 ? (size_t)DG_GPU_BUCKET_BYTES_DEFAULT : (size_t)want;
     DG_GPU_USE_DEVICE(c);
     DG_CUDA_CHECK(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
     DG_CUDA_CHECK(cudaEventCreateWithFlags(&m->fork, cudaEventDisableTiming));
-    if (m->bucket_bytes) DG_CUDA_CHECK(cudaMalloc((void **)&m->bucket, m->bucket_bytes));
+    if (m->queue.cap) DG_CUDA_CHECK(cudaMalloc((void **)&m->bucket, m->queue.cap));
     return DG_OK;
 }
 #endif

@@ -343,3 +343,37 @@ Test(bench_plot, scaling_report_sets_pytorch_ddp_beside_duograd) {
     free(sum);
     remove_dir(dir);
 }
+
+/* bench plot's scaling report of the CPU ranks (sweep_scaling_mpi.c): one
+ * row per rank count, blocking and overlapped side by side, each
+ * efficiency against one rank's blocking row; no GPU table without GPU rows */
+Test(bench_plot, scaling_report_sets_the_cpu_ranks_blocking_beside_overlapped) {
+    char dir[] = "/tmp/dg-scaling-XXXXXX";
+    tmp_dir(dir);
+    FILE *f = bench_csv_open(dir, "scaling", "# rows written by hand\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(f, "%s", dg_last_error());
+    /* weak: 128 examples per rank; strong: 256 split */
+    static const struct { const char *name, *impl; int ranks, per; double ms; } rows[] = {
+        {"mlp-weak", "cpu-mpi", 1, 128, 10.0},         {"mlp-strong", "cpu-mpi", 1, 256, 20.0},
+        {"mlp-weak", "cpu-mpi", 2, 128, 20.0},         {"mlp-weak", "cpu-mpi-overlap", 2, 128, 12.5},
+        {"mlp-strong", "cpu-mpi", 2, 128, 20.0},       {"mlp-strong", "cpu-mpi-overlap", 2, 128, 12.5},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        double ms = rows[i].ms;
+        bench_row r = {.sweep = "scaling", .name = rows[i].name, .impl = rows[i].impl, .backend = "cpu",
+                       .m = rows[i].ranks, .n = rows[i].per, .k = 2678824, .batch = rows[i].ranks * rows[i].per,
+                       .threads = 1, .st = {ms, ms, ms, 0, 5, NULL, 0, false}, .max_rel_err = 1e-7,
+                       .check = "mpi=one-process", .status = "ok"};
+        bench_csv_write(f, &r);
+    }
+    ASSERT_OK(bench_csv_finish(f, dir, "scaling", true));
+    char *sum = plot_summary(dir);
+    /* weak 10/20 = 50% blocking, 10/12.5 = 80% overlapped; strong 20/(2 x 20)
+     * = 50%, 20/(2 x 12.5) = 80% */
+    cr_assert(strstr(sum, "| mlp | 1 | 10.000 | - | 100.0% | - | 20.000 | - | 100.0% | - |"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| mlp | 2 | 20.000 | 12.500 | 50.0% | 80.0% | 20.000 | 12.500 | 50.0% | 80.0% |"),
+              "summary: %s", sum);
+    cr_assert_null(strstr(sum, "Training steps on several GPUs"), "a GPU table without GPU rows: %s", sum);
+    free(sum);
+    remove_dir(dir);
+}

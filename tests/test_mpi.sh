@@ -4,12 +4,20 @@
 #  - mpi_train (tests/mpi_train.c): the all_reduce node against a host
 #    mean; an MLP's parameters after 8 steps identical on both ranks and
 #    equal to one process's on the same global batches (its tolerance is
-#    stated there).
+#    stated there), and the overlapped all-reduce's equal to the blocking
+#    one's bit for bit.
 #  - Faults, each a non-zero exit with the failing rank's message within
 #    the timeout (no rank left waiting): a bad option on rank 1 alone,
 #    another configuration on rank 1 (the start-up comparison), a batch
 #    the ranks cannot split evenly, a rank whose data set is missing (it
 #    fails after the start, while rank 0 goes on), --gpus under MPI.
+#  - The scaling sweep's CPU rows (bench --sweep scaling --backends cpu)
+#    on 2 ranks: rank 0's file alone, rows for 1 and 2 ranks (2: the
+#    all-reduce blocking and overlapped) checked against one process and
+#    timed as the slowest rank, the hosts named;
+#    a plan over the memory limit on rank 1 alone (of 3), another command line
+#    on rank 1, and another sweep under MPI each end every rank with the
+#    message.
 #  - With Fashion-MNIST installed: 2 ranks train the MLP as one process
 #    does (the same per-epoch losses), rank 0 alone writes, its file names
 #    both ranks' hosts and times the slowest rank. CUDA "ON" and 2 GPUs
@@ -77,6 +85,44 @@ refused "a missing data set on rank 1" "$tmp/nowhere" \
 # shellcheck disable=SC2086
 refused "--gpus under MPI" "under MPI each rank drives one device: no --gpus" -np 2 "$bench" $args --backend gpu --gpus 2
 [ -e "$tmp/refused" ] && [ -n "$(ls "$tmp/refused")" ] && fail "a refused run left files: $(ls "$tmp/refused")"
+
+# the scaling sweep's CPU rows on 2 ranks: rank 0 alone writes (rank 1's
+# files go to a folder of its own under TMPDIR, removed as it ends), rows
+# for 1 and 2 ranks, weak and strong, each checked ("mpi=one-process": the
+# ranks' parameters after the steps against one process's on the same
+# global batch) and timed as the slowest rank, every rank's host named
+mkdir "$tmp/rankdirs"
+sweep="--sweep scaling --backends cpu --threads 1 --warmup 1 --reps 3"
+# shellcheck disable=SC2086
+TMPDIR=$tmp/rankdirs mpi -np 2 "$bench" $sweep --out "$tmp/sweep" >"$tmp/sweep.out" 2>"$tmp/sweep.err" ||
+    fail "the scaling sweep on 2 ranks: exit $?: $(cat "$tmp/sweep.err")"
+csv=$tmp/sweep/scaling.csv
+grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* cpu, rank 1 [^,]* cpu$" "$csv" ||
+    fail "no ranks' hosts in $csv"
+for row in mlp-weak,cpu-mpi,1 mlp-strong,cpu-mpi,1 mlp-weak,cpu-mpi,2 mlp-strong,cpu-mpi,2 \
+    mlp-weak,cpu-mpi-overlap,2 mlp-strong,cpu-mpi-overlap,2 charlm-weak,cpu-mpi,1 charlm-strong,cpu-mpi,1 \
+    charlm-weak,cpu-mpi,2 charlm-strong,cpu-mpi,2 charlm-weak,cpu-mpi-overlap,2 charlm-strong,cpu-mpi-overlap,2; do
+    case=${row%%,*} ranks=${row##*,} impl=${row#*,}
+    impl=${impl%,*}
+    check=f64-step@b2
+    [ "$ranks" -eq 2 ] && check=mpi=one-process
+    grep -q "^scaling,$case,$impl,cpu,fp32,$ranks,.*,$check,ok,.*slowest rank [01]; median over $ranks ranks " \
+        "$csv" || fail "no checked $case $impl row on $ranks ranks in $csv: $(grep -v '^#' "$csv")"
+done
+[ -z "$(ls "$tmp/rankdirs")" ] || fail "rank 1 left $(ls "$tmp/rankdirs") behind"
+# 3 ranks: rank 1 fails in its first row (2 ranks), whose collectives rank
+# 0 waits in, while rank 2 waits in those of the next: only ending them
+# all stops the run
+# shellcheck disable=SC2086
+refused "the sweep: a plan over the memory limit on rank 1 alone" "rank 1 of 3: plan predicted" \
+    -np 1 "$bench" $sweep --out "$tmp/refused" : -np 1 env DG_BENCH_MEM_LIMIT=1000 "$bench" $sweep \
+    --out "$tmp/refused" : -np 1 "$bench" $sweep --out "$tmp/refused"
+# shellcheck disable=SC2086
+refused "the sweep: another command line on rank 1" "rank 1 runs another build or configuration than rank 0" \
+    -np 1 "$bench" $sweep --out "$tmp/refused" : -np 1 "$bench" $sweep --reps 4 --out "$tmp/refused"
+refused "another sweep under MPI" "under MPI only the scaling sweep runs" \
+    -np 2 "$bench" --sweep gemm --backends cpu --out "$tmp/refused"
+[ -e "$tmp/refused/scaling.csv" ] && fail "a refused sweep left $tmp/refused/scaling.csv"
 
 # two ranks of backend $1 against one process, on Fashion-MNIST: the same
 # losses, one file from rank 0 alone, both hosts named, the slowest timed

@@ -1,12 +1,15 @@
 /* test_train_ranks.c: data parallelism across processes without MPI: the
- * CPU backend's all_reduce through a caller's sum (dg_cpu_set_all_reduce)
+ * CPU backend's all_reduce through a caller's sum (dg_cpu_set_all_reduce,
+ * blocking, and dg_cpu_set_all_reduce_overlap, overlapped)
  * and the trainer's rank slices (dg_train_opts.rank, ranks). Two "ranks"
  * here are two threads of one process, each with its backend, whose sum
  * meets the other's at a barrier, as MPI_Allreduce pairs two processes
  * (tests/test_mpi.sh runs the real thing under mpirun).
  *
  * Bugs caught: an all_reduce that does not sum through the function or
- * does not divide by the process count (the node against a host mean); a
+ * does not divide by the process count (the node against a host mean); an
+ * overlapped all_reduce whose steps read a bucket's output before its
+ * wait, or that never lets the buckets go before the backward ends; a
  * trainer that feeds every rank the same slice or skips the loss's
  * average (two ranks against one backend on the global batch); the rank
  * arguments the trainer must refuse before anything is made. */
@@ -18,6 +21,7 @@
 #include <duograd/testing.h>
 
 #include "core/nn/mlp.h"
+#include "core/nn/train_step.h"
 #include "core/nn/trainer.h"
 #include "cpu_backend/cpu_backend.h"
 #include "test_util.h"
@@ -82,6 +86,111 @@ Test(cpu_ranks, bad_arguments_are_refused) {
     dg_backend_free(be);
 }
 
+static const dg_mlp_cfg blob_mlp = {{16, 32, 4}, 3};
+
+/* An overlapped sum standing in for another process that holds the same
+ * values: start only records the bucket, test never finds it done (no
+ * progress without the other process), wait doubles it (the sum of the
+ * two). The mean is then the value itself, bit for bit, so a step must
+ * equal a step without all_reduce exactly; a step that read a bucket's
+ * output before its wait would read the arena's stale bytes. */
+typedef struct deferred {
+    int   started, waited, tested, started_at_first_wait;
+    float *buf;
+    size_t count;
+} deferred;
+typedef struct deferred_req { float *buf; size_t count; } deferred_req;
+
+static dg_status deferred_start(float *buf, size_t count, void *arg, void **req) {
+    deferred *d = arg;
+    deferred_req *r = malloc(sizeof *r);
+    if (!r) return dg_fail(DG_ERR_OOM, "deferred: out of memory");
+    *r = (deferred_req){buf, count};
+    *req = r;
+    d->started++;
+    return DG_OK;
+}
+
+static dg_status deferred_test(void *req, void *arg, bool *done) {
+    (void)req;
+    ((deferred *)arg)->tested++;
+    *done = false;
+    return DG_OK;
+}
+
+static dg_status deferred_wait(void *req, void *arg) {
+    deferred *d = arg;
+    deferred_req *r = req;
+    for (size_t i = 0; i < r->count; i++) r->buf[i] += r->buf[i];
+    if (!d->waited++) d->started_at_first_wait = d->started;
+    free(r);
+    return DG_OK;
+}
+
+/* the MLP's parameters after `steps` SGD steps at batch 8 on be, all_reduce or not */
+static void mlp_steps(dg_backend *be, bool all_reduce, int steps, const blobs *b, float *params, size_t n) {
+    dg_graph *g = dg_graph_new();
+    dg_model model;
+    dg_train_step ts;
+    dg_optim o = dg_optim_default(DG_OPTIM_SGD, 0.1f);
+    dg_plan *p = NULL;
+    ASSERT_OK(dg_mlp_new(g, &blob_mlp, 3, &model));
+    ASSERT_OK(dg_train_step_build_ex(g, &model, 8, &o, all_reduce, &ts));
+    ASSERT_OK(dg_plan_new(&p, g, be, ts.outputs, ts.n_outputs, NULL));
+    for (int s = 0; s < steps; s++) {
+        ASSERT_OK(dg_plan_set(p, ts.x, b->x + (size_t)s * 8 * 16, 8 * 16 * sizeof(float)));
+        ASSERT_OK(dg_plan_set(p, ts.y, b->y + (size_t)s * 8, 8 * sizeof(int32_t)));
+        ASSERT_OK(dg_plan_run(p));
+    }
+    size_t at = 0;
+    for (int i = 0; i < model.n_params; i++) {
+        size_t k = (size_t)dg_shape_numel(model.params[i]->shape);
+        cr_assert_leq(at + k, n);
+        ASSERT_OK(dg_plan_get(p, model.params[i], params + at, k * sizeof(float)));
+        at += k;
+    }
+    dg_plan_free(p);
+    dg_graph_free(g);
+}
+
+Test(cpu_ranks, the_overlapped_all_reduce_waits_for_each_bucket_before_its_gradients_are_read) {
+    enum { STEPS = 3, N = 16 * 32 + 32 + 32 * 4 + 4 }; /* blob_mlp's parameters */
+    blobs b;
+    cr_assert_eq(blobs_new(&b, 8 * STEPS, 16, 4, test_seed()), 0);
+    float plain[N], overlapped[N];
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    mlp_steps(be, false, STEPS, &b, plain, N);
+    deferred d = {0};
+    const dg_cpu_async_sum sum = {deferred_start, deferred_test, deferred_wait, &d};
+    /* buckets of 256 bytes: the biases go together, each weight alone */
+    ASSERT_OK(dg_cpu_set_all_reduce_overlap(be, &sum, 2, 256));
+    mlp_steps(be, true, STEPS, &b, overlapped, N);
+    cr_assert_arr_eq(overlapped, plain, sizeof plain, "the overlapped steps differ from plain ones");
+    cr_assert_eq(d.waited, d.started, "%d buckets started, %d waited for", d.started, d.waited);
+    cr_assert_geq(d.started, 2 * STEPS, "%d buckets in %d steps", d.started, STEPS);
+    /* the backward went on past the first bucket before anything waited */
+    cr_assert_geq(d.started_at_first_wait, 2, "%d buckets started at the first wait", d.started_at_first_wait);
+    cr_assert_gt(d.tested, 0, "the buckets in flight were never tested (no progress between steps)");
+    dg_backend_free(be);
+    blobs_free(&b);
+}
+
+Test(cpu_ranks, bad_overlap_arguments_are_refused) {
+    dg_backend *be;
+    deferred d = {0};
+    const dg_cpu_async_sum sum = {deferred_start, deferred_test, deferred_wait, &d}, no_wait = {deferred_start,
+                                                                                              deferred_test, NULL, &d};
+    ASSERT_OK(dg_cpu_backend_new(&be, 1));
+    cr_assert_eq(dg_cpu_set_all_reduce_overlap(NULL, &sum, 2, 0), DG_ERR_INVALID);
+    cr_assert_eq(dg_cpu_set_all_reduce_overlap(be, NULL, 2, 0), DG_ERR_INVALID);
+    cr_assert_eq(dg_cpu_set_all_reduce_overlap(be, &no_wait, 2, 0), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "NULL"), "%s", dg_last_error());
+    cr_assert_eq(dg_cpu_set_all_reduce_overlap(be, &sum, 0, 0), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "processes < 1"), "%s", dg_last_error());
+    dg_backend_free(be);
+}
+
 /* two ranks in one process: a barrier pairs their sums */
 static struct {
     pthread_barrier_t barrier;
@@ -123,8 +232,6 @@ static void *rank_main(void *p) {
     a->st = dg_train(a->be, &a->o, &a->d, &a->d, log_epoch, a, NULL);
     return NULL;
 }
-
-static const dg_mlp_cfg blob_mlp = {{16, 32, 4}, 3};
 
 static dg_train_opts blob_opts(int batch) {
     return (dg_train_opts){.model = dg_mlp_new, .model_cfg = &blob_mlp, .optim = dg_optim_default(DG_OPTIM_ADAM, 0.01f),

@@ -10,6 +10,7 @@
 #include "cli/backends.h"
 #include "cli/compare.h"
 #include "cli/onnx_run.h"
+#include "cli/ranks.h"
 #include "cpu_backend/cpu_backend.h"
 #include "machine/env.h"
 #include "machine/gpu_monitor.h"
@@ -105,6 +106,52 @@ static int load_model(bench_ctx *ctx) {
     return 0;
 }
 
+/* the sweeps of the command line (ctx, ch parsed), on this process's rank
+ * of mpi (ranks.h) */
+static int run_sweeps_on(int argc, char **argv, bench_ctx *pctx, const bench_choice *ch, const bench_mpi *mpi) {
+    bench_ctx ctx = *pctx;
+    int rc;
+    char load[256], rank_dir[1024] = "";
+    if (bench_env_loaded(load, sizeof load))
+        fprintf(stderr, "bench: warning: the machine is loaded (%s): rows may be noisy\n", load);
+    bool gpu_broken;
+    if (open_backends(&ctx, ch, &gpu_broken)) return 1;
+    bench_env_meta(ctx.meta, sizeof ctx.meta, ctx.threads, ctx.gpu);
+    bench_env_meta_more(ctx.meta, sizeof ctx.meta, argc, argv, ctx.gpu);
+    meta_precisions(&ctx);
+    if (ctx.model) bench_model_meta(ctx.model, ctx.model_path, ctx.meta, sizeof ctx.meta);
+    if ((rc = bench_ranks_start(&ctx, ch, mpi, argc, argv, rank_dir, sizeof rank_dir)) == 0 &&
+        bench_mkdir_p(ctx.out_dir)) {
+        fprintf(stderr, "bench: cannot create %s: %s\n", ctx.out_dir, strerror(errno));
+        rc = 1;
+    }
+    if (rc) {
+        dg_backend_free(ctx.cpu);
+        dg_backend_free(ctx.gpu);
+        bench_ranks_end(rank_dir);
+        return rc;
+    }
+    ctx.progress = isatty(STDERR_FILENO) && !ctx.discard;
+    ctx.gpu_mon = bench_gpu_monitor_for(ctx.gpu);
+    bench_energy_open_all(&ctx);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    rc = gpu_broken;
+    ctx.sweeps_left = ch->n_sweeps;
+    for (int i = 0; i < ch->n_sweeps && !bench_interrupted; i++) rc |= bench_run_sweep(&ctx, ch->sweeps[i]);
+    if (bench_interrupted) fprintf(stderr, "bench: interrupted; every finished row is in %s\n", ctx.out_dir);
+    if (!ctx.discard && bench_plot(ctx.out_dir, stdout)) rc = 1;
+    bench_energy_close_all(&ctx);
+    bench_gpu_monitor_close(ctx.gpu_mon);
+    bench_host_flush_free();
+    dg_backend_free(ctx.cpu);
+    dg_backend_free(ctx.gpu);
+    bench_ranks_end(rank_dir);
+    return bench_interrupted ? 128 + bench_interrupted : rc;
+}
+
+/* the main form: options, then (launched by MPI) MPI_Init, the sweeps, and
+ * the end of every rank (a rank that fails ends them all: train_mpi.h) */
 static int run_sweeps(int argc, char **argv) {
     bench_ctx ctx;
     bench_choice ch;
@@ -116,46 +163,19 @@ static int run_sweeps(int argc, char **argv) {
         dg_onnx_free(ctx.model);
         return rc;
     }
-    /* before anything starts OpenMP: it may execute the bench again (the
-     * wait policy, the OpenBLAS core: machine/reexec.h) */
-    char policy[256], load[256];
+    /* before anything starts OpenMP or MPI: it may execute the bench again
+     * (the wait policy, the OpenBLAS core: machine/reexec.h) */
+    char policy[256];
     if (bench_reexec_apply(ctx.wait_policy, argv, policy, sizeof policy))
         fprintf(stderr, "bench: warning: %s\n", policy);
-    if (bench_env_loaded(load, sizeof load))
-        fprintf(stderr, "bench: warning: the machine is loaded (%s): rows may be noisy\n", load);
-    bool gpu_broken;
-    if (open_backends(&ctx, &ch, &gpu_broken)) {
+    bench_mpi mpi;
+    if (bench_mpi_start(&mpi)) {
         dg_onnx_free(ctx.model);
         return 1;
     }
-    if (bench_mkdir_p(ctx.out_dir)) {
-        fprintf(stderr, "bench: cannot create %s: %s\n", ctx.out_dir, strerror(errno));
-        dg_backend_free(ctx.cpu);
-        dg_backend_free(ctx.gpu);
-        dg_onnx_free(ctx.model);
-        return 1;
-    }
-    ctx.progress = isatty(STDERR_FILENO);
-    ctx.gpu_mon = bench_gpu_monitor_for(ctx.gpu);
-    bench_env_meta(ctx.meta, sizeof ctx.meta, ctx.threads, ctx.gpu);
-    bench_env_meta_more(ctx.meta, sizeof ctx.meta, argc, argv, ctx.gpu);
-    meta_precisions(&ctx);
-    if (ctx.model) bench_model_meta(ctx.model, ctx.model_path, ctx.meta, sizeof ctx.meta);
-    bench_energy_open_all(&ctx);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    rc = gpu_broken;
-    ctx.sweeps_left = ch.n_sweeps;
-    for (int i = 0; i < ch.n_sweeps && !bench_interrupted; i++) rc |= bench_run_sweep(&ctx, ch.sweeps[i]);
-    if (bench_interrupted) fprintf(stderr, "bench: interrupted; every finished row is in %s\n", ctx.out_dir);
-    if (bench_plot(ctx.out_dir, stdout)) rc = 1;
-    bench_energy_close_all(&ctx);
-    bench_gpu_monitor_close(ctx.gpu_mon);
-    bench_host_flush_free();
-    dg_backend_free(ctx.cpu);
-    dg_backend_free(ctx.gpu);
-    dg_onnx_free(ctx.model); /* after the backends: nothing reads its weights now */
-    return bench_interrupted ? 128 + bench_interrupted : rc;
+    rc = bench_mpi_end(&mpi, run_sweeps_on(argc, argv, &ctx, &ch, &mpi));
+    dg_onnx_free(ctx.model); /* after the backends (run_sweeps_on frees them): nothing reads its weights now */
+    return rc;
 }
 
 /* `bench plot DIR` (argv[0] = "plot") */

@@ -95,7 +95,7 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
      * interrupted one too, its rows kept beside it as NAME.interrupted.csv
      * (a complete result is never replaced by part of a later run's). */
     char aside[256];
-    const char *as = ctx->rows > 0 ? s->name : NULL;
+    const char *as = ctx->rows > 0 && !ctx->discard ? s->name : NULL;
     if (as && bench_interrupted && earlier_result(ctx->out_dir, s->name)) {
         snprintf(aside, sizeof aside, "%s.interrupted", s->name);
         as = aside;
@@ -112,7 +112,7 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
     else if (as)
         fprintf(stderr, "bench: %s: %d rows (%d failed, %d noisy) in %.1f s -> %s/%s.csv\n", s->name, ctx->rows,
                 ctx->failed, ctx->noisy, bench_now_s() - ctx->t0, ctx->out_dir, as);
-    else
+    else if (!ctx->discard)
         fprintf(stderr, "bench: %s: no rows%s\n", s->name,
                 ctx->case_filter || ctx->impl_filter ? " (--case / --impl matched nothing here)" : "");
     if (ctx->worst_miss > 0)

@@ -27,6 +27,7 @@ typedef struct bench_gemm_shape { int m, n, k; bool ta, tb; } bench_gemm_shape;
 
 struct bench_json;
 struct bench_gpu_monitor;
+struct bench_mpi;
 
 typedef struct bench_ctx {
     const char  *out_dir;
@@ -58,6 +59,10 @@ typedef struct bench_ctx {
     FILE        *list;               /* bench --list SWEEP: the rows a run would
                                       * have go here, nothing runs (runner.h) */
     char         meta[8192];
+    /* launched by MPI (train/train_mpi.h), NULL: one process. Rank 0
+     * alone keeps its files: the others' are discarded (discard) */
+    const struct bench_mpi *mpi;
+    bool         discard;
     int          argc;               /* the command line, for the metadata   */
     char       **argv;
     /* the sweep under way */

@@ -17,6 +17,7 @@
 
 #ifdef DG_HAVE_MPI
 #include <limits.h>
+#include <math.h>
 #include <mpi.h>
 #endif
 
@@ -43,7 +44,7 @@ int bench_mpi_start(bench_mpi *m) {
     *m = (bench_mpi){.on = false, .rank = 0, .ranks = 1};
     const char *var;
     if (!bench_mpi_launched(&var)) return 0;
-    fprintf(stderr, "bench train: launched by MPI (%s is set), but this bench was built without MPI: "
+    fprintf(stderr, "bench: launched by MPI (%s is set), but this bench was built without MPI: "
             "install libopenmpi-dev and configure with -DDG_MPI=ON\n", var);
     return 1;
 }
@@ -63,6 +64,22 @@ dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be) {
 dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *max, int *slowest) {
     (void)m, (void)x, (void)min, (void)max, (void)slowest;
     return no_mpi("bench_mpi_spread");
+}
+dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool overlap) {
+    (void)m, (void)be, (void)n, (void)overlap;
+    return no_mpi("bench_mpi_join_first");
+}
+dg_status bench_mpi_slowest(const bench_mpi *m, bool active, double *v, int n_v, double *least, int *slowest) {
+    (void)m, (void)active, (void)v, (void)n_v, (void)least, (void)slowest;
+    return no_mpi("bench_mpi_slowest");
+}
+dg_status bench_mpi_same(const bench_mpi *m, bool active, uint64_t x, bool *same) {
+    (void)m, (void)active, (void)x, (void)same;
+    return no_mpi("bench_mpi_same");
+}
+dg_status bench_mpi_share(const bench_mpi *m, double *v, int n) {
+    (void)m, (void)v, (void)n;
+    return no_mpi("bench_mpi_share");
 }
 dg_status bench_mpi_hosts(const bench_mpi *m, const char *device, char *buf, size_t n) {
     (void)m, (void)device, (void)buf, (void)n;
@@ -90,7 +107,7 @@ int bench_mpi_start(bench_mpi *m) {
     if (!bench_mpi_launched(NULL)) return 0;
     int err = MPI_Init(NULL, NULL);
     if (err != MPI_SUCCESS) {
-        fprintf(stderr, "bench train: MPI_Init failed (error %d)\n", err);
+        fprintf(stderr, "bench: MPI_Init failed (error %d)\n", err);
         return 1;
     }
     /* failures come back as statuses, to be printed before the abort */
@@ -129,13 +146,13 @@ dg_status bench_mpi_agree(const bench_mpi *m, const char *config) {
     return st;
 }
 
-/* dg_cpu_sum_fn over MPI_COMM_WORLD, in pieces of at most INT_MAX floats
- * (MPI's counts are ints) */
+/* dg_cpu_sum_fn over the communicator *arg (NULL: MPI_COMM_WORLD), in
+ * pieces of at most INT_MAX floats (MPI's counts are ints) */
 static dg_status mpi_sum(float *buf, size_t count, void *arg) {
-    (void)arg;
+    MPI_Comm comm = arg ? *(MPI_Comm *)arg : MPI_COMM_WORLD;
     for (size_t at = 0; at < count;) {
         int piece = count - at > INT_MAX ? INT_MAX : (int)(count - at);
-        int err = MPI_Allreduce(MPI_IN_PLACE, buf + at, piece, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        int err = MPI_Allreduce(MPI_IN_PLACE, buf + at, piece, MPI_FLOAT, MPI_SUM, comm);
         if (err != MPI_SUCCESS) return mpi_fail(err, "cpu all_reduce over MPI");
         at += (size_t)piece;
     }
@@ -162,6 +179,103 @@ static dg_status join_gpu(const bench_mpi *m, dg_backend *be) {
 dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be) {
     if (!strcmp(dg_backend_name(be), "gpu")) return m->ranks > 1 ? join_gpu(m, be) : DG_OK;
     return dg_cpu_set_all_reduce(be, mpi_sum, NULL, m->ranks);
+}
+
+/* the communicators of bench_mpi_join_first, one per rank count (made at
+ * its first join, MPI_COMM_NULL on the ranks outside it), freed by
+ * bench_mpi_end */
+enum { MAX_GROUPS = 64 };
+typedef struct group { int n; MPI_Comm comm; } group;
+static group groups[MAX_GROUPS];
+static int n_groups;
+
+/* the first n ranks' communicator: found, or split off (a collective) */
+static dg_status group_of(const bench_mpi *m, int n, MPI_Comm **comm) {
+    for (int i = 0; i < n_groups; i++)
+        if (groups[i].n == n) {
+            *comm = &groups[i].comm;
+            return DG_OK;
+        }
+    if (n_groups == MAX_GROUPS) return dg_fail(DG_ERR_INVALID, "bench_mpi_join_first: more than %d groups", MAX_GROUPS);
+    MPI_Comm c;
+    int err = MPI_Comm_split(MPI_COMM_WORLD, m->rank < n ? 0 : MPI_UNDEFINED, m->rank, &c);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "bench: a communicator of the first ranks");
+    if (c != MPI_COMM_NULL) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    groups[n_groups] = (group){n, c};
+    *comm = &groups[n_groups++].comm;
+    return DG_OK;
+}
+
+/* dg_cpu_async_sum over the communicator *arg: MPI_Iallreduce, each
+ * request its own MPI_Request until the test that finds it done or its wait */
+static dg_status isum_start(float *buf, size_t count, void *arg, void **req) {
+    if (count > INT_MAX)
+        return dg_fail(DG_ERR_INVALID, "cpu all_reduce over MPI: a bucket of %zu floats (MPI's counts: at most %d)",
+                       count, INT_MAX);
+    MPI_Request *r = malloc(sizeof *r);
+    if (!r) return dg_fail(DG_ERR_OOM, "cpu all_reduce over MPI: out of memory");
+    int err = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, *(MPI_Comm *)arg, r);
+    if (err != MPI_SUCCESS) {
+        free(r);
+        return mpi_fail(err, "cpu all_reduce over MPI (MPI_Iallreduce)");
+    }
+    *req = r;
+    return DG_OK;
+}
+
+static dg_status isum_test(void *req, void *arg, bool *done) {
+    (void)arg;
+    int flag = 0, err = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "cpu all_reduce over MPI (MPI_Test)");
+    if (flag) free(req);
+    *done = flag != 0;
+    return DG_OK;
+}
+
+static dg_status isum_wait(void *req, void *arg) {
+    (void)arg;
+    int err = MPI_Wait(req, MPI_STATUS_IGNORE);
+    free(req);
+    return err == MPI_SUCCESS ? DG_OK : mpi_fail(err, "cpu all_reduce over MPI (MPI_Wait)");
+}
+
+dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool overlap) {
+    if (n < 2 || n > m->ranks || (m->rank < n) != (be != NULL))
+        return dg_fail(DG_ERR_INVALID, "bench_mpi_join_first: %d ranks of %d, rank %d %s a backend", n, m->ranks,
+                       m->rank, be ? "with" : "without");
+    MPI_Comm *comm = NULL;
+    dg_status st = group_of(m, n, &comm);
+    if (st != DG_OK || !be) return st;
+    if (!overlap) return dg_cpu_set_all_reduce(be, mpi_sum, comm, n);
+    const dg_cpu_async_sum isum = {isum_start, isum_test, isum_wait, comm};
+    return dg_cpu_set_all_reduce_overlap(be, &isum, n, 0);
+}
+
+dg_status bench_mpi_slowest(const bench_mpi *m, bool active, double *v, int n_v, double *least, int *slowest) {
+    struct { double v; int rank; } in = {active ? v[0] : -INFINITY, m->rank}, out;
+    double mine = active ? v[0] : INFINITY;
+    int err = MPI_Allreduce(&in, &out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+    if (err == MPI_SUCCESS) err = MPI_Allreduce(&mine, least, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    if (err == MPI_SUCCESS) err = MPI_Bcast(v, n_v, MPI_DOUBLE, out.rank, MPI_COMM_WORLD);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "bench: gathering the ranks' times");
+    *slowest = out.rank;
+    return DG_OK;
+}
+
+dg_status bench_mpi_same(const bench_mpi *m, bool active, uint64_t x, bool *same) {
+    (void)m;
+    uint64_t lo = active ? x : UINT64_MAX, hi = active ? x : 0, least, most;
+    int err = MPI_Allreduce(&lo, &least, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    if (err == MPI_SUCCESS) err = MPI_Allreduce(&hi, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "bench: comparing the ranks' parameters");
+    *same = least == most;
+    return DG_OK;
+}
+
+dg_status bench_mpi_share(const bench_mpi *m, double *v, int n) {
+    (void)m;
+    int err = MPI_Bcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return err == MPI_SUCCESS ? DG_OK : mpi_fail(err, "bench: rank 0's result to the others");
 }
 
 dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *max, int *slowest) {
@@ -199,6 +313,9 @@ dg_status bench_mpi_hosts(const bench_mpi *m, const char *device, char *buf, siz
 int bench_mpi_end(const bench_mpi *m, int rc) {
     if (!m->on) return rc;
     if (rc == 0) {
+        for (int i = 0; i < n_groups; i++)
+            if (groups[i].comm != MPI_COMM_NULL) MPI_Comm_free(&groups[i].comm);
+        n_groups = 0;
         MPI_Finalize();
         return 0;
     }

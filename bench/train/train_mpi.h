@@ -1,4 +1,5 @@
-/* train_mpi.h: `bench train` launched by an MPI launcher (mpirun, srun):
+/* train_mpi.h: `bench train` and the scaling sweep's CPU ranks
+ * (sweeps/scaling/sweep_scaling_mpi.c) launched by an MPI launcher (mpirun, srun):
  * one process per rank, each training its slice of the global batch on its
  * own backend: a CPU one, whose all_reduce nodes sum over MPI_COMM_WORLD
  * (dg_cpu_set_all_reduce), or a GPU one, the local rank's device, whose
@@ -17,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/backend.h"
 
@@ -46,6 +48,22 @@ dg_status bench_mpi_agree(const bench_mpi *m, const char *config);
  * MPI_Allreduce (summed in place, then divided by the rank count), a GPU
  * backend's by NCCL (rank 0's unique id broadcast, dg_gpu_join_ranks). */
 dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be);
+/* be's all_reduce nodes average over the first n ranks (1 < n <= ranks),
+ * on a communicator of their own: by MPI_Allreduce in each node, or
+ * (overlap) by MPI_Iallreduce per bucket overlapping the backward
+ * (dg_cpu_set_all_reduce_overlap). Every rank calls it, the ranks from n
+ * on with be NULL (they join nothing): the first call for a count is a
+ * collective that makes its communicator. */
+dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool overlap);
+/* Over the ranks where active (rank 0 among them): the least of v[0]
+ * into *least, the rank with the most into *slowest, and that rank's
+ * v[0..n_v) into every rank's v. */
+dg_status bench_mpi_slowest(const bench_mpi *m, bool active, double *v, int n_v, double *least, int *slowest);
+/* Whether x is the same on every rank where active (a hash of each
+ * rank's parameters): *same on every rank. */
+dg_status bench_mpi_same(const bench_mpi *m, bool active, uint64_t x, bool *same);
+/* rank 0's v[0..n) into every rank's */
+dg_status bench_mpi_share(const bench_mpi *m, double *v, int n);
 /* The least and the most of x over the ranks and the rank with the most
  * (every rank gets them). */
 dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *max, int *slowest);
@@ -55,7 +73,8 @@ dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *ma
 dg_status bench_mpi_hosts(const bench_mpi *m, const char *device, char *buf, size_t n);
 /* The run's end with exit status rc: MPI_Finalize and rc where rc is 0;
  * otherwise MPI_Abort(rc), which ends every rank and does not return. Not
- * launched by MPI: rc. */
+ * launched by MPI: rc. The communicators of bench_mpi_join_first are freed
+ * before MPI_Finalize. */
 int  bench_mpi_end(const bench_mpi *m, int rc);
 
 #endif

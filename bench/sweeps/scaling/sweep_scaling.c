@@ -36,8 +36,9 @@
  * gradient). Batch norm's statistics are each replica's own (its slice's),
  * as in the slice's own step.
  *
- * Without CUDA, with one GPU or without NCCL the sweep says why once, in
- * one skipped row. */
+ * With one GPU or without NCCL the sweep says why once, in one skipped
+ * row. The CPU rows, data parallelism over MPI ranks, follow where the CPU
+ * backend is open (sweep_scaling_mpi.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@
 #include "machine/gpu_monitor.h"
 #include "runner/energy_window.h"
 #include "runner/runner.h"
+#include "sweeps/scaling/scaling_step.h"
 #include "sweeps/scaling/sweep_scaling.h"
 #include <duograd/testing.h>
 
@@ -56,14 +58,6 @@ const int scaling_counts[SCALING_N_COUNTS] = {1, 2, 4, 8};
 
 #ifdef DG_HAVE_CUDA
 #include "gpu_backend/gpu_backend.h"
-
-/* a model of the sweep: its step (spec) and the shapes of its inputs */
-typedef struct dp_model {
-    const char     *name;
-    int             per_gpu;       /* examples per GPU of the weak rows */
-    bench_step_spec spec;
-    bench_batch_shape in;          /* its inputs per example            */
-} dp_model;
 
 static dg_mlp_cfg    mlp_cfg = {{784, 2048, 2048, 10}, 4};
 static dg_resnet_cfg res_cfg;
@@ -80,38 +74,6 @@ static int models_new(dp_model *m) {
     return 3;
 }
 
-/* a step graph for `batch` examples per replica, all-reduced or not */
-typedef struct dp_graph { dg_graph *g; dg_model model; dg_train_step ts; } dp_graph;
-
-static dg_status graph_new(dp_graph *d, const dp_model *m, int batch, bool all_reduce) {
-    *d = (dp_graph){.g = dg_graph_new()};
-    dg_status st = d->g ? m->spec.model(d->g, m->spec.cfg, 1, &d->model) : dg_fail(DG_ERR_OOM, "scaling: out of memory");
-    if (st == DG_OK) st = dg_train_step_build_ex(d->g, &d->model, batch, &m->spec.optim, all_reduce, &d->ts);
-    return st;
-}
-
-static void graph_free(dp_graph *d) { dg_graph_free(d->g); }
-
-/* bytes of one example's input and labels */
-static size_t x_bytes(const dp_model *m) {
-    return 4 * (m->in.lm_vocab ? (size_t)m->in.lm_context : m->in.example_floats);
-}
-static size_t y_bytes(const dp_model *m) { return m->in.lm_vocab ? 4 * (size_t)m->in.lm_context : 4; }
-
-static dg_status set_slice(dg_plan *p, const dp_graph *d, const dp_model *m, const void *x, const int32_t *y, int first,
-                           int count) {
-    dg_status st = dg_plan_set(p, d->ts.x, (const char *)x + (size_t)first * x_bytes(m), (size_t)count * x_bytes(m));
-    if (st == DG_OK)
-        st = dg_plan_set(p, d->ts.y, (const char *)y + (size_t)first * y_bytes(m), (size_t)count * y_bytes(m));
-    return st;
-}
-
-static size_t grad_bytes(const dg_model *m) {
-    size_t b = 0;
-    for (int i = 0; i < m->n_params; i++) b += dg_node_bytes(m->params[i]);
-    return b;
-}
-
 /* the "dp=mean-of-slices" check of a dp step that has run once from fresh
  * parameters on the inputs x, y (n slices of per) */
 static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const dp_model *m, const void *x,
@@ -121,7 +83,7 @@ static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const
     dg_plan *p = NULL;
     double num = 0, den = 0, loss_err = 0;
     bool identical = true;
-    dg_status st = graph_new(&s, m, per, false);
+    dg_status st = dp_graph_new(&s, m, per, false);
     double **mean = calloc((size_t)d->model.n_params, sizeof *mean);
     float *buf = NULL, *buf0 = NULL;
     if (st == DG_OK && !mean) st = dg_fail(DG_ERR_OOM, "scaling: out of memory for the check");
@@ -136,7 +98,7 @@ static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const
     for (int r = 0; r < n && st == DG_OK; r++) {
         float l_alone, l_dp;
         st = dg_plan_new(&p, s.g, alone, s.ts.outputs, s.ts.n_outputs, NULL);
-        if (st == DG_OK) st = set_slice(p, &s, m, x, y, r * per, per);
+        if (st == DG_OK) st = dp_set_slice(p, &s, m, x, y, r * per, per);
         if (st == DG_OK) st = dg_plan_run(p);
         if (st == DG_OK) st = dg_plan_get(p, s.ts.loss, &l_alone, sizeof l_alone);
         if (st == DG_OK) st = dg_plan_get(dg_dp_plan(dp, r), d->ts.loss, &l_dp, sizeof l_dp);
@@ -170,7 +132,7 @@ static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const
     free(mean);
     free(buf);
     free(buf0);
-    graph_free(&s);
+    dp_graph_free(&s);
     return st;
 }
 
@@ -464,9 +426,10 @@ static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row
     bool ok = false;
     row->check = n == 1 ? "f64-step@b2" : "dp=mean-of-slices";
     dg_status st = bench_synth_batch(m->in, global, 77u + (uint64_t)global, &s->bx, &s->by);
-    if (st == DG_OK) st = graph_new(&s->d, m, per, n > 1);
+    if (st == DG_OK) st = dp_graph_new(&s->d, m, per, n > 1);
     if (st == DG_OK) st = dg_dp_new(&s->dp, bes, n, s->d.g, s->d.ts.outputs, s->d.ts.n_outputs, NULL);
-    for (int r = 0; r < n && st == DG_OK; r++) st = set_slice(dg_dp_plan(s->dp, r), &s->d, m, s->bx, s->by, r * per, per);
+    for (int r = 0; r < n && st == DG_OK; r++)
+        st = dp_set_slice(dg_dp_plan(s->dp, r), &s->d, m, s->bx, s->by, r * per, per);
     if (st == DG_OK) st = dg_dp_run(s->dp);
     if (st == DG_OK && n > 1) st = check_dp(bes[0], s->dp, &s->d, m, s->bx, s->by, per, &row->max_rel_err, &ok);
     if (st == DG_OK && n == 1) { /* the same step at batch 2 against float64 */
@@ -498,7 +461,7 @@ static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row
         return DG_OK;
     }
     row->arena_bytes = (int64_t)dg_plan_stats_get(dg_dp_plan(s->dp, 0)).arena_bytes;
-    row->k = (int64_t)grad_bytes(&s->d.model);
+    row->k = (int64_t)dp_grad_bytes(&s->d.model);
     row->flops = 0;
     for (int i = 0; i < dg_graph_size(s->d.g); i++) row->flops += dg_node_cost(dg_graph_node(s->d.g, i)).flops;
     row->flops *= n; /* every replica's */
@@ -548,7 +511,7 @@ static void scaling_release(void *arg, const bench_impl *im, bench_work *work) {
     scaling_state *s = arg;
     dg_dp_free(s->dp);
     s->dp = NULL;
-    graph_free(&s->d);
+    dp_graph_free(&s->d);
     s->d = (dp_graph){0};
     free(s->bx);
     free(s->by);
@@ -556,7 +519,8 @@ static void scaling_release(void *arg, const bench_impl *im, bench_work *work) {
     s->by = NULL;
 }
 
-dg_status sweep_scaling(bench_ctx *ctx) {
+/* the GPU rows: one process driving every GPU of the host */
+static dg_status sweep_scaling_gpus(bench_ctx *ctx) {
     scaling_run *run = calloc(1, sizeof *run);
     scaling_points *own = calloc(1, sizeof *own);
     if (!run || !own) {
@@ -580,16 +544,14 @@ dg_status sweep_scaling(bench_ctx *ctx) {
     free(own);
     return st;
 }
-#else
-static const char *no_cuda(bench_ctx *ctx, char *why, size_t n) {
-    (void)ctx;
-    snprintf(why, n, "this build has no CUDA backend");
-    return why;
-}
-
-dg_status sweep_scaling(bench_ctx *ctx) {
-    static const bench_impl dp = {.name = "gpu-dp", .gpu = true};
-    const bench_sweep_spec spec = {.name = "scaling", .impls = &dp, .n_impls = 1, .unavailable = no_cuda};
-    return bench_run_spec(ctx, &spec);
-}
 #endif
+
+/* the GPU rows where a GPU is open, then the CPU ranks' where the CPU is */
+dg_status sweep_scaling(bench_ctx *ctx) {
+    dg_status st = DG_OK;
+#ifdef DG_HAVE_CUDA
+    if (ctx->gpu) st = sweep_scaling_gpus(ctx);
+#endif
+    if (st == DG_OK && ctx->cpu) st = sweep_scaling_ranks(ctx);
+    return st;
+}

@@ -3,8 +3,13 @@
 #ifndef DG_BENCH_SWEEP_SCALING_H
 #define DG_BENCH_SWEEP_SCALING_H
 
+#include "runner/sweep.h"
+
 /* the GPU counts swept, those the machine has */
 #define SCALING_N_COUNTS 4
 extern const int scaling_counts[SCALING_N_COUNTS]; /* 1, 2, 4, 8 */
+
+/* the CPU rows: data parallelism over MPI ranks (sweep_scaling_mpi.c) */
+dg_status sweep_scaling_ranks(bench_ctx *ctx);
 
 #endif

@@ -1,7 +1,8 @@
 /* sweep_scaling_report.c: the scaling sweep's report: the all-reduce's bus
  * bandwidth over message size per GPU count, NCCL's own call against the
  * graph's node (scaling_allreduce), each model's weak and strong scaling
- * efficiency against one GPU (scaling_efficiency), and their tables. */
+ * efficiency against one GPU (scaling_efficiency), and their tables; the
+ * CPU ranks' table, blocking against overlapped. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,10 +75,17 @@ static int model_names(const bench_table *t, char names[][48], int max) {
     return n;
 }
 
+/* whether the file has a measured row of impl */
+static bool has_impl(const bench_table *t, const char *impl) {
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->r[i].impl, impl) && bench_row_measured(&t->r[i])) return true;
+    return false;
+}
+
 static void models_report(bench_report *rep, const bench_table *t) {
     char models[8][48];
     int n_models = model_names(t, models, 8);
-    if (!n_models) return;
+    if (!n_models || !has_impl(t, "gpu-dp")) return;
     FILE *f = rep->sum;
     fprintf(f, "### Training steps on several GPUs (SGD with momentum, replayed CUDA graphs)\n\nWeak: the batch per "
                "GPU fixed; efficiency = one GPU's step time / n GPUs' step time. Strong: the global batch fixed; "
@@ -200,9 +208,52 @@ static void peer_report(bench_report *rep, const bench_table *t) {
     if (rows) fprintf(rep->sum, "\n");
 }
 
+/* the CPU ranks' rows (sweep_scaling_mpi.c): per model and rank count the
+ * weak and strong times, blocking (cpu-mpi) and overlapped
+ * (cpu-mpi-overlap), each efficiency against one rank's blocking row (one
+ * rank has no all-reduce to overlap) */
+static void ranks_report(bench_report *rep, const bench_table *t) {
+    static const char *const impls[] = {"cpu-mpi", "cpu-mpi-overlap"};
+    char models[8][48];
+    int n_models = model_names(t, models, 8);
+    if (!n_models || !has_impl(t, "cpu-mpi")) return;
+    FILE *f = rep->sum;
+    fprintf(f, "### Training steps on CPU ranks (MPI, one process each; the slowest rank's time)\n\nblocking: each "
+               "gradient's MPI_Allreduce in its node; overlapped: MPI_Iallreduce per bucket during the backward. "
+               "Weak efficiency = one rank's step time / n ranks' step time; strong = one rank's / (n x n ranks'), "
+               "both against one rank's blocking row.\n\n| model | ranks | weak ms blocking | weak ms overlapped | "
+               "weak eff blocking | weak eff overlapped | strong ms blocking | strong ms overlapped | strong eff "
+               "blocking | strong eff overlapped |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int m = 0; m < n_models; m++) {
+        char weak[64], strong[64];
+        snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
+        snprintf(strong, sizeof strong, "%.40s-strong", models[m]);
+        const csv_rec *w1 = find(t, weak, "cpu-mpi", 1, -1), *s1 = find(t, strong, "cpu-mpi", 1, -1);
+        long long done = 0; /* the rank counts in file order, each once */
+        for (int i = 0; i < t->n; i++) {
+            const csv_rec *r = &t->r[i];
+            if (strcmp(r->impl, "cpu-mpi") || strcmp(r->name, weak) || r->m <= done) continue;
+            done = r->m;
+            double ms[4], eff[4];
+            for (int k = 0; k < 4; k++) {
+                const csv_rec *x = find(t, k < 2 ? weak : strong, impls[k % 2], r->m, -1), *one = k < 2 ? w1 : s1;
+                ms[k] = x ? x->median_ms : NAN;
+                eff[k] = one ? one->median_ms / ((k < 2 ? 1 : r->m) * ms[k]) : NAN;
+            }
+            char b[8][32];
+            fprintf(f, "| %s | %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m], r->m,
+                    bench_fmt_num(ms[0], "%.3f", b[0], 32), bench_fmt_num(ms[1], "%.3f", b[1], 32),
+                    bench_fmt_num(100 * eff[0], "%.1f%%", b[2], 32), bench_fmt_num(100 * eff[1], "%.1f%%", b[3], 32),
+                    bench_fmt_num(ms[2], "%.3f", b[4], 32), bench_fmt_num(ms[3], "%.3f", b[5], 32),
+                    bench_fmt_num(100 * eff[2], "%.1f%%", b[6], 32), bench_fmt_num(100 * eff[3], "%.1f%%", b[7], 32));
+        }
+    }
+    fprintf(f, "\n");
+}
+
 bool bench_report_scaling(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
-    fprintf(rep->sum, "## Several GPUs: data parallelism over NCCL\n\n");
+    fprintf(rep->sum, "## Data parallelism: several GPUs (NCCL), CPU ranks (MPI)\n\n");
     int skipped = 0;
     for (int i = 0; i < t->n; i++)
         if (!strcmp(t->r[i].name, "scaling") && !strcmp(t->r[i].status, "skipped")) {
@@ -212,6 +263,7 @@ bool bench_report_scaling(bench_report *rep, const bench_table *t) {
     if (skipped == t->n) return true;
     allreduce_report(rep, t);
     models_report(rep, t);
+    ranks_report(rep, t);
     buckets_report(rep, t);
     peer_report(rep, t);
     return true;

@@ -1,0 +1,34 @@
+/* scaling_step.c: see scaling_step.h. */
+#include "sweeps/scaling/scaling_step.h"
+
+#include "core/status.h"
+
+dg_status dp_graph_new(dp_graph *d, const dp_model *m, int batch, bool all_reduce) {
+    *d = (dp_graph){.g = dg_graph_new()};
+    dg_status st = d->g ? m->spec.model(d->g, m->spec.cfg, 1, &d->model)
+                        : dg_fail(DG_ERR_OOM, "scaling: out of memory");
+    if (st == DG_OK) st = dg_train_step_build_ex(d->g, &d->model, batch, &m->spec.optim, all_reduce, &d->ts);
+    return st;
+}
+
+void dp_graph_free(dp_graph *d) { dg_graph_free(d->g); }
+
+/* bytes of one example's input and labels */
+static size_t x_bytes(const dp_model *m) {
+    return 4 * (m->in.lm_vocab ? (size_t)m->in.lm_context : m->in.example_floats);
+}
+static size_t y_bytes(const dp_model *m) { return m->in.lm_vocab ? 4 * (size_t)m->in.lm_context : 4; }
+
+dg_status dp_set_slice(dg_plan *p, const dp_graph *d, const dp_model *m, const void *x, const int32_t *y, int first,
+                       int count) {
+    dg_status st = dg_plan_set(p, d->ts.x, (const char *)x + (size_t)first * x_bytes(m), (size_t)count * x_bytes(m));
+    if (st == DG_OK)
+        st = dg_plan_set(p, d->ts.y, (const char *)y + (size_t)first * y_bytes(m), (size_t)count * y_bytes(m));
+    return st;
+}
+
+size_t dp_grad_bytes(const dg_model *m) {
+    size_t b = 0;
+    for (int i = 0; i < m->n_params; i++) b += dg_node_bytes(m->params[i]);
+    return b;
+}
