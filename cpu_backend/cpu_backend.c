@@ -587,8 +587,6 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     return DG_OK;
 }
 
-static dg_status cpu_compute(dg_backend *be, const dg_step *s);
-
 /* a plan's steps in order, each after the all-reduces it touches; the run
  * ends with every all-reduce done, also after a failed step (nothing may
  * still write the plan's memory) */
@@ -599,7 +597,9 @@ static dg_status cpu_run_steps(dg_backend *be, const dg_step *steps, int n, bool
     c->in_run = true;
     for (int i = 0; i < n && st == DG_OK; i++) {
         st = dg__cpu_comm_before(c->comm, &steps[i]);
-        if (st == DG_OK) st = cpu_compute(be, &steps[i]);
+        /* through the interface, not cpu_compute: a wrapped compute (the
+         * tests' planted faults, tests/test_seams.c) still runs every step */
+        if (st == DG_OK) st = be->iface->compute(be, &steps[i]);
     }
     dg_status joined = dg__cpu_comm_join(c->comm);
     c->in_run = false;
