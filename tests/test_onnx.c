@@ -250,7 +250,7 @@ Test(onnx, refusals_name_the_node_and_what_is_missing) {
     refused("bad_attr", DG_ERR_INVALID, "node 0 'fc0' (Gemm): attribute 'gamma' is not supported");
     refused("int64_weight", DG_ERR_INVALID, "node 0 'mm' (MatMul): input 1 'w' holds int64 values where float32");
     refused("asym_pad", DG_ERR_INVALID, "node 0 'conv' (Conv): pads 0 (begin) and 1 (end) on axis 2");
-    refused("old_opset", DG_ERR_INVALID, "opset 12 (13 or later");
+    refused("old_opset", DG_ERR_INVALID, "node 0 'sm': opset 12's Softmax is not the one read (opset 13 or later");
     refused("bad_shape", DG_ERR_SHAPE, "node 0 'mm' (MatMul) at batch 2: matmul: inner dimensions differ");
     refused("no_such_file", DG_ERR_IO, "cannot open");
     dg_onnx *o = NULL;

@@ -1,0 +1,192 @@
+/* test_onnx_nodes.c: the ONNX project's backend node tests (Debian's
+ * libonnx-testdata: data/node/test_NAME/model.onnx and
+ * test_data_set_0/{input,output}_N.pb) through the importer
+ * (core/onnx/onnx.h). Every node test of a supported operator listed in
+ * must_pass[] loads at the file's shapes, runs forward on the CPU backend
+ * (and the GPU backend where there is one) and matches the reference
+ * output at the ONNX backend test runner's tolerances (|got - want| <=
+ * 1e-7 + 1e-3 |want|); every one listed in refused[] is refused at load
+ * with a message naming its operator. Where libonnx-testdata is not
+ * installed the suite skips, saying so. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/onnx/onnx.h"
+#include "cpu_backend/cpu_backend.h"
+#include "gpu_util.h"
+#include "test_util.h"
+
+#define NODE_DIR "/usr/share/libonnx-testdata/data/node/"
+#define RTOL 1e-3
+#define ATOL 1e-7
+
+static void need_testdata(void) {
+    struct stat st;
+    if (stat(NODE_DIR, &st) != 0) cr_skip_test("no %s: apt-get install libonnx-testdata", NODE_DIR);
+}
+
+/* One node test on be: NULL when it matches, else why not (static). */
+static const char *run_node(const char *test, dg_backend *be) {
+    static char why[1024];
+    char path[512];
+    snprintf(path, sizeof path, NODE_DIR "%s/model.onnx", test);
+    dg_onnx *o = NULL;
+    if (dg_onnx_load(path, NULL, &o) != DG_OK) {
+        snprintf(why, sizeof why, "load: %s", dg_last_error());
+        return why;
+    }
+    int n_in = dg_onnx_n_inputs(o);
+    dg_graph *g = dg_graph_new();
+    dg_node *xs[16] = {0};
+    dg_onnx_tensor in[16];
+    dg_onnx_tensor want;
+    memset(in, 0, sizeof in);
+    memset(&want, 0, sizeof want);
+    dg_plan *p = NULL;
+    float *got = NULL;
+    const char *res = why;
+    *why = 0;
+    for (int i = 0; i < n_in && !*why; i++) {
+        snprintf(path, sizeof path, NODE_DIR "%s/test_data_set_0/input_%d.pb", test, i);
+        if (dg_onnx_tensor_load(path, &in[i]) != DG_OK) {
+            snprintf(why, sizeof why, "input %d: %s", i, dg_last_error());
+            break;
+        }
+        /* the file's shapes, as the node test fixes them */
+        dg_shape s;
+        cr_assert(dg_onnx_input_shape(o, i, 0, &s), "%s: input %d has no fixed shape", test, i);
+        bool ids = dg_onnx_input_dtype(o, i) == DG_I32;
+        xs[i] = ids ? dg_input_i32(g, dg_onnx_input_name_at(o, i), s) : dg_input(g, dg_onnx_input_name_at(o, i), s);
+    }
+    dg_node *y = *why ? NULL : dg_onnx_forward(g, o, xs, NULL);
+    if (!*why && !y) snprintf(why, sizeof why, "forward: %s", dg_last_error());
+    snprintf(path, sizeof path, NODE_DIR "%s/test_data_set_0/output_0.pb", test);
+    if (!*why && dg_onnx_tensor_load(path, &want) != DG_OK) snprintf(why, sizeof why, "output: %s", dg_last_error());
+    if (!*why && (!want.f || want.numel != dg_node_numel(y)))
+        snprintf(why, sizeof why, "output of %lld elements, the reference %lld%s", (long long)dg_node_numel(y),
+                 (long long)want.numel, want.f ? "" : " int64 values");
+    if (!*why && dg_plan_new(&p, g, be, &y, 1, NULL) != DG_OK) snprintf(why, sizeof why, "plan: %s", dg_last_error());
+    for (int i = 0; i < n_in && !*why; i++) {
+        dg_status st;
+        if (in[i].f) {
+            st = dg_plan_set(p, xs[i], in[i].f, (size_t)in[i].numel * sizeof(float));
+        } else {
+            int32_t *ids = malloc((size_t)in[i].numel * sizeof *ids);
+            for (int64_t j = 0; j < in[i].numel; j++) ids[j] = (int32_t)in[i].i[j];
+            st = dg_plan_set(p, xs[i], ids, (size_t)in[i].numel * sizeof *ids);
+            free(ids);
+        }
+        if (st != DG_OK) snprintf(why, sizeof why, "input %d: %s", i, dg_last_error());
+    }
+    if (!*why && dg_plan_run(p) != DG_OK) snprintf(why, sizeof why, "run: %s", dg_last_error());
+    if (!*why) {
+        got = malloc((size_t)want.numel * sizeof *got);
+        if (dg_plan_get(p, y, got, (size_t)want.numel * sizeof *got) != DG_OK)
+            snprintf(why, sizeof why, "get: %s", dg_last_error());
+    }
+    for (int64_t j = 0; !*why && j < want.numel; j++) {
+        double w = want.f[j], d = fabs((double)got[j] - w);
+        if (!(d <= ATOL + RTOL * fabs(w)))
+            snprintf(why, sizeof why, "element %lld: %.9g, the reference %.9g", (long long)j, (double)got[j], w);
+    }
+    if (!*why) res = NULL;
+    free(got);
+    dg_plan_free(p);
+    for (int i = 0; i < n_in; i++) dg_onnx_tensor_free(&in[i]);
+    dg_onnx_tensor_free(&want);
+    dg_graph_free(g);
+    dg_onnx_free(o);
+    return res;
+}
+
+/* Node tests of supported operators that must match (without "test_"):
+ * each catches a wrong mapping of its operator or attribute (a Gemm's
+ * transA or beta, Conv's auto_pad, a pool's strides, Flatten's negative
+ * axis, broadcasting of a 1-D operand, a reduction's keepdims, an input
+ * order), and, with opset 11 files among them (Conv, the pools), an
+ * operator refused for its file's opset although it reads alike. */
+static const char *const must_pass[] = {
+    "add", "add_bcast", "averagepool_2d_default", "averagepool_2d_precomputed_pads_count_include_pad",
+    "averagepool_2d_precomputed_strides", "averagepool_2d_strides", "basic_conv_with_padding",
+    "basic_conv_without_padding", "batchnorm_epsilon", "batchnorm_example", "conv_with_autopad_same",
+    "conv_with_strides_and_asymmetric_padding", "conv_with_strides_no_padding", "conv_with_strides_padding", "div",
+    "div_bcast", "div_example", "dropout_default", "exp", "exp_example", "flatten_axis0", "flatten_axis1",
+    "flatten_axis2", "flatten_axis3", "flatten_default_axis", "flatten_negative_axis1", "flatten_negative_axis2",
+    "flatten_negative_axis3", "flatten_negative_axis4", "gemm_all_attributes", "gemm_alpha", "gemm_beta",
+    "gemm_default_matrix_bias", "gemm_default_no_bias", "gemm_default_single_elem_vector_bias",
+    "gemm_default_vector_bias", "gemm_default_zero_bias", "gemm_transposeA", "gemm_transposeB", "globalaveragepool",
+    "globalaveragepool_precomputed", "identity", "leakyrelu", "leakyrelu_default", "leakyrelu_example", "log",
+    "log_example", "logsoftmax_axis_2", "logsoftmax_default_axis", "logsoftmax_example_1", "logsoftmax_large_number",
+    "logsoftmax_negative_axis", "matmul_2d", "matmul_3d", "matmul_4d", "maxpool_2d_default",
+    "maxpool_2d_precomputed_pads", "maxpool_2d_precomputed_same_upper", "maxpool_2d_precomputed_strides",
+    "maxpool_2d_strides", "mul", "mul_bcast", "mul_example", "mvn_expanded", "reduce_mean_default_axes_keepdims_example",
+    "reduce_mean_default_axes_keepdims_random", "reduce_mean_do_not_keepdims_example",
+    "reduce_mean_do_not_keepdims_random", "reduce_mean_keepdims_example", "reduce_mean_keepdims_random",
+    "reduce_mean_negative_axes_keepdims_example", "reduce_mean_negative_axes_keepdims_random", "relu", "sigmoid",
+    "sigmoid_example", "softmax_axis_2", "softmax_default_axis", "softmax_example", "softmax_large_number",
+    "softmax_negative_axis", "sqrt", "sqrt_example", "sub", "sub_bcast", "sub_example", "tanh", "tanh_example",
+    "transpose_all_permutations_0", "transpose_all_permutations_1", "transpose_all_permutations_2",
+    "transpose_all_permutations_3", "transpose_all_permutations_4", "transpose_all_permutations_5",
+    "transpose_default",
+};
+
+static void check_must_pass(bool gpu) {
+    need_testdata();
+    dg_backend *be = test_backend_open(gpu);
+    int n = (int)(sizeof must_pass / sizeof *must_pass), failed = 0;
+    char test[128];
+    for (int i = 0; i < n; i++) {
+        snprintf(test, sizeof test, "test_%s", must_pass[i]);
+        const char *why = run_node(test, be);
+        if (why) {
+            cr_log_error("%s: %s", test, why);
+            failed++;
+        }
+    }
+    cr_log_info("%s: %d of %d node tests match the reference", gpu ? "gpu" : "cpu", n - failed, n);
+    dg_backend_free(be);
+    cr_assert_eq(failed, 0, "%d of %d node tests do not match (above)", failed, n);
+}
+
+Test(onnx_nodes, supported_operators_match_the_reference) { check_must_pass(false); }
+Test(onnx_nodes, gpu_supported_operators_match_the_reference) { check_must_pass(true); }
+
+/* Node tests refused at load, each with what its message must name: an
+ * operator outside the supported list (its name), or a supported one with
+ * an attribute value or opset it cannot honour (what that is). Catches a
+ * refusal that names nothing, or an unsupported operator let through. */
+static const struct { const char *test, *names; } refused[] = {
+    {"lstm_defaults", "operator LSTM is not supported"},
+    {"gru_defaults", "operator GRU is not supported"},
+    {"nonzero_example", "operator NonZero is not supported"},
+    {"convtranspose", "operator ConvTranspose is not supported"},
+    {"hardmax_example", "operator Hardmax is not supported"},
+    {"globalmaxpool", "operator GlobalMaxPool is not supported"},
+    {"maxpool_2d_ceil", "(MaxPool): ceil_mode 1 is not supported"},
+    {"maxpool_2d_dilations", "(MaxPool): dilated pooling is not supported"},
+    {"maxpool_2d_same_upper", "(MaxPool): pads 0 (begin) and 1 (end) on axis 2"},
+    {"averagepool_2d_pads", "(AveragePool): count_include_pad 0 with padding is not supported"},
+    {"softmax_axis_1", "(Softmax): axis 1: only the last axis is supported"},
+    {"batchnorm_example_training_mode", "(BatchNormalization): output 1 'output_mean' is not supported"},
+    {"dropout_default_old", "opset 11's Dropout is not the one read"},
+    {"maxpool_3d_default", "input 'x' has 5 axes"},
+};
+
+Test(onnx_nodes, unsupported_operators_are_refused_by_name) {
+    need_testdata();
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char path[512];
+        snprintf(path, sizeof path, NODE_DIR "test_%s/model.onnx", refused[i].test);
+        dg_onnx *o = NULL;
+        cr_assert_neq(dg_onnx_load(path, NULL, &o), DG_OK, "test_%s: loaded", refused[i].test);
+        cr_assert_null(o);
+        cr_assert(strstr(dg_last_error(), refused[i].names), "test_%s: '%s' lacks '%s'", refused[i].test,
+                  dg_last_error(), refused[i].names);
+    }
+}
