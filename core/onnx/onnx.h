@@ -30,10 +30,14 @@
  * BatchNormalization (inference; training in a training forward), MaxPool,
  * AveragePool, GlobalAveragePool, LayerNormalization (last axis),
  * Flatten, Reshape, Transpose, Softmax, LogSoftmax (last axis), Identity, Dropout (identity), Constant,
- * ReduceMean, ReduceSum, Squeeze, Unsqueeze; and, on constants alone
- * (folded while building: PyTorch's Shape -> Gather -> Unsqueeze -> Concat
- * chains that compute a Reshape's target), Shape, Gather, Concat, Cast,
- * Slice (1-D).
+ * ReduceMean, ReduceSum, Squeeze, Unsqueeze, Erf, Gelu (opset 20: exact
+ * through Erf, or tanh), Split and Concat (any axis), Gather (int ids
+ * into a table on axis 0: an embedding; constant indices into a computed
+ * tensor on any axis) -- Split, Concat and the latter Gather are products
+ * with 0/1 matrices (onnx_select.c: exact, n_in * n_out multiply-adds a
+ * row); and, on constants alone (folded while building: PyTorch's Shape ->
+ * Gather -> Unsqueeze -> Concat chains that compute a Reshape's target),
+ * Shape, Gather, Concat, Cast, Slice (1-D).
  *
  * The model (dg_onnx_model_new) is for a file of one input [batch, ...]
  * and an output [batch, ...]; dg_onnx_forward builds any file's forward

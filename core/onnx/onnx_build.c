@@ -93,6 +93,10 @@ static dg_node *leaf_of(ox_ctx *c, int i, const ox_tensor *k) {
     dg_init init = dg_init_data(k->f);
     if (k->role == OX_ROLE_PARAM) return dg_param(c->g, k->name, shape_of(k), init);
     if (k->role == OX_ROLE_STATE) return dg_state(c->g, k->name, shape_of(k), init);
+    return dg__onnx_const_leaf(c, k);
+}
+
+dg_node *dg__onnx_const_leaf(ox_ctx *c, const ox_tensor *k) {
     const float *data = pooled(c, k);
     if (!data) return dg__graph_fail(c->g, DG_ERR_OOM, "onnx '%s': out of memory", c->o->name);
     return dg_const_data(c->g, k->name, shape_of(k), data);
@@ -183,7 +187,7 @@ const char *dg__onnx_attr_string(ox_ctx *c, const char *name, const char *def, b
     const Onnx__AttributeProto *a = typed(c, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string", ok);
     if (!a) return def;
     /* protobuf bytes: compared against C strings, so no embedded NUL */
-    static const char *const known[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+    static const char *const known[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", "none", "tanh"};
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
         if (a->s.len == strlen(known[i]) && !memcmp(a->s.data, known[i], a->s.len)) return known[i];
     return "?";

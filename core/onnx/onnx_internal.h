@@ -14,6 +14,7 @@
 #define OX_MAX_FOLD (1 << 24) /* elements of a constant folded while building */
 #define OX_MAX_INPUTS 16      /* graph inputs beside the initializers */
 #define OX_MAX_OUTPUTS 16     /* outputs of one node (Split's parts) */
+#define OX_MAX_FOLD_AXIS 4096 /* entries of an axis that Concat, Split and Gather move (onnx_select.c) */
 
 typedef enum ox_dtype { OX_F32, OX_I64, OX_OTHER } ox_dtype;
 /* what an initializer becomes in the model */
@@ -119,12 +120,13 @@ ox_value         *dg__onnx_in_value(ox_ctx *c, int i); /* NULL: missing (failed)
 dg_node          *dg__onnx_in_node(ox_ctx *c, int i);    /* constants become leaves */
 const ox_tensor  *dg__onnx_in_const(ox_ctx *c, int i);   /* NULL: not a constant (failed) */
 ox_tensor        *dg__onnx_new_const(ox_ctx *c, ox_dtype t, int ndim, const int64_t *dims);
+dg_node          *dg__onnx_const_leaf(ox_ctx *c, const ox_tensor *k); /* a float32 constant of this walk */
 /* attributes: the value, or def where the node lacks it; a wrong type
  * fails (the *_ok flag false) */
 int64_t      dg__onnx_attr_int(ox_ctx *c, const char *name, int64_t def, bool *ok);
 float        dg__onnx_attr_float(ox_ctx *c, const char *name, float def, bool *ok);
-/* a string attribute as one of auto_pad's words (NOTSET, VALID,
- * SAME_UPPER, SAME_LOWER: the only string any supported operator reads),
+/* a string attribute as one of the words a supported operator reads
+ * (auto_pad's NOTSET, VALID, SAME_UPPER, SAME_LOWER; Gelu's none, tanh),
  * "?" for any other bytes */
 const char  *dg__onnx_attr_string(ox_ctx *c, const char *name, const char *def, bool *ok);
 /* ints: up to max values into v; returns the count (-1: absent, -2: wrong) */
@@ -138,6 +140,11 @@ bool dg__onnx_concat(ox_ctx *c, ox_value *out);
 bool dg__onnx_cast(ox_ctx *c, ox_value *out);
 bool dg__onnx_slice(ox_ctx *c, ox_value *out);
 bool dg__onnx_constant(ox_ctx *c, ox_value *out);
+/* on computed tensors (onnx_select.c): all-constant inputs go to the
+ * folding Concat and Gather */
+bool dg__onnx_concat_nodes(ox_ctx *c, ox_value *out);
+bool dg__onnx_gather_nodes(ox_ctx *c, ox_value *out);
+bool dg__onnx_split(ox_ctx *c, ox_value *out);
 /* axes of a constant input or attribute, normalised to 0..rank-1 as a
  * bit mask; false (failed) for an axis out of range or repeated */
 bool dg__onnx_axes(ox_ctx *c, const int64_t *v, int n, int rank, uint32_t *mask);

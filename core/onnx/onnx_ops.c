@@ -28,6 +28,21 @@ static bool op_tanh(ox_ctx *c, ox_value *o) { return unary(c, o, dg_tanh); }
 static bool op_exp(ox_ctx *c, ox_value *o) { return unary(c, o, dg_exp); }
 static bool op_log(ox_ctx *c, ox_value *o) { return unary(c, o, dg_log); }
 static bool op_sqrt(ox_ctx *c, ox_value *o) { return unary(c, o, dg_sqrt); }
+static bool op_erf(ox_ctx *c, ox_value *o) { return unary(c, o, dg_erf); }
+
+/* Gelu (opset 20): approximate "tanh" is duograd's gelu; "none" (the
+ * default) the exact x/2 (1 + erf(x / sqrt 2)), as PyTorch's exports
+ * spell out with Erf */
+static bool op_gelu(ox_ctx *c, ox_value *o) {
+    bool ok = true;
+    const char *ap = dg__onnx_attr_string(c, "approximate", "none", &ok);
+    dg_node *x = ok ? IN(0) : NULL;
+    if (!x) return false;
+    if (!strcmp(ap, "tanh")) return (o->node = dg_gelu(c->g, x)) != NULL;
+    if (strcmp(ap, "none")) return FAIL("approximate must be 'none' or 'tanh'");
+    dg_node *e = dg_erf(c->g, dg_mul_scalar(c->g, x, 0.70710678f));
+    return (o->node = dg_mul(c->g, x, dg_mul_scalar(c->g, dg_add_scalar(c->g, e, 1.0f), 0.5f))) != NULL;
+}
 
 /* Identity, and Dropout at inference (its ratio is never applied: the
  * imported graph is a model's forward, as the built-in ones have none) */
@@ -359,8 +374,11 @@ static const ox_op ops[] = {
     {"Unsqueeze", op_unsqueeze, "", 3, 0, 1, 13},
     {"Constant", dg__onnx_constant, "value value_float value_floats value_int value_ints", 0, 0, 1, 12},
     {"Shape", dg__onnx_shape, "start end", 1, 0, 1, 1},
-    {"Gather", dg__onnx_gather, "axis", 3, 0, 1, 11},
-    {"Concat", dg__onnx_concat, "axis", ~0u, 0, 1, 4},
+    {"Gather", dg__onnx_gather_nodes, "axis", 0, 0, 1, 11},
+    {"Concat", dg__onnx_concat_nodes, "axis", 0, 0, 1, 4},
+    {"Split", dg__onnx_split, "axis num_outputs split", 2, 0, OX_MAX_OUTPUTS, 11},
+    {"Erf", op_erf, "", 0, 0, 1, 9},
+    {"Gelu", op_gelu, "approximate", 0, 0, 1, 20},
     {"Cast", dg__onnx_cast, "to", 1, 0, 1, 6},
     {"Slice", dg__onnx_slice, "", 0x1f, 0, 1, 11},
 };
