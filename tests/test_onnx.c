@@ -356,6 +356,34 @@ Test(onnx, two_inputs_through_dg_onnx_forward) {
     dg_onnx_free(o);
 }
 
+/* dg_onnx_opts.consts: an input given a value at load is an initializer
+ * (two_inputs with t given: one input left, a model of it builds, t a
+ * parameter); a name the graph's inputs lack, or a value whose dims do
+ * not hold its count, is refused naming it. */
+Test(onnx, inputs_given_as_constants) {
+    float tv[6] = {1, 2, 3, 4, 5, 6};
+    dg_onnx_tensor t = {.name = "t", .ndim = 2, .dims = {2, 3}, .numel = 6, .f = tv};
+    dg_onnx_opts opts = {.consts = &t, .n_consts = 1};
+    dg_onnx *o = NULL;
+    ASSERT_OK(dg_onnx_load(DATA "two_inputs.onnx", &opts, &o));
+    cr_assert_eq(dg_onnx_n_inputs(o), 1);
+    dg_graph *g = dg_graph_new();
+    dg_model m;
+    ASSERT_OK(dg_onnx_model_new(g, o, 0, &m));
+    cr_assert_eq(m.n_params, 3, "t, w and b");
+    cr_assert_str_eq(m.params[0]->name, "t");
+    dg_graph_free(g);
+    dg_onnx_free(o);
+    snprintf(t.name, sizeof t.name, "nope");
+    cr_assert_eq(dg_onnx_load(DATA "two_inputs.onnx", &opts, &o), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "no graph input 'nope' to give a value"), "%s", dg_last_error());
+    snprintf(t.name, sizeof t.name, "t");
+    t.numel = 5;
+    cr_assert_eq(dg_onnx_load(DATA "two_inputs.onnx", &opts, &o), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "the value given for 't' has 5 elements, its dims 6"), "%s", dg_last_error());
+    cr_assert_null(o);
+}
+
 /* DG_INIT_DATA, which the importer's leaves use: a copy of the data;
  * refused without data (a leaf would read address 0); dg_const_data a
  * constant leaf */

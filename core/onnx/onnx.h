@@ -63,9 +63,27 @@ extern "C" {
 
 typedef struct dg_onnx dg_onnx;
 
+/* A serialized TensorProto (the ONNX backend tests' input_N.pb and
+ * output_N.pb): float32 into f, int64 into i, the other NULL; dims[ndim]
+ * (0 axes: a scalar); another dtype, a damaged file: an error naming it.
+ * Freed with dg_onnx_tensor_free. */
+typedef struct dg_onnx_tensor {
+    char     name[128];
+    int      ndim;
+    int64_t  dims[8];
+    int64_t  numel;
+    float   *f;
+    int64_t *i;
+} dg_onnx_tensor;
+
 typedef struct dg_onnx_opts {
     const char *output; /* the graph output the forward returns; NULL: the first */
     int64_t     batch;  /* the scratch build's batch; 0: the file's, or 2 where it is symbolic */
+    /* graph inputs given values at load, as initializers (a Reshape's
+     * shape, an axes list fed as an input), matched by name; the
+     * dg_onnx keeps copies */
+    const dg_onnx_tensor *consts;
+    int                   n_consts;
 } dg_onnx_opts;
 
 /* Reads and checks path (opts NULL: the defaults); *out is freed with
@@ -104,18 +122,7 @@ bool        dg_onnx_input_shape(const dg_onnx *o, int i, int64_t batch, dg_shape
  * model's forward (NULL: inference). */
 dg_node *dg_onnx_forward(dg_graph *g, const dg_onnx *o, dg_node *const *inputs, dg_forward_mode *mode);
 
-/* A serialized TensorProto (the ONNX backend tests' input_N.pb and
- * output_N.pb): float32 into f, int64 into i, the other NULL; dims[ndim]
- * (0 axes: a scalar); another dtype, a damaged file: an error naming it.
- * Freed with dg_onnx_tensor_free. */
-typedef struct dg_onnx_tensor {
-    char     name[128];
-    int      ndim;
-    int64_t  dims[8];
-    int64_t  numel;
-    float   *f;
-    int64_t *i;
-} dg_onnx_tensor;
+/* reads a serialized TensorProto (dg_onnx_tensor above) */
 dg_status dg_onnx_tensor_load(const char *path, dg_onnx_tensor *out);
 void      dg_onnx_tensor_free(dg_onnx_tensor *t);
 

@@ -210,6 +210,34 @@ static dg_status check_nodes(dg_onnx *o) {
     return DG_OK;
 }
 
+/* an input given a value at load (dg_onnx_opts.consts): a copy as an
+ * initializer named by the graph input it replaces */
+static dg_status given_const(dg_onnx *o, const dg_onnx_tensor *v, ox_tensor *t) {
+    const Onnx__GraphProto *gr = o->graph;
+    const char *name = NULL;
+    for (size_t i = 0; i < gr->n_input && !name; i++)
+        if (gr->input[i]->name && !strcmp(gr->input[i]->name, v->name) && !init_of(o, v->name))
+            name = gr->input[i]->name;
+    if (!name) return dg__fail(DG_ERR_INVALID, "onnx '%s': no graph input '%s' to give a value", o->name, v->name);
+    if ((!v->f == !v->i) || v->ndim < 0 || v->ndim > OX_MAX_RANK || v->numel < 0 || v->numel > OX_MAX_FOLD)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': the value given for '%s' is not float32 or int64 values of 0 to "
+                        "%d axes", o->name, name, OX_MAX_RANK);
+    int64_t n = 1;
+    for (int d = 0; d < v->ndim; d++) n *= v->dims[d] >= 0 ? v->dims[d] : -1;
+    if (n != v->numel) return dg__fail(DG_ERR_INVALID, "onnx '%s': the value given for '%s' has %lld elements, its "
+                                       "dims %lld", o->name, name, (long long)v->numel, (long long)n);
+    *t = (ox_tensor){.name = name, .dtype = v->f ? OX_F32 : OX_I64, .ndim = v->ndim, .numel = n,
+                     .onnx_dtype = v->f ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64};
+    memcpy(t->dims, v->dims, (size_t)v->ndim * sizeof *t->dims);
+    size_t bytes = (size_t)n * (v->f ? sizeof(float) : sizeof(int64_t));
+    void *data = malloc(bytes ? bytes : 1);
+    if (!data) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
+    if (bytes) memcpy(data, v->f ? (const void *)v->f : (const void *)v->i, bytes);
+    if (v->f) t->f = data;
+    else t->i = data;
+    return DG_OK;
+}
+
 static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
     dg_status st = check_opset(o);
     if (st != DG_OK) return st;
@@ -218,7 +246,7 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
     const Onnx__GraphProto *gr = o->graph;
     if (gr->n_sparse_initializer)
         return dg__fail(DG_ERR_INVALID, "onnx '%s': sparse initializers are not supported", o->name);
-    o->inits = calloc(gr->n_initializer ? gr->n_initializer : 1, sizeof *o->inits);
+    o->inits = calloc(gr->n_initializer + (size_t)(opts->n_consts > 0 ? opts->n_consts : 0) + 1, sizeof *o->inits);
     if (!o->inits) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
     for (size_t i = 0; i < gr->n_initializer; i++, o->n_inits++) {
         char what[400];
@@ -229,6 +257,8 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
             return st;
         }
     }
+    for (int i = 0; i < opts->n_consts; i++, o->n_inits++)
+        if ((st = given_const(o, &opts->consts[i], &o->inits[o->n_inits])) != DG_OK) return st;
     /* the operators first: a file with one this importer lacks is refused
      * naming it, whatever its inputs (NonZero's are bool) */
     if ((st = check_nodes(o)) != DG_OK || (st = check_input(o)) != DG_OK ||
