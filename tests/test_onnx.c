@@ -287,8 +287,9 @@ static void check_grad(const char *name) {
             scale = fmax(scale, fabs(fd[j]));
         }
         for (int64_t j = 0; j < k; j++)
-            cr_assert(fabs(got[j] - fd[j]) <= 1e-3 * scale + 1e-6, "%s: d loss / d %s[%lld]: %.7g, finite differences %.7g",
-                      name, wrt[i]->name, (long long)j, (double)got[j], fd[j]);
+            cr_assert(fabs(got[j] - fd[j]) <= 1e-3 * scale + 1e-6,
+                      "%s: d loss / d %s[%lld]: %.7g, finite differences %.7g", name, wrt[i]->name, (long long)j,
+                      (double)got[j], fd[j]);
         host[wrt[i]->id] = saved;
         free(fd);
         free(v);
@@ -341,8 +342,8 @@ Test(onnx, two_inputs_through_dg_onnx_forward) {
     float got[4];
     ASSERT_OK(dg_plan_get(p, y, got, sizeof got));
     for (int j = 0; j < 4; j++)
-        cr_assert(fabs(got[j] - ((float *)want)[j]) <= 1e-5f * (1 + fabsf(((float *)want)[j])), "element %d: %g, NumPy %g",
-                  j, (double)got[j], (double)((float *)want)[j]);
+        cr_assert(fabs(got[j] - ((float *)want)[j]) <= 1e-5f * (1 + fabsf(((float *)want)[j])),
+                  "element %d: %g, NumPy %g", j, (double)got[j], (double)((float *)want)[j]);
     dg_graph *g2 = dg_graph_new();
     dg_model m;
     cr_assert_eq(dg_onnx_model_new(g2, o, 0, &m), DG_ERR_INVALID);

@@ -376,8 +376,12 @@ void dg_onnx_free(dg_onnx *o) {
 
 const char *dg_onnx_input_name(const dg_onnx *o) { return o ? o->input : NULL; }
 int         dg_onnx_n_inputs(const dg_onnx *o) { return o ? o->n_inputs : 0; }
-const char *dg_onnx_input_name_at(const dg_onnx *o, int i) { return o && i >= 0 && i < o->n_inputs ? o->inputs[i] : NULL; }
-dg_dtype    dg_onnx_input_dtype(const dg_onnx *o, int i) { return o && i >= 0 && i < o->n_inputs ? o->in_dtypes[i] : DG_F32; }
+const char *dg_onnx_input_name_at(const dg_onnx *o, int i) {
+    return o && i >= 0 && i < o->n_inputs ? o->inputs[i] : NULL;
+}
+dg_dtype dg_onnx_input_dtype(const dg_onnx *o, int i) {
+    return o && i >= 0 && i < o->n_inputs ? o->in_dtypes[i] : DG_F32;
+}
 
 bool dg_onnx_input_shape(const dg_onnx *o, int i, int64_t batch, dg_shape *out) {
     if (!o || !out || i < 0 || i >= o->n_inputs) return false;
