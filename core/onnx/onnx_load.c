@@ -223,7 +223,8 @@ static dg_status given_const(dg_onnx *o, const dg_onnx_tensor *v, ox_tensor *t) 
         return dg__fail(DG_ERR_INVALID, "onnx '%s': the value given for '%s' is not float32 or int64 values of 0 to "
                         "%d axes", o->name, name, OX_MAX_RANK);
     int64_t n = 1;
-    for (int d = 0; d < v->ndim; d++) n *= v->dims[d] >= 0 ? v->dims[d] : -1;
+    for (int d = 0; d < v->ndim && n >= 0; d++) /* bounded each step: no overflow */
+        n = v->dims[d] < 0 || v->dims[d] > OX_MAX_FOLD || n * v->dims[d] > OX_MAX_FOLD ? -1 : n * v->dims[d];
     if (n != v->numel) return dg__fail(DG_ERR_INVALID, "onnx '%s': the value given for '%s' has %lld elements, its "
                                        "dims %lld", o->name, name, (long long)v->numel, (long long)n);
     *t = (ox_tensor){.name = name, .dtype = v->f ? OX_F32 : OX_I64, .ndim = v->ndim, .numel = n,
