@@ -193,7 +193,9 @@ static bool op_batchnorm(ox_ctx *c, ox_value *o) {
     return (o->node = y) != NULL;
 }
 
-/* over the last axis only (duograd's layer norm); no bias: a zero shift */
+/* over the last axis only (duograd's layer norm); no bias: a zero shift.
+ * The optional outputs Mean and InvStdDev (x's shape, the axis 1) are
+ * composed where the node names them: mean(x), (var(x) + eps)^-1/2. */
 static bool op_layer_norm(ox_ctx *c, ox_value *o) {
     bool ok = true;
     int64_t axis = dg__onnx_attr_int(c, "axis", -1, &ok), stash = dg__onnx_attr_int(c, "stash_type", 1, &ok);
@@ -203,9 +205,19 @@ static bool op_layer_norm(ox_ctx *c, ox_value *o) {
     if (axis != -1 && axis != x->shape.ndim - 1) return FAIL("axis %lld: only the last axis is supported", (long long)axis);
     if (stash != 1) return FAIL("stash_type %lld: statistics in float32 (1) only", (long long)stash);
     if (!(eps > 0)) return FAIL("epsilon %g (> 0)", (double)eps);
-    dg_node *shift = dg__onnx_has_in(c, 2) ? IN(2)
-                                           : dg_const(c->g, "layer_norm.zero", DG_SHAPE(x->shape.d[x->shape.ndim - 1]), 0.0f);
-    return shift && (o->node = dg_layer_norm(c->g, x, scale, shift, eps)) != NULL;
+    dg_node *shift = dg__onnx_has_in(c, 2)
+                         ? IN(2)
+                         : dg_const(c->g, "layer_norm.zero", DG_SHAPE(x->shape.d[x->shape.ndim - 1]), 0.0f);
+    if (!shift || !(o[0].node = dg_layer_norm(c->g, x, scale, shift, eps))) return false;
+    uint32_t last = 1u << (x->shape.ndim - 1);
+    bool mean = o[1].name && *o[1].name, inv = o[2].name && *o[2].name;
+    dg_node *mu = mean || inv ? dg_mean(c->g, x, last, true) : NULL;
+    if (mean) o[1].node = mu;
+    if (inv) {
+        dg_node *d = dg_sub(c->g, x, mu);
+        o[2].node = dg_pow_scalar(c->g, dg_add_scalar(c->g, dg_mean(c->g, dg_mul(c->g, d, d), last, true), eps), -0.5f);
+    }
+    return (!mean || o[1].node) && (!inv || o[2].node);
 }
 
 static bool op_flatten(ox_ctx *c, ox_value *o) {
@@ -360,7 +372,7 @@ static const ox_op ops[] = {
     {"AveragePool", op_avgpool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides", 0, 0, 1, 11},
     {"GlobalAveragePool", op_gap, "", 0, 0, 1, 1},
     {"BatchNormalization", op_batchnorm, "epsilon momentum training_mode", 0, 3u << 3, 1, 9},
-    {"LayerNormalization", op_layer_norm, "axis epsilon stash_type", 0, 0, 1, 17},
+    {"LayerNormalization", op_layer_norm, "axis epsilon stash_type", 0, 0, 3, 17},
     {"Flatten", op_flatten, "axis", 0, 0, 1, 1},
     {"Reshape", op_reshape, "allowzero", 2, 0, 1, 5},
     {"Transpose", op_transpose, "perm", 0, 0, 1, 1},
