@@ -10,7 +10,6 @@
  * installed the suite skips, saying so. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
