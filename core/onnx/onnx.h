@@ -14,8 +14,8 @@
  *     follows (Softmax before 13 flattens to 2-D; Conv of opset 11 reads
  *     as of 13), any other domain than the default;
  *   - an operator outside the supported list, an attribute it does not
- *     read or a value of one it cannot honour (asymmetric padding, a
- *     softmax over another axis than the last, ceil_mode), a tensor whose
+ *     read or a value of one it cannot honour (asymmetric padding,
+ *     ceil_mode, dilated pooling), a tensor whose
  *     dtype is not float32 where a float is needed (int64 for shapes and
  *     axes): each naming the operator, the node's index and name, and what
  *     is missing;
@@ -29,7 +29,7 @@
  * Conv (2-D: groups, strides, symmetric pads, dilations, auto_pad),
  * BatchNormalization (inference; training in a training forward), MaxPool,
  * AveragePool, GlobalAveragePool, LayerNormalization (last axis),
- * Flatten, Reshape, Transpose, Softmax, LogSoftmax (last axis), Identity, Dropout (identity), Constant,
+ * Flatten, Reshape, Transpose, Softmax, LogSoftmax (any axis), Identity, Dropout (identity), Constant,
  * ReduceMean, ReduceSum, Squeeze, Unsqueeze, Erf, Gelu (opset 20: exact
  * through Erf, or tanh), Split and Concat (any axis), Gather (int ids
  * into a table on axis 0: an embedding; constant indices into a computed

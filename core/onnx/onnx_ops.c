@@ -1,7 +1,7 @@
 /* onnx_ops.c: each supported ONNX operator as duograd builders, and the
  * operator table (onnx_internal.h). Shapes follow the ONNX operator
- * specification; where duograd lacks a case (asymmetric padding, a
- * softmax over an inner axis, ceil_mode) the node is refused by name. */
+ * specification; where duograd lacks a case (asymmetric padding,
+ * ceil_mode) the node is refused by name. */
 #include <string.h>
 
 #include "../graph_internal.h"
@@ -269,13 +269,21 @@ static bool op_transpose(ox_ctx *c, ox_value *o) {
     return (o->node = dg_permute(c->g, x, perm)) != NULL;
 }
 
+/* over one axis (opset 13): duograd's softmax is over the last, so another
+ * axis is swapped with it before and after */
 static bool softmax(ox_ctx *c, ox_value *o, bool log) {
     bool ok = true;
     int64_t axis = dg__onnx_attr_int(c, "axis", -1, &ok);
     dg_node *x = ok ? IN(0) : NULL;
     if (!x) return false;
-    if (axis != -1 && axis != x->shape.ndim - 1) return FAIL("axis %lld: only the last axis is supported", (long long)axis);
-    return (o->node = log ? dg_log_softmax(c->g, x) : dg_softmax(c->g, x)) != NULL;
+    int r = x->shape.ndim;
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return FAIL("axis %lld out of range (rank %d)", (long long)axis, r);
+    int swap[DG_MAX_DIMS];
+    for (int d = 0; d < r; d++) swap[d] = d == axis ? r - 1 : d == r - 1 ? (int)axis : d;
+    dg_node *xs = axis == r - 1 ? x : dg_permute(c->g, x, swap);
+    dg_node *y = log ? dg_log_softmax(c->g, xs) : dg_softmax(c->g, xs);
+    return (o->node = axis == r - 1 ? y : dg_permute(c->g, y, swap)) != NULL;
 }
 static bool op_softmax(ox_ctx *c, ox_value *o) { return softmax(c, o, false); }
 static bool op_log_softmax(ox_ctx *c, ox_value *o) { return softmax(c, o, true); }
