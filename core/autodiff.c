@@ -113,6 +113,11 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_SIGMOID: if (na) accumulate(g, grad, a, bw2(g, DG_OP_SIGMOID_BACKWARD, dy, y)); break;
     case DG_OP_TANH:    if (na) accumulate(g, grad, a, bw2(g, DG_OP_TANH_BACKWARD, dy, y)); break;
     case DG_OP_GELU:    if (na) accumulate(g, grad, a, bw2(g, DG_OP_GELU_BACKWARD, dy, a)); break;
+    case DG_OP_ERF: /* d erf(a) = 2/sqrt(pi) exp(-a^2): composed, as erf is rare (exact GELU) */
+        if (na)
+            accumulate(g, grad, a, dg_mul(g, dy, dg_mul_scalar(g, dg_exp(g, dg_neg(g, dg_mul(g, a, a))),
+                                                                1.12837917f))); /* 2/sqrt(pi) */
+        break;
     /* the mean over replicas is linear and the same on every replica: its
      * transpose is itself */
     case DG_OP_ALL_REDUCE: if (na) accumulate(g, grad, a, dg_all_reduce(g, dy)); break;

@@ -379,6 +379,7 @@ dg_node *dg_leaky_relu(dg_graph *g, dg_node *a, float slope) { return unary(g, D
 dg_node *dg_sigmoid(dg_graph *g, dg_node *a) { return unary(g, DG_OP_SIGMOID, a, 0); }
 dg_node *dg_tanh(dg_graph *g, dg_node *a) { return unary(g, DG_OP_TANH, a, 0); }
 dg_node *dg_gelu(dg_graph *g, dg_node *a) { return unary(g, DG_OP_GELU, a, 0); }
+dg_node *dg_erf(dg_graph *g, dg_node *a) { return unary(g, DG_OP_ERF, a, 0); }
 dg_node *dg_all_reduce(dg_graph *g, dg_node *a) { return unary(g, DG_OP_ALL_REDUCE, a, 0); }
 
 /* ---- matmul ---- */

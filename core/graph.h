@@ -186,6 +186,7 @@ dg_node *dg_leaky_relu(dg_graph *g, dg_node *a, float slope);
 dg_node *dg_sigmoid(dg_graph *g, dg_node *a);
 dg_node *dg_tanh(dg_graph *g, dg_node *a);
 dg_node *dg_gelu(dg_graph *g, dg_node *a);
+dg_node *dg_erf(dg_graph *g, dg_node *a); /* erf(x): its gradient 2/sqrt(pi) exp(-x^2) is composed */
 
 /* The mean of a over the replicas of the group its plan's backend belongs
  * to (dg_backend_group: the same graph planned on several devices, each

@@ -32,6 +32,7 @@ static const dg_op_info op_info[] = {
     [DG_OP_SIGMOID]     = {"sigmoid",       1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_TANH]        = {"tanh",          1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_GELU]        = {"gelu",          1, F, DG_ATTR_NONE,    0, 0},
+    [DG_OP_ERF]         = {"erf",           1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_MATMUL]      = {"matmul",        2, F, DG_ATTR_MATMUL,  0, 0},
     [DG_OP_CAST]        = {"cast",          1, F, DG_ATTR_NONE,    0, 0},
     [DG_OP_PERMUTE]     = {"permute",       1, F, DG_ATTR_PERMUTE, 0, 0},

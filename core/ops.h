@@ -26,6 +26,7 @@ typedef enum dg_op {
     DG_OP_EXP, DG_OP_LOG, DG_OP_SQRT, DG_OP_ABS,
     DG_OP_RELU, DG_OP_LEAKY_RELU,                 /* dg_attr_scalar: slope    */
     DG_OP_SIGMOID, DG_OP_TANH, DG_OP_GELU,        /* gelu: tanh approximation */
+    DG_OP_ERF,               /* the error function: exact GELU, x/2 (1 + erf(x/sqrt 2)), as ONNX exports it */
     /* [m,k]x[k,n] or [b,m,k]x[b,k,n]; dg_attr_matmul; the node's dtype is
      * its output's: f32, or its operands' bf16/f16 (dg_matmul_ex) */
     DG_OP_MATMUL,
@@ -136,7 +137,7 @@ typedef enum dg_op {
  * Write `case DG_OPS_POOL:` in a switch over dg_op. */
 #define DG_OPS_UNARY            DG_OP_NEG: case DG_OP_ADD_SCALAR: case DG_OP_MUL_SCALAR: case DG_OP_POW_SCALAR: \
     case DG_OP_EXP: case DG_OP_LOG: case DG_OP_SQRT: case DG_OP_ABS: case DG_OP_RELU: case DG_OP_LEAKY_RELU:  \
-    case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU
+    case DG_OP_SIGMOID: case DG_OP_TANH: case DG_OP_GELU: case DG_OP_ERF
 #define DG_OPS_BINARY           DG_OP_ADD: case DG_OP_SUB: case DG_OP_MUL: case DG_OP_DIV
 #define DG_OPS_UNARY_BACKWARD   DG_OP_RELU_BACKWARD: case DG_OP_LEAKY_RELU_BACKWARD: case DG_OP_ABS_BACKWARD:  \
     case DG_OP_SIGMOID_BACKWARD: case DG_OP_TANH_BACKWARD: case DG_OP_GELU_BACKWARD

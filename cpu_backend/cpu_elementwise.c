@@ -43,6 +43,7 @@ static void unary_block(const dg_node *nd, const dg_vmath *vm, float c, float *y
     case DG_OP_SIGMOID:    vm->sigmoid(y, x, n); break;
     case DG_OP_TANH:       vm->tanh(y, x, n); break;
     case DG_OP_GELU:       vm->gelu(y, x, n); break;
+    case DG_OP_ERF:        MAP(erff(v)); break;
     /* not unary: cpu_compute sends only DG_OPS_UNARY here */
     case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
     case DG_OPS_UNGROUPED: case DG_OP_COUNT:

@@ -28,6 +28,7 @@ template <int OP> __device__ __forceinline__ float unary_f(float v, float c) {
     case DG_OP_SIGMOID:    return dg_sigmoidf(v);
     case DG_OP_TANH:       return tanhf(v);
     case DG_OP_GELU:       return dg_geluf(v);
+    case DG_OP_ERF:        return erff(v);
     /* backward ops: v = x or y of the forward op, g = dy */
     }
     return 0.0f;
@@ -194,6 +195,7 @@ dg_status dg__gpu_unary(gpu_ctx *c, const dg_step *s) {
         break;
     U(DG_OP_NEG) U(DG_OP_ADD_SCALAR) U(DG_OP_MUL_SCALAR) U(DG_OP_POW_SCALAR) U(DG_OP_EXP) U(DG_OP_LOG)
     U(DG_OP_SQRT) U(DG_OP_ABS) U(DG_OP_RELU) U(DG_OP_LEAKY_RELU) U(DG_OP_SIGMOID) U(DG_OP_TANH) U(DG_OP_GELU)
+    U(DG_OP_ERF)
 #undef U
     case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
     case DG_OPS_UNGROUPED: case DG_OP_COUNT:

@@ -61,7 +61,8 @@ static void check_forward_on(const char *name, bool gpu) {
     int64_t batch = (int64_t)slurp(path, &xin) / (dg_shape_numel(m.in_shape) * (int64_t)sizeof(float));
     dg_shape xs;
     cr_assert(dg_model_input_shape(&m, batch, &xs));
-    dg_node *x = dg_input(g, "x", xs), *y = dg_model_forward(g, &m, x, NULL);
+    dg_node *x = m.in_dtype == DG_I32 ? dg_input_i32(g, "x", xs) : dg_input(g, "x", xs);
+    dg_node *y = dg_model_forward(g, &m, x, NULL);
     ASSERT_OK(dg_graph_status(g));
     snprintf(path, sizeof path, DATA "%s.out.f32", name);
     cr_assert_eq(slurp(path, &want), dg_node_bytes(y), "%s: output size", name);
@@ -80,7 +81,9 @@ static void check_forward_on(const char *name, bool gpu) {
         if (nd->op != DG_OP_LEAF) continue;
         int64_t k = dg_node_numel(nd);
         float *f = malloc((size_t)k * sizeof *f);
-        if (nd == x) memcpy(f, xin, (size_t)k * sizeof *f);
+        if (nd == x && x->dtype == DG_I32) /* ids: their values */
+            for (int64_t j = 0; j < k; j++) f[j] = (float)((const int32_t *)xin)[j];
+        else if (nd == x) memcpy(f, xin, (size_t)k * sizeof *f);
         else ASSERT_OK(dg_init_fill(nd->init, f, k));
         vals[id] = malloc((size_t)k * sizeof **vals);
         for (int64_t j = 0; j < k; j++) vals[id][j] = f[j];
@@ -161,7 +164,8 @@ static const char *const op_models[] = {
     "sub", "mul", "div", "add_const", "leaky_relu", "sigmoid", "tanh", "exp", "log", "sqrt", "pow",
     "identity_dropout", "transpose", "softmax", "log_softmax", "reduce_mean", "reduce_sum", "squeeze_unsqueeze",
     "flatten_axis2", "matmul3d", "gemm_alpha_beta_trans", "conv_groups_stride_dil", "conv_same_upper", "avg_pool",
-    "global_avg_pool", "layer_norm", "layer_norm_nobias"};
+    "global_avg_pool", "layer_norm", "layer_norm_nobias", "erf", "gelu_erf_export", "gelu", "gelu_tanh",
+    "split_concat", "gather_const_indices", "embedding"};
 #define N_OP_MODELS (sizeof op_models / sizeof *op_models)
 
 /* each operator alone, with its attributes: broadcasting operands, a
@@ -169,7 +173,11 @@ static const char *const op_models[] = {
  * axis given as -1 and as the last, reductions with axes as an attribute
  * and as an input, Flatten at axis 2, a 3-D MatMul, Gemm's alpha, beta
  * and transposes, grouped strided dilated and SAME_UPPER convolutions, the
- * pools, LayerNormalization with and without its bias */
+ * pools, LayerNormalization with and without its bias, Erf and the GELU
+ * PyTorch exports with it, Gelu (opset 20, exact and tanh), Split into
+ * computed parts concatenated back in another order, Gather of constant
+ * indices (a list, then a scalar) from a computed tensor, Gather of int64
+ * ids into a table (an embedding, the model's input int ids) */
 Test(onnx, each_operator_matches_numpy_and_float64) {
     for (size_t i = 0; i < N_OP_MODELS; i++) {
         char name[64];
@@ -190,6 +198,191 @@ Test(onnx, gpu_forwards_match_numpy_and_float64) {
         snprintf(name, sizeof name, "op_%s", op_models[i]);
         check_forward_on(name, true);
     }
+}
+
+/* the float64 interpreter's loss for leaf values host[] (NULL: the
+ * leaf's init), ids leaves as their integer values */
+static double ref_loss(dg_graph *g, dg_node *loss, float *const *host) {
+    int upto = loss->id + 1;
+    double **vals = calloc((size_t)upto, sizeof *vals);
+    for (int id = 0; id < upto; id++) {
+        const dg_node *nd = dg_graph_node(g, id);
+        if (nd->op != DG_OP_LEAF) continue;
+        int64_t k = dg_node_numel(nd);
+        float *f = malloc((size_t)k * sizeof *f);
+        if (host[id] && nd->dtype == DG_I32)
+            for (int64_t j = 0; j < k; j++) f[j] = (float)((const int32_t *)host[id])[j];
+        else if (host[id]) memcpy(f, host[id], (size_t)k * sizeof *f);
+        else ASSERT_OK(dg_init_fill(nd->init, f, k));
+        vals[id] = malloc((size_t)k * sizeof **vals);
+        for (int64_t j = 0; j < k; j++) vals[id][j] = f[j];
+        free(f);
+    }
+    ASSERT_OK(ref_eval(g, upto, vals));
+    double l = vals[loss->id][0];
+    ref_free(vals, upto);
+    free(vals);
+    return l;
+}
+
+/* The gradient check of an imported model: loss = sum(y * w) for a random
+ * w; dg_grad's gradients with respect to the input (unless ids) and every
+ * parameter, run on the CPU backend, against central differences of the
+ * float64 interpreter's loss. Catches a wrong gradient of a new operator
+ * or of its composition (Erf's, the selection products of Split, Concat
+ * and Gather, the embedding's rows). */
+static void check_grad(const char *name) {
+    dg_onnx *o = load(name);
+    dg_graph *g = dg_graph_new();
+    dg_model m;
+    ASSERT_OK(dg_onnx_model_new(g, o, 0, &m));
+    dg_shape xs;
+    cr_assert(dg_model_input_shape(&m, 2, &xs));
+    bool ids = m.in_dtype == DG_I32;
+    dg_node *x = ids ? dg_input_i32(g, "x", xs) : dg_input(g, "x", xs), *y = dg_model_forward(g, &m, x, NULL);
+    dg_node *w = dg_input(g, "w", y ? y->shape : xs), *loss = dg_sum(g, dg_mul(g, y, w), DG_ALL_AXES, false);
+    ASSERT_OK(dg_graph_status(g));
+    dg_node *wrt[DG_MODEL_MAX_PARAMS + 1], *grads[DG_MODEL_MAX_PARAMS + 2];
+    int n = 0;
+    if (!ids) wrt[n++] = x;
+    for (int i = 0; i < m.n_params; i++) wrt[n++] = m.params[i];
+    cr_assert(n > 0, "%s: nothing to differentiate", name);
+    ASSERT_OK(dg_grad(g, loss, wrt, n, grads));
+    /* host values: x (ids below the table's rows), w */
+    float **host = calloc((size_t)dg_graph_size(g), sizeof *host);
+    dg_rng r = dg_rng_new(test_seed());
+    int64_t nx = dg_node_numel(x), nw = dg_node_numel(w);
+    host[x->id] = malloc((size_t)nx * sizeof(float));
+    host[w->id] = malloc((size_t)nw * sizeof(float));
+    for (int64_t j = 0; j < nx; j++) {
+        if (ids) ((int32_t *)host[x->id])[j] = (int32_t)(dg_rng_uniform(&r) * (double)m.params[0]->shape.d[0]);
+        else host[x->id][j] = (float)dg_rng_normal(&r);
+    }
+    for (int64_t j = 0; j < nw; j++) host[w->id][j] = (float)dg_rng_normal(&r);
+    dg_backend *be = test_backend_open(false);
+    dg_plan *p;
+    grads[n] = loss; /* the plan reads x and w also where no gradient needs them (a selection's) */
+    ASSERT_OK(dg_plan_new(&p, g, be, grads, n + 1, NULL));
+    ASSERT_OK(dg_plan_set(p, x, host[x->id], dg_node_bytes(x)));
+    ASSERT_OK(dg_plan_set(p, w, host[w->id], dg_node_bytes(w)));
+    ASSERT_OK(dg_plan_run(p));
+    for (int i = 0; i < n; i++) {
+        int64_t k = dg_node_numel(wrt[i]);
+        float *got = malloc((size_t)k * sizeof *got), *v = malloc((size_t)k * sizeof *v);
+        ASSERT_OK(dg_plan_get(p, grads[i], got, (size_t)k * sizeof *got));
+        if (wrt[i] == x) memcpy(v, host[x->id], (size_t)k * sizeof *v);
+        else ASSERT_OK(dg_init_fill(wrt[i]->init, v, k));
+        float *saved = host[wrt[i]->id];
+        host[wrt[i]->id] = v;
+        double *fd = malloc((size_t)k * sizeof *fd), scale = 0;
+        for (int64_t j = 0; j < k; j++) {
+            float v0 = v[j];
+            double h = 1e-3 * fmax(1.0, fabs(v0));
+            v[j] = (float)(v0 + h);
+            double hi = ref_loss(g, loss, host);
+            v[j] = (float)(v0 - h);
+            double lo = ref_loss(g, loss, host);
+            v[j] = v0;
+            fd[j] = (hi - lo) / ((double)(float)(v0 + h) - (double)(float)(v0 - h));
+            scale = fmax(scale, fabs(fd[j]));
+        }
+        for (int64_t j = 0; j < k; j++)
+            cr_assert(fabs(got[j] - fd[j]) <= 1e-3 * scale + 1e-6,
+                      "%s: d loss / d %s[%lld]: %.7g, finite differences %.7g", name, wrt[i]->name, (long long)j,
+                      (double)got[j], fd[j]);
+        host[wrt[i]->id] = saved;
+        free(fd);
+        free(v);
+        free(got);
+    }
+    for (int id = 0; id < dg_graph_size(g); id++) free(host[id]);
+    free(host);
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+    dg_onnx_free(o);
+}
+
+Test(onnx, new_operators_gradients_match_finite_differences) {
+    const char *names[] = {"op_erf", "op_gelu_erf_export", "op_gelu", "op_gelu_tanh", "op_split_concat",
+                           "op_gather_const_indices", "op_embedding", "mlp"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_grad(names[i]);
+}
+
+/* A file of two inputs (x [N, 5], t [N, 3] concatenated into a Gemm):
+ * dg_onnx_forward builds it from one node per input, in the file's order,
+ * and matches NumPy; dg_onnx_model_new, whose forward takes one input,
+ * refuses it saying so. Catches inputs bound in the wrong order, or a
+ * second input left unbound. */
+Test(onnx, two_inputs_through_dg_onnx_forward) {
+    dg_onnx *o = load("two_inputs");
+    cr_assert_eq(dg_onnx_n_inputs(o), 2);
+    cr_assert_str_eq(dg_onnx_input_name_at(o, 1), "t");
+    cr_assert_null(dg_onnx_input_name_at(o, 2));
+    dg_graph *g = dg_graph_new();
+    dg_node *xs[2];
+    for (int i = 0; i < 2; i++) {
+        dg_shape s;
+        cr_assert(dg_onnx_input_shape(o, i, 2, &s));
+        xs[i] = dg_input(g, dg_onnx_input_name_at(o, i), s);
+    }
+    cr_assert(dg_shape_eq(xs[1]->shape, DG_SHAPE(2, 3)));
+    dg_node *y = dg_onnx_forward(g, o, xs, NULL);
+    ASSERT_OK(dg_graph_status(g));
+    void *in, *want;
+    size_t n_in = slurp(DATA "two_inputs.in.f32", &in);
+    cr_assert_eq(n_in, dg_node_bytes(xs[0]) + dg_node_bytes(xs[1]));
+    cr_assert_eq(slurp(DATA "two_inputs.out.f32", &want), dg_node_bytes(y));
+    dg_backend *be = test_backend_open(false);
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, be, &y, 1, NULL));
+    ASSERT_OK(dg_plan_set(p, xs[0], in, dg_node_bytes(xs[0])));
+    ASSERT_OK(dg_plan_set(p, xs[1], (char *)in + dg_node_bytes(xs[0]), dg_node_bytes(xs[1])));
+    ASSERT_OK(dg_plan_run(p));
+    float got[4];
+    ASSERT_OK(dg_plan_get(p, y, got, sizeof got));
+    for (int j = 0; j < 4; j++)
+        cr_assert(fabs(got[j] - ((float *)want)[j]) <= 1e-5f * (1 + fabsf(((float *)want)[j])),
+                  "element %d: %g, NumPy %g", j, (double)got[j], (double)((float *)want)[j]);
+    dg_graph *g2 = dg_graph_new();
+    dg_model m;
+    cr_assert_eq(dg_onnx_model_new(g2, o, 0, &m), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "more than one input"), "%s", dg_last_error());
+    dg_graph_free(g2);
+    free(in);
+    free(want);
+    dg_plan_free(p);
+    dg_backend_free(be);
+    dg_graph_free(g);
+    dg_onnx_free(o);
+}
+
+/* dg_onnx_opts.consts: an input given a value at load is an initializer
+ * (two_inputs with t given: one input left, a model of it builds, t a
+ * parameter); a name the graph's inputs lack, or a value whose dims do
+ * not hold its count, is refused naming it. */
+Test(onnx, inputs_given_as_constants) {
+    float tv[6] = {1, 2, 3, 4, 5, 6};
+    dg_onnx_tensor t = {.name = "t", .ndim = 2, .dims = {2, 3}, .numel = 6, .f = tv};
+    dg_onnx_opts opts = {.consts = &t, .n_consts = 1};
+    dg_onnx *o = NULL;
+    ASSERT_OK(dg_onnx_load(DATA "two_inputs.onnx", &opts, &o));
+    cr_assert_eq(dg_onnx_n_inputs(o), 1);
+    dg_graph *g = dg_graph_new();
+    dg_model m;
+    ASSERT_OK(dg_onnx_model_new(g, o, 0, &m));
+    cr_assert_eq(m.n_params, 3, "t, w and b");
+    cr_assert_str_eq(m.params[0]->name, "t");
+    dg_graph_free(g);
+    dg_onnx_free(o);
+    snprintf(t.name, sizeof t.name, "nope");
+    cr_assert_eq(dg_onnx_load(DATA "two_inputs.onnx", &opts, &o), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "no graph input 'nope' to give a value"), "%s", dg_last_error());
+    snprintf(t.name, sizeof t.name, "t");
+    t.numel = 5;
+    cr_assert_eq(dg_onnx_load(DATA "two_inputs.onnx", &opts, &o), DG_ERR_INVALID);
+    cr_assert(strstr(dg_last_error(), "the value given for 't' has 5 elements, its dims 6"), "%s", dg_last_error());
+    cr_assert_null(o);
 }
 
 /* DG_INIT_DATA, which the importer's leaves use: a copy of the data;
@@ -250,7 +443,7 @@ Test(onnx, refusals_name_the_node_and_what_is_missing) {
     refused("bad_attr", DG_ERR_INVALID, "node 0 'fc0' (Gemm): attribute 'gamma' is not supported");
     refused("int64_weight", DG_ERR_INVALID, "node 0 'mm' (MatMul): input 1 'w' holds int64 values where float32");
     refused("asym_pad", DG_ERR_INVALID, "node 0 'conv' (Conv): pads 0 (begin) and 1 (end) on axis 2");
-    refused("old_opset", DG_ERR_INVALID, "opset 12 (13 or later");
+    refused("old_opset", DG_ERR_INVALID, "node 0 'sm': opset 12's Softmax is not the one read (opset 13 or later");
     refused("bad_shape", DG_ERR_SHAPE, "node 0 'mm' (MatMul) at batch 2: matmul: inner dimensions differ");
     refused("no_such_file", DG_ERR_IO, "cannot open");
     dg_onnx *o = NULL;

@@ -76,6 +76,7 @@ const op_case dg_op_cases[] = {
     {"tanh",           DG_OP_TANH, 1, {S(3, 5)}, .tol = TOL},
     {"gelu",           DG_OP_GELU, 1, {S(3, 5)}, .tol = TOL,
                        .sweep = {"gelu", OP_SCALE_FLAT, DG_OP_GELU_BACKWARD, false, false}},
+    {"erf",            DG_OP_ERF, 1, {S(3, 5)}, .tol = TOL},
     /* a backend in no group: one replica (the group's are test_data_parallel's) */
     {"all_reduce",     DG_OP_ALL_REDUCE, 1, {S(3, 5)}, .tol = TOL},
     {"exp",            DG_OP_EXP, 1, {S(3, 5)}, .tol = TOL,
@@ -282,6 +283,7 @@ dg_node *op_case_build(dg_graph *g, dg_node *const *in, const op_case *c) {
     case DG_OP_SIGMOID:      return dg_sigmoid(g, a);
     case DG_OP_TANH:         return dg_tanh(g, a);
     case DG_OP_GELU:         return dg_gelu(g, a);
+    case DG_OP_ERF:          return dg_erf(g, a);
     case DG_OP_ALL_REDUCE:   return dg_all_reduce(g, a);
     case DG_OP_MATMUL:       return dg_matmul(g, dg_cast(g, a, c->dtype), dg_cast(g, b, c->dtype), c->ta, c->tb);
     case DG_OP_CAST:         return dg_cast(g, dg_cast(g, a, c->dtype), DG_F32); /* the rounding, read back */

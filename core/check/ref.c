@@ -52,6 +52,7 @@ static double unary(dg_op op, double x, double c) {
     case DG_OP_SIGMOID:    return 1.0 / (1.0 + exp(-x));
     case DG_OP_TANH:       return tanh(x);
     case DG_OP_GELU:       return gelu(x);
+    case DG_OP_ERF:        return erf(x);
     case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
     case DG_OPS_UNGROUPED: case DG_OP_COUNT:
         break;

@@ -138,6 +138,7 @@ static double unary_slope(dg_op op, double x, double c) {
         const double k = sqrt(2.0 / M_PI), u = k * (x + 0.044715 * x * x * x);
         return 0.5 * (1 + tanh(u)) + 0.5 * x / (cosh(u) * cosh(u)) * k * (1 + 3 * 0.044715 * x * x);
     }
+    case DG_OP_ERF:        return 2 / sqrt(M_PI) * exp(-x * x);
     case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM: case DG_OPS_CONV: case DG_OPS_POOL:
     case DG_OPS_UNGROUPED: case DG_OP_COUNT:
         break;

@@ -93,6 +93,10 @@ static dg_node *leaf_of(ox_ctx *c, int i, const ox_tensor *k) {
     dg_init init = dg_init_data(k->f);
     if (k->role == OX_ROLE_PARAM) return dg_param(c->g, k->name, shape_of(k), init);
     if (k->role == OX_ROLE_STATE) return dg_state(c->g, k->name, shape_of(k), init);
+    return dg__onnx_const_leaf(c, k);
+}
+
+dg_node *dg__onnx_const_leaf(ox_ctx *c, const ox_tensor *k) {
     const float *data = pooled(c, k);
     if (!data) return dg__graph_fail(c->g, DG_ERR_OOM, "onnx '%s': out of memory", c->o->name);
     return dg_const_data(c->g, k->name, shape_of(k), data);
@@ -183,7 +187,7 @@ const char *dg__onnx_attr_string(ox_ctx *c, const char *name, const char *def, b
     const Onnx__AttributeProto *a = typed(c, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string", ok);
     if (!a) return def;
     /* protobuf bytes: compared against C strings, so no embedded NUL */
-    static const char *const known[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+    static const char *const known[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER", "none", "tanh"};
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
         if (a->s.len == strlen(known[i]) && !memcmp(a->s.data, known[i], a->s.len)) return known[i];
     return "?";
@@ -222,21 +226,27 @@ static void walk_free(ox_ctx *c) {
     free(c->vals);
 }
 
-dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node *x, dg_forward_mode *mode,
+dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node *const *xs, dg_forward_mode *mode,
                        int *failed) {
     if (failed) *failed = -1;
-    if (!x) return NULL;
+    for (int i = 0; i < o->n_inputs; i++)
+        if (!xs[i]) return NULL;
     ox_ctx c = {.g = g, .o = o, .m = m, .mode = mode, .index = -1};
-    bool ok = put(&c, (ox_value){o->input, x, NULL});
+    bool ok = true;
+    for (int i = 0; ok && i < o->n_inputs; i++) ok = put(&c, (ox_value){o->inputs[i], xs[i], NULL});
     for (int i = 0; ok && i < o->n_inits; i++) ok = put(&c, (ox_value){o->inits[i].name, NULL, &o->inits[i]});
     for (size_t n = 0; ok && n < o->graph->n_node; n++) {
         c.node = o->graph->node[n];
         c.index = (int)n;
-        ox_value out = {c.node->output[0], NULL, NULL};
-        ok = dg__onnx_op(c.node->op_type)->build(&c, &out) && (out.node || out.k);
-        if (ok && out.node && dg_graph_status(g) != DG_OK) ok = false;
-        if (ok) ok = put(&c, out);
-        else if (dg_graph_status(g) == DG_OK) dg__onnx_fail(&c, "made no value");
+        /* load checked that no node has more outputs than its operator makes */
+        ox_value out[OX_MAX_OUTPUTS] = {{0}};
+        int n_out = (int)c.node->n_output;
+        for (int k = 0; k < n_out; k++) out[k].name = c.node->output[k];
+        ok = dg__onnx_op(c.node->op_type)->build(&c, out) && (out[0].node || out[0].k);
+        if (ok && dg_graph_status(g) != DG_OK) ok = false;
+        for (int k = 0; ok && k < n_out; k++)
+            if (out[k].name && *out[k].name && (out[k].node || out[k].k)) ok = put(&c, out[k]);
+        if (!ok && dg_graph_status(g) == DG_OK) dg__onnx_fail(&c, "made no value");
         if (!ok && failed) *failed = (int)n;
     }
     dg_node *y = NULL;
@@ -251,8 +261,16 @@ dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node
     return y;
 }
 
+dg_node *dg_onnx_forward(dg_graph *g, const dg_onnx *o, dg_node *const *inputs, dg_forward_mode *mode) {
+    if (!g) return NULL;
+    if (!o || !inputs)
+        return dg__graph_fail(g, DG_ERR_INVALID, "dg_onnx_forward: NULL %s", !o ? "model" : "inputs");
+    if (dg_graph_status(g) != DG_OK) return NULL;
+    return dg__onnx_walk(g, o, NULL, inputs, mode, NULL);
+}
+
 static dg_node *onnx_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward_mode *mode) {
-    return dg__onnx_walk(g, m->source, m, x, mode, NULL);
+    return dg__onnx_walk(g, m->source, m, &x, mode, NULL);
 }
 
 dg_status dg_onnx_model_new(dg_graph *g, const void *cfg, uint64_t seed, dg_model *out) {
@@ -260,7 +278,15 @@ dg_status dg_onnx_model_new(dg_graph *g, const void *cfg, uint64_t seed, dg_mode
     const dg_onnx *o = cfg;
     if (!g || !o || !out) return dg__fail(DG_ERR_INVALID, "onnx model: NULL %s", !g ? "graph" : !o ? "file" : "model");
     if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "onnx model");
-    *out = (dg_model){.name = "onnx", .in_shape = o->example, .forward = onnx_forward, .source = o};
+    /* a model's forward takes one input [batch, ...] and makes [batch, ...] */
+    if (o->n_inputs != 1 || o->in_shapes[0].ndim < 2 || o->out_ndim < 2)
+        return dg__graph_fail(g, DG_ERR_INVALID, "onnx '%s': %s (a model takes one input and makes one output, "
+                              "each [batch, ...]: build it with dg_onnx_forward)", o->name,
+                              o->n_inputs != 1 ? "more than one input" : o->in_shapes[0].ndim < 2 ? "a 1-D input"
+                                                                                             : "a 1-D output"),
+               dg_graph_status(g);
+    *out = (dg_model){.name = "onnx", .in_shape = o->example, .forward = onnx_forward, .source = o,
+                      .in_dtype = o->in_dtypes[0]};
     for (int i = 0; i < o->n_params; i++)
         out->params[out->n_params++] = dg_param(g, o->param_of[i]->name, shape_of(o->param_of[i]),
                                                 dg_init_data(o->param_of[i]->f));

@@ -12,6 +12,9 @@
 
 #define OX_MAX_RANK 8  /* of a constant (shapes, axes): graph tensors have DG_MAX_DIMS */
 #define OX_MAX_FOLD (1 << 24) /* elements of a constant folded while building */
+#define OX_MAX_INPUTS 16      /* graph inputs beside the initializers */
+#define OX_MAX_OUTPUTS 16     /* outputs of one node (Split's parts) */
+#define OX_MAX_FOLD_AXIS 4096 /* entries of an axis that Concat, Split and Gather move (onnx_select.c) */
 
 typedef enum ox_dtype { OX_F32, OX_I64, OX_OTHER } ox_dtype;
 /* what an initializer becomes in the model */
@@ -44,10 +47,15 @@ struct dg_onnx {
     int64_t            opset;
     ox_tensor         *inits;       /* [n_inits], the graph's initializers */
     int                n_inits;
-    const char        *input, *output;
-    dg_shape           example;     /* the input less its batch axis    */
-    int64_t            file_batch;  /* the input's first axis; 0: symbolic */
+    const char        *input, *output; /* input: inputs[0]             */
+    int                n_inputs;
+    const char        *inputs[OX_MAX_INPUTS];
+    dg_shape           in_shapes[OX_MAX_INPUTS]; /* the file's: d[0] 0 where symbolic */
+    dg_dtype           in_dtypes[OX_MAX_INPUTS]; /* DG_F32, or DG_I32 for int64 or int32 ids */
+    dg_shape           example;     /* the first input less its batch axis */
+    int64_t            file_batch;  /* the first input's first axis; 0: symbolic */
     int                classes;     /* the output's last axis            */
+    int                out_ndim;    /* and its axes, at load's scratch build */
     char               digest[64];  /* dg_onnx_digest                   */
     int                n_params, n_state;
     ox_tensor         *param_of[DG_MODEL_MAX_PARAMS], *state_of[DG_MODEL_MAX_PARAMS];
@@ -73,7 +81,10 @@ typedef struct ox_ctx {
 } ox_ctx;
 
 /* One operator: its builder (false with c->g in an error state), the
- * attributes it reads, and the inputs it takes as constants (bit i). */
+ * attributes it reads, the inputs it takes as constants (bit i), and the
+ * oldest opset whose definition of it the builder follows. The
+ * builder fills out[k] for the node's output k (out[0] for all but Split:
+ * the walk names them). */
 typedef bool (*ox_build_fn)(ox_ctx *c, ox_value *out);
 typedef struct ox_op {
     const char  *name;
@@ -82,6 +93,7 @@ typedef struct ox_op {
     unsigned     const_in;  /* inputs read on the host            */
     unsigned     state_in;  /* float inputs that are running statistics */
     int          max_outputs;
+    int          since;     /* the oldest opset it reads alike        */
 } ox_op;
 
 const ox_op *dg__onnx_op(const char *name);  /* NULL: not supported */
@@ -91,10 +103,10 @@ dg_status dg__onnx_tensor(const Onnx__TensorProto *p, const char *what, ox_tenso
 void      dg__onnx_tensor_clear(ox_tensor *t);
 const char *dg__onnx_dtype_name(int onnx_dtype);
 
-/* Walks o's graph on g from input x; returns the chosen output (NULL with
- * g in an error state). m NULL: the walk of load, which makes every
- * parameter on the spot (a scratch graph). */
-dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node *x, dg_forward_mode *mode,
+/* Walks o's graph on g from xs[i] for its input i; returns the chosen
+ * output (NULL with g in an error state). m NULL: parameters are made on
+ * the spot (load's scratch graph, dg_onnx_forward). */
+dg_node *dg__onnx_walk(dg_graph *g, const dg_onnx *o, const dg_model *m, dg_node *const *xs, dg_forward_mode *mode,
                        int *failed);  /* failed (may be NULL): the node that failed, -1: none */
 
 /* for the operators: fail naming the node; NULL with g in an error state */
@@ -108,12 +120,13 @@ ox_value         *dg__onnx_in_value(ox_ctx *c, int i); /* NULL: missing (failed)
 dg_node          *dg__onnx_in_node(ox_ctx *c, int i);    /* constants become leaves */
 const ox_tensor  *dg__onnx_in_const(ox_ctx *c, int i);   /* NULL: not a constant (failed) */
 ox_tensor        *dg__onnx_new_const(ox_ctx *c, ox_dtype t, int ndim, const int64_t *dims);
+dg_node          *dg__onnx_const_leaf(ox_ctx *c, const ox_tensor *k); /* a float32 constant of this walk */
 /* attributes: the value, or def where the node lacks it; a wrong type
  * fails (the *_ok flag false) */
 int64_t      dg__onnx_attr_int(ox_ctx *c, const char *name, int64_t def, bool *ok);
 float        dg__onnx_attr_float(ox_ctx *c, const char *name, float def, bool *ok);
-/* a string attribute as one of auto_pad's words (NOTSET, VALID,
- * SAME_UPPER, SAME_LOWER: the only string any supported operator reads),
+/* a string attribute as one of the words a supported operator reads
+ * (auto_pad's NOTSET, VALID, SAME_UPPER, SAME_LOWER; Gelu's none, tanh),
  * "?" for any other bytes */
 const char  *dg__onnx_attr_string(ox_ctx *c, const char *name, const char *def, bool *ok);
 /* ints: up to max values into v; returns the count (-1: absent, -2: wrong) */
@@ -127,6 +140,11 @@ bool dg__onnx_concat(ox_ctx *c, ox_value *out);
 bool dg__onnx_cast(ox_ctx *c, ox_value *out);
 bool dg__onnx_slice(ox_ctx *c, ox_value *out);
 bool dg__onnx_constant(ox_ctx *c, ox_value *out);
+/* on computed tensors (onnx_select.c): all-constant inputs go to the
+ * folding Concat and Gather */
+bool dg__onnx_concat_nodes(ox_ctx *c, ox_value *out);
+bool dg__onnx_gather_nodes(ox_ctx *c, ox_value *out);
+bool dg__onnx_split(ox_ctx *c, ox_value *out);
 /* axes of a constant input or attribute, normalised to 0..rank-1 as a
  * bit mask; false (failed) for an axis out of range or repeated */
 bool dg__onnx_axes(ox_ctx *c, const int64_t *v, int n, int rank, uint32_t *mask);

@@ -77,9 +77,8 @@ static dg_status check_opset(dg_onnx *o) {
                             o->name, d);
         o->opset = s->has_version ? s->version : 0;
     }
-    if (o->opset < 13)
-        return dg__fail(DG_ERR_INVALID, "onnx '%s': opset %lld (13 or later needed: re-export with "
-                        "opset_version=13 or more)", o->name, (long long)o->opset);
+    if (o->opset < 1)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': no opset of the default domain", o->name);
     return DG_OK;
 }
 
@@ -89,44 +88,60 @@ static const ox_tensor *init_of(const dg_onnx *o, const char *name) {
     return NULL;
 }
 
-/* the one graph input that is no initializer: float32, [batch, ...] */
-static dg_status check_input(dg_onnx *o) {
-    const Onnx__GraphProto *gr = o->graph;
-    const Onnx__ValueInfoProto *in = NULL;
-    for (size_t i = 0; i < gr->n_input; i++) {
-        if (!gr->input[i]->name || init_of(o, gr->input[i]->name)) continue;
-        if (in)
-            return dg__fail(DG_ERR_INVALID, "onnx '%s': inputs '%s' and '%s' (one input tensor supported)", o->name,
-                            in->name, gr->input[i]->name);
-        in = gr->input[i];
-    }
-    if (!in) return dg__fail(DG_ERR_INVALID, "onnx '%s': the graph has no input", o->name);
+/* One graph input that is no initializer: float32 (or int64 / int32 ids,
+ * read as int32), 1 to DG_MAX_DIMS axes, each of a fixed size but the
+ * first, which may be symbolic (the batch). */
+static dg_status check_one_input(dg_onnx *o, const Onnx__ValueInfoProto *in) {
     const Onnx__TypeProto *t = in->type;
     const Onnx__TypeProto__Tensor *tt =
         t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? t->tensor_type : NULL;
     if (!tt || !tt->shape)
         return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' is not a tensor of known rank", o->name, in->name);
-    if (tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-        return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' is %s (float32 supported)", o->name, in->name,
-                        dg__onnx_dtype_name(tt->elem_type));
+    bool ids = tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ||
+               tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    if (tt->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !ids)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' is %s (float32, or int64 or int32 ids, supported)",
+                        o->name, in->name, dg__onnx_dtype_name(tt->elem_type));
     size_t rank = tt->shape->n_dim;
-    if (rank < 2 || rank > DG_MAX_DIMS)
-        return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' has %zu axes ([batch, ...]: 2 to %d)", o->name,
-                        in->name, rank, DG_MAX_DIMS);
-    o->input = in->name;
-    o->example.ndim = (int)rank - 1;
+    if (rank < 1 || rank > DG_MAX_DIMS)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' has %zu axes (1 to %d)", o->name, in->name, rank,
+                        DG_MAX_DIMS);
+    int k = o->n_inputs++;
+    o->inputs[k] = in->name;
+    o->in_dtypes[k] = ids ? DG_I32 : DG_F32;
+    o->in_shapes[k].ndim = (int)rank;
     for (size_t d = 0; d < rank; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
         bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value > 0;
-        if (d == 0) {
-            o->file_batch = known ? dim->dim_value : 0;
-            continue;
-        }
-        if (!known || dim->dim_value > DG_MAX_NUMEL)
+        if (d && (!known || dim->dim_value > DG_MAX_NUMEL))
             return dg__fail(DG_ERR_INVALID, "onnx '%s': input '%s' axis %zu is not a fixed size (only the batch "
                             "axis, the first, may be symbolic)", o->name, in->name, d);
-        o->example.d[d - 1] = dim->dim_value;
+        o->in_shapes[k].d[d] = known && dim->dim_value <= DG_MAX_NUMEL ? dim->dim_value : 0;
     }
+    return DG_OK;
+}
+
+/* the graph inputs that are no initializers, in the file's order; the
+ * first is the model's (onnx.h) */
+static dg_status check_input(dg_onnx *o) {
+    const Onnx__GraphProto *gr = o->graph;
+    for (size_t i = 0; i < gr->n_input; i++) {
+        const Onnx__ValueInfoProto *in = gr->input[i];
+        if (!in->name || init_of(o, in->name)) continue;
+        if (o->n_inputs == OX_MAX_INPUTS)
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': more than %d inputs (input '%s')", o->name, OX_MAX_INPUTS,
+                            in->name);
+        for (int j = 0; j < o->n_inputs; j++)
+            if (!strcmp(o->inputs[j], in->name))
+                return dg__fail(DG_ERR_INVALID, "onnx '%s': two inputs named '%s'", o->name, in->name);
+        dg_status st = check_one_input(o, in);
+        if (st != DG_OK) return st;
+    }
+    if (!o->n_inputs) return dg__fail(DG_ERR_INVALID, "onnx '%s': the graph has no input", o->name);
+    o->input = o->inputs[0];
+    o->file_batch = o->in_shapes[0].d[0];
+    o->example.ndim = o->in_shapes[0].ndim - 1;
+    for (int d = 0; d < o->example.ndim; d++) o->example.d[d] = o->in_shapes[0].d[d + 1];
     return DG_OK;
 }
 
@@ -155,6 +170,12 @@ static dg_status check_nodes(dg_onnx *o) {
             return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s': operator %s%s%s is not supported", o->name, n,
                             nm, nd->domain && *nd->domain ? nd->domain : "", nd->domain && *nd->domain ? "." : "",
                             op);
+        /* an older file reads alike where its operators have not changed
+         * since (the backend node tests' Conv is opset 11's) */
+        if (o->opset < info->since)
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s': opset %lld's %s is not the one read (opset "
+                            "%d or later: re-export with opset_version=13 or more)", o->name, n, nm,
+                            (long long)o->opset, op, info->since);
         for (size_t a = 0; a < nd->n_attribute; a++) {
             const char *an = nd->attribute[a]->name ? nd->attribute[a]->name : "";
             size_t len = strlen(an);
@@ -189,6 +210,35 @@ static dg_status check_nodes(dg_onnx *o) {
     return DG_OK;
 }
 
+/* an input given a value at load (dg_onnx_opts.consts): a copy as an
+ * initializer named by the graph input it replaces */
+static dg_status given_const(dg_onnx *o, const dg_onnx_tensor *v, ox_tensor *t) {
+    const Onnx__GraphProto *gr = o->graph;
+    const char *name = NULL;
+    for (size_t i = 0; i < gr->n_input && !name; i++)
+        if (gr->input[i]->name && !strcmp(gr->input[i]->name, v->name) && !init_of(o, v->name))
+            name = gr->input[i]->name;
+    if (!name) return dg__fail(DG_ERR_INVALID, "onnx '%s': no graph input '%s' to give a value", o->name, v->name);
+    if ((!v->f == !v->i) || v->ndim < 0 || v->ndim > OX_MAX_RANK || v->numel < 0 || v->numel > OX_MAX_FOLD)
+        return dg__fail(DG_ERR_INVALID, "onnx '%s': the value given for '%s' is not float32 or int64 values of 0 to "
+                        "%d axes", o->name, name, OX_MAX_RANK);
+    int64_t n = 1;
+    for (int d = 0; d < v->ndim && n >= 0; d++) /* bounded each step: no overflow */
+        n = v->dims[d] < 0 || v->dims[d] > OX_MAX_FOLD || n * v->dims[d] > OX_MAX_FOLD ? -1 : n * v->dims[d];
+    if (n != v->numel) return dg__fail(DG_ERR_INVALID, "onnx '%s': the value given for '%s' has %lld elements, its "
+                                       "dims %lld", o->name, name, (long long)v->numel, (long long)n);
+    *t = (ox_tensor){.name = name, .dtype = v->f ? OX_F32 : OX_I64, .ndim = v->ndim, .numel = n,
+                     .onnx_dtype = v->f ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64};
+    memcpy(t->dims, v->dims, (size_t)v->ndim * sizeof *t->dims);
+    size_t bytes = (size_t)n * (v->f ? sizeof(float) : sizeof(int64_t));
+    void *data = malloc(bytes ? bytes : 1);
+    if (!data) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
+    if (bytes) memcpy(data, v->f ? (const void *)v->f : (const void *)v->i, bytes);
+    if (v->f) t->f = data;
+    else t->i = data;
+    return DG_OK;
+}
+
 static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
     dg_status st = check_opset(o);
     if (st != DG_OK) return st;
@@ -197,7 +247,7 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
     const Onnx__GraphProto *gr = o->graph;
     if (gr->n_sparse_initializer)
         return dg__fail(DG_ERR_INVALID, "onnx '%s': sparse initializers are not supported", o->name);
-    o->inits = calloc(gr->n_initializer ? gr->n_initializer : 1, sizeof *o->inits);
+    o->inits = calloc(gr->n_initializer + (size_t)(opts->n_consts > 0 ? opts->n_consts : 0) + 1, sizeof *o->inits);
     if (!o->inits) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
     for (size_t i = 0; i < gr->n_initializer; i++, o->n_inits++) {
         char what[400];
@@ -208,17 +258,25 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
             return st;
         }
     }
-    if ((st = check_input(o)) != DG_OK || (st = check_output(o, opts->output)) != DG_OK ||
-        (st = check_nodes(o)) != DG_OK)
+    for (int i = 0; i < opts->n_consts; i++, o->n_inits++)
+        if ((st = given_const(o, &opts->consts[i], &o->inits[o->n_inits])) != DG_OK) return st;
+    /* the operators first: a file with one this importer lacks is refused
+     * naming it, whatever its inputs (NonZero's are bool) */
+    if ((st = check_nodes(o)) != DG_OK || (st = check_input(o)) != DG_OK ||
+        (st = check_output(o, opts->output)) != DG_OK)
         return st;
     /* the forward once, so that shapes that do not fit are refused now */
     int64_t batch = opts->batch > 0 ? opts->batch : o->file_batch > 0 ? o->file_batch : 2;
     dg_graph *g = dg_graph_new();
     if (!g) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
-    dg_shape xs = {.ndim = o->example.ndim + 1, .d = {batch}};
-    for (int d = 0; d < o->example.ndim; d++) xs.d[d + 1] = o->example.d[d];
+    dg_node *xs[OX_MAX_INPUTS];
+    for (int i = 0; i < o->n_inputs; i++) {
+        dg_shape s;
+        dg_onnx_input_shape(o, i, batch, &s);
+        xs[i] = o->in_dtypes[i] == DG_I32 ? dg_input_i32(g, o->inputs[i], s) : dg_input(g, o->inputs[i], s);
+    }
     int failed;
-    dg_node *y = dg__onnx_walk(g, o, NULL, dg_input(g, o->input, xs), NULL, &failed);
+    dg_node *y = dg__onnx_walk(g, o, NULL, xs, NULL, &failed);
     st = y ? DG_OK : dg_graph_status(g);
     if (st != DG_OK && failed >= 0 && strncmp(dg_last_error(), "onnx '", 6)) {
         /* a builder's own message (shapes): say which node made it */
@@ -228,10 +286,10 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
         st = dg__fail(st, "onnx '%s': node %d '%s' (%s) at batch %lld: %s", o->name, failed, nd->name ? nd->name : "",
                       nd->op_type, (long long)batch, msg);
     }
-    if (st == DG_OK) o->classes = (int)y->shape.d[y->shape.ndim - 1];
-    if (st == DG_OK && y->shape.ndim < 2)
-        st = dg__fail(DG_ERR_INVALID, "onnx '%s': output '%s' has %d axis ([batch, ...] needed)", o->name, o->output,
-                      y->shape.ndim);
+    if (st == DG_OK) {
+        o->classes = (int)y->shape.d[y->shape.ndim - 1];
+        o->out_ndim = y->shape.ndim;
+    }
     dg_graph_free(g);
     return st;
 }
@@ -318,6 +376,22 @@ void dg_onnx_free(dg_onnx *o) {
 }
 
 const char *dg_onnx_input_name(const dg_onnx *o) { return o ? o->input : NULL; }
+int         dg_onnx_n_inputs(const dg_onnx *o) { return o ? o->n_inputs : 0; }
+const char *dg_onnx_input_name_at(const dg_onnx *o, int i) {
+    return o && i >= 0 && i < o->n_inputs ? o->inputs[i] : NULL;
+}
+dg_dtype dg_onnx_input_dtype(const dg_onnx *o, int i) {
+    return o && i >= 0 && i < o->n_inputs ? o->in_dtypes[i] : DG_F32;
+}
+
+bool dg_onnx_input_shape(const dg_onnx *o, int i, int64_t batch, dg_shape *out) {
+    if (!o || !out || i < 0 || i >= o->n_inputs) return false;
+    *out = o->in_shapes[i];
+    /* the first input's batch is free; another's follows it where symbolic
+     * or the first's size in the file (a model exported at a fixed batch) */
+    if (batch > 0 && (i == 0 || !out->d[0] || out->d[0] == o->file_batch)) out->d[0] = batch;
+    return out->d[0] > 0;
+}
 const char *dg_onnx_output_name(const dg_onnx *o) { return o ? o->output : NULL; }
 dg_shape    dg_onnx_example_shape(const dg_onnx *o) { return o ? o->example : (dg_shape){0}; }
 int         dg_onnx_classes(const dg_onnx *o) { return o ? o->classes : 0; }

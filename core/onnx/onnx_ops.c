@@ -1,7 +1,7 @@
 /* onnx_ops.c: each supported ONNX operator as duograd builders, and the
  * operator table (onnx_internal.h). Shapes follow the ONNX operator
- * specification; where duograd lacks a case (asymmetric padding, a
- * softmax over an inner axis, ceil_mode) the node is refused by name. */
+ * specification; where duograd lacks a case (asymmetric padding,
+ * ceil_mode) the node is refused by name. */
 #include <string.h>
 
 #include "../graph_internal.h"
@@ -28,6 +28,21 @@ static bool op_tanh(ox_ctx *c, ox_value *o) { return unary(c, o, dg_tanh); }
 static bool op_exp(ox_ctx *c, ox_value *o) { return unary(c, o, dg_exp); }
 static bool op_log(ox_ctx *c, ox_value *o) { return unary(c, o, dg_log); }
 static bool op_sqrt(ox_ctx *c, ox_value *o) { return unary(c, o, dg_sqrt); }
+static bool op_erf(ox_ctx *c, ox_value *o) { return unary(c, o, dg_erf); }
+
+/* Gelu (opset 20): approximate "tanh" is duograd's gelu; "none" (the
+ * default) the exact x/2 (1 + erf(x / sqrt 2)), as PyTorch's exports
+ * spell out with Erf */
+static bool op_gelu(ox_ctx *c, ox_value *o) {
+    bool ok = true;
+    const char *ap = dg__onnx_attr_string(c, "approximate", "none", &ok);
+    dg_node *x = ok ? IN(0) : NULL;
+    if (!x) return false;
+    if (!strcmp(ap, "tanh")) return (o->node = dg_gelu(c->g, x)) != NULL;
+    if (strcmp(ap, "none")) return FAIL("approximate must be 'none' or 'tanh'");
+    dg_node *e = dg_erf(c->g, dg_mul_scalar(c->g, x, 0.70710678f));
+    return (o->node = dg_mul(c->g, x, dg_mul_scalar(c->g, dg_add_scalar(c->g, e, 1.0f), 0.5f))) != NULL;
+}
 
 /* Identity, and Dropout at inference (its ratio is never applied: the
  * imported graph is a model's forward, as the built-in ones have none) */
@@ -178,7 +193,9 @@ static bool op_batchnorm(ox_ctx *c, ox_value *o) {
     return (o->node = y) != NULL;
 }
 
-/* over the last axis only (duograd's layer norm); no bias: a zero shift */
+/* over the last axis only (duograd's layer norm); no bias: a zero shift.
+ * The optional outputs Mean and InvStdDev (x's shape, the axis 1) are
+ * composed where the node names them: mean(x), (var(x) + eps)^-1/2. */
 static bool op_layer_norm(ox_ctx *c, ox_value *o) {
     bool ok = true;
     int64_t axis = dg__onnx_attr_int(c, "axis", -1, &ok), stash = dg__onnx_attr_int(c, "stash_type", 1, &ok);
@@ -188,9 +205,19 @@ static bool op_layer_norm(ox_ctx *c, ox_value *o) {
     if (axis != -1 && axis != x->shape.ndim - 1) return FAIL("axis %lld: only the last axis is supported", (long long)axis);
     if (stash != 1) return FAIL("stash_type %lld: statistics in float32 (1) only", (long long)stash);
     if (!(eps > 0)) return FAIL("epsilon %g (> 0)", (double)eps);
-    dg_node *shift = dg__onnx_has_in(c, 2) ? IN(2)
-                                           : dg_const(c->g, "layer_norm.zero", DG_SHAPE(x->shape.d[x->shape.ndim - 1]), 0.0f);
-    return shift && (o->node = dg_layer_norm(c->g, x, scale, shift, eps)) != NULL;
+    dg_node *shift = dg__onnx_has_in(c, 2)
+                         ? IN(2)
+                         : dg_const(c->g, "layer_norm.zero", DG_SHAPE(x->shape.d[x->shape.ndim - 1]), 0.0f);
+    if (!shift || !(o[0].node = dg_layer_norm(c->g, x, scale, shift, eps))) return false;
+    uint32_t last = 1u << (x->shape.ndim - 1);
+    bool mean = o[1].name && *o[1].name, inv = o[2].name && *o[2].name;
+    dg_node *mu = mean || inv ? dg_mean(c->g, x, last, true) : NULL;
+    if (mean) o[1].node = mu;
+    if (inv) {
+        dg_node *d = dg_sub(c->g, x, mu);
+        o[2].node = dg_pow_scalar(c->g, dg_add_scalar(c->g, dg_mean(c->g, dg_mul(c->g, d, d), last, true), eps), -0.5f);
+    }
+    return (!mean || o[1].node) && (!inv || o[2].node);
 }
 
 static bool op_flatten(ox_ctx *c, ox_value *o) {
@@ -242,13 +269,21 @@ static bool op_transpose(ox_ctx *c, ox_value *o) {
     return (o->node = dg_permute(c->g, x, perm)) != NULL;
 }
 
+/* over one axis (opset 13): duograd's softmax is over the last, so another
+ * axis is swapped with it before and after */
 static bool softmax(ox_ctx *c, ox_value *o, bool log) {
     bool ok = true;
     int64_t axis = dg__onnx_attr_int(c, "axis", -1, &ok);
     dg_node *x = ok ? IN(0) : NULL;
     if (!x) return false;
-    if (axis != -1 && axis != x->shape.ndim - 1) return FAIL("axis %lld: only the last axis is supported", (long long)axis);
-    return (o->node = log ? dg_log_softmax(c->g, x) : dg_softmax(c->g, x)) != NULL;
+    int r = x->shape.ndim;
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return FAIL("axis %lld out of range (rank %d)", (long long)axis, r);
+    int swap[DG_MAX_DIMS];
+    for (int d = 0; d < r; d++) swap[d] = d == axis ? r - 1 : d == r - 1 ? (int)axis : d;
+    dg_node *xs = axis == r - 1 ? x : dg_permute(c->g, x, swap);
+    dg_node *y = log ? dg_log_softmax(c->g, xs) : dg_softmax(c->g, xs);
+    return (o->node = axis == r - 1 ? y : dg_permute(c->g, y, swap)) != NULL;
 }
 static bool op_softmax(ox_ctx *c, ox_value *o) { return softmax(c, o, false); }
 static bool op_log_softmax(ox_ctx *c, ox_value *o) { return softmax(c, o, true); }
@@ -322,44 +357,50 @@ static bool squeeze(ox_ctx *c, ox_value *o, bool un) {
 static bool op_squeeze(ox_ctx *c, ox_value *o) { return squeeze(c, o, false); }
 static bool op_unsqueeze(ox_ctx *c, ox_value *o) { return squeeze(c, o, true); }
 
+/* the last field: the first opset whose definition of the operator the
+ * builder follows (float32 alike: later versions added types, or inputs
+ * and attributes the builder reads where present) */
 static const ox_op ops[] = {
-    {"Add", op_add, "", 0, 0, 1},
-    {"Sub", op_sub, "", 0, 0, 1},
-    {"Mul", op_mul, "", 0, 0, 1},
-    {"Div", op_div, "", 0, 0, 1},
-    {"Relu", op_relu, "", 0, 0, 1},
-    {"LeakyRelu", op_leaky_relu, "alpha", 0, 0, 1},
-    {"Sigmoid", op_sigmoid, "", 0, 0, 1},
-    {"Tanh", op_tanh, "", 0, 0, 1},
-    {"Exp", op_exp, "", 0, 0, 1},
-    {"Log", op_log, "", 0, 0, 1},
-    {"Sqrt", op_sqrt, "", 0, 0, 1},
-    {"Pow", op_pow, "", 2, 0, 1},
-    {"MatMul", op_matmul, "", 0, 0, 1},
-    {"Gemm", op_gemm, "alpha beta transA transB", 0, 0, 1},
-    {"Conv", op_conv, "auto_pad dilations group kernel_shape pads strides", 0, 0, 1},
-    {"MaxPool", op_maxpool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides", 0, 0, 1},
-    {"AveragePool", op_avgpool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides", 0, 0, 1},
-    {"GlobalAveragePool", op_gap, "", 0, 0, 1},
-    {"BatchNormalization", op_batchnorm, "epsilon momentum training_mode", 0, 3u << 3, 1},
-    {"LayerNormalization", op_layer_norm, "axis epsilon stash_type", 0, 0, 1},
-    {"Flatten", op_flatten, "axis", 0, 0, 1},
-    {"Reshape", op_reshape, "allowzero", 2, 0, 1},
-    {"Transpose", op_transpose, "perm", 0, 0, 1},
-    {"Softmax", op_softmax, "axis", 0, 0, 1},
-    {"LogSoftmax", op_log_softmax, "axis", 0, 0, 1},
-    {"Identity", op_identity, "", 0, 0, 1},
-    {"Dropout", op_identity, "seed", 6, 0, 1},
-    {"ReduceMean", op_reduce_mean, "axes keepdims noop_with_empty_axes", 2, 0, 1},
-    {"ReduceSum", op_reduce_sum, "keepdims noop_with_empty_axes", 2, 0, 1},
-    {"Squeeze", op_squeeze, "", 3, 0, 1},
-    {"Unsqueeze", op_unsqueeze, "", 3, 0, 1},
-    {"Constant", dg__onnx_constant, "value value_float value_floats value_int value_ints", 0, 0, 1},
-    {"Shape", dg__onnx_shape, "start end", 1, 0, 1},
-    {"Gather", dg__onnx_gather, "axis", 3, 0, 1},
-    {"Concat", dg__onnx_concat, "axis", ~0u, 0, 1},
-    {"Cast", dg__onnx_cast, "to", 1, 0, 1},
-    {"Slice", dg__onnx_slice, "", 0x1f, 0, 1},
+    {"Add", op_add, "", 0, 0, 1, 7},
+    {"Sub", op_sub, "", 0, 0, 1, 7},
+    {"Mul", op_mul, "", 0, 0, 1, 7},
+    {"Div", op_div, "", 0, 0, 1, 7},
+    {"Relu", op_relu, "", 0, 0, 1, 6},
+    {"LeakyRelu", op_leaky_relu, "alpha", 0, 0, 1, 6},
+    {"Sigmoid", op_sigmoid, "", 0, 0, 1, 6},
+    {"Tanh", op_tanh, "", 0, 0, 1, 6},
+    {"Exp", op_exp, "", 0, 0, 1, 6},
+    {"Log", op_log, "", 0, 0, 1, 6},
+    {"Sqrt", op_sqrt, "", 0, 0, 1, 6},
+    {"Pow", op_pow, "", 2, 0, 1, 7},
+    {"MatMul", op_matmul, "", 0, 0, 1, 9},
+    {"Gemm", op_gemm, "alpha beta transA transB", 0, 0, 1, 7},
+    {"Conv", op_conv, "auto_pad dilations group kernel_shape pads strides", 0, 0, 1, 11},
+    {"MaxPool", op_maxpool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides", 0, 0, 1, 11},
+    {"AveragePool", op_avgpool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides", 0, 0, 1, 11},
+    {"GlobalAveragePool", op_gap, "", 0, 0, 1, 1},
+    {"BatchNormalization", op_batchnorm, "epsilon momentum training_mode", 0, 3u << 3, 1, 9},
+    {"LayerNormalization", op_layer_norm, "axis epsilon stash_type", 0, 0, 3, 17},
+    {"Flatten", op_flatten, "axis", 0, 0, 1, 1},
+    {"Reshape", op_reshape, "allowzero", 2, 0, 1, 5},
+    {"Transpose", op_transpose, "perm", 0, 0, 1, 1},
+    {"Softmax", op_softmax, "axis", 0, 0, 1, 13},
+    {"LogSoftmax", op_log_softmax, "axis", 0, 0, 1, 13},
+    {"Identity", op_identity, "", 0, 0, 1, 1},
+    {"Dropout", op_identity, "seed", 6, 0, 1, 12},
+    {"ReduceMean", op_reduce_mean, "axes keepdims noop_with_empty_axes", 2, 0, 1, 11},
+    {"ReduceSum", op_reduce_sum, "keepdims noop_with_empty_axes", 2, 0, 1, 13},
+    {"Squeeze", op_squeeze, "", 3, 0, 1, 13},
+    {"Unsqueeze", op_unsqueeze, "", 3, 0, 1, 13},
+    {"Constant", dg__onnx_constant, "value value_float value_floats value_int value_ints", 0, 0, 1, 12},
+    {"Shape", dg__onnx_shape, "start end", 1, 0, 1, 1},
+    {"Gather", dg__onnx_gather_nodes, "axis", 0, 0, 1, 11},
+    {"Concat", dg__onnx_concat_nodes, "axis", 0, 0, 1, 4},
+    {"Split", dg__onnx_split, "axis num_outputs split", 2, 0, OX_MAX_OUTPUTS, 11},
+    {"Erf", op_erf, "", 0, 0, 1, 9},
+    {"Gelu", op_gelu, "approximate", 0, 0, 1, 20},
+    {"Cast", dg__onnx_cast, "to", 1, 0, 1, 6},
+    {"Slice", dg__onnx_slice, "", 0x1f, 0, 1, 11},
 };
 
 const ox_op *dg__onnx_op(const char *name) {

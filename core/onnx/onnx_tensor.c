@@ -1,7 +1,10 @@
-/* onnx_tensor.c: a TensorProto's values as a host tensor. The values are
+/* onnx_tensor.c: a TensorProto's values as a host tensor (and a
+ * serialized one from a file: dg_onnx_tensor_load). The values are
  * either in raw_data (little-endian bytes, this machine's order on x86-64
  * and arm64) or in the typed repeated field; either must hold exactly the
  * product of the dims. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,4 +67,51 @@ dg_status dg__onnx_tensor(const Onnx__TensorProto *p, const char *what, ox_tenso
     if (t->dtype == OX_F32) t->f = dst;
     else t->i = dst;
     return DG_OK;
+}
+
+dg_status dg_onnx_tensor_load(const char *path, dg_onnx_tensor *out) {
+    if (!path || !out) return dg__fail(DG_ERR_INVALID, "dg_onnx_tensor_load: NULL %s", !path ? "path" : "out");
+    *out = (dg_onnx_tensor){0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return dg__fail(DG_ERR_IO, "onnx tensor '%s': cannot open: %s", path, strerror(errno));
+    /* a test's tensor: small, read whole */
+    uint8_t *buf = NULL;
+    size_t n = 0;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)size + 1)))
+        n = fread(buf, 1, (size_t)size, f);
+    fclose(f);
+    if (!buf || size < 0 || n != (size_t)size) {
+        free(buf);
+        return dg__fail(DG_ERR_IO, "onnx tensor '%s': cannot read it", path);
+    }
+    Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, n, buf);
+    free(buf);
+    if (!p) return dg__fail(DG_ERR_IO, "onnx tensor '%s' (%zu bytes): not a TensorProto", path, n);
+    char what[600];
+    snprintf(what, sizeof what, "onnx tensor '%s'", path);
+    ox_tensor t;
+    dg_status st = dg__onnx_tensor(p, what, &t);
+    if (st == DG_OK && t.dtype == OX_OTHER)
+        st = dg__fail(DG_ERR_INVALID, "%s: %s values (float32 or int64 read)", what, dg__onnx_dtype_name(t.onnx_dtype));
+    if (st == DG_OK) {
+        snprintf(out->name, sizeof out->name, "%s", t.name);
+        out->ndim = t.ndim;
+        memcpy(out->dims, t.dims, sizeof out->dims);
+        out->numel = t.numel;
+        out->f = t.f;
+        out->i = t.i;
+    } else {
+        dg__onnx_tensor_clear(&t);
+    }
+    onnx__tensor_proto__free_unpacked(p, NULL);
+    return st;
+}
+
+void dg_onnx_tensor_free(dg_onnx_tensor *t) {
+    if (!t) return;
+    free(t->f);
+    free(t->i);
+    t->f = NULL;
+    t->i = NULL;
 }

@@ -3,6 +3,7 @@
 python3-onnx's helper API, and for the models that run, a seeded input
 (NAME.in.f32) and the output NumPy computes for it (NAME.out.f32), raw
 little-endian float32. Run from anywhere: python3 make_models.py [DIR]."""
+import math
 import os
 import sys
 
@@ -84,8 +85,9 @@ io("reshape_chain", x, np.tanh(x.reshape(2, -1)))
 
 
 # each operator alone (op_NAME.onnx): its forward for a seeded input
-def op(name, nodes, inits, x, y, const_nodes=(), batch="N"):
-    save("op_" + name, list(const_nodes) + nodes, inits, list(x.shape[1:]), list(y.shape[1:]), batch=batch)
+def op(name, nodes, inits, x, y, const_nodes=(), batch="N", opset=13):
+    save("op_" + name, list(const_nodes) + nodes, inits, list(x.shape[1:]), list(y.shape[1:]), opset=opset,
+         batch=batch)
     io("op_" + name, x, y)
 
 
@@ -243,4 +245,60 @@ save("asym_pad", [helper.make_node("Conv", ["x", "cw"], ["y"], name="conv", pads
      {"cw": cw}, [2, 6, 6], [4, 5, 5])
 save("bad_shape", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
      {"w": f32(5, 2)}, [6], [2])
-save("old_opset", [helper.make_node("Relu", ["x"], ["y"], name="r")], {}, [4], [4], opset=12)
+# opset 12's Softmax flattens to 2-D at axis 1: not the last-axis softmax read
+save("old_opset", [helper.make_node("Softmax", ["x"], ["y"], name="sm")], {}, [4], [4], opset=12)
+
+# Erf, Gelu, Split, Concat and Gather on computed tensors, int ids, two
+# inputs (appended last: the models above keep their random values)
+erf = np.vectorize(math.erf)
+xg = f32(3, 4, 5, scale=1.5)
+gelu_exact = xg * 0.5 * (1 + erf(xg / math.sqrt(2)))
+op("erf", [node("Erf", [])], {}, xg, erf(xg))
+# PyTorch's export of nn.GELU(): x * 0.5 * (1 + Erf(x / sqrt 2)), as Div, Erf, Add, Mul, Mul
+op("gelu_erf_export", [helper.make_node("Div", ["x", "sq2"], ["d"], name="div"),
+                       helper.make_node("Erf", ["d"], ["e"], name="erf"),
+                       helper.make_node("Add", ["e", "one"], ["a"], name="add"),
+                       helper.make_node("Mul", ["x", "a"], ["m"], name="mul"),
+                       helper.make_node("Mul", ["m", "half"], ["y"], name="mul_half")], {}, xg, gelu_exact,
+   [const("sq2", np.array(math.sqrt(2), np.float32)), const("one", np.array(1, np.float32)),
+    const("half", np.array(0.5, np.float32))])
+op("gelu", [node("Gelu", [])], {}, xg, gelu_exact, opset=20)
+op("gelu_tanh", [node("Gelu", [], approximate="tanh")], {}, xg,
+   0.5 * xg * (1 + np.tanh(math.sqrt(2 / math.pi) * (xg + 0.044715 * xg ** 3))), opset=20)
+xs6 = f32(3, 6, 5, scale=1.0)
+op("split_concat", [helper.make_node("Split", ["x", "parts"], ["a", "b"], name="split", axis=1),
+                    helper.make_node("Relu", ["b"], ["rb"], name="relu"),
+                    helper.make_node("Concat", ["rb", "a"], ["y"], name="concat", axis=1)], {}, xs6,
+   np.concatenate([np.maximum(xs6[:, 2:], 0), xs6[:, :2]], 1), [const("parts", np.array([2, 4], np.int64))])
+# x[..., [4, 0, 0, 2]][:, 1]: constant indices into a computed tensor, the last a scalar
+x45 = f32(3, 4, 5, scale=1.0)
+op("gather_const_indices", [helper.make_node("Gather", ["x", "cols"], ["g"], name="cols", axis=2),
+                            helper.make_node("Gather", ["g", "row"], ["y"], name="row", axis=1)], {}, x45,
+   x45[:, :, [4, 0, 0, 2]][:, 1], [const("cols", np.array([4, 0, 0, 2], np.int64)),
+                                  const("row", np.array(1, np.int64))])
+
+# Gather as an embedding: int64 ids [N, 3] into a table [7, 4] (the ids
+# file holds int32, as duograd feeds ids)
+table = f32(7, 4)
+ids = rng.integers(0, 7, (2, 3))
+graph = helper.make_graph([helper.make_node("Gather", ["table", "x"], ["y"], name="embed")], "embedding",
+                          [helper.make_tensor_value_info("x", TensorProto.INT64, ["N", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, 4])],
+                          [numpy_helper.from_array(table, "table")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="duograd-tests"),
+          os.path.join(OUT, "op_embedding.onnx"))
+ids.astype("<i4").tofile(os.path.join(OUT, "op_embedding.in.f32"))
+table[ids].astype("<f4").tofile(os.path.join(OUT, "op_embedding.out.f32"))
+
+# two inputs, x [N, 5] and t [N, 3], concatenated into a Gemm; the input
+# file holds x's values, then t's
+x2, t2, w8, b2 = f32(2, 5, scale=1.0), f32(2, 3, scale=1.0), f32(8, 2), f32(2)
+graph = helper.make_graph([helper.make_node("Concat", ["x", "t"], ["xt"], name="cat", axis=1),
+                           helper.make_node("Gemm", ["xt", "w", "b"], ["y"], name="fc")], "two_inputs",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5]),
+                           helper.make_tensor_value_info("t", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])],
+                          [numpy_helper.from_array(w8, "w"), numpy_helper.from_array(b2, "b")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="duograd-tests"),
+          os.path.join(OUT, "two_inputs.onnx"))
+io("two_inputs", np.concatenate([x2.ravel(), t2.ravel()]), np.concatenate([x2, t2], 1) @ w8 + b2)
