@@ -90,9 +90,16 @@ def export(a, model):
     import torch
     model.eval()
     x = torch.rand(2, *input_shape(a))
+    # PyTorch 2.9 and later export through dynamo by default: opset 18 and
+    # up, the weights in a side file (the importer reads them inside the
+    # model: refused as "its data is in an external file", seen with 2.11),
+    # no TrainingMode; the TorchScript exporter (dynamo=False) writes the
+    # form described above
+    import inspect
+    extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, x, a.out, opset_version=OPSET, input_names=["x"], output_names=["logits"],
                       dynamic_axes={"x": {0: "batch"}, "logits": {0: "batch"}}, do_constant_folding=True,
-                      training=torch.onnx.TrainingMode.PRESERVE, export_params=True)
+                      training=torch.onnx.TrainingMode.PRESERVE, export_params=True, **extra)
     print(f"export_onnx: {a.model} -> {a.out} ({os.path.getsize(a.out)} bytes, opset {OPSET}); next:\n"
           f"  build/bench profile --model {a.out} --backend both\n"
           f"  build/bench --model {a.out} --out DIR   # its step over batch sizes, every --dtype")
