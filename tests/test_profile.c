@@ -4,14 +4,19 @@
  * exactly, the memory figures are the plan's, bound and % of ceiling
  * follow the ridge, and the CLI writes a valid Chrome trace with one slice
  * per node per step, CSV files with one row per node, and refuses bad
- * options. On a GPU: the same bookkeeping, and the plan's replayed CUDA
- * graph still computes the same steps after per-node profiling. */
+ * options. In bf16 and fp16 (--dtype) the step is the precision policy's,
+ * passes its float64 check, names each node's dtype and writes files of
+ * its own; a wrong 16-bit GEMM fails the check; tf32 on the CPU is
+ * refused. On a GPU: the same bookkeeping, every precision's check, and
+ * the plan's replayed CUDA graph still computes the same steps after
+ * per-node profiling. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/backend_impl.h"
 #include "core/graph.h"
 #include "cpu_backend/cpu_backend.h"
 #include "charts/gnuplot.h"
@@ -329,7 +334,166 @@ Test(profile, cli_refuses_bad_options) {
     }
     snprintf(cmd, sizeof cmd, "%s profile --help", DG_BENCH_PATH);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
-    cr_assert(strstr(out, "resnet18-cifar") && strstr(out, "--run-once"), "%s", out);
+    cr_assert(strstr(out, "resnet18-cifar") && strstr(out, "--run-once") && strstr(out, "--dtype D"), "%s", out);
+}
+
+/* ---- precisions (--dtype) ---- */
+
+/* one profile of model in precision prec on the CPU at batch 16, 2 steps */
+static dg_status profile_in(fixture *f, const char *model, dg_precision prec) {
+    ASSERT_OK(dg_cpu_backend_new(&f->cpu, 2));
+    bench_prof_opts o = {.model = bench_prof_model_find(model), .batch = 16, .steps = 2, .warmup = 0,
+                         .precision = prec, .peak_gflops = NAN, .peak_gbps = NAN};
+    return bench_profile_run(f->cpu, &o, &f->p);
+}
+
+/* The MLP in bf16 and fp16 on the CPU: the step is the policy's (every
+ * matmul's operands cast from float32, the product returning float32, the
+ * loss and Adam float32; fp16 adds its loss scaling's overflow test), it
+ * passes its float64 check at the precision's tolerances, each node names
+ * its dtype, the op table splits by it, and the files' stem carries the
+ * precision. Catches a --dtype that builds the fp32 step (no casts), a
+ * dtype column filled from the output alone (the products would read f32)
+ * and a stem without the precision. */
+Test(profile, mlp_in_bf16_and_fp16_shows_16_bit_nodes_and_passes_its_check) {
+    static const dg_precision precs[2] = {DG_PREC_BF16, DG_PREC_FP16};
+    for (int k = 0; k < 2; k++) {
+        fixture f = {0};
+        const char *d = dg_dtype_name(dg_precision_dtype(precs[k]));
+        ASSERT_OK(profile_in(&f, "mlp", precs[k]));
+        cr_assert(f.p.check_ok, "%s: the step failed its check: %g", d, f.p.rel_err);
+        char stem[80], to16[16], from16[16];
+        snprintf(stem, sizeof stem, "mlp-%s", dg_precision_name(precs[k]));
+        cr_assert_str_eq(f.p.stem, stem);
+        snprintf(to16, sizeof to16, "f32->%s", d);
+        snprintf(from16, sizeof from16, "%s->f32", d);
+        int casts = 0, products = 0, found_inf = 0;
+        for (int i = 0; i < f.p.n_nodes; i++) {
+            const bench_prof_node *x = &f.p.nodes[i];
+            dg_op op = x->node->op;
+            if (op == DG_OP_CAST && !strcmp(x->dtype, to16)) casts++;
+            if (op == DG_OP_MATMUL) {
+                cr_assert_str_eq(x->dtype, from16, "%s: the product %s", d, x->name);
+                products++;
+            }
+            if (op == DG_OP_FOUND_INF) found_inf++;
+            if (op == DG_OP_SOFTMAX_CE || op == DG_OP_ADAM_UPDATE) cr_assert_str_eq(x->dtype, "f32", "%s", x->name);
+        }
+        /* 3 layers: forward products, and the backward's two per layer but
+         * the first's input gradient; each weight and activation cast */
+        cr_assert_geq(products, 8, "%s: %d products", d, products);
+        cr_assert_geq(casts, 6, "%s: %d casts to 16 bits", d, casts);
+        cr_assert(precs[k] == DG_PREC_FP16 ? found_inf >= 6 : found_inf == 0, "%s: %d overflow tests", d, found_inf);
+        bench_prof_group g[64];
+        int n = bench_prof_groups(&f.p, false, g, 64), mm = 0;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(g[i].key, "matmul")) {
+                cr_assert_str_eq(g[i].dtype, from16);
+                mm += g[i].nodes;
+            }
+        cr_assert_eq(mm, products, "the op table's matmul rows hold every product");
+        fixture_free(&f);
+    }
+}
+
+/* a planted fault: every 16-bit GEMM's float32 result 2% too large */
+static const dg_backend_i *cpu_iface;
+static dg_status gemm16_off(dg_backend *be, const dg_step *s) {
+    dg_status st = cpu_iface->compute(be, s);
+    if (st != DG_OK || s->node->op != DG_OP_MATMUL || s->node->in[0]->dtype == DG_F32) return st;
+    float *c = s->out;
+    for (int64_t i = 0; i < dg_node_numel(s->node); i++) c[i] *= 1.02f;
+    return st;
+}
+
+/* The bf16 profile's check is sharp: with every 16-bit product 2% off the
+ * step fails against float64, nothing is timed, and the CLI's message
+ * (profile_cli.c) has what it needs. Fails if the profile checked the
+ * fp32 step (no 16-bit product to be wrong) or tolerated the error. */
+Test(profile, a_wrong_16_bit_gemm_fails_the_bf16_check) {
+    fixture f = {0};
+    ASSERT_OK(dg_cpu_backend_new(&f.cpu, 2));
+    cpu_iface = f.cpu->iface;
+    dg_backend_i planted = *f.cpu->iface;
+    planted.compute = gemm16_off;
+    f.cpu->iface = &planted;
+    bench_prof_opts o = {.model = bench_prof_model_find("mlp"), .batch = 16, .steps = 2, .warmup = 0,
+                         .precision = DG_PREC_BF16, .peak_gflops = NAN, .peak_gbps = NAN};
+    dg_status st = bench_profile_run(f.cpu, &o, &f.p);
+    f.cpu->iface = cpu_iface;
+    ASSERT_OK(st);
+    cr_assert(!f.p.check_ok, "a 2%% wrong bf16 GEMM passes the check: max rel err %g", f.p.rel_err);
+    cr_assert_str_eq(f.p.check, "f64-step");
+    cr_assert_gt(f.p.rel_err, 2e-2, "above bf16's loss tolerance: %g", f.p.rel_err);
+    cr_assert(f.p.n_nodes == 0 && isnan(f.p.plan_ms), "a step that failed its check is not timed");
+    fixture_free(&f);
+}
+
+/* tf32 on the CPU: the library refuses it naming the backend, and the CLI
+ * (--backend cpu, or both, the default) before anything runs, exit 2;
+ * --tf32 is --dtype tf32; an unknown dtype is a usage error. */
+Test(profile, tf32_on_the_cpu_is_refused) {
+    fixture f = {0};
+    cr_assert_eq(profile_in(&f, "logreg", DG_PREC_TF32), DG_ERR_UNSUPPORTED);
+    cr_assert(strstr(dg_last_error(), "no TF32 mode") && strstr(dg_last_error(), "cpu"), "%s", dg_last_error());
+    fixture_free(&f);
+    bench_or_skip();
+    static const char *refused[] = {"--dtype tf32 --backend cpu", "--dtype tf32", "--tf32 --backend cpu"};
+    char cmd[512], out[4096];
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        snprintf(cmd, sizeof cmd, "%s profile %s --out /nonexistent/never", DG_BENCH_PATH, refused[i]);
+        cr_assert_eq(sh(cmd, out, sizeof out), 2, "'%s': %s", refused[i], out);
+        cr_assert(strstr(out, "the CPU has no TF32 mode") && strstr(out, "--backend gpu"), "'%s': %s", refused[i], out);
+    }
+    snprintf(cmd, sizeof cmd, "%s profile --dtype fp8 --out /nonexistent/never", DG_BENCH_PATH);
+    cr_assert_eq(sh(cmd, out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "bad --dtype (fp32, tf32, bf16, fp16) 'fp8'"), "%s", out);
+}
+
+/* `bench profile --dtype bf16` beside an fp32 run in the same folder:
+ * neither overwrites the other (the bf16 files are profile-MODEL-bf16*),
+ * the tables and files carry each node's dtype and the precision, the
+ * JSON reads back with its stem; and an ONNX file's model the same. */
+Test(profile, cli_bf16_files_sit_beside_the_fp32_ones) {
+    bench_or_skip();
+    char dir[] = "/tmp/dg-profprec-XXXXXX", cmd[2048], out[1 << 16], path[256];
+    tmp_dir(dir);
+    static const char *runs[3] = {"--model logreg", "--model logreg --dtype bf16",
+                                  "--model " DG_SOURCE_DIR "/tests/data/onnx/mlp.onnx --dtype bf16"};
+    for (int r = 0; r < 3; r++) {
+        snprintf(cmd, sizeof cmd, "%s profile %s --backend cpu --batch 8 --steps 2 --warmup 0 --ceilings %s "
+                 "--out %s", DG_BENCH_PATH, runs[r], dir, dir);
+        cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s: %s", runs[r], out);
+        /* the ONNX file's check runs at batch 2, as the CNN's */
+        if (r) cr_assert(strstr(out, r == 1 ? "bf16 mixed precision; check f64-step: ok" :
+                                              "bf16 mixed precision; check f64-step@b2+finite: ok") &&
+                         strstr(out, "f32->bf16") &&
+                         strstr(out, "bf16->f32"), "%s: %s", runs[r], out);
+    }
+    static const char *files[] = {"profile-logreg-cpu-nodes.csv", "profile-logreg-bf16-cpu-nodes.csv",
+                                  "profile-logreg-bf16-cpu-ops.csv", "profile-logreg-bf16-trace.json",
+                                  "profile-logreg.json", "profile-onnx-mlp-bf16-cpu-nodes.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        cr_assert_eq(access(path, R_OK), 0, "%s is missing", files[i]);
+    }
+    snprintf(path, sizeof path, "%s/profile-logreg-bf16-cpu-nodes.csv", dir);
+    char *csv = read_file(path);
+    cr_assert(strstr(csv, "\nmodel,precision,backend,batch,index,node_id,name,op,dtype,") &&
+              strstr(csv, "logreg,bf16,cpu,8,") && strstr(csv, ",matmul,bf16->f32,"), "%.3000s", csv);
+    free(csv);
+    snprintf(path, sizeof path, "%s/profile-logreg-bf16.json", dir);
+    bench_profile p[2];
+    char model[64];
+    int n;
+    ASSERT_OK(bench_profile_read(path, model, NULL, 0, p, &n));
+    cr_assert(n == 1 && !strcmp(model, "logreg") && p[0].precision == DG_PREC_BF16 &&
+              !strcmp(p[0].stem, "logreg-bf16"), "%s %s", model, p[0].stem);
+    int bf16 = 0;
+    for (int i = 0; i < p[0].n_nodes; i++) bf16 += !strcmp(p[0].nodes[i].dtype, "bf16->f32");
+    cr_assert_gt(bf16, 0, "no bf16 product read back");
+    bench_profile_read_free(p, n);
+    remove_dir(dir);
 }
 
 /* A profile JSON as bench profile writes it, with `model` and one node
@@ -365,6 +529,12 @@ Test(profile, read_refuses_a_model_name_that_is_not_a_file_name) {
         cr_assert(strstr(dg_last_error(), path) && strstr(dg_last_error(), "\"model\""), "%s", dg_last_error());
         if (*bad[i]) cr_assert(strstr(dg_last_error(), bad[i]), "the message names the value: %s", dg_last_error());
     }
+    /* the precision joins the stem: an unknown one is refused, naming the key */
+    char text[512];
+    snprintf(text, sizeof text, "{\"model\": \"mlp\", \"precision\": \"/../x\", \"profiles\": [{}]}");
+    write_file(path, text);
+    cr_assert_eq(bench_profile_read(path, model, NULL, 0, p, &n), DG_ERR_IO);
+    cr_assert(strstr(dg_last_error(), "\"precision\""), "%s", dg_last_error());
     write_profile_json(path, "mlp-2.b_c", "fc1");
     ASSERT_OK(bench_profile_read(path, model, NULL, 0, p, &n));
     cr_assert(n == 1 && !strcmp(model, "mlp-2.b_c") && p[0].n_nodes == 1 && !strcmp(p[0].nodes[0].name, "fc1"));
@@ -427,6 +597,31 @@ Test(profile, plot_writes_nothing_outside_the_folder_and_escapes_node_names) {
     cr_assert(strstr(text, "set label 'cpu Test CPU (? cores), gpu ?, date ?, commit abc1234' at screen"), "%s", text);
     free(text);
     remove_dir(top);
+}
+
+/* The MLP on the GPU in tf32, bf16 and fp16: each passes its check at the
+ * precision's tolerances, with no allocation during the runs; in bf16
+ * and fp16 the products name their 16-bit inputs. Fails where a GPU
+ * kernel of the 16-bit path, or the profiler's events around it, is wrong. */
+Test(profile, gpu_profiles_in_every_precision_pass_their_checks) {
+    dg_backend *gpu = test_backend_open(true);
+    static const dg_precision precs[3] = {DG_PREC_TF32, DG_PREC_BF16, DG_PREC_FP16};
+    for (int k = 0; k < 3; k++) {
+        bench_prof_opts o = {.model = bench_prof_model_find("mlp"), .batch = 64, .steps = 2, .warmup = 1,
+                             .precision = precs[k], .peak_gflops = NAN, .peak_gbps = NAN};
+        bench_profile p;
+        ASSERT_OK(bench_profile_run(gpu, &o, &p));
+        const char *name = dg_precision_name(precs[k]);
+        cr_assert(p.check_ok, "%s: the GPU step failed its check: %g", name, p.rel_err);
+        cr_assert_eq(p.allocs_during_runs, 0, "%s", name);
+        int products16 = 0;
+        for (int i = 0; i < p.n_nodes; i++)
+            if (p.nodes[i].node->op == DG_OP_MATMUL) products16 += strcmp(p.nodes[i].dtype, "f32") != 0;
+        cr_assert(precs[k] == DG_PREC_TF32 ? products16 == 0 : products16 >= 8, "%s: %d 16-bit products", name,
+                  products16);
+        bench_profile_free(&p);
+    }
+    dg_backend_free(gpu);
 }
 
 /* A profile on the GPU interleaves three ways of running the same plan:

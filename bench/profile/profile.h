@@ -1,7 +1,10 @@
 /* profile.h: `bench profile`, where a training step's time and memory go,
  * node by node. One step of a model (forward, loss, backward, optimizer:
- * dg_train_step) is planned on a backend and checked against float64 like
- * the sweeps' rows; then its plan's steps are queued one at a time with a
+ * dg_train_step) is built under a precision policy (--dtype: fp32, tf32,
+ * bf16-mixed, fp16-mixed with its loss scaling; core/nn/train_step.h, the
+ * sweeps' builder), planned on a backend and checked against float64 at
+ * that precision's step tolerances (runner/step_tol.h, the sweeps' own)
+ * like the sweeps' rows; then its plan's steps are queued one at a time with a
  * backend event between every two (dg_event_*: CUDA events on the GPU, the
  * monotonic clock on the CPU), for a number of profiled steps, and the
  * un-profiled step (dg_plan_run: a replayed CUDA graph on the GPU) is
@@ -21,6 +24,7 @@
 
 #include "core/check/step_check.h"
 #include "core/plan.h"
+#include "core/precision.h"
 
 typedef enum bench_phase { BENCH_PHASE_FORWARD, BENCH_PHASE_BACKWARD, BENCH_PHASE_OPTIMIZER } bench_phase;
 #define BENCH_N_PHASES 3
@@ -53,7 +57,7 @@ typedef struct bench_prof_opts {
     int    batch;
     int    steps;     /* profiled steps (each node's time: their median)  */
     int    warmup;    /* un-profiled steps run first                       */
-    bool   tf32;      /* the plan's matmuls may use TF32 (GPU)            */
+    dg_precision precision; /* the step's policy; tf32 on the GPU only     */
     dg_gemm_impl gemm; /* the plan's GEMM and convolution choices         */
     dg_conv_impl conv; /* (DEFAULT: the backend's)                        */
     bool   run_once;  /* one step, no warm-up, no check: for nsys / ncu    */
@@ -69,6 +73,10 @@ typedef struct bench_prof_opts {
 typedef struct bench_prof_node {
     const dg_node *node;           /* NULL when read back from JSON         */
     char           name[32], op[32]; /* the node's name and op's name       */
+    char           dtype[16];      /* its output's dtype ("f32", "bf16"), or
+                                    * "IN->OUT" when its floating inputs'
+                                    * differs: a cast "f32->bf16", a 16-bit
+                                    * GEMM "bf16->f32" (bench_prof_dtype)  */
     char           impl[64];       /* what its step ran as in this plan
                                     * (dg_plan_node_impl: "gpu-cudnn:
                                     * implicit-precomp-gemm", "cpu-onednn",
@@ -85,8 +93,10 @@ typedef struct bench_prof_node {
 typedef struct bench_profile {
     char             backend[64];  /* dg_backend_name                      */
     const char      *model;
+    dg_precision     precision;
+    char             stem[80];     /* the files' MODEL: the model's name, with
+                                    * "-DTYPE" when not fp32 (bench_prof_stem) */
     int              batch, steps;
-    bool             tf32;
     bench_step       step;         /* the profiled step (graph, plan)      */
     int              n_nodes;      /* the plan's steps, in order            */
     bench_prof_node *nodes;
@@ -117,6 +127,11 @@ typedef struct bench_profile {
 dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_profile *out);
 void      bench_profile_free(bench_profile *p);
 
+/* the node's dtype column (bench_prof_node.dtype) into buf */
+void bench_prof_dtype(const dg_node *n, char *buf, size_t size);
+/* the files' MODEL of a profile of model in precision p: "mlp", "mlp-bf16" */
+void bench_prof_stem(const char *model, dg_precision p, char stem[80]);
+
 /* "cpu" or "gpu": the kind of the backend a profile ran on (file names) */
 const char *bench_prof_device(const bench_profile *p);
 
@@ -128,9 +143,10 @@ const char *bench_prof_bound(const bench_profile *p, const bench_prof_node *n);
 /* achieved / the ceiling of its bound; NaN when unknown */
 double bench_prof_ceiling_frac(const bench_profile *p, const bench_prof_node *n);
 
-/* per op type or per phase, in descending time */
+/* per op type or per phase and node dtype, in descending time */
 typedef struct bench_prof_group {
     char   key[32];
+    char   dtype[16];
     int    nodes;
     double ms, flops, bytes;
 } bench_prof_group;
@@ -143,7 +159,8 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n);
 /* with both backends: per op type, CPU and GPU times and the speedup */
 void bench_profile_print_compare(FILE *f, const bench_profile *cpu, const bench_profile *gpu);
 
-/* DIR/profile-MODEL-BACKEND-nodes.csv (each node, with the arena bytes
+/* MODEL below: the profile's stem (the model's name, "-DTYPE" unless fp32).
+ * DIR/profile-MODEL-BACKEND-nodes.csv (each node, with the arena bytes
  * alive at its step), -ops.csv (per op type and per phase); with both,
  * DIR/profile-MODEL-compare.csv; and DIR/profile-MODEL.json holding all. */
 dg_status bench_profile_write(const char *dir, const char *meta, bench_profile *const *p, int n);
@@ -160,7 +177,8 @@ dg_status bench_profile_trace(const char *dir, bench_profile *const *p, int n);
 int bench_profile_plot(const char *dir, const char *meta, bench_profile *const *p, int n);
 
 /* Reads a profile JSON back (profile_read.c) as the charts need it: the
- * model's name into model, checked as a file name (bench_file_name_ok), its
+ * model's name into model, checked as a file name (bench_file_name_ok) with
+ * its "dtype" (a precision's name; absent: fp32) as each profile's stem, its
  * "context" (the run's `#` metadata lines) into context (n_context bytes,
  * cut there; "" where absent; context may be NULL), and
  * n = 1 or 2 profiles whose nodes have names, ops, phases and figures but

@@ -25,8 +25,10 @@ static void usage(FILE *f) {
             "by time, the time per op type and per phase, the memory and the step with the profiler on and\n"
             "off; writes DIR/profile-MODEL-BACKEND-nodes.csv and -ops.csv, profile-MODEL.json,\n"
             "profile-MODEL-trace.json (Chrome trace: Perfetto, chrome://tracing), profile-MODEL-compare.csv\n"
-            "(with both backends) and the charts (ops, roofline, live memory). The step is checked against\n"
-            "float64 first, as the sweeps' rows are; the data are seeded synthetic examples.\n\n"
+            "(with both backends) and the charts (ops, roofline, live memory); MODEL is the model's name,\n"
+            "with -DTYPE unless fp32 (profile-mlp-bf16.json). The step is built under --dtype's precision\n"
+            "policy and checked against float64 first, at that precision's tolerances, as the sweeps' rows\n"
+            "are; the data are seeded synthetic examples.\n\n"
             "  --model M        ");
     for (int i = 0; i < bench_n_prof_models; i++) fprintf(f, "%s%s", i ? " | " : "", bench_prof_models[i].name);
     fprintf(f, " | FILE.onnx (default mlp)\n");
@@ -40,7 +42,14 @@ static void usage(FILE *f) {
                "  --steps N        profiled steps; each node's time is their median (default 10)\n"
                "  --warmup N       un-profiled steps first (default 3)\n"
                "  --top N          nodes in the printed table (default 15)\n"
-               "  --tf32           the GPU's matmuls may use TF32 tensor cores (default off)\n"
+               "  --dtype D        the step's precision policy (default fp32): fp32; tf32 (the GPU's matmuls on\n"
+               "                   TF32 tensor cores; the CPU has none: refused there, use --backend gpu);\n"
+               "                   bf16 or fp16 mixed precision (fp32 masters and optimizer, 16-bit matmul\n"
+               "                   and convolution operands, fp32 statistics and loss; fp16 with dynamic loss\n"
+               "                   scaling). Each node's row names its dtype (column dtype: f32, bf16, a cast\n"
+               "                   f32->bf16, a 16-bit GEMM bf16->f32); the per-op and per-phase tables\n"
+               "                   split by it; %% of ceiling is against the precision's GEMM ceiling\n"
+               "  --tf32           the same as --dtype tf32 (kept for older command lines)\n"
                "  --conv C         the convolutions' implementation: default (the backend's own kernels) or\n"
                "                   vendor (cuDNN on the GPU, oneDNN on the CPU); each node's row names what\n"
                "                   ran (column impl), so two runs put the own and the vendor's side by side\n"
@@ -69,7 +78,7 @@ static int parse(int argc, char **argv, prof_cli *c) {
         {"model", required_argument, NULL, 'M'}, {"backend", required_argument, NULL, 'b'},
         {"batch", required_argument, NULL, 'B'}, {"steps", required_argument, NULL, 's'},
         {"warmup", required_argument, NULL, 'w'}, {"top", required_argument, NULL, 'n'},
-        {"tf32", no_argument, NULL, 'T'}, {"threads", required_argument, NULL, 't'},
+        {"tf32", no_argument, NULL, 'T'}, {"dtype", required_argument, NULL, 'D'}, {"threads", required_argument, NULL, 't'},
         {"conv", required_argument, NULL, 'c'}, {"gemm", required_argument, NULL, 'g'},
         {"ceilings", required_argument, NULL, 'C'}, {"run-once", no_argument, NULL, '1'},
         {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
@@ -96,7 +105,10 @@ static int parse(int argc, char **argv, prof_cli *c) {
         case 's': if (!bench_parse_long(optarg, 1, 10000, &v)) return bad("--steps (1 to 10000)", optarg); c->o.steps = (int)v; break;
         case 'w': if (!bench_parse_long(optarg, 0, 10000, &v)) return bad("--warmup (0 to 10000)", optarg); c->o.warmup = (int)v; break;
         case 'n': if (!bench_parse_long(optarg, 1, 100000, &v)) return bad("--top (1 to 100000)", optarg); c->top = (int)v; break;
-        case 'T': c->o.tf32 = true; break;
+        case 'T': c->o.precision = DG_PREC_TF32; break;
+        case 'D':
+            if (dg_precision_parse(optarg, &c->o.precision) != DG_OK) return bad("--dtype (fp32, tf32, bf16, fp16)", optarg);
+            break;
         case 'c':
             if (!strcmp(optarg, "vendor")) c->o.conv = DG_CONV_VENDOR;
             else if (strcmp(optarg, "default")) return bad("--conv (default, vendor)", optarg);
@@ -115,6 +127,9 @@ static int parse(int argc, char **argv, prof_cli *c) {
         }
     }
     if (optind < argc) return bad("argument", argv[optind]);
+    if (c->o.precision == DG_PREC_TF32 && strcmp(c->backend, "gpu"))
+        return bench_usage_error("bench profile", "--dtype tf32 on the CPU (--backend %s): the CPU has no TF32 mode; "
+                                 "profile the CPU in fp32, bf16 or fp16, and tf32 with --backend gpu", c->backend);
     if (!c->o.batch) c->o.batch = c->o.model->default_batch;
     return BENCH_OPTS_RUN;
 }
@@ -126,9 +141,9 @@ static int measure_ceilings(const prof_cli *c, dg_backend *cpu, dg_backend *gpu,
     ctx.cpu = cpu;
     ctx.gpu = gpu;
     ctx.threads = cpu ? dg_cpu_threads(cpu) : 0;
-    /* fp32, and with --tf32 the GPU's TF32 GEMM ceiling its matmuls run against */
+    /* fp32, and the GEMM ceiling of the step's precision its matmuls run against */
     ctx.precisions[ctx.n_precisions++] = DG_PREC_FP32;
-    if (c->o.tf32) ctx.precisions[ctx.n_precisions++] = DG_PREC_TF32;
+    if (c->o.precision != DG_PREC_FP32) ctx.precisions[ctx.n_precisions++] = c->o.precision;
     snprintf(ctx.meta, sizeof ctx.meta, "%s", meta);
     for (int i = 0; i < bench_n_sweeps; i++)
         if (!strcmp(bench_sweeps[i].name, "ceiling")) {
@@ -138,18 +153,18 @@ static int measure_ceilings(const prof_cli *c, dg_backend *cpu, dg_backend *gpu,
     return 1;
 }
 
-/* the backend's ceilings from DIR/ceiling.csv: fp32 sgemm (TF32 with
- * --tf32 on the GPU) and the copy rate */
-static void read_ceilings(const char *dir, bool gpu, bool tf32, bench_prof_opts *o) {
+/* the backend's ceilings from DIR/ceiling.csv: the GEMM rate in the step's
+ * precision (its matmuls' ceiling) and the copy rate */
+static void read_ceilings(const char *dir, bool gpu, bench_prof_opts *o) {
     bench_table t = bench_table_load(dir, "ceiling");
     bench_ceilings ceil = BENCH_NO_CEILINGS;
     if (t.n > 0) bench_ceilings_read(&t, &ceil);
     free(t.r);
-    o->peak_gflops = gpu ? ceil.gpu_gemm[tf32 ? DG_PREC_TF32 : DG_PREC_FP32] : ceil.cpu_gemm[DG_PREC_FP32];
+    o->peak_gflops = gpu ? ceil.gpu_gemm[o->precision] : ceil.cpu_gemm[o->precision];
     o->peak_gbps = gpu ? ceil.gpu_gbps : ceil.cpu_gbps;
     if (!(o->peak_gflops > 0) || !(o->peak_gbps > 0))
-        fprintf(stderr, "bench profile: no %s ceilings in %s/ceiling.csv: no bound or %% of ceiling\n",
-                gpu ? "GPU" : "CPU", dir);
+        fprintf(stderr, "bench profile: no %s ceilings in %s in %s/ceiling.csv: no bound or %% of ceiling\n",
+                gpu ? "GPU" : "CPU", dg_precision_name(o->precision), dir);
 }
 
 /* one backend's profile: 0, or 1 (message printed) */
@@ -158,17 +173,18 @@ static int profile_one(const prof_cli *c, dg_backend *be, bool gpu, const char *
     bench_prof_opts o = c->o;
     o.energy = gpu ? energy->energy_gpu : energy->energy_cpu;
     o.energy_none = gpu ? energy->energy_gpu_short : energy->energy_cpu_short;
-    if (ceil_dir) read_ceilings(ceil_dir, gpu, o.tf32, &o);
-    fprintf(stderr, "bench profile: %s on %s, batch %d: check, then %d profiled steps\n", o.model->name,
-            dg_backend_name(be), o.batch, o.run_once ? 1 : o.steps);
+    if (ceil_dir) read_ceilings(ceil_dir, gpu, &o);
+    fprintf(stderr, "bench profile: %s on %s in %s, batch %d: check, then %d profiled steps\n", o.model->name,
+            dg_backend_name(be), dg_precision_name(o.precision), o.batch, o.run_once ? 1 : o.steps);
     dg_status st = bench_profile_run(be, &o, p);
     if (st != DG_OK) {
         fprintf(stderr, "bench profile: %s on %s: %s\n", o.model->name, dg_backend_name(be), dg_last_error());
         return 1;
     }
     if (!p->check_ok) {
-        fprintf(stderr, "bench profile: %s on %s: the step failed its check (%s, max rel err %.3g): nothing timed\n",
-                o.model->name, dg_backend_name(be), p->check, p->rel_err);
+        fprintf(stderr, "bench profile: %s on %s in %s: the step failed its check against float64 (%s, max rel err "
+                "%.3g): nothing timed\n", o.model->name, dg_backend_name(be), dg_precision_name(o.precision), p->check,
+                p->rel_err);
         return 1;
     }
     if (p->allocs_during_runs)
@@ -256,7 +272,7 @@ int bench_profile_main(int argc, char **argv) {
         }
         rc |= bench_profile_plot(c.out, meta, done, n);
         fprintf(stderr, "bench profile: %s: %d profile%s -> %s/profile-%s*\n", c.o.model->name, n, n == 1 ? "" : "s",
-                c.out, c.o.model->name);
+                c.out, done[0]->stem);
     }
     for (int b = 0; b < 2; b++) bench_profile_free(&prof[b]);
     bench_energy_close_all(&energy);

@@ -65,7 +65,7 @@ static int plot_ops(const char *dir, const char *prov, bench_profile *const *p, 
         for (int i = 0; i < ng; i++) {
             double share = g[i].ms / p[b]->sum_ms;
             int j = 0;
-            while (j < n_all && strcmp(all[j].key, g[i].key)) j++;
+            while (j < n_all && (strcmp(all[j].key, g[i].key) || strcmp(all[j].dtype, g[i].dtype))) j++;
             if (j == n_all) {
                 if (n_all == 64) continue;
                 all[n_all++] = g[i];
@@ -82,13 +82,17 @@ static int plot_ops(const char *dir, const char *prov, bench_profile *const *p, 
         }
     int shown = n_all < TOP_OPS ? n_all : TOP_OPS;
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-ops", p[0]->model);
+    snprintf(name, sizeof name, "profile-%s-ops", p[0]->stem);
     FILE *f = open_data(dir, name, "dat");
     if (!f) return 1;
     fprintf(f, "backend");
     for (int i = 0; i < shown; i++) {
+        /* "matmul", or "matmul:bf16->f32" for a node dtype other than float32 */
+        char label[64];
+        snprintf(label, sizeof label, "%s%s%s", all[i].key, strcmp(all[i].dtype, "f32") ? ":" : "",
+                 strcmp(all[i].dtype, "f32") ? all[i].dtype : "");
         fputc(' ', f);
-        bench_gnuplot_word(f, all[i].key); /* op names from a JSON file when replotting */
+        bench_gnuplot_word(f, label); /* op names from a JSON file when replotting */
     }
     fprintf(f, " other\n");
     for (int b = 0; b < n; b++) {
@@ -99,7 +103,7 @@ static int plot_ops(const char *dir, const char *prov, bench_profile *const *p, 
         for (int i = 0; i < shown; i++) {
             double share = 0;
             for (int j = 0; j < ng; j++)
-                if (!strcmp(g[j].key, all[i].key)) share = 100 * g[j].ms / p[b]->sum_ms;
+                if (!strcmp(g[j].key, all[i].key) && !strcmp(g[j].dtype, all[i].dtype)) share = 100 * g[j].ms / p[b]->sum_ms;
             other -= share;
             fprintf(f, " %.4f", share);
         }
@@ -113,14 +117,14 @@ static int plot_ops(const char *dir, const char *prov, bench_profile *const *p, 
              "set boxwidth 0.5\nset key outside right\nset yrange [0:100]\nset ylabel 'share of the step (%%)'\n"
              "set grid ytics\nplot for [i=2:%d] 'plot-data/%s.dat' using i:xtic(1) title columnheader(i), "
              "'' using %d title columnheader(%d) lc rgb 'grey70'\n",
-             p[0]->model, p[0]->batch, shown + 1, name, shown + 2, shown + 2);
+             p[0]->stem, p[0]->batch, shown + 1, name, shown + 2, shown + 2);
     return draw(dir, prov, name, script);
 }
 
 static int plot_roofline(const char *dir, const char *prov, const bench_profile *p) {
     if (!(p->peak_gflops > 0) || !(p->peak_gbps > 0)) return 0;
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-roofline-%s", p->model, bench_prof_device(p));
+    snprintf(name, sizeof name, "profile-%s-roofline-%s", p->stem, bench_prof_device(p));
     FILE *f = open_data(dir, name, "dat");
     if (!f) return 1;
     int left_out = 0;
@@ -161,14 +165,14 @@ static int plot_roofline(const char *dir, const char *prov, const bench_profile 
              "'plot-data/%s.dat' index 0 using 1:2 with points pt 7 ps 0.8 title 'forward', "
              "'' index 1 using 1:2 with points pt 5 ps 0.8 title 'backward', "
              "'' index 2 using 1:2 with points pt 9 ps 0.9 title 'optimizer'\n",
-             p->model, bench_prof_device(p), left_out, lo, hi, p->peak_gbps, p->peak_gflops, p->peak_gbps, p->peak_gflops,
+             p->stem, bench_prof_device(p), left_out, lo, hi, p->peak_gbps, p->peak_gflops, p->peak_gbps, p->peak_gflops,
              p->peak_gbps, p->peak_gflops, name);
     return draw(dir, prov, name, script);
 }
 
 static int plot_live(const char *dir, const char *prov, bench_profile *const *p, int n) {
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-live", p[0]->model);
+    snprintf(name, sizeof name, "profile-%s-live", p[0]->stem);
     FILE *f = open_data(dir, name, "dat");
     if (!f) return 1;
     for (int b = 0; b < n; b++) {
@@ -183,7 +187,7 @@ static int plot_live(const char *dir, const char *prov, bench_profile *const *p,
                        "set title 'profile-%s: arena memory alive over the step (batch %d)'\n"
                        "set xlabel 'node, in the order the step runs them'\nset ylabel 'MiB'\nset grid\n"
                        "set key top right\nplot ",
-                       p[0]->model, p[0]->batch);
+                       p[0]->stem, p[0]->batch);
     for (int b = 0; b < n && len < (int)sizeof script; b++)
         len += snprintf(script + len, sizeof script - (size_t)len,
                         "'plot-data/%s.dat' index %d using 1:2 with steps lw 2 title '%s alive', %g with lines dt 2 "

@@ -37,7 +37,7 @@ static void str_of(const cJSON *o, const char *key, char *buf, size_t n) {
 
 /* one entry of "profiles", as the charts need it (no graph: nodes by name
  * and op); NULL, or what is missing or out of range */
-static const char *profile_from_json(const cJSON *j, const char *model, bench_profile *p) {
+static const char *profile_from_json(const cJSON *j, const char *model, dg_precision prec, bench_profile *p) {
     const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j, "nodes");
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step_ms");
     const cJSON *ceil = cJSON_GetObjectItemCaseSensitive(j, "ceilings");
@@ -45,9 +45,10 @@ static const char *profile_from_json(const cJSON *j, const char *model, bench_pr
     if (!cJSON_IsArray(nodes) || !cJSON_IsObject(step) || !cJSON_IsObject(ceil) || !cJSON_IsObject(mem))
         return "no \"nodes\", \"step_ms\", \"ceilings\" or \"memory_bytes\"";
     double batch = count_of(j, "batch"), arena = count_of(mem, "arena");
-    *p = (bench_profile){.model = model, .batch = batch <= 1 << 30 ? (int)batch : -1,
+    *p = (bench_profile){.model = model, .precision = prec, .batch = batch <= 1 << 30 ? (int)batch : -1,
                          .sum_ms = num_of(step, "sum_of_nodes"), .peak_gflops = num_of(ceil, "gflops"),
                          .peak_gbps = num_of(ceil, "gbps"), .arena_bytes = arena >= 0 ? (size_t)arena : 0};
+    bench_prof_stem(model, prec, p->stem);
     if (p->batch < 1) return "\"batch\" is not a count from 1 to 2^30";
     if (!(p->sum_ms > 0) || !isfinite(p->sum_ms)) return "\"step_ms\".\"sum_of_nodes\" is not a positive time";
     if (arena < 0) return "\"memory_bytes\".\"arena\" is not a byte count";
@@ -60,6 +61,9 @@ static const char *profile_from_json(const cJSON *j, const char *model, bench_pr
         bench_prof_node *x = &p->nodes[i];
         str_of(n, "name", x->name, sizeof x->name);
         str_of(n, "op", x->op, sizeof x->op);
+        /* absent in profiles made before it, all of them float32 */
+        const char *dt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "dtype"));
+        snprintf(x->dtype, sizeof x->dtype, "%s", dt ? dt : "f32");
         str_of(n, "impl", x->impl, sizeof x->impl); /* absent in profiles made before it: "?" */
         char phase[16];
         str_of(n, "phase", phase, sizeof phase);
@@ -93,6 +97,12 @@ dg_status bench_profile_read(const char *path, char model[64], char *context, si
     free(text);
     const cJSON *profiles = cJSON_GetObjectItemCaseSensitive(root, "profiles");
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "model"));
+    /* the precision names the files too (bench_prof_stem); absent in
+     * profiles made before it, all of them fp32 */
+    const cJSON *pj = cJSON_GetObjectItemCaseSensitive(root, "precision");
+    const char *prec_name = cJSON_GetStringValue(pj);
+    dg_precision prec = DG_PREC_FP32;
+    char stem[80] = "";
     dg_status st = DG_OK;
     int n_profiles = cJSON_GetArraySize(profiles);
     if (!root || !cJSON_IsArray(profiles) || n_profiles < 1 || n_profiles > 2 || !name)
@@ -101,12 +111,17 @@ dg_status bench_profile_read(const char *path, char model[64], char *context, si
     else if (!bench_file_name_ok(name))
         st = dg_fail(DG_ERR_IO, "%s: \"model\" is '%.80s%s', not a name for files (1 to 63 of A-Z a-z 0-9 . _ -, "
                      "not starting with '.'): nothing drawn", path, name, strlen(name) > 80 ? "..." : "");
+    else if (pj && (!prec_name || dg_precision_parse(prec_name, &prec) != DG_OK))
+        st = dg_fail(DG_ERR_IO, "%s: \"precision\" is not one of fp32, tf32, bf16, fp16: nothing drawn", path);
+    else if (bench_prof_stem(name, prec, stem), !bench_file_name_ok(stem))
+        st = dg_fail(DG_ERR_IO, "%s: \"model\" '%s' in %s is too long a name for files: nothing drawn", path, name,
+                     dg_precision_name(prec));
     else
         snprintf(model, 64, "%s", name);
     const char *ctx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "context"));
     if (st == DG_OK && ctx && context && n_context) snprintf(context, n_context, "%s", ctx);
     for (const cJSON *e = st == DG_OK ? profiles->child : NULL; e && st == DG_OK; e = e->next) {
-        const char *why = profile_from_json(e, model, &p[*n]);
+        const char *why = profile_from_json(e, model, prec, &p[*n]);
         (*n)++;
         if (why) st = dg_fail(DG_ERR_IO, "%s: profile %d: %s", path, *n, why);
     }

@@ -33,11 +33,11 @@ static int by_time_desc(const void *a, const void *b) {
 static void print_groups(FILE *f, const bench_profile *p, bool by_phase) {
     bench_prof_group g[MAX_GROUPS];
     int n = bench_prof_groups(p, by_phase, g, MAX_GROUPS);
-    fprintf(f, "\n%-30s %6s %10s %7s %10s %9s\n", by_phase ? "phase" : "op", "nodes", "time ms", "share", "GFLOP/s",
-            "GB/s");
+    fprintf(f, "\n%-30s %-10s %6s %10s %7s %10s %9s\n", by_phase ? "phase" : "op", "dtype", "nodes", "time ms", "share",
+            "GFLOP/s", "GB/s");
     for (int i = 0; i < n; i++)
-        fprintf(f, "%-30s %6d %10.4f %6.1f%% %10.1f %9.1f\n", g[i].key, g[i].nodes, g[i].ms, pct(g[i].ms, p->sum_ms),
-                gflops_of(g[i].flops, g[i].ms), gflops_of(g[i].bytes, g[i].ms));
+        fprintf(f, "%-30s %-10s %6d %10.4f %6.1f%% %10.1f %9.1f\n", g[i].key, g[i].dtype, g[i].nodes, g[i].ms,
+                pct(g[i].ms, p->sum_ms), gflops_of(g[i].flops, g[i].ms), gflops_of(g[i].bytes, g[i].ms));
 }
 
 static void print_memory(FILE *f, const bench_profile *p) {
@@ -51,8 +51,11 @@ static void print_memory(FILE *f, const bench_profile *p) {
 }
 
 void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
-    fprintf(f, "\n== %s on %s, batch %d, %d profiled step%s%s; check %s: %s (max rel err %.2g)\n", p->model,
-            p->backend, p->batch, p->steps, p->steps == 1 ? "" : "s", p->tf32 ? ", TF32 on" : ", TF32 off", p->check,
+    /* fp32's and tf32's words as before the precision axis: scripts read them */
+    static const char *const policy[DG_PREC_COUNT] = {"TF32 off", "TF32 on", "bf16 mixed precision",
+                                                      "fp16 mixed precision, loss scaled"};
+    fprintf(f, "\n== %s on %s, batch %d, %d profiled step%s, %s; check %s: %s (max rel err %.2g)\n", p->model,
+            p->backend, p->batch, p->steps, p->steps == 1 ? "" : "s", policy[p->precision], p->check,
             p->check_ok ? "ok" : "not run", p->rel_err);
     fprintf(f, "step: %.4f ms un-profiled (dg_plan_run%s)", p->plan_ms,
             isnan(p->plan_nodes_ms) ? "" : ", a replayed CUDA graph");
@@ -74,8 +77,9 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
     for (int i = 0; i < p->n_nodes; i++) order[i] = &p->nodes[i];
     qsort(order, (size_t)p->n_nodes, sizeof *order, by_time_desc);
     int top = top_n < p->n_nodes ? top_n : p->n_nodes;
-    fprintf(f, "\ntop %d of %d nodes by time:\n%-24s %-22s %-9s %-20s %9s %7s %9s %8s %-7s %6s  %s\n", top,
-            p->n_nodes, "node", "op", "phase", "shape", "time ms", "share", "GFLOP/s", "GB/s", "bound", "%ceil", "impl");
+    fprintf(f, "\ntop %d of %d nodes by time:\n%-24s %-22s %-10s %-9s %-20s %9s %7s %9s %8s %-7s %6s  %s\n", top,
+            p->n_nodes, "node", "op", "dtype", "phase", "shape", "time ms", "share", "GFLOP/s", "GB/s", "bound", "%ceil",
+            "impl");
     for (int i = 0; i < top; i++) {
         const bench_prof_node *x = order[i];
         char shape[64], ceil[16] = "-";
@@ -83,8 +87,8 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
         /* no ceilings (none measured, none in --ceilings DIR) or no time: no fraction */
         double frac = bench_prof_ceiling_frac(p, x);
         if (!isnan(frac)) snprintf(ceil, sizeof ceil, "%.1f%%", 100 * frac);
-        fprintf(f, "%-24.24s %-22.22s %-9s %-20.20s %9.4f %6.1f%% %9.1f %8.1f %-7s %6s  %s\n", x->name,
-                x->op, bench_phase_name(x->phase), shape, x->median_ms, pct(x->median_ms, p->sum_ms),
+        fprintf(f, "%-24.24s %-22.22s %-10s %-9s %-20.20s %9.4f %6.1f%% %9.1f %8.1f %-7s %6s  %s\n", x->name,
+                x->op, x->dtype, bench_phase_name(x->phase), shape, x->median_ms, pct(x->median_ms, p->sum_ms),
                 gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms), bench_prof_bound(p, x), ceil,
                 x->impl);
     }
@@ -94,25 +98,25 @@ void bench_profile_print(FILE *f, const bench_profile *p, int top_n) {
     print_memory(f, p);
 }
 
-/* the time of op type `op` in a profile, 0 when it has none */
-static double op_ms(const bench_profile *p, const char *op) {
+/* the time of op type `op` in dtype `dtype` in a profile, 0 when it has none */
+static double op_ms(const bench_profile *p, const char *op, const char *dtype) {
     bench_prof_group g[MAX_GROUPS];
     int n = bench_prof_groups(p, false, g, MAX_GROUPS);
     for (int i = 0; i < n; i++)
-        if (!strcmp(g[i].key, op)) return g[i].ms;
+        if (!strcmp(g[i].key, op) && !strcmp(g[i].dtype, dtype)) return g[i].ms;
     return 0;
 }
 
 void bench_profile_print_compare(FILE *f, const bench_profile *cpu, const bench_profile *gpu) {
     bench_prof_group g[MAX_GROUPS];
     int n = bench_prof_groups(cpu, false, g, MAX_GROUPS);
-    fprintf(f, "\n== %s, batch %d: CPU against GPU per op type (sums of node medians)\n%-22s %11s %11s %9s\n",
-            cpu->model, cpu->batch, "op", "cpu ms", "gpu ms", "speedup");
+    fprintf(f, "\n== %s in %s, batch %d: CPU against GPU per op type (sums of node medians)\n%-22s %-10s %11s %11s %9s\n",
+            cpu->model, dg_precision_name(cpu->precision), cpu->batch, "op", "dtype", "cpu ms", "gpu ms", "speedup");
     for (int i = 0; i < n; i++) {
-        double gm = op_ms(gpu, g[i].key);
-        fprintf(f, "%-22s %11.4f %11.4f %8.1fx\n", g[i].key, g[i].ms, gm, gm > 0 ? g[i].ms / gm : NAN);
+        double gm = op_ms(gpu, g[i].key, g[i].dtype);
+        fprintf(f, "%-22s %-10s %11.4f %11.4f %8.1fx\n", g[i].key, g[i].dtype, g[i].ms, gm, gm > 0 ? g[i].ms / gm : NAN);
     }
-    fprintf(f, "%-22s %11.4f %11.4f %8.1fx   (un-profiled steps: %.4f and %.4f ms, %.1fx)\n", "step", cpu->sum_ms,
+    fprintf(f, "%-22s %-10s %11.4f %11.4f %8.1fx   (un-profiled steps: %.4f and %.4f ms, %.1fx)\n", "step", "", cpu->sum_ms,
             gpu->sum_ms, cpu->sum_ms / gpu->sum_ms, cpu->plan_ms, gpu->plan_ms, cpu->plan_ms / gpu->plan_ms);
 }
 
@@ -120,18 +124,18 @@ void bench_profile_print_compare(FILE *f, const bench_profile *cpu, const bench_
 
 static dg_status write_nodes(const char *dir, const char *meta, const bench_profile *p) {
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-%s-nodes", p->model, bench_prof_device(p));
+    snprintf(name, sizeof name, "profile-%s-%s-nodes", p->stem, bench_prof_device(p));
     FILE *f = bench_csv_open(dir, name, meta,
-                             "model,backend,batch,index,node_id,name,op,phase,shapes,flops,bytes,median_ms,min_ms,"
-                             "share_pct,gflops,gbps,intensity,bound,ceiling_pct,live_bytes,impl");
+                             "model,precision,backend,batch,index,node_id,name,op,dtype,phase,shapes,flops,bytes,"
+                             "median_ms,min_ms,share_pct,gflops,gbps,intensity,bound,ceiling_pct,live_bytes,impl");
     if (!f) return DG_ERR_IO;
     for (int i = 0; i < p->n_nodes; i++) {
         const bench_prof_node *x = &p->nodes[i];
         char shapes[512];
         shapes_of(x->node, shapes, sizeof shapes, true);
-        fprintf(f, "%s,%s,%d,%d,%d,%s,%s,%s,\"%s\",%.0f,%.0f,%.6f,%.6f,%.3f,%.3f,%.3f,%.4f,%s,%.2f,%zu,%s\n", p->model,
-                bench_prof_device(p), p->batch, i, x->node->id, x->name, x->op,
-                bench_phase_name(x->phase), shapes, x->flops, x->bytes, x->median_ms, x->min_ms,
+        fprintf(f, "%s,%s,%s,%d,%d,%d,%s,%s,%s,%s,\"%s\",%.0f,%.0f,%.6f,%.6f,%.3f,%.3f,%.3f,%.4f,%s,%.2f,%zu,%s\n",
+                p->model, dg_precision_name(p->precision), bench_prof_device(p), p->batch, i, x->node->id, x->name,
+                x->op, x->dtype, bench_phase_name(x->phase), shapes, x->flops, x->bytes, x->median_ms, x->min_ms,
                 pct(x->median_ms, p->sum_ms), gflops_of(x->flops, x->median_ms), gflops_of(x->bytes, x->median_ms),
                 bench_prof_intensity(x), bench_prof_bound(p, x), 100 * bench_prof_ceiling_frac(p, x), x->live_bytes,
                 x->impl);
@@ -141,15 +145,17 @@ static dg_status write_nodes(const char *dir, const char *meta, const bench_prof
 
 static dg_status write_groups(const char *dir, const char *meta, const bench_profile *p) {
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-%s-ops", p->model, bench_prof_device(p));
-    FILE *f = bench_csv_open(dir, name, meta, "model,backend,batch,group,key,nodes,ms,share_pct,flops,bytes,gflops,gbps");
+    snprintf(name, sizeof name, "profile-%s-%s-ops", p->stem, bench_prof_device(p));
+    FILE *f = bench_csv_open(dir, name, meta,
+                             "model,precision,backend,batch,group,key,dtype,nodes,ms,share_pct,flops,bytes,gflops,gbps");
     if (!f) return DG_ERR_IO;
     for (int by_phase = 0; by_phase < 2; by_phase++) {
         bench_prof_group g[MAX_GROUPS];
         int n = bench_prof_groups(p, by_phase, g, MAX_GROUPS);
         for (int i = 0; i < n; i++)
-            fprintf(f, "%s,%s,%d,%s,%s,%d,%.6f,%.3f,%.0f,%.0f,%.3f,%.3f\n", p->model, bench_prof_device(p), p->batch,
-                    by_phase ? "phase" : "op", g[i].key, g[i].nodes, g[i].ms, pct(g[i].ms, p->sum_ms), g[i].flops,
+            fprintf(f, "%s,%s,%s,%d,%s,%s,%s,%d,%.6f,%.3f,%.0f,%.0f,%.3f,%.3f\n", p->model,
+                    dg_precision_name(p->precision), bench_prof_device(p), p->batch, by_phase ? "phase" : "op",
+                    g[i].key, g[i].dtype, g[i].nodes, g[i].ms, pct(g[i].ms, p->sum_ms), g[i].flops,
                     g[i].bytes, gflops_of(g[i].flops, g[i].ms), gflops_of(g[i].bytes, g[i].ms));
     }
     return bench_csv_finish(f, dir, name, true);
@@ -157,17 +163,20 @@ static dg_status write_groups(const char *dir, const char *meta, const bench_pro
 
 static dg_status write_compare(const char *dir, const char *meta, const bench_profile *cpu, const bench_profile *gpu) {
     char name[128];
-    snprintf(name, sizeof name, "profile-%s-compare", cpu->model);
-    FILE *f = bench_csv_open(dir, name, meta, "model,batch,op,cpu_ms,gpu_ms,speedup,cpu_share_pct,gpu_share_pct");
+    snprintf(name, sizeof name, "profile-%s-compare", cpu->stem);
+    FILE *f = bench_csv_open(dir, name, meta,
+                             "model,precision,batch,op,dtype,cpu_ms,gpu_ms,speedup,cpu_share_pct,gpu_share_pct");
     if (!f) return DG_ERR_IO;
     bench_prof_group g[MAX_GROUPS];
     int n = bench_prof_groups(cpu, false, g, MAX_GROUPS);
     for (int i = 0; i < n; i++) {
-        double gm = op_ms(gpu, g[i].key);
-        fprintf(f, "%s,%d,%s,%.6f,%.6f,%.3f,%.3f,%.3f\n", cpu->model, cpu->batch, g[i].key, g[i].ms, gm,
+        double gm = op_ms(gpu, g[i].key, g[i].dtype);
+        fprintf(f, "%s,%s,%d,%s,%s,%.6f,%.6f,%.3f,%.3f,%.3f\n", cpu->model, dg_precision_name(cpu->precision),
+                cpu->batch, g[i].key, g[i].dtype, g[i].ms, gm,
                 gm > 0 ? g[i].ms / gm : NAN, pct(g[i].ms, cpu->sum_ms), pct(gm, gpu->sum_ms));
     }
-    fprintf(f, "%s,%d,step,%.6f,%.6f,%.3f,100,100\n", cpu->model, cpu->batch, cpu->plan_ms, gpu->plan_ms,
+    fprintf(f, "%s,%s,%d,step,,%.6f,%.6f,%.3f,100,100\n", cpu->model, dg_precision_name(cpu->precision), cpu->batch,
+            cpu->plan_ms, gpu->plan_ms,
             cpu->plan_ms / gpu->plan_ms);
     return bench_csv_finish(f, dir, name, true);
 }
@@ -183,7 +192,7 @@ static cJSON *profile_json(const bench_profile *p) {
     cJSON_AddStringToObject(o, "backend", p->backend);
     cJSON_AddNumberToObject(o, "batch", p->batch);
     cJSON_AddNumberToObject(o, "profiled_steps", p->steps);
-    cJSON_AddBoolToObject(o, "tf32", p->tf32);
+    cJSON_AddStringToObject(o, "precision", dg_precision_name(p->precision));
     cJSON_AddStringToObject(o, "check", p->check);
     cJSON_AddBoolToObject(o, "check_ok", p->check_ok);
     add_num(o, "max_rel_err", p->rel_err);
@@ -216,6 +225,7 @@ static cJSON *profile_json(const bench_profile *p) {
         cJSON_AddNumberToObject(n, "id", x->node->id);
         cJSON_AddStringToObject(n, "name", x->name);
         cJSON_AddStringToObject(n, "op", x->op);
+        cJSON_AddStringToObject(n, "dtype", x->dtype);
         cJSON_AddStringToObject(n, "impl", x->impl);
         cJSON_AddStringToObject(n, "phase", bench_phase_name(x->phase));
         cJSON_AddStringToObject(n, "shapes", shapes);
@@ -241,13 +251,14 @@ dg_status bench_profile_write(const char *dir, const char *meta, bench_profile *
     if (st != DG_OK) return st;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "model", p[0]->model);
+    cJSON_AddStringToObject(root, "precision", dg_precision_name(p[0]->precision));
     cJSON_AddStringToObject(root, "context", meta);
     cJSON *arr = cJSON_AddArrayToObject(root, "profiles");
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, profile_json(p[i]));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     char file[128];
-    snprintf(file, sizeof file, "profile-%s.json", p[0]->model);
+    snprintf(file, sizeof file, "profile-%s.json", p[0]->stem);
     st = bench_prof_save(dir, file, text);
     free(text);
     return st;

@@ -3,7 +3,8 @@
  * seeded synthetic examples of the model's input shape (uniform in [0, 1),
  * labels uniform over the classes; for the char-LM, ids uniform over the
  * vocabulary, labels the next id): a step's time depends on the shapes,
- * not on the values. */
+ * not on the values. The step is built under the profile's precision
+ * policy, and its check uses that precision's tolerances. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <duograd/testing.h>
 #include "profile/profile.h"
 #include "runner/energy_window.h"
+#include "runner/step_tol.h"
 #include "runner/sweep.h"
 #include "sweeps/transformer/sweep_transformer.h"
 
@@ -112,6 +114,18 @@ static void setup_model(const bench_prof_opts *o, model_setup *s) {
         s->classes = s->resnet.classes;
     }
     if (!s->check.model) s->check = s->spec;
+    s->spec.precision = s->check.precision = o->precision;
+}
+
+/* The precision's tolerances for both steps once the profiled step is
+ * built: a model with running statistics (batch norm: the CNN, ResNet-18,
+ * an ONNX file's with BatchNormalization) gets the batch-norm ones, as the
+ * resnet and model sweeps give it, the others the mlp and transformer
+ * sweeps' (step_tol.h) */
+static void set_tolerances(model_setup *s, const dg_model *m) {
+    bench_step_tol (*in)(dg_precision, bench_step_tol) = m->n_state > 0 ? bench_step_tol_bn_in : bench_step_tol_in;
+    s->spec.tol = in(s->spec.precision, s->spec.tol);
+    s->check.tol = in(s->check.precision, s->check.tol);
 }
 
 /* the profiled batch's inputs, or (check) the check's: the char-LM's
@@ -289,6 +303,7 @@ static dg_status alloc_nodes(bench_profile *p) {
         x->node = steps[i].node;
         snprintf(x->name, sizeof x->name, "%s", x->node->name);
         snprintf(x->op, sizeof x->op, "%s", dg_op_name(x->node->op));
+        bench_prof_dtype(x->node, x->dtype, sizeof x->dtype);
         if (dg_plan_node_impl(p->step.p, x->node, x->impl, sizeof x->impl) != DG_OK)
             snprintf(x->impl, sizeof x->impl, "?");
         x->phase = bench_phase_of(&p->step.ts, x->node);
@@ -324,19 +339,25 @@ static dg_status step_energy(dg_backend *be, const bench_prof_opts *o, bench_pro
 }
 
 dg_status bench_profile_run(dg_backend *be, const bench_prof_opts *o, bench_profile *p) {
-    *p = (bench_profile){.model = o->model->name, .batch = o->batch, .steps = o->run_once ? 1 : o->steps,
-                         .tf32 = o->tf32, .plan_ms = NAN, .plan_nodes_ms = NAN, .profiled_ms = NAN,
+    *p = (bench_profile){.model = o->model->name, .precision = o->precision, .batch = o->batch,
+                         .steps = o->run_once ? 1 : o->steps, .plan_ms = NAN, .plan_nodes_ms = NAN, .profiled_ms = NAN,
                          .peak_gflops = o->peak_gflops, .peak_gbps = o->peak_gbps, .check = "none",
                          .rel_err = NAN, .check_ok = o->run_once, .step_j = NAN, .step_w = NAN};
     snprintf(p->backend, sizeof p->backend, "%s", dg_backend_name(be));
+    bench_prof_stem(p->model, p->precision, p->stem);
     bool gpu = !strcmp(bench_prof_device(p), "gpu");
+    if (!gpu && o->precision == DG_PREC_TF32)
+        return dg_fail(DG_ERR_UNSUPPORTED, "%s has no TF32 mode (its products are float32 FMAs): profile the CPU in "
+                       "fp32, bf16 or fp16, and tf32 on the GPU (--backend gpu)", p->backend);
     model_setup ms;
     setup_model(o, &ms);
     void *x = NULL;
     int32_t *y = NULL;
-    dg_plan_opts popts = {.tf32 = o->tf32, .gemm = o->gemm, .conv = o->conv};
+    /* TF32 comes from the precision (bench_step_build: dg_precision_plan_opts) */
+    dg_plan_opts popts = {.gemm = o->gemm, .conv = o->conv};
     dg_status st = synth_batch(&ms, false, o->batch, (uint64_t)o->batch, &x, &y);
     if (st == DG_OK) st = bench_step_build(&p->step, be, &ms.spec, o->batch, x, y, &popts);
+    if (st == DG_OK) set_tolerances(&ms, &p->step.model);
     if (st == DG_OK && !o->run_once) st = check_step(be, o, &ms, x, y, &popts, p);
     free(x);
     free(y);
@@ -361,6 +382,23 @@ void bench_profile_free(bench_profile *p) {
     *p = (bench_profile){0};
 }
 
+void bench_prof_dtype(const dg_node *n, char *buf, size_t size) {
+    const char *out = dg_dtype_name(n->dtype);
+    for (int i = 0; i < n->n_in; i++) {
+        dg_dtype t = n->in[i]->dtype;
+        if (t != n->dtype && t != DG_I32) { /* ids and labels are no precision */
+            snprintf(buf, size, "%s->%s", dg_dtype_name(t), out);
+            return;
+        }
+    }
+    snprintf(buf, size, "%s", out);
+}
+
+void bench_prof_stem(const char *model, dg_precision p, char stem[80]) {
+    if (p == DG_PREC_FP32) snprintf(stem, 80, "%s", model);
+    else snprintf(stem, 80, "%s-%s", model, dg_precision_name(p));
+}
+
 const char *bench_prof_device(const bench_profile *p) { return strncmp(p->backend, "cpu", 3) ? "gpu" : "cpu"; }
 
 double bench_prof_intensity(const bench_prof_node *n) { return n->bytes > 0 ? n->flops / n->bytes : 0; }
@@ -383,11 +421,12 @@ int bench_prof_groups(const bench_profile *p, bool by_phase, bench_prof_group *o
         const bench_prof_node *x = &p->nodes[i];
         const char *key = by_phase ? bench_phase_name(x->phase) : x->op;
         int g = 0;
-        while (g < n && strcmp(out[g].key, key)) g++;
+        while (g < n && (strcmp(out[g].key, key) || strcmp(out[g].dtype, x->dtype))) g++;
         if (g == n) {
             if (n == max) continue;
             out[n] = (bench_prof_group){0};
-            snprintf(out[n++].key, sizeof out->key, "%s", key);
+            snprintf(out[n].key, sizeof out->key, "%s", key);
+            snprintf(out[n++].dtype, sizeof out->dtype, "%s", x->dtype);
         }
         out[g].nodes++;
         out[g].ms += x->median_ms;

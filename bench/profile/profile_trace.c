@@ -37,7 +37,8 @@ static cJSON *add_slice(cJSON *events, const char *name, const char *cat, int pi
 
 static void add_profile(cJSON *events, const bench_profile *p, int pid) {
     char name[128];
-    snprintf(name, sizeof name, "%s (%s, batch %d)", p->backend, p->model, p->batch);
+    snprintf(name, sizeof name, "%s (%s in %s, batch %d)", p->backend, p->model, dg_precision_name(p->precision),
+             p->batch);
     add_meta(events, "process_name", pid, 0, name);
     add_meta(events, "thread_name", pid, 1, "steps");
     add_meta(events, "thread_name", pid, 2, "nodes (the backend's stream)");
@@ -52,6 +53,7 @@ static void add_profile(cJSON *events, const bench_profile *p, int pid) {
             cJSON *args = add_slice(events, x->name, bench_phase_name(x->phase), pid, 2, x->start_ms[s],
                                     x->dur_ms[s]);
             cJSON_AddStringToObject(args, "op", x->op);
+            cJSON_AddStringToObject(args, "dtype", x->dtype);
             cJSON_AddStringToObject(args, "phase", bench_phase_name(x->phase));
             cJSON_AddStringToObject(args, "shape", dg_shape_str(x->node->shape, shape, sizeof shape));
             cJSON_AddNumberToObject(args, "flops", x->flops);
@@ -70,7 +72,7 @@ dg_status bench_profile_trace(const char *dir, bench_profile *const *p, int n) {
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     char file[128];
-    snprintf(file, sizeof file, "profile-%s-trace.json", p[0]->model);
+    snprintf(file, sizeof file, "profile-%s-trace.json", p[0]->stem);
     dg_status st = bench_prof_save(dir, file, text);
     free(text);
     return st;
