@@ -406,34 +406,41 @@ Test(runner, a_run_past_the_cap_ends_its_row_after_one_timed_run) {
  * re-measuring) and say so. Here the share (60 ms) holds case a's rows
  * (toy-slow: 2 x 10, 20, 40 ms) but not case b's. */
 Test(runner, rows_past_the_budget_are_skipped_and_say_so) {
-    reset();
-    char dir[] = "/tmp/dg-runner-XXXXXX";
-    tmp_dir(dir);
-    bench_ctx ctx = {.budget_s = 0.06, .sweeps_left = 1,
-                     .timing = {.warmup = 2, .min_reps = 5, .max_reps = 5, .max_cv_pct = 1e-9, .max_retries = 3}};
-    double t0 = bench_now_s();
-    int n;
-    csv_rec *r = run(&ctx, dir, &n);
-    double took = bench_now_s() - t0;
-    cr_assert_eq(n, 12);
-    int skipped = 0, lean = 0;
-    for (int i = 0; i < n; i++) {
-        if (!strcmp(r[i].status, "skipped")) {
-            skipped++;
-            cr_assert(strstr(r[i].note, "--budget"), "%s", r[i].note);
-        } else {
-            lean += strstr(r[i].note, "lean timing") != NULL;
+    /* Which rows run lean depends on the clock: on a loaded machine the
+     * first rows can spend the whole 60 ms share, leaving none to run lean
+     * (seen in a CI run). Up to three attempts; every one must skip and
+     * say so, and one of them must show a lean row. */
+    int lean = 0;
+    for (int attempt = 0; attempt < 3 && lean == 0; attempt++) {
+        reset();
+        char dir[] = "/tmp/dg-runner-XXXXXX";
+        tmp_dir(dir);
+        bench_ctx ctx = {.budget_s = 0.06, .sweeps_left = 1,
+                         .timing = {.warmup = 2, .min_reps = 5, .max_reps = 5, .max_cv_pct = 1e-9, .max_retries = 3}};
+        double t0 = bench_now_s();
+        int n;
+        csv_rec *r = run(&ctx, dir, &n);
+        double took = bench_now_s() - t0;
+        cr_assert_eq(n, 12);
+        int skipped = 0;
+        for (int i = 0; i < n; i++) {
+            if (!strcmp(r[i].status, "skipped")) {
+                skipped++;
+                cr_assert(strstr(r[i].note, "--budget"), "%s", r[i].note);
+            } else {
+                lean += strstr(r[i].note, "lean timing") != NULL;
+            }
         }
+        /* toy-fast does nothing: five equal clock readings give a cv of 0
+         * ("ok"), any spread "noisy" at --max-cv ~0; either way it ran */
+        cr_assert(!strcmp(r[0].status, "noisy") || !strcmp(r[0].status, "ok"), "the first row ran: %s (%s)",
+                  r[0].status, r[0].note);
+        cr_assert(skipped >= 3, "%d rows skipped", skipped);
+        cr_assert_lt(took, 1.0, "the sweep took %.2f s on a budget of 0.06", took);
+        free(r);
+        remove_dir(dir);
     }
-    /* toy-fast does nothing: five equal clock readings give a cv of 0
-     * ("ok"), any spread "noisy" at --max-cv ~0; either way it ran */
-    cr_assert(!strcmp(r[0].status, "noisy") || !strcmp(r[0].status, "ok"), "the first row ran: %s (%s)", r[0].status,
-              r[0].note);
-    cr_assert(skipped >= 3, "%d rows skipped", skipped);
-    cr_assert(lean >= 1, "no row ran lean");
-    cr_assert_lt(took, 1.0, "the sweep took %.2f s on a budget of 0.06", took);
-    free(r);
-    remove_dir(dir);
+    cr_assert(lean >= 1, "no row ran lean in three attempts");
 }
 
 /* Ctrl-C inside a row's timed runs: the row keeps the runs done, and is
