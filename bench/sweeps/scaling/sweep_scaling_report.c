@@ -315,22 +315,16 @@ static void cpu_gpu_report(bench_report *rep, const bench_table *t) {
     if (!all.r && t->n) return;
     memcpy(all.r, t->r, (size_t)t->n * sizeof *t->r);
     all.n = t->n;
-    static const char *const others[] = {"scaling-cpu.csv", "scaling-gpu.csv"};
+    static const char *const others[] = {"scaling-cpu", "scaling-gpu"};
     for (size_t o = 0; o < sizeof others / sizeof *others; o++) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s", rep->dir, others[o]);
-        FILE *probe = fopen(path, "r");
-        if (!probe) continue;
-        fclose(probe);
-        int n = 0;
-        csv_rec *r = bench_csv_read(path, &n); /* a bad file: its message on stderr, its rows left out */
-        csv_rec *grown = r && n ? realloc(all.r, (size_t)(all.n + n) * sizeof *all.r) : NULL;
+        bench_table other = bench_table_load(rep->dir, others[o]); /* unreadable: said on stderr, left out */
+        csv_rec *grown = other.n ? realloc(all.r, (size_t)(all.n + other.n) * sizeof *all.r) : NULL;
         if (grown) {
-            memcpy(grown + all.n, r, (size_t)n * sizeof *r);
+            memcpy(grown + all.n, other.r, (size_t)other.n * sizeof *other.r);
             all.r = grown;
-            all.n += n;
+            all.n += other.n;
         }
-        free(r);
+        free(other.r);
     }
     bool gpu = has_impl(&all, "gpu-dp"), cpu = has_impl(&all, "cpu-mpi");
     if (!equal_report(rep, &all) && (gpu || cpu))
