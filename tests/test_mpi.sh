@@ -13,7 +13,7 @@
 #    the ranks cannot split evenly, a rank whose data set is missing (it
 #    fails after the start, while rank 0 goes on), --gpus under MPI,
 #    --allreduce blocking on rank 1 alone, --allreduce for GPU ranks or
-#    (no mpirun) for one process.
+#    (no mpirun) for one process, an --allreduce of neither kind.
 #  - The scaling sweep's CPU rows (bench --sweep scaling --backends cpu)
 #    on 2 ranks: rank 0's file alone, rows for 1 and 2 ranks (2: the
 #    all-reduce blocking and overlapped) checked against one process and
@@ -99,6 +99,12 @@ rc=$?
 if [ $rc -ne 2 ] || ! grep -q -- "--allreduce chooses how CPU ranks under MPI average their gradients: not launched by MPI" \
     "$tmp/err"; then
     fail "--allreduce without mpirun: exit $rc: $(cat "$tmp/err")"
+fi
+# shellcheck disable=SC2086
+mpi -np 2 "$bench" $args --allreduce sometimes >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q -- "bad --allreduce (overlapped or blocking) 'sometimes'" "$tmp/err"; then
+    fail "--allreduce sometimes: exit $rc: $(cat "$tmp/err")"
 fi
 [ -e "$tmp/refused" ] && [ -n "$(ls "$tmp/refused")" ] && fail "a refused run left files: $(ls "$tmp/refused")"
 
