@@ -1,12 +1,15 @@
 /* mpi_train.c: the CPU ranks checked under mpirun (tests/test_mpi.sh runs
  * it with -np 2). Not a Criterion suite: its processes are MPI's ranks.
  *
- * 1. The all_reduce node against a host sum: rank r holds x[i] = (r+1)
- *    (i+1); every rank's node gives the mean over the ranks, computed on
- *    the host from the same formula (exact in float32: small integers and
- *    their halves).
- * 2. Parameter agreement: an MLP trained STEPS steps by SGD, each rank on
- *    its slice of every global batch (bench_mpi_join: MPI_Allreduce), has
+ * 1. The all_reduce node against a host sum, overlapped and blocking:
+ *    rank r holds x[i] = (r+1) (i+1); every rank's node gives the mean
+ *    over the ranks, computed on the host from the same formula (exact in
+ *    float32: small integers and their halves).
+ * 2. Parameter agreement on bench train's path: an MLP trained STEPS
+ *    steps by SGD, each rank on its slice of every global batch, its
+ *    gradients averaged as bench train averages them (bench_mpi_join with
+ *    overlap: MPI_Iallreduce per bucket of up to
+ *    DG_CPU_BUCKET_BYTES_DEFAULT, overlapping the backward), has
  *    bit-identical parameters on every rank (each rank applies the same
  *    update to the same values), and equals within TOL a single process
  *    trained on the same global batches. TOL: float32 summation order
@@ -14,14 +17,14 @@
  *    the slices, then the mean scales; the single process sums all rows in
  *    one product): a few ulps a step, 1e-5 of the largest parameter after
  *    STEPS steps leaves two orders of magnitude of margin over what
- *    2 ranks give (about 1e-7), and a rank that skipped the all-reduce, or
- *    trained the other rank's slice, is off by 1e-2 and more.
- * 3. The same training with the all-reduce overlapped (bench_mpi_join_first
- *    with overlap: MPI_Iallreduce per bucket, DG_CPU_BUCKET_BYTES_DEFAULT)
- *    gives every rank the blocking run's parameters bit for bit: on 2
- *    ranks each element's sum has two addends, one rounding in any order,
- *    so only a bucket read before its wait, or unpacked into the wrong
- *    tensor, differs.
+ *    2 ranks give (about 1e-7), and a rank that skipped the all-reduce,
+ *    read a bucket before its wait, or trained the other rank's slice, is
+ *    off by 1e-2 and more.
+ * 3. The same training with the blocking all-reduce (bench_mpi_join
+ *    without overlap: MPI_Allreduce in each node) gives every rank the
+ *    overlapped run's parameters bit for bit: on 2 ranks each element's
+ *    sum has two addends, one rounding in any order, so only a bucket
+ *    read before its wait, or unpacked into the wrong tensor, differs.
  * Exit 0 when all hold; 1 with the reason on stderr otherwise. */
 #include <math.h>
 #include <mpi.h>
@@ -133,27 +136,28 @@ static int compare(const bench_mpi *m, const float *all, size_t n, const blobs *
     return 0;
 }
 
-/* check 3: the overlapped run's parameters against the blocking run's (params, n floats) */
-static int check_overlap(const bench_mpi *m, const blobs *b, const float *params, size_t n) {
+/* check 3: the blocking run's parameters against the overlapped run's (params, n floats) */
+static int check_blocking(const bench_mpi *m, const blobs *b, const float *params, size_t n) {
     dg_backend *be = NULL;
-    float *over = NULL;
+    float *blocking = NULL;
     size_t k = 0;
     int per = GLOBAL / m->ranks;
-    if (dg_cpu_backend_new(&be, 1) != DG_OK || bench_mpi_join_first(m, be, m->ranks, true) != DG_OK)
-        return fail(m, "an overlapped backend");
-    int bad = train(m, be, b, m->rank * per, per, true, &over, &k);
+    if (dg_cpu_backend_new(&be, 1) != DG_OK || bench_mpi_join(m, be, false) != DG_OK)
+        return fail(m, "a blocking backend");
+    int bad = check_node(m, be) || train(m, be, b, m->rank * per, per, true, &blocking, &k);
     dg_backend_free(be);
-    if (!bad && (k != n || memcmp(over, params, n * sizeof *over))) {
+    if (!bad && (k != n || memcmp(blocking, params, n * sizeof *blocking))) {
         size_t i = 0;
-        while (i < n && over[i] == params[i]) i++;
+        while (i < n && blocking[i] == params[i]) i++;
         fprintf(stderr, "mpi_train: rank %d: the overlapped all-reduce's parameters differ from the blocking one's "
-                "(first at %zu of %zu: %g, blocking %g)\n", m->rank, i, n, i < n ? over[i] : 0.0, i < n ? params[i] : 0.0);
+                "(first at %zu of %zu: %g, blocking %g)\n", m->rank, i, n, i < n ? params[i] : 0.0,
+                i < n ? blocking[i] : 0.0);
         bad = 1;
     }
     if (!bad && m->rank == 0)
         printf("mpi_train: %d ranks, %d steps: the overlapped all-reduce's parameters equal the blocking one's\n",
                m->ranks, STEPS);
-    free(over);
+    free(blocking);
     return bad;
 }
 
@@ -169,16 +173,17 @@ int main(void) {
     float *params = NULL, *all = NULL;
     size_t n = 0;
     int bad = GLOBAL % m.ranks ? fprintf(stderr, "mpi_train: %d ranks do not split %d\n", m.ranks, GLOBAL), 1 : 0;
-    if (!bad && (dg_cpu_backend_new(&be, 1) != DG_OK || bench_mpi_join(&m, be) != DG_OK)) bad = fail(&m, "backend");
+    if (!bad && (dg_cpu_backend_new(&be, 1) != DG_OK || bench_mpi_join(&m, be, true) != DG_OK))
+        bad = fail(&m, "backend");
     if (!bad && blobs_new(&b, GLOBAL * STEPS, D, C, SEED)) bad = fail(&m, "data");
     if (!bad) bad = check_node(&m, be);
     int per = GLOBAL / m.ranks;
     if (!bad) bad = train(&m, be, &b, m.rank * per, per, true, &params, &n);
-    if (!bad) bad = check_overlap(&m, &b, params, n);
     if (!bad && m.rank == 0 && !(all = malloc((size_t)m.ranks * n * sizeof *all))) bad = fail(&m, "gather");
-    /* a rank that failed aborts (bench_mpi_end) before the gather, never leaving the others waiting */
+    /* a rank that failed aborts (bench_mpi_end) before the next collective, never leaving the others waiting */
     if (!bad) MPI_Gather(params, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD);
     if (!bad && m.rank == 0) bad = compare(&m, all, n, &b);
+    if (!bad) bad = check_blocking(&m, &b, params, n);
     free(all);
     free(params);
     blobs_free(&b);

@@ -377,3 +377,64 @@ Test(bench_plot, scaling_report_sets_the_cpu_ranks_blocking_beside_overlapped) {
     free(sum);
     remove_dir(dir);
 }
+
+/* rows of the scaling sweep written by hand into DIR/FILE.csv */
+typedef struct scaling_row { const char *name, *impl, *backend; int m, per; long long k; double ms; } scaling_row;
+static void write_scaling(const char *dir, const char *file, const scaling_row *rows, size_t n) {
+    FILE *f = bench_csv_open(dir, file, "# rows written by hand\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(f, "%s", dg_last_error());
+    for (size_t i = 0; i < n; i++) {
+        double ms = rows[i].ms;
+        bench_row r = {.sweep = "scaling", .name = rows[i].name, .impl = rows[i].impl, .backend = rows[i].backend,
+                       .m = rows[i].m, .n = rows[i].per, .k = rows[i].k, .batch = rows[i].m * rows[i].per,
+                       .threads = 1, .st = {ms, ms, ms, 0, 5, NULL, 0, false}, .max_rel_err = 1e-7,
+                       .check = "mpi=one-process", .status = "ok"};
+        bench_csv_write(f, &r);
+    }
+    ASSERT_OK(bench_csv_finish(f, dir, file, true));
+}
+
+/* "How many CPU ranks equal one GPU": the CPU ranks' scaling.csv with a
+ * GPU run's copied in as scaling-gpu.csv; only rows of the same case,
+ * model (gradient bytes) and global batch meet; measured where a rank
+ * count reaches the GPU, extrapolated (and said so) from the largest
+ * count's samples/s per rank otherwise; without GPU rows, a line saying
+ * what to copy in */
+Test(bench_plot, scaling_report_counts_the_cpu_ranks_one_gpu_equals) {
+    char dir[] = "/tmp/dg-scaling-XXXXXX";
+    tmp_dir(dir);
+    static const scaling_row cpu[] = {
+        {"mlp-weak", "cpu-mpi", "cpu", 1, 128, 2678824, 10.0},
+        {"mlp-weak", "cpu-mpi", "cpu", 2, 128, 2678824, 20.0},
+        {"mlp-weak", "cpu-mpi-overlap", "cpu", 2, 128, 2678824, 12.5},
+        {"mlp-strong", "cpu-mpi", "cpu", 1, 256, 2678824, 20.0},
+        {"mlp-strong", "cpu-mpi", "cpu", 2, 128, 2678824, 20.0},
+        {"mlp-strong", "cpu-mpi-overlap", "cpu", 2, 128, 2678824, 12.5},
+    };
+    write_scaling(dir, "scaling", cpu, sizeof cpu / sizeof *cpu);
+    char *sum = plot_summary(dir);
+    cr_assert(strstr(sum, "How many CPU ranks equal one GPU: not answered here: no one-GPU rows (copy a GPU run's "
+                          "scaling.csv in as scaling-gpu.csv)."), "summary: %s", sum);
+    free(sum);
+    /* weak at 256: the GPU 20 ms (12800/s), 2 ranks 12.5 ms (20480/s);
+     * strong at 256: the GPU 1 ms (256000/s), 1 rank 20 ms (12800/s), 2
+     * ranks 12.5 ms (20480/s, 10240 per rank: 25 ranks extrapolated); a
+     * larger model's GPU row (other gradient bytes) meets nothing */
+    static const scaling_row gpu[] = {
+        {"mlp-weak", "gpu-dp", "gpu", 1, 256, 2678824, 20.0},
+        {"mlp-strong", "gpu-dp", "gpu", 1, 256, 2678824, 1.0},
+        {"mlp-strong", "gpu-dp", "gpu", 1, 256, 16000000, 0.5},
+    };
+    write_scaling(dir, "scaling-gpu", gpu, sizeof gpu / sizeof *gpu);
+    sum = plot_summary(dir);
+    cr_assert(strstr(sum, "| mlp-weak | 256 | 2 | 20480 | 12800 | 0.62 |\n\nmlp-weak, global batch 256: 2 CPU ranks "
+                          "equal one GPU (measured: 20480 samples/s against 12800)."), "summary: %s", sum);
+    cr_assert(strstr(sum, "| mlp-strong | 256 | 1 | 12800 | 256000 | 20.00 |\n| mlp-strong | 256 | 2 | 20480 | "
+                          "256000 | 12.50 |\n\nmlp-strong, global batch 256: about 25 CPU ranks equal one GPU "
+                          "(extrapolated, not measured: 2 ranks give 20480 samples/s, 10240 per rank, against the "
+                          "GPU's 256000;"), "summary: %s", sum);
+    cr_assert_null(strstr(sum, "512000"), "the larger model's GPU row met the CPU ranks: %s", sum);
+    cr_assert_null(strstr(sum, "not answered here"), "summary: %s", sum);
+    free(sum);
+    remove_dir(dir);
+}

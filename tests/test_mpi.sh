@@ -2,15 +2,18 @@
 # test_mpi.sh BENCH MPI_TRAIN CUDA: the ranks of bench train under
 # `mpirun -np 2 --oversubscribe` (two ranks on CI's two cores).
 #  - mpi_train (tests/mpi_train.c): the all_reduce node against a host
-#    mean; an MLP's parameters after 8 steps identical on both ranks and
-#    equal to one process's on the same global batches (its tolerance is
-#    stated there), and the overlapped all-reduce's equal to the blocking
-#    one's bit for bit.
+#    mean; an MLP's parameters after 8 steps with bench train's all-reduce
+#    (MPI_Iallreduce per bucket, overlapping the backward) identical on
+#    both ranks and equal to one process's on the same global batches (its
+#    tolerance is stated there), and the blocking all-reduce's equal to the
+#    overlapped one's bit for bit.
 #  - Faults, each a non-zero exit with the failing rank's message within
 #    the timeout (no rank left waiting): a bad option on rank 1 alone,
 #    another configuration on rank 1 (the start-up comparison), a batch
 #    the ranks cannot split evenly, a rank whose data set is missing (it
-#    fails after the start, while rank 0 goes on), --gpus under MPI.
+#    fails after the start, while rank 0 goes on), --gpus under MPI,
+#    --allreduce blocking on rank 1 alone, --allreduce for GPU ranks or
+#    (no mpirun) for one process, an --allreduce of neither kind.
 #  - The scaling sweep's CPU rows (bench --sweep scaling --backends cpu)
 #    on 2 ranks: rank 0's file alone, rows for 1 and 2 ranks (2: the
 #    all-reduce blocking and overlapped) checked against one process and
@@ -20,7 +23,8 @@
 #    message.
 #  - With Fashion-MNIST installed: 2 ranks train the MLP as one process
 #    does (the same per-epoch losses), rank 0 alone writes, its file names
-#    both ranks' hosts and times the slowest rank. CUDA "ON" and 2 GPUs
+#    both ranks' hosts, times the slowest rank and names the all-reduce
+#    (the default overlapped, then --allreduce blocking). CUDA "ON" and 2 GPUs
 #    (nvidia-smi -L): the same with --backend gpu, one GPU per rank (NCCL).
 # MPI_TRAIN "none": a bench built without MPI, which must refuse a launch
 # by MPI with the reason; then the test skips (77), as where mpirun is
@@ -84,6 +88,24 @@ refused "a missing data set on rank 1" "$tmp/nowhere" \
     -np 1 "$bench" $args : -np 1 "$bench" $args --data "$tmp/nowhere"
 # shellcheck disable=SC2086
 refused "--gpus under MPI" "under MPI each rank drives one device: no --gpus" -np 2 "$bench" $args --backend gpu --gpus 2
+# shellcheck disable=SC2086
+refused "--allreduce blocking on rank 1 alone" "rank 1 runs another build or configuration than rank 0" \
+    -np 1 "$bench" $args : -np 1 "$bench" $args --allreduce blocking
+# shellcheck disable=SC2086
+refused "--allreduce for GPU ranks" "GPU ranks average by NCCL" -np 2 "$bench" $args --backend gpu --allreduce blocking
+# shellcheck disable=SC2086
+"$bench" $args --allreduce blocking >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q -- "--allreduce chooses how CPU ranks under MPI average their gradients: not launched by MPI" \
+    "$tmp/err"; then
+    fail "--allreduce without mpirun: exit $rc: $(cat "$tmp/err")"
+fi
+# shellcheck disable=SC2086
+mpi -np 2 "$bench" $args --allreduce sometimes >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q -- "bad --allreduce (overlapped or blocking) 'sometimes'" "$tmp/err"; then
+    fail "--allreduce sometimes: exit $rc: $(cat "$tmp/err")"
+fi
 [ -e "$tmp/refused" ] && [ -n "$(ls "$tmp/refused")" ] && fail "a refused run left files: $(ls "$tmp/refused")"
 
 # the scaling sweep's CPU rows on 2 ranks: rank 0 alone writes (rank 1's
@@ -125,12 +147,14 @@ refused "another sweep under MPI" "under MPI only the scaling sweep runs" \
 [ -e "$tmp/refused/scaling.csv" ] && fail "a refused sweep left $tmp/refused/scaling.csv"
 
 # two ranks of backend $1 against one process, on Fashion-MNIST: the same
-# losses, one file from rank 0 alone, both hosts named, the slowest timed
+# losses, one file from rank 0 alone, both hosts named, the slowest timed,
+# the all-reduce named ($2: overlapped, blocking or nccl; $3: its option)
 against_one() {
-    be=$1
+    be=$1 exchange=$2
     run="train --backend $be --epochs 2 --subset 2048 --batch 64 --threads 1"
+    rm -rf "$tmp/two-$be" "$tmp/one-$be"
     # shellcheck disable=SC2086
-    mpi -np 2 "$bench" $run --out "$tmp/two-$be" >"$tmp/two.out" 2>"$tmp/two.err" ||
+    mpi -np 2 "$bench" $run ${3:-} --out "$tmp/two-$be" >"$tmp/two.out" 2>"$tmp/two.err" ||
         fail "2 $be ranks on Fashion-MNIST: $(cat "$tmp/two.err")"
     # shellcheck disable=SC2086
     "$bench" $run --out "$tmp/one-$be" >/dev/null 2>"$tmp/one.err" || fail "one $be process: $(cat "$tmp/one.err")"
@@ -138,19 +162,21 @@ against_one() {
     [ "$(ls "$tmp/two-$be")" = "train-mlp-$be-mpi2.csv" ] || fail "2 $be ranks wrote $(ls "$tmp/two-$be"), not one file"
     grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* ${be}[^,]*, rank 1 " "$two" ||
         fail "no ranks' hosts and devices in $two"
-    grep -q "^1,mlp,$be-mpi2,.*,slowest rank [01]; epoch_s over 2 ranks " "$two" || fail "no slowest rank in $two"
+    grep -q "^1,mlp,$be-mpi2,.*,slowest rank [01]; epoch_s over 2 ranks .*; all-reduce $exchange\$" "$two" ||
+        fail "no slowest rank or all-reduce $exchange in $two: $(grep '^1,' "$two")"
     # the losses (column 10) of both runs agree to 1e-4: float32 summation order apart, one process's
     grep -v '^#' "$two" | awk -F, 'NR > 1 { print $10 }' >"$tmp/l2"
     grep -v '^#' "$tmp/one-$be/train-mlp-$be.csv" | awk -F, 'NR > 1 { print $10 }' >"$tmp/l1"
     paste -d' ' "$tmp/l2" "$tmp/l1" |
         awk '{ d = $1 - $2; if (d < 0) d = -d; if (NF != 2 || d > 1e-4 * $2) { print "epoch " NR ": " $0; bad = 1 } }
-             END { exit bad }' || fail "2 $be ranks' losses differ from one process's"
+             END { exit bad }' || fail "2 $be ranks' losses ($exchange) differ from one process's"
 }
 
 if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-    against_one cpu
+    against_one cpu overlapped
+    against_one cpu blocking "--allreduce blocking"
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-    if [ "$cuda" = ON ] && [ "$gpus" -ge 2 ]; then against_one gpu
+    if [ "$cuda" = ON ] && [ "$gpus" -ge 2 ]; then against_one gpu nccl
     else echo "skipped the GPU ranks: bench CUDA $cuda, $gpus GPUs (2 needed)"
     fi
 else

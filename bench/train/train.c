@@ -64,12 +64,16 @@ static void usage(FILE *f) {
             "  --out DIR         CSV folder (default reports/latest); file train-MODEL-BACKEND[-copy][-DTYPE].csv\n"
             "\n"
             "Under mpirun (or srun), one process per rank: each rank trains its slice of --batch, the global\n"
-            "batch, on its CPU (gradients averaged by MPI_Allreduce) or, with --backend gpu, on its local\n"
+            "batch, on its CPU (gradients averaged as --allreduce says) or, with --backend gpu, on its local\n"
             "rank's GPU (by NCCL; no --gpus); --batch must be a multiple of the rank count (equal slices;\n"
             "otherwise refused at start). Every rank needs the same build and options (checked at start);\n"
             "rank 0 alone writes train-MODEL-BACKEND-mpiN.csv, whose rows time the slowest rank (the spread\n"
             "in the note) and whose metadata names every rank's host and device. A rank that fails ends\n"
             "every rank with its message and a non-zero exit.\n"
+            "  --allreduce A     CPU ranks: overlapped (default: gradients in buckets of up to 1 MiB, each\n"
+            "                    bucket's MPI_Iallreduce started as it fills while the backward goes on) or\n"
+            "                    blocking (each gradient's MPI_Allreduce in its node; faster where the\n"
+            "                    gradients make one bucket, as the default MLP's: docs/PERF.md)\n"
             "\n"
             "The training loss of an epoch is the mean of every step's loss; epoch time is wall time of the\n"
             "training steps with the backend synchronised (evaluation excluded); TF32 only under --dtype\n"
@@ -89,6 +93,7 @@ typedef struct epoch_out {
     double lr;
     unsigned long long seed;
     const bench_mpi *mpi;
+    const char *exchange;     /* under MPI, how the ranks average: overlapped, blocking, nccl */
     double total_s;           /* under MPI: the sum of the slowest ranks' epochs */
     dg_status st;             /* a failed gathering of the ranks' times */
 } epoch_out;
@@ -100,12 +105,12 @@ static void on_epoch(const dg_epoch_stats *s, void *arg) {
     epoch_out *e = arg;
     double epoch_s = s->epoch_s, total_s = s->total_s, least = epoch_s;
     int slowest = 0;
-    char note[128] = "";
+    char note[160] = "";
     if (e->mpi->on && e->st == DG_OK) {
         e->st = bench_mpi_spread(e->mpi, s->epoch_s, &least, &epoch_s, &slowest);
         total_s = e->total_s += epoch_s;
-        snprintf(note, sizeof note, ",slowest rank %d; epoch_s over %d ranks %.3f..%.3f s", slowest, e->mpi->ranks,
-                 least, epoch_s);
+        snprintf(note, sizeof note, ",slowest rank %d; epoch_s over %d ranks %.3f..%.3f s; all-reduce %s", slowest,
+                 e->mpi->ranks, least, epoch_s, e->exchange);
     }
     if (!e->csv) return;
     printf("epoch %2d  loss %.4f  test acc %.2f%%  epoch %.2f s  total %.2f s\n", s->epoch, s->train_loss,
@@ -186,7 +191,7 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
         {"seed", required_argument, NULL, 's'},
         {"copy-batches", no_argument, NULL, 'c'}, {"subset", required_argument, NULL, 'S'},
         {"threads", required_argument, NULL, 't'}, {"gpus", required_argument, NULL, 'g'},
-        {"data", required_argument, NULL, 'd'},
+        {"data", required_argument, NULL, 'd'}, {"allreduce", required_argument, NULL, 'A'},
         {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *model = "mlp", *widths = "784-256-100-10", *backend = "cpu", *data = NULL, *out = "reports/latest";
@@ -194,7 +199,7 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     dg_optim_kind kind = DG_OPTIM_ADAM;
     double lr = NAN, weight_decay = 0;
     int threads = 0, gpus = 1, c;
-    bool gpus_given = false;
+    bool gpus_given = false, overlap = true, allreduce_given = false;
     long long v;
     optind = 0; /* glibc: start over */
     opterr = 0;
@@ -225,6 +230,12 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
             gpus = (int)v;
             gpus_given = true;
             break;
+        case 'A':
+            if (strcmp(optarg, "overlapped") && strcmp(optarg, "blocking"))
+                return bad("--allreduce (overlapped or blocking)", optarg);
+            overlap = !strcmp(optarg, "overlapped");
+            allreduce_given = true;
+            break;
         case 'd': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--data", optarg); data = optarg; break;
         case 'o': if (!*optarg || strlen(optarg) > BENCH_MAX_PATH) return bad("--out", optarg); out = optarg; break;
         case 'h': usage(stdout); return 0;
@@ -235,6 +246,9 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     if (gpus_given && strcmp(backend, "gpu"))
         return bench_usage_error("bench train", "--gpus needs --backend gpu (the %s backend has no collectives)",
                                  backend);
+    if (allreduce_given && (!mpi->on || strcmp(backend, "cpu")))
+        return bench_usage_error("bench train", "--allreduce chooses how CPU ranks under MPI average their "
+                                 "gradients: %s", mpi->on ? "GPU ranks average by NCCL" : "not launched by MPI");
     if (o.batch % gpus) /* the trainer would refuse it too, after the data set was read */
         return bench_usage_error("bench train", "--batch %d does not split evenly over --gpus %d", o.batch, gpus);
     dg_mlp_cfg cfg;
@@ -288,9 +302,9 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
      * the threads, which may differ from host to host */
     char config[512], hosts[4096] = "";
     snprintf(config, sizeof config, "model %s widths %s batch %d epochs %d optimizer %s lr %.9g weight-decay %.9g "
-             "seed %llu dtype %s subset %d copy %d ranks %d", model, widths, o.batch, o.epochs,
+             "seed %llu dtype %s subset %d copy %d ranks %d allreduce %d", model, widths, o.batch, o.epochs,
              dg_optim_name(kind), lr, weight_decay, (unsigned long long)o.seed,
-             dg_precision_name(o.precision), o.subset, o.copy_batches, mpi->ranks);
+             dg_precision_name(o.precision), o.subset, o.copy_batches, mpi->ranks, overlap);
     int started = start_ranks(mpi, backend, gpus_given, o.batch, config, hosts, sizeof hosts);
     if (started) return started;
     o.rank = mpi->rank;
@@ -343,7 +357,7 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
     else if (opened == DG_OK && !bes[0] && (opened = bench_backend_open(backend, threads, &bes[0])) != DG_OK)
         fprintf(stderr, "bench train: rank %d: %s backend: %s\n", mpi->rank, backend, dg_last_error());
     if (opened == DG_OK && mpi->rank == 0 && !csv) opened = DG_ERR_INVALID; /* bench_train_open said why */
-    if (mpi->on && opened == DG_OK && (opened = bench_mpi_join(mpi, bes[0])) != DG_OK)
+    if (mpi->on && opened == DG_OK && (opened = bench_mpi_join(mpi, bes[0], overlap)) != DG_OK)
         fprintf(stderr, "bench train: rank %d: %s\n", mpi->rank, dg_last_error());
     if (opened != DG_OK) {
         if (csv) bench_train_close(csv, out, name, opened);
@@ -354,7 +368,12 @@ static int train_main(int argc, char **argv, const bench_mpi *mpi) {
         return 1;
     }
     epoch_out eo = {csv, model, label, dg_optim_name(kind), dg_precision_name(o.precision),
-                    o.copy_batches ? "copy" : "resident", o.batch, lr, (unsigned long long)o.seed, mpi, 0, DG_OK};
+                    o.copy_batches ? "copy" : "resident", o.batch, lr, (unsigned long long)o.seed, mpi,
+                    mpi->ranks < 2            ? "none (one rank)"
+                    : strcmp(backend, "cpu") ? "nccl"
+                    : overlap                ? "overlapped"
+                                             : "blocking",
+                    0, DG_OK};
     if (mpi->rank == 0)
         printf("training %s (%s) on %s in %s: %d epochs, batch %d, %s lr %g weight decay %g, seed %llu, data %s\n",
                model, widths, backend, eo.dtype, o.epochs, o.batch, dg_optim_name(kind), lr, weight_decay,

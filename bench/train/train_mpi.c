@@ -57,8 +57,8 @@ dg_status bench_mpi_agree(const bench_mpi *m, const char *config) {
     (void)m, (void)config;
     return no_mpi("bench_mpi_agree");
 }
-dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be) {
-    (void)m, (void)be;
+dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be, bool overlap) {
+    (void)m, (void)be, (void)overlap;
     return no_mpi("bench_mpi_join");
 }
 dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *max, int *slowest) {
@@ -176,10 +176,6 @@ static dg_status join_gpu(const bench_mpi *m, dg_backend *be) {
 #endif
 }
 
-dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be) {
-    if (!strcmp(dg_backend_name(be), "gpu")) return m->ranks > 1 ? join_gpu(m, be) : DG_OK;
-    return dg_cpu_set_all_reduce(be, mpi_sum, NULL, m->ranks);
-}
 
 /* the communicators of bench_mpi_join_first, one per rank count (made at
  * its first join, MPI_COMM_NULL on the ranks outside it), freed by
@@ -249,6 +245,15 @@ dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool o
     if (!overlap) return dg_cpu_set_all_reduce(be, mpi_sum, comm, n);
     const dg_cpu_async_sum isum = {isum_start, isum_test, isum_wait, comm};
     return dg_cpu_set_all_reduce_overlap(be, &isum, n, 0);
+}
+
+dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be, bool overlap) {
+    if (!strcmp(dg_backend_name(be), "gpu")) return m->ranks > 1 ? join_gpu(m, be) : DG_OK;
+    /* overlapped on a communicator of its own (every rank is among the
+     * first m->ranks): its requests never interleave with the bench's
+     * collectives on MPI_COMM_WORLD */
+    if (overlap && m->ranks > 1) return bench_mpi_join_first(m, be, m->ranks, true);
+    return dg_cpu_set_all_reduce(be, mpi_sum, NULL, m->ranks);
 }
 
 dg_status bench_mpi_slowest(const bench_mpi *m, bool active, double *v, int n_v, double *least, int *slowest) {

@@ -1,13 +1,15 @@
 /* train_mpi.h: `bench train` and the scaling sweep's CPU ranks
  * (sweeps/scaling/sweep_scaling_mpi.c) launched by an MPI launcher (mpirun, srun):
  * one process per rank, each training its slice of the global batch on its
- * own backend: a CPU one, whose all_reduce nodes sum over MPI_COMM_WORLD
- * (dg_cpu_set_all_reduce), or a GPU one, the local rank's device, whose
- * all_reduce nodes run over an NCCL communicator made from a unique id
- * rank 0 broadcasts over MPI (dg_gpu_join_ranks). MPI_Init and MPI_Finalize are the bench's, not
- * the library's; nothing here names MPI's types, so the trainer includes
- * this whether or not the build has MPI (DG_MPI). Built without it, a
- * launch by MPI is refused with that reason.
+ * own backend: a CPU one, whose all_reduce nodes sum over the ranks by
+ * MPI (dg_cpu_set_all_reduce, or overlapped with the backward:
+ * dg_cpu_set_all_reduce_overlap), or a GPU one, the local rank's device,
+ * whose all_reduce nodes run over an NCCL communicator made from a unique
+ * id rank 0 broadcasts over MPI (dg_gpu_join_ranks). MPI_Init and
+ * MPI_Finalize are the bench's, not the library's; nothing here names
+ * MPI's types, so the trainer includes this whether or not the build has
+ * MPI (DG_MPI). Built without it, a launch by MPI is refused with that
+ * reason.
  *
  * Faults: whatever fails on one rank (a bad option, a mismatched build or
  * configuration, an error in a step) is printed there and ends the whole
@@ -45,9 +47,12 @@ int  bench_mpi_start(bench_mpi *m);
  * that differs from rank 0. */
 dg_status bench_mpi_agree(const bench_mpi *m, const char *config);
 /* be's all_reduce nodes average over the ranks: a CPU backend's by
- * MPI_Allreduce (summed in place, then divided by the rank count), a GPU
- * backend's by NCCL (rank 0's unique id broadcast, dg_gpu_join_ranks). */
-dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be);
+ * MPI_Allreduce in each node (summed in place, then divided by the rank
+ * count), or (overlap, 2 ranks or more) by MPI_Iallreduce per bucket
+ * overlapping the backward, as bench_mpi_join_first's; a GPU backend's by
+ * NCCL (rank 0's unique id broadcast, dg_gpu_join_ranks; overlap
+ * unused: NCCL's buckets overlap already). Every rank calls it. */
+dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be, bool overlap);
 /* be's all_reduce nodes average over the first n ranks (1 < n <= ranks),
  * on a communicator of their own: by MPI_Allreduce in each node, or
  * (overlap) by MPI_Iallreduce per bucket overlapping the backward

@@ -2,9 +2,11 @@
  * bandwidth over message size per GPU count, NCCL's own call against the
  * graph's node (scaling_allreduce), each model's weak and strong scaling
  * efficiency against one GPU (scaling_efficiency), and their tables; the
- * CPU ranks' table, blocking against overlapped. */
+ * CPU ranks' table, blocking against overlapped; how many CPU ranks equal
+ * one GPU, where rows of both meet. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runner/sweep.h"
@@ -251,6 +253,89 @@ static void ranks_report(bench_report *rep, const bench_table *t) {
     fprintf(f, "\n");
 }
 
+/* samples per second of a training-step row: its global batch per median step */
+static double samples_per_s(const csv_rec *r) { return 1e3 * (double)r->batch / r->median_ms; }
+
+/* "How many CPU hosts equal one GPU?" from the rows of t: each one-GPU row
+ * (gpu-dp, 1 GPU) against the CPU ranks' rows of the same case, the same
+ * model (gradient bytes, column k) and the same global batch (overlapped
+ * from 2 ranks on, cpu-mpi at 1). Measured where some rank count reaches
+ * the GPU's samples/s; otherwise extrapolated, and said so, from the
+ * largest rank count at its measured samples/s per rank (linear: no
+ * further loss of efficiency assumed). Returns the GPU rows answered. */
+static int equal_report(bench_report *rep, const bench_table *t) {
+    int answers = 0;
+    for (int i = 0; i < t->n; i++) {
+        const csv_rec *g = &t->r[i];
+        if (strcmp(g->impl, "gpu-dp") || g->m != 1 || !bench_row_measured(g)) continue;
+        const csv_rec *most = NULL, *reach = NULL;
+        double gs = samples_per_s(g);
+        for (int j = 0; j < t->n; j++) {
+            const csv_rec *c = &t->r[j];
+            if (strcmp(c->impl, c->m > 1 ? "cpu-mpi-overlap" : "cpu-mpi") || strcmp(c->name, g->name) ||
+                c->k != g->k || c->batch != g->batch || !bench_row_measured(c))
+                continue;
+            if (!answers && !most)
+                fprintf(rep->sum, "### How many CPU ranks equal one GPU (same case, model and global batch)\n\nThe CPU "
+                                  "ranks' samples/s (MPI, overlapped from 2 ranks on; the slowest rank's step) beside "
+                                  "one GPU's (gpu-dp, 1 GPU), from the folder's scaling.csv and, where present, "
+                                  "scaling-cpu.csv or scaling-gpu.csv (another run's scaling.csv copied in).\n\n");
+            if (!most)
+                fprintf(rep->sum, "| case | global batch | ranks | CPU samples/s | GPU samples/s | GPU / CPU |\n"
+                                  "|---|---|---|---|---|---|\n");
+            double cs = samples_per_s(c);
+            char b[3][32];
+            fprintf(rep->sum, "| %s | %lld | %lld | %s | %s | %s |\n", g->name, g->batch, c->m,
+                    bench_fmt_num(cs, "%.0f", b[0], 32), bench_fmt_num(gs, "%.0f", b[1], 32),
+                    bench_fmt_num(gs / cs, "%.2f", b[2], 32));
+            if (!most || c->m > most->m) most = c;
+            if (cs >= gs && (!reach || c->m < reach->m)) reach = c;
+        }
+        if (!most) continue;
+        answers++;
+        double per_rank = samples_per_s(most) / (double)most->m;
+        if (reach)
+            fprintf(rep->sum, "\n%s, global batch %lld: %lld CPU ranks equal one GPU (measured: %.0f samples/s "
+                              "against %.0f).\n\n", g->name, g->batch, reach->m, samples_per_s(reach), gs);
+        else
+            fprintf(rep->sum, "\n%s, global batch %lld: about %.0f CPU ranks equal one GPU (extrapolated, not "
+                              "measured: %lld ranks give %.0f samples/s, %.0f per rank, against the GPU's %.0f; "
+                              "assumes each further rank adds as much).\n\n", g->name, g->batch, ceil(gs / per_rank),
+                    most->m, samples_per_s(most), per_rank, gs);
+    }
+    return answers;
+}
+
+/* equal_report over t's rows and those of DIR/scaling-cpu.csv and
+ * DIR/scaling-gpu.csv where present (another run's scaling.csv copied in:
+ * the CPU ranks and the GPU are measured on different machines); where
+ * nothing meets, a line saying what is missing */
+static void cpu_gpu_report(bench_report *rep, const bench_table *t) {
+    bench_table all = {malloc((size_t)t->n * sizeof *t->r), 0, false};
+    if (!all.r && t->n) return;
+    memcpy(all.r, t->r, (size_t)t->n * sizeof *t->r);
+    all.n = t->n;
+    static const char *const others[] = {"scaling-cpu", "scaling-gpu"};
+    for (size_t o = 0; o < sizeof others / sizeof *others; o++) {
+        bench_table other = bench_table_load(rep->dir, others[o]); /* unreadable: said on stderr, left out */
+        csv_rec *grown = other.n ? realloc(all.r, (size_t)(all.n + other.n) * sizeof *all.r) : NULL;
+        if (grown) {
+            memcpy(grown + all.n, other.r, (size_t)other.n * sizeof *other.r);
+            all.r = grown;
+            all.n += other.n;
+        }
+        free(other.r);
+    }
+    bool gpu = has_impl(&all, "gpu-dp"), cpu = has_impl(&all, "cpu-mpi");
+    if (!equal_report(rep, &all) && (gpu || cpu))
+        fprintf(rep->sum, "How many CPU ranks equal one GPU: not answered here: %s.\n\n",
+                gpu && cpu ? "no one-GPU row and CPU ranks' row of the same case, model (gradient bytes) and global "
+                             "batch"
+                : gpu      ? "no CPU ranks' rows (copy a CPU run's scaling.csv in as scaling-cpu.csv)"
+                           : "no one-GPU rows (copy a GPU run's scaling.csv in as scaling-gpu.csv)");
+    free(all.r);
+}
+
 bool bench_report_scaling(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     fprintf(rep->sum, "## Data parallelism: several GPUs (NCCL), CPU ranks (MPI)\n\n");
@@ -266,5 +351,6 @@ bool bench_report_scaling(bench_report *rep, const bench_table *t) {
     ranks_report(rep, t);
     buckets_report(rep, t);
     peer_report(rep, t);
+    cpu_gpu_report(rep, t);
     return true;
 }
