@@ -158,7 +158,11 @@ bool dg__onnx_slice(ox_ctx *c, ox_value *o) {
     int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
     st = st < lo ? lo : st > hi ? hi : st;
     en = en < lo ? lo : en > hi ? hi : en;
-    int64_t len = step > 0 ? (en > st ? (en - st + step - 1) / step : 0) : (st > en ? (st - en - step - 1) / -step : 0);
+    /* the count of st, st + step, ... before en: 1 + (distance - 1) / |step|
+     * (no st - en + |step| sum, which overflows for |step| near 2^63) */
+    int64_t dist = step > 0 ? en - st : st - en;
+    uint64_t mag = step > 0 ? (uint64_t)step : -(uint64_t)step;
+    int64_t len = dist > 0 ? 1 + (int64_t)((uint64_t)(dist - 1) / mag) : 0;
     ox_tensor *out = dg__onnx_new_const(c, d->dtype, 1, &len);
     if (!out) return false;
     for (int64_t i = 0; i < len; i++) {

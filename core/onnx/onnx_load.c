@@ -187,6 +187,11 @@ static dg_status check_nodes(dg_onnx *o) {
                                 "(%s%s)", o->name, n, nm, op, an, *info->attrs ? "it reads: " : "it reads none",
                                 info->attrs);
         }
+        /* the walk keeps a node's outputs in a table of OX_MAX_OUTPUTS:
+         * omitted optional outputs (empty names) count too */
+        if (nd->n_output > OX_MAX_OUTPUTS)
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s' (%s): %zu outputs (at most %d, empty names "
+                            "included)", o->name, n, nm, op, nd->n_output, OX_MAX_OUTPUTS);
         for (size_t k = (size_t)info->max_outputs; k < nd->n_output; k++)
             if (nd->output[k] && *nd->output[k])
                 return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s' (%s): output %zu '%s' is not supported "

@@ -154,6 +154,10 @@ static bool pool(ox_ctx *c, ox_value *o, bool max) {
     if (!x) return false;
     if (x->shape.ndim != 4) return FAIL("2-D pooling only (an input of 4 axes)");
     if (dg__onnx_attr_ints(c, "kernel_shape", ks, 2) != 2) return FAIL("kernel_shape must have 2 values");
+    /* int64 in the file, int in duograd's pool options and window()'s
+     * padding arithmetic: bounded like strides and pads */
+    for (int d = 0; d < 2; d++)
+        if (ks[d] < 1 || ks[d] > 1 << 20) return FAIL("kernel_shape %lld must be 1 to 2^20", (long long)ks[d]);
     if (!window(c, x, ks, st, pd, dl)) return false;
     if (ceil_mode) return FAIL("ceil_mode 1 is not supported");
     if (order) return FAIL("storage_order 1 is not supported");

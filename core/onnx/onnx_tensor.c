@@ -33,7 +33,9 @@ dg_status dg__onnx_tensor(const Onnx__TensorProto *p, const char *what, ox_tenso
     t->numel = 1;
     for (int d = 0; d < t->ndim; d++) {
         t->dims[d] = p->dims[d];
-        if (p->dims[d] < 0 || (p->dims[d] > 0 && t->numel > DG_MAX_NUMEL / p->dims[d]))
+        /* each dim bounded too: a zero-sized tensor's others would become
+         * shape entries past any size (Shape, Gather, Squeeze fold them) */
+        if (p->dims[d] < 0 || p->dims[d] > DG_MAX_NUMEL || (p->dims[d] > 0 && t->numel > DG_MAX_NUMEL / p->dims[d]))
             return dg__fail(DG_ERR_INVALID, "%s: dimension %d is %lld (0 to 2^40 elements in all)", what, d,
                             (long long)p->dims[d]);
         t->numel *= p->dims[d];
