@@ -2,7 +2,6 @@
  * of the top-level message, protobuf-c's unpack, the opset, the graph's
  * input and output, the initializers, every node's operator and
  * attributes, then one walk of the forward on a scratch graph. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,8 +336,9 @@ dg_status dg_onnx_load_buffer(const void *data, size_t size, const char *name, c
 dg_status dg_onnx_load(const char *path, const dg_onnx_opts *opts, dg_onnx **out) {
     if (!path || !out) return dg__fail(DG_ERR_INVALID, "dg_onnx_load: NULL %s", !path ? "path" : "out");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dg__fail(DG_ERR_IO, "onnx '%s': cannot open: %s", path, strerror(errno));
+    FILE *f;
+    dg_status st0 = dg__onnx_open(path, "onnx", &f);
+    if (st0 != DG_OK) return st0;
     uint8_t *buf = NULL;
     size_t n = 0, cap = 0;
     dg_status st = DG_OK;
