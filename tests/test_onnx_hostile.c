@@ -322,3 +322,18 @@ Test(onnx_hostile, malformed_graphs_are_refused_by_name) {
     attr_ints(tr, "perm", 2, perm);
     refused(load((Onnx__NodeProto *[]){tr, NULL}, NULL, 2, x2, "y", &o), &o, "node 0 't' (Transpose)");
 }
+
+/* An input whose axes each fit but whose product passes 2^40 elements
+ * (or a fixed batch of 2^40) was refused by the graph's leaf with a
+ * message that named neither the file nor the input as an ONNX one
+ * ("leaf 'x': shape ..."): the fuzz harness's rule that every refusal
+ * names the file caught the like. */
+Test(onnx_hostile, an_input_past_2_40_elements_is_refused_naming_the_file) {
+    static const int64_t big[] = {INT64_MIN, (int64_t)1 << 40, (int64_t)1 << 40, (int64_t)1 << 40};
+    static const int64_t fixed[] = {(int64_t)1 << 40, 1 << 20};
+    Onnx__NodeProto *relu = node("Relu", "r", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+    dg_onnx *o;
+    refused(load((Onnx__NodeProto *[]){relu, NULL}, NULL, 4, big, "y", &o), &o, "input 'x' at batch 2: ");
+    refused(load((Onnx__NodeProto *[]){relu, NULL}, NULL, 2, fixed, "y", &o), &o,
+            "input 'x' at batch 1099511627776: ");
+}

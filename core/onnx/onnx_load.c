@@ -278,6 +278,14 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
         dg_shape s;
         dg_onnx_input_shape(o, i, batch, &s);
         xs[i] = o->in_dtypes[i] == DG_I32 ? dg_input_i32(g, o->inputs[i], s) : dg_input(g, o->inputs[i], s);
+        if (!xs[i]) { /* each axis fits, their product may not: say which file and input */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", dg_last_error());
+            st = dg__fail(dg_graph_status(g), "onnx '%s': input '%s' at batch %lld: %s", o->name, o->inputs[i],
+                          (long long)batch, msg);
+            dg_graph_free(g);
+            return st;
+        }
     }
     int failed;
     dg_node *y = dg__onnx_walk(g, o, NULL, xs, NULL, &failed);
