@@ -73,11 +73,16 @@ bool dg__onnx_gather(ox_ctx *c, ox_value *o) {
     if (d->ndim - 1 + ix->ndim > OX_MAX_RANK) return FAIL("more than %d axes", OX_MAX_RANK);
     int64_t dims[OX_MAX_RANK], outer = 1, inner = 1, n = d->dims[axis];
     int r = 0;
-    for (int a = 0; a < axis; a++) outer *= (dims[r++] = d->dims[a]);
+    for (int a = 0; a < axis; a++) dims[r++] = d->dims[a];
     for (int a = 0; a < ix->ndim; a++) dims[r++] = ix->dims[a];
-    for (int a = (int)axis + 1; a < d->ndim; a++) inner *= (dims[r++] = d->dims[a]);
+    for (int a = (int)axis + 1; a < d->ndim; a++) dims[r++] = d->dims[a];
+    /* the result's size is bounded first: the axes around `axis` of an
+     * empty table may multiply past int64 */
     ox_tensor *k = dg__onnx_new_const(c, d->dtype, r, dims);
     if (!k) return false;
+    if (!k->numel) return (o->k = k) != NULL;
+    for (int a = 0; a < axis; a++) outer *= d->dims[a];
+    for (int a = (int)axis + 1; a < d->ndim; a++) inner *= d->dims[a];
     for (int64_t a = 0, at = 0; a < outer; a++)
         for (int64_t j = 0; j < ix->numel; j++) {
             int64_t s = ix->i[j] < 0 ? ix->i[j] + n : ix->i[j];
