@@ -323,6 +323,18 @@ Test(onnx_hostile, malformed_graphs_are_refused_by_name) {
     refused(load((Onnx__NodeProto *[]){tr, NULL}, NULL, 2, x2, "y", &o), &o, "node 0 't' (Transpose)");
 }
 
+/* An axis out of range is named as the file gives it: -5 on rank 2 was
+ * reported as -3 (the value after adding the rank). */
+Test(onnx_hostile, an_axis_out_of_range_is_named_as_the_file_gives_it) {
+    static const char *const ops[] = {"Softmax", "LogSoftmax", "Flatten"};
+    for (int i = 0; i < 3; i++) {
+        Onnx__NodeProto *n = node(ops[i], "n", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
+        attr_int(n, "axis", -5);
+        dg_onnx *o;
+        refused(load((Onnx__NodeProto *[]){n, NULL}, NULL, 2, x2, "y", &o), &o, "axis -5 out of range (rank 2)");
+    }
+}
+
 /* An input whose axes each fit but whose product passes 2^40 elements
  * (or a fixed batch of 2^40) was refused by the graph's leaf with a
  * message that named neither the file nor the input as an ONNX one

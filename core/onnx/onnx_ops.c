@@ -226,12 +226,12 @@ static bool op_layer_norm(ox_ctx *c, ox_value *o) {
 
 static bool op_flatten(ox_ctx *c, ox_value *o) {
     bool ok = true;
-    int64_t axis = dg__onnx_attr_int(c, "axis", 1, &ok);
+    int64_t given = dg__onnx_attr_int(c, "axis", 1, &ok);
     dg_node *x = ok ? IN(0) : NULL;
     if (!x) return false;
     int r = x->shape.ndim;
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis > r) return FAIL("axis %lld out of range (rank %d)", (long long)axis, r);
+    int64_t axis = given < 0 ? given + r : given; /* the message says the file's value */
+    if (axis < 0 || axis > r) return FAIL("axis %lld out of range (rank %d)", (long long)given, r);
     int64_t lead = 1, rest = 1;
     for (int d = 0; d < r; d++) *(d < axis ? &lead : &rest) *= x->shape.d[d];
     return (o->node = dg_reshape(c->g, x, DG_SHAPE(lead, rest))) != NULL;
@@ -277,12 +277,12 @@ static bool op_transpose(ox_ctx *c, ox_value *o) {
  * axis is swapped with it before and after */
 static bool softmax(ox_ctx *c, ox_value *o, bool log) {
     bool ok = true;
-    int64_t axis = dg__onnx_attr_int(c, "axis", -1, &ok);
+    int64_t given = dg__onnx_attr_int(c, "axis", -1, &ok);
     dg_node *x = ok ? IN(0) : NULL;
     if (!x) return false;
     int r = x->shape.ndim;
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis >= r) return FAIL("axis %lld out of range (rank %d)", (long long)axis, r);
+    int64_t axis = given < 0 ? given + r : given; /* the message says the file's value */
+    if (axis < 0 || axis >= r) return FAIL("axis %lld out of range (rank %d)", (long long)given, r);
     int swap[DG_MAX_DIMS];
     for (int d = 0; d < r; d++) swap[d] = d == axis ? r - 1 : d == r - 1 ? (int)axis : d;
     dg_node *xs = axis == r - 1 ? x : dg_permute(c->g, x, swap);
