@@ -504,5 +504,17 @@ Test(bench_hostile, onnx_run_leaves_no_half_written_output) {
     cr_assert_eq(stat(path, &sb), 0);
     cr_assert_eq(sb.st_size, 1200);
     cr_assert(sb.st_mode & S_IRGRP, "y.f32 is mode %o", (unsigned)sb.st_mode);
+    /* --out a symbolic link: the file it names gets the output, the link
+     * stays (a rename over the link would replace it) */
+    char real[1024];
+    snprintf(real, sizeof real, "%s/real.f32", dir);
+    cr_assert_eq(remove(path), 0);
+    write_file(real, "old");
+    cr_assert_eq(symlink("real.f32", path), 0);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(lstat(path, &sb), 0);
+    cr_assert(S_ISLNK(sb.st_mode), "y.f32, a link, was replaced by a file");
+    cr_assert_eq(stat(real, &sb), 0);
+    cr_assert_eq(sb.st_size, 1200);
     remove_dir(dir);
 }

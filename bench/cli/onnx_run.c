@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,10 +85,13 @@ static long read_all(const char *path, void **buf) {
  * renamed over. */
 static dg_status write_all(const char *path, const void *data, size_t bytes) {
     struct stat sb;
-    bool special = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+    bool exists = stat(path, &sb) == 0, special = exists && !S_ISREG(sb.st_mode);
     if (special && S_ISDIR(sb.st_mode)) return dg_fail(DG_ERR_IO, "cannot write %s: it is a directory", path);
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s%s", path, special ? "" : ".XXXXXX") >= (int)sizeof tmp)
+    /* a symbolic link to a file: its target is replaced, the link stays */
+    char real[PATH_MAX];
+    const char *target = exists && !special && realpath(path, real) ? real : path;
+    char tmp[PATH_MAX + 16];
+    if (snprintf(tmp, sizeof tmp, "%s%s", target, special ? "" : ".XXXXXX") >= (int)sizeof tmp)
         return dg_fail(DG_ERR_IO, "cannot write %.200s...: the name is too long", path);
     int fd = special ? open(path, O_WRONLY) : mkstemp(tmp);
     if (fd < 0) return dg_fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(errno));
@@ -97,9 +101,12 @@ static dg_status write_all(const char *path, const void *data, size_t bytes) {
     bool ok = special || fchmod(fd, 0666 & ~mask) == 0;
     FILE *f = ok ? fdopen(fd, "wb") : NULL;
     ok = f && fwrite(data, 1, bytes, f) == bytes;
-    int err = errno;
-    if (f ? fclose(f) != 0 : close(fd) != 0) ok = false, err = err ? err : errno;
-    if (ok && !special && rename(tmp, path) != 0) ok = false, err = errno;
+    int err = ok ? 0 : errno; /* a buffered write's error comes at fclose */
+    if (f ? fclose(f) != 0 : close(fd) != 0) {
+        if (ok) err = errno;
+        ok = false;
+    }
+    if (ok && !special && rename(tmp, target) != 0) ok = false, err = errno;
     if (!ok) {
         if (!special) unlink(tmp);
         return dg_fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(err));
