@@ -429,3 +429,92 @@ Test(bench_hostile, a_newline_in_the_environment_stays_in_its_metadata_line) {
     free(r);
     remove_dir(dir);
 }
+
+#define ONNX_DATA DG_SOURCE_DIR "/tests/data/onnx/"
+
+/* Files that are not files: a pipe with no writer blocked the open for
+ * ever (bench --model and onnx-run --input hung), /dev/zero was read to
+ * 2 GiB before the size limit refused it (8 s, 2 GiB of memory), and a
+ * directory said only "read error". Each is refused at once by kind. */
+Test(bench_hostile, special_files_as_a_model_or_an_input_are_refused_at_once) {
+    char dir[] = "/tmp/dg-special-XXXXXX", out[4096], err[4096], path[1024];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/pipe.onnx", dir);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    snprintf(path, sizeof path, "%s/zero.onnx", dir);
+    cr_assert_eq(symlink("/dev/zero", path), 0);
+    snprintf(path, sizeof path, "%s/dir.onnx", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    static const char *const models[][2] = {{"pipe.onnx", "a pipe, not a file"},
+                                            {"zero.onnx", "a device, not a file"},
+                                            {"dir.onnx", "a directory, not a file"}};
+    for (int i = 0; i < 3; i++) {
+        const char *args[] = {"--model", models[i][0], "--out", "res", NULL};
+        int rc = run_bench(dir, args, out, err, 20);
+        cr_assert_eq(rc, 1, "--model %s: exit %d (-1: still running after 20 s): %s", models[i][0], rc, err);
+        cr_assert(strstr(err, models[i][1]), "--model %s: %s", models[i][0], err);
+        const char *run[] = {"onnx-run", ONNX_DATA "mlp.onnx", "--input", models[i][0], "--out", "y.f32", NULL};
+        rc = run_bench(dir, run, out, err, 20);
+        cr_assert_eq(rc, 1, "onnx-run --input %s: exit %d: %s", models[i][0], rc, err);
+        cr_assert(strstr(err, "not a file"), "onnx-run --input %s: %s", models[i][0], err);
+    }
+    snprintf(path, sizeof path, "%s/res", dir);
+    cr_assert(!exists(path), "a refused --model made its results folder");
+    snprintf(path, sizeof path, "%s/y.f32", dir);
+    cr_assert(!exists(path), "a refused input made an output file");
+    remove_dir(dir);
+}
+
+/* onnx-run's output under a file size limit (a full disk alike): the
+ * write fails part way. It left the first bytes as Y.f32, in place of the
+ * earlier complete output; now the output is whole or not written, and the
+ * earlier file stays. mlp.onnx: [N, 6] -> [N, 3]; 100 examples make 1200
+ * bytes of output, past `ulimit -f 1` (512 or 1024 bytes). */
+Test(bench_hostile, onnx_run_leaves_no_half_written_output) {
+    char dir[] = "/tmp/dg-fsize-XXXXXX", cmd[2048], out[4096], path[1024];
+    tmp_dir(dir);
+    char *ex = read_file(ONNX_DATA "mlp.in.f32"); /* 4 examples, 96 bytes */
+    snprintf(path, sizeof path, "%s/x.f32", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 25; i++) cr_assert_eq(fwrite(ex, 1, 96, f), 96);
+    fclose(f);
+    free(ex);
+    snprintf(path, sizeof path, "%s/y.f32", dir);
+    write_file(path, "the earlier output");
+    /* SIGXFSZ ignored (inherited through exec): the write fails with EFBIG */
+    snprintf(cmd, sizeof cmd, "cd %s && sh -c \"trap '' XFSZ; ulimit -f 1; exec %s onnx-run %smlp.onnx --input x.f32 "
+             "--out y.f32\"", dir, DG_BENCH_PATH, ONNX_DATA);
+    int rc = sh(cmd, out, sizeof out);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, out);
+    cr_assert(strstr(out, "cannot write y.f32: File too large"), "%s", out);
+    char *kept = read_file(path);
+    cr_assert_str_eq(kept, "the earlier output", "the failed write replaced y.f32 (%zu bytes)", strlen(kept));
+    free(kept);
+    DIR *d = opendir(dir);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) files += e->d_name[0] != '.';
+    closedir(d);
+    cr_assert_eq(files, 2, "a temporary file was left beside y.f32");
+    /* without the limit: the output, readable as any file the user makes */
+    snprintf(cmd, sizeof cmd, "cd %s && %s onnx-run %smlp.onnx --input x.f32 --out y.f32", dir, DG_BENCH_PATH,
+             ONNX_DATA);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    struct stat sb;
+    cr_assert_eq(stat(path, &sb), 0);
+    cr_assert_eq(sb.st_size, 1200);
+    cr_assert(sb.st_mode & S_IRGRP, "y.f32 is mode %o", (unsigned)sb.st_mode);
+    /* --out a symbolic link: the file it names gets the output, the link
+     * stays (a rename over the link would replace it) */
+    char real[1024];
+    snprintf(real, sizeof real, "%s/real.f32", dir);
+    cr_assert_eq(remove(path), 0);
+    write_file(real, "old");
+    cr_assert_eq(symlink("real.f32", path), 0);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert_eq(lstat(path, &sb), 0);
+    cr_assert(S_ISLNK(sb.st_mode), "y.f32, a link, was replaced by a file");
+    cr_assert_eq(stat(real, &sb), 0);
+    cr_assert_eq(sb.st_size, 1200);
+    remove_dir(dir);
+}

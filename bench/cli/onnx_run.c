@@ -7,10 +7,14 @@
 #include "cli/onnx_run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/backends.h"
 #include "cli/options.h"
@@ -30,7 +34,7 @@ static void usage(FILE *f) {
             "output's values. stdout: the input's and the output's shapes.\n"
             "\n"
             "  --input X.f32    the examples\n"
-            "  --out Y.f32      where the output goes (replaced)\n"
+            "  --out Y.f32      where the output goes (replaced whole, or left as it was on failure)\n"
             "  --backend B      cpu (default) or gpu\n"
             "  --output NAME    the graph output to write (default: the first)\n"
             "\n"
@@ -43,8 +47,25 @@ static void usage(FILE *f) {
  * the reason in dg_last_error() */
 static long read_all(const char *path, void **buf) {
     *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dg_fail(DG_ERR_IO, "cannot open %s: %s", path, strerror(errno)), -1;
+    /* a regular file only: a pipe without a writer would block the open
+     * (O_NONBLOCK lets it return), /dev/zero reads as 0 bytes from ftell */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        dg_fail(DG_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return dg_fail(DG_ERR_IO, "%s: %s, not a file", path, S_ISDIR(sb.st_mode) ? "a directory" : "a device or pipe"),
+               -1;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return dg_fail(DG_ERR_IO, "cannot open %s: %s", path, strerror(errno)), -1;
+    }
     long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (*buf = malloc(n ? (size_t)n : 1)) != NULL &&
         fread(*buf, 1, (size_t)n, f) == (size_t)n) {
@@ -55,6 +76,42 @@ static long read_all(const char *path, void **buf) {
     free(*buf);
     *buf = NULL;
     return dg_fail(DG_ERR_IO, "cannot read %s", path), -1;
+}
+
+/* bytes into path, whole or not at all: written beside it under a
+ * temporary name, then renamed over it, so that a full disk or a file
+ * size limit leaves no half-written output (nor erases an earlier one).
+ * A device or pipe (/dev/stdout) is written as it is: it cannot be
+ * renamed over. */
+static dg_status write_all(const char *path, const void *data, size_t bytes) {
+    struct stat sb;
+    bool exists = stat(path, &sb) == 0, special = exists && !S_ISREG(sb.st_mode);
+    if (special && S_ISDIR(sb.st_mode)) return dg_fail(DG_ERR_IO, "cannot write %s: it is a directory", path);
+    /* a symbolic link to a file: its target is replaced, the link stays */
+    char real[PATH_MAX];
+    const char *target = exists && !special && realpath(path, real) ? real : path;
+    char tmp[PATH_MAX + 16];
+    if (snprintf(tmp, sizeof tmp, "%s%s", target, special ? "" : ".XXXXXX") >= (int)sizeof tmp)
+        return dg_fail(DG_ERR_IO, "cannot write %.200s...: the name is too long", path);
+    int fd = special ? open(path, O_WRONLY) : mkstemp(tmp);
+    if (fd < 0) return dg_fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    /* mkstemp makes it 0600: the output is as readable as any other file */
+    mode_t mask = umask(0);
+    umask(mask);
+    bool ok = special || fchmod(fd, 0666 & ~mask) == 0;
+    FILE *f = ok ? fdopen(fd, "wb") : NULL;
+    ok = f && fwrite(data, 1, bytes, f) == bytes;
+    int err = ok ? 0 : errno; /* a buffered write's error comes at fclose */
+    if (f ? fclose(f) != 0 : close(fd) != 0) {
+        if (ok) err = errno;
+        ok = false;
+    }
+    if (ok && !special && rename(tmp, target) != 0) ok = false, err = errno;
+    if (!ok) {
+        if (!special) unlink(tmp);
+        return dg_fail(DG_ERR_IO, "cannot write %s: %s", path, strerror(err));
+    }
+    return DG_OK;
 }
 
 /* the forward of o at the input file's batch on be, its output into out */
@@ -88,12 +145,7 @@ static dg_status run(const dg_onnx *o, dg_backend *be, const char *in_path, cons
     if (st == DG_OK) st = dg_plan_run(p);
     if (st == DG_OK && !(y_host = malloc(dg_node_bytes(y)))) st = dg_fail(DG_ERR_OOM, "onnx-run: out of memory");
     if (st == DG_OK) st = dg_plan_get(p, y, y_host, dg_node_bytes(y));
-    if (st == DG_OK) {
-        FILE *f = fopen(out_path, "wb");
-        bool ok = f && fwrite(y_host, 1, dg_node_bytes(y), f) == dg_node_bytes(y);
-        if (f && fclose(f)) ok = false;
-        if (!ok) st = dg_fail(DG_ERR_IO, "cannot write %s: %s", out_path, strerror(errno));
-    }
+    if (st == DG_OK) st = write_all(out_path, y_host, dg_node_bytes(y));
     if (st == DG_OK) {
         char t[96];
         printf("input '%s' %s\noutput '%s' %s\n", dg_onnx_input_name(o), dg_shape_str(xs, s, sizeof s),

@@ -7,6 +7,8 @@
  * shape that does not fit is reported at load too. What it refuses, with
  * DG_ERR_INVALID (DG_ERR_IO for a file that cannot be read or parsed) and
  * a message for dg_last_error():
+ *   - a path that is no regular file (a directory, a device such as
+ *     /dev/zero, a pipe: refused by kind before any read, never blocking);
  *   - a file that is not a ModelProto: its size, the byte offset where the
  *     top-level framing breaks (a field running past the end), or that
  *     protobuf-c could not unpack it;

@@ -123,14 +123,21 @@ const ox_tensor *dg__onnx_in_const(ox_ctx *c, int i) {
 
 ox_tensor *dg__onnx_new_const(ox_ctx *c, ox_dtype t, int ndim, const int64_t *dims) {
     ox_tensor *k = calloc(1, sizeof *k);
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= dims[d];
-    size_t es = t == OX_F32 ? sizeof(float) : sizeof(int64_t);
     /* a folded constant is a shape, an index or a small table: a huge one
-     * (a Gather of Gathers) is refused, not allocated */
-    if (n > OX_MAX_FOLD) {
+     * (a Gather of Gathers) is refused, not allocated. Any axis past the
+     * limit refuses it, even beside a zero one, and the product is bounded
+     * at each step (dims of 2^40 each overflow int64 by the third). */
+    int64_t n = 1;
+    bool big = false;
+    for (int d = 0; d < ndim; d++) {
+        big |= dims[d] > OX_MAX_FOLD;
+        n = big ? 0 : n * dims[d];
+        big |= n > OX_MAX_FOLD;
+    }
+    size_t es = t == OX_F32 ? sizeof(float) : sizeof(int64_t);
+    if (big) {
         free(k);
-        return dg__onnx_fail(c, "a folded constant of %lld elements (at most %d)", (long long)n, OX_MAX_FOLD), NULL;
+        return dg__onnx_fail(c, "a folded constant of more than %d elements", OX_MAX_FOLD), NULL;
     }
     void *data = k ? calloc((size_t)(n ? n : 1), es) : NULL;
     if (c->n_tmp == c->cap_tmp && data) {

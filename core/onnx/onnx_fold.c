@@ -73,11 +73,16 @@ bool dg__onnx_gather(ox_ctx *c, ox_value *o) {
     if (d->ndim - 1 + ix->ndim > OX_MAX_RANK) return FAIL("more than %d axes", OX_MAX_RANK);
     int64_t dims[OX_MAX_RANK], outer = 1, inner = 1, n = d->dims[axis];
     int r = 0;
-    for (int a = 0; a < axis; a++) outer *= (dims[r++] = d->dims[a]);
+    for (int a = 0; a < axis; a++) dims[r++] = d->dims[a];
     for (int a = 0; a < ix->ndim; a++) dims[r++] = ix->dims[a];
-    for (int a = (int)axis + 1; a < d->ndim; a++) inner *= (dims[r++] = d->dims[a]);
+    for (int a = (int)axis + 1; a < d->ndim; a++) dims[r++] = d->dims[a];
+    /* the result's size is bounded first: the axes around `axis` of an
+     * empty table may multiply past int64 */
     ox_tensor *k = dg__onnx_new_const(c, d->dtype, r, dims);
     if (!k) return false;
+    if (!k->numel) return (o->k = k) != NULL;
+    for (int a = 0; a < axis; a++) outer *= d->dims[a];
+    for (int a = (int)axis + 1; a < d->ndim; a++) inner *= d->dims[a];
     for (int64_t a = 0, at = 0; a < outer; a++)
         for (int64_t j = 0; j < ix->numel; j++) {
             int64_t s = ix->i[j] < 0 ? ix->i[j] + n : ix->i[j];
@@ -158,7 +163,11 @@ bool dg__onnx_slice(ox_ctx *c, ox_value *o) {
     int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
     st = st < lo ? lo : st > hi ? hi : st;
     en = en < lo ? lo : en > hi ? hi : en;
-    int64_t len = step > 0 ? (en > st ? (en - st + step - 1) / step : 0) : (st > en ? (st - en - step - 1) / -step : 0);
+    /* the count of st, st + step, ... before en: 1 + (distance - 1) / |step|
+     * (no st - en + |step| sum, which overflows for |step| near 2^63) */
+    int64_t dist = step > 0 ? en - st : st - en;
+    uint64_t mag = step > 0 ? (uint64_t)step : -(uint64_t)step;
+    int64_t len = dist > 0 ? 1 + (int64_t)((uint64_t)(dist - 1) / mag) : 0;
     ox_tensor *out = dg__onnx_new_const(c, d->dtype, 1, &len);
     if (!out) return false;
     for (int64_t i = 0; i < len; i++) {

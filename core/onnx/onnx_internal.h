@@ -6,6 +6,7 @@
 #define DG_ONNX_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "onnx.h"
 #include "onnx.pb-c.h"
@@ -97,6 +98,11 @@ typedef struct ox_op {
 } ox_op;
 
 const ox_op *dg__onnx_op(const char *name);  /* NULL: not supported */
+
+/* path opened for reading, refused (DG_ERR_IO naming `what` and path)
+ * unless it is a regular file: a pipe without a writer would block the
+ * open, /dev/zero never ends, a directory reads as an error. */
+dg_status dg__onnx_open(const char *path, const char *what, FILE **out);
 
 /* TensorProto -> t (owned arrays); DG_ERR_INVALID naming `what` */
 dg_status dg__onnx_tensor(const Onnx__TensorProto *p, const char *what, ox_tensor *t);

@@ -2,7 +2,6 @@
  * of the top-level message, protobuf-c's unpack, the opset, the graph's
  * input and output, the initializers, every node's operator and
  * attributes, then one walk of the forward on a scratch graph. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +186,11 @@ static dg_status check_nodes(dg_onnx *o) {
                                 "(%s%s)", o->name, n, nm, op, an, *info->attrs ? "it reads: " : "it reads none",
                                 info->attrs);
         }
+        /* the walk keeps a node's outputs in a table of OX_MAX_OUTPUTS:
+         * omitted optional outputs (empty names) count too */
+        if (nd->n_output > OX_MAX_OUTPUTS)
+            return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s' (%s): %zu outputs (at most %d, empty names "
+                            "included)", o->name, n, nm, op, nd->n_output, OX_MAX_OUTPUTS);
         for (size_t k = (size_t)info->max_outputs; k < nd->n_output; k++)
             if (nd->output[k] && *nd->output[k])
                 return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s' (%s): output %zu '%s' is not supported "
@@ -274,6 +278,14 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
         dg_shape s;
         dg_onnx_input_shape(o, i, batch, &s);
         xs[i] = o->in_dtypes[i] == DG_I32 ? dg_input_i32(g, o->inputs[i], s) : dg_input(g, o->inputs[i], s);
+        if (!xs[i]) { /* each axis fits, their product may not: say which file and input */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", dg_last_error());
+            st = dg__fail(dg_graph_status(g), "onnx '%s': input '%s' at batch %lld: %s", o->name, o->inputs[i],
+                          (long long)batch, msg);
+            dg_graph_free(g);
+            return st;
+        }
     }
     int failed;
     dg_node *y = dg__onnx_walk(g, o, NULL, xs, NULL, &failed);
@@ -332,8 +344,9 @@ dg_status dg_onnx_load_buffer(const void *data, size_t size, const char *name, c
 dg_status dg_onnx_load(const char *path, const dg_onnx_opts *opts, dg_onnx **out) {
     if (!path || !out) return dg__fail(DG_ERR_INVALID, "dg_onnx_load: NULL %s", !path ? "path" : "out");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dg__fail(DG_ERR_IO, "onnx '%s': cannot open: %s", path, strerror(errno));
+    FILE *f;
+    dg_status st0 = dg__onnx_open(path, "onnx", &f);
+    if (st0 != DG_OK) return st0;
     uint8_t *buf = NULL;
     size_t n = 0, cap = 0;
     dg_status st = DG_OK;

@@ -154,6 +154,10 @@ static bool pool(ox_ctx *c, ox_value *o, bool max) {
     if (!x) return false;
     if (x->shape.ndim != 4) return FAIL("2-D pooling only (an input of 4 axes)");
     if (dg__onnx_attr_ints(c, "kernel_shape", ks, 2) != 2) return FAIL("kernel_shape must have 2 values");
+    /* int64 in the file, int in duograd's pool options and window()'s
+     * padding arithmetic: bounded like strides and pads */
+    for (int d = 0; d < 2; d++)
+        if (ks[d] < 1 || ks[d] > 1 << 20) return FAIL("kernel_shape %lld must be 1 to 2^20", (long long)ks[d]);
     if (!window(c, x, ks, st, pd, dl)) return false;
     if (ceil_mode) return FAIL("ceil_mode 1 is not supported");
     if (order) return FAIL("storage_order 1 is not supported");
@@ -222,12 +226,12 @@ static bool op_layer_norm(ox_ctx *c, ox_value *o) {
 
 static bool op_flatten(ox_ctx *c, ox_value *o) {
     bool ok = true;
-    int64_t axis = dg__onnx_attr_int(c, "axis", 1, &ok);
+    int64_t given = dg__onnx_attr_int(c, "axis", 1, &ok);
     dg_node *x = ok ? IN(0) : NULL;
     if (!x) return false;
     int r = x->shape.ndim;
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis > r) return FAIL("axis %lld out of range (rank %d)", (long long)axis, r);
+    int64_t axis = given < 0 ? given + r : given; /* the message says the file's value */
+    if (axis < 0 || axis > r) return FAIL("axis %lld out of range (rank %d)", (long long)given, r);
     int64_t lead = 1, rest = 1;
     for (int d = 0; d < r; d++) *(d < axis ? &lead : &rest) *= x->shape.d[d];
     return (o->node = dg_reshape(c->g, x, DG_SHAPE(lead, rest))) != NULL;
@@ -273,12 +277,12 @@ static bool op_transpose(ox_ctx *c, ox_value *o) {
  * axis is swapped with it before and after */
 static bool softmax(ox_ctx *c, ox_value *o, bool log) {
     bool ok = true;
-    int64_t axis = dg__onnx_attr_int(c, "axis", -1, &ok);
+    int64_t given = dg__onnx_attr_int(c, "axis", -1, &ok);
     dg_node *x = ok ? IN(0) : NULL;
     if (!x) return false;
     int r = x->shape.ndim;
-    if (axis < 0) axis += r;
-    if (axis < 0 || axis >= r) return FAIL("axis %lld out of range (rank %d)", (long long)axis, r);
+    int64_t axis = given < 0 ? given + r : given; /* the message says the file's value */
+    if (axis < 0 || axis >= r) return FAIL("axis %lld out of range (rank %d)", (long long)given, r);
     int swap[DG_MAX_DIMS];
     for (int d = 0; d < r; d++) swap[d] = d == axis ? r - 1 : d == r - 1 ? (int)axis : d;
     dg_node *xs = axis == r - 1 ? x : dg_permute(c->g, x, swap);

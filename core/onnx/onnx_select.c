@@ -116,8 +116,10 @@ bool dg__onnx_split(ox_ctx *c, ox_value *o) {
         for (int k = 0; k < n_out; k++) sizes[k] = n / n_out;
         given = n_out;
     }
+    /* each size bounded by the axis first: a sum of unchecked sizes can
+     * wrap around int64 to the axis' length */
     int64_t sum = 0;
-    for (int k = 0; k < given; k++) sum += sizes[k] > 0 ? sizes[k] : -n - 1;
+    for (int k = 0; k < given && sum <= n; k++) sum += sizes[k] > 0 && sizes[k] <= n ? sizes[k] : n + 1;
     if (given != n_out || sum != n)
         return FAIL("split sizes must be %d positive values summing to the axis' %lld", n_out, (long long)n);
     if (n > OX_MAX_FOLD_AXIS) return FAIL("%lld entries on the axis (at most %d)", (long long)n, OX_MAX_FOLD_AXIS);

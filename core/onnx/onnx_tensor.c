@@ -4,9 +4,12 @@
  * and arm64) or in the typed repeated field; either must hold exactly the
  * product of the dims. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../status_internal.h"
 #include "onnx_internal.h"
@@ -33,7 +36,9 @@ dg_status dg__onnx_tensor(const Onnx__TensorProto *p, const char *what, ox_tenso
     t->numel = 1;
     for (int d = 0; d < t->ndim; d++) {
         t->dims[d] = p->dims[d];
-        if (p->dims[d] < 0 || (p->dims[d] > 0 && t->numel > DG_MAX_NUMEL / p->dims[d]))
+        /* each dim bounded too: a zero-sized tensor's others would become
+         * shape entries past any size (Shape, Gather, Squeeze fold them) */
+        if (p->dims[d] < 0 || p->dims[d] > DG_MAX_NUMEL || (p->dims[d] > 0 && t->numel > DG_MAX_NUMEL / p->dims[d]))
             return dg__fail(DG_ERR_INVALID, "%s: dimension %d is %lld (0 to 2^40 elements in all)", what, d,
                             (long long)p->dims[d]);
         t->numel *= p->dims[d];
@@ -69,11 +74,36 @@ dg_status dg__onnx_tensor(const Onnx__TensorProto *p, const char *what, ox_tenso
     return DG_OK;
 }
 
+dg_status dg__onnx_open(const char *path, const char *what, FILE **out) {
+    *out = NULL;
+    /* non-blocking: a pipe opens at once (and is refused below); a
+     * regular file reads as usual */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return dg__fail(DG_ERR_IO, "%s '%s': cannot open: %s", what, path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        close(fd);
+        return dg__fail(DG_ERR_IO, "%s '%s': cannot stat: %s", what, path, strerror(errno));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        const char *kind = S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a pipe"
+                           : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a special file";
+        close(fd);
+        return dg__fail(DG_ERR_IO, "%s '%s': %s, not a file", what, path, kind);
+    }
+    if (!(*out = fdopen(fd, "rb"))) {
+        close(fd);
+        return dg__fail(DG_ERR_IO, "%s '%s': cannot open: %s", what, path, strerror(errno));
+    }
+    return DG_OK;
+}
+
 dg_status dg_onnx_tensor_load(const char *path, dg_onnx_tensor *out) {
     if (!path || !out) return dg__fail(DG_ERR_INVALID, "dg_onnx_tensor_load: NULL %s", !path ? "path" : "out");
     *out = (dg_onnx_tensor){0};
-    FILE *f = fopen(path, "rb");
-    if (!f) return dg__fail(DG_ERR_IO, "onnx tensor '%s': cannot open: %s", path, strerror(errno));
+    FILE *f;
+    dg_status st0 = dg__onnx_open(path, "onnx tensor", &f);
+    if (st0 != DG_OK) return st0;
     /* a test's tensor: small, read whole */
     uint8_t *buf = NULL;
     size_t n = 0;
