@@ -1,16 +1,17 @@
 /* test_convert.c: the vector conversions of cpu_backend/cpu_convert.h
  * against the scalar ones of core/dtype_convert.h, bit for bit, on every
- * path this CPU runs, under MXCSR's defaults and under DAZ+FTZ (which the
- * conversions must ignore). Inputs: all 65536 16-bit patterns widened;
- * narrowed, every bf16 pattern with low halves at and around its ties
- * (every exponent, subnormals, inf, NaNs with payloads), every f16
- * midpoint and its neighbours (the subnormal ties, the overflow threshold
- * 65520), and random bit patterns. Arrays start one value off alignment
- * and have odd lengths, so each path's scalar tail runs too. Catches a
- * vector path that truncates, rounds ties away, flushes subnormals (as
- * vcvtneps2bf16 does), keeps NaN payloads (as vcvtps2ph does), mixes
- * lanes, or drops the tail. Then the cast op on each backend against the
- * same rule: on the GPU that checks the rule is __float2half_rn's and
+ * path this CPU runs, under MXCSR's defaults and under DAZ+FTZ with
+ * rounding toward zero (which the conversions must ignore). Inputs: all
+ * 65536 16-bit patterns widened; narrowed, every bf16 pattern with low
+ * halves at and around its ties (every exponent, subnormals, inf, NaNs
+ * with payloads), every f16 midpoint and its neighbours (the subnormal
+ * ties, the overflow threshold 65520), and random bit patterns. Arrays
+ * start one value off alignment and have odd lengths, so each path's
+ * scalar tail runs too. Catches a vector path that truncates, rounds ties
+ * away, follows MXCSR's rounding, flushes subnormals (as vcvtneps2bf16
+ * does), keeps NaN payloads (as vcvtps2ph does), mixes lanes, or drops
+ * the tail. Then the cast op on each backend against the same rule: on
+ * the GPU that checks the rule is __float2half_rn's and
  * __float2bfloat16_rn's (NaN included), on the CPU the threads' blocks. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -100,9 +101,9 @@ static void check_all_paths(void) {
 
 Test(convert, vector_paths_give_the_scalar_bits) { check_all_paths(); }
 
-Test(convert, vector_paths_ignore_daz_and_ftz) {
+Test(convert, vector_paths_ignore_daz_ftz_and_the_rounding_mode) {
     unsigned csr = _mm_getcsr();
-    _mm_setcsr(csr | 0x8040u); /* FTZ (bit 15) and DAZ (bit 6) */
+    _mm_setcsr(csr | 0x8040u | 0x6000u); /* FTZ (bit 15), DAZ (bit 6), rounding toward zero (bits 13-14) */
     check_all_paths();
     _mm_setcsr(csr);
 }
