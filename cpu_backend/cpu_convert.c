@@ -14,6 +14,7 @@
  * which is also its f16 value (every one lies below 2^-25), and it never
  * flushes an f16 subnormal result; vcvtph2ps ignores DAZ and quiets a
  * signalling NaN as the rule does (test_convert runs both MXCSR modes). */
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "../core/dtype_convert.h"
@@ -118,14 +119,21 @@ CVT_AVX512 static void narrow_avx512(dg_dtype t, const float *x, uint16_t *h, in
 
 /* ---- the choice ------------------------------------------------------- */
 
+/* CPUID.1:ECX's F16C bit (clang 14's __builtin_cpu_supports has no name
+ * for it) */
+static bool has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+
 /* __builtin_cpu_supports also asks the OS (XGETBV) whether it saves the
- * registers of that width */
+ * registers of that width (F16C's are AVX2's) */
 bool dg__cvt_runs(dg_cvt_path p) {
     switch (p) {
     case DG_CVT_AVX512:
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-    case DG_CVT_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case DG_CVT_AVX2: return __builtin_cpu_supports("avx2") && has_f16c();
     case DG_CVT_SCALAR: return true;
     }
     return false;
