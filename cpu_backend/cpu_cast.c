@@ -1,33 +1,28 @@
 /* cpu_cast.c: DG_OP_CAST on the CPU, the float32 copies of bf16 and f16
  * operands that the CPU's low-precision matmul and convolutions multiply,
- * and the rounding of a 16-bit convolution's float32 result. */
+ * and the rounding of a 16-bit convolution's float32 result: blocks over
+ * the threads, each converted by cpu_convert.h's vector code. */
 #include <omp.h>
 #include <stdint.h>
 
-#include "../core/dtype_convert.h"
 #include "../core/status_internal.h"
+#include "cpu_convert.h"
 #include "cpu_kernels.h"
+
+/* the threads take blocks of CAST_BLOCK values (a multiple of the vector
+ * paths' 16, so only the last block has a scalar tail) */
+enum { CAST_BLOCK = 4096 };
 
 void dg__cpu_widen(dg_dtype t, const void *x, float *y, int64_t n) {
     const uint16_t *h = x;
-    if (t == DG_BF16) {
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++) y[i] = dg__bf16_to_f32(h[i]);
-    } else {
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++) y[i] = dg__f16_to_f32(h[i]);
-    }
+    for (int64_t i = 0; i < n; i += CAST_BLOCK) dg__cvt_widen(t, h + i, y + i, n - i < CAST_BLOCK ? n - i : CAST_BLOCK);
 }
 
 void dg__cpu_narrow(dg_dtype t, const float *x, void *y, int64_t n) {
     uint16_t *h = y;
-    if (t == DG_BF16) {
 #pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++) h[i] = dg__f32_to_bf16(x[i]);
-    } else {
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++) h[i] = dg__f32_to_f16(x[i]);
-    }
+    for (int64_t i = 0; i < n; i += CAST_BLOCK) dg__cvt_narrow(t, x + i, h + i, n - i < CAST_BLOCK ? n - i : CAST_BLOCK);
 }
 
 dg_status dg__cpu_cast(const dg_step *s) {

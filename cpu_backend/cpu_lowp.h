@@ -2,7 +2,9 @@
  * kernels that compute in float32 (elementwise, reductions, softmax, layer
  * norm, a matmul's rounded output). Serial: each is called by one thread
  * on its own block or row. Widening is exact; narrowing rounds to nearest
- * even (dtype_convert.h, the GPU's __float2bfloat16_rn/__float2half_rn). */
+ * even (dtype_convert.h, the GPU's __float2bfloat16_rn/__float2half_rn).
+ * The bulk loads and stores go through cpu_convert.h's vector code, the
+ * same bits. */
 #ifndef DG_CPU_LOWP_H
 #define DG_CPU_LOWP_H
 
@@ -10,6 +12,7 @@
 
 #include "../core/dtype_convert.h"
 #include "../core/graph.h"
+#include "cpu_convert.h"
 
 /* element i of a tensor of dtype t (f32, bf16 or f16) at p, as float32 */
 static inline float dg__lp_ld(dg_dtype t, const void *p, int64_t i) {
@@ -35,11 +38,7 @@ static inline void dg__lp_st(dg_dtype t, void *p, int64_t i, float v) {
  * f32, else widened into buf (n floats) */
 static inline const float *dg__lp_load(dg_dtype t, const void *p, int64_t off, int64_t n, float *buf) {
     if (t == DG_F32) return (const float *)p + off;
-    const uint16_t *h = (const uint16_t *)p + off;
-    if (t == DG_BF16)
-        for (int64_t i = 0; i < n; i++) buf[i] = dg__bf16_to_f32(h[i]);
-    else
-        for (int64_t i = 0; i < n; i++) buf[i] = dg__f16_to_f32(h[i]);
+    dg__cvt_widen(t, (const uint16_t *)p + off, buf, n);
     return buf;
 }
 
@@ -51,11 +50,7 @@ static inline float *dg__lp_dst(dg_dtype t, void *p, int64_t off, float *buf) {
 
 static inline void dg__lp_store(dg_dtype t, void *p, int64_t off, int64_t n, const float *buf) {
     if (t == DG_F32) return; /* written in place (dg__lp_dst) */
-    uint16_t *h = (uint16_t *)p + off;
-    if (t == DG_BF16)
-        for (int64_t i = 0; i < n; i++) h[i] = dg__f32_to_bf16(buf[i]);
-    else
-        for (int64_t i = 0; i < n; i++) h[i] = dg__f32_to_f16(buf[i]);
+    dg__cvt_narrow(t, buf, (uint16_t *)p + off, n);
 }
 
 #endif
