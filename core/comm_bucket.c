@@ -4,17 +4,17 @@
 #include "cost.h"
 #include "graph.h"
 
-bool dg_bucket_full_for(const dg_bucket *b, size_t bytes) {
+bool dg__bucket_full_for(const dg_bucket *b, size_t bytes) {
     return b->n == DG_BUCKET_MAX_MEMBERS || (b->n && b->bytes + bytes > b->cap);
 }
 
-bool dg_bucket_add(dg_bucket *b, const float *in, float *out, size_t count) {
+bool dg__bucket_add(dg_bucket *b, const float *in, float *out, size_t count) {
     b->item[b->n++] = (dg_bucket_item){in, out, count};
     b->bytes += count * sizeof(float);
     return b->bytes >= b->cap;
 }
 
-void dg_bucket_clear(dg_bucket *b) {
+void dg__bucket_clear(dg_bucket *b) {
     b->n = 0;
     b->bytes = 0;
 }
@@ -24,7 +24,7 @@ static bool overlaps(const void *p, size_t n, const void *q, size_t m) {
     return p && q && n && m && a < c + m && c < a + n;
 }
 
-bool dg_step_races(const dg_step *s, const void *in, const void *out, size_t bytes) {
+bool dg__step_races(const dg_step *s, const void *in, const void *out, size_t bytes) {
     const dg_node *n = s->node;
     size_t out_bytes = dg_node_bytes(n), scratch_bytes = dg_node_scratch_bytes(n);
     bool hazard = overlaps(s->out, out_bytes, in, bytes) || overlaps(s->out, out_bytes, out, bytes) ||
@@ -40,8 +40,8 @@ bool dg_step_races(const dg_step *s, const void *in, const void *out, size_t byt
     return hazard;
 }
 
-bool dg_bucket_raced(const dg_bucket *b, const dg_step *s) {
+bool dg__bucket_raced(const dg_bucket *b, const dg_step *s) {
     for (int k = 0; k < b->n; k++)
-        if (dg_step_races(s, b->item[k].in, b->item[k].out, b->item[k].count * sizeof(float))) return true;
+        if (dg__step_races(s, b->item[k].in, b->item[k].out, b->item[k].count * sizeof(float))) return true;
     return false;
 }

@@ -39,20 +39,20 @@ typedef struct dg_bucket {
 } dg_bucket;
 
 /* whether the queue must go before a tensor of `bytes` joins it */
-bool dg_bucket_full_for(const dg_bucket *b, size_t bytes);
-/* in -> out (count floats) queued (dg_bucket_full_for was false); whether
+bool dg__bucket_full_for(const dg_bucket *b, size_t bytes);
+/* in -> out (count floats) queued (dg__bucket_full_for was false); whether
  * the queue must go now: it reached b->cap */
-bool dg_bucket_add(dg_bucket *b, const float *in, float *out, size_t count);
+bool dg__bucket_add(dg_bucket *b, const float *in, float *out, size_t count);
 /* the queue emptied (it went) */
-void dg_bucket_clear(dg_bucket *b);
+void dg__bucket_clear(dg_bucket *b);
 
 /* Whether step s, run now, would race an all-reduce of in -> out (bytes
  * each): it writes either (its output, scratch, side outputs or an input
  * written in place), or reads the output. The plan may hand a dead
  * gradient's bytes to a later node while the exchange still reads them. */
-bool dg_step_races(const dg_step *s, const void *in, const void *out, size_t bytes);
+bool dg__step_races(const dg_step *s, const void *in, const void *out, size_t bytes);
 /* whether s races any queued all-reduce of b */
-bool dg_bucket_raced(const dg_bucket *b, const dg_step *s);
+bool dg__bucket_raced(const dg_bucket *b, const dg_step *s);
 
 #ifdef __cplusplus
 }

@@ -93,7 +93,7 @@ static dg_status flush(cpu_comm *m) {
     }
     f->n = m->queue.n;
     f->count = count;
-    dg_bucket_clear(&m->queue);
+    dg__bucket_clear(&m->queue);
     dg_status st = m->async.start(f->buf, count, m->async.arg, &f->req);
     if (st == DG_OK) m->n_fl++;
     return st;
@@ -101,13 +101,13 @@ static dg_status flush(cpu_comm *m) {
 
 static bool touches(const flight *f, const dg_step *s) {
     for (int j = 0; j < f->n; j++)
-        if (dg_step_races(s, f->item[j].in, f->item[j].out, f->item[j].count * sizeof(float))) return true;
+        if (dg__step_races(s, f->item[j].in, f->item[j].out, f->item[j].count * sizeof(float))) return true;
     return false;
 }
 
 dg_status dg__cpu_comm_before(cpu_comm *m, const dg_step *s) {
     if (!m || !m->async.start) return DG_OK;
-    dg_status st = dg_bucket_raced(&m->queue, s) ? flush(m) : DG_OK;
+    dg_status st = dg__bucket_raced(&m->queue, s) ? flush(m) : DG_OK;
     for (int k = m->n_fl - 1; k >= 0 && st == DG_OK; k--) {
         bool done = false;
         if (touches(&m->fl[k], s)) st = finish(m, k);
@@ -139,9 +139,9 @@ static dg_status blocking(const cpu_comm *m, const dg_step *s) {
 dg_status dg__cpu_all_reduce(cpu_comm *m, const dg_step *s, bool in_run) {
     if (!m || !m->async.start) return blocking(m, s);
     size_t count = dg_node_bytes(s->node) / sizeof(float);
-    dg_status st = dg_bucket_full_for(&m->queue, count * sizeof(float)) ? flush(m) : DG_OK;
+    dg_status st = dg__bucket_full_for(&m->queue, count * sizeof(float)) ? flush(m) : DG_OK;
     if (st != DG_OK) return st;
-    if (dg_bucket_add(&m->queue, s->in[0], s->out, count)) st = flush(m); /* full, or one of the bucket's size */
+    if (dg__bucket_add(&m->queue, s->in[0], s->out, count)) st = flush(m); /* full, or one of the bucket's size */
     /* a step outside a plan's run: nothing joins later */
     return st == DG_OK && !in_run ? dg__cpu_comm_join(m) : st;
 }

@@ -162,12 +162,12 @@ static dg_status flush(gpu_ctx *c);
 dg_status dg__gpu_comm_before(gpu_ctx *c, const dg_step *s) {
     gpu_comm *m = c->comm;
     if (!m) return DG_OK;
-    if (dg_bucket_raced(&m->queue, s)) { /* a queued tensor it touches: the bucket goes now */
+    if (dg__bucket_raced(&m->queue, s)) { /* a queued tensor it touches: the bucket goes now */
         dg_status st = flush(c);
         if (st != DG_OK) return st;
     }
     for (int k = m->n_flight - 1; k >= 0; k--)
-        if (dg_step_races(s, m->flight[k].in, m->flight[k].out, m->flight[k].bytes)) {
+        if (dg__step_races(s, m->flight[k].in, m->flight[k].out, m->flight[k].bytes)) {
             dg_status st = join_one(c, k);
             if (st != DG_OK) return st;
         }
@@ -209,7 +209,7 @@ static dg_status flush(gpu_ctx *c) {
     gpu_comm *m = c->comm;
     int n = m->queue.n;
     if (!n) return DG_OK;
-    dg_bucket_clear(&m->queue); /* its items stay readable below */
+    dg__bucket_clear(&m->queue); /* its items stay readable below */
 #ifdef DG_HAVE_NCCL
     DG_CUDA_CHECK(cudaEventRecord(m->fork, c->stream));
     DG_CUDA_CHECK(cudaStreamWaitEvent(m->stream, m->fork, 0));
@@ -259,9 +259,9 @@ dg_status dg__gpu_all_reduce(gpu_ctx *c, const dg_step *s) {
         return DG_OK;
     }
     dg_status st = DG_OK;
-    if (dg_bucket_full_for(&m->queue, bytes)) st = flush(c); /* this one would not fit: the bucket so far goes first */
+    if (dg__bucket_full_for(&m->queue, bytes)) st = flush(c); /* this one would not fit: the bucket so far goes first */
     if (st != DG_OK) return st;
-    bool full = dg_bucket_add(&m->queue, (const float *)s->in[0], (float *)s->out, (size_t)dg_node_numel(s->node));
+    bool full = dg__bucket_add(&m->queue, (const float *)s->in[0], (float *)s->out, (size_t)dg_node_numel(s->node));
     return full ? flush(c) : DG_OK; /* full, or one of the bucket's size alone */
 }
 
