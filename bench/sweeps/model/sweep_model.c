@@ -39,6 +39,7 @@
 #include "core/status.h"
 #include "profile/profile.h"
 #include "runner/runner.h"
+#include "runner/step_rows.h"
 #include "runner/step_tol.h"
 #include "sweeps/model/model_file.h"
 
@@ -54,18 +55,6 @@ typedef struct impl_kind { const char *name; bool gpu, replay; } impl_kind;
 static const impl_kind kinds[] = {{"cpu", false, true}, {"gpu", true, false}, {"gpu-graph", true, true}};
 #define N_IMPLS (int)(sizeof kinds / sizeof *kinds)
 
-/* One implementation's check in one precision, made at its first row and
- * shared by its rows. */
-typedef struct impl_check {
-    bool      done;
-    dg_status st;
-    char      why[256];  /* st's message */
-    double    err;
-    bool      ok;
-    double    warm_ms;   /* CPU: one more run of the checked step: the first
-                          * rate its --cpu-cap predictions use */
-} impl_check;
-
 /* the sweep under way: the file's model, its float64 references per
  * precision and each implementation's checks */
 typedef struct model_run {
@@ -76,13 +65,11 @@ typedef struct model_run {
     int             classes;
     double          flops_per_example;
     bench_step_ref  ref[DG_PREC_COUNT];
-    impl_check      chk[N_IMPLS][DG_PREC_COUNT];
+    bench_step_rows_check chk[N_IMPLS][DG_PREC_COUNT]; /* each implementation's, made at its first row */
 } model_run;
 
 /* a runner implementation's data: the run and which kind */
 typedef struct model_impl { model_run *run; int index; } model_impl;
-
-static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
 
 /* the step spec in precision p, with p's tolerances */
 static bench_step_spec spec_in(const model_run *run, dg_precision p) {
@@ -122,29 +109,23 @@ static dg_status synth(const model_run *run, int batch, uint64_t seed, float **x
 /* the implementation's check in precision p, run at its first call: the
  * step at CHECK_BATCH on its backend against the float64 reference (made
  * at the precision's first check) */
-static const impl_check *checked(bench_ctx *ctx, const bench_impl *im, dg_precision p) {
+static const bench_step_rows_check *checked(bench_ctx *ctx, const bench_impl *im, dg_precision p) {
     const model_impl *mi = im->data;
     model_run *run = mi->run;
-    impl_check *out = &run->chk[mi->index][p];
+    bench_step_rows_check *out = &run->chk[mi->index][p];
     if (out->done) return out;
-    *out = (impl_check){.done = true, .err = NAN};
     bench_step_spec spec = spec_in(run, p);
     float *x = NULL;
     int32_t *y = NULL;
-    bench_step s = {0};
     dg_plan_opts opts = {.no_replay = !kinds[mi->index].replay};
-    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
     dg_status st = synth(run, CHECK_BATCH, 1000u, &x, &y);
-    if (st == DG_OK) st = bench_step_build(&s, be, &spec, CHECK_BATCH, x, y, &opts);
-    if (st == DG_OK) st = bench_step_check(&s, &spec, x, y, &run->ref[p], &out->err, &out->ok);
-    if (st == DG_OK && out->ok && !im->gpu) {
-        double t0 = bench_now_s();
-        st = dg_plan_run(s.p);
-        out->warm_ms = 1e3 * (bench_now_s() - t0);
+    if (st == DG_OK)
+        bench_step_rows_check_run(out, im->gpu ? ctx->gpu : ctx->cpu, im->gpu, &spec, CHECK_BATCH, x, y, &opts,
+                                  &run->ref[p]);
+    else {
+        *out = (bench_step_rows_check){.done = true, .st = st, .err = NAN};
+        snprintf(out->why, sizeof out->why, "%s", dg_last_error());
     }
-    out->st = st;
-    if (st != DG_OK) snprintf(out->why, sizeof out->why, "%s", dg_last_error());
-    bench_step_free(&s);
     free(x);
     free(y);
     return out;
@@ -173,7 +154,7 @@ static bool model_applies(const bench_ctx *ctx, const bench_point *pt, const ben
 /* the CPU's first rate: the warm run of its checked step; none where the
  * check failed */
 static void model_probe(bench_ctx *ctx, const bench_impl *im, const bench_point *pt, double *ms, double *work) {
-    const impl_check *chk = checked(ctx, im, pt->precision);
+    const bench_step_rows_check *chk = checked(ctx, im, pt->precision);
     if (chk->st != DG_OK || !chk->ok) return;
     *ms = chk->warm_ms;
     *work = ((const model_impl *)im->data)->run->flops_per_example * CHECK_BATCH;
@@ -215,34 +196,13 @@ static dg_status model_setup(bench_ctx *ctx, const bench_point *pt, void **out) 
  * finite, then the plan's memory; the step is timed */
 static dg_status model_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
     model_state *s = arg;
-    const impl_check *chk = checked(ctx, im, row->precision);
-    row->max_rel_err = chk->err;
-    if (chk->st != DG_OK) return dg_fail(chk->st, "%s", chk->why);
-    if (!chk->ok) {
-        row->status = "wrong";
-        row->note = "the batch-2 step differs from its float64 reference";
-        return DG_OK;
-    }
     const model_impl *mi = im->data;
     bench_step_spec spec = spec_in(s->run, row->precision);
     dg_plan_opts opts = {.no_replay = !kinds[mi->index].replay};
-    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
-    float loss = NAN;
-    dg_status st = bench_step_build(&s->s, be, &spec, (int)row->batch, s->x, s->y, &opts);
-    if (st == DG_OK) st = dg_plan_run(s->s.p);
-    if (st == DG_OK) st = dg_plan_get(s->s.p, s->s.ts.loss, &loss, sizeof loss);
-    if (st != DG_OK) return st;
-    if (!isfinite(loss)) {
-        row->status = "wrong";
-        snprintf(s->why, sizeof s->why, "first full-batch loss %g, not finite", (double)loss);
-        row->note = s->why;
-        return DG_OK;
-    }
-    dg_plan_stats ps = dg_plan_stats_get(s->s.p);
-    row->arena_bytes = (int64_t)ps.arena_bytes;
-    row->live_bytes = (int64_t)ps.live_bytes;
-    *work = (bench_work){.fn = run_plan, .arg = s->s.p, .be = be, .events = im->gpu};
-    return DG_OK;
+    return bench_step_rows_prepare(checked(ctx, im, row->precision),
+                                   "the batch-2 step differs from its float64 reference", &s->s,
+                                   im->gpu ? ctx->gpu : ctx->cpu, im->gpu, &spec, s->x, s->y, &opts, row, s->why,
+                                   sizeof s->why, work);
 }
 
 static void model_release(void *arg, const bench_impl *im, bench_work *work) {

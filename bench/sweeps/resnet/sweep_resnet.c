@@ -69,6 +69,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "runner/runner.h"
+#include "runner/step_rows.h"
 #include "runner/step_tol.h"
 
 /* the reduced batch of the float64 check, and the check column */
@@ -126,8 +127,6 @@ static dg_status synth_batch(const dg_resnet_cfg *cfg, int batch, uint64_t seed,
     return DG_OK;
 }
 
-static dg_status run_plan(void *arg) { return dg_plan_run(arg); }
-
 /* The step's FLOPs per image: 3x the forward's, 2 per multiply-add of the
  * forward's convolutions and matmuls (the nodes made before the loss; the
  * gradient's matmuls come after it), counted on the step's graph at the
@@ -148,18 +147,6 @@ static double step_flops_per_image(const dg_resnet_cfg *cfg) {
     return 3 * f / CHECK_BATCH;
 }
 
-/* One implementation's check on a case, made at its first row and shared
- * by its rows. */
-typedef struct impl_check {
-    bool      done;
-    dg_status st;
-    char      why[256];              /* st's message                                    */
-    double    err;
-    bool      ok;
-    double    warm_ms;               /* CPU: one more run of the checked step, warm:
-                                      * the first rate its --cpu-cap predictions use */
-} impl_check;
-
 /* One case during the sweep: the float64 reference of its check step in
  * each precision (same graph, same data for every implementation: one)
  * and each implementation's check in each. */
@@ -168,7 +155,7 @@ typedef struct case_run {
     dg_resnet_cfg      cfg;
     double             flops_per_image;
     bench_step_ref     ref[DG_PREC_COUNT];
-    impl_check         chk[N_IMPLS][DG_PREC_COUNT];
+    bench_step_rows_check chk[N_IMPLS][DG_PREC_COUNT]; /* each implementation's, made at its first row */
 } case_run;
 
 /* a refusal said on stderr once per implementation */
@@ -182,7 +169,7 @@ typedef struct resnet_said { bool said[N_IMPLS]; } resnet_said;
 typedef struct case_impl {
     case_run          *run;
     const resnet_impl *im;
-    impl_check        *chk;          /* [DG_PREC_COUNT] */
+    bench_step_rows_check *chk;      /* [DG_PREC_COUNT] */
     bool              *said;         /* its refusal said on stderr */
 } case_impl;
 
@@ -234,35 +221,28 @@ static bench_step_spec spec_in(const case_run *run, dg_precision p) {
 /* the implementation's check, run at its first call: the step at
  * CHECK_BATCH on the implementation's backend against the float64
  * reference (computed at the case's first check) */
-static const impl_check *checked(bench_ctx *ctx, const case_impl *ci, dg_precision p) {
-    impl_check *out = &ci->chk[p];
+static const bench_step_rows_check *checked(bench_ctx *ctx, const case_impl *ci, dg_precision p) {
+    bench_step_rows_check *out = &ci->chk[p];
     if (out->done) return out;
     const resnet_case *c = ci->run->c;
     const resnet_impl *im = ci->im;
-    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
     bench_step_spec spec = spec_in(ci->run, p);
     bench_step_ref *ref = &ci->run->ref[p];
     float *x = NULL;
     int32_t *y = NULL;
-    bench_step s = {0};
-    *out = (impl_check){.done = true, .err = NAN};
     dg_status st = synth_batch(&ci->run->cfg, CHECK_BATCH, 1000u + (uint64_t)c->stem, &x, &y);
     dg_plan_opts opts = impl_opts(im);
-    if (st == DG_OK) st = bench_step_build(&s, be, &spec, CHECK_BATCH, x, y, &opts);
-    bool fresh = !ref->done;
-    double t0 = bench_now_s();
-    if (st == DG_OK) st = bench_step_check(&s, &spec, x, y, ref, &out->err, &out->ok);
-    if (st == DG_OK && fresh)
-        fprintf(stderr, "bench: resnet %s: float64 reference of the batch-%d step in %s and its %s check: %.1f s\n",
-                c->name, CHECK_BATCH, dg_precision_name(p), im->name, bench_now_s() - t0);
-    if (st == DG_OK && out->ok && !im->gpu) {
-        t0 = bench_now_s();
-        st = dg_plan_run(s.p);
-        out->warm_ms = 1e3 * (bench_now_s() - t0);
+    if (st == DG_OK) {
+        bool fresh = !ref->done;
+        double t0 = bench_now_s();
+        bench_step_rows_check_run(out, im->gpu ? ctx->gpu : ctx->cpu, im->gpu, &spec, CHECK_BATCH, x, y, &opts, ref);
+        if (fresh && out->st == DG_OK)
+            fprintf(stderr, "bench: resnet %s: float64 reference of the batch-%d step in %s and its %s check: %.1f s\n",
+                    c->name, CHECK_BATCH, dg_precision_name(p), im->name, bench_now_s() - t0);
+    } else {
+        *out = (bench_step_rows_check){.done = true, .st = st, .err = NAN};
+        snprintf(out->why, sizeof out->why, "%s", dg_last_error());
     }
-    out->st = st;
-    if (st != DG_OK) snprintf(out->why, sizeof out->why, "%s", dg_last_error());
-    bench_step_free(&s);
     free(x);
     free(y);
     return out;
@@ -271,7 +251,7 @@ static const impl_check *checked(bench_ctx *ctx, const case_impl *ci, dg_precisi
 /* the CPU's first rate: the warm run of its checked step (the small
  * batch's lower rate errs long); none where the check failed */
 static void resnet_probe(bench_ctx *ctx, const bench_impl *im, const bench_point *pt, double *ms, double *work) {
-    const impl_check *chk = checked(ctx, case_impl_of(im), pt->precision);
+    const bench_step_rows_check *chk = checked(ctx, case_impl_of(im), pt->precision);
     if (chk->st != DG_OK || !chk->ok) return;
     *ms = chk->warm_ms;
     *work = case_impl_of(im)->run->flops_per_image * CHECK_BATCH;
@@ -313,33 +293,12 @@ static dg_status resnet_setup(bench_ctx *ctx, const bench_point *pt, void **out)
 static dg_status resnet_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
     resnet_state *s = arg;
     const case_impl *ci = case_impl_of(im);
-    const impl_check *chk = checked(ctx, ci, row->precision);
-    dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
-    row->max_rel_err = chk->err;
-    if (chk->st != DG_OK) return dg_fail(chk->st, "%s", chk->why);
-    if (!chk->ok) {
-        row->status = "wrong";
-        row->note = "the reduced-batch step differs from its float64 reference";
-        return DG_OK;
-    }
     bench_step_spec spec = spec_in(ci->run, row->precision);
     dg_plan_opts opts = impl_opts(ci->im);
-    float loss = NAN;
-    dg_status st = bench_step_build(&s->s, be, &spec, (int)row->batch, s->x, s->y, &opts);
-    if (st == DG_OK) st = dg_plan_run(s->s.p);
-    if (st == DG_OK) st = dg_plan_get(s->s.p, s->s.ts.loss, &loss, sizeof loss);
-    if (st != DG_OK) return st;
-    if (!isfinite(loss)) {
-        row->status = "wrong";
-        snprintf(s->why, sizeof s->why, "first full-batch loss %g, not finite", (double)loss);
-        row->note = s->why;
-        return DG_OK;
-    }
-    dg_plan_stats ps = dg_plan_stats_get(s->s.p);
-    row->arena_bytes = (int64_t)ps.arena_bytes;
-    row->live_bytes = (int64_t)ps.live_bytes;
-    *work = (bench_work){.fn = run_plan, .arg = s->s.p, .be = be, .events = im->gpu};
-    return DG_OK;
+    return bench_step_rows_prepare(checked(ctx, ci, row->precision),
+                                   "the reduced-batch step differs from its float64 reference", &s->s,
+                                   im->gpu ? ctx->gpu : ctx->cpu, im->gpu, &spec, s->x, s->y, &opts, row, s->why,
+                                   sizeof s->why, work);
 }
 
 static void resnet_release(void *arg, const bench_impl *im, bench_work *work) {
