@@ -1,8 +1,9 @@
 /* fuzz_opts.c: the bench command line (bench_parse_options) on any argv.
  * The input is split at NUL bytes into at most 30 arguments after "bench".
  * The parse must end in one of its three outcomes, and a command line it
- * accepts must hold only checked values. The sweep table and the op list
- * are stand-ins: the parser needs their names, not what they run. */
+ * accepts must hold only checked values. The sweep table, the op list
+ * and the ONNX model's naming are stand-ins: the parser needs their names,
+ * not what they run. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,12 +12,20 @@
 
 #include "cli/list_ops.h"
 #include "cli/options.h"
+#include "profile/profile.h"
 
 const sweep_def bench_sweeps[] = {{.name = "ceiling", .by_default = true}, {.name = "gemm", .by_default = true},
                                   {.name = "ops", .by_default = true},     {.name = "mlp", .by_default = true},
                                   {.name = "autodiff"},                    {.name = "train"}};
 const int bench_n_sweeps = (int)(sizeof bench_sweeps / sizeof *bench_sweeps);
 int bench_list_ops(FILE *out) { return out ? 0 : 1; }
+/* --model's file: the bench's rule in part (STEM.onnx; the bench also
+ * checks the stem's characters, in charts/gnuplot.c, not linked here) */
+const bench_prof_model *bench_prof_onnx_model(const char *path) {
+    static const bench_prof_model m = {"onnx-fuzz", "an ONNX file's model", 32, 2};
+    size_t n = path ? strlen(path) : 0;
+    return n >= 6 && !strcmp(path + n - 5, ".onnx") ? &m : NULL;
+}
 const char *const dg_build_commit = "fuzz"; /* written by the build in the bench */
 
 #define MAX_ARGS 30

@@ -5,6 +5,7 @@
  * before it is converted, and a failure names the file and what it holds. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,13 @@
 const char *bench_phase_name(bench_phase p) {
     static const char *names[BENCH_N_PHASES] = {"forward", "backward", "optimizer"};
     return (unsigned)p < BENCH_N_PHASES ? names[p] : "?";
+}
+
+/* here, not in profile_run.c: the reader names the files of a profile it
+ * reads as the run named them, without the run's code */
+void bench_prof_stem(const char *model, dg_precision p, char stem[80]) {
+    if (p == DG_PREC_FP32) snprintf(stem, 80, "%s", model);
+    else snprintf(stem, 80, "%s-%s", model, dg_precision_name(p));
 }
 
 static double num_of(const cJSON *o, const char *key) {

@@ -394,11 +394,6 @@ void bench_prof_dtype(const dg_node *n, char *buf, size_t size) {
     snprintf(buf, size, "%s", out);
 }
 
-void bench_prof_stem(const char *model, dg_precision p, char stem[80]) {
-    if (p == DG_PREC_FP32) snprintf(stem, 80, "%s", model);
-    else snprintf(stem, 80, "%s-%s", model, dg_precision_name(p));
-}
-
 const char *bench_prof_device(const bench_profile *p) { return strncmp(p->backend, "cpu", 3) ? "gpu" : "cpu"; }
 
 double bench_prof_intensity(const bench_prof_node *n) { return n->bytes > 0 ? n->flops / n->bytes : 0; }
