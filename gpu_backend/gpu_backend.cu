@@ -196,6 +196,13 @@ int dg__gpu_step_conv(const gpu_ctx *c, unsigned flags) {
     return -1;
 }
 
+int dg__gpu_node_conv(const gpu_ctx *c, const dg_node *n, unsigned flags) {
+    int conv = dg__gpu_step_conv(c, flags);
+    if (conv != DG_GPU_CONV_AUTO) return conv;
+    bool tensor_cores = n->in[0]->dtype != DG_F32 || (flags & DG_STEP_TF32);
+    return tensor_cores && dg_gpu_has_cudnn(NULL, 0) ? DG_GPU_CONV_CUDNN : DG_GPU_CONV_IMPLICIT;
+}
+
 static dg_status refuse_choice(const gpu_ctx *c, unsigned flags) {
     if (dg__gpu_step_gemm(c, flags) < 0)
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu backend: no GEMM implementation %d", (int)DG_STEP_GEMM(flags));
@@ -213,7 +220,7 @@ static bool is_conv(const dg_node *n) {
  * (dg_conv_widened_of) */
 static size_t gpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
     const gpu_ctx *c = gpu_of(be);
-    int gemm = dg__gpu_step_gemm(c, flags), conv = dg__gpu_step_conv(c, flags);
+    int gemm = dg__gpu_step_gemm(c, flags), conv = is_conv(n) ? dg__gpu_node_conv(c, n, flags) : -1;
     /* cuDNN's: the workspace of the algorithm chosen now, once per geometry
      * (bf16 and f16 natively: no float32 copies) */
     if (is_conv(n) && conv == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_scratch_bytes(gpu_of(be), n, flags);
@@ -235,6 +242,7 @@ static dg_status gpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
         if (st != DG_OK) return st;
     }
     if (!n) return DG_OK;
+    if (is_conv(n)) conv = dg__gpu_node_conv(c, n, flags);
     if (is_conv(n) && conv == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_impl(gpu_of(be), n, flags, buf, size);
     bool tf32 = (flags & DG_STEP_TF32) != 0;
     const char *name = "gpu";

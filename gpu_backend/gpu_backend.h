@@ -23,8 +23,8 @@ typedef enum dg_gpu_gemm {
  * (dg_plan_opts.conv: DG_CONV_IM2COL, DG_CONV_IMPLICIT or DG_CONV_VENDOR,
  * which is cuDNN), and each of its
  * steps runs with them whatever other plans chose; a plan that leaves
- * DG_CONV_DEFAULT gets this backend's setting (dg_gpu_set_conv, IMPLICIT
- * unless set) when each step runs. A node whose sizes overflow the
+ * DG_CONV_DEFAULT gets this backend's setting (dg_gpu_set_conv, AUTO
+ * unless set: by the node's precision, below) when each step runs. A node whose sizes overflow the
  * implicit kernels' 32-bit indexing runs as IM2COL. A plan reserves the
  * scratch its convolutions need with its kernels (for DEFAULT: those set
  * when it is made): made for IMPLICIT it holds no im2col columns, and a
@@ -56,8 +56,19 @@ typedef enum dg_gpu_conv {
                              buffer                                          */
     DG_GPU_CONV_CUDNN,    /* cuDNN's convolutions, loaded at run time
                              (dg_gpu_has_cudnn); DG_CONV_VENDOR in a plan    */
+    DG_GPU_CONV_AUTO,     /* per convolution, the faster of the two measured
+                             in its precision: float32 without TF32 on the
+                             IMPLICIT kernels, TF32 and bf16/f16 on CUDNN
+                             (with the workspace its algorithm needs in the
+                             plan's scratch) where cuDNN loads, else IMPLICIT */
 } dg_gpu_conv;
-#define DG_GPU_CONV_DEFAULT DG_GPU_CONV_IMPLICIT
+/* AUTO's rule, from ResNet-18's step on an H200 (reports/h200/resnet.csv,
+ * batch 64, ImageNet stem, CUDA-graph replay): float32 implicit 41.1 ms,
+ * cuDNN 48.4 (cuDNN's float32 runs on FMA units too, with less fusion);
+ * TF32 implicit 41.0 (the own kernels are float32 FMAs whatever the flag),
+ * cuDNN 23.4; bf16 implicit (widened copies) 45.4, cuDNN 22.5; fp16 45.9
+ * and 22.5. The CIFAR stem orders them the same way at batch 64 and 128. */
+#define DG_GPU_CONV_DEFAULT DG_GPU_CONV_AUTO
 
 /* Which of the own TF32 tensor-core kernels the tiled GEMM runs when TF32
  * is allowed. AUTO: Hopper's wgmma (compute capability 9.0, in a build

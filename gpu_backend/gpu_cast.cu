@@ -1,12 +1,15 @@
 /* gpu_cast.cu: DG_OP_CAST on the GPU (cpu_cast.c's counterpart), and the
  * same conversions for a 16-bit convolution's float32 copies (gpu_conv.cu):
  * float32 to bf16 or f16 rounded to nearest even, or back exactly, with the
- * toolkit's conversions (core/dtype_convert.h's bits for every number and
- * infinity; a NaN stays a NaN, its payload may differ). */
+ * toolkit's conversions: core/dtype_convert.h's bits for every value
+ * (narrowing turns a NaN into the canonical 0x7fff of either type, as the scalar
+ * code does; widening an f16 NaN keeps its payload, gpu_lowp.cuh's
+ * f16_widen, as the scalar code and the CPU's F16C do). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "gpu_common.cuh"
+#include "gpu_lowp.cuh"
 
 #define BLOCK 256
 
@@ -15,7 +18,7 @@ template <> __device__ __forceinline__ __nv_bfloat16 narrow(float v) { return __
 template <> __device__ __forceinline__ __half narrow(float v) { return __float2half_rn(v); }
 
 __device__ __forceinline__ float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float widen(__half v) { return __half2float(v); }
+__device__ __forceinline__ float widen(__half v) { return f16_widen(__half_as_ushort(v)); }
 
 template <typename T> __global__ void k_narrow(const float *__restrict__ x, T *__restrict__ y, long long n) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)

@@ -258,6 +258,9 @@ static inline bool dg__gpu_vec4_ok(const void *X, int ld, long long stride, int 
  * the GPU does not offer (the CPU's strategies) */
 int       dg__gpu_step_gemm(const gpu_ctx *c, unsigned flags);
 int       dg__gpu_step_conv(const gpu_ctx *c, unsigned flags);
+/* the kernels conv node n runs on under flags: dg__gpu_step_conv with
+ * AUTO resolved for n (IMPLICIT or CUDNN); -1 as it */
+int       dg__gpu_node_conv(const gpu_ctx *c, const dg_node *n, unsigned flags);
 /* gpu_gemm.cu; dg__gpu_sgemm's tf32: cuBLAS's TF32 math (the own kernels
  * ignore it: the own TF32 products are dg__gpu_sgemm_tf32, which
  * dg__gpu_matmul and dg_gpu_sgemm call with room for its transposes) */

@@ -130,7 +130,7 @@ static dg_status check_step(const dg_step *s) {
 /* whether the step runs on the implicit-GEMM kernels: its plan's choice
  * (or the backend's setting for DEFAULT) is them and the node fits them */
 static bool implicit(const gpu_ctx *c, const dg_step *s) {
-    return dg__gpu_step_conv(c, s->flags) == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node);
+    return dg__gpu_node_conv(c, s->node, s->flags) == DG_GPU_CONV_IMPLICIT && dg__gpu_conv_implicit_fits(s->node);
 }
 
 /* (x [n,c,h,w], w [o,cg,kh,kw]) -> y [n,o,oh,ow] */
@@ -251,7 +251,8 @@ static dg_status float32_conv(gpu_ctx *c, const dg_step *s) {
  * convolutions; only the io is 16 bits wide, and no tensor core runs it. */
 dg_status dg__gpu_conv(gpu_ctx *c, const dg_step *s) {
     const dg_node *n = s->node;
-    if (dg__gpu_step_conv(c, s->flags) == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_conv(c, s); /* gpu_cudnn.cu */
+    int kernels = dg__gpu_node_conv(c, n, s->flags);
+    if (kernels == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_conv(c, s); /* gpu_cudnn.cu */
     if (n->dtype == DG_F32) return float32_conv(c, s);
     if (!s->scratch)
         return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (%s of %s): the step gives no scratch for its float32 "
@@ -266,8 +267,7 @@ dg_status dg__gpu_conv(gpu_ctx *c, const dg_step *s) {
     wide.in[0] = f;
     wide.in[1] = f + w.in1;
     wide.out = f + w.out;
-    wide.scratch = dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)dg__gpu_step_conv(c, s->flags)) ? f + w.inner
-                                                                                                    : NULL;
+    wide.scratch = dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)kernels) ? f + w.inner : NULL;
     st = float32_conv(c, &wide);
     return st != DG_OK ? st : dg__gpu_narrow(c, n->dtype, f + w.out, s->out, dg_node_numel(n));
 }

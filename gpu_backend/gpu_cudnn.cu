@@ -255,7 +255,11 @@ static dg_status entry_for(gpu_ctx *c, const dg_node *n, unsigned flags, cudnn_e
     *out = NULL;
     dg_status st = cudnn_ready(c);
     dg_cudnn_key key;
-    if (st == DG_OK) st = dg__cudnn_key_of(n, flags, DG_STEP_CONV(flags) == DG_CONV_VENDOR, &key);
+    /* the plan reserved the workspace where it named cuDNN, or left the
+     * choice to the backend's AUTO (whose choice for n it knew) */
+    bool workspace = DG_STEP_CONV(flags) == DG_CONV_VENDOR ||
+                     (DG_STEP_CONV(flags) == DG_CONV_DEFAULT && c->conv == DG_GPU_CONV_AUTO);
+    if (st == DG_OK) st = dg__cudnn_key_of(n, flags, workspace, &key);
     if (st == DG_OK) st = entry_of(c, &key, out);
     if (st != DG_OK) return st;
     return (*out)->status == DG_OK ? DG_OK

@@ -10,9 +10,18 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+/* f16 bits widened to float32 exactly as core/dtype_convert.h's
+ * dg__f16_to_f32 (and the CPU's F16C) do: a NaN keeps its sign and
+ * payload, made quiet. __half2float turns every NaN into the canonical
+ * 0x7fffffff, so the two backends would give different bits. */
+static __device__ __forceinline__ float f16_widen(unsigned short u) {
+    if ((u & 0x7c00u) != 0x7c00u || !(u & 0x3ffu)) return __half2float(__ushort_as_half(u));
+    return __uint_as_float((unsigned)(u & 0x8000u) << 16 | 0x7fc00000u | (unsigned)(u & 0x3ffu) << 13);
+}
+
 static __device__ __forceinline__ float ld(const float *p, long long i) { return p[i]; }
 static __device__ __forceinline__ float ld(const __nv_bfloat16 *p, long long i) { return __bfloat162float(p[i]); }
-static __device__ __forceinline__ float ld(const __half *p, long long i) { return __half2float(p[i]); }
+static __device__ __forceinline__ float ld(const __half *p, long long i) { return f16_widen(__half_as_ushort(p[i])); }
 static __device__ __forceinline__ void st(float *p, long long i, float v) { p[i] = v; }
 static __device__ __forceinline__ void st(__nv_bfloat16 *p, long long i, float v) { p[i] = __float2bfloat16_rn(v); }
 static __device__ __forceinline__ void st(__half *p, long long i, float v) { p[i] = __float2half_rn(v); }
@@ -25,10 +34,8 @@ static __device__ __forceinline__ float4 ld4(const __nv_bfloat16 *p, int j) {
 }
 static __device__ __forceinline__ float4 ld4(const __half *p, int j) {
     uint2 u = __ldg((const uint2 *)p + j);
-    return make_float4(__half2float(__ushort_as_half((unsigned short)(u.x & 0xffffu))),
-                       __half2float(__ushort_as_half((unsigned short)(u.x >> 16))),
-                       __half2float(__ushort_as_half((unsigned short)(u.y & 0xffffu))),
-                       __half2float(__ushort_as_half((unsigned short)(u.y >> 16))));
+    return make_float4(f16_widen((unsigned short)(u.x & 0xffffu)), f16_widen((unsigned short)(u.x >> 16)),
+                       f16_widen((unsigned short)(u.y & 0xffffu)), f16_widen((unsigned short)(u.y >> 16)));
 }
 
 static __device__ __forceinline__ void st4(float *p, int j, float4 v) { ((float4 *)p)[j] = v; }

@@ -346,6 +346,23 @@ Test(cudnn_absent, vendor_plan_refused) {
     dg_backend_free(be);
 }
 
+/* where cuDNN cannot load, the backend's AUTO default runs every
+ * precision on the implicit kernels (16-bit ones widened), never refusing */
+Test(cudnn_absent, auto_default_falls_back_to_the_implicit_kernels) {
+    dg_gpu_set_cudnn_library(ABSENT);
+    dg_backend *be = gpu_open_or_skip(NULL);
+    conv_case cc;
+    conv_case_new(&cc, &geos[0], DG_BF16, 1);
+    dg_plan *p = conv_case_plan(&cc, be, NULL);
+    char name[64];
+    ASSERT_OK(dg_plan_node_impl(p, cc.conv[0], name, sizeof name));
+    cr_assert_str_eq(name, "gpu-implicit-bf16-widened");
+    ASSERT_OK(dg_plan_run(p));
+    dg_plan_free(p);
+    conv_case_free(&cc);
+    dg_backend_free(be);
+}
+
 /* ---- with a GPU ---- */
 
 static dg_backend *cudnn_open_or_skip(void) {
@@ -451,6 +468,48 @@ Test(cudnn, replay_same_bits_no_allocation) {
     dg_plan_free(stepped);
     dg_plan_free(replayed);
     conv_case_free(&cc);
+    dg_backend_free(be);
+}
+
+/* The backend's default (AUTO, gpu_backend.h): float32 convolutions on
+ * the implicit kernels, TF32, bf16 and f16 ones on cuDNN with the
+ * workspace a plan naming cuDNN reserves, so the same algorithm and the
+ * same bits as that plan. Catches a default that ignores the precision
+ * (the 16-bit step twice as slow on widened copies, reports/h200/
+ * resnet.csv) and one that runs cuDNN without its workspace. */
+Test(cudnn, auto_default_picks_by_precision) {
+    dg_backend *be = cudnn_open_or_skip();
+    static const dg_dtype dtypes[3] = {DG_F32, DG_BF16, DG_F16};
+    static const char *const want[4] = {"gpu-implicit", "gpu-cudnn-tf32:", "gpu-cudnn-bf16:", "gpu-cudnn-f16:"};
+    for (int v = 0; v < 4; v++) { /* fp32, tf32, bf16, f16 */
+        conv_case cc;
+        conv_case_new(&cc, &geos[9], dtypes[v < 2 ? 0 : v - 1], test_seed());
+        dg_plan *dflt = conv_case_plan(&cc, be, &(dg_plan_opts){.tf32 = v == 1});
+        dg_plan *vendor = conv_case_plan(&cc, be, &(dg_plan_opts){.tf32 = v == 1, .conv = DG_CONV_VENDOR});
+        float *a[3], *b[3];
+        conv_case_run(&cc, be, dflt, a);
+        conv_case_run(&cc, be, vendor, b);
+        for (int k = 0; k < 3; k++) {
+            char name[64];
+            ASSERT_OK(dg_plan_node_impl(dflt, cc.conv[k], name, sizeof name));
+            cr_assert(strncmp(name, want[v], strlen(want[v])) == 0, "variant %d %s: '%s', want '%s...'", v,
+                      out_names[k], name, want[v]);
+            const unsigned flags = v == 1 ? DG_STEP_TF32 : 0u;
+            if (v > 0) {
+                cr_assert_eq(dg_backend_step_scratch_bytes(be, cc.conv[k], flags),
+                             dg_backend_step_scratch_bytes(be, cc.conv[k],
+                                                           flags | (unsigned)DG_CONV_VENDOR << DG_STEP_CONV_SHIFT),
+                             "variant %d %s: the default reserves another workspace than cuDNN's", v, out_names[k]);
+                cr_assert(memcmp(a[k], b[k], dg_node_bytes(cc.out[k])) == 0,
+                          "variant %d %s: the default's bits differ from the cuDNN plan's", v, out_names[k]);
+            }
+            free(a[k]);
+            free(b[k]);
+        }
+        dg_plan_free(dflt);
+        dg_plan_free(vendor);
+        conv_case_free(&cc);
+    }
     dg_backend_free(be);
 }
 

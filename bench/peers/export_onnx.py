@@ -39,12 +39,30 @@ OPSET = 13                                   # the importer's lowest
 LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # bench profile's ONNX step (bench_resnet_step)
 
 
-def parse(argv=None):
-    ap = argparse.ArgumentParser(prog="export_onnx", description=__doc__.split("\n\n")[0])
+def model_args(ap):
+    """the options that name the network (shared with peers.torch_model,
+    which must build the same one)"""
     ap.add_argument("--model", choices=("resnet18", "mlp"), default="resnet18")
     ap.add_argument("--size", type=int, default=224, help="resnet18: the input's height and width (default 224)")
     ap.add_argument("--classes", type=int, default=None, help="outputs (default: 1000 for resnet18, the MLP's last width)")
     ap.add_argument("--widths", default="784-256-100-10", help="mlp: layer widths (default 784-256-100-10)")
+
+
+def check_model_args(ap, a):
+    """model_args' values checked (ap.error on a bad one); a.widths_list set"""
+    try:
+        a.widths_list = [int(w) for w in a.widths.split("-")]
+    except ValueError:
+        ap.error(f"--widths {a.widths}: integers joined by '-'")
+    if len(a.widths_list) < 2 or min(a.widths_list) < 1:
+        ap.error(f"--widths {a.widths}: two or more widths of at least 1")
+    if a.size < 1 or (a.classes is not None and a.classes < 1):
+        ap.error("--size and --classes must be at least 1")
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(prog="export_onnx", description=__doc__.split("\n\n")[0])
+    model_args(ap)
     ap.add_argument("--out", help="the .onnx file to write")
     ap.add_argument("--time", action="store_true", help="time PyTorch's training step on the model")
     ap.add_argument("--batch", type=int, default=16)
@@ -56,17 +74,12 @@ def parse(argv=None):
         ap.error("nothing to do: give --out FILE.onnx, --time, or both")
     if a.out and not a.out.endswith(".onnx"):
         ap.error(f"--out {a.out}: bench reads files named *.onnx")
-    try:
-        a.widths_list = [int(w) for w in a.widths.split("-")]
-    except ValueError:
-        ap.error(f"--widths {a.widths}: integers joined by '-'")
-    if len(a.widths_list) < 2 or min(a.widths_list) < 1:
-        ap.error(f"--widths {a.widths}: two or more widths of at least 1")
-    for name in ("size", "batch", "reps"):
+    check_model_args(ap, a)
+    for name in ("batch", "reps"):
         if getattr(a, name) < 1:
             ap.error(f"--{name} must be at least 1")
-    if a.warmup < 0 or (a.classes is not None and a.classes < 1):
-        ap.error("--warmup must be >= 0, --classes >= 1")
+    if a.warmup < 0:
+        ap.error("--warmup must be >= 0")
     return a
 
 
@@ -75,12 +88,17 @@ def input_shape(a):
     return [3, a.size, a.size] if a.model == "resnet18" else [a.widths_list[0]]
 
 
+def classes(a):
+    """the model's outputs: --classes, else 1000 for resnet18, the MLP's last width"""
+    return a.classes or (1000 if a.model == "resnet18" else a.widths_list[-1])
+
+
 def build(a):
     import torch
     if a.model == "resnet18":
         import torchvision
-        return torchvision.models.resnet18(num_classes=a.classes or 1000)
-    layers, w = [], a.widths_list[:-1] + [a.classes or a.widths_list[-1]]
+        return torchvision.models.resnet18(num_classes=classes(a))
+    layers, w = [], a.widths_list[:-1] + [classes(a)]
     for i in range(len(w) - 1):
         layers += [torch.nn.Linear(w[i], w[i + 1])] + ([torch.nn.ReLU()] if i + 2 < len(w) else [])
     return torch.nn.Sequential(*layers)
@@ -114,9 +132,8 @@ def time_step(a, model):
     torch.manual_seed(1)
     model = model.to(dev).train()
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY)
-    classes = a.classes or (1000 if a.model == "resnet18" else a.widths_list[-1])
     x = torch.rand(a.batch, *input_shape(a), device=dev)
-    y = torch.randint(0, classes, (a.batch,), device=dev)
+    y = torch.randint(0, classes(a), (a.batch,), device=dev)
     sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
 
     def step():
