@@ -141,7 +141,15 @@ static bool op_conv(ox_ctx *c, ox_value *o) {
     if (group < 1 || group > 1 << 20) return FAIL("group %lld (1 to 2^20)", (long long)group);
     if (!window(c, x, ks, st, pd, dl)) return false;
     dg_conv2d_opts co = {{(int)st[0], (int)st[1]}, {(int)pd[0], (int)pd[1]}, {(int)dl[0], (int)dl[1]}, (int)group};
-    return (o->node = dg_conv2d(c->g, x, w, b, co)) != NULL;
+    if (b && (b->shape.ndim != 1 || b->shape.d[0] != w->shape.d[0]))
+        return FAIL("bias of %d axes and %lld values: one per output channel (%lld)", b->shape.ndim,
+                    (long long)dg_shape_numel(b->shape), (long long)w->shape.d[0]);
+    /* the model's convolution (its precision policy: operands cast to the
+     * compute dtype, the result back to float32), the bias added in float32
+     * as dg_conv2d adds it */
+    dg_node *y = dg_model_conv(c->g, c->mode, x, w, co);
+    if (y && b) y = dg_add(c->g, y, dg_reshape(c->g, b, DG_SHAPE(w->shape.d[0], 1, 1)));
+    return (o->node = y) != NULL;
 }
 
 static bool pool(ox_ctx *c, ox_value *o, bool max) {
