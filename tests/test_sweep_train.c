@@ -3,7 +3,8 @@
  * row's dtype, its check word, its float64 error within the precision's
  * tolerance and its precision's policy (a row whose step lost its dtype on
  * the way to the step builder is "wrong", not an fp32 row named bf16);
- * bench plot's section with a table row and a chart per precision; the
+ * bench plot's section with a table row and a chart per precision, and
+ * bench train's curves of each precision apart; the
  * GPU's rows (skipped, with the reason, where no CUDA device answers);
  * and bench_step_policy itself, against every step built in another
  * precision. */
@@ -164,4 +165,26 @@ Test(train_sweep, step_policy_tells_each_precision_from_the_others) {
         }
         dg_graph_free(g);
     }
+}
+
+/* bench train's curves in two precisions (train-logreg-cpu.csv and
+ * train-logreg-cpu-bf16.csv) are drawn and tabled apart: "cpu" and
+ * "cpu bf16", each its own line and row. */
+Test(train_sweep, curves_of_each_precision_are_kept_apart) {
+    char dir[] = "/tmp/dg-trainsw-XXXXXX", cmd[1024], out[1 << 14];
+    tmp_dir(dir);
+    held_dir(dir);
+    write_idx(dir, "train", 64);
+    write_idx(dir, "t10k", 32);
+    static const char *const dtypes[] = {"fp32", "bf16"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s train --model logreg --dtype %s --epochs 2 --batch 16 --threads 1 --data %s "
+                 "--out %s", DG_BENCH_PATH, dtypes[i], dir, dir);
+        cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    }
+    char *sum = held_ptr(plot_summary(dir));
+    cr_assert(strstr(sum, "| logreg | cpu | 2 | ") && strstr(sum, "| logreg | cpu bf16 | 2 | "), "%s", sum);
+    /* no curve where no file is: each row read from its own precision's file */
+    cr_assert(!strstr(sum, "| logreg | cpu fp16 |") && !strstr(sum, "| logreg | cpu tf32 |"), "%s", sum);
+    held_free(sum);
 }

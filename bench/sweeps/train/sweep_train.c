@@ -204,17 +204,19 @@ dg_status sweep_train(bench_ctx *ctx) {
     return st;
 }
 
-/* a train-MODEL-BACKEND.csv written by bench train (bench/train/train.c): loss,
- * accuracy, time per epoch; n = 0 when the file is absent */
+/* a train-MODEL-BACKEND.csv written by bench train (bench/train/train.c),
+ * train-MODEL-BACKEND-P.csv in precision P other than fp32: loss, accuracy,
+ * time per epoch; n = 0 when the file is absent */
 typedef struct curve {
     int    n;
     double epoch[BENCH_MAX_PTS], loss[BENCH_MAX_PTS], acc[BENCH_MAX_PTS], total_s[BENCH_MAX_PTS];
 } curve;
 
-static curve load_curve(const char *dir, const char *model, const char *backend) {
+static curve load_curve(const char *dir, const char *model, const char *backend, dg_precision p) {
     curve c = {0};
     char path[1200], line[512];
-    snprintf(path, sizeof path, "%s/train-%s-%s.csv", dir, model, backend);
+    snprintf(path, sizeof path, "%s/train-%s-%s%s%s.csv", dir, model, backend, p != DG_PREC_FP32 ? "-" : "",
+             p != DG_PREC_FP32 ? dg_precision_name(p) : "");
     FILE *f = fopen(path, "r");
     while (f && fgets(line, sizeof line, f) && c.n < BENCH_MAX_PTS) {
         int ep;
@@ -265,12 +267,12 @@ static void report_epochs(bench_report *rep, const bench_table *t) {
         snprintf(title, sizeof title, "Fashion-MNIST: time of one training epoch, %s", dg_precision_name(p));
         bench_chart ch = {file, title, "batch", "epoch ms", true, .vline = NAN};
         for (int m = 0; m < N_MODELS; m++) {
+            if (!has_rows(t, models[m].name, p)) continue;
             char tc[48], tg[48], c0[96], b1[32], b2[32];
             snprintf(tc, sizeof tc, "%s cpu", models[m].name);
             snprintf(tg, sizeof tg, "%s gpu", models[m].name);
             bench_series c = bench_pick_prec(t, models[m].name, "cpu", NULL, p, false, BENCH_MS, tc);
             bench_series g = bench_pick_prec(t, models[m].name, "gpu", NULL, p, false, BENCH_MS, tg);
-            if (!has_rows(t, models[m].name, p)) continue;
             bench_chart_add(&ch, c);
             bench_chart_add(&ch, g);
             bench_series sp = bench_speedup(&c, &g, "");
@@ -287,8 +289,9 @@ static void report_epochs(bench_report *rep, const bench_table *t) {
 }
 
 /* per model: loss and accuracy per epoch, accuracy against time, one line
- * per backend; the summary's final accuracy table */
-static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKENDS]) {
+ * per backend and precision ("cpu" in fp32, "cpu bf16"); the summary's
+ * final accuracy table, one row each */
+static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKENDS][DG_PREC_COUNT]) {
     fprintf(rep->sum, "## Fashion-MNIST training (bench train)\n\n| model | backend | epochs | final test accuracy | "
                       "training s |\n|---|---|---|---|---|\n");
     for (int m = 0; m < N_CURVE_MODELS; m++) {
@@ -303,13 +306,18 @@ static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKEND
         bench_chart l = {f1, t1, "epoch", "loss", false, true, .vline = NAN};
         bench_chart a = {f2, t2, "epoch", "test accuracy %", false, true, .vline = NAN};
         bench_chart at = {f3, t3, "training seconds", "test accuracy %", false, true, .vline = NAN};
-        for (int b = 0; b < N_BACKENDS; b++) {
-            const curve *c = &cur[m][b];
+        for (int i = 0; i < N_BACKENDS * DG_PREC_COUNT; i++) { /* each backend's precisions together */
+            int b = i / DG_PREC_COUNT;
+            dg_precision p = (dg_precision)(i % DG_PREC_COUNT);
+            const curve *c = &cur[m][b][p];
             if (!c->n) continue;
-            bench_chart_add(&l, curve_series(c, c->epoch, c->loss, backends[b]));
-            bench_chart_add(&a, curve_series(c, c->epoch, c->acc, backends[b]));
-            bench_chart_add(&at, curve_series(c, c->total_s, c->acc, backends[b]));
-            fprintf(rep->sum, "| %s | %s | %d | %.2f%% | %.2f |\n", name, backends[b], c->n, c->acc[c->n - 1],
+            char label[32];
+            snprintf(label, sizeof label, "%s%s%s", backends[b], p != DG_PREC_FP32 ? " " : "",
+                     p != DG_PREC_FP32 ? dg_precision_name(p) : "");
+            bench_chart_add(&l, curve_series(c, c->epoch, c->loss, label));
+            bench_chart_add(&a, curve_series(c, c->epoch, c->acc, label));
+            bench_chart_add(&at, curve_series(c, c->total_s, c->acc, label));
+            fprintf(rep->sum, "| %s | %s | %d | %.2f%% | %.2f |\n", name, label, c->n, c->acc[c->n - 1],
                     c->total_s[c->n - 1]);
         }
         bench_chart_draw(rep, &l);
@@ -321,13 +329,14 @@ static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKEND
 
 /* this sweep's rows (train.csv) and bench train's curves, either or both */
 bool bench_report_train(bench_report *rep, const bench_table *t) {
-    curve cur[N_CURVE_MODELS][N_BACKENDS];
+    curve cur[N_CURVE_MODELS][N_BACKENDS][DG_PREC_COUNT]; /* 24 of 2 KB */
     int n_curves = 0;
     for (int m = 0; m < N_CURVE_MODELS; m++)
-        for (int b = 0; b < N_BACKENDS; b++) {
-            cur[m][b] = load_curve(rep->dir, curve_models[m], backends[b]);
-            n_curves += cur[m][b].n > 0;
-        }
+        for (int b = 0; b < N_BACKENDS; b++)
+            for (int p = 0; p < DG_PREC_COUNT; p++) {
+                cur[m][b][p] = load_curve(rep->dir, curve_models[m], backends[b], (dg_precision)p);
+                n_curves += cur[m][b][p].n > 0;
+            }
     if (t->n) report_epochs(rep, t);
     if (n_curves) report_curves(rep, cur);
     return t->n || n_curves;
