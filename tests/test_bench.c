@@ -334,11 +334,11 @@ Test(bench_plot, scaling_report_sets_pytorch_ddp_beside_duograd) {
     char *sum = plot_summary(dir);
     /* duograd: weak 1/1.25 = 80%, strong 2/(2 x 1.25) = 80%; PyTorch: weak
      * 2/4 = 50%, strong 4/(2 x 2.5) = 80% */
-    cr_assert(strstr(sum, "| mlp | 2 | 2048 | 1.250 | 1638400 | 80.0% | 20.0% | 1024 | 1.250 | 80.0% | 4.0 |"),
+    cr_assert(strstr(sum, "| mlp | fp32 | 2 | 2048 | 1.250 | 1638400 | 80.0% | 20.0% | 1024 | 1.250 | 80.0% | 4.0 |"),
               "summary: %s", sum);
-    cr_assert(strstr(sum, "| mlp | 1 | 1.000 | 2.000 | 100.0% | 100.0% | 2.000 | 4.000 | 100.0% | 100.0% |"),
+    cr_assert(strstr(sum, "| mlp | fp32 | 1 | 1.000 | 2.000 | 100.0% | 100.0% | 2.000 | 4.000 | 100.0% | 100.0% |"),
               "summary: %s", sum);
-    cr_assert(strstr(sum, "| mlp | 2 | 1.250 | 4.000 | 80.0% | 50.0% | 1.250 | 2.500 | 80.0% | 80.0% |"),
+    cr_assert(strstr(sum, "| mlp | fp32 | 2 | 1.250 | 4.000 | 80.0% | 50.0% | 1.250 | 2.500 | 80.0% | 80.0% |"),
               "summary: %s", sum);
     free(sum);
     remove_dir(dir);
@@ -370,8 +370,8 @@ Test(bench_plot, scaling_report_sets_the_cpu_ranks_blocking_beside_overlapped) {
     char *sum = plot_summary(dir);
     /* weak 10/20 = 50% blocking, 10/12.5 = 80% overlapped; strong 20/(2 x 20)
      * = 50%, 20/(2 x 12.5) = 80% */
-    cr_assert(strstr(sum, "| mlp | 1 | 10.000 | - | 100.0% | - | 20.000 | - | 100.0% | - |"), "summary: %s", sum);
-    cr_assert(strstr(sum, "| mlp | 2 | 20.000 | 12.500 | 50.0% | 80.0% | 20.000 | 12.500 | 50.0% | 80.0% |"),
+    cr_assert(strstr(sum, "| mlp | fp32 | 1 | 10.000 | - | 100.0% | - | 20.000 | - | 100.0% | - |"), "summary: %s", sum);
+    cr_assert(strstr(sum, "| mlp | fp32 | 2 | 20.000 | 12.500 | 50.0% | 80.0% | 20.000 | 12.500 | 50.0% | 80.0% |"),
               "summary: %s", sum);
     cr_assert_null(strstr(sum, "Training steps on several GPUs"), "a GPU table without GPU rows: %s", sum);
     free(sum);
@@ -427,10 +427,10 @@ Test(bench_plot, scaling_report_counts_the_cpu_ranks_one_gpu_equals) {
     };
     write_scaling(dir, "scaling-gpu", gpu, sizeof gpu / sizeof *gpu);
     sum = plot_summary(dir);
-    cr_assert(strstr(sum, "| mlp-weak | 256 | 2 | 20480 | 12800 | 0.62 |\n\nmlp-weak, global batch 256: 2 CPU ranks "
+    cr_assert(strstr(sum, "| mlp-weak | fp32 | 256 | 2 | 20480 | 12800 | 0.62 |\n\nmlp-weak, fp32, global batch 256: 2 CPU ranks "
                           "equal one GPU (measured: 20480 samples/s against 12800)."), "summary: %s", sum);
-    cr_assert(strstr(sum, "| mlp-strong | 256 | 1 | 12800 | 256000 | 20.00 |\n| mlp-strong | 256 | 2 | 20480 | "
-                          "256000 | 12.50 |\n\nmlp-strong, global batch 256: about 25 CPU ranks equal one GPU "
+    cr_assert(strstr(sum, "| mlp-strong | fp32 | 256 | 1 | 12800 | 256000 | 20.00 |\n| mlp-strong | fp32 | 256 | 2 | 20480 | "
+                          "256000 | 12.50 |\n\nmlp-strong, fp32, global batch 256: about 25 CPU ranks equal one GPU "
                           "(extrapolated, not measured: 2 ranks give 20480 samples/s, 10240 per rank, against the "
                           "GPU's 256000;"), "summary: %s", sum);
     cr_assert_null(strstr(sum, "512000"), "the larger model's GPU row met the CPU ranks: %s", sum);

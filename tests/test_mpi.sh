@@ -15,9 +15,11 @@
 #    --allreduce blocking on rank 1 alone, --allreduce for GPU ranks or
 #    (no mpirun) for one process, an --allreduce of neither kind.
 #  - The scaling sweep's CPU rows (bench --sweep scaling --backends cpu)
-#    on 2 ranks: rank 0's file alone, rows for 1 and 2 ranks (2: the
-#    all-reduce blocking and overlapped) checked against one process and
-#    timed as the slowest rank, the hosts named;
+#    on 2 ranks in fp32 and bf16: rank 0's file alone, rows for 1 and 2
+#    ranks (2: the all-reduce blocking and overlapped) checked against one
+#    process in the same precision (bf16: with its policy and its own
+#    tolerance, in the check column) and timed as the slowest rank, the
+#    hosts named;
 #    a plan over the memory limit on rank 1 alone (of 3), another command line
 #    on rank 1, and another sweep under MPI each end every rank with the
 #    message.
@@ -116,7 +118,8 @@ fi
 mkdir "$tmp/rankdirs"
 sweep="--sweep scaling --backends cpu --threads 1 --warmup 1 --reps 3"
 # shellcheck disable=SC2086
-TMPDIR=$tmp/rankdirs mpi -np 2 "$bench" $sweep --out "$tmp/sweep" >"$tmp/sweep.out" 2>"$tmp/sweep.err" ||
+TMPDIR=$tmp/rankdirs mpi -np 2 "$bench" $sweep --dtype fp32,bf16 --out "$tmp/sweep" >"$tmp/sweep.out" \
+    2>"$tmp/sweep.err" ||
     fail "the scaling sweep on 2 ranks: exit $?: $(cat "$tmp/sweep.err")"
 csv=$tmp/sweep/scaling.csv
 grep -q "^# ranks: 2 (MPI, one process each): rank 0 [^,]* cpu, rank 1 [^,]* cpu$" "$csv" ||
@@ -130,6 +133,12 @@ for row in mlp-weak,cpu-mpi,1 mlp-strong,cpu-mpi,1 mlp-weak,cpu-mpi,2 mlp-strong
     [ "$ranks" -eq 2 ] && check=mpi=one-process
     grep -q "^scaling,$case,$impl,cpu,fp32,$ranks,.*,$check,ok,.*slowest rank [01]; median over $ranks ranks " \
         "$csv" || fail "no checked $case $impl row on $ranks ranks in $csv: $(grep -v '^#' "$csv")"
+    # bf16: the same rows, checked against float64 and one process in bf16
+    # (sweep_scaling_mpi.c states the tolerances), the graph in bf16
+    check="f64-step@b2+bf16-policy tol 0.02/0.15"
+    [ "$ranks" -eq 2 ] && check="mpi=one-process+bf16-policy tol 0.01"
+    grep -q "^scaling,$case,$impl,cpu,bf16,$ranks,.*,$check,\(ok\|noisy\),.*slowest rank [01]; median over $ranks" \
+        "$csv" || fail "no checked bf16 $case $impl row on $ranks ranks in $csv: $(grep -v '^#' "$csv")"
 done
 [ -z "$(ls "$tmp/rankdirs")" ] || fail "rank 1 left $(ls "$tmp/rankdirs") behind"
 # 3 ranks: rank 1 fails in its first row (2 ranks), whose collectives rank

@@ -1,13 +1,32 @@
 /* scaling_step.c: see scaling_step.h. */
 #include "sweeps/scaling/scaling_step.h"
 
+#include <stdio.h>
+
 #include "core/status.h"
+#include "runner/step_policy.h"
+#include "runner/step_tol.h"
+
+dp_model dp_model_in(const dp_model *m, dg_precision p, bool gpu) {
+    dp_model r = *m;
+    r.spec.precision = bench_step_precision(p, gpu);
+    r.spec.tol = m->batch_norm ? bench_step_tol_bn_in(r.spec.precision, m->spec.tol)
+                               : bench_step_tol_in(r.spec.precision, m->spec.tol);
+    return r;
+}
+
+dg_plan_opts dp_plan_opts(const dp_model *m) {
+    dg_plan_opts po = {0};
+    dg_precision_plan_opts(m->spec.precision, &po);
+    return po;
+}
 
 dg_status dp_graph_new(dp_graph *d, const dp_model *m, int batch, bool all_reduce) {
     *d = (dp_graph){.g = dg_graph_new()};
     dg_status st = d->g ? m->spec.model(d->g, m->spec.cfg, 1, &d->model)
                         : dg_fail(DG_ERR_OOM, "scaling: out of memory");
-    if (st == DG_OK) st = dg_train_step_build_ex(d->g, &d->model, batch, &m->spec.optim, all_reduce, &d->ts);
+    const dg_train_step_opts so = {.precision = m->spec.precision, .all_reduce = all_reduce};
+    if (st == DG_OK) st = dg_train_step_build_opts(d->g, &d->model, batch, &m->spec.optim, &so, &d->ts);
     return st;
 }
 
@@ -31,4 +50,18 @@ size_t dp_grad_bytes(const dg_model *m) {
     size_t b = 0;
     for (int i = 0; i < m->n_params; i++) b += dg_node_bytes(m->params[i]);
     return b;
+}
+
+bool dp_policy(const dp_graph *d, dg_precision p, bool gpu, char *why, size_t n) {
+    return bench_step_policy(d->g, &d->ts, bench_step_precision(p, gpu), why, n);
+}
+
+const char *dp_check_word(char *buf, size_t n, const dp_model *m, const char *base, const char *tol) {
+    bench_step_check_word(buf, n, base, m->spec.precision, tol);
+    return buf;
+}
+
+const char *dp_f64_tol(char *buf, size_t n, const dp_model *m) {
+    snprintf(buf, n, "%.2g/%.2g", m->spec.tol.loss, m->spec.tol.update);
+    return buf;
 }

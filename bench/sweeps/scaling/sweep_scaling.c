@@ -25,8 +25,15 @@
  * the same step with every gradient its own NCCL call. Row: m = GPUs, batch = global batch, n = batch per GPU,
  * k = the model's gradient bytes (what each step all-reduces).
  *
+ * Precisions (--dtype): every model point in each one asked (the step
+ * builder's policy, scaling_step.h; tf32 the plans' TF32), its
+ * efficiency reported against one GPU in the same precision; the
+ * all-reduce points (fp32 gradients in every policy: the masters' are
+ * float32) in fp32 alone.
+ *
  * Check before timing (column check): on one GPU ("f64-step@b2") the same
- * step at batch 2 against its float64 evaluation (core/check/step_check.h). On n
+ * step at batch 2 against its float64 evaluation (core/check/step_check.h),
+ * with the precision's tolerances (runner/step_tol.h). On n
  * GPUs ("dp=mean-of-slices"): every replica's slice also runs alone on one
  * GPU, a plain step without all-reduce; each replica's loss must equal its
  * slice's (rel 1e-5), the replicas' parameters after the step must be
@@ -34,7 +41,12 @@
  * parameters (rel L2 1e-4: the first momentum step is linear in the
  * gradient, so the mean of the updates is the update of the mean
  * gradient). Batch norm's statistics are each replica's own (its slice's),
- * as in the slice's own step.
+ * as in the slice's own step. The same bounds hold in bf16 and fp16: the
+ * 16-bit roundings are each replica's own, the same as its slice's alone,
+ * and the gradients that are averaged are float32 (fp16's are unscaled by
+ * a power of two after the all-reduce). In a precision other than fp32 the
+ * timed graph must also carry its policy (runner/step_policy.h), and the
+ * check column says so: "BASE+P-policy tol T".
  *
  * With one GPU or without NCCL the sweep says why once, in one skipped
  * row. The CPU rows, data parallelism over MPI ranks, follow where the CPU
@@ -66,10 +78,10 @@ static dg_charlm_cfg lm_cfg = {.vocab = 96, .context = 256, .width = 256, .heads
 static int models_new(dp_model *m) {
     dg_optim mom = dg_optim_default(DG_OPTIM_MOMENTUM, 0.01f);
     res_cfg = dg_resnet18_default(DG_RESNET_CIFAR);
-    m[0] = (dp_model){"mlp", 1024, bench_mlp_step(&mlp_cfg), {784, 10, 0, 0}};
+    m[0] = (dp_model){"mlp", 1024, bench_mlp_step(&mlp_cfg), {784, 10, 0, 0}, false};
     m[0].spec.optim = mom;
-    m[1] = (dp_model){"resnet18-cifar", 64, bench_resnet_step(&res_cfg), {3 * 32 * 32, 10, 0, 0}};
-    m[2] = (dp_model){"charlm", 16, bench_charlm_step(&lm_cfg), {0, 0, lm_cfg.vocab, lm_cfg.context}};
+    m[1] = (dp_model){"resnet18-cifar", 64, bench_resnet_step(&res_cfg), {3 * 32 * 32, 10, 0, 0}, true};
+    m[2] = (dp_model){"charlm", 16, bench_charlm_step(&lm_cfg), {0, 0, lm_cfg.vocab, lm_cfg.context}, false};
     m[2].spec.optim = mom;
     return 3;
 }
@@ -81,6 +93,7 @@ static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const
     int n = dg_dp_replicas(dp);
     dp_graph s;
     dg_plan *p = NULL;
+    dg_plan_opts po = dp_plan_opts(m);
     double num = 0, den = 0, loss_err = 0;
     bool identical = true;
     dg_status st = dp_graph_new(&s, m, per, false);
@@ -97,7 +110,7 @@ static dg_status check_dp(dg_backend *alone, dg_dp *dp, const dp_graph *d, const
         st = dg_fail(DG_ERR_OOM, "scaling: out of memory for the check");
     for (int r = 0; r < n && st == DG_OK; r++) {
         float l_alone, l_dp;
-        st = dg_plan_new(&p, s.g, alone, s.ts.outputs, s.ts.n_outputs, NULL);
+        st = dg_plan_new(&p, s.g, alone, s.ts.outputs, s.ts.n_outputs, &po);
         if (st == DG_OK) st = dp_set_slice(p, &s, m, x, y, r * per, per);
         if (st == DG_OK) st = dg_plan_run(p);
         if (st == DG_OK) st = dg_plan_get(p, s.ts.loss, &l_alone, sizeof l_alone);
@@ -297,13 +310,14 @@ static void scaling_points_of(bench_ctx *ctx, const void *varg, bench_points *ou
     }
 }
 
-/* all-reduce points by nccl and node; model points by gpu-dp on the
- * bucketed group, gpu-dp-unbucketed on the other */
+/* all-reduce points by nccl and node, in fp32; model points by gpu-dp on
+ * the bucketed group, gpu-dp-unbucketed on the other */
 static bool scaling_applies(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im) {
     (void)ctx;
     const scaling_point *sp = pt->data;
     if (sp->kind != *(const int *)im->data) return false;
-    return sp->kind == ALLREDUCE || (sp->bucket == 0) == !strcmp(im->name, "gpu-dp");
+    if (sp->kind == ALLREDUCE) return pt->precision == DG_PREC_FP32;
+    return (sp->bucket == 0) == !strcmp(im->name, "gpu-dp");
 }
 
 /* the point's group, opened here: a group that cannot be opened skips its rows */
@@ -317,10 +331,11 @@ static const char *scaling_skip(const bench_ctx *ctx, const bench_point *pt, con
 }
 
 /* one point's measurement: an all-reduce's buffers, or a model step on
- * every replica, with the note the row gets */
+ * every replica, with the note and check word the row gets */
 typedef struct scaling_state {
     const scaling_point *sp;
     const bench_point   *pt;
+    dp_model             m;        /* MODEL: the model in the point's precision */
     /* ALLREDUCE: host pattern, one raw device buffer per GPU, the node's plans */
     float  *host, *dev[DG_DP_MAX_REPLICAS];
     raw_arg raw;
@@ -330,7 +345,7 @@ typedef struct scaling_state {
     dg_node *x, *y;
     void    *bx;                   /* MODEL: the global batch's inputs and labels */
     int32_t *by;
-    char     note[256];
+    char     note[256], check[48];
 } scaling_state;
 
 static void scaling_teardown(void *arg) {
@@ -349,7 +364,10 @@ static dg_status scaling_setup(bench_ctx *ctx, const bench_point *pt, void **out
     s->sp = sp;
     s->pt = pt;
     *out = s;
-    if (sp->kind != ALLREDUCE) return DG_OK;
+    if (sp->kind != ALLREDUCE) {
+        s->m = dp_model_in(&sp->run->models[sp->model], pt->precision, true);
+        return DG_OK;
+    }
     size_t bytes = (size_t)pt->n, count = bytes / sizeof(float);
     dg_backend **bes = sp->run->bes;
     s->raw = (raw_arg){bes, sp->n, s->dev, count};
@@ -420,14 +438,18 @@ static dg_status allreduce_prepare(scaling_state *s, const bench_impl *im, bench
  * mean of the slices */
 static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row *row, bench_work *work) {
     const scaling_point *sp = s->sp;
-    const dp_model *m = &sp->run->models[sp->model];
+    const dp_model *m = &s->m;
     dg_backend **bes = sp->run->bes;
     int n = sp->n, global = (int)s->pt->batch, per = global / n;
     bool ok = false;
-    row->check = n == 1 ? "f64-step@b2" : "dp=mean-of-slices";
+    char tol[32];
+    row->check = n == 1 ? dp_check_word(s->check, sizeof s->check, m, m->in.lm_vocab ? "f64-step@b2t64" : "f64-step@b2",
+                                        dp_f64_tol(tol, sizeof tol, m))
+                        : dp_check_word(s->check, sizeof s->check, m, "dp=mean-of-slices", "1e-5/1e-4");
+    dg_plan_opts po = dp_plan_opts(m);
     dg_status st = bench_synth_batch(m->in, global, 77u + (uint64_t)global, &s->bx, &s->by);
     if (st == DG_OK) st = dp_graph_new(&s->d, m, per, n > 1);
-    if (st == DG_OK) st = dg_dp_new(&s->dp, bes, n, s->d.g, s->d.ts.outputs, s->d.ts.n_outputs, NULL);
+    if (st == DG_OK) st = dg_dp_new(&s->dp, bes, n, s->d.g, s->d.ts.outputs, s->d.ts.n_outputs, &po);
     for (int r = 0; r < n && st == DG_OK; r++)
         st = dp_set_slice(dg_dp_plan(s->dp, r), &s->d, m, s->bx, s->by, r * per, per);
     if (st == DG_OK) st = dg_dp_run(s->dp);
@@ -446,7 +468,6 @@ static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row
         }
         st = bench_synth_batch(in, 2, 5, &cx, &cy);
         if (st == DG_OK) st = bench_step_new(&c, bes[0], &spec, 2, cx, cy, NULL, &ref, &row->max_rel_err, &ok);
-        if (in.lm_vocab) row->check = "f64-step@b2t64";
         bench_step_free(&c);
         bench_step_ref_free(&ref);
         free(cx);
@@ -457,6 +478,11 @@ static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row
         row->status = "wrong";
         snprintf(s->note, sizeof s->note, "the step differs from its reference (%s): %.3g", row->check,
                  row->max_rel_err);
+        row->note = s->note;
+        return DG_OK;
+    }
+    if (!dp_policy(&s->d, row->precision, true, s->note, sizeof s->note)) { /* the timed graph is not the row's */
+        row->status = "wrong";
         row->note = s->note;
         return DG_OK;
     }
@@ -532,7 +558,8 @@ static dg_status sweep_scaling_gpus(bench_ctx *ctx) {
     run->no_energy = ctx->no_energy;
     scaling_arg arg = {run, own};
     const bench_sweep_spec spec = {
-        .name = "scaling", .impls = scaling_impls, .n_impls = 4, .unavailable = scaling_unavailable,
+        .name = "scaling", .impls = scaling_impls, .n_impls = 4, .precisions = BENCH_PREC_ALL,
+        .unavailable = scaling_unavailable,
         .hot = true, .points = scaling_points_of, .arg = &arg, .applies = scaling_applies, .skip = scaling_skip,
         .columns = scaling_columns,
         .setup = scaling_setup, .teardown = scaling_teardown, .prepare = scaling_prepare, .check = scaling_check,

@@ -1,9 +1,12 @@
 /* sweep_scaling_report.c: the scaling sweep's report: the all-reduce's bus
  * bandwidth over message size per GPU count, NCCL's own call against the
- * graph's node (scaling_allreduce), each model's weak and strong scaling
- * efficiency against one GPU (scaling_efficiency), and their tables; the
- * CPU ranks' table, blocking against overlapped; how many CPU ranks equal
- * one GPU, where rows of both meet. */
+ * graph's node (scaling_allreduce, fp32), each model's weak and strong
+ * scaling efficiency against one GPU (scaling_efficiency, and
+ * scaling_efficiency_P for each precision P other than fp32), and their
+ * tables; the CPU ranks' table, blocking against overlapped; how many CPU
+ * ranks equal one GPU, where rows of both meet. Every efficiency and
+ * ratio sets rows of one precision against each other (a dtype column),
+ * never a bf16 time against an fp32 one. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +15,14 @@
 #include "runner/sweep.h"
 #include "sweeps/scaling/sweep_scaling.h"
 
-/* the measured row of case `name`, impl, m GPUs and column n (NULL: none) */
-static const csv_rec *find(const bench_table *t, const char *name, const char *impl, long long gpus, long long n) {
+/* the measured row of case `name`, impl, m GPUs, column n (-1: any) and
+ * precision p (NULL: none) */
+static const csv_rec *find(const bench_table *t, const char *name, const char *impl, long long gpus, long long n,
+                           dg_precision p) {
     for (int i = 0; i < t->n; i++) {
         const csv_rec *r = &t->r[i];
         if (!strcmp(r->name, name) && !strcmp(r->impl, impl) && r->m == gpus && (n < 0 || r->n == n) &&
-            bench_row_measured(r))
+            r->precision == p && bench_row_measured(r))
             return r;
     }
     return NULL;
@@ -52,7 +57,7 @@ static void allreduce_report(bench_report *rep, const bench_table *t) {
         for (int i = 0; i < t->n; i++) {
             const csv_rec *r = &t->r[i];
             if (strcmp(r->name, "allreduce") || strcmp(r->impl, "nccl") || r->m != scaling_counts[c]) continue;
-            const csv_rec *nd = find(t, "allreduce", "node", r->m, r->n);
+            const csv_rec *nd = find(t, "allreduce", "node", r->m, r->n, DG_PREC_FP32);
             char b1[32], b2[32], b3[32];
             double nccl = bench_row_measured(r) ? r->gbps : NAN, node = nd ? nd->gbps : NAN;
             fprintf(f, "| %lld | %lld | %s | %s | %s |\n", r->m, r->n, bench_fmt_num(nccl, "%.1f", b1, sizeof b1),
@@ -84,32 +89,36 @@ static bool has_impl(const bench_table *t, const char *impl) {
     return false;
 }
 
-static void models_report(bench_report *rep, const bench_table *t) {
-    char models[8][48];
-    int n_models = model_names(t, models, 8);
-    if (!n_models || !has_impl(t, "gpu-dp")) return;
+/* the same in precision p */
+static bool has_impl_in(const bench_table *t, const char *impl, dg_precision p) {
+    for (int i = 0; i < t->n; i++)
+        if (!strcmp(t->r[i].impl, impl) && t->r[i].precision == p && bench_row_measured(&t->r[i])) return true;
+    return false;
+}
+
+/* one precision's efficiency chart (fp32's keeps the name of the runs
+ * before the precision axis) and table rows */
+static void models_report_in(bench_report *rep, const bench_table *t, char models[][48], int n_models,
+                             dg_precision p) {
     FILE *f = rep->sum;
-    fprintf(f, "### Training steps on several GPUs (SGD with momentum, replayed CUDA graphs)\n\nWeak: the batch per "
-               "GPU fixed; efficiency = one GPU's step time / n GPUs' step time. Strong: the global batch fixed; "
-               "efficiency = one GPU's time / (n x n GPUs' time). Exposed exchange: the weak step's time over one "
-               "GPU's, as a share of the step.\n\n| model | GPUs | weak batch | weak ms | samples/s | weak eff | "
-               "exposed exchange | strong batch per GPU | strong ms | strong eff | gradient MB |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|\n");
-    bench_chart ch = {"scaling_efficiency", "scaling efficiency against one GPU", "GPUs", "efficiency %", false,
-                      true, .vline = NAN};
+    char file[64], title[96];
+    if (p == DG_PREC_FP32) snprintf(file, sizeof file, "scaling_efficiency");
+    else snprintf(file, sizeof file, "scaling_efficiency_%s", dg_precision_name(p));
+    snprintf(title, sizeof title, "scaling efficiency against one GPU, %s", dg_precision_name(p));
+    bench_chart ch = {file, title, "GPUs", "efficiency %", false, true, .vline = NAN};
     ch.hline[ch.n_hline] = 100;
     ch.hline_title[ch.n_hline++] = "linear";
     for (int m = 0; m < n_models; m++) {
         char weak[64], strong[64];
         snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
         snprintf(strong, sizeof strong, "%.40s-strong", models[m]);
-        const csv_rec *w1 = find(t, weak, "gpu-dp", 1, -1), *s1 = find(t, strong, "gpu-dp", 1, -1);
+        const csv_rec *w1 = find(t, weak, "gpu-dp", 1, -1, p), *s1 = find(t, strong, "gpu-dp", 1, -1, p);
         bench_series sw = {.n = 0}, ss = {.n = 0};
         snprintf(sw.title, sizeof sw.title, "%.40s weak", models[m]);
         snprintf(ss.title, sizeof ss.title, "%.40s strong", models[m]);
         for (int c = 0; c < SCALING_N_COUNTS; c++) {
             int n = scaling_counts[c];
-            const csv_rec *w = find(t, weak, "gpu-dp", n, -1), *s = find(t, strong, "gpu-dp", n, -1);
+            const csv_rec *w = find(t, weak, "gpu-dp", n, -1, p), *s = find(t, strong, "gpu-dp", n, -1, p);
             if (!w && !s) continue;
             double we = w && w1 ? w1->median_ms / w->median_ms : NAN;
             double se = s && s1 ? s1->median_ms / (n * s->median_ms) : NAN;
@@ -125,7 +134,8 @@ static void models_report(bench_report *rep, const bench_table *t) {
                 ss.n++;
             }
             char b[9][32];
-            fprintf(f, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m], n,
+            fprintf(f, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m],
+                    dg_precision_name(p), n,
                     bench_fmt_num(w ? (double)w->batch : NAN, "%.0f", b[0], 32),
                     bench_fmt_num(w ? w->median_ms : NAN, "%.3f", b[1], 32),
                     bench_fmt_num(w ? 1e3 * w->batch / w->median_ms : NAN, "%.0f", b[2], 32),
@@ -138,8 +148,23 @@ static void models_report(bench_report *rep, const bench_table *t) {
         bench_chart_add(&ch, sw);
         bench_chart_add(&ch, ss);
     }
-    fprintf(f, "\n");
     bench_chart_draw(rep, &ch);
+}
+
+static void models_report(bench_report *rep, const bench_table *t) {
+    char models[8][48];
+    int n_models = model_names(t, models, 8);
+    if (!n_models || !has_impl(t, "gpu-dp")) return;
+    FILE *f = rep->sum;
+    fprintf(f, "### Training steps on several GPUs (SGD with momentum, replayed CUDA graphs)\n\nWeak: the batch per "
+               "GPU fixed; efficiency = one GPU's step time / n GPUs' step time. Strong: the global batch fixed; "
+               "efficiency = one GPU's time / (n x n GPUs' time). Exposed exchange: the weak step's time over one "
+               "GPU's, as a share of the step. Each against one GPU in the same dtype.\n\n| model | dtype | GPUs | "
+               "weak batch | weak ms | samples/s | weak eff | exposed exchange | strong batch per GPU | strong ms | "
+               "strong eff | gradient MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int p = 0; p < DG_PREC_COUNT; p++)
+        if (has_impl_in(t, "gpu-dp", (dg_precision)p)) models_report_in(rep, t, models, n_models, (dg_precision)p);
+    fprintf(f, "\n");
 }
 
 /* the weak steps with the gradients in buckets against each alone, where
@@ -147,21 +172,23 @@ static void models_report(bench_report *rep, const bench_table *t) {
 static void buckets_report(bench_report *rep, const bench_table *t) {
     char models[8][48];
     int n_models = model_names(t, models, 8), rows = 0;
-    for (int m = 0; m < n_models; m++) {
+    for (int i = 0; i < DG_PREC_COUNT * n_models; i++) { /* each precision's rows together */
+        dg_precision p = (dg_precision)(i / n_models);
+        int m = i % n_models;
         char weak[64];
         snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
-        const csv_rec *w1 = find(t, weak, "gpu-dp", 1, -1);
+        const csv_rec *w1 = find(t, weak, "gpu-dp", 1, -1, p);
         for (int c = 1; c < SCALING_N_COUNTS; c++) {
             int n = scaling_counts[c];
-            const csv_rec *b = find(t, weak, "gpu-dp", n, -1), *a = find(t, weak, "gpu-dp-unbucketed", n, -1);
+            const csv_rec *b = find(t, weak, "gpu-dp", n, -1, p), *a = find(t, weak, "gpu-dp-unbucketed", n, -1, p);
             if (!a || !b) continue;
             if (!rows++)
                 fprintf(rep->sum, "### Gradient buckets (weak steps)\n\nThe same step with the gradients packed into "
                                   "buckets, one NCCL call each (gpu-dp), and with every gradient its own call "
-                                  "(gpu-dp-unbucketed).\n\n| model | GPUs | each alone ms | buckets ms | ratio | weak "
-                                  "eff alone | weak eff buckets |\n|---|---|---|---|---|---|---|\n");
+                                  "(gpu-dp-unbucketed).\n\n| model | dtype | GPUs | each alone ms | buckets ms | ratio | "
+                                  "weak eff alone | weak eff buckets |\n|---|---|---|---|---|---|---|---|\n");
             char f[5][32];
-            fprintf(rep->sum, "| %s | %d | %s | %s | %s | %s | %s |\n", models[m], n,
+            fprintf(rep->sum, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", models[m], dg_precision_name(p), n,
                     bench_fmt_num(a->median_ms, "%.3f", f[0], 32), bench_fmt_num(b->median_ms, "%.3f", f[1], 32),
                     bench_fmt_num(b->median_ms / a->median_ms, "%.3f", f[2], 32),
                     bench_fmt_num(w1 ? 100 * w1->median_ms / a->median_ms : NAN, "%.1f%%", f[3], 32),
@@ -177,26 +204,29 @@ static void buckets_report(bench_report *rep, const bench_table *t) {
 static void peer_report(bench_report *rep, const bench_table *t) {
     char models[8][48];
     int n_models = model_names(t, models, 8), rows = 0;
-    for (int m = 0; m < n_models; m++) {
+    for (int i = 0; i < DG_PREC_COUNT * n_models; i++) { /* each precision's rows together */
+        dg_precision p = (dg_precision)(i / n_models);
+        int m = i % n_models;
         char weak[64], strong[64];
         snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
         snprintf(strong, sizeof strong, "%.40s-strong", models[m]);
-        const csv_rec *dw1 = find(t, weak, "gpu-dp", 1, -1), *ds1 = find(t, strong, "gpu-dp", 1, -1);
-        const csv_rec *pw1 = find(t, weak, "torch-ddp", 1, -1), *ps1 = find(t, strong, "torch-ddp", 1, -1);
+        const csv_rec *dw1 = find(t, weak, "gpu-dp", 1, -1, p), *ds1 = find(t, strong, "gpu-dp", 1, -1, p);
+        const csv_rec *pw1 = find(t, weak, "torch-ddp", 1, -1, p), *ps1 = find(t, strong, "torch-ddp", 1, -1, p);
         for (int c = 0; c < SCALING_N_COUNTS; c++) {
             int n = scaling_counts[c];
-            const csv_rec *dw = find(t, weak, "gpu-dp", n, -1), *ds = find(t, strong, "gpu-dp", n, -1);
-            const csv_rec *pw = find(t, weak, "torch-ddp", n, -1), *ps = find(t, strong, "torch-ddp", n, -1);
+            const csv_rec *dw = find(t, weak, "gpu-dp", n, -1, p), *ds = find(t, strong, "gpu-dp", n, -1, p);
+            const csv_rec *pw = find(t, weak, "torch-ddp", n, -1, p), *ps = find(t, strong, "torch-ddp", n, -1, p);
             if (!pw && !ps) continue;
             if (!rows++)
-                fprintf(rep->sum, "### Beside PyTorch DistributedDataParallel (same file)\n\nPyTorch eager fp32, one "
+                fprintf(rep->sum, "### Beside PyTorch DistributedDataParallel (same file)\n\nPyTorch eager, one "
                                   "process per GPU, DDP's default buckets (bench/peers/torch_ddp.py); each side's "
-                                  "efficiency against its own one-GPU step.\n\n| model | GPUs | weak ms duograd | "
-                                  "weak ms PyTorch | weak eff duograd | weak eff PyTorch | strong ms duograd | "
-                                  "strong ms PyTorch | strong eff duograd | strong eff PyTorch |\n"
-                                  "|---|---|---|---|---|---|---|---|---|---|\n");
+                                  "efficiency against its own one-GPU step in the same dtype.\n\n| model | dtype | GPUs | "
+                                  "weak ms duograd | weak ms PyTorch | weak eff duograd | weak eff PyTorch | strong ms "
+                                  "duograd | strong ms PyTorch | strong eff duograd | strong eff PyTorch |\n"
+                                  "|---|---|---|---|---|---|---|---|---|---|---|\n");
             char f[8][32];
-            fprintf(rep->sum, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m], n,
+            fprintf(rep->sum, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m],
+                    dg_precision_name(p), n,
                     bench_fmt_num(dw ? dw->median_ms : NAN, "%.3f", f[0], 32),
                     bench_fmt_num(pw ? pw->median_ms : NAN, "%.3f", f[1], 32),
                     bench_fmt_num(dw && dw1 ? 100 * dw1->median_ms / dw->median_ms : NAN, "%.1f%%", f[2], 32),
@@ -223,27 +253,30 @@ static void ranks_report(bench_report *rep, const bench_table *t) {
     fprintf(f, "### Training steps on CPU ranks (MPI, one process each; the slowest rank's time)\n\nblocking: each "
                "gradient's MPI_Allreduce in its node; overlapped: MPI_Iallreduce per bucket during the backward. "
                "Weak efficiency = one rank's step time / n ranks' step time; strong = one rank's / (n x n ranks'), "
-               "both against one rank's blocking row.\n\n| model | ranks | weak ms blocking | weak ms overlapped | "
-               "weak eff blocking | weak eff overlapped | strong ms blocking | strong ms overlapped | strong eff "
-               "blocking | strong eff overlapped |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int m = 0; m < n_models; m++) {
+               "both against one rank's blocking row in the same dtype.\n\n| model | dtype | ranks | weak ms blocking | "
+               "weak ms overlapped | weak eff blocking | weak eff overlapped | strong ms blocking | strong ms "
+               "overlapped | strong eff blocking | strong eff overlapped |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < DG_PREC_COUNT * n_models; i++) { /* each precision's rows together */
+        dg_precision p = (dg_precision)(i / n_models);
+        int m = i % n_models;
         char weak[64], strong[64];
         snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
         snprintf(strong, sizeof strong, "%.40s-strong", models[m]);
-        const csv_rec *w1 = find(t, weak, "cpu-mpi", 1, -1), *s1 = find(t, strong, "cpu-mpi", 1, -1);
+        const csv_rec *w1 = find(t, weak, "cpu-mpi", 1, -1, p), *s1 = find(t, strong, "cpu-mpi", 1, -1, p);
         long long done = 0; /* the rank counts in file order, each once */
-        for (int i = 0; i < t->n; i++) {
-            const csv_rec *r = &t->r[i];
-            if (strcmp(r->impl, "cpu-mpi") || strcmp(r->name, weak) || r->m <= done) continue;
+        for (int j = 0; j < t->n; j++) {
+            const csv_rec *r = &t->r[j];
+            if (strcmp(r->impl, "cpu-mpi") || strcmp(r->name, weak) || r->precision != p || r->m <= done) continue;
             done = r->m;
             double ms[4], eff[4];
             for (int k = 0; k < 4; k++) {
-                const csv_rec *x = find(t, k < 2 ? weak : strong, impls[k % 2], r->m, -1), *one = k < 2 ? w1 : s1;
+                const csv_rec *x = find(t, k < 2 ? weak : strong, impls[k % 2], r->m, -1, p), *one = k < 2 ? w1 : s1;
                 ms[k] = x ? x->median_ms : NAN;
                 eff[k] = one ? one->median_ms / ((k < 2 ? 1 : r->m) * ms[k]) : NAN;
             }
             char b[8][32];
-            fprintf(f, "| %s | %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m], r->m,
+            fprintf(f, "| %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m], dg_precision_name(p),
+                    r->m,
                     bench_fmt_num(ms[0], "%.3f", b[0], 32), bench_fmt_num(ms[1], "%.3f", b[1], 32),
                     bench_fmt_num(100 * eff[0], "%.1f%%", b[2], 32), bench_fmt_num(100 * eff[1], "%.1f%%", b[3], 32),
                     bench_fmt_num(ms[2], "%.3f", b[4], 32), bench_fmt_num(ms[3], "%.3f", b[5], 32),
@@ -273,19 +306,20 @@ static int equal_report(bench_report *rep, const bench_table *t) {
         for (int j = 0; j < t->n; j++) {
             const csv_rec *c = &t->r[j];
             if (strcmp(c->impl, c->m > 1 ? "cpu-mpi-overlap" : "cpu-mpi") || strcmp(c->name, g->name) ||
-                c->k != g->k || c->batch != g->batch || !bench_row_measured(c))
+                c->precision != g->precision || c->k != g->k || c->batch != g->batch || !bench_row_measured(c))
                 continue;
             if (!answers && !most)
-                fprintf(rep->sum, "### How many CPU ranks equal one GPU (same case, model and global batch)\n\nThe CPU "
+                fprintf(rep->sum, "### How many CPU ranks equal one GPU (same case, model, dtype and global batch)\n\nThe CPU "
                                   "ranks' samples/s (MPI, overlapped from 2 ranks on; the slowest rank's step) beside "
                                   "one GPU's (gpu-dp, 1 GPU), from the folder's scaling.csv and, where present, "
                                   "scaling-cpu.csv or scaling-gpu.csv (another run's scaling.csv copied in).\n\n");
             if (!most)
-                fprintf(rep->sum, "| case | global batch | ranks | CPU samples/s | GPU samples/s | GPU / CPU |\n"
-                                  "|---|---|---|---|---|---|\n");
+                fprintf(rep->sum, "| case | dtype | global batch | ranks | CPU samples/s | GPU samples/s | GPU / CPU |\n"
+                                  "|---|---|---|---|---|---|---|\n");
             double cs = samples_per_s(c);
             char b[3][32];
-            fprintf(rep->sum, "| %s | %lld | %lld | %s | %s | %s |\n", g->name, g->batch, c->m,
+            fprintf(rep->sum, "| %s | %s | %lld | %lld | %s | %s | %s |\n", g->name, dg_precision_name(g->precision),
+                    g->batch, c->m,
                     bench_fmt_num(cs, "%.0f", b[0], 32), bench_fmt_num(gs, "%.0f", b[1], 32),
                     bench_fmt_num(gs / cs, "%.2f", b[2], 32));
             if (!most || c->m > most->m) most = c;
@@ -295,12 +329,14 @@ static int equal_report(bench_report *rep, const bench_table *t) {
         answers++;
         double per_rank = samples_per_s(most) / (double)most->m;
         if (reach)
-            fprintf(rep->sum, "\n%s, global batch %lld: %lld CPU ranks equal one GPU (measured: %.0f samples/s "
-                              "against %.0f).\n\n", g->name, g->batch, reach->m, samples_per_s(reach), gs);
+            fprintf(rep->sum, "\n%s, %s, global batch %lld: %lld CPU ranks equal one GPU (measured: %.0f samples/s "
+                              "against %.0f).\n\n", g->name, dg_precision_name(g->precision), g->batch, reach->m,
+                    samples_per_s(reach), gs);
         else
-            fprintf(rep->sum, "\n%s, global batch %lld: about %.0f CPU ranks equal one GPU (extrapolated, not "
+            fprintf(rep->sum, "\n%s, %s, global batch %lld: about %.0f CPU ranks equal one GPU (extrapolated, not "
                               "measured: %lld ranks give %.0f samples/s, %.0f per rank, against the GPU's %.0f; "
-                              "assumes each further rank adds as much).\n\n", g->name, g->batch, ceil(gs / per_rank),
+                              "assumes each further rank adds as much).\n\n", g->name,
+                    dg_precision_name(g->precision), g->batch, ceil(gs / per_rank),
                     most->m, samples_per_s(most), per_rank, gs);
     }
     return answers;
@@ -329,8 +365,8 @@ static void cpu_gpu_report(bench_report *rep, const bench_table *t) {
     bool gpu = has_impl(&all, "gpu-dp"), cpu = has_impl(&all, "cpu-mpi");
     if (!equal_report(rep, &all) && (gpu || cpu))
         fprintf(rep->sum, "How many CPU ranks equal one GPU: not answered here: %s.\n\n",
-                gpu && cpu ? "no one-GPU row and CPU ranks' row of the same case, model (gradient bytes) and global "
-                             "batch"
+                gpu && cpu ? "no one-GPU row and CPU ranks' row of the same case, model (gradient bytes), dtype and "
+                             "global batch"
                 : gpu      ? "no CPU ranks' rows (copy a CPU run's scaling.csv in as scaling-cpu.csv)"
                            : "no one-GPU rows (copy a GPU run's scaling.csv in as scaling-gpu.csv)");
     free(all.r);

@@ -1,20 +1,36 @@
 /* sweep_train.c: epoch time of logistic regression and the default MLP on
- * Fashion-MNIST, on every backend, over batch sizes 32..4096. Two epochs
- * are trained from the same seed; the second epoch's time is the figure
- * (the first pays one-time costs such as CUDA-graph capture), so reps = 1.
- * Check: before timing, one training step of the same model on the first
- * batch of the data set is run on the backend and its loss compared with
- * the float64 reference (max_rel_err); the test accuracy after the two
- * epochs is printed. The data set is resident on the backend; batches are
- * gathered there. */
+ * Fashion-MNIST, on every backend, over batch sizes 32..4096, in every
+ * precision (--dtype: the step builder's policy, core/nn/train_step.h:
+ * bf16 and fp16 cast each product's operands, fp16 scales its loss; tf32
+ * lets the GPU's products use TF32 tensor cores, which the CPU does not
+ * have: its tf32 rows train the fp32 step and say so, as the mlp sweep's).
+ * Two epochs are trained from the same seed; the second epoch's time is
+ * the figure (the first pays one-time costs such as CUDA-graph capture),
+ * so reps = 1.
+ * Check: before timing, one training step of the same model, optimizer
+ * and precision on the first batch of the data set is run on the backend
+ * and its loss and every parameter's update compared with the float64
+ * evaluation of the same graph (which rounds where the graph casts;
+ * max_rel_err), within the step's tolerances in fp32 and
+ * bench_step_tol_in's in the others (the mlp sweep's); in those the check
+ * column says "f64-loss+update+P-policy tol L/U": the step's graph also
+ * carries P's policy (runner/step_policy.h: every forward product in P's
+ * dtype, fp16's loss scaled), which the float64 comparison cannot see.
+ * The trainer's options are made from the checked step's spec
+ * (train_opts_of), so the epochs train what was checked. The test
+ * accuracy after the two epochs is printed. The data set is resident on
+ * the backend; batches are gathered there. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/nn/mlp.h"
 #include "core/nn/trainer.h"
 #include "core/check/step_check.h"
 #include "core/status.h"
 #include "runner/runner.h"
+#include "runner/step_policy.h"
+#include "runner/step_tol.h"
 
 static const long long default_batches[] = {32, 64, 128, 256, 512, 1024, 2048, 4096};
 static const long long quick_batches[] = {64, 512, 4096};
@@ -56,13 +72,14 @@ static void train_points(bench_ctx *ctx, const void *arg, bench_points *out) {
                                                 .batch = sizes[i], .data = &cases[mi]});
 }
 
-/* one model at one batch: the float64 reference of its check step, the
- * same on every backend, and the row under way's note and its last epoch's
- * time (its one sample) */
+/* one model at one batch in one precision: the float64 reference of its
+ * check step, the same on every backend (a tf32 step is the fp32 graph),
+ * and the row under way's note, check word and its last epoch's time (its
+ * one sample) */
 typedef struct train_state {
     const train_case *tc;
     bench_step_ref    ref;
-    char              why[256];
+    char              why[256], check[48];
     double            epoch_ms;
 } train_state;
 
@@ -79,6 +96,29 @@ static dg_status train_setup(bench_ctx *ctx, const bench_point *pt, void **out) 
     s->tc = pt->data;
     *out = s;
     return DG_OK;
+}
+
+/* what the trainer trains: the checked step's model, optimizer and
+ * precision, two epochs from seed 1 */
+static dg_train_opts train_opts_of(const bench_step_spec *spec, int batch) {
+    return (dg_train_opts){.model = spec->model, .model_cfg = spec->cfg, .optim = spec->optim,
+                           .precision = spec->precision, .epochs = 2, .batch = batch, .seed = 1,
+                           .loss_every = 1 << 30};
+}
+
+/* The row's step: the MLP of the model's widths in the row's precision
+ * (the CPU's tf32: the fp32 step, said in the note) with that precision's
+ * tolerances, and the row's check word */
+static bench_step_spec row_step(train_state *s, const dg_mlp_cfg *cfg, const bench_impl *im, bench_row *row) {
+    bench_step_spec spec = bench_mlp_step(cfg); /* the check's step is the trainer's */
+    spec.precision = bench_step_precision(row->precision, im->gpu);
+    spec.tol = bench_step_tol_in(spec.precision, spec.tol);
+    if (spec.precision != row->precision) row->note = "no TF32 on the CPU: the fp32 step";
+    char tol[32];
+    snprintf(tol, sizeof tol, "%.2g/%.2g", spec.tol.loss, spec.tol.update);
+    bench_step_check_word(s->check, sizeof s->check, BENCH_STEP_CHECK, spec.precision, tol);
+    row->check = s->check;
+    return spec;
 }
 
 /* one training step on the first batch checked against float64, then two
@@ -107,17 +147,21 @@ static dg_status train_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, 
         row->note = s->why;
         return DG_OK;
     }
-    bench_step_spec spec = bench_mlp_step(&cfg); /* the check's step is the trainer's */
-    dg_train_opts o = {.model = spec.model, .model_cfg = spec.cfg, .optim = spec.optim,
-                       .epochs = 2, .batch = batch, .seed = 1, .loss_every = 1 << 30};
+    bench_step_spec spec = row_step(s, &cfg, im, row);
+    dg_train_opts o = train_opts_of(&spec, batch);
     bench_step check;
-    bool ok = false;
+    bool ok = false, policy = false;
     dg_status st = bench_step_new(&check, be, &spec, batch, train->x, train->y, NULL, &s->ref,
                                   &row->max_rel_err, &ok);
+    /* against the row's precision, not the spec's: a spec that lost it fails */
+    if (st == DG_OK)
+        policy = bench_step_policy(check.g, &check.ts, bench_step_precision(row->precision, im->gpu), s->why,
+                                   sizeof s->why);
     bench_step_free(&check);
     if (st != DG_OK) return st;
-    if (!ok) {
+    if (!ok || !policy) {
         row->status = "wrong";
+        if (!policy) row->note = s->why;
         return DG_OK;
     }
     dg_epoch_stats es;
@@ -130,8 +174,8 @@ static dg_status train_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, 
     row->st.samples = &s->epoch_ms;
     row->status = "ok";
     if (ctx->progress) fprintf(stderr, "\n");
-    fprintf(stderr, "bench: train %s batch %d on %s: test accuracy %.2f%% after 2 epochs\n", tc->model->name, batch,
-            row->backend, 100 * es.test_acc);
+    fprintf(stderr, "bench: train %s batch %d on %s in %s: test accuracy %.2f%% after 2 epochs\n", tc->model->name,
+            batch, row->backend, dg_precision_name(row->precision), 100 * es.test_acc);
     /* examples per second would be the natural rate; GB/s column holds the
      * bytes of images read per second */
     row->bytes = (double)(train->n / batch * batch) * train->rows * train->cols * 4.0;
@@ -151,7 +195,7 @@ dg_status sweep_train(bench_ctx *ctx) {
     for (int mi = 0; mi < N_MODELS; mi++) cases[mi] = (train_case){&models[mi], &train, &test};
     bench_sweep_spec spec = {
         .name = "train", .check_word = BENCH_STEP_CHECK, .impls = train_impls, .n_impls = 2,
-        .points = train_points, .arg = cases, .setup = train_setup,
+        .precisions = BENCH_PREC_ALL, .points = train_points, .arg = cases, .setup = train_setup,
         .teardown = train_teardown, .prepare = train_prepare,
     };
     st = bench_run_spec(ctx, &spec);
@@ -160,17 +204,19 @@ dg_status sweep_train(bench_ctx *ctx) {
     return st;
 }
 
-/* a train-MODEL-BACKEND.csv written by bench train (bench/train/train.c): loss,
- * accuracy, time per epoch; n = 0 when the file is absent */
+/* a train-MODEL-BACKEND.csv written by bench train (bench/train/train.c),
+ * train-MODEL-BACKEND-P.csv in precision P other than fp32: loss, accuracy,
+ * time per epoch; n = 0 when the file is absent */
 typedef struct curve {
     int    n;
     double epoch[BENCH_MAX_PTS], loss[BENCH_MAX_PTS], acc[BENCH_MAX_PTS], total_s[BENCH_MAX_PTS];
 } curve;
 
-static curve load_curve(const char *dir, const char *model, const char *backend) {
+static curve load_curve(const char *dir, const char *model, const char *backend, dg_precision p) {
     curve c = {0};
     char path[1200], line[512];
-    snprintf(path, sizeof path, "%s/train-%s-%s.csv", dir, model, backend);
+    snprintf(path, sizeof path, "%s/train-%s-%s%s%s.csv", dir, model, backend, p != DG_PREC_FP32 ? "-" : "",
+             p != DG_PREC_FP32 ? dg_precision_name(p) : "");
     FILE *f = fopen(path, "r");
     while (f && fgets(line, sizeof line, f) && c.n < BENCH_MAX_PTS) {
         int ep;
@@ -198,35 +244,54 @@ static bench_series curve_series(const curve *c, const double *x, const double *
     return s;
 }
 
-/* the epoch-time chart and crossovers from this sweep's rows */
+/* whether t has a row of model `name` in precision p, measured or not */
+static bool has_rows(const bench_table *t, const char *name, dg_precision p) {
+    for (int i = 0; i < t->n; i++)
+        if (t->r[i].precision == p && !strcmp(t->r[i].name, name)) return true;
+    return false;
+}
+
+/* the epoch-time charts and crossovers from this sweep's rows: one chart
+ * per precision measured (fp32 keeps the chart name of the runs before the
+ * precision axis, the others train_epoch_time_P), one table row per model
+ * and precision: a GPU in bf16 is never set against a CPU in fp32 */
 static void report_epochs(bench_report *rep, const bench_table *t) {
     fprintf(rep->sum, "## Fashion-MNIST epoch time (Adam, data resident on the backend), crossover in batch size\n\n"
-                      "| model | GPU vs CPU crossover | CPU epoch s at 128 | GPU epoch s at 128 |\n|---|---|---|---|\n");
-    bench_chart ch = {"train_epoch_time", "Fashion-MNIST: time of one training epoch", "batch", "epoch ms", true,
-                      .vline = NAN};
-    for (int m = 0; m < N_MODELS; m++) {
-        char tc[48], tg[48], c0[96], b1[32], b2[32];
-        snprintf(tc, sizeof tc, "%s cpu", models[m].name);
-        snprintf(tg, sizeof tg, "%s gpu", models[m].name);
-        bench_series c = bench_pick(t, models[m].name, "cpu", NULL, false, BENCH_MS, tc);
-        bench_series g = bench_pick(t, models[m].name, "gpu", NULL, false, BENCH_MS, tg);
-        bench_chart_add(&ch, c);
-        bench_chart_add(&ch, g);
-        bench_series sp = bench_speedup(&c, &g, "");
-        bench_crossover_str(&sp, c0, sizeof c0);
-        double c128 = NAN, g128 = NAN;
-        for (int i = 0; i < c.n; i++) if (c.x[i] == 128) c128 = c.y[i] / 1e3;
-        for (int i = 0; i < g.n; i++) if (g.x[i] == 128) g128 = g.y[i] / 1e3;
-        fprintf(rep->sum, "| %s | %s | %s | %s |\n", models[m].name, c0, bench_fmt_num(c128, "%.3f", b1, sizeof b1),
-                bench_fmt_num(g128, "%.3f", b2, sizeof b2));
+                      "| model | dtype | GPU vs CPU crossover | CPU epoch s at 128 | GPU epoch s at 128 |\n"
+                      "|---|---|---|---|---|\n");
+    for (int pi = 0; pi < DG_PREC_COUNT; pi++) {
+        dg_precision p = (dg_precision)pi;
+        char file[64], title[96];
+        if (p == DG_PREC_FP32) snprintf(file, sizeof file, "train_epoch_time");
+        else snprintf(file, sizeof file, "train_epoch_time_%s", dg_precision_name(p));
+        snprintf(title, sizeof title, "Fashion-MNIST: time of one training epoch, %s", dg_precision_name(p));
+        bench_chart ch = {file, title, "batch", "epoch ms", true, .vline = NAN};
+        for (int m = 0; m < N_MODELS; m++) {
+            if (!has_rows(t, models[m].name, p)) continue;
+            char tc[48], tg[48], c0[96], b1[32], b2[32];
+            snprintf(tc, sizeof tc, "%s cpu", models[m].name);
+            snprintf(tg, sizeof tg, "%s gpu", models[m].name);
+            bench_series c = bench_pick_prec(t, models[m].name, "cpu", NULL, p, false, BENCH_MS, tc);
+            bench_series g = bench_pick_prec(t, models[m].name, "gpu", NULL, p, false, BENCH_MS, tg);
+            bench_chart_add(&ch, c);
+            bench_chart_add(&ch, g);
+            bench_series sp = bench_speedup(&c, &g, "");
+            bench_crossover_str(&sp, c0, sizeof c0);
+            double c128 = NAN, g128 = NAN;
+            for (int i = 0; i < c.n; i++) if (c.x[i] == 128) c128 = c.y[i] / 1e3;
+            for (int i = 0; i < g.n; i++) if (g.x[i] == 128) g128 = g.y[i] / 1e3;
+            fprintf(rep->sum, "| %s | %s | %s | %s | %s |\n", models[m].name, dg_precision_name(p), c0,
+                    bench_fmt_num(c128, "%.3f", b1, sizeof b1), bench_fmt_num(g128, "%.3f", b2, sizeof b2));
+        }
+        bench_chart_draw(rep, &ch);
     }
     fprintf(rep->sum, "\n");
-    bench_chart_draw(rep, &ch);
 }
 
 /* per model: loss and accuracy per epoch, accuracy against time, one line
- * per backend; the summary's final accuracy table */
-static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKENDS]) {
+ * per backend and precision ("cpu" in fp32, "cpu bf16"); the summary's
+ * final accuracy table, one row each */
+static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKENDS][DG_PREC_COUNT]) {
     fprintf(rep->sum, "## Fashion-MNIST training (bench train)\n\n| model | backend | epochs | final test accuracy | "
                       "training s |\n|---|---|---|---|---|\n");
     for (int m = 0; m < N_CURVE_MODELS; m++) {
@@ -241,13 +306,18 @@ static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKEND
         bench_chart l = {f1, t1, "epoch", "loss", false, true, .vline = NAN};
         bench_chart a = {f2, t2, "epoch", "test accuracy %", false, true, .vline = NAN};
         bench_chart at = {f3, t3, "training seconds", "test accuracy %", false, true, .vline = NAN};
-        for (int b = 0; b < N_BACKENDS; b++) {
-            const curve *c = &cur[m][b];
+        for (int i = 0; i < N_BACKENDS * DG_PREC_COUNT; i++) { /* each backend's precisions together */
+            int b = i / DG_PREC_COUNT;
+            dg_precision p = (dg_precision)(i % DG_PREC_COUNT);
+            const curve *c = &cur[m][b][p];
             if (!c->n) continue;
-            bench_chart_add(&l, curve_series(c, c->epoch, c->loss, backends[b]));
-            bench_chart_add(&a, curve_series(c, c->epoch, c->acc, backends[b]));
-            bench_chart_add(&at, curve_series(c, c->total_s, c->acc, backends[b]));
-            fprintf(rep->sum, "| %s | %s | %d | %.2f%% | %.2f |\n", name, backends[b], c->n, c->acc[c->n - 1],
+            char label[32];
+            snprintf(label, sizeof label, "%s%s%s", backends[b], p != DG_PREC_FP32 ? " " : "",
+                     p != DG_PREC_FP32 ? dg_precision_name(p) : "");
+            bench_chart_add(&l, curve_series(c, c->epoch, c->loss, label));
+            bench_chart_add(&a, curve_series(c, c->epoch, c->acc, label));
+            bench_chart_add(&at, curve_series(c, c->total_s, c->acc, label));
+            fprintf(rep->sum, "| %s | %s | %d | %.2f%% | %.2f |\n", name, label, c->n, c->acc[c->n - 1],
                     c->total_s[c->n - 1]);
         }
         bench_chart_draw(rep, &l);
@@ -259,13 +329,14 @@ static void report_curves(bench_report *rep, curve cur[N_CURVE_MODELS][N_BACKEND
 
 /* this sweep's rows (train.csv) and bench train's curves, either or both */
 bool bench_report_train(bench_report *rep, const bench_table *t) {
-    curve cur[N_CURVE_MODELS][N_BACKENDS];
+    curve cur[N_CURVE_MODELS][N_BACKENDS][DG_PREC_COUNT]; /* 24 of 2 KB */
     int n_curves = 0;
     for (int m = 0; m < N_CURVE_MODELS; m++)
-        for (int b = 0; b < N_BACKENDS; b++) {
-            cur[m][b] = load_curve(rep->dir, curve_models[m], backends[b]);
-            n_curves += cur[m][b].n > 0;
-        }
+        for (int b = 0; b < N_BACKENDS; b++)
+            for (int p = 0; p < DG_PREC_COUNT; p++) {
+                cur[m][b][p] = load_curve(rep->dir, curve_models[m], backends[b], (dg_precision)p);
+                n_curves += cur[m][b][p].n > 0;
+            }
     if (t->n) report_epochs(rep, t);
     if (n_curves) report_curves(rep, cur);
     return t->n || n_curves;
