@@ -30,9 +30,9 @@ static dg_onnx *load(int i, float **x, int32_t **y) {
     char path[512];
     snprintf(path, sizeof path, DATA "%s.onnx", models[i]);
     dg_onnx *o;
-    bool has_state;
-    ASSERT_OK(bench_model_load(path, &o, &has_state));
-    cr_assert_eq(has_state, !strcmp(models[i], "cnn_bn"), "%s: running statistics %d", models[i], has_state);
+    bool has_batch_norm;
+    ASSERT_OK(bench_model_load(path, &o, &has_batch_norm));
+    cr_assert_eq(has_batch_norm, !strcmp(models[i], "cnn_bn"), "%s: batch norm %d", models[i], has_batch_norm);
     int64_t n = BATCH * dg_shape_numel(dg_onnx_example_shape(o));
     *x = malloc((size_t)n * sizeof **x);
     *y = malloc(BATCH * sizeof **y);

@@ -154,8 +154,8 @@ static csv_rec *sweep_on(dg_backend *be) {
     bench_ctx ctx = {.out_dir = dir, .cpu = be, .threads = 2, .model_path = DATA "cnn.onnx",
                      .size_lists = {{.v = {4}, .n = 1}}, .n_size_lists = 1,
                      .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 86400};
-    ASSERT_OK(bench_model_load(ctx.model_path, &ctx.model, &ctx.model_has_state));
-    cr_assert(ctx.model_has_state, "the CNN's batch norm keeps running statistics");
+    ASSERT_OK(bench_model_load(ctx.model_path, &ctx.model, &ctx.model_has_batch_norm));
+    cr_assert(ctx.model_has_batch_norm, "the CNN has a batch norm");
     ctx.csv = bench_csv_open(dir, "model", "# planted\n", BENCH_CSV_HEADER);
     cr_assert_not_null(ctx.csv, "%s", dg_last_error());
     held_file(ctx.csv);
@@ -185,6 +185,8 @@ Test(model_sweep, a_wrong_weight_gradient_makes_the_rows_wrong) {
     cr_assert_str_eq(r->status, "wrong", "a 1.5x convolution weight gradient passes: max_rel_err %g", r->max_rel_err);
     cr_assert(r->max_rel_err > BENCH_RESNET_UPDATE_TOL && strstr(r->note, "float64"), "max_rel_err %g: %s",
               r->max_rel_err, r->note);
+    /* the note says which part failed and by how much (bench_step_error) */
+    cr_assert(strstr(r->note, "updates") && strstr(r->note, "(tol "), "the note names no error: %s", r->note);
     cr_assert(isnan(r->median_ms) || r->median_ms == 0, "a wrong row is not timed: %g ms", r->median_ms);
     held_free(r);
 }

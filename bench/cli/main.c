@@ -98,7 +98,7 @@ static void meta_precisions(bench_ctx *ctx) {
 static int load_model(bench_ctx *ctx) {
     if (!ctx->model_path) return 0;
     dg_onnx *o;
-    if (bench_model_load(ctx->model_path, &o, &ctx->model_has_state) != DG_OK) {
+    if (bench_model_load(ctx->model_path, &o, &ctx->model_has_batch_norm) != DG_OK) {
         fprintf(stderr, "bench: %s\n", dg_last_error());
         return 1;
     }

@@ -21,7 +21,7 @@ void bench_step_rows_check_run(bench_step_rows_check *out, dg_backend *be, bool 
         out->warm_ms = 1e3 * (bench_now_s() - t0);
     }
     out->st = st;
-    if (st != DG_OK) snprintf(out->why, sizeof out->why, "%s", dg_last_error());
+    if (st != DG_OK || !out->ok) snprintf(out->why, sizeof out->why, "%s", dg_last_error()); /* the failure, or the errors */
     bench_step_free(&s);
 }
 
@@ -35,7 +35,8 @@ dg_status bench_step_rows_prepare(const bench_step_rows_check *chk, const char *
     if (chk->st != DG_OK) return dg_fail(chk->st, "%s", chk->why);
     if (!chk->ok) {
         row->status = "wrong";
-        row->note = wrong_note;
+        snprintf(why, why_n, "%s: %s", wrong_note, chk->why);
+        row->note = why;
         return DG_OK;
     }
     float loss = NAN;

@@ -15,7 +15,7 @@
 typedef struct bench_step_rows_check {
     bool      done;
     dg_status st;        /* DG_OK: the check ran (ok says how it went)    */
-    char      why[256];  /* st's message                                  */
+    char      why[256];  /* st's message, or a failed check's errors     */
     double    err;       /* the check's largest relative error            */
     bool      ok;
     double    warm_ms;   /* CPU: one more run of the checked step, warm:

@@ -35,7 +35,7 @@ typedef struct bench_ctx {
     const char  *model_path;         /* --model FILE.onnx: the model sweep's file */
     struct dg_onnx *model;           /* that file, loaded before the backends open
                                       * (sweeps/model/model_file.h); NULL: none */
-    bool         model_has_state;    /* its model keeps running statistics   */
+    bool         model_has_batch_norm; /* its model has a batch norm         */
     dg_backend  *cpu, *gpu;          /* NULL: not asked for or not available */
     int          threads;
     bench_size_list size_lists[BENCH_MAX_SIZE_LISTS];

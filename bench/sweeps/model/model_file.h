@@ -15,10 +15,10 @@
  * a message naming the file and its output, a model whose output cannot
  * take the step's softmax cross-entropy: anything but [batch, classes]
  * with 2 classes or more, or a forward dg_train_step_build cannot
- * differentiate. *has_state: the model keeps running statistics (batch
- * norm), so its check step needs the batch-norm tolerances. *out is freed
+ * differentiate. *has_batch_norm: the model has a batch norm (with running
+ * statistics or not), so its check step needs the batch-norm tolerances. *out is freed
  * with dg_onnx_free. */
-dg_status bench_model_load(const char *path, dg_onnx **out, bool *has_state);
+dg_status bench_model_load(const char *path, dg_onnx **out, bool *has_batch_norm);
 
 /* The step of every row: the file's model, softmax cross-entropy on its
  * output, SGD with momentum 0.9, lr 0.1 and weight decay 5e-4 (the resnet

@@ -19,8 +19,8 @@
  * implementation, and its loss, every parameter's update and every running
  * statistic's update are compared with the float64 evaluation of that
  * graph (core/check/step_check.h, each tensor on its own; the batch-norm
- * tolerances of runner/step_tol.h where the model keeps running
- * statistics). Batch 2 because a batch norm makes the loss depend on the
+ * tolerances of runner/step_tol.h where the model has a batch norm).
+ * Batch 2 because a batch norm makes the loss depend on the
  * whole batch, so no cheaper reference of a large batch exists. A failed
  * check makes the implementation's rows "wrong", untimed, with its error
  * in max_rel_err; then each full-batch plan runs its first step once and
@@ -60,7 +60,7 @@ static const impl_kind kinds[] = {{"cpu", false, true}, {"gpu", true, false}, {"
 typedef struct model_run {
     const dg_onnx  *onnx;
     char            name[80];        /* onnx-STEM: the case column        */
-    bool            has_state;       /* running statistics: batch-norm tolerances */
+    bool            has_batch_norm;  /* batch-norm tolerances (model_file.h) */
     size_t          example_floats;
     int             classes;
     double          flops_per_example;
@@ -75,7 +75,7 @@ typedef struct model_impl { model_run *run; int index; } model_impl;
 static bench_step_spec spec_in(const model_run *run, dg_precision p) {
     bench_step_spec spec = bench_model_step(run->onnx);
     spec.precision = p;
-    spec.tol = run->has_state ? bench_step_tol_bn_in(p, spec.tol) : bench_step_tol_in(p, spec.tol);
+    spec.tol = run->has_batch_norm ? bench_step_tol_bn_in(p, spec.tol) : bench_step_tol_in(p, spec.tol);
     return spec;
 }
 
@@ -224,7 +224,7 @@ dg_status sweep_model(bench_ctx *ctx) {
         run->onnx = ctx->model;
         const bench_prof_model *named = bench_prof_onnx_model(ctx->model_path); /* checked by the options */
         snprintf(run->name, sizeof run->name, "%s", named ? named->name : "onnx-model");
-        run->has_state = ctx->model_has_state;
+        run->has_batch_norm = ctx->model_has_batch_norm;
         run->example_floats = (size_t)dg_shape_numel(dg_onnx_example_shape(ctx->model));
         run->classes = dg_onnx_classes(ctx->model);
         run->flops_per_example = flops_per_example(run);
