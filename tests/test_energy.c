@@ -347,6 +347,52 @@ Test(energy, bench_rows_carry_energy_or_say_why) {
     fake_rapl_free(&f);
 }
 
+/* A Fashion-MNIST stand-in of n images (IDX files, as tests/test_data.c's)
+ * in dir, for the train sweep */
+static void write_idx(const char *dir, const char *split, int n) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, split);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    const uint8_t head[16] = {0, 0, 8, 3, 0, 0, 0, (uint8_t)n, 0, 0, 0, 28, 0, 0, 0, 28};
+    fwrite(head, 1, sizeof head, f);
+    for (int i = 0; i < n * 28 * 28; i++) fputc(i % 251, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, split);
+    f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    const uint8_t lhead[8] = {0, 0, 8, 1, 0, 0, 0, (uint8_t)n};
+    fwrite(lhead, 1, sizeof lhead, f);
+    for (int i = 0; i < n; i++) fputc(i % 10, f);
+    fclose(f);
+}
+
+/* A row that brought its own samples (the train sweep times an epoch
+ * itself: no work to run again) gets no energy window, and says so, where
+ * a meter is there. Before, the window called its NULL work: the train
+ * sweep crashed on every GPU (NVML) and wherever RAPL is readable. */
+Test(energy, rows_timed_by_their_sweep_say_why_they_have_no_energy) {
+    static fake_rapl f;
+    fake_rapl_make(&f, false);
+    fake_rapl_start(&f);
+    char dir[] = "/tmp/dg-energy-XXXXXX", out[4096], err[8192], path[128];
+    tmp_dir(dir);
+    write_idx(dir, "train", 64);
+    write_idx(dir, "t10k", 32);
+    setenv("DG_POWERCAP_ROOT", f.root, 1);
+    const char *args[] = {"--sweep", "train", "--backends", "cpu", "--sizes", "16", "--case", "logreg",
+                          "--threads", "1", "--data", dir, "--out", dir, NULL};
+    cr_assert_eq(run_bench(dir, args, out, err, 120), 0, "%s", err);
+    snprintf(path, sizeof path, "%s/train.csv", dir);
+    char *csv = read_file(path);
+    cr_assert(strstr(csv, "# energy: cpu: RAPL"), "the meter was not there: %s", csv);
+    cr_assert(strstr(csv, "no energy: an epoch is timed once by the trainer"), "%s", csv);
+    free(csv);
+    unsetenv("DG_POWERCAP_ROOT");
+    remove_dir(dir);
+    fake_rapl_free(&f);
+}
+
 /* ---- the summary's energy crossover ---- */
 
 /* A gemm.csv whose CPU is faster below n = 512 and uses less energy below

@@ -147,14 +147,19 @@ static void note_prediction(bench_ctx *ctx, bench_row *row, double predicted_s, 
 static void measure_energy(bench_ctx *ctx, const bench_impl *im, const bench_work *work, bench_row *row, char *buf,
                            size_t n) {
     if (work->no_row || !row->status || !bench_row_timed(row) || ctx->no_energy) return; /* no row, or no times */
-    bench_energy_meter *m = work->energy      ? work->energy
-                          : work->energy_none ? NULL
-                          : im->gpu           ? ctx->energy_gpu
-                                              : ctx->energy_cpu;
+    /* a row that brought its own samples (no work to run again: the train
+     * sweep's epoch) has no window to measure */
+    const char *none = work->energy_none ? work->energy_none
+                     : !work->fn         ? "the row timed its own runs: there is nothing to repeat in a window"
+                                         : NULL;
+    bench_energy_meter *m = work->energy ? work->energy
+                          : none         ? NULL
+                          : im->gpu      ? ctx->energy_gpu
+                                         : ctx->energy_cpu;
     char what[300];
     if (!m) {
         snprintf(what, sizeof what, "no energy: %s",
-                 work->energy_none ? work->energy_none : im->gpu ? ctx->energy_gpu_short : ctx->energy_cpu_short);
+                 none ? none : im->gpu ? ctx->energy_gpu_short : ctx->energy_cpu_short);
         append_note(row, what, buf, n);
         return;
     }

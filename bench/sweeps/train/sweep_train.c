@@ -128,7 +128,6 @@ static bench_step_spec row_step(train_state *s, const dg_mlp_cfg *cfg, const ben
  * makes a skipped row here, not in a skip callback (whose rows say
  * --warmup). */
 static dg_status train_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, bench_row *row, bench_work *work) {
-    (void)work;
     train_state *s = arg;
     const train_case *tc = s->tc;
     const dg_dataset *train = tc->train;
@@ -172,6 +171,7 @@ static dg_status train_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, 
     row->st.cv_pct = 0;
     row->st.reps = 1;
     row->st.samples = &s->epoch_ms;
+    work->energy_none = "an epoch is timed once by the trainer, not repeated in an energy window";
     row->status = "ok";
     if (ctx->progress) fprintf(stderr, "\n");
     fprintf(stderr, "bench: train %s batch %d on %s in %s: test accuracy %.2f%% after 2 epochs\n", tc->model->name,
