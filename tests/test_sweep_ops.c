@@ -110,11 +110,11 @@ static void dtype_all_rows(const char *backend) {
     remove_dir(dir);
 }
 
-Test(sweep_ops, dtype_all_on_the_cpu_writes_checked_16_bit_rows_and_tables_them, .timeout = 300) {
+Test(sweep_ops, dtype_all_on_the_cpu_writes_checked_16_bit_rows_and_tables_them) {
     dtype_all_rows("cpu");
 }
 
-Test(sweep_ops, dtype_all_on_the_gpu_writes_checked_16_bit_rows_and_tables_them, .timeout = 300) {
+Test(sweep_ops, dtype_all_on_the_gpu_writes_checked_16_bit_rows_and_tables_them) {
     dg_backend_free(test_backend_open(true)); /* skips without a device */
     dtype_all_rows("gpu");
 }
@@ -198,7 +198,7 @@ static float trunc_bf16(double x) {
  * gradients where the backward reads the rounded output), where one
  * element is its neighbour's (a kernel reading the wrong element), and in
  * bf16 where the forward's store truncates. */
-Test(sweep_ops, the_bound_passes_the_cpu_kernels_and_fails_planted_bugs, .timeout = 120) {
+Test(sweep_ops, the_bound_passes_the_cpu_kernels_and_fails_planted_bugs) {
     static const char *const cases[] = {"add", "add_bcast", "exp", "gelu", "sum_rows", "sum_cols", "softmax"};
     for (int p = DG_PREC_BF16; p <= DG_PREC_FP16; p++)
         for (int c = 0; c < (int)(sizeof cases / sizeof *cases); c++) {
@@ -289,11 +289,11 @@ static void autodiff_rows(const char *backend) {
     remove_dir(dir);
 }
 
-Test(sweep_autodiff, dtype_all_on_the_cpu_runs_the_graph_step_in_each_precision, .timeout = 300) {
+Test(sweep_autodiff, dtype_all_on_the_cpu_runs_the_graph_step_in_each_precision) {
     autodiff_rows("cpu");
 }
 
-Test(sweep_autodiff, dtype_all_on_the_gpu_runs_the_graph_step_in_each_precision, .timeout = 300) {
+Test(sweep_autodiff, dtype_all_on_the_gpu_runs_the_graph_step_in_each_precision) {
     dg_backend_free(test_backend_open(true)); /* skips without a device */
     autodiff_rows("gpu");
 }
