@@ -8,8 +8,9 @@
  * Each case is the harness's graph, out = op(x...), loss = sum(out * w),
  * with its gradient graph; in bf16 and fp16 the op reads and writes 2-byte
  * storage (computing in float32, as the kernels do) between casts of its
- * float32 inputs and back (ops_dtype.h), and its gradient runs in the
- * dtype too. The whole plan runs once and is checked before anything is
+ * float32 inputs and back (ops_dtype.h), and its backward node reads the
+ * forward's 16-bit values with float32 gradients (gradients are float32 in
+ * every precision). The whole plan runs once and is checked before anything is
  * timed: its output against the float64 reference's forward (check
  * f64-fwd, the forward row), and every input's gradient against the
  * float64 reference's own backward (check f64-vjp, the backward row:
@@ -20,12 +21,13 @@
  *
  * Precisions: tf32 rounds a product's operands and these ops have none, so
  * it has no rows (said once as the sweep ends). An op the graph defines on
- * float32 alone (the softmax cross-entropy: the loss stays float32 in every
- * precision) has no bf16 or fp16 rows either, said once on stderr: it is
- * the op's definition, the same on every backend. An op the graph holds in
- * the dtype but a backend cannot run is a row with status unsupported and
- * the backend's reason: a gap of that backend, shown beside the other
- * backend's row. */
+ * float32 alone (the softmax cross-entropy, whose loss stays float32 in
+ * every precision, and permute) has no bf16 or fp16 rows, nor a backward
+ * node that reads no 16-bit value (it is the fp32 row's node): not listed,
+ * said once on stderr, since that is the graph's definition, the same on
+ * every backend. An op the graph holds in the dtype but a backend cannot
+ * run is a row with status unsupported and the backend's reason: a gap of
+ * that backend, shown beside the other backend's row. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
