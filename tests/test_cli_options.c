@@ -129,16 +129,17 @@ Test(bench_cli_help, dtype_names_the_unknown_precision_and_is_in_the_help) {
     const char *help[] = {"help", NULL};
     cr_assert_eq(run_bench("/tmp", help, out, err, 30), 0, "%s", err);
     cr_assert(strstr(out, "--dtype LIST"), "%s", out);
-    /* bench --list shows each row's precision; a sweep without bf16 says
-     * so in one line on stderr, and that is not an error */
+    /* bench --list shows each row's precision; a sweep without tf32 says
+     * so in one line on stderr, with its reason, and that is not an error */
     const char *gemm[] = {"--list", "gemm", "--dtype", "fp16", "--backends", "cpu", "--quick", NULL};
     cr_assert_eq(run_bench("/tmp", gemm, out, err, 30), 0, "%s", err);
     cr_assert(strstr(out, "gemm square cpu-openblas cpu fp16 m=1024 ") && !strstr(out, " fp32 ") &&
                   !strstr(out, "cpu-naive"), "%s", out);
-    const char *ops[] = {"--list", "ops", "--dtype", "bf16,fp32", "--backends", "cpu", "--quick", NULL};
+    const char *ops[] = {"--list", "ops", "--dtype", "tf32,fp32", "--backends", "cpu", "--quick", NULL};
     cr_assert_eq(run_bench("/tmp", ops, out, err, 30), 0, "%s", err);
-    cr_assert(strstr(err, "bench: ops: no rows in bf16 (--dtype): the sweep runs in fp32\n"), "%s", err);
-    cr_assert(strstr(out, " fp32 ") && !strstr(out, " bf16 "), "%s", out);
+    cr_assert(strstr(err, "bench: ops: no rows in tf32 (--dtype): the sweep runs in fp32, bf16, fp16: tf32 rounds a "
+                          "product's operands, and these ops have none\n"), "%s", err);
+    cr_assert(strstr(out, " fp32 ") && !strstr(out, " tf32 "), "%s", out);
 }
 
 /* ---- discoverable: every subcommand in --help, bench help SUB, and each

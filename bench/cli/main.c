@@ -71,6 +71,7 @@ static int list_sweeps(bench_ctx *ctx, const bench_choice *ch) {
     for (int i = 0; i < ch->n_sweeps; i++) {
         ctx->sweep = ch->sweeps[i]->name;
         ctx->precisions_run = 0;
+        ctx->precisions_why = NULL;
         if (ch->sweeps[i]->run(ctx) != DG_OK) {
             fprintf(stderr, "bench: %s: cannot list its rows: %s\n", ctx->sweep, dg_last_error());
             rc = 1;

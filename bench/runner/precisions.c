@@ -48,5 +48,6 @@ void bench_note_precisions(const bench_ctx *ctx) {
             snprintf(has + strlen(has), sizeof has - strlen(has), "%s%s", *has ? ", " : "",
                      dg_precision_name((dg_precision)p));
     if (*missing && *has)
-        fprintf(stderr, "bench: %s: no rows in %s (--dtype): the sweep runs in %s\n", ctx->sweep, missing, has);
+        fprintf(stderr, "bench: %s: no rows in %s (--dtype): the sweep runs in %s%s%s\n", ctx->sweep, missing, has,
+                ctx->precisions_why ? ": " : "", ctx->precisions_why ? ctx->precisions_why : "");
 }

@@ -74,6 +74,7 @@ int bench_run_sweep(bench_ctx *ctx, const sweep_def *s) {
     ctx->sweep = s->name;
     ctx->rows = ctx->failed = ctx->noisy = ctx->planned = 0;
     ctx->precisions_run = 0;
+    ctx->precisions_why = NULL;
     ctx->t0 = ctx->last_line_s = bench_now_s();
     ctx->left_s = -1;
     ctx->worst_miss = 0;

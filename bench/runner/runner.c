@@ -334,6 +334,7 @@ static dg_status list_spec(bench_ctx *ctx, const bench_sweep_spec *spec);
 
 dg_status bench_run_spec(bench_ctx *ctx, const bench_sweep_spec *spec) {
     ctx->precisions_run |= declared_precisions(spec);
+    if (spec->precisions_why) ctx->precisions_why = spec->precisions_why;
     if (ctx->list) return list_spec(ctx, spec);
     char why[512];
     const char *unavailable = spec->unavailable ? spec->unavailable(ctx, why, sizeof why) : NULL;

@@ -92,6 +92,9 @@ typedef struct bench_sweep_spec {
     int               n_impls;
     /* the precisions it has rows in: a mask of BENCH_PREC(p); 0: fp32 alone */
     unsigned          precisions;
+    /* NULL, or why it has none in the others (the end of the sweep's note
+     * of the precisions --dtype asked for that it lacks) */
+    const char       *precisions_why;
     /* NULL, or why the whole sweep cannot run on this machine (written into
      * why, n bytes): then its one row is a skipped row named after the sweep,
      * by its first implementation, and the reason goes to stderr too */

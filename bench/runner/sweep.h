@@ -80,6 +80,7 @@ typedef struct bench_ctx {
     unsigned     precisions_run;     /* the precisions its specs declare (a mask
                                       * of 1u << dg_precision): --dtype's others
                                       * are said once on stderr as it ends    */
+    const char  *precisions_why;     /* why it lacks them, NULL: unsaid       */
     int          planned;            /* rows it expects (progress), 0: unknown */
     double       t0;                 /* when it started                       */
     double       deadline_s;         /* its share of --budget ends, 0: none    */

@@ -9,7 +9,15 @@
  * Node descriptors come from the builders (for their shapes); nothing else of
  * the core is used by the manual step. Check: each version's first step,
  * its loss and every parameter's update, against the float64 reference of
- * the step (core/check/step_check.h). */
+ * the step (core/check/step_check.h).
+ *
+ * Precisions: the graph step in each (the step builder's policy,
+ * core/nn/train_step.h, checked to runner/step_tol.h's tolerances, as the
+ * mlp sweep's; the CPU has no TF32: its tf32 graph row is the fp32 step
+ * and says so). The manual step is float32 alone: it has no casts, no
+ * 16-bit kernels called and no loss scaling, so in tf32, bf16 and fp16 its
+ * rows are skipped with that reason rather than timing the fp32 step
+ * under another label. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +26,7 @@
 #include "core/rng.h"
 #include "core/status.h"
 #include "runner/runner.h"
+#include "runner/step_tol.h"
 
 static const long long default_batches[] = {32, 128, 512, 2048};
 static const long long quick_batches[] = {32, 512};
@@ -184,10 +193,14 @@ static dg_status autodiff_setup(bench_ctx *ctx, const bench_point *pt, void **ou
     return DG_OK;
 }
 
-/* dg_grad + plan (replay: CUDA-graph replay on the GPU) into s->bs, run once
- * and checked against the backend's reference (made first where none is) */
-static dg_status graph_step(autodiff_state *s, dg_backend *be, bool gpu, bool replay, double *err, bool *ok) {
+/* dg_grad + plan (replay: CUDA-graph replay on the GPU) in precision p (the
+ * CPU's tf32: fp32) into s->bs, run once and checked against the backend's
+ * reference (made first where none is) */
+static dg_status graph_step(autodiff_state *s, dg_backend *be, bool gpu, bool replay, dg_precision p, double *err,
+                            bool *ok) {
     bench_step_spec spec = bench_mlp_step(&s->cfg);
+    spec.precision = !gpu && p == DG_PREC_TF32 ? DG_PREC_FP32 : p;
+    spec.tol = bench_step_tol_in(spec.precision, spec.tol);
     s->plain_tried[gpu] |= !replay;
     return bench_step_new(&s->bs, be, &spec, s->batch, s->x, s->y, &(dg_plan_opts){.no_replay = !replay},
                           &s->ref[gpu], err, ok);
@@ -201,7 +214,8 @@ static dg_status manual_prepare(autodiff_state *s, dg_backend *be, bool gpu, ben
     if (!s->ref[gpu].done && !s->plain_tried[gpu]) {
         double graph_err;
         bool graph_ok;
-        graph_step(s, be, gpu, false, &graph_err, &graph_ok); /* a failure: the row's "no float64 reference" */
+        /* a failure: the row's "no float64 reference"; fp32 alone (manual_skip) */
+        graph_step(s, be, gpu, false, DG_PREC_FP32, &graph_err, &graph_ok);
         bench_step_free(&s->bs);
     }
     float loss = NAN;
@@ -229,11 +243,26 @@ static dg_status autodiff_prepare(bench_ctx *ctx, void *arg, const bench_impl *i
     dg_backend *be = im->gpu ? ctx->gpu : ctx->cpu;
     if (version_of(im) == MANUAL) return manual_prepare(s, be, im->gpu, row, work);
     bool ok = false;
-    dg_status st = graph_step(s, be, im->gpu, version_of(im) == GRAPH_REPLAY, &row->max_rel_err, &ok);
+    if (!im->gpu && row->precision == DG_PREC_TF32) row->note = "no TF32 on the CPU: the fp32 step";
+    dg_status st = graph_step(s, be, im->gpu, version_of(im) == GRAPH_REPLAY, row->precision, &row->max_rel_err, &ok);
     if (st != DG_OK) return st;
     if (!ok) row->status = "wrong";
+    /* the plan's arena: what the precision's casts and 16-bit tensors change */
+    dg_plan_stats ps = dg_plan_stats_get(s->bs.p);
+    row->arena_bytes = (int64_t)ps.arena_bytes;
+    row->live_bytes = (int64_t)ps.live_bytes;
     *work = (bench_work){.fn = plan_run, .arg = s->bs.p, .be = be, .events = im->gpu};
     return DG_OK;
+}
+
+/* the manual step in any precision but fp32: it has none of its own */
+static const char *manual_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, char *why,
+                               size_t n) {
+    (void)ctx;
+    if (version_of(im) != MANUAL || pt->precision == DG_PREC_FP32) return NULL;
+    snprintf(why, n, "the hand-written step is fp32 alone (no casts, no 16-bit or TF32 kernels, no loss scaling): "
+             "no %s version", dg_precision_name(pt->precision));
+    return why;
 }
 
 static void autodiff_release(void *arg, const bench_impl *im, bench_work *work) {
@@ -247,44 +276,58 @@ dg_status sweep_autodiff(bench_ctx *ctx) {
     static const bench_sweep_spec spec = {
         .name = "autodiff", .check_word = BENCH_STEP_CHECK, .impls = autodiff_impls,
         .n_impls = (int)(sizeof autodiff_impls / sizeof *autodiff_impls), .points = autodiff_points,
+        .precisions = BENCH_PREC_ALL, .skip = manual_skip,
         .setup = autodiff_setup, .teardown = autodiff_teardown, .prepare = autodiff_prepare,
         .release = autodiff_release,
     };
     return bench_run_spec(ctx, &spec);
 }
 
-/* One chart (manual, graph, graph + CUDA graph per backend over the batch
- * size); the summary's table of medians per backend and batch. */
+/* One chart per precision (manual, graph, graph + CUDA graph per backend
+ * over the batch size: autodiff_time in fp32, autodiff_time_DTYPE in the
+ * others); the summary's table of medians per backend, dtype and batch. */
 bool bench_report_autodiff(bench_report *rep, const bench_table *t) {
     if (!t->n) return false;
     fprintf(rep->sum, "## Autodiff: hand-written step vs dg_grad graph (MLP " WIDTHS ", Adam), median ms\n\n"
-                      "| backend | batch | manual | graph | graph / manual | graph + CUDA graph |\n"
-                      "|---|---|---|---|---|---|\n");
-    bench_chart ch = {"autodiff_time", "MLP training step: hand-written vs autodiff graph", "batch", "median ms", true,
-                      .vline = NAN};
+                      "| backend | dtype | batch | manual | graph | graph / manual | graph + CUDA graph |\n"
+                      "|---|---|---|---|---|---|---|\n");
     static const char *const backends[] = {"cpu", "gpu"};
-    for (int b = 0; b < (int)(sizeof backends / sizeof *backends); b++) {
-        const char *bk = backends[b];
-        char t1[48], t2[48], t3[48], b1[32], b2[32], b3[32];
-        snprintf(t1, sizeof t1, "%s manual", bk);
-        snprintf(t2, sizeof t2, "%s graph", bk);
-        snprintf(t3, sizeof t3, "%s graph + CUDA graph", bk);
-        bench_series m = bench_pick(t, NULL, "manual", bk, false, BENCH_MS, t1);
-        bench_series gr = bench_pick(t, NULL, "graph", bk, false, BENCH_MS, t2);
-        bench_series gc = bench_pick(t, NULL, "graph-cuda", bk, false, BENCH_MS, t3);
-        bench_chart_add(&ch, m);
-        bench_chart_add(&ch, gr);
-        bench_chart_add(&ch, gc);
-        for (int i = 0; i < m.n; i++) {
-            double g1 = NAN, g2 = NAN;
-            for (int j = 0; j < gr.n; j++) if (gr.x[j] == m.x[i]) g1 = gr.y[j];
-            for (int j = 0; j < gc.n; j++) if (gc.x[j] == m.x[i]) g2 = gc.y[j];
-            fprintf(rep->sum, "| %s | %.0f | %.4f | %s | %s | %s |\n", bk, m.x[i], m.y[i],
-                    bench_fmt_num(g1, "%.4f", b1, sizeof b1), bench_fmt_num(g1 / m.y[i], "%.3f", b2, sizeof b2),
-                    bench_fmt_num(g2, "%.4f", b3, sizeof b3));
+    for (int p = 0; p < DG_PREC_COUNT; p++) {
+        const char *dt = dg_precision_name((dg_precision)p);
+        char file[48], title[96];
+        snprintf(file, sizeof file, p == DG_PREC_FP32 ? "autodiff_time" : "autodiff_time_%s", dt);
+        snprintf(title, sizeof title, "MLP training step: hand-written vs autodiff graph, %s", dt);
+        bench_chart ch = {file, title, "batch", "median ms", true, .vline = NAN};
+        int points = 0;
+        for (int b = 0; b < (int)(sizeof backends / sizeof *backends); b++) {
+            const char *bk = backends[b];
+            char t1[48], t2[48], t3[48], b0[32], b1[32], b2[32], b3[32];
+            snprintf(t1, sizeof t1, "%s manual", bk);
+            snprintf(t2, sizeof t2, "%s graph", bk);
+            snprintf(t3, sizeof t3, "%s graph + CUDA graph", bk);
+            bench_series m = bench_pick_prec(t, NULL, "manual", bk, (dg_precision)p, false, BENCH_MS, t1);
+            bench_series gr = bench_pick_prec(t, NULL, "graph", bk, (dg_precision)p, false, BENCH_MS, t2);
+            bench_series gc = bench_pick_prec(t, NULL, "graph-cuda", bk, (dg_precision)p, false, BENCH_MS, t3);
+            bench_chart_add(&ch, m);
+            bench_chart_add(&ch, gr);
+            bench_chart_add(&ch, gc);
+            points += m.n + gr.n + gc.n;
+            /* a line per batch of the manual rows, or of the graph rows where
+             * the precision has no manual step */
+            const bench_series *base = m.n ? &m : &gr;
+            for (int i = 0; i < base->n; i++) {
+                double x = base->x[i], v[3] = {NAN, NAN, NAN};
+                const bench_series *col[3] = {&m, &gr, &gc};
+                for (int c = 0; c < 3; c++)
+                    for (int j = 0; j < col[c]->n; j++)
+                        if (col[c]->x[j] == x) v[c] = col[c]->y[j];
+                fprintf(rep->sum, "| %s | %s | %.0f | %s | %s | %s | %s |\n", bk, dt, x,
+                        bench_fmt_num(v[0], "%.4f", b0, sizeof b0), bench_fmt_num(v[1], "%.4f", b1, sizeof b1),
+                        bench_fmt_num(v[1] / v[0], "%.3f", b2, sizeof b2), bench_fmt_num(v[2], "%.4f", b3, sizeof b3));
+            }
         }
+        if (points || p == DG_PREC_FP32) bench_chart_draw(rep, &ch); /* fp32's as before, rows or not */
     }
     fprintf(rep->sum, "\n");
-    bench_chart_draw(rep, &ch);
     return true;
 }
