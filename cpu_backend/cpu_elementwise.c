@@ -136,6 +136,12 @@ static void binary_block(dg_op op, float *y, const float *a, const float *b, int
     }
 }
 
+/* buf[0..n) = v: a broadcast operand's block */
+static const float *repeat(float *buf, float v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) buf[i] = v;
+    return buf;
+}
+
 /* each operand read in its own dtype (f32, bf16, f16), y stored in the
  * node's (graph.c: one dtype, or f32 for f32 with bf16 or f16) */
 void dg__cpu_binary(const dg_step *s) {
@@ -171,11 +177,19 @@ void dg__cpu_binary(const dg_step *s) {
             const float *pa = (const float *)s->in[0] + oa, *pb = (const float *)s->in[1] + ob;
             float *py = (float *)s->out + r * w;
             for (int64_t j = 0; j < w; j++) py[j] = apply_binary(op, pa[j * sa.d[3]], pb[j * sb.d[3]]);
-        } else { /* element by element through the converters */
-            for (int64_t j = 0; j < w; j++)
-                dg__lp_st(ty, s->out, r * w + j,
-                          apply_binary(op, dg__lp_ld(ta, s->in[0], oa + j * sa.d[3]),
-                                       dg__lp_ld(tb, s->in[1], ob + j * sb.d[3])));
+        } else { /* the row in blocks: each operand widened by the vector
+                  * converters (or its one broadcast value repeated), the
+                  * flat loop, the block rounded out */
+            for (int64_t j = 0; j < w; j += LP_BLOCK) {
+                float ab[LP_BLOCK], bb[LP_BLOCK], yb[LP_BLOCK];
+                int64_t len = block_len(w, j, LP_BLOCK);
+                const float *pa = sa.d[3] ? dg__lp_load(ta, s->in[0], oa + j, len, ab)
+                                          : repeat(ab, dg__lp_ld(ta, s->in[0], oa), len);
+                const float *pb = sb.d[3] ? dg__lp_load(tb, s->in[1], ob + j, len, bb)
+                                          : repeat(bb, dg__lp_ld(tb, s->in[1], ob), len);
+                binary_block(op, dg__lp_dst(ty, s->out, r * w + j, yb), pa, pb, len);
+                dg__lp_store(ty, s->out, r * w + j, len, yb);
+            }
         }
     }
 }
