@@ -246,8 +246,9 @@ static dg_status gpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
     if (is_conv(n) && conv == DG_GPU_CONV_CUDNN) return dg__gpu_cudnn_impl(gpu_of(be), n, flags, buf, size);
     bool tf32 = (flags & DG_STEP_TF32) != 0;
     const char *name = "gpu";
-    if (n->op == DG_OP_MATMUL && n->in[0]->dtype != DG_F32) /* cuBLAS's GemmEx whatever the choice */
-        name = n->in[0]->dtype == DG_BF16 ? "gpu-cublas-bf16" : "gpu-cublas-f16";
+    if (n->op == DG_OP_MATMUL && n->in[0]->dtype != DG_F32) /* the own wgmma kernel or cuBLAS's GemmEx */
+        name = dg__gpu_lowp_own(c, flags) ? (n->in[0]->dtype == DG_BF16 ? "gpu-tiled-bf16" : "gpu-tiled-f16")
+                                          : (n->in[0]->dtype == DG_BF16 ? "gpu-cublas-bf16" : "gpu-cublas-f16");
     else if (n->op == DG_OP_MATMUL)
         name = gemm == DG_GPU_GEMM_CUBLAS ? (tf32 ? "gpu-cublas-tf32" : "gpu-cublas")
              : gemm == DG_GPU_GEMM_TILED  ? (tf32 ? "gpu-tiled-tf32" : "gpu-tiled")
@@ -627,6 +628,19 @@ const char *dg_gpu_info(const dg_backend *be, char *buf, size_t n) {
     return buf;
 }
 
+/* the backend's workspace (tf32_ws) grown to at least floats */
+static dg_status ws_reserve(dg_backend *be, size_t floats) {
+    gpu_ctx *c = gpu_of(be);
+    if (floats <= c->tf32_ws_floats) return DG_OK;
+    DG_CUDA_CHECK(cudaStreamSynchronize(c->stream)); /* the old workspace may be in use by queued work */
+    DG_CUDA_CHECK(cudaFree(c->tf32_ws));
+    c->tf32_ws = NULL, c->tf32_ws_floats = 0;
+    dg_status st = gpu_alloc(be, sizeof(float) * floats, (void **)&c->tf32_ws);
+    if (st != DG_OK) return st;
+    c->tf32_ws_floats = floats;
+    return DG_OK;
+}
+
 dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                        const float *A, const float *B, float *C) {
     gpu_ctx *c = gpu_of(be);
@@ -634,15 +648,8 @@ dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, boo
     int lda = ta ? m : k, ldb = tb ? k : n;
     if (impl != DG_GPU_GEMM_TILED || !tf32)
         return dg__gpu_sgemm(c, impl, tf32, ta, tb, m, n, k, A, lda, B, ldb, C, n, 1, 0, 0, 0);
-    size_t need = dg__gpu_tf32_scratch_floats(c, ta, tb, m, n, k, 1);
-    if (need > c->tf32_ws_floats) { /* the old workspace may be in use by queued work */
-        DG_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-        DG_CUDA_CHECK(cudaFree(c->tf32_ws));
-        c->tf32_ws = NULL, c->tf32_ws_floats = 0;
-        dg_status st = gpu_alloc(be, sizeof(float) * need, (void **)&c->tf32_ws);
-        if (st != DG_OK) return st;
-        c->tf32_ws_floats = need;
-    }
+    dg_status st = ws_reserve(be, dg__gpu_tf32_scratch_floats(c, ta, tb, m, n, k, 1));
+    if (st != DG_OK) return st;
     return dg__gpu_sgemm_tf32(c, ta, tb, m, n, k, A, lda, B, ldb, C, n, 1, 0, 0, 0, c->tf32_ws, c->tf32_ws_floats);
 }
 
@@ -658,6 +665,27 @@ dg_status dg_gpu_gemm_ex(dg_backend *be, dg_dtype dtype, bool ta, bool tb, int m
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
     return dg__gpu_gemm_low(c, dtype, DG_F32, ta, tb, m, n, k, A, ta ? m : k, B, tb ? k : n, C, n, 1, 0, 0, 0);
+}
+
+bool dg_gpu_has_tiled16(const dg_backend *be, char *why, size_t n) {
+    return dg__gpu_has_wgmma_lowp(gpu_of(be), why, n);
+}
+
+dg_status dg_gpu_gemm_ex_tiled(dg_backend *be, dg_dtype dtype, dg_dtype out, bool ta, bool tb, int m, int n, int k,
+                               const void *A, int lda, const void *B, int ldb, void *C, int ldc) {
+    if (!be || !A || !B || !C || m <= 0 || n <= 0 || k <= 0)
+        return dg__fail(DG_ERR_INVALID, "dg_gpu_gemm_ex_tiled: NULL operand or empty product (%d x %d x %d)", m, n, k);
+    if (lda < (ta ? m : k) || ldb < (tb ? k : n) || ldc < n)
+        return dg__fail(DG_ERR_INVALID, "dg_gpu_gemm_ex_tiled: leading dimensions %d, %d, %d below the rows' %d, %d, "
+                        "%d", lda, ldb, ldc, ta ? m : k, tb ? k : n, n);
+    gpu_ctx *c = gpu_of(be);
+    DG_GPU_USE_DEVICE(c);
+    /* operands whose rows 16-byte copies cannot read are packed into the workspace */
+    size_t pack = dg__gpu_gemm16_scratch_bytes(ta, tb, m, n, k, A, lda, B, ldb, 1, 0, 0);
+    dg_status st = dg__gpu_has_wgmma_lowp(c, NULL, 0) ? ws_reserve(be, (pack + 3) / 4) : DG_OK;
+    if (st != DG_OK) return st;
+    return dg__gpu_gemm_tiled16(c, dtype, out, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, 1, 0, 0, 0, c->tf32_ws,
+                                sizeof(float) * c->tf32_ws_floats);
 }
 
 dg_status dg_gpu_copy(dg_backend *be, void *dst, const void *src, size_t bytes) {

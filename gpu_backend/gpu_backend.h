@@ -154,6 +154,22 @@ dg_status dg_gpu_sgemm(dg_backend *be, dg_gpu_gemm impl, bool tf32, bool ta, boo
  * operands or an empty product, DG_ERR_UNSUPPORTED for another dtype. */
 dg_status dg_gpu_gemm_ex(dg_backend *be, dg_dtype dtype, bool ta, bool tb, int m, int n, int k, const void *A,
                          const void *B, float *C);
+/* Whether the own bf16/fp16 tensor-core GEMM runs on be: Hopper's wgmma,
+ * in a build whose CUDA targets include compute capability 9.0, on such a
+ * device. Where it runs, a matmul of bf16 or f16 operands whose step has
+ * the tiled GEMM (DG_GEMM_OWN, or DG_GPU_GEMM_TILED for DEFAULT) runs it
+ * ("gpu-tiled-bf16", "gpu-tiled-f16" by dg_plan_node_impl); elsewhere it
+ * runs cuBLAS GemmEx whatever the choice ("gpu-cublas-bf16", ...). why:
+ * the reason it does not run, may be NULL. */
+bool      dg_gpu_has_tiled16(const dg_backend *be, char *why, size_t n);
+/* dg_gpu_gemm_ex's product by that kernel, with leading dimensions (in
+ * elements) and C of dtype out (DG_F32 or dtype, rounded once to nearest
+ * even): the gemm sweep's gpu-tiled bf16 and fp16 rows. DG_ERR_INVALID
+ * for NULL operands, an empty product or a leading dimension below its
+ * row; DG_ERR_UNSUPPORTED where dg_gpu_has_tiled16 says no, or for
+ * another dtype. */
+dg_status dg_gpu_gemm_ex_tiled(dg_backend *be, dg_dtype dtype, dg_dtype out, bool ta, bool tb, int m, int n, int k,
+                               const void *A, int lda, const void *B, int ldb, void *C, int ldc);
 
 /* Whether the backend's device has had a sticky fault (an illegal address
  * in a kernel, ...): then every call fails at once with DG_ERR_BACKEND, for

@@ -31,7 +31,8 @@ struct gpu_ctx {
     size_t         l2_bytes;       /* cudaDevAttrL2CacheSize, read once at creation  */
     void          *l2_flush;       /* dg_gpu_flush_l2's buffer (2 x L2), made on first use */
     float         *tf32_ws;        /* dg_gpu_sgemm's room for the wgmma kernel's     */
-    size_t         tf32_ws_floats; /* transposes, grown on first use of a size       */
+    size_t         tf32_ws_floats; /* transposes (and dg_gpu_gemm_ex_tiled's packed
+                                      operands), grown on first use of a size       */
     size_t         l2_flush_bytes;
     dg_gpu_opts    opts;
     dg_gpu_gemm    gemm;
@@ -251,6 +252,10 @@ dg_status dg__gpu_loss_scale(gpu_ctx *c, const dg_step *s);
 static inline bool dg__gpu_vec4_ok(const void *X, int ld, long long stride, int batch) {
     return ((uintptr_t)X & 15) == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
 }
+/* the same for 16-bit elements: copies of 8 (the wgmma 16-bit kernel's) */
+static inline bool dg__gpu_vec8_ok(const void *X, int ld, long long stride, int batch) {
+    return ((uintptr_t)X & 15) == 0 && ld % 8 == 0 && (batch == 1 || stride % 8 == 0);
+}
 
 /* gpu_backend.cu: a step's GEMM and convolution kernels, its plan's
  * choice (DG_STEP_GEMM, DG_STEP_CONV in its flags) or, for DEFAULT, the
@@ -265,9 +270,10 @@ int       dg__gpu_node_conv(const gpu_ctx *c, const dg_node *n, unsigned flags);
  * ignore it: the own TF32 products are dg__gpu_sgemm_tf32, which
  * dg__gpu_matmul and dg_gpu_sgemm call with room for its transposes) */
 dg_status dg__gpu_matmul(gpu_ctx *c, const dg_step *s);
-/* the room a matmul node's TF32 product takes with GEMM `impl` (the
- * step's: 0 unless DG_GPU_GEMM_TILED), reserved whether or not the plan
- * allows TF32 */
+/* the room a matmul node's own tensor-core product takes with GEMM `impl`
+ * (the step's: 0 unless DG_GPU_GEMM_TILED): float32 operands' TF32
+ * transposes, reserved whether or not the plan allows TF32; bf16 and f16
+ * operands' packed copies (dg__gpu_gemm16_scratch_bytes, in floats) */
 size_t    dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n, dg_gpu_gemm impl);
 dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool tb, int m, int n, int k,
                         const float *A, int lda, const float *B, int ldb, float *C, int ldc, int batch,
@@ -298,6 +304,34 @@ dg_status dg__gpu_sgemm_wgmma(gpu_ctx *c, int bn, bool ta, bool tb, int m, int n
                               const float *B, int ldb, float *C, int ldc, int batch, long long sa, long long sb,
                               long long sc, float *scratch, size_t scratch_floats);
 size_t    dg__gpu_wgmma_transpose_floats(bool ta, bool tb, int m, int n, int k, int batch);
+/* gpu_gemm_wgmma_lowp.cu (built as gpu_gemm_wgmma.cu): dg__gpu_gemm_low's
+ * product by the own kernel on Hopper's wgmma (C float32 or the operands'
+ * dtype); scratch (may be NULL) of scratch_bytes (16-byte aligned): room
+ * to pack an operand whose base, rows or items are not 16-byte aligned
+ * (dg__gpu_gemm16_pack_bytes of it), without which such an operand is read
+ * 2 bytes at a time; DG_ERR_UNSUPPORTED on any device but compute
+ * capability 9.0 */
+dg_status dg__gpu_gemm_wgmma_lowp(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool ta, bool tb, int m, int n, int k,
+                                  const void *A, int lda, const void *B, int ldb, void *C, int ldc, int batch,
+                                  long long sa, long long sb, long long sc, void *scratch, size_t scratch_bytes);
+/* gpu_gemm.cu: the bytes of a packed 16-bit operand, batch items of rows x
+ * cols in rows padded to multiples of 8, rounded up to 16; and the room a
+ * product needs to pack every operand that dg__gpu_vec8_ok refuses (A, B
+ * NULL: not known yet, a plan's buffers, 256-byte aligned) */
+size_t    dg__gpu_gemm16_pack_bytes(int rows, int cols, int batch);
+size_t    dg__gpu_gemm16_scratch_bytes(bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
+                                       int ldb, int batch, long long sa, long long sb);
+/* gpu_gemm.cu: whether the own bf16/f16 kernel runs here (a build with the
+ * wgmma kernels, a compute capability 9.0 device), why not into why (may
+ * be NULL); and whether a 16-bit matmul step under flags runs it: the
+ * tiled GEMM chosen where it runs (else cuBLAS GemmEx) */
+bool      dg__gpu_has_wgmma_lowp(const gpu_ctx *c, char *why, size_t n);
+bool      dg__gpu_lowp_own(const gpu_ctx *c, unsigned flags);
+/* gpu_gemm.cu: dg__gpu_gemm_wgmma_lowp where the build has it, else
+ * DG_ERR_UNSUPPORTED saying why */
+dg_status dg__gpu_gemm_tiled16(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool ta, bool tb, int m, int n, int k,
+                               const void *A, int lda, const void *B, int ldb, void *C, int ldc, int batch,
+                               long long sa, long long sb, long long sc, void *scratch, size_t scratch_bytes);
 /* gpu_conv.cu; conv_fits: the node's GEMM dimensions fit cuBLAS's int */
 bool      dg__gpu_conv_fits(const dg_node *n);
 /* the scratch a conv node's step needs with kernels `impl` (the step's) */

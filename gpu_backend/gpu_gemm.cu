@@ -9,7 +9,10 @@
  * plan's matmul step with DG_STEP_TF32, or dg_gpu_sgemm's tf32 argument.
  * TF32 allowed turns the tiled kernel into the own tensor-core kernels of
  * gpu_gemm_tf32.cu: dg__gpu_matmul and dg_gpu_sgemm call them with the
- * room for their transposes; the naive kernel stays fp32.
+ * room for their transposes; the naive kernel stays fp32. Products of bf16
+ * or f16 operands go to cuBLAS's GemmEx, or with the tiled kernel chosen,
+ * on a compute capability 9.0 device, to the own wgmma kernel of
+ * gpu_gemm_wgmma_lowp.cu.
  *
  * naive: one thread per element of C, k-loop from global memory.
  * tiled: one kernel for every shape, transpose and alignment. A BM x BN tile
@@ -25,6 +28,8 @@
  * blocks. Global loads are float4 where the operand's contiguous axis
  * allows it (leading dimension and batch stride multiples of 4, 16-byte
  * aligned base), single floats otherwise. */
+#include <stdio.h>
+
 #include "gpu_common.cuh"
 
 #define BK 8   /* k per staged slice                                            */
@@ -258,20 +263,26 @@ dg_status dg__gpu_sgemm(gpu_ctx *c, dg_gpu_gemm impl, bool tf32, bool ta, bool t
     return DG_OK;
 }
 
+/* TF32: the wgmma kernel's transposes; bf16, f16: the own kernel's packed
+ * operands (rows not multiples of 8 elements) */
 size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n, dg_gpu_gemm impl) {
-    if (impl != DG_GPU_GEMM_TILED || n->in[0]->dtype != DG_F32) return 0;
+    if (impl != DG_GPU_GEMM_TILED) return 0;
     dg_gemm_dims g = dg_gemm_dims_of(n);
+    if (n->in[0]->dtype != DG_F32) {
+        if (!dg__gpu_has_wgmma_lowp(c, NULL, 0)) return 0;
+        return (dg__gpu_gemm16_scratch_bytes(g.ta, g.tb, g.m, g.n, g.k, NULL, g.lda, NULL, g.ldb, g.batch, g.stride_a,
+                                             g.stride_b) + 3) / 4;
+    }
     return dg__gpu_tf32_scratch_floats(c, g.ta, g.tb, g.m, g.n, g.k, g.batch);
 }
 
 /* A product of bf16 or f16 operands: cuBLAS's GemmEx, float32 products'
  * sums (CUBLAS_COMPUTE_32F: the tensor cores, whose products of such
- * values are exact), whatever the step's GEMM choice (the own kernels are
- * float32 alone). C is float32 (out DG_F32), or the operands' 16-bit type
+ * values are exact). C is float32 (out DG_F32), or the operands' 16-bit type
  * (dg_matmul_ex: the float32 result rounded as cuBLAS stores it).
  * Row-major C = op(A) op(B) as column-major C^T = op(B)^T op(A)^T, as
  * dg__gpu_sgemm does. Shared with dg_gpu_gemm_ex (the gemm sweep's bf16
- * and fp16 rows). */
+ * and fp16 cuBLAS rows). */
 dg_status dg__gpu_gemm_low(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool ta, bool tb, int m, int n, int k,
                            const void *A, int lda, const void *B, int ldb, void *C, int ldc, int batch, long long sa,
                            long long sb, long long sc) {
@@ -287,9 +298,63 @@ dg_status dg__gpu_gemm_low(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool ta, bo
     return DG_OK;
 }
 
+bool dg__gpu_has_wgmma_lowp(const gpu_ctx *c, char *why, size_t n) {
+#ifdef DG_HAVE_WGMMA
+    if (c->prop.major == 9 && c->prop.minor == 0) return true;
+    if (why) snprintf(why, n, "the own bf16/fp16 GEMM (wgmma) needs compute capability 9.0 (this device: %d.%d)",
+                      c->prop.major, c->prop.minor);
+#else
+    (void)c;
+    if (why) snprintf(why, n, "the own bf16/fp16 GEMM (wgmma) is not in this build (its CUDA targets do not include "
+                      "compute capability 9.0)");
+#endif
+    return false;
+}
+
+/* The tiled GEMM's 16-bit products are the own wgmma kernel's; on another
+ * device or build they stay cuBLAS's, as every other choice's. */
+bool dg__gpu_lowp_own(const gpu_ctx *c, unsigned flags) {
+    return dg__gpu_step_gemm(c, flags) == DG_GPU_GEMM_TILED && dg__gpu_has_wgmma_lowp(c, NULL, 0);
+}
+
+size_t dg__gpu_gemm16_pack_bytes(int rows, int cols, int batch) {
+    return ((size_t)batch * rows * (((size_t)cols + 7) & ~(size_t)7) * 2 + 15) & ~(size_t)15;
+}
+
+size_t dg__gpu_gemm16_scratch_bytes(bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
+                                    int ldb, int batch, long long sa, long long sb) {
+    size_t bytes = 0;
+    if (!dg__gpu_vec8_ok(A, lda, sa, batch)) bytes += dg__gpu_gemm16_pack_bytes(ta ? k : m, ta ? m : k, batch);
+    if (!dg__gpu_vec8_ok(B, ldb, sb, batch)) bytes += dg__gpu_gemm16_pack_bytes(tb ? n : k, tb ? k : n, batch);
+    return bytes;
+}
+
+dg_status dg__gpu_gemm_tiled16(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool ta, bool tb, int m, int n, int k,
+                               const void *A, int lda, const void *B, int ldb, void *C, int ldc, int batch,
+                               long long sa, long long sb, long long sc, void *scratch, size_t scratch_bytes) {
+#ifdef DG_HAVE_WGMMA
+    return dg__gpu_gemm_wgmma_lowp(c, dtype, out, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, batch, sa, sb, sc, scratch,
+                                   scratch_bytes);
+#else
+    (void)dtype, (void)out, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)A, (void)lda, (void)B, (void)ldb;
+    (void)C, (void)ldc, (void)batch, (void)sa, (void)sb, (void)sc, (void)scratch, (void)scratch_bytes;
+    char why[160];
+    dg__gpu_has_wgmma_lowp(c, why, sizeof why);
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s", why);
+#endif
+}
+
+/* the own kernel with the room the plan reserved (dg__gpu_matmul_scratch_floats), or cuBLAS */
 static dg_status matmul_low_precision(gpu_ctx *c, const dg_gemm_dims &g, const dg_step *s) {
-    return dg__gpu_gemm_low(c, s->node->in[0]->dtype, s->node->dtype, g.ta, g.tb, g.m, g.n, g.k, s->in[0], g.lda,
-                            s->in[1], g.ldb, s->out, g.ldc, g.batch, g.stride_a, g.stride_b, g.stride_c);
+    dg_dtype dt = s->node->in[0]->dtype, out = s->node->dtype;
+    if (dg__gpu_lowp_own(c, s->flags))
+        return dg__gpu_gemm_tiled16(c, dt, out, g.ta, g.tb, g.m, g.n, g.k, s->in[0], g.lda, s->in[1], g.ldb, s->out,
+                                    g.ldc, g.batch, g.stride_a, g.stride_b, g.stride_c, s->scratch,
+                                    s->scratch ? sizeof(float) * dg__gpu_matmul_scratch_floats(c, s->node,
+                                                                                                DG_GPU_GEMM_TILED)
+                                               : 0);
+    return dg__gpu_gemm_low(c, dt, out, g.ta, g.tb, g.m, g.n, g.k, s->in[0], g.lda, s->in[1], g.ldb, s->out, g.ldc,
+                            g.batch, g.stride_a, g.stride_b, g.stride_c);
 }
 
 /* out [batch,]m,n = op(in0) op(in1); dimensions, leading dimensions and

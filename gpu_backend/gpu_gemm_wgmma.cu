@@ -38,10 +38,7 @@
 
 #include "gpu_common.cuh"
 #include "gpu_tiles.cuh"
-
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define WG_NO_WGMMA 1 /* a pass for another target: the kernel traps (never launched) */
-#endif
+#include "gpu_wgmma.cuh"
 
 #define WG_BK 32
 #define WG_BM 128       /* two warpgroups of 64 rows */
@@ -55,9 +52,6 @@ struct wg_args {
     const float *A, *B;
     float *C;
 };
-
-/* A tile's 16-byte chunk c of row r: the byte offset under the 128-byte swizzle */
-static __device__ __forceinline__ uint32_t wg_chunk(int r, int c) { return (uint32_t)(r * 128 + ((c ^ (r & 7)) << 4)); }
 
 /* One operand's k-tile of R rows (m for A, n for B) x 32 k into the
  * swizzled tile at byte address S. KC: k-contiguous in global memory. */
@@ -91,13 +85,6 @@ static __device__ __forceinline__ void wg_load(uint32_t S, const float *__restri
             cp_async4(S + wg_chunk(r, c) + 4 * e, in ? X + (long long)k * ld + x : X, in ? 4 : 0);
         }
     }
-}
-
-/* A shared-memory matrix descriptor for a K-major tile at byte address
- * addr under the 128-byte swizzle: 8-row groups 1024 bytes apart (the
- * stride offset); the leading offset is unused for this layout (1). */
-static __device__ __forceinline__ uint64_t wg_desc(uint32_t addr) {
-    return (uint64_t)((addr & 0x3ffff) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
 }
 
 template <int N> struct wg_mma;
@@ -162,28 +149,6 @@ template <> struct wg_mma<256> {
     }
 };
 
-static __device__ __forceinline__ void wg_fence(void) {
-#ifndef WG_NO_WGMMA
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
-static __device__ __forceinline__ void wg_commit(void) {
-#ifndef WG_NO_WGMMA
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
-}
-template <int N> static __device__ __forceinline__ void wg_wait(void) {
-#ifndef WG_NO_WGMMA
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-#endif
-}
-/* this thread's cp.async writes made visible to the tensor cores' reads */
-static __device__ __forceinline__ void proxy_fence(void) {
-#ifndef WG_NO_WGMMA
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-
 template <int BN, bool TA, bool TB, bool VEC>
 __global__ void __launch_bounds__(WG_THREADS, 1) k_gemm_wgmma(wg_args g, int z0) {
 #ifdef WG_NO_WGMMA
@@ -231,8 +196,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1) k_gemm_wgmma(wg_args g, int z0)
         uint32_t sa = base + (t % WG_STAGES) * STAGE + wg * 64 * 128, sb = base + (t % WG_STAGES) * STAGE + A_BYTES;
         wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < WG_BK / 8; kk++) /* k-step kk: 32 bytes further into each row */
-            wg_mma<BN>::run(d, wg_desc(sa + 32 * kk), wg_desc(sb + 32 * kk), 1);
+        for (int kk = 0; kk < WG_BK / 8; kk++) /* k-step kk: 32 bytes further into each K-major row,
+                                                  whose 8-row groups are 1024 bytes apart */
+            wg_mma<BN>::run(d, wg_desc(sa + 32 * kk, 16, 1024), wg_desc(sb + 32 * kk, 16, 1024), 1);
         wg_commit();
         wg_wait<1>(); /* tile t-1's wgmmas are done: its stage is free after the next barrier */
     }

@@ -57,7 +57,7 @@ if [ "${DG_TESTS:-1}" = 1 ]; then
     $bin/test_gpu --jobs 4 --verbose=0 > "$out/test_gpu.log" 2>&1
     say "test_gpu: exit $? :: $(results "$out/test_gpu.log")"
     # DG_SUITES: the suites after test_gpu (default: all of them)
-    for t in ${DG_SUITES:-test_gpu_tf32 test_gpu_transfer test_conv_implicit test_cudnn test_gpu_device test_bench_faults test_optim test_range test_timing \
+    for t in ${DG_SUITES:-test_gpu_tf32 test_gpu_gemm_lowp test_gpu_transfer test_conv_implicit test_cudnn test_gpu_device test_bench_faults test_optim test_range test_timing \
              test_ref_grad test_misuse test_ops test_conv test_models test_models_memory test_plan test_seams \
              test_train test_mixed test_mixed_conv test_dtype test_dtype_conv test_gemm test_shapes test_profile \
              test_attention test_sweep_attention}; do

@@ -813,13 +813,26 @@ Test(gpu, gemm_ex_bf16_f16_match_float64_of_the_rounded_operands) {
     dg_backend_free(gpu);
 }
 
+/* the line of `csv` that starts with key (after a newline), or a failed
+ * assertion naming it */
+static void csv_line(const char *csv, const char *key, char *line, size_t n) {
+    const char *row = strstr(csv, key);
+    cr_assert_not_null(row, "no row %s in:\n%s", key + 1, csv);
+    const char *end = strchr(row + 1, '\n');
+    snprintf(line, n, "%.*s", (int)(end ? end - row - 1 : (long)strlen(row + 1)), row + 1);
+}
+
 /* The gemm sweep's GPU rows in every precision, through the bench: the
  * fp32 kernels and copies as before, gpu-cublas and gpu-tiled at tf32 (the
  * former gpu-cublas-tf32 and gpu-tiled-tf32), gpu-cublas at bf16 and fp16
- * (dg_gpu_gemm_ex), each checked against its precision's tolerance; no
- * naive or tiled row in bf16 or fp16, no copies row outside fp32. */
+ * (dg_gpu_gemm_ex) and gpu-tiled there (the own wgmma kernel,
+ * dg_gpu_gemm_ex_tiled), each checked against its precision's tolerance;
+ * where that kernel does not run, its rows skipped saying why; no naive
+ * row in bf16 or fp16, no copies row outside fp32. */
 Test(gpu, gemm_sweep_rows_in_every_precision_pass_their_check, .timeout = 300) {
-    dg_backend_free(gpu_open_or_skip(NULL));
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    bool own16 = dg_gpu_has_tiled16(gpu, NULL, 0);
+    dg_backend_free(gpu);
     char dir[] = "/tmp/dg-gpu-gemm-XXXXXX", out[4096], err[4096], path[600];
     tmp_dir(dir);
     const char *args[] = {"--sweep", "gemm", "--dtype", "all", "--backends", "gpu", "--shapes",
@@ -843,21 +856,23 @@ Test(gpu, gemm_sweep_rows_in_every_precision_pass_their_check, .timeout = 300) {
             cr_assert(strstr(line, ",ok,") || strstr(line, ",noisy,"),
                       "not checked and timed: %s", line);
         }
-    static const char *const never[] = {"gpu-naive,gpu,bf16,", "gpu-tiled,gpu,fp16,", "gpu-naive,gpu,tf32,",
+    static const char *const tiled16[] = {"gpu-tiled,gpu,bf16,", "gpu-tiled,gpu,fp16,"};
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 2; i++) {
+            char key[96], line[1024];
+            snprintf(key, sizeof key, "\ngemm,%s,%s", cases[c], tiled16[i]);
+            csv_line(csv, key, line, sizeof line);
+            if (own16)
+                cr_assert(strstr(line, ",ok,") || strstr(line, ",noisy,"), "not checked and timed: %s", line);
+            else
+                cr_assert(strstr(line, ",skipped,") && strstr(line, "own bf16/fp16 GEMM"), "not skipped: %s", line);
+        }
+    static const char *const never[] = {"gpu-naive,gpu,bf16,", "gpu-naive,gpu,fp16,", "gpu-naive,gpu,tf32,",
                                         "gpu-cublas-tf32", "gpu-cublas-pinned,gpu,bf16,"};
     for (size_t i = 0; i < sizeof never / sizeof *never; i++)
         cr_assert(!strstr(csv, never[i]), "a row %s in:\n%s", never[i], csv);
     free(csv);
     remove_dir(dir);
-}
-
-/* the line of `csv` that starts with key (after a newline), or a failed
- * assertion naming it */
-static void csv_line(const char *csv, const char *key, char *line, size_t n) {
-    const char *row = strstr(csv, key);
-    cr_assert_not_null(row, "no row %s in:\n%s", key + 1, csv);
-    const char *end = strchr(row + 1, '\n');
-    snprintf(line, n, "%.*s", (int)(end ? end - row - 1 : (long)strlen(row + 1)), row + 1);
 }
 
 /* The attention sweep's GPU rows in every precision, through the bench:

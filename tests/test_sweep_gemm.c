@@ -205,3 +205,37 @@ Test(sweep_gemm, the_report_has_each_precisions_crossover_peak_and_ceiling) {
     }
     remove_dir(dir);
 }
+
+/* The summary's own-kernel table: gpu-tiled's throughput over gpu-cublas's
+ * per square n in each precision, a column each (fp32, tf32, bf16, fp16),
+ * "-" where a precision has no row at that n; its rows are the n of the
+ * tensor-core precision with the most rows (here bf16: 1024 and 4096). */
+Test(sweep_gemm, the_report_gives_the_own_kernel_against_cublas_in_each_precision) {
+    char dir[] = "/tmp/dg-sgemm-own-XXXXXX", path[600], cmd[1024], out[1 << 15];
+    tmp_dir(dir);
+    snprintf(path, sizeof path, "%s/gemm.csv", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("sweep,case,impl,backend,dtype,m,n,k,batch,transfer,tf32,median_ms,min_ms,max_ms,gflops,status\n", f);
+    /* dtype, n, gpu-tiled's GFLOP/s, gpu-cublas's */
+    const struct { const char *dt; int n; double own, ref; } rows[] = {
+        {"fp32", 1024, 20, 40},   {"fp32", 4096, 25, 50},    {"tf32", 4096, 300, 400},
+        {"bf16", 1024, 140, 200}, {"bf16", 4096, 490, 700},  {"fp16", 4096, 480, 600}};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        int n = rows[i].n;
+        double flop = 2.0 * n * n * n;
+        for (int own = 0; own < 2; own++) {
+            double g = own ? rows[i].own : rows[i].ref, ms = flop / g / 1e6;
+            fprintf(f, "gemm,square,%s,gpu,%s,%d,%d,%d,1,0,0,%.6g,%.6g,%.6g,%.6g,ok\n", own ? "gpu-tiled" : "gpu-cublas",
+                    rows[i].dt, n, n, n, ms, ms, ms, g);
+        }
+    }
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s plot %s", DG_BENCH_PATH, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "| n | gpu-tiled / gpu-cublas (fp32) | gpu-tiled / gpu-cublas (tf32) | "
+                          "gpu-tiled / gpu-cublas (bf16) | gpu-tiled / gpu-cublas (fp16) |\n|---|---|---|---|---|\n"
+                          "| 1024 | 50% | - | 70% | - |\n| 4096 | 50% | 75% | 70% | 80% |\n"),
+              "%s", out);
+    remove_dir(dir);
+}

@@ -2,8 +2,9 @@
  * precision it has a path in: fp32 and tf32 (float32 operands; TF32 tensor
  * cores on the GPU, the CPU's sgemm as in fp32), bf16 and fp16 (operands
  * rounded to the dtype and stored in 2 bytes, float32 accumulation and C:
- * dg_cpu_gemm_ex, which widens them to float32 for the sgemm, and cuBLAS
- * GemmEx by dg_gpu_gemm_ex, the kernels a matmul of such operands runs).
+ * dg_cpu_gemm_ex, which widens them to float32 for the sgemm, cuBLAS
+ * GemmEx by dg_gpu_gemm_ex and the own wgmma kernel by
+ * dg_gpu_gemm_ex_tiled, the kernels a matmul of such operands runs).
  *
  * Check: Freivalds' test in float64 on the operands as the kernel reads
  * them (gemm_check.h), against a tolerance per precision.
@@ -67,9 +68,13 @@ static dg_status cpu_own(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_OWN); }
 static dg_status cpu_openblas(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_OPENBLAS); }
 static dg_status cpu_onednn(void *arg) { return cpu_gemm(arg, DG_CPU_GEMM_ONEDNN); }
 #ifdef DG_HAVE_CUDA
-/* bf16, fp16: cuBLAS GemmEx (gemm_applies keeps the own kernels out) */
+/* bf16, fp16: cuBLAS GemmEx, or the own wgmma kernel (tiled; gemm_skip
+ * keeps it off devices without it); gemm_applies keeps the naive one out */
 static dg_status gpu_gemm(gemm_run *g, dg_gpu_gemm kind) {
     dg_dtype dt = dg_precision_dtype(g->prec);
+    if (dt != DG_F32 && kind == DG_GPU_GEMM_TILED)
+        return dg_gpu_gemm_ex_tiled(g->ctx->gpu, dt, DG_F32, g->ta, g->tb, g->m, g->n, g->k, g->dA, g->ta ? g->m : g->k,
+                                    g->dB, g->tb ? g->k : g->n, g->dC, g->n);
     if (dt != DG_F32) return dg_gpu_gemm_ex(g->ctx->gpu, dt, g->ta, g->tb, g->m, g->n, g->k, g->dA, g->dB, g->dC);
     return dg_gpu_sgemm(g->ctx->gpu, kind, g->prec == DG_PREC_TF32, g->ta, g->tb, g->m, g->n, g->k, g->dA, g->dB,
                         g->dC);
@@ -108,8 +113,8 @@ static const gemm_impl impls[] = {
      * DG_ONEDNN build; gemm_applies leaves it out of the others) */
     {"cpu-onednn", .precs = BENCH_PREC_ALL, .run = cpu_onednn},
     {"gpu-naive", .gpu = true, .precs = FP32_ONLY, .run = GPU_FN(gpu_naive)},
-    /* in tf32 the own tensor-core kernels */
-    {"gpu-tiled", .gpu = true, .precs = FLOAT_OPS, .run = GPU_FN(gpu_tiled)},
+    /* in tf32 the own tensor-core kernels, in bf16 and fp16 the own wgmma one */
+    {"gpu-tiled", .gpu = true, .precs = BENCH_PREC_ALL, .run = GPU_FN(gpu_tiled)},
     {"gpu-cublas", .gpu = true, .precs = BENCH_PREC_ALL, .transfer = true, .speedup = true,
      .run = GPU_FN(gpu_cublas)},
     {"gpu-cublas-pinned", .gpu = true, .precs = FP32_ONLY, .transfer = true, .transfer_only = true, .pinned = true,
@@ -225,10 +230,17 @@ static void gemm_columns(const bench_ctx *ctx, const bench_point *pt, const benc
     else if (elem_bytes(pt->precision) == 2) row->note = "widened to fp32 + sgemm";
 }
 
-/* A, B, C in float (and A, B in 2 bytes); x, z in double for the check:
- * the host memory of the shape, the same for every implementation */
+/* The own bf16/fp16 kernel where the device or build lacks it (the
+ * reason); A, B, C in float (and A, B in 2 bytes), x, z in double for the
+ * check: the host memory of the shape, the same for every implementation */
 static const char *gemm_skip(const bench_ctx *ctx, const bench_point *pt, const bench_impl *im, char *why, size_t n) {
+#ifdef DG_HAVE_CUDA
+    if (kernel_of(im)->run == gpu_tiled && elem_bytes(pt->precision) == 2 && ctx->gpu &&
+        !dg_gpu_has_tiled16(ctx->gpu, why, n))
+        return why;
+#else
     (void)ctx; (void)im;
+#endif
     double m = (double)pt->m, k = (double)pt->k, nn = (double)pt->n;
     double host_bytes = 6.0 * (m * k + k * nn) + 4.0 * m * nn + 8.0 * (nn + k + m);
     double avail = bench_mem_available();
@@ -460,20 +472,32 @@ static double y_at(const bench_series *s, double x) {
     return NAN;
 }
 
-/* The own kernels' throughput as a share of cuBLAS's in the same math, per
- * square n: where the own TF32 kernel has rows. */
+/* The own kernels' throughput as a share of cuBLAS's in the same
+ * precision, per square n (columns fp32, tf32, bf16, fp16): where an own
+ * tensor-core kernel (tf32, bf16, fp16) has rows. */
 static void own_vs_cublas_table(bench_report *rep, const bench_table *t) {
-    bench_series f = bench_pick(t, "square", "gpu-tiled", NULL, false, BENCH_GFLOPS, "");
-    bench_series fc = bench_pick(t, "square", "gpu-cublas", NULL, false, BENCH_GFLOPS, "");
-    bench_series x = bench_pick_prec(t, "square", "gpu-tiled", NULL, DG_PREC_TF32, false, BENCH_GFLOPS, "");
-    bench_series xc = bench_pick_prec(t, "square", "gpu-cublas", NULL, DG_PREC_TF32, false, BENCH_GFLOPS, "");
-    if (!x.n) return;
-    fprintf(rep->sum, "| n | gpu-tiled / gpu-cublas (fp32) | gpu-tiled / gpu-cublas (tf32) |\n|---|---|---|\n");
-    for (int a = 0; a < x.n; a++) {
-        double fp = y_at(&f, x.x[a]) / y_at(&fc, x.x[a]), tf = x.y[a] / y_at(&xc, x.x[a]);
-        char p0[32], p1[32];
-        fprintf(rep->sum, "| %.0f | %s | %s |\n", x.x[a], bench_fmt_num(100 * fp, "%.0f%%", p0, sizeof p0),
-                bench_fmt_num(100 * tf, "%.0f%%", p1, sizeof p1));
+    bench_series own[DG_PREC_COUNT], ref[DG_PREC_COUNT];
+    const bench_series *rows = NULL; /* the n of the table: the tensor-core precision with most rows */
+    for (int p = 0; p < DG_PREC_COUNT; p++) {
+        own[p] = bench_pick_prec(t, "square", "gpu-tiled", NULL, (dg_precision)p, false, BENCH_GFLOPS, "");
+        ref[p] = bench_pick_prec(t, "square", "gpu-cublas", NULL, (dg_precision)p, false, BENCH_GFLOPS, "");
+        if (p != DG_PREC_FP32 && own[p].n && (!rows || own[p].n > rows->n)) rows = &own[p];
+    }
+    if (!rows) return;
+    fprintf(rep->sum, "| n |");
+    for (int p = 0; p < DG_PREC_COUNT; p++)
+        fprintf(rep->sum, " gpu-tiled / gpu-cublas (%s) |", dg_precision_name((dg_precision)p));
+    fprintf(rep->sum, "\n|---|");
+    for (int p = 0; p < DG_PREC_COUNT; p++) fprintf(rep->sum, "---|");
+    fprintf(rep->sum, "\n");
+    for (int a = 0; a < rows->n; a++) {
+        double x = rows->x[a];
+        fprintf(rep->sum, "| %.0f |", x);
+        for (int p = 0; p < DG_PREC_COUNT; p++) {
+            char b[32];
+            fprintf(rep->sum, " %s |", bench_fmt_num(100 * y_at(&own[p], x) / y_at(&ref[p], x), "%.0f%%", b, sizeof b));
+        }
+        fprintf(rep->sum, "\n");
     }
     fprintf(rep->sum, "\n");
 }
