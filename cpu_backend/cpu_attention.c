@@ -128,12 +128,13 @@ void dg__cpu_attention(const dg_step *s, float *work) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rq, (int)d.dh, rk, 1.0f, S, rk,
                             rows_of(&d, V, off, j0, rk, vb), (int)d.dh, 1.0f, acc, (int)d.dh);
             }
+            float *o = dg__lp_dst(d.type, O, off + i0 * d.dh, ob); /* float32: O's own rows */
             for (int r = 0; r < rq; r++) {
                 float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-                for (int64_t c = 0; c < d.dh; c++) ob[r * d.dh + c] = acc[r * d.dh + c] * inv;
+                for (int64_t c = 0; c < d.dh; c++) o[r * d.dh + c] = acc[r * d.dh + c] * inv;
                 LSE[h * d.t + i0 + r] = l[r] > 0 ? m[r] + logf(l[r]) : -INFINITY;
             }
-            store_rows(&d, O, off + i0 * d.dh, (int64_t)rq * d.dh, ob);
+            dg__lp_store(d.type, O, off + i0 * d.dh, (int64_t)rq * d.dh, o);
         }
     }
 }
@@ -166,7 +167,8 @@ void dg__cpu_attention_backward(const dg_step *s, float *work) {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) { /* delta_i = dO_i . O_i */
         float acc = 0;
-        for (int64_t c = 0; c < d.dh; c++) acc += dg__lp_ld(d.type, dO, r * d.dh + c) * dg__lp_ld(d.type, O, r * d.dh + c);
+        for (int64_t c = 0; c < d.dh; c++)
+            acc += dg__lp_ld(d.type, dO, r * d.dh + c) * dg__lp_ld(d.type, O, r * d.dh + c);
         delta[r] = acc;
     }
 #pragma omp parallel
