@@ -239,18 +239,24 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
             accumulate(g, grad, a, backward_op(g, DG_OP_EMBEDDING_BACKWARD, a, 2, in));
         }
         break;
-    case DG_OP_ATTENTION: { /* one backward step writes dq, and dk, dv as side outputs */
+    case DG_OP_ATTENTION: {
+        /* one backward step writes dq, and dk, dv as side outputs, all in
+         * the forward's dtype: a bf16 or f16 attention takes dout rounded
+         * to it and its gradients are cast back to float32 (no nodes for
+         * f32), as a 16-bit convolution's */
         dg_node *c = y->in[2];
         if (na || nb || needs[c->id]) {
-            dg_node *in[6] = {dy, a, b, c, y, y->side[0]};
+            dg_node *in[6] = {dg_cast(g, dy, a->dtype), a, b, c, y, y->side[0]};
             dg_node *dq = backward_op(g, DG_OP_ATTENTION_BACKWARD, a, 6, in);
             if (!dq) break;
+            dq->dtype = a->dtype;
             dg__attr_attention_set(dq, dg_attr_attention_of(y));
             dg_node *dk = dg__side_new(g, dq, b->shape, "dk"), *dv = dk ? dg__side_new(g, dq, c->shape, "dv") : NULL;
             if (!dv) break;
-            if (na) accumulate(g, grad, a, dq);
-            if (nb) accumulate(g, grad, b, dk);
-            if (needs[c->id]) accumulate(g, grad, c, dv);
+            dk->dtype = dv->dtype = a->dtype;
+            if (na) accumulate(g, grad, a, dg_cast(g, dq, DG_F32));
+            if (nb) accumulate(g, grad, b, dg_cast(g, dk, DG_F32));
+            if (needs[c->id]) accumulate(g, grad, c, dg_cast(g, dv, DG_F32));
         }
         break;
     }

@@ -288,7 +288,12 @@ dg_node *dg_layer_norm(dg_graph *g, dg_node *x, dg_node *scale, dg_node *shift, 
 dg_node *dg_embedding(dg_graph *g, dg_node *table, dg_node *ids);
 /* Fused scaled dot-product attention of q, k, v [B,H,T,Dh] (the same
  * shape, 1 <= Dh <= DG_ATTENTION_MAX_HEAD): softmax(scale q k^T) v with
- * key j masked for query i when causal and j > i -> [B,H,T,Dh]. */
+ * key j masked for query i when causal and j > i -> [B,H,T,Dh]. q, k, v
+ * all float32, all bf16 or all f16 (a mix is refused naming the dtypes);
+ * the output in their dtype (16-bit: float32 softmax and sums, the
+ * probabilities rounded to the dtype before they multiply v, as
+ * FlashAttention does), the saved log-sum-exp float32; its gradients dq,
+ * dk, dv in the inputs' dtype too (dg_grad casts them to float32). */
 #define DG_ATTENTION_MAX_HEAD 128
 dg_node *dg_attention(dg_graph *g, dg_node *q, dg_node *k, dg_node *v, float scale, bool causal);
 

@@ -44,9 +44,11 @@ dg_node *dg_embedding(dg_graph *g, dg_node *table, dg_node *ids) {
     return dg__node_new(g, DG_OP_EMBEDDING, s, 2, in);
 }
 
+/* q, k, v all float32, all bf16 or all f16 (a mix is refused naming the
+ * dtypes); the output in their dtype, the log-sum-exp float32 */
 dg_node *dg_attention(dg_graph *g, dg_node *q, dg_node *k, dg_node *v, float scale, bool causal) {
     dg_node *in[3] = {q, k, v};
-    if (!dg__check_f32_inputs(g, "attention", 3, in)) return NULL;
+    if (!dg__check_float_inputs(g, "attention", 3, in)) return NULL;
     char sq[96], sk[96], sv[96];
     dg_shape_str(q->shape, sq, sizeof sq);
     if (q->shape.ndim != 4)
@@ -63,6 +65,7 @@ dg_node *dg_attention(dg_graph *g, dg_node *q, dg_node *k, dg_node *v, float sca
         return dg__graph_fail(g, DG_ERR_INVALID, "attention: scale %g must be finite and non-zero", (double)scale);
     dg_node *o = dg__node_new(g, DG_OP_ATTENTION, q->shape, 3, in);
     if (!o) return NULL;
+    o->dtype = q->dtype;
     dg__attr_attention_set(o, (dg_attr_attention){scale, causal});
     return dg__side_new(g, o, DG_SHAPE(q->shape.d[0], q->shape.d[1], q->shape.d[2]), "lse") ? o : NULL;
 }

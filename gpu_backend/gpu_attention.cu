@@ -1,5 +1,6 @@
 /* gpu_attention.cu: fused (flash) attention, forward and backward, fp32
- * (DG_OP_ATTENTION and DG_OP_ATTENTION_BACKWARD, core/ops.h). The score
+ * (DG_OP_ATTENTION and DG_OP_ATTENTION_BACKWARD, core/ops.h; a bf16 or f16
+ * node goes to gpu_attention16.cu). The score
  * matrix is never stored: every kernel recomputes its tile of scores from q
  * and k, the backward from the forward's saved log-sum-exp.
  *
@@ -787,6 +788,7 @@ dg_status dg__gpu_attention(gpu_ctx *c, const dg_step *s) {
                         n->name);
     if (!s->side[0])
         return dg__fail(DG_ERR_INVALID, "gpu: node '%s' (attention): the step gives no storage for lse", n->name);
+    if (n->dtype != DG_F32) return dg__gpu_attention16(c, s); /* bf16, f16: gpu_attention16.cu */
     const float *q = (const float *)s->in[0], *k = (const float *)s->in[1], *v = (const float *)s->in[2];
     float *o = (float *)s->out, *lse = (float *)s->side[0];
     at_args a = at_args_of(n, at_aligned(q) && at_aligned(k) && at_aligned(v));
@@ -804,6 +806,7 @@ dg_status dg__gpu_attention_backward(gpu_ctx *c, const dg_step *s) {
         return dg__fail(DG_ERR_INVALID,
                         "gpu: node '%s' (attention_backward): the step gives no storage for dk, dv or its scratch",
                         n->name);
+    if (n->dtype != DG_F32) return dg__gpu_attention16_backward(c, s);
     const float *dout = (const float *)s->in[0], *q = (const float *)s->in[1], *k = (const float *)s->in[2];
     const float *v = (const float *)s->in[3], *out = (const float *)s->in[4], *lse = (const float *)s->in[5];
     float *dq = (float *)s->out, *dk = (float *)s->side[0], *dv = (float *)s->side[1];

@@ -381,5 +381,9 @@ dg_status dg__gpu_embedding_backward(gpu_ctx *c, const dg_step *s);
 bool      dg__gpu_attention_fits(const dg_node *n);
 dg_status dg__gpu_attention(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_attention_backward(gpu_ctx *c, const dg_step *s);
+/* gpu_attention16.cu: the same in bf16 and f16 (the step's node in that
+ * dtype; gpu_attention.cu's entry points hand such nodes on, checked) */
+dg_status dg__gpu_attention16(gpu_ctx *c, const dg_step *s);
+dg_status dg__gpu_attention16_backward(gpu_ctx *c, const dg_step *s);
 
 #endif

@@ -210,7 +210,7 @@ ParameterizedTest(bool *gpu, mixed, charlm_curve) {
 
 /* ---- (b) the casts are where the policy says, in every model ---- */
 
-typedef struct cast_census { int matmuls, convs, casts, low_other, f32_grads; } cast_census;
+typedef struct cast_census { int matmuls, convs, attentions, casts, low_other, f32_grads; } cast_census;
 
 /* n, seen through reshape views (dg_matmul folds a [B,T,C] operand into
  * [B*T,C] with one), is a cast to low of a float32 node */
@@ -221,10 +221,11 @@ static bool low_cast(const dg_node *n, dg_dtype low) {
 
 /* The forward of a step (nodes from x up to the backward): every matmul
  * and every convolution takes two casts to the low dtype made from float32
- * nodes (fp32, tf32: float32 operands); a matmul returns float32, a
- * convolution the low dtype, read by a cast back to float32 alone; no node
- * but those casts (and views of them) and the convolutions is low
- * precision; every gradient is float32. */
+ * nodes, every fused attention three (fp32, tf32: float32 operands); a
+ * matmul returns float32, a convolution and an attention the low dtype,
+ * read by a cast back to float32 alone (the attention's float32 lse aside);
+ * no node but those casts (and views of them), the convolutions and the
+ * attentions is low precision; every gradient is float32. */
 static cast_census census(const mixed_step *s, dg_dtype low) {
     cast_census c = {0};
     for (int id = s->ts.x->id; id < s->ts.first_backward_id; id++) {
@@ -238,20 +239,21 @@ static cast_census census(const mixed_step *s, dg_dtype low) {
                           dg_dtype_name(n->in[i]->dtype), dg_dtype_name(low));
             cr_expect_eq(n->dtype, DG_F32, "%s: matmul '%s' returns %s", s->m.name, n->name,
                          dg_dtype_name(n->dtype));
-        } else if (n->op == DG_OP_CONV2D) {
-            c.convs++;
-            for (int i = 0; i < 2; i++)
+        } else if (n->op == DG_OP_CONV2D || n->op == DG_OP_ATTENTION) {
+            const char *op = dg_op_name(n->op);
+            *(n->op == DG_OP_CONV2D ? &c.convs : &c.attentions) += 1;
+            for (int i = 0; i < n->n_in; i++)
                 cr_expect(low == DG_F32 ? n->in[i]->dtype == DG_F32 : low_cast(n->in[i], low),
-                          "%s: conv2d '%s' operand %d is '%s' (%s, %s), not a cast to %s of a float32 node",
-                          s->m.name, n->name, i, n->in[i]->name, dg_op_name(n->in[i]->op),
+                          "%s: %s '%s' operand %d is '%s' (%s, %s), not a cast to %s of a float32 node",
+                          s->m.name, op, n->name, i, n->in[i]->name, dg_op_name(n->in[i]->op),
                           dg_dtype_name(n->in[i]->dtype), dg_dtype_name(low));
-            cr_expect_eq(n->dtype, low, "%s: conv2d '%s' returns %s", s->m.name, n->name, dg_dtype_name(n->dtype));
+            cr_expect_eq(n->dtype, low, "%s: %s '%s' returns %s", s->m.name, op, n->name, dg_dtype_name(n->dtype));
             for (int j = n->id + 1; j < s->ts.first_backward_id; j++) {
                 const dg_node *r = dg_graph_node(s->g, j);
                 for (int i = 0; i < r->n_in; i++)
-                    if (r->in[i] == n)
+                    if (r->in[i] == n && r->op != DG_OP_SIDE_OUTPUT)
                         cr_expect(low == DG_F32 || (r->op == DG_OP_CAST && r->dtype == DG_F32),
-                                  "%s: conv2d '%s' is read by '%s' (%s)", s->m.name, n->name, r->name,
+                                  "%s: %s '%s' is read by '%s' (%s)", s->m.name, op, n->name, r->name,
                                   dg_op_name(r->op));
             }
         } else if (n->op == DG_OP_CAST) {
@@ -270,6 +272,7 @@ typedef struct model_case {
     const void     *cfg;
     int             matmuls;  /* in the forward */
     int             convs;
+    int             attentions; /* fused */
 } model_case;
 
 Test(mixed, casts_where_the_policy_says) {
@@ -283,11 +286,11 @@ Test(mixed, casts_where_the_policy_says) {
                                      .composed = true};
     static const dg_charlm_cfg lm_fused = {.vocab = 11, .context = 8, .width = 16, .heads = 2, .layers = 2};
     const model_case cases[] = {
-        {"mlp", dg_mlp_new, &mlp, 2, 0},
-        {"cnn", dg_cnn_new, &cnn, 2, 2},
-        {"resnet18 cifar", dg_resnet18_new, &resnet, 1, 20},
-        {"charlm composed", dg_charlm_new, &lm, 2 * 8 + 1, 0},
-        {"charlm fused", dg_charlm_new, &lm_fused, 2 * 6 + 1, 0},
+        {"mlp", dg_mlp_new, &mlp, 2, 0, 0},
+        {"cnn", dg_cnn_new, &cnn, 2, 2, 0},
+        {"resnet18 cifar", dg_resnet18_new, &resnet, 1, 20, 0},
+        {"charlm composed", dg_charlm_new, &lm, 2 * 8 + 1, 0, 0},
+        {"charlm fused", dg_charlm_new, &lm_fused, 2 * 6 + 1, 0, 2},
     };
     dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -297,12 +300,15 @@ Test(mixed, casts_where_the_policy_says) {
             mixed_step_new(&s, mc->make, mc->cfg, 4, &o, &(dg_train_step_opts){.precision = (dg_precision)p}, 1);
             dg_dtype low = dg_precision_dtype((dg_precision)p);
             cast_census c = census(&s, low);
-            /* a matmul's two operands; a convolution's and its result */
-            int want_casts = low == DG_F32 ? 0 : 2 * mc->matmuls + 3 * mc->convs;
+            /* a matmul's two operands; a convolution's and its result; an
+             * attention's three and its result */
+            int want_casts = low == DG_F32 ? 0 : 2 * mc->matmuls + 3 * mc->convs + 4 * mc->attentions;
             cr_expect_eq(c.matmuls, mc->matmuls, "%s %s: %d matmuls in the forward, want %d", mc->name,
                          dg_precision_name((dg_precision)p), c.matmuls, mc->matmuls);
             cr_expect_eq(c.convs, mc->convs, "%s %s: %d convolutions in the forward, want %d", mc->name,
                          dg_precision_name((dg_precision)p), c.convs, mc->convs);
+            cr_expect_eq(c.attentions, mc->attentions, "%s %s: %d fused attentions in the forward, want %d",
+                         mc->name, dg_precision_name((dg_precision)p), c.attentions, mc->attentions);
             cr_expect_eq(c.casts, want_casts, "%s %s: %d casts in the forward, want %d", mc->name,
                          dg_precision_name((dg_precision)p), c.casts, want_casts);
             cr_expect_eq(c.low_other, 0, "%s %s: %d low-precision nodes that are no casts", mc->name,

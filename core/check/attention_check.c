@@ -77,6 +77,15 @@ static double abs_max(const float *x, int64_t n) {
     return m;
 }
 
+double att_check_tol(dg_dtype t) {
+    switch (t) {
+    case DG_BF16: return ATT_CHECK_TOL + ATT_CHECK_LOW_ROUNDINGS * 0x1p-8;
+    case DG_F16:  return ATT_CHECK_TOL + ATT_CHECK_LOW_ROUNDINGS * 0x1p-11;
+    case DG_F32: case DG_I32: break;
+    }
+    return ATT_CHECK_TOL;
+}
+
 void att_scales(const att_dims *d, const float *q, const float *k, const float *v, const float *dout, int64_t n,
                 double scale[ATT_N_OUT]) {
     double qm = abs_max(q, n), km = abs_max(k, n), vm = abs_max(v, n), gm = dout ? abs_max(dout, n) : 0;

@@ -38,6 +38,34 @@
  * 0.5; a causal mask that lets every key in 1. */
 #define ATT_CHECK_TOL 1e-4
 
+/* The largest error of an ok bf16 or f16 attention, q, k, v and dout
+ * rounded to the dtype before the kernel and the float64 side see them (so
+ * those casts are exact), u its unit roundoff (bf16 2^-8, fp16 2^-11):
+ *   ATT_CHECK_TOL + ATT_CHECK_LOW_ROUNDINGS u.
+ * Whence 3 u, of the largest entry of each output:
+ *  - inside the kernel (fused or composed) one rounding on each output's
+ *    path: P before P v (o) and P^T dO (dv), dS before dS k (dq) and
+ *    dS^T q (dk). It moves each of the T terms of the sum by at most u
+ *    relatively, with random signs, so the error of an entry is a random
+ *    walk of T steps of u |term|, the same order as the entry itself:
+ *    about u / sqrt(3) of the entry's own size whatever T (about 0.15 u
+ *    of the output's largest entry at flat softmaxes, measured at most
+ *    0.67 u, CPU composed rows, T 64..1024);
+ *  - the fused op stores o, dq, dk, dv in the dtype: against a reference
+ *    that rounds the same nodes (ref_eval_stored) an entry may fall on the
+ *    other side of a rounding boundary than the reference's: one unit in
+ *    the last place, 2 u of the entry (at most 2 u of the largest); against
+ *    the unrounded float64 sums the stored rounding is at most u;
+ *  - the backward's delta = dO . o reads the stored o (its rounding's
+ *    share follows the first point's argument: random, a fraction of u).
+ * 0.7 u + 2 u < 3 u: the sum of the bounds of the first two, rounded up. A
+ * wrong kernel misses it by far: a tile's P not rescaled when the row
+ * maximum grows, or a masked key let in, errs by tens of percent (the
+ * tests); a product 5% off is 13 u in bf16. */
+#define ATT_CHECK_LOW_ROUNDINGS 3
+/* ATT_CHECK_TOL for DG_F32, the above for DG_BF16 and DG_F16 */
+double att_check_tol(dg_dtype t);
+
 typedef enum att_out { ATT_O, ATT_DQ, ATT_DK, ATT_DV, ATT_N_OUT } att_out;
 
 /* q, k, v, dO [b, h, t, dh] */

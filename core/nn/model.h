@@ -86,6 +86,14 @@ dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward
 dg_node *dg_model_matmul(dg_graph *g, const dg_forward_mode *mode, dg_node *a, dg_node *b, bool trans_a,
                          bool trans_b);
 
+/* A model's fused attention (dg_attention) in its forward's precision: q,
+ * k and v cast to mode->compute (none for a NULL mode or DG_F32), the
+ * 16-bit output cast back to float32 for the layers after it; the
+ * log-sum-exp and the softmax inside stay float32. The transformer's and
+ * the char-LM's fused attention go through it. */
+dg_node *dg_model_attention(dg_graph *g, const dg_forward_mode *mode, dg_node *q, dg_node *k, dg_node *v,
+                            float scale, bool causal);
+
 /* A model's convolution (no bias) in its forward's precision: x and w
  * cast to mode->compute (none for a NULL mode or DG_F32) before
  * dg_conv2d, which sums in float32 and returns the operands' dtype; a

@@ -86,13 +86,13 @@ static dg_node *self_attention(dg_graph *g, cursor *c, dg_node *a, int heads, bo
     dg_node *v = split_heads(g, linear(g, c, a), heads);
     if (!q || !k || !v) return NULL;
     float scale = 1.0f / sqrtf((float)q->shape.d[3]);
-    /* the fused attention takes float32 alone: it stays float32 under
-     * every policy; the composed one's products follow the policy */
+    /* both forms follow the policy: the composed one's products, the
+     * fused one's q, k, v and output */
     dg_node *o = composed ? dg_model_matmul(g, c->mode,
                                             dg_softmax_ex(g, dg_model_matmul(g, c->mode, q, k, false, true), scale,
                                                           true),
                                             v, false, false)
-                          : dg_attention(g, q, k, v, scale, true);
+                          : dg_model_attention(g, c->mode, q, k, v, scale, true);
     return linear(g, c, merge_heads(g, o));
 }
 

@@ -21,12 +21,14 @@
  * composed rows with the plan's TF32 on; bf16 and fp16, the composed rows
  * with each product's operands cast to the dtype and float32 accumulation,
  * softmax and outputs (the training step's policy, dg_model_matmul), the
- * inputs rounded to the dtype first. A row a backend has no path for is
- * skipped with the reason (att_refusal): tf32 on the CPU, the fused form in
- * bf16 and fp16 (dg_attention takes float32 alone) and in tf32 (its
- * products are fp32-accurate whatever TF32). A non-fp32 row's note names
- * the implementation of its products (dg_backend_step_impl: a CPU's bf16
- * by oneDNN's kernel or widened to float32 for the sgemm).
+ * fused rows with q, k, v cast to the dtype, the fused op in it (float32
+ * softmax and sums, P rounded to the dtype before P V) and its 16-bit
+ * output cast back (dg_model_attention); the inputs rounded to the dtype
+ * first. A row a backend has no path for is skipped with the reason
+ * (att_refusal): tf32 on the CPU, the fused form in tf32 (its products are
+ * fp32-accurate whatever TF32). A composed non-fp32 row's note names the
+ * implementation of its products (dg_backend_step_impl: a CPU's bf16 by
+ * oneDNN's kernel or widened to float32 for the sgemm).
  * Columns: m = n = T, k = Dh, batch = B*H (the peer's); flops by
  * att_flops (sweep_attention.h, core/ops.c's convention: a row whose count
  * differs from the core's dg_attention_flops is an error); arena_bytes and

@@ -56,9 +56,8 @@ double att_core_flops(const att_dims *d, bool backward);
  * check alike; attention_graph.c says why each is what it is) */
 double att_tol(dg_precision p);
 /* NULL where backend bb has form `fused` in precision p, else why not
- * (the row is skipped with it): the CPU has no TF32; dg_attention takes
- * float32 alone (no 16-bit fused kernel on either backend) and its GPU
- * kernel's products are fp32-accurate whatever TF32 (3xTF32). */
+ * (the row is skipped with it): the CPU has no TF32; the fused kernels'
+ * products are fp32-accurate whatever TF32 (3xTF32 on the GPU). */
 const char *att_refusal(const att_backend *bb, bool fused, dg_precision p);
 
 /* one row's graph: fwd outputs o; fwdbwd outputs dq, dk, dv of sum(o * w).

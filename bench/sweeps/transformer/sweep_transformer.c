@@ -17,10 +17,9 @@
  * has no TF32, a skipped row); bf16 and fp16 mixed precision (every
  * product's operands cast to the dtype from float32 masters, float32
  * accumulation, layer norms, softmax, loss and Adam; fp16 with dynamic loss
- * scaling). The fused attention stays float32 under every policy
- * (dg_attention takes float32 alone): a fused row's 16-bit products are
- * the projections, the MLPs and the head; a composed row's include the
- * attention's two.
+ * scaling). The attention follows the policy in both forms: a fused
+ * row's attention runs in the dtype (dg_model_attention: q, k, v cast, the
+ * output cast back), a composed row's two products take operands in it.
  *
  * Row: case charlm-FORM-bBATCH, m = T, n = the width, k = the vocabulary,
  * batch; flops = step_flops (below: 2 per multiply-add of every product of
