@@ -188,8 +188,9 @@ if [ "$cuda" = ON ] && [ "$gpus" -ge 1 ]; then
     gpu_ranks() {
         n=$1
         # shellcheck disable=SC2086
-        timeout 900 mpirun --oversubscribe -np "$n" "$bench" $gsweep --backends gpu --dtype fp32,bf16 --out "$tmp/gpu$n" >"$tmp/gpu.out" \
-            2>"$tmp/gpu.err" || fail "the GPU rows on $n ranks: exit $?: $(cat "$tmp/gpu.err")"
+        timeout 900 mpirun --oversubscribe -np "$n" "$bench" $gsweep --backends gpu --dtype fp32,bf16 \
+            --out "$tmp/gpu$n" >"$tmp/gpu.out" 2>"$tmp/gpu.err" ||
+            fail "the GPU rows on $n ranks: exit $?: $(cat "$tmp/gpu.err")"
         csv=$tmp/gpu$n/scaling.csv
         grep -q "^# ranks: $n (MPI, one process each): rank 0 [^,]* gpu 0" "$csv" || fail "no ranks' hosts in $csv"
         [ "$(grep -c '^scaling,.*,gpu-dp' "$csv")" -eq 0 ] || fail "one-process rows under MPI in $csv"
@@ -202,8 +203,9 @@ if [ "$cuda" = ON ] && [ "$gpus" -ge 1 ]; then
                         check=mpi=one-process
                         [ $model = resnet18-cifar ] && check=mpi=mean-of-slices
                     fi
-                    grep -q "^scaling,$case,gpu-mpi,gpu,fp32,$r,.*,${check}[^,]*,\(ok\|noisy\),.*replayed as a CUDA graph" \
-                        "$csv" || fail "no checked fp32 $case row on $r GPU ranks in $csv: $(grep -v '^#' "$csv")"
+                    want="^scaling,$case,gpu-mpi,gpu,fp32,$r,.*,${check}[^,]*,\(ok\|noisy\),.*replayed as a CUDA graph"
+                    grep -q "$want" "$csv" ||
+                        fail "no checked fp32 $case row on $r GPU ranks in $csv: $(grep -v '^#' "$csv")"
                     grep -q "^scaling,$case,gpu-mpi,gpu,bf16,$r,.*,${check}+bf16-policy[^,]*,\(ok\|noisy\)," \
                         "$csv" || fail "no checked bf16 $case row on $r GPU ranks in $csv: $(grep -v '^#' "$csv")"
                 done
@@ -217,8 +219,8 @@ if [ "$cuda" = ON ] && [ "$gpus" -ge 1 ]; then
         gpu_ranks 2
         # shellcheck disable=SC2086
         refused "a GPU rank over the memory limit on rank 1 alone" "rank 1 of 2: plan predicted" \
-            -np 1 "$bench" $gsweep --backends gpu --out "$tmp/refused" : -np 1 env DG_BENCH_MEM_LIMIT=1000 "$bench" $gsweep \
-            --backends gpu --out "$tmp/refused"
+            -np 1 "$bench" $gsweep --backends gpu --out "$tmp/refused" : \
+            -np 1 env DG_BENCH_MEM_LIMIT=1000 "$bench" $gsweep --backends gpu --out "$tmp/refused"
     else echo "skipped the GPU rows on 2 ranks: $gpus GPU (2 needed)"
     fi
 else

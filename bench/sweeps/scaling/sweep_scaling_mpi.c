@@ -48,7 +48,7 @@
  * parameters; their parameters must be identical (a hash compared over the
  * ranks), and rank 0's update (the parameters' change) must equal that of
  * one process training the same STEPS steps, in the same precision, on
- * the whole global batch within mpi_update_tol (relative L2). In fp32 only
+ * the whole global batch within mpi_tol (relative L2). In fp32 only
  * the order of float32 sums differs: each rank sums its slice, MPI adds
  * the slices; measured 9e-7 (MLP) and 5e-7 (char-LM), 2 ranks, 2-core
  * Xeon. Ranks that skipped the all-reduce are off by 0.77 (MLP) and 0.70
@@ -98,10 +98,12 @@ enum { STEPS = 2, MAX_COUNTS = 32 };
 /* mean-of-slices: the one-process GPU rows' bound (sweep_scaling.c) */
 #define MPI_SLICES_TOL 1e-4
 
-/* the n ranks' update against one process's, relative L2, in precision p */
-static double mpi_update_tol(dg_precision p, bool gpu) {
+/* the n ranks' check's bound for m (in its precision) on GPUs or CPUs:
+ * mean-of-slices, or the update against one process's (relative L2) */
+static double mpi_tol(const dp_model *m, bool gpu) {
+    dg_precision p = m->spec.precision;
     bool short_operands = p == DG_PREC_BF16 || p == DG_PREC_FP16 || (gpu && p == DG_PREC_TF32);
-    return short_operands ? MPI_UPDATE_TOL_16 : MPI_UPDATE_TOL;
+    return m->batch_norm ? MPI_SLICES_TOL : short_operands ? MPI_UPDATE_TOL_16 : MPI_UPDATE_TOL;
 }
 
 /* the sweep's state: the models, the ranks and the open group */
@@ -290,7 +292,7 @@ static dg_status check_ranks(ranks_state *s, bool in, double *err, bool *ok) {
     const ranks_run *run = s->sp->run;
     bool slices = s->m.batch_norm, same = false;
     int steps = slices ? 1 : STEPS;
-    double tol = slices ? MPI_SLICES_TOL : mpi_update_tol(s->m.spec.precision, run->kind->gpu);
+    double tol = mpi_tol(&s->m, run->kind->gpu);
     uint64_t h = 0;
     dg_status st = DG_OK;
     for (int k = 0; k < steps && in && st == DG_OK; k++) st = dg_plan_run(s->p);
@@ -341,7 +343,7 @@ static dg_status ranks_prepare(bench_ctx *ctx, void *arg, const bench_impl *im, 
     dg_status st = open_group(run, n, im);
     dg_plan_opts po = dp_plan_opts(m);
     if (n == 1) dp_f64_tol(tol, sizeof tol, m);
-    else snprintf(tol, sizeof tol, "%.2g", m->batch_norm ? MPI_SLICES_TOL : mpi_update_tol(m->spec.precision, kind->gpu));
+    else snprintf(tol, sizeof tol, "%.2g", mpi_tol(m, kind->gpu));
     row->check = dp_check_word(s->check, sizeof s->check, m,
                                n == 1 ? dp_f64_base(m) : m->batch_norm ? "mpi=mean-of-slices" : "mpi=one-process", tol);
     if (st == DG_OK) st = bench_synth_batch(m->in, global, 77u + (uint64_t)global, &s->bx, &s->by);
