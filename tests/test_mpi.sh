@@ -23,6 +23,17 @@
 #    a plan over the memory limit on rank 1 alone (of 3), another command line
 #    on rank 1, and another sweep under MPI each end every rank with the
 #    message.
+#  - The scaling sweep's GPU rows under MPI (--backends gpu): with no GPU
+#    (CUDA_VISIBLE_DEVICES empty, or a bench without CUDA) every rank ends
+#    with the reason. CUDA "ON" and a GPU (nvidia-smi -L): 2 ranks on one
+#    visible GPU are refused naming both counts; a rank without a GPU
+#    beside one with it is refused naming it; one rank (-np 1) runs every
+#    GPU row end to end in fp32 and bf16 (each checked against float64,
+#    the step replayed as a CUDA graph, the host and device named); a plan
+#    over the memory limit ends it with the message. With 2 GPUs: 2 ranks,
+#    the rows on 2 checked against one process (mpi=one-process; ResNet-18
+#    mpi=mean-of-slices), averaged by NCCL, timed as the slowest rank, and
+#    a plan over the memory limit on rank 1 alone ending both.
 #  - With Fashion-MNIST installed: 2 ranks train the MLP as one process
 #    does (the same per-epoch losses), rank 0 alone writes, its file names
 #    both ranks' hosts, times the slowest rank and names the all-reduce
@@ -155,6 +166,67 @@ refused "another sweep under MPI" "under MPI only the scaling sweep runs" \
     -np 2 "$bench" --sweep gemm --backends cpu --out "$tmp/refused"
 [ -e "$tmp/refused/scaling.csv" ] && fail "a refused sweep left $tmp/refused/scaling.csv"
 
+# the GPU rows under MPI: no GPU on any rank ends every rank with the reason
+gsweep="--sweep scaling --warmup 1 --reps 3"
+# shellcheck disable=SC2086
+refused "the GPU rows without a GPU" "no backend to run on" \
+    -np 2 env CUDA_VISIBLE_DEVICES= "$bench" $gsweep --backends gpu --out "$tmp/refused"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "$cuda" = ON ] && [ "$gpus" -ge 1 ]; then
+    # shellcheck disable=SC2086
+    refused "2 GPU ranks on 1 GPU" "2 ranks on host [^ ]*, which has 1 CUDA device: the GPU rows take one GPU" \
+        -np 2 env CUDA_VISIBLE_DEVICES=0 "$bench" $gsweep --backends gpu --out "$tmp/refused"
+    # shellcheck disable=SC2086
+    refused "a GPU rank beside one without" "rank 1 has no GPU (its reason above) while other ranks have one" \
+        -np 1 "$bench" $gsweep --backends cpu,gpu --out "$tmp/refused" : \
+        -np 1 env CUDA_VISIBLE_DEVICES= "$bench" $gsweep --backends cpu,gpu --out "$tmp/refused"
+    # shellcheck disable=SC2086
+    refused "a GPU rank over the memory limit" "rank 0 of 1: plan predicted" \
+        -np 1 env DG_BENCH_MEM_LIMIT=1000 "$bench" $gsweep --backends gpu --out "$tmp/refused"
+    [ -e "$tmp/refused/scaling.csv" ] && fail "a refused GPU sweep left $tmp/refused/scaling.csv"
+    # $1 ranks, one GPU each, every model weak and strong in fp32 and bf16
+    gpu_ranks() {
+        n=$1
+        # shellcheck disable=SC2086
+        timeout 900 mpirun --oversubscribe -np "$n" "$bench" $gsweep --backends gpu --dtype fp32,bf16 \
+            --out "$tmp/gpu$n" >"$tmp/gpu.out" 2>"$tmp/gpu.err" ||
+            fail "the GPU rows on $n ranks: exit $?: $(cat "$tmp/gpu.err")"
+        csv=$tmp/gpu$n/scaling.csv
+        grep -q "^# ranks: $n (MPI, one process each): rank 0 [^,]* gpu 0" "$csv" || fail "no ranks' hosts in $csv"
+        [ "$(grep -c '^scaling,.*,gpu-dp' "$csv")" -eq 0 ] || fail "one-process rows under MPI in $csv"
+        for model in mlp resnet18-cifar charlm; do
+            for case in $model-weak $model-strong; do
+                for r in 1 $n; do
+                    check=f64-step@b2
+                    [ $model = charlm ] && check=f64-step@b2t64
+                    if [ "$r" -gt 1 ]; then
+                        check=mpi=one-process
+                        [ $model = resnet18-cifar ] && check=mpi=mean-of-slices
+                    fi
+                    want="^scaling,$case,gpu-mpi,gpu,fp32,$r,.*,${check}[^,]*,\(ok\|noisy\),.*replayed as a CUDA graph"
+                    grep -q "$want" "$csv" ||
+                        fail "no checked fp32 $case row on $r GPU ranks in $csv: $(grep -v '^#' "$csv")"
+                    grep -q "^scaling,$case,gpu-mpi,gpu,bf16,$r,.*,${check}+bf16-policy[^,]*,\(ok\|noisy\)," \
+                        "$csv" || fail "no checked bf16 $case row on $r GPU ranks in $csv: $(grep -v '^#' "$csv")"
+                done
+            done
+        done
+        [ "$n" -gt 1 ] && ! grep -q "^scaling,mlp-weak,gpu-mpi,gpu,fp32,$n,.*NCCL across $n processes.*slowest rank" \
+            "$csv" && fail "no NCCL or slowest rank in the $n-rank rows of $csv"
+    }
+    gpu_ranks 1
+    if [ "$gpus" -ge 2 ]; then
+        gpu_ranks 2
+        # shellcheck disable=SC2086
+        refused "a GPU rank over the memory limit on rank 1 alone" "rank 1 of 2: plan predicted" \
+            -np 1 "$bench" $gsweep --backends gpu --out "$tmp/refused" : \
+            -np 1 env DG_BENCH_MEM_LIMIT=1000 "$bench" $gsweep --backends gpu --out "$tmp/refused"
+    else echo "skipped the GPU rows on 2 ranks: $gpus GPU (2 needed)"
+    fi
+else
+    echo "skipped the GPU rows under MPI: bench CUDA $cuda, $gpus GPUs (1 needed)"
+fi
+
 # two ranks of backend $1 against one process, on Fashion-MNIST: the same
 # losses, one file from rank 0 alone, both hosts named, the slowest timed,
 # the all-reduce named ($2: overlapped, blocking or nccl; $3: its option)
@@ -184,7 +256,6 @@ against_one() {
 if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     against_one cpu overlapped
     against_one cpu blocking "--allreduce blocking"
-    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
     if [ "$cuda" = ON ] && [ "$gpus" -ge 2 ]; then against_one gpu nccl
     else echo "skipped the GPU ranks: bench CUDA $cuda, $gpus GPUs (2 needed)"
     fi

@@ -160,3 +160,38 @@ Test(scaling_sweep, efficiency_is_computed_within_one_precision) {
         cr_assert(access(path, F_OK) == 0, "no %s", path);
     }
 }
+
+/* bench plot on the GPU ranks' rows (gpu-mpi): their own efficiency table
+ * at every rank count they have (3 is no power of two, as 3 hosts of one
+ * GPU give), and, where a one-process run's rows are copied in as
+ * scaling-gpu.csv, each row's time against one process's on as many
+ * GPUs. Catches the table missing the MPI rows or the counts the
+ * one-process sweep never has, and the comparison not drawn. */
+Test(scaling_sweep, gpu_ranks_rows_are_reported_and_set_against_one_process) {
+    char dir[] = "/tmp/dg-scalesw-XXXXXX", one[] = "/tmp/dg-scalesw-XXXXXX", path[2][320];
+    tmp_dir(dir);
+    held_dir(dir);
+    tmp_dir(one);
+    held_dir(one);
+    static const hand_row mpi[] = {
+        {"mlp-weak", "gpu-mpi", DG_PREC_FP32, 1, 1024, 2.0},
+        {"mlp-weak", "gpu-mpi", DG_PREC_FP32, 2, 1024, 2.5},
+        {"mlp-weak", "gpu-mpi", DG_PREC_FP32, 3, 1024, 4.0},
+    };
+    write_rows(dir, "gpu", mpi, sizeof mpi / sizeof *mpi);
+    char *sum = held_ptr(plot_summary(dir));
+    cr_assert(strstr(sum, "a process per GPU under MPI (gpu-mpi)") &&
+              strstr(sum, "| mlp | fp32 | 2 | 2048 | 2.500 | 819200 | 80.0% | 20.0% |") &&
+              strstr(sum, "| mlp | fp32 | 3 | 3072 | 4.000 | 768000 | 50.0% | 50.0% |"), "summary: %s", sum);
+    cr_assert_null(strstr(sum, "against one process driving the GPUs"), "a comparison without its rows: %s", sum);
+    held_free(sum);
+    static const hand_row dp[] = {{"mlp-weak", "gpu-dp", DG_PREC_FP32, 2, 1024, 2.45}};
+    write_rows(one, "gpu", dp, 1);
+    snprintf(path[0], sizeof path[0], "%s/scaling.csv", one);
+    snprintf(path[1], sizeof path[1], "%s/scaling-gpu.csv", dir);
+    cr_assert_eq(rename(path[0], path[1]), 0, "%s -> %s", path[0], path[1]);
+    sum = held_ptr(plot_summary(dir));
+    cr_assert(strstr(sum, "against one process driving the GPUs") &&
+              strstr(sum, "| mlp-weak | fp32 | 2 | 2048 | 2.450 | 2.500 | 1.020 |"), "summary: %s", sum);
+    held_free(sum);
+}

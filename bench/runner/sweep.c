@@ -65,8 +65,8 @@ const sweep_def bench_sweeps[] = {
     {.name = "scaling",
      .what = "data parallelism over 1, 2, 4, 8 GPUs (NCCL): all-reduce bus bandwidth per message size (NCCL's "
              "own call and the graph's node), and MLP, ResNet-18 and char-LM steps, weak and strong scaling; "
-             "under mpirun with --backends cpu, MLP and char-LM steps over 1, 2, 4, ... CPU ranks (MPI), the "
-             "all-reduce blocking and overlapped",
+             "under mpirun, the GPU models one GPU per rank (NCCL over MPI) and, with --backends cpu, MLP and "
+             "char-LM steps over 1, 2, 4, ... CPU ranks (MPI), the all-reduce blocking and overlapped",
      .run = sweep_scaling, .report = bench_report_scaling,
      .not_in_all = true}, /* it opens every GPU of the host: asked by name */
 };

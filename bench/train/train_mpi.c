@@ -41,7 +41,7 @@ bool bench_mpi_launched(const char **var) {
 bool bench_mpi_built(void) { return false; }
 
 int bench_mpi_start(bench_mpi *m) {
-    *m = (bench_mpi){.on = false, .rank = 0, .ranks = 1};
+    *m = (bench_mpi){.on = false, .rank = 0, .ranks = 1, .local_ranks = 1};
     const char *var;
     if (!bench_mpi_launched(&var)) return 0;
     fprintf(stderr, "bench: launched by MPI (%s is set), but this bench was built without MPI: "
@@ -68,6 +68,10 @@ dg_status bench_mpi_spread(const bench_mpi *m, double x, double *min, double *ma
 dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool overlap) {
     (void)m, (void)be, (void)n, (void)overlap;
     return no_mpi("bench_mpi_join_first");
+}
+dg_status bench_mpi_join_first_gpu(const bench_mpi *m, dg_backend *be, int n) {
+    (void)m, (void)be, (void)n;
+    return no_mpi("bench_mpi_join_first_gpu");
 }
 dg_status bench_mpi_slowest(const bench_mpi *m, bool active, double *v, int n_v, double *least, int *slowest) {
     (void)m, (void)active, (void)v, (void)n_v, (void)least, (void)slowest;
@@ -103,7 +107,7 @@ static dg_status mpi_fail(int err, const char *what) {
 }
 
 int bench_mpi_start(bench_mpi *m) {
-    *m = (bench_mpi){.on = false, .rank = 0, .ranks = 1};
+    *m = (bench_mpi){.on = false, .rank = 0, .ranks = 1, .local_ranks = 1};
     if (!bench_mpi_launched(NULL)) return 0;
     int err = MPI_Init(NULL, NULL);
     if (err != MPI_SUCCESS) {
@@ -119,6 +123,7 @@ int bench_mpi_start(bench_mpi *m) {
     MPI_Comm local;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, m->rank, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
         MPI_Comm_rank(local, &m->local_rank);
+        MPI_Comm_size(local, &m->local_ranks);
         MPI_Comm_free(&local);
     }
     return 0;
@@ -159,8 +164,9 @@ static dg_status mpi_sum(float *buf, size_t count, void *arg) {
     return DG_OK;
 }
 
-/* a GPU rank's NCCL communicator: rank 0 draws the id, MPI carries it */
-static dg_status join_gpu(const bench_mpi *m, dg_backend *be) {
+/* the first n ranks' NCCL communicator: rank 0 draws the id, MPI carries
+ * it to every rank, those with a backend (be) join */
+static dg_status join_gpu(const bench_mpi *m, dg_backend *be, int n) {
 #ifdef DG_HAVE_CUDA
     unsigned char id[DG_GPU_RANKS_ID_BYTES];
     if (m->rank == 0) {
@@ -168,11 +174,11 @@ static dg_status join_gpu(const bench_mpi *m, dg_backend *be) {
         if (st != DG_OK) return st; /* its abort ends the others, waiting in the broadcast */
     }
     int err = MPI_Bcast(id, (int)sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
-    if (err != MPI_SUCCESS) return mpi_fail(err, "bench train: broadcasting NCCL's id");
-    return dg_gpu_join_ranks(be, id, m->rank, m->ranks);
+    if (err != MPI_SUCCESS) return mpi_fail(err, "bench: broadcasting NCCL's id");
+    return be ? dg_gpu_join_ranks(be, id, m->rank, n) : DG_OK;
 #else
-    (void)m, (void)be;
-    return dg_fail(DG_ERR_UNSUPPORTED, "bench train: GPU ranks: built without CUDA");
+    (void)m, (void)be, (void)n;
+    return dg_fail(DG_ERR_UNSUPPORTED, "bench: GPU ranks: built without CUDA");
 #endif
 }
 
@@ -247,8 +253,15 @@ dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool o
     return dg_cpu_set_all_reduce_overlap(be, &isum, n, 0);
 }
 
+dg_status bench_mpi_join_first_gpu(const bench_mpi *m, dg_backend *be, int n) {
+    if (n < 2 || n > m->ranks || (m->rank < n) != (be != NULL))
+        return dg_fail(DG_ERR_INVALID, "bench_mpi_join_first_gpu: %d ranks of %d, rank %d %s a backend", n, m->ranks,
+                       m->rank, be ? "with" : "without");
+    return join_gpu(m, be, n);
+}
+
 dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be, bool overlap) {
-    if (!strcmp(dg_backend_name(be), "gpu")) return m->ranks > 1 ? join_gpu(m, be) : DG_OK;
+    if (!strcmp(dg_backend_name(be), "gpu")) return m->ranks > 1 ? join_gpu(m, be, m->ranks) : DG_OK;
     /* overlapped on a communicator of its own (every rank is among the
      * first m->ranks): its requests never interleave with the bench's
      * collectives on MPI_COMM_WORLD */

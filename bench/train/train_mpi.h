@@ -28,6 +28,7 @@ typedef struct bench_mpi {
     bool on;          /* launched by MPI and MPI_Init done */
     int  rank, ranks; /* 0 and 1 when not launched by MPI  */
     int  local_rank;  /* among the ranks of this host: its GPU */
+    int  local_ranks; /* the ranks of this host (1 when not launched by MPI) */
 } bench_mpi;
 
 /* Whether this build can run ranks (DG_MPI). */
@@ -60,6 +61,12 @@ dg_status bench_mpi_join(const bench_mpi *m, dg_backend *be, bool overlap);
  * on with be NULL (they join nothing): the first call for a count is a
  * collective that makes its communicator. */
 dg_status bench_mpi_join_first(const bench_mpi *m, dg_backend *be, int n, bool overlap);
+/* be's all_reduce nodes (a GPU backend's) average over the first n ranks
+ * (1 < n <= ranks) by NCCL: rank 0 draws a unique id, MPI broadcasts it to
+ * every rank, and the first n join a communicator of their own with it
+ * (dg_gpu_join_ranks, as bench_mpi_join's GPU ranks). Every rank calls it,
+ * the ranks from n on with be NULL (they take the id and join nothing). */
+dg_status bench_mpi_join_first_gpu(const bench_mpi *m, dg_backend *be, int n);
 /* Over the ranks where active (rank 0 among them): the least of v[0]
  * into *least, the rank with the most into *slowest, and that rank's
  * v[0..n_v) into every rank's v. */

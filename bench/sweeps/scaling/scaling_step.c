@@ -2,6 +2,7 @@
 #include "sweeps/scaling/scaling_step.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/status.h"
 #include "runner/step_policy.h"
@@ -54,6 +55,34 @@ size_t dp_grad_bytes(const dg_model *m) {
 
 bool dp_policy(const dp_graph *d, dg_precision p, bool gpu, char *why, size_t n) {
     return bench_step_policy(d->g, &d->ts, bench_step_precision(p, gpu), why, n);
+}
+
+enum { CHECK_CONTEXT = 64 };
+
+dg_status dp_check_f64(dg_backend *be, const dp_model *m, double *err, bool *ok) {
+    bench_step c = {0};
+    bench_step_ref ref = {0};
+    void *cx = NULL;
+    int32_t *cy = NULL;
+    bench_step_spec spec = m->spec;
+    bench_batch_shape in = m->in;
+    dg_charlm_cfg small;
+    if (in.lm_vocab && in.lm_context > CHECK_CONTEXT) {
+        small = *(const dg_charlm_cfg *)m->spec.cfg;
+        in.lm_context = small.context = CHECK_CONTEXT;
+        spec.cfg = &small;
+    }
+    dg_status st = bench_synth_batch(in, 2, 5, &cx, &cy);
+    if (st == DG_OK) st = bench_step_new(&c, be, &spec, 2, cx, cy, NULL, &ref, err, ok);
+    bench_step_free(&c);
+    bench_step_ref_free(&ref);
+    free(cx);
+    free(cy);
+    return st;
+}
+
+const char *dp_f64_base(const dp_model *m) {
+    return m->in.lm_vocab && m->in.lm_context > CHECK_CONTEXT ? "f64-step@b2t64" : "f64-step@b2";
 }
 
 const char *dp_check_word(char *buf, size_t n, const dp_model *m, const char *base, const char *tol) {

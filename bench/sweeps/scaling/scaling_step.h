@@ -54,6 +54,14 @@ size_t dp_grad_bytes(const dg_model *m);
  * found in why (n bytes) */
 bool dp_policy(const dp_graph *d, dg_precision p, bool gpu, char *why, size_t n);
 
+/* m's step at batch 2 on be against its float64 evaluation
+ * (core/check/step_check.h) with m's tolerances: what a one-replica row
+ * checks. A char-LM's context is cut to CHECK_CONTEXT (64) where longer:
+ * float64 attention over 256 positions takes long. */
+dg_status   dp_check_f64(dg_backend *be, const dp_model *m, double *err, bool *ok);
+/* dp_check_f64's base word: "f64-step@b2", "f64-step@b2t64" where cut */
+const char *dp_f64_base(const dp_model *m);
+
 /* the check column of a row whose check is `base` with tolerance text
  * tol, in m's precision (bench_step_check_word) into buf (n bytes) */
 const char *dp_check_word(char *buf, size_t n, const dp_model *m, const char *base, const char *tol);

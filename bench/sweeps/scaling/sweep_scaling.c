@@ -50,7 +50,9 @@
  *
  * With one GPU or without NCCL the sweep says why once, in one skipped
  * row. The CPU rows, data parallelism over MPI ranks, follow where the CPU
- * backend is open (sweep_scaling_mpi.c). */
+ * backend is open (sweep_scaling_mpi.c). Under MPI these rows give way to
+ * the GPU ranks' (sweep_scaling_mpi_gpu.c: one process per GPU, the same
+ * models). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,7 @@
 #include "runner/runner.h"
 #include "sweeps/scaling/scaling_step.h"
 #include "sweeps/scaling/sweep_scaling.h"
+#include "train/train_mpi.h"
 #include <duograd/testing.h>
 
 const int scaling_counts[SCALING_N_COUNTS] = {1, 2, 4, 8};
@@ -75,7 +78,7 @@ static dg_mlp_cfg    mlp_cfg = {{784, 2048, 2048, 10}, 4};
 static dg_resnet_cfg res_cfg;
 static dg_charlm_cfg lm_cfg = {.vocab = 96, .context = 256, .width = 256, .heads = 4, .layers = 4};
 
-static int models_new(dp_model *m) {
+int scaling_gpu_models(dp_model *m) {
     dg_optim mom = dg_optim_default(DG_OPTIM_MOMENTUM, 0.01f);
     res_cfg = dg_resnet18_default(DG_RESNET_CIFAR);
     m[0] = (dp_model){"mlp", 1024, bench_mlp_step(&mlp_cfg), {784, 10, 0, 0}, false};
@@ -443,8 +446,7 @@ static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row
     int n = sp->n, global = (int)s->pt->batch, per = global / n;
     bool ok = false;
     char tol[32];
-    row->check = n == 1 ? dp_check_word(s->check, sizeof s->check, m, m->in.lm_vocab ? "f64-step@b2t64" : "f64-step@b2",
-                                        dp_f64_tol(tol, sizeof tol, m))
+    row->check = n == 1 ? dp_check_word(s->check, sizeof s->check, m, dp_f64_base(m), dp_f64_tol(tol, sizeof tol, m))
                         : dp_check_word(s->check, sizeof s->check, m, "dp=mean-of-slices", "1e-5/1e-4");
     dg_plan_opts po = dp_plan_opts(m);
     dg_status st = bench_synth_batch(m->in, global, 77u + (uint64_t)global, &s->bx, &s->by);
@@ -454,25 +456,7 @@ static dg_status model_prepare(scaling_state *s, const bench_impl *im, bench_row
         st = dp_set_slice(dg_dp_plan(s->dp, r), &s->d, m, s->bx, s->by, r * per, per);
     if (st == DG_OK) st = dg_dp_run(s->dp);
     if (st == DG_OK && n > 1) st = check_dp(bes[0], s->dp, &s->d, m, s->bx, s->by, per, &row->max_rel_err, &ok);
-    if (st == DG_OK && n == 1) { /* the same step at batch 2 against float64 */
-        bench_step c = {0};
-        bench_step_ref ref = {0};
-        void *cx = NULL;
-        int32_t *cy = NULL;
-        dg_charlm_cfg small = lm_cfg;
-        bench_step_spec spec = m->spec;
-        bench_batch_shape in = m->in;
-        if (in.lm_vocab) { /* float64 attention over 256 positions takes long: the check's context is 64 */
-            in.lm_context = small.context = 64;
-            spec.cfg = &small;
-        }
-        st = bench_synth_batch(in, 2, 5, &cx, &cy);
-        if (st == DG_OK) st = bench_step_new(&c, bes[0], &spec, 2, cx, cy, NULL, &ref, &row->max_rel_err, &ok);
-        bench_step_free(&c);
-        bench_step_ref_free(&ref);
-        free(cx);
-        free(cy);
-    }
+    if (st == DG_OK && n == 1) st = dp_check_f64(bes[0], m, &row->max_rel_err, &ok);
     if (st != DG_OK) return st;
     if (!ok) {
         row->status = "wrong";
@@ -554,7 +538,7 @@ static dg_status sweep_scaling_gpus(bench_ctx *ctx) {
         free(own);
         return dg_fail(DG_ERR_OOM, "scaling: out of host memory");
     }
-    run->n_models = models_new(run->models);
+    run->n_models = scaling_gpu_models(run->models);
     run->no_energy = ctx->no_energy;
     scaling_arg arg = {run, own};
     const bench_sweep_spec spec = {
@@ -573,11 +557,12 @@ static dg_status sweep_scaling_gpus(bench_ctx *ctx) {
 }
 #endif
 
-/* the GPU rows where a GPU is open, then the CPU ranks' where the CPU is */
+/* the GPU rows where a GPU is open (under MPI the GPU ranks',
+ * sweep_scaling_mpi_gpu.c), then the CPU ranks' where the CPU is */
 dg_status sweep_scaling(bench_ctx *ctx) {
     dg_status st = DG_OK;
 #ifdef DG_HAVE_CUDA
-    if (ctx->gpu) st = sweep_scaling_gpus(ctx);
+    if (ctx->gpu) st = ctx->mpi && ctx->mpi->on ? sweep_scaling_gpu_ranks(ctx) : sweep_scaling_gpus(ctx);
 #endif
     if (st == DG_OK && ctx->cpu) st = sweep_scaling_ranks(ctx);
     return st;

@@ -4,6 +4,7 @@
 #define DG_BENCH_SWEEP_SCALING_H
 
 #include "runner/sweep.h"
+#include "sweeps/scaling/scaling_step.h"
 
 /* the GPU counts swept, those the machine has */
 #define SCALING_N_COUNTS 4
@@ -11,5 +12,13 @@ extern const int scaling_counts[SCALING_N_COUNTS]; /* 1, 2, 4, 8 */
 
 /* the CPU rows: data parallelism over MPI ranks (sweep_scaling_mpi.c) */
 dg_status sweep_scaling_ranks(bench_ctx *ctx);
+
+#ifdef DG_HAVE_CUDA
+/* the GPU models of the sweep (the one-process rows' and the GPU ranks'):
+ * their count, into m[0..3) */
+int       scaling_gpu_models(dp_model *m);
+/* the GPU rows under MPI: one GPU per rank (sweep_scaling_mpi_gpu.c) */
+dg_status sweep_scaling_gpu_ranks(bench_ctx *ctx);
+#endif
 
 #endif

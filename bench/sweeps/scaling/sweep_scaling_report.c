@@ -3,8 +3,11 @@
  * graph's node (scaling_allreduce, fp32), each model's weak and strong
  * scaling efficiency against one GPU (scaling_efficiency, and
  * scaling_efficiency_P for each precision P other than fp32), and their
- * tables; the CPU ranks' table, blocking against overlapped; how many CPU
- * ranks equal one GPU, where rows of both meet. Every efficiency and
+ * tables, and the same for the GPU ranks under MPI (gpu-mpi:
+ * scaling_efficiency_mpi, scaling_efficiency_mpi_P) with their times
+ * against one process's where rows of both meet; the CPU ranks' table,
+ * blocking against overlapped; how many CPU ranks equal one GPU, where
+ * rows of both meet. Every efficiency and
  * ratio sets rows of one precision against each other (a dtype column),
  * never a bf16 time against an fp32 one. */
 #include <math.h>
@@ -96,15 +99,39 @@ static bool has_impl_in(const bench_table *t, const char *impl, dg_precision p) 
     return false;
 }
 
-/* one precision's efficiency chart (fp32's keeps the name of the runs
- * before the precision axis) and table rows */
-static void models_report_in(bench_report *rep, const bench_table *t, char models[][48], int n_models,
-                             dg_precision p) {
+/* the GPU counts of impl's measured rows in precision p, ascending and
+ * each once, into out (at most max); their number */
+static int counts_of(const bench_table *t, const char *impl, dg_precision p, long long *out, int max) {
+    int n = 0;
+    for (int i = 0; i < t->n; i++) {
+        const csv_rec *r = &t->r[i];
+        if (strcmp(r->impl, impl) || r->precision != p || !bench_row_measured(r)) continue;
+        int j = 0;
+        while (j < n && out[j] < r->m) j++;
+        if ((j < n && out[j] == r->m) || n == max) continue;
+        memmove(out + j + 1, out + j, (size_t)(n - j) * sizeof *out);
+        out[j] = r->m;
+        n++;
+    }
+    return n;
+}
+
+enum { MAX_COUNTS = 64 };
+
+/* one precision's efficiency chart of impl's rows (gpu-dp's fp32 chart
+ * keeps the name of the runs before the precision axis; gpu-mpi's are
+ * scaling_efficiency_mpi...) and table rows */
+static void models_report_in(bench_report *rep, const bench_table *t, const char *impl, char models[][48],
+                             int n_models, dg_precision p) {
     FILE *f = rep->sum;
     char file[64], title[96];
-    if (p == DG_PREC_FP32) snprintf(file, sizeof file, "scaling_efficiency");
-    else snprintf(file, sizeof file, "scaling_efficiency_%s", dg_precision_name(p));
-    snprintf(title, sizeof title, "scaling efficiency against one GPU, %s", dg_precision_name(p));
+    const char *mpi = strcmp(impl, "gpu-mpi") ? "" : "_mpi";
+    if (p == DG_PREC_FP32) snprintf(file, sizeof file, "scaling_efficiency%s", mpi);
+    else snprintf(file, sizeof file, "scaling_efficiency%s_%s", mpi, dg_precision_name(p));
+    snprintf(title, sizeof title, "scaling efficiency against one GPU%s, %s", *mpi ? " rank (MPI)" : "",
+             dg_precision_name(p));
+    long long counts[MAX_COUNTS];
+    int n_counts = counts_of(t, impl, p, counts, MAX_COUNTS);
     bench_chart ch = {file, title, "GPUs", "efficiency %", false, true, .vline = NAN};
     ch.hline[ch.n_hline] = 100;
     ch.hline_title[ch.n_hline++] = "linear";
@@ -112,13 +139,13 @@ static void models_report_in(bench_report *rep, const bench_table *t, char model
         char weak[64], strong[64];
         snprintf(weak, sizeof weak, "%.40s-weak", models[m]);
         snprintf(strong, sizeof strong, "%.40s-strong", models[m]);
-        const csv_rec *w1 = find(t, weak, "gpu-dp", 1, -1, p), *s1 = find(t, strong, "gpu-dp", 1, -1, p);
+        const csv_rec *w1 = find(t, weak, impl, 1, -1, p), *s1 = find(t, strong, impl, 1, -1, p);
         bench_series sw = {.n = 0}, ss = {.n = 0};
         snprintf(sw.title, sizeof sw.title, "%.40s weak", models[m]);
         snprintf(ss.title, sizeof ss.title, "%.40s strong", models[m]);
-        for (int c = 0; c < SCALING_N_COUNTS; c++) {
-            int n = scaling_counts[c];
-            const csv_rec *w = find(t, weak, "gpu-dp", n, -1, p), *s = find(t, strong, "gpu-dp", n, -1, p);
+        for (int c = 0; c < n_counts; c++) {
+            long long n = counts[c];
+            const csv_rec *w = find(t, weak, impl, n, -1, p), *s = find(t, strong, impl, n, -1, p);
             if (!w && !s) continue;
             double we = w && w1 ? w1->median_ms / w->median_ms : NAN;
             double se = s && s1 ? s1->median_ms / (n * s->median_ms) : NAN;
@@ -134,7 +161,7 @@ static void models_report_in(bench_report *rep, const bench_table *t, char model
                 ss.n++;
             }
             char b[9][32];
-            fprintf(f, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m],
+            fprintf(f, "| %s | %s | %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", models[m],
                     dg_precision_name(p), n,
                     bench_fmt_num(w ? (double)w->batch : NAN, "%.0f", b[0], 32),
                     bench_fmt_num(w ? w->median_ms : NAN, "%.3f", b[1], 32),
@@ -151,20 +178,46 @@ static void models_report_in(bench_report *rep, const bench_table *t, char model
     bench_chart_draw(rep, &ch);
 }
 
-static void models_report(bench_report *rep, const bench_table *t) {
+/* impl's rows (gpu-dp: one process driving the GPUs; gpu-mpi: a process
+ * per GPU under MPI) */
+static void models_report(bench_report *rep, const bench_table *t, const char *impl) {
     char models[8][48];
     int n_models = model_names(t, models, 8);
-    if (!n_models || !has_impl(t, "gpu-dp")) return;
+    if (!n_models || !has_impl(t, impl)) return;
     FILE *f = rep->sum;
-    fprintf(f, "### Training steps on several GPUs (SGD with momentum, replayed CUDA graphs)\n\nWeak: the batch per "
+    fprintf(f, "### Training steps on several GPUs%s (SGD with momentum, replayed CUDA graphs)\n\nWeak: the batch per "
                "GPU fixed; efficiency = one GPU's step time / n GPUs' step time. Strong: the global batch fixed; "
                "efficiency = one GPU's time / (n x n GPUs' time). Exposed exchange: the weak step's time over one "
                "GPU's, as a share of the step. Each against one GPU in the same dtype.\n\n| model | dtype | GPUs | "
                "weak batch | weak ms | samples/s | weak eff | exposed exchange | strong batch per GPU | strong ms | "
-               "strong eff | gradient MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "strong eff | gradient MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            strcmp(impl, "gpu-mpi") ? ", one process (gpu-dp)" : ", a process per GPU under MPI (gpu-mpi)");
     for (int p = 0; p < DG_PREC_COUNT; p++)
-        if (has_impl_in(t, "gpu-dp", (dg_precision)p)) models_report_in(rep, t, models, n_models, (dg_precision)p);
+        if (has_impl_in(t, impl, (dg_precision)p)) models_report_in(rep, t, impl, models, n_models, (dg_precision)p);
     fprintf(f, "\n");
+}
+
+/* the GPU ranks' steps (gpu-mpi) against one process's (gpu-dp) on as
+ * many GPUs, case by case, where rows of both meet (t: this folder's rows
+ * and another run's copied in, cpu_gpu_report) */
+static void mpi_report(bench_report *rep, const bench_table *t) {
+    int rows = 0;
+    for (int i = 0; i < t->n; i++) {
+        const csv_rec *r = &t->r[i];
+        if (strcmp(r->impl, "gpu-mpi") || !bench_row_measured(r)) continue;
+        const csv_rec *one = find(t, r->name, "gpu-dp", r->m, r->n, r->precision);
+        if (!one) continue;
+        if (!rows++)
+            fprintf(rep->sum, "### GPU ranks (MPI, a process per GPU) against one process driving the GPUs\n\n"
+                              "| case | dtype | GPUs | batch | one process ms | ranks ms | ranks / one |\n"
+                              "|---|---|---|---|---|---|---|\n");
+        char b[3][32];
+        fprintf(rep->sum, "| %s | %s | %lld | %lld | %s | %s | %s |\n", r->name, dg_precision_name(r->precision),
+                r->m, r->batch, bench_fmt_num(one->median_ms, "%.3f", b[0], 32),
+                bench_fmt_num(r->median_ms, "%.3f", b[1], 32),
+                bench_fmt_num(r->median_ms / one->median_ms, "%.3f", b[2], 32));
+    }
+    if (rows) fprintf(rep->sum, "\n");
 }
 
 /* the weak steps with the gradients in buckets against each alone, where
@@ -362,6 +415,7 @@ static void cpu_gpu_report(bench_report *rep, const bench_table *t) {
         }
         free(other.r);
     }
+    mpi_report(rep, &all);
     bool gpu = has_impl(&all, "gpu-dp"), cpu = has_impl(&all, "cpu-mpi");
     if (!equal_report(rep, &all) && (gpu || cpu))
         fprintf(rep->sum, "How many CPU ranks equal one GPU: not answered here: %s.\n\n",
@@ -383,7 +437,8 @@ bool bench_report_scaling(bench_report *rep, const bench_table *t) {
         }
     if (skipped == t->n) return true;
     allreduce_report(rep, t);
-    models_report(rep, t);
+    models_report(rep, t, "gpu-dp");
+    models_report(rep, t, "gpu-mpi");
     ranks_report(rep, t);
     buckets_report(rep, t);
     peer_report(rep, t);
