@@ -21,7 +21,7 @@ import tempfile
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODELS = ("mlp", "cnn_bn", "transformer")
+MODELS = ("mlp", "cnn_bn", "transformer", "bn_shared")
 BATCHES = (3, 17)
 TOL = 1e-4
 

@@ -35,6 +35,8 @@ typedef struct ox_tensor {
     int64_t    *i;
     ox_role     role; /* initializers: what the model makes of it  */
     int         slot; /* its index in the model's params or state  */
+    bool        identity_copy; /* made by load from an Identity of an
+                                  initializer (onnx_load.c)            */
 } ox_tensor;
 
 /* float data handed to constant leaves (DG_INIT_DATA): kept until
@@ -62,6 +64,10 @@ struct dg_onnx {
     ox_tensor         *param_of[DG_MODEL_MAX_PARAMS], *state_of[DG_MODEL_MAX_PARAMS];
     ox_pool           *pool;
 };
+
+/* onnx_load.c: the initializer of that name (the file's, a given
+ * constant's, or load's copy behind an Identity), or NULL */
+const ox_tensor *dg__onnx_init(const dg_onnx *o, const char *name);
 
 /* One value of a build: a duograd node or a constant (or neither: an
  * optional input left empty). */

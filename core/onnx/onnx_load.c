@@ -87,6 +87,8 @@ static const ox_tensor *init_of(const dg_onnx *o, const char *name) {
     return NULL;
 }
 
+const ox_tensor *dg__onnx_init(const dg_onnx *o, const char *name) { return name ? init_of(o, name) : NULL; }
+
 /* One graph input that is no initializer: float32 (or int64 / int32 ids,
  * read as int32), 1 to DG_MAX_DIMS axes, each of a fixed size but the
  * first, which may be symbolic (the batch). */
@@ -156,9 +158,52 @@ static dg_status check_output(dg_onnx *o, const char *want) {
                     want ? want : "", gr->output[0]->name ? gr->output[0]->name : "");
 }
 
+/* Whether nd is an Identity of a float32 initializer whose output load made
+ * an initializer of its own (untie_identity_copies) */
+static bool identity_copy(const dg_onnx *o, const Onnx__NodeProto *nd) {
+    if (!nd->op_type || strcmp(nd->op_type, "Identity") || nd->n_input < 1 || nd->n_output < 1 || !nd->output[0])
+        return false;
+    const ox_tensor *t = init_of(o, nd->output[0]);
+    return t && t->identity_copy;
+}
+
+/* PyTorch's TorchScript exporter, in evaluation mode, merges initializers
+ * of equal values into one and hands it to each user through an Identity
+ * node: a ResNet-18's twenty batch norms share one scale of ones per width,
+ * one shift of zeros, one running mean and one running variance. Read as
+ * written, those layers would train one shared parameter and would not
+ * keep running statistics at all (the shared tensor's first user decides
+ * its role). So the output of an Identity of a float32 initializer becomes
+ * an initializer of its own, a copy, whose role its own users decide; the
+ * Identity then passes that copy on (onnx_ops.c), and the merged tensor is
+ * a parameter only where a node reads it directly. A model that means to
+ * tie two layers names one initializer in both. */
+static dg_status untie_identity_copies(dg_onnx *o) {
+    const Onnx__GraphProto *gr = o->graph;
+    for (size_t n = 0; n < gr->n_node; n++) {
+        const Onnx__NodeProto *nd = gr->node[n];
+        if (!nd->op_type || strcmp(nd->op_type, "Identity") || nd->n_input < 1 || nd->n_output < 1 ||
+            !nd->input[0] || !nd->output[0] || !*nd->output[0] || init_of(o, nd->output[0]))
+            continue;
+        const ox_tensor *t = init_of(o, nd->input[0]);
+        if (!t || t->dtype != OX_F32) continue;
+        ox_tensor copy = *t;
+        copy.name = nd->output[0];
+        copy.role = OX_ROLE_NONE;
+        copy.identity_copy = true;
+        copy.i = NULL;
+        copy.f = malloc((size_t)(t->numel > 0 ? t->numel : 1) * sizeof *copy.f);
+        if (!copy.f) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
+        memcpy(copy.f, t->f, (size_t)t->numel * sizeof *copy.f);
+        o->inits[o->n_inits++] = copy;
+    }
+    return DG_OK;
+}
+
 /* Every node: a supported operator of the default domain, attributes it
  * reads, no output it does not make; and each initializer's role, in the
- * order the nodes first use them. */
+ * order the nodes first use them (an Identity that passes on a copy gives
+ * its input none). */
 static dg_status check_nodes(dg_onnx *o) {
     const Onnx__GraphProto *gr = o->graph;
     for (size_t n = 0; n < gr->n_node; n++) {
@@ -198,7 +243,7 @@ static dg_status check_nodes(dg_onnx *o) {
                                 info->max_outputs > 1 ? "s" : "");
         if (!nd->n_output || !nd->output[0] || !*nd->output[0])
             return dg__fail(DG_ERR_INVALID, "onnx '%s': node %zu '%s' (%s) has no output", o->name, n, nm, op);
-        for (size_t i = 0; i < nd->n_input; i++) {
+        for (size_t i = 0; i < nd->n_input && !identity_copy(o, nd); i++) {
             ox_tensor *t = (ox_tensor *)init_of(o, nd->input[i] ? nd->input[i] : "");
             if (!t || (info->const_in >> i & 1) || t->role != OX_ROLE_NONE || t->dtype != OX_F32) continue;
             bool state = info->state_in >> i & 1;
@@ -251,7 +296,11 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
     const Onnx__GraphProto *gr = o->graph;
     if (gr->n_sparse_initializer)
         return dg__fail(DG_ERR_INVALID, "onnx '%s': sparse initializers are not supported", o->name);
-    o->inits = calloc(gr->n_initializer + (size_t)(opts->n_consts > 0 ? opts->n_consts : 0) + 1, sizeof *o->inits);
+    size_t identities = 0; /* room for untie_identity_copies */
+    for (size_t n = 0; n < gr->n_node; n++)
+        identities += gr->node[n]->op_type && !strcmp(gr->node[n]->op_type, "Identity");
+    o->inits = calloc(gr->n_initializer + (size_t)(opts->n_consts > 0 ? opts->n_consts : 0) + identities + 1,
+                      sizeof *o->inits);
     if (!o->inits) return dg__fail(DG_ERR_OOM, "onnx '%s': out of memory", o->name);
     for (size_t i = 0; i < gr->n_initializer; i++, o->n_inits++) {
         char what[400];
@@ -266,7 +315,7 @@ static dg_status check_model(dg_onnx *o, const dg_onnx_opts *opts) {
         if ((st = given_const(o, &opts->consts[i], &o->inits[o->n_inits])) != DG_OK) return st;
     /* the operators first: a file with one this importer lacks is refused
      * naming it, whatever its inputs (NonZero's are bool) */
-    if ((st = check_nodes(o)) != DG_OK || (st = check_input(o)) != DG_OK ||
+    if ((st = untie_identity_copies(o)) != DG_OK || (st = check_nodes(o)) != DG_OK || (st = check_input(o)) != DG_OK ||
         (st = check_output(o, opts->output)) != DG_OK)
         return st;
     /* the forward once, so that shapes that do not fit are refused now */

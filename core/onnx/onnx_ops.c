@@ -47,6 +47,11 @@ static bool op_gelu(ox_ctx *c, ox_value *o) {
 /* Identity, and Dropout at inference (its ratio is never applied: the
  * imported graph is a model's forward, as the built-in ones have none) */
 static bool op_identity(ox_ctx *c, ox_value *o) {
+    const ox_tensor *own = dg__onnx_init(c->o, o->name); /* load's copy of an initializer (onnx_load.c) */
+    if (own && own->identity_copy) {
+        o->k = own;
+        return true;
+    }
     ox_value *v = dg__onnx_in_value(c, 0);
     if (!v) return false;
     o->node = v->node;

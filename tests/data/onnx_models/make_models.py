@@ -11,6 +11,13 @@ weights inside each file, the batch axis symbolic:
                     two-head attention through MatMul, Reshape, Transpose,
                     Mul by 1/sqrt(8), Softmax; a ReLU MLP; residual Adds),
                     ReduceMean over the positions, Gemm -> [N, 4]
+  bn_shared.onnx    x [N, 3, 8, 8] -> Conv, BatchNormalization, Relu, Conv,
+                    BatchNormalization, Relu, GlobalAveragePool, Flatten,
+                    Gemm -> [N, 4], the two batch norms' scale, shift,
+                    mean and variance each one initializer handed to both
+                    through Identity nodes, as PyTorch's TorchScript
+                    exporter writes equal-valued parameters in evaluation
+                    mode (the importer unties them: onnx_load.c)
 Run from anywhere: python3 make_models.py [DIR]."""
 import os
 import sys
@@ -100,3 +107,25 @@ save("transformer", [
      "scale": np.array([1 / np.sqrt(DH)], np.float32), "g2": ones + 0.1 * w(D), "b2": zeros + 0.1 * w(D),
      "w1": w(D, F), "bf1": 0.1 * w(F), "w2": w(F, D), "bf2": 0.1 * w(D), "wc": w(D, 4), "bc": 0.1 * w(4)},
     [T, D], [4], opset=17)
+
+# bn_shared: as torch.onnx.export(..., dynamo=False) of a model in eval mode
+# merges equal initializers (every fresh batch norm's ones, zeros, zeros,
+# ones) and fans them out through Identity nodes
+C = 6
+ident = [node("Identity", [src], f"{layer}_{what}") for layer in ("bn1", "bn2")
+         for what, src in (("scale", "ones"), ("shift", "zeros"), ("mean", "zeros"), ("var", "ones"))]
+save("bn_shared", ident + [
+    node("Conv", ["x", "k1"], "c1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    node("BatchNormalization", ["c1", "bn1_scale", "bn1_shift", "bn1_mean", "bn1_var"], "n1", epsilon=1e-5,
+         momentum=0.9),
+    node("Relu", ["n1"], "r1"),
+    node("Conv", ["r1", "k2"], "c2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    node("BatchNormalization", ["c2", "bn2_scale", "bn2_shift", "bn2_mean", "bn2_var"], "n2", epsilon=1e-5,
+         momentum=0.9),
+    node("Relu", ["n2"], "r2"),
+    node("GlobalAveragePool", ["r2"], "g"),
+    node("Flatten", ["g"], "f"),
+    node("Gemm", ["f", "fw", "fb"], "logits", transB=1)],
+    {"k1": w(C, 3, 3, 3, fan_in=27), "k2": w(C, C, 3, 3, fan_in=9 * C), "ones": np.ones(C, np.float32),
+     "zeros": np.zeros(C, np.float32), "fw": w(4, C, fan_in=C), "fb": np.zeros(4, np.float32)},
+    [3, 8, 8], [4], opset=13)
