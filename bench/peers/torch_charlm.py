@@ -43,13 +43,13 @@ if not __package__:  # run by its path: bench/ in place of this folder on sys.pa
     sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from peers import common  # noqa: E402
+from peers.torch_step import CapturedStep  # noqa: E402
 
 PROG = "torch_charlm"
 VOCAB, WIDTH, HEADS, LAYERS = 96, 256, 4, 4    # LM_VOCAB, LM_WIDTH, LM_HEADS, LM_LAYERS (sweep_transformer.h)
 CHECK_BATCH, CHECK_CONTEXT = 2, 64             # LM_CHECK_BATCH, LM_CHECK_CONTEXT
 LR, BETA1, BETA2, EPS, LN_EPS = 1e-3, 0.9, 0.999, 1e-8, 1e-5
 IMPLS = ("torch-eager", "torch-graph")
-CAPTURE_WARMUP = 3
 SCALE_TRIES = 24
 # bench_step_tol_in (bench/runner/step_tol.c): fp32's loss and update
 # tolerances (BENCH_STEP_*_TOL), a lower precision's
@@ -129,72 +129,18 @@ def batch_of(batch, t, seed):
     return x, torch.roll(x, -1, dims=1)
 
 
-class Step:
+class Step(CapturedStep):
     """One training step of the char-LM on the GPU in precision p, eager
-    or captured as a CUDA graph (peers.torch_mlp.TorchGpuStep's pattern)"""
+    or captured as a CUDA graph (peers.torch_step.CapturedStep)"""
 
     def __init__(self, torch, model, x, y, p, graph):
-        from peers.torch_mlp import make_scaler
-        from peers.torch_ops import torch_dtype
-        self.torch, self.model, self.x, self.y, self.graph = torch, model, x, y, None
-        self.init = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        self.autocast = torch_dtype(torch, p) if p in common.LOW_PRECISION else None
-        self.opt = torch.optim.Adam(model.parameters(), lr=LR, betas=(BETA1, BETA2), eps=EPS, fused=True,
-                                    capturable=graph)
-        self.scaler = make_scaler(torch) if p == "fp16" else None
-        self.static_loss = None
-        if graph:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(CAPTURE_WARMUP):
-                    self.opt.zero_grad(set_to_none=True)
-                    self._body()
-            torch.cuda.current_stream().wait_stream(side)
-            self.graph = torch.cuda.CUDAGraph()
-            self.opt.zero_grad(set_to_none=True)
-            with torch.cuda.graph(self.graph):
-                self.static_loss = self._body()
-            self.reset()
+        self.model, self.x, self.y = model, x, y
+        super().__init__(torch, model.state_dict().values(), model.parameters(), p, graph, LR, (BETA1, BETA2), EPS)
+        self.start()
 
-    def _body(self):
+    def loss_of(self):
         import torch.nn.functional as F
-        torch = self.torch
-        with torch.autocast("cuda", dtype=self.autocast or torch.bfloat16, enabled=self.autocast is not None,
-                            cache_enabled=False):
-            logits = self.model(self.x)
-            loss = F.cross_entropy(logits.reshape(-1, VOCAB).float(), self.y.reshape(-1))
-        if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-            self.scaler.step(self.opt)
-            self.scaler.update()
-        else:
-            loss.backward()
-            self.opt.step()
-        return loss.detach()
-
-    def run(self):
-        if self.graph is not None:
-            self.graph.replay()
-        else:
-            self.opt.zero_grad(set_to_none=True)
-            self.static_loss = self._body()
-
-    def scale(self):
-        return self.scaler.get_scale() if self.scaler is not None else 1.0
-
-    def reset(self):
-        """the initial weights back in place, Adam's state zero"""
-        torch = self.torch
-        torch.cuda.synchronize()
-        with torch.no_grad():
-            for k, v in self.model.state_dict().items():
-                v.copy_(self.init[k])
-            for state in self.opt.state.values():
-                for v in state.values():
-                    if torch.is_tensor(v):
-                        v.zero_()
-        torch.cuda.synchronize()
+        return F.cross_entropy(self.model(self.x).reshape(-1, VOCAB).float(), self.y.reshape(-1))
 
 
 def reference(t):

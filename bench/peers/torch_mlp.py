@@ -56,109 +56,37 @@ if not __package__:  # run by its path: bench/ in place of this folder on sys.pa
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from peers import common  # noqa: E402
 from peers import numpy_mlp as nm  # noqa: E402
-from peers.torch_ops import precision_mode, time_gpu, torch_dtype  # noqa: E402
+from peers.torch_ops import precision_mode, time_gpu  # noqa: E402
+from peers.torch_step import CapturedStep  # noqa: E402
 
 PROG = "torch_mlp"
 IMPLS = ("torch-eager", "torch-graph")
-CAPTURE_WARMUP = 3        # steps on a side stream before capture (PyTorch's documented pattern)
 SCALE_TRIES = 24          # fp16: first steps the scaler may skip before the check gives up (2^16 -> 2^-8)
 
 
-def make_scaler(torch):
-    """GradScaler for CUDA: torch.amp's (PyTorch 2.3+), else torch.cuda.amp's"""
-    amp = getattr(torch, "amp", None)
-    if amp is not None and hasattr(amp, "GradScaler"):
-        return amp.GradScaler("cuda")
-    return torch.cuda.amp.GradScaler()
-
-
-class TorchGpuStep:
+class TorchGpuStep(CapturedStep):
     """One MLP training step on the GPU in precision p, eager or captured
-    as a CUDA graph. run() takes one step (a replay for the graph);
-    loss() its loss (a sync); params() the float32 master weights as NumPy
-    arrays; reset() puts the initial weights and a fresh Adam state back
-    in place (the same memory: a captured graph keeps its addresses)."""
+    as a CUDA graph (peers.torch_step.CapturedStep); params() the float32
+    master weights as NumPy arrays."""
 
     def __init__(self, torch, np, widths, params, x, y, p, graph):
         import torch.nn.functional as F
-        self.torch, self.np, self.F, self.p, self.graph = torch, np, F, p, None
+        self.np, self.F = np, F
         dev = torch.device("cuda")
-        self.init = [torch.tensor(q, dtype=torch.float32, device=dev) for q in params]
-        self.w = [q.clone().requires_grad_(True) for q in self.init]
+        self.w = [torch.tensor(q, dtype=torch.float32, device=dev).requires_grad_(True) for q in params]
         self.x = torch.tensor(np.ascontiguousarray(x, np.float32), device=dev)
         self.y = torch.tensor(y.astype(np.int64), device=dev)
         self.layers = len(widths) - 1
-        self.autocast = torch_dtype(torch, p) if p in common.LOW_PRECISION else None
-        self.opt = torch.optim.Adam(self.w, lr=nm.LR, betas=(nm.BETA1, nm.BETA2), eps=nm.EPS, fused=True,
-                                    capturable=graph)
-        self.scaler = make_scaler(torch) if p == "fp16" else None
-        self.static_loss = None
-        if graph:
-            self._capture()
+        super().__init__(torch, self.w, self.w, p, graph, nm.LR, (nm.BETA1, nm.BETA2), nm.EPS)
+        self.start()
 
-    def _body(self):
-        """forward, loss, backward and Adam; the loss (float32, on the GPU)"""
-        torch = self.torch
-        with torch.autocast("cuda", dtype=self.autocast or torch.bfloat16, enabled=self.autocast is not None,
-                            cache_enabled=False):
-            a = self.x
-            for i in range(self.layers):
-                a = torch.addmm(self.w[2 * i + 1], a, self.w[2 * i])
-                if i + 1 < self.layers:
-                    a = torch.relu(a)
-            loss = self.F.cross_entropy(a, self.y)  # autocast runs it in float32
-        if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-            self.scaler.step(self.opt)
-            self.scaler.update()
-        else:
-            loss.backward()
-            self.opt.step()
-        return loss.detach()
-
-    def _capture(self):
-        """warm-up steps on a side stream (Adam's state and the scaler made,
-        cuBLAS's workspaces set up), then the step captured; the weights
-        and state put back to the start"""
-        torch = self.torch
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(CAPTURE_WARMUP):
-                self.opt.zero_grad(set_to_none=True)
-                self._body()
-        torch.cuda.current_stream().wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        self.opt.zero_grad(set_to_none=True)  # the captured backward makes the gradients in the graph's pool
-        with torch.cuda.graph(self.graph):
-            self.static_loss = self._body()
-        self.reset()
-
-    def run(self):
-        if self.graph is not None:
-            self.graph.replay()
-        else:
-            self.opt.zero_grad(set_to_none=True)
-            self.static_loss = self._body()
-
-    def loss(self):
-        return float(self.static_loss)
-
-    def scale(self):
-        return self.scaler.get_scale() if self.scaler is not None else 1.0
-
-    def reset(self):
-        """the initial weights; Adam's moments and step count zero"""
-        torch = self.torch
-        torch.cuda.synchronize()
-        with torch.no_grad():
-            for w, w0 in zip(self.w, self.init):
-                w.copy_(w0)
-            for state in self.opt.state.values():
-                for v in state.values():
-                    if torch.is_tensor(v):
-                        v.zero_()
-        torch.cuda.synchronize()
+    def loss_of(self):
+        a = self.x
+        for i in range(self.layers):
+            a = self.torch.addmm(self.w[2 * i + 1], a, self.w[2 * i])
+            if i + 1 < self.layers:
+                a = self.torch.relu(a)
+        return self.F.cross_entropy(a, self.y)
 
     def params(self):
         return [w.detach().float().cpu().numpy() for w in self.w]
