@@ -13,7 +13,7 @@ pkgs="$pkgs python3-pandas" # bench/peers/results.py: a result folder as a DataF
 pkgs="$pkgs libonnx-dev protobuf-c-compiler libprotobuf-c-dev" # the ONNX importer (core/onnx/): onnx.proto, protoc-c and its runtime
 pkgs="$pkgs python3-onnx" # tests/data/onnx/make_models.py: the importer's test models
 pkgs="$pkgs python3-venv python3-pip" # onnxruntime's venv (below)
-pkgs="$pkgs libonnx-testdata" # tests/test_onnx_nodes.c: the ONNX project's backend node tests (data/node/)
+pkgs="$pkgs libonnx-testdata" # tests/test_onnx_nodes.c and test_onnx_pytorch.c: the ONNX project's node tests and PyTorch-converted models
 pkgs="$pkgs help2man lintian" # the installed duograd-bench's man page; the Debian package's check (scripts/consumer-test.sh)
 pkgs="$pkgs libopenmpi-dev openmpi-bin" # bench train under mpirun: CPU ranks (bench/train/train_mpi.c; tests/test_mpi.sh)
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

@@ -13,8 +13,9 @@
  *     top-level framing breaks (a field running past the end), or that
  *     protobuf-c could not unpack it;
  *   - an operator of an opset older than the definition the importer
- *     follows (Softmax before 13 flattens to 2-D; Conv of opset 11 reads
- *     as of 13), any other domain than the default;
+ *     follows (Softmax before 13 flattens to 2-D; Conv of opset 1 reads
+ *     as of 13 but for auto_pad SAME, refused before 11), any other
+ *     domain than the default;
  *   - an operator outside the supported list, an attribute it does not
  *     read or a value of one it cannot honour (asymmetric padding,
  *     ceil_mode, dilated pooling), a tensor whose

@@ -80,7 +80,8 @@ static bool op_matmul(ox_ctx *c, ox_value *o) {
     return b && (o->node = dg_model_matmul(c->g, c->mode, a, b, false, false)) != NULL;
 }
 
-/* Y = alpha op(A) op(B) + beta C, A and B 2-D, C broadcast to [M, N] */
+/* Y = alpha op(A) op(B) + beta C, A and B 2-D, C broadcast to [M, N]
+ * (opset 6's broadcast 0 asks C to be [M, N], which broadcasts alike) */
 static bool op_gemm(ox_ctx *c, ox_value *o) {
     bool ok = true;
     float alpha = dg__onnx_attr_float(c, "alpha", 1.0f, &ok), beta = dg__onnx_attr_float(c, "beta", 1.0f, &ok);
@@ -113,6 +114,10 @@ static bool window(ox_ctx *c, const dg_node *x, const int64_t *kernel, int64_t *
     if (n_st < 0) stride[0] = stride[1] = 1;
     if (n_dl < 0) dil[0] = dil[1] = 1;
     if (!strcmp(ap, "?")) return FAIL("attribute 'auto_pad' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+    /* before opset 11, SAME_* padded so that out = in (Conv-1, the pools'
+     * 1 to 10), from 11 on so that out = ceil(in / stride) */
+    if (c->o->opset < 11 && !strncmp(ap, "SAME", 4))
+        return FAIL("auto_pad %s before opset 11 (the file's %lld) is not supported", ap, (long long)c->o->opset);
     if (strcmp(ap, "NOTSET") && n_pd >= 0) return FAIL("auto_pad %s with explicit pads", ap);
     for (int d = 0; d < 2; d++) {
         if (stride[d] < 1 || dil[d] < 1 || stride[d] > 1 << 20 || dil[d] > 1 << 20)
@@ -190,10 +195,16 @@ static bool op_gap(ox_ctx *c, ox_value *o) {
 
 /* inference: the running statistics; a training forward: the batch's, and
  * the running update (ONNX's momentum weighs the old value: duograd's the
- * new batch) */
+ * new batch). Opset 6's is_test (default 0: the training form, five
+ * outputs) and spatial (per-channel statistics) are 9's inference where
+ * is_test is 1 and spatial 1. */
 static bool op_batchnorm(ox_ctx *c, ox_value *o) {
     bool ok = true;
     float eps = dg__onnx_attr_float(c, "epsilon", 1e-5f, &ok), mom = dg__onnx_attr_float(c, "momentum", 0.9f, &ok);
+    if (dg__onnx_attr_int(c, "is_test", c->o->opset < 7 ? 0 : 1, &ok) != 1)
+        return FAIL("is_test 0 (opset %lld's training form) is not supported", (long long)c->o->opset);
+    if (dg__onnx_attr_int(c, "spatial", 1, &ok) != 1)
+        return FAIL("spatial 0 (statistics per activation) is not supported");
     if (dg__onnx_attr_int(c, "training_mode", 0, &ok) != 0) return FAIL("training_mode 1 is not supported (export in "
                                                                          "evaluation mode: duograd trains it itself)");
     dg_node *in[5];
@@ -376,12 +387,27 @@ static bool op_unsqueeze(ox_ctx *c, ox_value *o) { return squeeze(c, o, true); }
 
 /* the last field: the first opset whose definition of the operator the
  * builder follows (float32 alike: later versions added types, or inputs
- * and attributes the builder reads where present) */
+ * and attributes the builder reads where present). Lowered after comparing
+ * the definitions of python3-onnx 1.12's onnx.defs.get_schema (documents,
+ * attributes, inputs, outputs, types): Gemm 7 dropped broadcast (C
+ * broadcasts), BatchNormalization 7 and 9 dropped is_test and spatial
+ * (op_batchnorm reads 6's where they are 9's); Add, Sub, Mul and Div 6 broadcast
+ * only under their attribute broadcast (refused: not read), else took
+ * equal shapes, as 7's numpy rule does; MatMul 1 and 9 differ in integer
+ * types alone; Constant 9, 11 and 12 added types, sparse_value (refused:
+ * not read) and the value_* forms to 1's value; Gather 11 added negative
+ * indices (1 reads the others alike); Split 11 added a negative axis (2's
+ * split attribute is 11's); Conv 11 and the pools' 11 changed auto_pad
+ * SAME_* alone (refused before 11 in window()), MaxPool 8 and 10 added
+ * storage_order, Indices, ceil_mode and dilations with defaults that are
+ * 1's behaviour, AveragePool 7 count_include_pad whose default 0 is 1's.
+ * Softmax and LogSoftmax before 13 flattened the input to 2-D at the axis:
+ * left at 13. */
 static const ox_op ops[] = {
-    {"Add", op_add, "", 0, 0, 1, 7},
-    {"Sub", op_sub, "", 0, 0, 1, 7},
-    {"Mul", op_mul, "", 0, 0, 1, 7},
-    {"Div", op_div, "", 0, 0, 1, 7},
+    {"Add", op_add, "", 0, 0, 1, 6},
+    {"Sub", op_sub, "", 0, 0, 1, 6},
+    {"Mul", op_mul, "", 0, 0, 1, 6},
+    {"Div", op_div, "", 0, 0, 1, 6},
     {"Relu", op_relu, "", 0, 0, 1, 6},
     {"LeakyRelu", op_leaky_relu, "alpha", 0, 0, 1, 6},
     {"Sigmoid", op_sigmoid, "", 0, 0, 1, 6},
@@ -390,13 +416,13 @@ static const ox_op ops[] = {
     {"Log", op_log, "", 0, 0, 1, 6},
     {"Sqrt", op_sqrt, "", 0, 0, 1, 6},
     {"Pow", op_pow, "", 2, 0, 1, 7},
-    {"MatMul", op_matmul, "", 0, 0, 1, 9},
-    {"Gemm", op_gemm, "alpha beta transA transB", 0, 0, 1, 7},
-    {"Conv", op_conv, "auto_pad dilations group kernel_shape pads strides", 0, 0, 1, 11},
-    {"MaxPool", op_maxpool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides", 0, 0, 1, 11},
-    {"AveragePool", op_avgpool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides", 0, 0, 1, 11},
+    {"MatMul", op_matmul, "", 0, 0, 1, 1},
+    {"Gemm", op_gemm, "alpha beta broadcast transA transB", 0, 0, 1, 6},
+    {"Conv", op_conv, "auto_pad dilations group kernel_shape pads strides", 0, 0, 1, 1},
+    {"MaxPool", op_maxpool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides", 0, 0, 1, 1},
+    {"AveragePool", op_avgpool, "auto_pad ceil_mode count_include_pad kernel_shape pads strides", 0, 0, 1, 1},
     {"GlobalAveragePool", op_gap, "", 0, 0, 1, 1},
-    {"BatchNormalization", op_batchnorm, "epsilon momentum training_mode", 0, 3u << 3, 1, 9},
+    {"BatchNormalization", op_batchnorm, "epsilon is_test momentum spatial training_mode", 0, 3u << 3, 1, 6},
     {"LayerNormalization", op_layer_norm, "axis epsilon stash_type", 0, 0, 3, 17},
     {"Flatten", op_flatten, "axis", 0, 0, 1, 1},
     {"Reshape", op_reshape, "allowzero", 2, 0, 1, 5},
@@ -409,11 +435,11 @@ static const ox_op ops[] = {
     {"ReduceSum", op_reduce_sum, "keepdims noop_with_empty_axes", 2, 0, 1, 13},
     {"Squeeze", op_squeeze, "", 3, 0, 1, 13},
     {"Unsqueeze", op_unsqueeze, "", 3, 0, 1, 13},
-    {"Constant", dg__onnx_constant, "value value_float value_floats value_int value_ints", 0, 0, 1, 12},
+    {"Constant", dg__onnx_constant, "value value_float value_floats value_int value_ints", 0, 0, 1, 1},
     {"Shape", dg__onnx_shape, "start end", 1, 0, 1, 1},
-    {"Gather", dg__onnx_gather_nodes, "axis", 0, 0, 1, 11},
+    {"Gather", dg__onnx_gather_nodes, "axis", 0, 0, 1, 1},
     {"Concat", dg__onnx_concat_nodes, "axis", 0, 0, 1, 4},
-    {"Split", dg__onnx_split, "axis num_outputs split", 2, 0, OX_MAX_OUTPUTS, 11},
+    {"Split", dg__onnx_split, "axis num_outputs split", 2, 0, OX_MAX_OUTPUTS, 2},
     {"Erf", op_erf, "", 0, 0, 1, 9},
     {"Gelu", op_gelu, "approximate", 0, 0, 1, 20},
     {"Cast", dg__onnx_cast, "to", 1, 0, 1, 6},
