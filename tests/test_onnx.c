@@ -165,7 +165,7 @@ static const char *const op_models[] = {
     "identity_dropout", "transpose", "softmax", "log_softmax", "reduce_mean", "reduce_sum", "squeeze_unsqueeze",
     "flatten_axis2", "matmul3d", "gemm_alpha_beta_trans", "conv_groups_stride_dil", "conv_same_upper", "avg_pool",
     "global_avg_pool", "layer_norm", "layer_norm_nobias", "erf", "gelu_erf_export", "gelu", "gelu_tanh",
-    "split_concat", "gather_const_indices", "embedding"};
+    "split_concat", "gather_const_indices", "embedding", "softmax_opset12", "log_softmax_opset11"};
 #define N_OP_MODELS (sizeof op_models / sizeof *op_models)
 
 /* each operator alone, with its attributes: broadcasting operands, a
@@ -177,7 +177,9 @@ static const char *const op_models[] = {
  * PyTorch exports with it, Gelu (opset 20, exact and tanh), Split into
  * computed parts concatenated back in another order, Gather of constant
  * indices (a list, then a scalar) from a computed tensor, Gather of int64
- * ids into a table (an embedding, the model's input int ids) */
+ * ids into a table (an embedding, the model's input int ids), and
+ * Softmax and LogSoftmax of opsets 12 and 11, which flatten the input at
+ * their axis (1 by default) */
 Test(onnx, each_operator_matches_numpy_and_float64) {
     for (size_t i = 0; i < N_OP_MODELS; i++) {
         char name[64];
@@ -443,7 +445,7 @@ Test(onnx, refusals_name_the_node_and_what_is_missing) {
     refused("bad_attr", DG_ERR_INVALID, "node 0 'fc0' (Gemm): attribute 'gamma' is not supported");
     refused("int64_weight", DG_ERR_INVALID, "node 0 'mm' (MatMul): input 1 'w' holds int64 values where float32");
     refused("asym_pad", DG_ERR_INVALID, "node 0 'conv' (Conv): pads 0 (begin) and 1 (end) on axis 2");
-    refused("old_opset", DG_ERR_INVALID, "node 0 'sm': opset 12's Softmax is not the one read (opset 13 or later");
+    refused("old_opset", DG_ERR_INVALID, "node 0 'us': opset 12's Unsqueeze is not the one read (opset 13 or later");
     refused("bad_shape", DG_ERR_SHAPE, "node 0 'mm' (MatMul) at batch 2: matmul: inner dimensions differ");
     refused("no_such_file", DG_ERR_IO, "cannot open");
     dg_onnx *o = NULL;

@@ -43,14 +43,15 @@ static void need_testdata(void) {
  * groups (depthwise, with a channel multiplier), batch norm's running
  * statistics and epsilon (opset 6's is_test), Split's halves (GLU), an
  * embedding's rows (Gather of int64 ids), a constant operand (Poisson
- * NLL). */
+ * NLL), opset 6's softmax over the input flattened at its axis. */
 static const char *const must_pass[] = {
     "AvgPool2d", "AvgPool2d_stride", "BatchNorm2d_eval", "BatchNorm2d_momentum_eval", "Conv2d",
     "Conv2d_depthwise", "Conv2d_depthwise_padded", "Conv2d_depthwise_strided",
     "Conv2d_depthwise_with_multiplier", "Conv2d_dilated", "Conv2d_groups", "Conv2d_groups_thnn",
     "Conv2d_no_bias", "Conv2d_padding", "Conv2d_strided", "Embedding", "Embedding_sparse", "GLU", "GLU_dim",
-    "LeakyReLU", "LeakyReLU_with_negval", "Linear", "Linear_no_bias", "MaxPool2d", "PoissonNLLLLoss_no_reduce",
-    "ReLU", "Sigmoid", "Tanh",
+    "LeakyReLU", "LeakyReLU_with_negval", "Linear", "Linear_no_bias", "LogSoftmax", "MaxPool2d",
+    "PoissonNLLLLoss_no_reduce", "ReLU", "Sigmoid", "Softmax", "Tanh", "log_softmax_dim3", "log_softmax_lastdim",
+    "softmax_functional_dim3", "softmax_lastdim",
 };
 
 /* Models refused at load, each with the words its message must hold: an
@@ -59,16 +60,9 @@ static const char *const must_pass[] = {
  * 1-D and 3-D windows (convolution, pooling, batch norm over [N, C, L] or
  * 5 axes), dilated pooling, and a 6-D Reshape. */
 static const struct { const char *test, *names; } refused[] = {
-    /* opset 6's Unsqueeze takes axes as an attribute, 13's as an input;
-     * Softmax before 13 flattens to 2-D at the axis */
+    /* opset 6's Unsqueeze takes axes as an attribute, 13's as an input */
     {"AvgPool1d", "opset 6's Unsqueeze is not the one read"},
     {"AvgPool1d_stride", "opset 6's Unsqueeze is not the one read"},
-    {"Softmax", "opset 6's Softmax is not the one read"},
-    {"softmax_functional_dim3", "opset 6's Softmax is not the one read"},
-    {"softmax_lastdim", "opset 6's Softmax is not the one read"},
-    {"log_softmax_dim3", "opset 6's LogSoftmax is not the one read"},
-    {"log_softmax_lastdim", "opset 6's LogSoftmax is not the one read"},
-    {"LogSoftmax", "opset 6's LogSoftmax is not the one read"},
     /* operators outside the supported list */
     {"ConstantPad2d", "operator Pad is not supported"},
     {"ReflectionPad2d", "operator Pad is not supported"},

@@ -299,14 +299,25 @@ static bool op_transpose(ox_ctx *c, ox_value *o) {
 
 /* over one axis (opset 13): duograd's softmax is over the last, so another
  * axis is swapped with it before and after */
+/* Opset 13 on: the softmax along one axis. Before 13 (opsets 1 and 11):
+ * the input flattened to 2-D at `axis` (default 1), [d0 .. d(axis-1)] by
+ * [d(axis) ..], the softmax along the second, the result reshaped back:
+ * built as that reshape around a last-axis softmax. */
 static bool softmax(ox_ctx *c, ox_value *o, bool log) {
-    bool ok = true;
-    int64_t given = dg__onnx_attr_int(c, "axis", -1, &ok);
+    bool ok = true, flat = c->o->opset < 13;
+    int64_t given = dg__onnx_attr_int(c, "axis", flat ? 1 : -1, &ok);
     dg_node *x = ok ? IN(0) : NULL;
     if (!x) return false;
     int r = x->shape.ndim;
     int64_t axis = given < 0 ? given + r : given; /* the message says the file's value */
     if (axis < 0 || axis >= r) return FAIL("axis %lld out of range (rank %d)", (long long)given, r);
+    if (flat && axis < r - 1) {
+        int64_t outer = 1, inner = 1;
+        for (int d = 0; d < r; d++) *(d < axis ? &outer : &inner) *= x->shape.d[d];
+        dg_node *x2 = dg_reshape(c->g, x, DG_SHAPE(outer, inner));
+        dg_node *y2 = log ? dg_log_softmax(c->g, x2) : dg_softmax(c->g, x2);
+        return (o->node = dg_reshape(c->g, y2, x->shape)) != NULL;
+    }
     int swap[DG_MAX_DIMS];
     for (int d = 0; d < r; d++) swap[d] = d == axis ? r - 1 : d == r - 1 ? (int)axis : d;
     dg_node *xs = axis == r - 1 ? x : dg_permute(c->g, x, swap);
@@ -401,8 +412,8 @@ static bool op_unsqueeze(ox_ctx *c, ox_value *o) { return squeeze(c, o, true); }
  * SAME_* alone (refused before 11 in window()), MaxPool 8 and 10 added
  * storage_order, Indices, ceil_mode and dilations with defaults that are
  * 1's behaviour, AveragePool 7 count_include_pad whose default 0 is 1's.
- * Softmax and LogSoftmax before 13 flattened the input to 2-D at the axis:
- * left at 13. */
+ * Softmax and LogSoftmax 1 and 11 flatten the input to 2-D at the axis
+ * (default 1), 13 takes one axis (default -1): softmax() builds either. */
 static const ox_op ops[] = {
     {"Add", op_add, "", 0, 0, 1, 6},
     {"Sub", op_sub, "", 0, 0, 1, 6},
@@ -427,8 +438,8 @@ static const ox_op ops[] = {
     {"Flatten", op_flatten, "axis", 0, 0, 1, 1},
     {"Reshape", op_reshape, "allowzero", 2, 0, 1, 5},
     {"Transpose", op_transpose, "perm", 0, 0, 1, 1},
-    {"Softmax", op_softmax, "axis", 0, 0, 1, 13},
-    {"LogSoftmax", op_log_softmax, "axis", 0, 0, 1, 13},
+    {"Softmax", op_softmax, "axis", 0, 0, 1, 1},
+    {"LogSoftmax", op_log_softmax, "axis", 0, 0, 1, 1},
     {"Identity", op_identity, "", 0, 0, 1, 1},
     {"Dropout", op_identity, "seed", 6, 0, 1, 12},
     {"ReduceMean", op_reduce_mean, "axes keepdims noop_with_empty_axes", 2, 0, 1, 11},

@@ -245,8 +245,8 @@ save("asym_pad", [helper.make_node("Conv", ["x", "cw"], ["y"], name="conv", pads
      {"cw": cw}, [2, 6, 6], [4, 5, 5])
 save("bad_shape", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
      {"w": f32(5, 2)}, [6], [2])
-# opset 12's Softmax flattens to 2-D at axis 1: not the last-axis softmax read
-save("old_opset", [helper.make_node("Softmax", ["x"], ["y"], name="sm")], {}, [4], [4], opset=12)
+# opset 12's Unsqueeze takes its axes as an attribute: not the Unsqueeze read
+save("old_opset", [helper.make_node("Unsqueeze", ["x"], ["y"], name="us", axes=[2])], {}, [4], [4, 1], opset=12)
 
 # Erf, Gelu, Split, Concat and Gather on computed tensors, int ids, two
 # inputs (appended last: the models above keep their random values)
@@ -302,3 +302,15 @@ graph = helper.make_graph([helper.make_node("Concat", ["x", "t"], ["xt"], name="
 onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="duograd-tests"),
           os.path.join(OUT, "two_inputs.onnx"))
 io("two_inputs", np.concatenate([x2.ravel(), t2.ravel()]), np.concatenate([x2, t2], 1) @ w8 + b2)
+
+# Softmax and LogSoftmax before opset 13: the input flattened to 2-D at
+# `axis` (default 1), the softmax over everything after it (appended last:
+# the models above keep their random values)
+xo = f32(2, 3, 4, scale=1.5)
+flat = xo.reshape(2, -1)
+op("softmax_opset12", [node("Softmax", [])], {}, xo,
+   (np.exp(flat) / np.exp(flat).sum(-1, keepdims=True)).reshape(xo.shape), opset=12)
+xl = f32(2, 2, 3, 4, scale=1.5)
+flat = xl.reshape(2 * 2, -1)
+op("log_softmax_opset11", [node("LogSoftmax", [], axis=2)], {}, xl,
+   (flat - np.log(np.exp(flat).sum(-1, keepdims=True))).reshape(xl.shape), opset=11)
