@@ -6,6 +6,7 @@
     build/bench profile --model resnet18.onnx --backend both --out DIR
     build/bench --model resnet18.onnx --out DIR          # the model sweep: the step over batch sizes
     python3 bench/peers/export_onnx.py --model resnet18 --time --batch 16
+    python3 bench/peers/export_onnx.py --model resnet18 --out r18.onnx --compare DIR   # all of it, one command
 
 The export is in the form the importer reads: opset 13, the model in
 evaluation mode exported with TrainingMode.PRESERVE, so batch norm stays a
@@ -17,6 +18,12 @@ batch axis symbolic (dynamic_axes) so `bench --batch N` is free; constants
 folded.
 Models: torchvision's resnet18 (ImageNet stem, 3x224x224, or --size 32
 for CIFAR-sized inputs) and an MLP of --widths.
+
+--compare DIR does the three steps of README's "Benchmark your own model"
+in one go: the export, `bench --model FILE --out DIR` (the model sweep on
+the CPU and the GPU, every precision of --dtype, over --batches), then
+peers.torch_model's PyTorch rows on the same network into DIR/model.csv
+and `bench plot DIR`; the bench is --bench (default build/bench).
 
 --time runs PyTorch's step on the same model as `bench profile --model
 FILE.onnx` runs duograd's: forward in training mode, softmax cross-entropy
@@ -34,6 +41,8 @@ if not __package__:  # run by its path: bench/ in place of this folder on sys.pa
     _HERE = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [os.path.dirname(_HERE)] + [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+
+from peers import common  # noqa: E402
 
 OPSET = 13                                   # the importer's lowest
 LR, MOMENTUM, WEIGHT_DECAY = 0.1, 0.9, 5e-4  # bench profile's ONNX step (bench_resnet_step)
@@ -69,11 +78,17 @@ def parse(argv=None):
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda where available)")
+    ap.add_argument("--compare", metavar="DIR", help="export, then the model sweep and PyTorch's rows into DIR")
+    ap.add_argument("--bench", default="build/bench", help="the bench --compare runs (default build/bench)")
+    ap.add_argument("--batches", type=common.int_list(), default=[16, 64], help="--compare's batch sizes (16,64)")
+    common.dtype_args(ap)
     a = ap.parse_args(argv)
     if not a.out and not a.time:
         ap.error("nothing to do: give --out FILE.onnx, --time, or both")
     if a.out and not a.out.endswith(".onnx"):
         ap.error(f"--out {a.out}: bench reads files named *.onnx")
+    if a.compare and not a.out:
+        ap.error("--compare needs --out FILE.onnx: the file the bench and PyTorch both run")
     check_model_args(ap, a)
     for name in ("batch", "reps"):
         if getattr(a, name) < 1:
@@ -155,6 +170,36 @@ def time_step(a, model):
           f"{ms[len(ms) // 2]:.3f} ms (min {ms[0]:.3f}, max {ms[-1]:.3f}) over {a.reps} steps")
 
 
+def compare(a):
+    """the model sweep on the exported file, PyTorch's rows beside it, the
+    charts; 0, or the exit status of the first step that failed"""
+    import subprocess
+    from peers import torch_model
+    sizes = ",".join(str(b) for b in a.batches)
+    dtypes = ",".join(a.dtype)
+    sweep = [a.bench, "--model", a.out, "--sizes", f"model={sizes}", "--dtype", dtypes, "--out", a.compare]
+    print("export_onnx: " + " ".join(sweep), flush=True)
+    rc = subprocess.run(sweep).returncode
+    if rc:
+        print(f"export_onnx: {a.bench} exited {rc}", file=sys.stderr)
+        return rc
+    device = a.device or ("cuda" if torch_cuda_available() else "cpu")
+    rc = torch_model.main(model_argv(a) + ["--onnx", a.out, "--device", device, "--batches", sizes,
+                                           "--dtype", dtypes, "--out", a.compare])
+    return rc or subprocess.run([a.bench, "plot", a.compare]).returncode
+
+
+def torch_cuda_available():
+    import torch
+    return torch.cuda.is_available()
+
+
+def model_argv(a):
+    """model_args' values as a command line (peers.torch_model builds the same network)"""
+    out = ["--model", a.model, "--size", str(a.size), "--widths", a.widths]
+    return out + (["--classes", str(a.classes)] if a.classes is not None else [])
+
+
 def main(argv=None):
     a = parse(argv)
     try:
@@ -167,7 +212,7 @@ def main(argv=None):
         export(a, model)
     if a.time:
         time_step(a, model)
-    return 0
+    return compare(a) if a.compare else 0
 
 
 if __name__ == "__main__":
