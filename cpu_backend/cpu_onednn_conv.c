@@ -23,7 +23,6 @@
 
 #include "../core/status_internal.h"
 #include "cpu_kernels.h"
-#include "cpu_lowp.h"
 
 /* one of the primitive's three operands (a, b: the node's inputs; out) */
 typedef struct operand {
@@ -305,12 +304,6 @@ dg_status dg__onednn_conv_prepare(dg_onednn_convs *o, const dg_onednn_conv *k, d
     return DG_OK;
 }
 
-/* out (float32, n) rounded into y of dtype t */
-static void narrow(dg_dtype t, const float *x, void *y, int64_t n) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i++) dg__lp_st(t, y, i, x[i]);
-}
-
 /* op's reorder: ours into oneDNN's format (an input) or back (the output) */
 static dnnl_status_t reorder(dg_onednn_convs *o, const entry *e, const operand *op, bool input) {
     dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, input ? op->user : op->inner},
@@ -348,7 +341,7 @@ dg_status dg__onednn_conv_run(dg_onednn_convs *o, const dg_onednn_conv *k, const
     if (st == dnnl_success && e->io[2].inner) st = reorder(o, e, &e->io[2], false);
     if (st == dnnl_success) st = dnnl_stream_wait(o->stream);
     if (st != dnnl_success) return conv_fail(st, "run", k);
-    if (e->widened) narrow(k->dtype, (const float *)ptr[2], out, e->io[2].numel);
+    if (e->widened) dg__cpu_narrow(k->dtype, (const float *)ptr[2], out, e->io[2].numel);
     o->runs++;
     return DG_OK;
 }
