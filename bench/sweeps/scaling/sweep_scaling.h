@@ -13,12 +13,12 @@ extern const int scaling_counts[SCALING_N_COUNTS]; /* 1, 2, 4, 8 */
 /* the CPU rows: data parallelism over MPI ranks (sweep_scaling_mpi.c) */
 dg_status sweep_scaling_ranks(bench_ctx *ctx);
 
-#ifdef DG_HAVE_CUDA
+/* CUDA builds alone define these two (declared whatever the build: this
+ * header may be read before the one that says whether CUDA is in it) */
 /* the GPU models of the sweep (the one-process rows' and the GPU ranks'):
  * their count, into m[0..3) */
 int       scaling_gpu_models(dp_model *m);
 /* the GPU rows under MPI: one GPU per rank (sweep_scaling_mpi_gpu.c) */
 dg_status sweep_scaling_gpu_ranks(bench_ctx *ctx);
-#endif
 
 #endif

@@ -16,6 +16,7 @@
  * replays a captured graph. Rows, checks, timings and faults as
  * sweep_scaling_mpi.c states them; the checks' one process runs on a GPU
  * backend of rank 0's device. A build without CUDA has none of this. */
+#include <duograd/version.h> /* DG_HAVE_CUDA, for a bench built against the installed package too */
 #ifdef DG_HAVE_CUDA
 #include <stdio.h>
 
