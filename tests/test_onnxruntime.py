@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""test_onnxruntime.py BENCH [MODELS_DIR]: duograd's forward of whole ONNX
-models (tests/data/onnx_models/, written by make_models.py there: an MLP,
-a CNN with batch norm and pooling, a transformer block) against
+"""test_onnxruntime.py BENCH [--models-dir DIR] [--model FILE ...]: duograd's
+forward of whole ONNX models (tests/data/onnx_models/, written by
+make_models.py there: an MLP, a CNN with batch norm and pooling, a
+transformer block; and each --model FILE, such as the ResNet-18 that
+bench/peers/export_onnx.py exports from torchvision) against
 onnxruntime's on the same seeded inputs, through `bench onnx-run` on the
 CPU and, where the bench finds a GPU, on the GPU (else that part is
 skipped with the bench's reason). Inputs at two batches, neither the
@@ -14,6 +16,7 @@ batch norm with its variance as the standard deviation, heads merged in
 the wrong order, a softmax over the other axis. Exit 77 (ctest's skip)
 where onnxruntime cannot be imported, saying so: scripts/install-deps.sh
 installs it."""
+import argparse
 import os
 import subprocess
 import sys
@@ -68,21 +71,36 @@ def compare(name, backend, batch, want, got):
     return None
 
 
+def parse(argv):
+    ap = argparse.ArgumentParser(prog="test_onnxruntime.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("bench", help="the bench executable")
+    ap.add_argument("--models-dir", default=os.path.join(HERE, "data", "onnx_models"),
+                    help="where the built-in test models are (default tests/data/onnx_models)")
+    ap.add_argument("--model", action="append", default=[], metavar="FILE",
+                    help="another .onnx file to compare (repeatable), e.g. an exported torchvision ResNet-18")
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)),
+                    help="batch sizes, comma-separated (default %(default)s)")
+    return ap.parse_args(argv[1:])
+
+
 def main(argv):
-    if len(argv) < 2:
-        print(__doc__.split("\n\n")[0])
-        return 2
-    bench = argv[1]
-    models = argv[2] if len(argv) > 2 else os.path.join(HERE, "data", "onnx_models")
+    a = parse(argv)
+    bench = a.bench
+    paths = [os.path.join(a.models_dir, n + ".onnx") for n in MODELS] + a.model
+    batches = [int(b) for b in a.batches.split(",")]
+    for p in a.model:
+        if not os.path.isfile(p):
+            print(f"FAIL: --model {p}: no such file")
+            return 1
     ort = onnxruntime_or_skip()
     import numpy as np
     rng = np.random.default_rng(41)
     failures, gpu_skip = [], None
     with tempfile.TemporaryDirectory(prefix="dg-ort-") as tmp:
-        for name in MODELS:
-            path = os.path.join(models, name + ".onnx")
+        for path in paths:
+            name = os.path.splitext(os.path.basename(path))[0]
             session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-            for batch in BATCHES:
+            for batch in batches:
                 x = rng.standard_normal([batch, *input_shape(session)]).astype(np.float32)
                 want = session.run(None, {session.get_inputs()[0].name: x})[0]
                 for backend in ("cpu", "gpu"):
