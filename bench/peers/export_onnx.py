@@ -200,8 +200,24 @@ def model_argv(a):
     return out + (["--classes", str(a.classes)] if a.classes is not None else [])
 
 
+def make_out_folder(a):
+    """the folders of --out and --compare, made where missing (torch's
+    exporter does not, and fails with a traceback); an error message, or
+    None"""
+    for path in [os.path.dirname(os.path.abspath(a.out))] if a.out else []:
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as e:
+            return f"export_onnx: --out {a.out}: cannot make the folder {path}: {e.strerror}"
+    return None
+
+
 def main(argv=None):
     a = parse(argv)
+    err = make_out_folder(a)
+    if err:
+        print(err, file=sys.stderr)
+        return 1
     try:
         import torch  # noqa: F401
     except ImportError:

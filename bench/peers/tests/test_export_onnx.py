@@ -48,6 +48,19 @@ def test_arguments():
     assert torch_model.parse(ex.model_argv(a) + ["--onnx", "m.onnx", "--out", TMP]).widths_list == [20, 5, 3]
 
 
+def test_out_folder_is_made():
+    """--out in a folder that does not exist yet (as --compare DIR/r18.onnx
+    gives): the folder is made before torch writes the file; a path under
+    a regular file is an error message naming --out, not a traceback"""
+    nested = os.path.join(TMP, "new", "deeper", "m.onnx")
+    assert ex.make_out_folder(ex.parse(["--out", nested])) is None
+    assert os.path.isdir(os.path.dirname(nested))
+    blocker = os.path.join(TMP, "a-file")
+    open(blocker, "w").close()
+    err = ex.make_out_folder(ex.parse(["--out", os.path.join(blocker, "m.onnx")]))
+    assert err and "--out" in err and "a-file" in err, err
+
+
 def test_compare_runs_the_sweep_then_the_peer_then_the_plot():
     """--compare's wiring without PyTorch: the bench (a recording stand-in)
     runs the model sweep on the file with the batches and precisions asked,
