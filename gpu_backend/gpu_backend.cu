@@ -680,8 +680,9 @@ dg_status dg_gpu_gemm_ex_tiled(dg_backend *be, dg_dtype dtype, dg_dtype out, boo
                         "%d", lda, ldb, ldc, ta ? m : k, tb ? k : n, n);
     gpu_ctx *c = gpu_of(be);
     DG_GPU_USE_DEVICE(c);
-    /* operands whose rows 16-byte copies cannot read are packed into the workspace */
-    size_t pack = dg__gpu_gemm16_scratch_bytes(ta, tb, m, n, k, A, lda, B, ldb, 1, 0, 0);
+    /* operands whose rows 16-byte copies cannot read are packed into the
+     * workspace, and split-k's partials go there */
+    size_t pack = dg__gpu_gemm16_scratch_bytes(c, ta, tb, m, n, k, A, lda, B, ldb, 1, 0, 0);
     dg_status st = dg__gpu_has_wgmma_lowp(c, NULL, 0) ? ws_reserve(be, (pack + 3) / 4) : DG_OK;
     if (st != DG_OK) return st;
     return dg__gpu_gemm_tiled16(c, dtype, out, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, 1, 0, 0, 0, c->tf32_ws,

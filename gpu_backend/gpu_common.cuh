@@ -315,12 +315,16 @@ dg_status dg__gpu_gemm_wgmma_lowp(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool
                                   const void *A, int lda, const void *B, int ldb, void *C, int ldc, int batch,
                                   long long sa, long long sb, long long sc, void *scratch, size_t scratch_bytes);
 /* gpu_gemm.cu: the bytes of a packed 16-bit operand, batch items of rows x
- * cols in rows padded to multiples of 8, rounded up to 16; and the room a
- * product needs to pack every operand that dg__gpu_vec8_ok refuses (A, B
- * NULL: not known yet, a plan's buffers, 256-byte aligned) */
+ * cols in rows padded to multiples of 8, rounded up to 16; the k slices
+ * the own kernel splits a product into on this device (1: none) and the
+ * bytes of their float32 partials; and the room a product needs: a packed
+ * copy of every operand that dg__gpu_vec8_ok refuses (A, B NULL: not known
+ * yet, a plan's buffers, 256-byte aligned), then the partials */
 size_t    dg__gpu_gemm16_pack_bytes(int rows, int cols, int batch);
-size_t    dg__gpu_gemm16_scratch_bytes(bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
-                                       int ldb, int batch, long long sa, long long sb);
+int       dg__gpu_gemm16_splits(const gpu_ctx *c, int m, int n, int k, int batch);
+size_t    dg__gpu_gemm16_partial_bytes(int splits, int m, int n, int batch);
+size_t    dg__gpu_gemm16_scratch_bytes(const gpu_ctx *c, bool ta, bool tb, int m, int n, int k, const void *A, int lda,
+                                       const void *B, int ldb, int batch, long long sa, long long sb);
 /* gpu_gemm.cu: whether the own bf16/f16 kernel runs here (a build with the
  * wgmma kernels, a compute capability 9.0 device), why not into why (may
  * be NULL); and whether a 16-bit matmul step under flags runs it: the

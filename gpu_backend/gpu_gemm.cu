@@ -270,7 +270,7 @@ size_t dg__gpu_matmul_scratch_floats(const gpu_ctx *c, const dg_node *n, dg_gpu_
     dg_gemm_dims g = dg_gemm_dims_of(n);
     if (n->in[0]->dtype != DG_F32) {
         if (!dg__gpu_has_wgmma_lowp(c, NULL, 0)) return 0;
-        return (dg__gpu_gemm16_scratch_bytes(g.ta, g.tb, g.m, g.n, g.k, NULL, g.lda, NULL, g.ldb, g.batch, g.stride_a,
+        return (dg__gpu_gemm16_scratch_bytes(c, g.ta, g.tb, g.m, g.n, g.k, NULL, g.lda, NULL, g.ldb, g.batch, g.stride_a,
                                              g.stride_b) + 3) / 4;
     }
     return dg__gpu_tf32_scratch_floats(c, g.ta, g.tb, g.m, g.n, g.k, g.batch);
@@ -321,9 +321,26 @@ size_t dg__gpu_gemm16_pack_bytes(int rows, int cols, int batch) {
     return ((size_t)batch * rows * (((size_t)cols + 7) & ~(size_t)7) * 2 + 15) & ~(size_t)15;
 }
 
-size_t dg__gpu_gemm16_scratch_bytes(bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
-                                    int ldb, int batch, long long sa, long long sb) {
-    size_t bytes = 0;
+/* Split k where the grid of 128 x 128 tiles fills at most half the SMs and
+ * every slice keeps at least 4 k-tiles of 64 (the kernel's pipeline is
+ * 4 stages deep): as many slices as fill the SMs once, at most 16. */
+int dg__gpu_gemm16_splits(const gpu_ctx *c, int m, int n, int k, int batch) {
+    long long tiles = (long long)((m + 127) / 128) * ((n + 127) / 128) * batch;
+    long long ktiles = (k + 63) / 64, sms = c->prop.multiProcessorCount;
+    if (2 * tiles > sms || ktiles < 8) return 1;
+    long long s = sms / tiles;
+    s = s < ktiles / 4 ? s : ktiles / 4;
+    s = s < 16 ? s : 16;
+    return s < 2 ? 1 : (int)s;
+}
+
+size_t dg__gpu_gemm16_partial_bytes(int splits, int m, int n, int batch) {
+    return splits > 1 ? ((size_t)splits * batch * m * n * sizeof(float) + 15) & ~(size_t)15 : 0;
+}
+
+size_t dg__gpu_gemm16_scratch_bytes(const gpu_ctx *c, bool ta, bool tb, int m, int n, int k, const void *A, int lda,
+                                    const void *B, int ldb, int batch, long long sa, long long sb) {
+    size_t bytes = dg__gpu_gemm16_partial_bytes(dg__gpu_gemm16_splits(c, m, n, k, batch), m, n, batch);
     if (!dg__gpu_vec8_ok(A, lda, sa, batch)) bytes += dg__gpu_gemm16_pack_bytes(ta ? k : m, ta ? m : k, batch);
     if (!dg__gpu_vec8_ok(B, ldb, sb, batch)) bytes += dg__gpu_gemm16_pack_bytes(tb ? n : k, tb ? k : n, batch);
     return bytes;

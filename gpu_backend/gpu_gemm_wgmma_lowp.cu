@@ -42,6 +42,15 @@
  * correct. Stores to C are bounds-checked, in pairs where C's alignment
  * allows.
  *
+ * Split k: a grid of 128 x 128 tiles (times the batch) that fills at most
+ * half the SMs leaves most of the device idle for the whole k loop (one
+ * row of tiles of a skinny product: 4096 x 128 x 4096 is 32 blocks on 132
+ * SMs). There block (tile, slice) sums only its slice of the k-tiles
+ * (blockIdx.y; dg__gpu_gemm16_splits says how many) into float32 partials
+ * in the scratch, [slice][batch][m][n], and k_splitk_sum adds the slices
+ * in their order (the same sum on every run: no atomics) and rounds into
+ * C. Without the partials' room in the scratch the grid stays unsplit.
+ *
  * Numerics: products of bf16 or fp16 values are exact in float32; the
  * tensor cores sum them in float32 (truncating, not rounding, within an
  * instruction's k = 16), the sums across k-steps in the float32
@@ -68,6 +77,8 @@
 struct lp_args {
     int m, n, k, lda, ldb, ldc;
     long long sa, sb, sc; /* batch strides, in elements */
+    int kt_per, slices;   /* k-tiles of a k slice, slices (1: all of k)  */
+    long long sy;         /* C's stride from one slice to the next       */
     const uint16_t *A, *B;
     void *C;
 };
@@ -208,14 +219,15 @@ __global__ void __launch_bounds__(LP_THREADS, 1) k_gemm_wgmma_lowp(lp_args g, in
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) d[i] = 0.0f;
 
-    int ktiles = (g.k + LP_BK - 1) / LP_BK;
+    int kt0 = blockIdx.y * g.kt_per; /* this block's slice of k: tiles kt0 .. kt0 + ktiles - 1 */
+    int ktiles = min((g.k + LP_BK - 1) / LP_BK - kt0, g.kt_per);
     /* tiles 0 .. STAGES-3 in flight; a group is committed even when empty,
      * so the count in flight is the same on every iteration */
 #pragma unroll
     for (int s = 0; s < LP_STAGES - 2; s++) {
         if (s < ktiles) {
-            lp_load<LP_BM, !TA, VEC>(base + s * STAGE, A, g.lda, row0, g.m, s * LP_BK, g.k);
-            lp_load<BN, TB, VEC>(base + s * STAGE + LP_A_TILE, B, g.ldb, col0, g.n, s * LP_BK, g.k);
+            lp_load<LP_BM, !TA, VEC>(base + s * STAGE, A, g.lda, row0, g.m, (kt0 + s) * LP_BK, g.k);
+            lp_load<BN, TB, VEC>(base + s * STAGE + LP_A_TILE, B, g.ldb, col0, g.n, (kt0 + s) * LP_BK, g.k);
         }
         cp_commit();
     }
@@ -239,8 +251,8 @@ __global__ void __launch_bounds__(LP_THREADS, 1) k_gemm_wgmma_lowp(lp_args g, in
         int next = t + LP_STAGES - 2;
         if (next < ktiles) { /* into tile t-2's stage, free since the barrier */
             uint32_t S = base + (next % LP_STAGES) * STAGE;
-            lp_load<LP_BM, !TA, VEC>(S, A, g.lda, row0, g.m, next * LP_BK, g.k);
-            lp_load<BN, TB, VEC>(S + LP_A_TILE, B, g.ldb, col0, g.n, next * LP_BK, g.k);
+            lp_load<LP_BM, !TA, VEC>(S, A, g.lda, row0, g.m, (kt0 + next) * LP_BK, g.k);
+            lp_load<BN, TB, VEC>(S + LP_A_TILE, B, g.ldb, col0, g.n, (kt0 + next) * LP_BK, g.k);
         }
         cp_commit();
         wg_wait<1>(); /* tile t-1's wgmmas are done: its stage is free after the next barrier */
@@ -248,7 +260,7 @@ __global__ void __launch_bounds__(LP_THREADS, 1) k_gemm_wgmma_lowp(lp_args g, in
     wg_wait<0>();
     cp_wait<0>(); /* no copy may land after the block has gone */
 
-    long long zc = z * g.sc;
+    long long zc = z * g.sc + blockIdx.y * g.sy;
     int lane = threadIdx.x % 32, w = (threadIdx.x / 32) % 4;
     int r0 = row0 + wg * 64 + w * 16 + lane / 4, c0 = col0 + 2 * (lane % 4);
     /* pairs start at even columns: aligned where C, ldc and the stride are */
@@ -288,7 +300,7 @@ static dg_status lp_launch_one(gpu_ctx *c, const lp_args &g, int batch) {
     if (tiles > INT_MAX)
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu: wgmma 16-bit GEMM of %d x %d has more tiles than a grid holds",
                         g.m, g.n);
-    return launch_z_sliced(kern, (unsigned)tiles, 1, LP_THREADS, smem, c->stream, batch, g);
+    return launch_z_sliced(kern, (unsigned)tiles, (unsigned)g.slices, LP_THREADS, smem, c->stream, batch, g);
 }
 
 template <int BN, bool F16, bool OUT16, bool VEC>
@@ -318,6 +330,34 @@ static dg_status lp_launch(gpu_ctx *c, int bn, bool ta, bool tb, bool vec, const
 static int lp_block_n(const gpu_ctx *c, int m, int n, int batch) {
     double rows = (double)((m + LP_BM - 1) / LP_BM) * batch;
     return rows * ((n + 255) / 256) >= c->prop.multiProcessorCount ? 256 : 128;
+}
+
+/* C[z] = the sum of the slices' partials P[y][z] (m x n each, y in order),
+ * rounded to C's type once */
+template <bool F16, bool OUT16>
+__global__ void k_splitk_sum(const float *__restrict__ P, int slices, int m, int n, int batch, void *C, int ldc,
+                             long long sc) {
+    long long mn = (long long)m * n, all = mn * batch;
+    GRID_STRIDE(i, all) {
+        float s = P[i];
+        for (int y = 1; y < slices; y++) s += P[y * all + i];
+        long long z = i / mn, r = i % mn / n, col = i % n;
+        lp_store1<F16, OUT16>(C, z * sc + r * ldc + col, s);
+    }
+}
+
+/* The product with k split over g.slices (> 1) blocks a tile: float32
+ * partials into P (dg__gpu_gemm16_partial_bytes), then their sum into C */
+template <bool F16, bool OUT16>
+static dg_status lp_split(gpu_ctx *c, bool ta, bool tb, bool vec, const lp_args &g, int batch, float *P) {
+    lp_args p = g;
+    p.C = P, p.ldc = g.n, p.sc = (long long)g.m * g.n, p.sy = p.sc * batch;
+    dg_status st = lp_launch<F16, false>(c, 128, ta, tb, vec, p, batch);
+    if (st != DG_OK) return st;
+    k_splitk_sum<F16, OUT16><<<grid_for(p.sy, 256), 256, 0, c->stream>>>(P, g.slices, g.m, g.n, batch, g.C, g.ldc,
+                                                                          g.sc);
+    DG_CUDA_CHECK_LAUNCH();
+    return DG_OK;
 }
 
 /* Y[z] = X[z], rows x cols: X's rows ld apart and items sx apart, Y's rows
@@ -361,13 +401,25 @@ dg_status dg__gpu_gemm_wgmma_lowp(gpu_ctx *c, dg_dtype dtype, dg_dtype out, bool
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu: the wgmma 16-bit GEMM takes bf16 or f16 operands into f32 or their "
                         "own dtype (not %s into %s)", dg_dtype_name(dtype), dg_dtype_name(out));
     if (m <= 0 || n <= 0 || batch <= 0) return DG_OK;
-    lp_args g = {m, n, k, lda, ldb, ldc, sa, sb, sc, (const uint16_t *)A, (const uint16_t *)B, C};
+    int ktiles = (k + LP_BK - 1) / LP_BK;
+    lp_args g = {m, n, k, lda, ldb, ldc, sa, sb, sc, ktiles, 1, 0, (const uint16_t *)A, (const uint16_t *)B, C};
     unsigned char *room = (unsigned char *)scratch;
     dg_status st = lp_pack(c, &g.A, ta ? k : m, ta ? m : k, &g.lda, &g.sa, batch, &room, &scratch_bytes);
     if (st == DG_OK) st = lp_pack(c, &g.B, tb ? n : k, tb ? k : n, &g.ldb, &g.sb, batch, &room, &scratch_bytes);
     if (st != DG_OK) return st;
     bool vec = dg__gpu_vec8_ok(g.A, g.lda, g.sa, batch) && dg__gpu_vec8_ok(g.B, g.ldb, g.sb, batch);
     bool o16 = out != DG_F32;
+    int splits = dg__gpu_gemm16_splits(c, m, n, k, batch);
+    if (splits > 1 && room && scratch_bytes >= dg__gpu_gemm16_partial_bytes(splits, m, n, batch)) {
+        g.kt_per = (ktiles + splits - 1) / splits;
+        g.slices = (ktiles + g.kt_per - 1) / g.kt_per; /* <= splits */
+        float *P = (float *)room;
+        if (dtype == DG_F16)
+            return o16 ? lp_split<true, true>(c, ta, tb, vec, g, batch, P)
+                       : lp_split<true, false>(c, ta, tb, vec, g, batch, P);
+        return o16 ? lp_split<false, true>(c, ta, tb, vec, g, batch, P)
+                   : lp_split<false, false>(c, ta, tb, vec, g, batch, P);
+    }
     int bn = lp_block_n(c, m, n, batch);
     if (dtype == DG_F16)
         return o16 ? lp_launch<true, true>(c, bn, ta, tb, vec, g, batch)

@@ -128,13 +128,17 @@ static double tiled_product(dg_backend *gpu, dg_dtype dt, bool out16, bool ta, b
 /* every size x transpose x dtype x output, operands tight (lda = their
  * row, a multiple of 8 or not as the size says, 16-byte aligned) and
  * padded to an odd row (2-byte copies) one element off alignment; blocks
- * 128 wide on small grids, 256 on the last size's */
+ * 128 wide on small grids, 256 on 2100 x 2200's; k split where a grid of
+ * 128 x 128 tiles fills at most half the SMs and k has 8 tiles of 64 or
+ * more (dg__gpu_gemm16_splits; on a 132-SM H200: 96 x 40 x 2000 in 8
+ * slices of 4 k-tiles, 257 x 130 x 1100 in 4 of 5, 5, 5 and 3, 130 x 260 x
+ * 3000 in 10, the last short), the slices' partials summed into C */
 Test(gpu_gemm16, tiled_matches_float64_every_size_transpose_dtype_output, .timeout = 300) {
     dg_backend *gpu = open_tiled16_or_skip();
     /* the last fills a 132- or 144-SM device with 128 x 256 blocks (17 x 9): the wide kernel */
     const int sizes[][3] = {{1, 1, 1},     {7, 7, 7},     {63, 65, 64},  {64, 64, 64},   {65, 63, 129},
                             {129, 1, 65},  {1, 129, 300}, {128, 256, 8}, {200, 136, 72}, {300, 257, 191},
-                            {2100, 2200, 40}};
+                            {2100, 2200, 40}, {96, 40, 2000}, {257, 130, 1100}, {130, 260, 3000}};
     const dg_dtype dts[] = {DG_BF16, DG_F16};
     uint64_t seed = test_seed();
     dg_rng rng = dg_rng_new(seed);
@@ -197,13 +201,15 @@ Test(gpu_gemm16, tiled_refuses_bad_arguments) {
  * plan cuBLAS; elsewhere both name cuBLAS (the fallback). Odd rows (45,
  * 33) are packed into the room the tiled plans reserve; a plan made while
  * the backend's default was cuBLAS reserved none, and run on the tiled
- * default its steps read them 2 bytes at a time. Every batch item of
- * every plan within the bound. */
+ * default its steps read them 2 bytes at a time. 2 x 100 x 70 x 1500 is 2
+ * tiles: k split in 5 slices (the partials in the tiled plans' room; the
+ * plan made under cuBLAS has none and runs it unsplit). Every batch item
+ * of every plan within the bound. */
 Test(gpu_gemm16, batched_plans_pick_the_own_kernel_and_match_float64, .timeout = 200) {
     dg_backend *gpu = gpu_open_or_skip(NULL);
     bool own = dg_gpu_has_tiled16(gpu, NULL, 0);
     /* B, m, n, k; the last fills the SMs with 128 x 256 blocks (2 x 2 x 80) */
-    const int dims[][4] = {{3, 70, 33, 45}, {2, 129, 136, 64}, {80, 130, 260, 72}};
+    const int dims[][4] = {{3, 70, 33, 45}, {2, 129, 136, 64}, {80, 130, 260, 72}, {2, 100, 70, 1500}};
     const dg_dtype dts[] = {DG_BF16, DG_F16};
     uint64_t seed = test_seed();
     dg_rng rng = dg_rng_new(seed);
