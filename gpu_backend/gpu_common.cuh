@@ -164,16 +164,19 @@ static __device__ __forceinline__ long long strided(long long i, const dg_dims4 
  * position i (i = o*stride - pad + k*dilation), or -1 where none has: lets
  * a backward kernel gather, each input element summing what its windows
  * send it, instead of scattering with atomics. */
-static __device__ __forceinline__ long long window_at(long long i, long long k, long long stride, long long pad,
-                                                      long long dilation, long long out) {
-    long long t = i + pad - k * dilation;
+/* I: long long, or int where every position and product fits one
+ * (cheaper division: the pools' backward kernels, gpu_pool.cu) */
+template <class I>
+static __device__ __forceinline__ I window_at(I i, I k, I stride, I pad, I dilation, I out) {
+    I t = i + pad - k * dilation;
     if (t < 0 || t % stride) return -1;
     t /= stride;
     return t < out ? t : -1;
 }
 
 /* A range of taps [k0, k1) of a window of kk taps. */
-struct tap_range { long long k0, k1; };
+template <class I> struct tap_range_of { I k0, k1; };
+typedef tap_range_of<long long> tap_range;
 
 /* The taps of a window whose tap 0 lies on input position `start` (taps
  * `dilation` apart) that land inside the input [0, extent): a forward loops
@@ -191,10 +194,10 @@ static __device__ __forceinline__ tap_range taps_inside(long long start, long lo
  * [0, out) has input position i under tap k (window_at's t = i + pad -
  * k*dilation in [0, (out - 1)*stride]): a backward loops over these alone.
  * i + pad >= 0 always (pad >= 0). */
-static __device__ __forceinline__ tap_range taps_reaching(long long i, long long stride, long long pad,
-                                                          long long dilation, long long kk, long long out) {
-    long long far = i + pad - (out - 1) * stride; /* k*dilation >= far */
-    long long k0 = far <= 0 ? 0 : (far + dilation - 1) / dilation, k1 = (i + pad) / dilation + 1;
+template <class I>
+static __device__ __forceinline__ tap_range_of<I> taps_reaching(I i, I stride, I pad, I dilation, I kk, I out) {
+    I far = i + pad - (out - 1) * stride; /* k*dilation >= far */
+    I k0 = far <= 0 ? 0 : (far + dilation - 1) / dilation, k1 = (i + pad) / dilation + 1;
     return {k0, k1 < kk ? k1 : kk};
 }
 

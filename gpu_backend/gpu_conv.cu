@@ -44,10 +44,10 @@ __global__ void k_col2im(const float *__restrict__ col, float *__restrict__ dx, 
         long long ix = i % d.w, iy = i / d.w % d.h, ci = i / plane % d.c, j = i / (plane * d.c);
         float acc = 0.0f;
         for (long long ki = 0; ki < d.kh; ki++) {
-            long long oy = window_at(iy, ki, d.sh, d.ph, d.dh, d.oh);
+            long long oy = window_at<long long>(iy, ki, d.sh, d.ph, d.dh, d.oh);
             if (oy < 0) continue;
             for (long long kj = 0; kj < d.kw; kj++) {
-                long long ox = window_at(ix, kj, d.sw, d.pw, d.dw, d.ow);
+                long long ox = window_at<long long>(ix, kj, d.sw, d.pw, d.dw, d.ow);
                 if (ox >= 0) acc += col[((ci * d.kh + ki) * d.kw + kj) * ld + j * d.cols + oy * d.ow + ox];
             }
         }

@@ -321,17 +321,18 @@ size_t dg__gpu_gemm16_pack_bytes(int rows, int cols, int batch) {
     return ((size_t)batch * rows * (((size_t)cols + 7) & ~(size_t)7) * 2 + 15) & ~(size_t)15;
 }
 
-/* Split k where the grid of 128 x 128 tiles fills at most half the SMs and
- * every slice keeps at least 4 k-tiles of 64 (the kernel's pipeline is
- * 4 stages deep): as many slices as fill the SMs once, at most 16. */
+/* Split k where the grid of 128 x 128 tiles fills at most a quarter of the
+ * SMs and every slice keeps at least 4 k-tiles of 64 (the kernel's
+ * pipeline is 4 stages deep): as many slices as fill the SMs once, 4 to
+ * 16. Two slices did not pay for their partials: 1024^3 (64 tiles on 132
+ * SMs) ran 0.024 ms split in two against 0.018 unsplit (docs/PERF.md). */
 int dg__gpu_gemm16_splits(const gpu_ctx *c, int m, int n, int k, int batch) {
     long long tiles = (long long)((m + 127) / 128) * ((n + 127) / 128) * batch;
     long long ktiles = (k + 63) / 64, sms = c->prop.multiProcessorCount;
-    if (2 * tiles > sms || ktiles < 8) return 1;
+    if (4 * tiles > sms || ktiles < 16) return 1;
     long long s = sms / tiles;
     s = s < ktiles / 4 ? s : ktiles / 4;
-    s = s < 16 ? s : 16;
-    return s < 2 ? 1 : (int)s;
+    return (int)(s < 16 ? s : 16);
 }
 
 size_t dg__gpu_gemm16_partial_bytes(int splits, int m, int n, int batch) {

@@ -43,7 +43,7 @@
  * allows.
  *
  * Split k: a grid of 128 x 128 tiles (times the batch) that fills at most
- * half the SMs leaves most of the device idle for the whole k loop (one
+ * a quarter of the SMs leaves most of the device idle for the whole k loop (one
  * row of tiles of a skinny product: 4096 x 128 x 4096 is 32 blocks on 132
  * SMs). There block (tile, slice) sums only its slice of the k-tiles
  * (blockIdx.y; dg__gpu_gemm16_splits says how many) into float32 partials

@@ -46,25 +46,34 @@ __global__ void k_max_pool(const float *__restrict__ x, float *__restrict__ y, i
     }
 }
 
-/* dx[plane][p] = the sum of dy over the windows holding p whose argmax is p */
+/* dx[plane][p] = the sum of dy over the windows holding p whose argmax is
+ * p; a block row of one plane: blockIdx.x the plane, the positions p
+ * along blockIdx.y. I: int where the plane's positions and the windows'
+ * extents fit one (int_math_fits: a 64-bit division costs several times
+ * a 32-bit one, and this kernel divides a dozen times a value), else long
+ * long. */
+template <class I>
 __global__ void k_max_pool_backward(const float *__restrict__ dy, const int *__restrict__ argmax,
                                     float *__restrict__ dx, dg_conv_dims d) {
-    GRID_STRIDE(i, d.n * d.c * d.h * d.w) {
-        long long ix = i % d.w, iy = i / d.w % d.h, plane = i / (d.h * d.w);
-        long long p = iy * d.w + ix, base = plane * d.cols;
+    const I w = (I)d.w, hw = (I)(d.h * d.w), oh = (I)d.oh, ow = (I)d.ow;
+    long long plane = blockIdx.x;
+    const float *dyp = dy + plane * d.cols;
+    const int *amp = argmax + plane * d.cols;
+    for (I p = (I)blockIdx.y * blockDim.x + threadIdx.x; p < hw; p += (I)gridDim.y * blockDim.x) {
+        I iy = p / w, ix = p - iy * w;
         float acc = 0.0f;
-        tap_range ry = taps_reaching(iy, d.sh, d.ph, d.dh, d.kh, d.oh);
-        tap_range rx = taps_reaching(ix, d.sw, d.pw, d.dw, d.kw, d.ow);
-        for (long long ki = ry.k0; ki < ry.k1; ki++) {
-            long long oy = window_at(iy, ki, d.sh, d.ph, d.dh, d.oh);
+        tap_range_of<I> ry = taps_reaching<I>(iy, (I)d.sh, (I)d.ph, (I)d.dh, (I)d.kh, oh);
+        tap_range_of<I> rx = taps_reaching<I>(ix, (I)d.sw, (I)d.pw, (I)d.dw, (I)d.kw, ow);
+        for (I ki = ry.k0; ki < ry.k1; ki++) {
+            I oy = window_at<I>(iy, ki, (I)d.sh, (I)d.ph, (I)d.dh, oh);
             if (oy < 0) continue;
-            for (long long kj = rx.k0; kj < rx.k1; kj++) {
-                long long ox = window_at(ix, kj, d.sw, d.pw, d.dw, d.ow);
-                long long o = base + oy * d.ow + ox;
-                if (ox >= 0 && argmax[o] == p) acc += dy[o];
+            for (I kj = rx.k0; kj < rx.k1; kj++) {
+                I ox = window_at<I>(ix, kj, (I)d.sw, (I)d.pw, (I)d.dw, ow);
+                I o = oy * ow + ox;
+                if (ox >= 0 && amp[o] == p) acc += dyp[o];
             }
         }
-        dx[i] = acc;
+        dx[plane * d.h * d.w + p] = acc;
     }
 }
 
@@ -88,13 +97,13 @@ __global__ void k_avg_pool_backward(const float *__restrict__ dy, float *__restr
     GRID_STRIDE(i, d.n * d.c * d.h * d.w) {
         long long ix = i % d.w, iy = i / d.w % d.h, base = i / (d.h * d.w) * d.cols;
         float acc = 0.0f;
-        tap_range ry = taps_reaching(iy, d.sh, d.ph, d.dh, d.kh, d.oh);
-        tap_range rx = taps_reaching(ix, d.sw, d.pw, d.dw, d.kw, d.ow);
+        tap_range ry = taps_reaching<long long>(iy, d.sh, d.ph, d.dh, d.kh, d.oh);
+        tap_range rx = taps_reaching<long long>(ix, d.sw, d.pw, d.dw, d.kw, d.ow);
         for (long long ki = ry.k0; ki < ry.k1; ki++) {
-            long long oy = window_at(iy, ki, d.sh, d.ph, d.dh, d.oh);
+            long long oy = window_at<long long>(iy, ki, d.sh, d.ph, d.dh, d.oh);
             if (oy < 0) continue;
             for (long long kj = rx.k0; kj < rx.k1; kj++) {
-                long long ox = window_at(ix, kj, d.sw, d.pw, d.dw, d.ow);
+                long long ox = window_at<long long>(ix, kj, d.sw, d.pw, d.dw, d.ow);
                 if (ox >= 0) acc += dy[base + oy * d.ow + ox] / taps;
             }
         }
@@ -125,10 +134,23 @@ static dg_status max_pool2d(gpu_ctx *c, const dg_step *s) {
     return DG_OK;
 }
 
+/* every position, window extent and product k_max_pool_backward forms in
+ * its type fits an int with room to spare */
+static bool int_math_fits(const dg_conv_dims &d) {
+    const long long lim = 1LL << 30;
+    return d.h * d.w < lim && d.h + 2 * d.ph < lim && d.w + 2 * d.pw < lim && d.kh * d.dh < lim &&
+           d.kw * d.dw < lim && d.oh * d.sh < lim && d.ow * d.sw < lim;
+}
+
 static dg_status max_pool2d_backward(gpu_ctx *c, const dg_step *s) {
     dg_conv_dims d = dg_conv_dims_of(s->node);
-    k_max_pool_backward<<<grid_for(dg_node_numel(s->node), BLOCK), BLOCK, 0, c->stream>>>(
-        (const float *)s->in[0], (const int *)s->in[1], (float *)s->out, d);
+    long long planes = d.n * d.c, rows = (d.h * d.w + BLOCK - 1) / BLOCK;
+    if (planes > INT_MAX)
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: node '%s' (max_pool2d_backward): %lld planes, more than a grid "
+                        "holds", s->node->name, planes);
+    dim3 grid((unsigned)planes, (unsigned)(rows < 65535 ? rows : 65535));
+    auto kern = int_math_fits(d) ? k_max_pool_backward<int> : k_max_pool_backward<long long>;
+    kern<<<grid, BLOCK, 0, c->stream>>>((const float *)s->in[0], (const int *)s->in[1], (float *)s->out, d);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }

@@ -198,7 +198,9 @@ Test(gpu, softmax_row_widths) {
  * 2^30 - 1, at most half the window, so the builder accepts them): the GPU
  * kernels loop over the taps inside x alone, as the CPU's do, and agree
  * with them. Looping over every tap and skipping the padding took seconds
- * a window in the forward and longer in the backward (the timeout). */
+ * a window in the forward and longer in the backward (the timeout). Such
+ * windows run max_pool2d_backward's 64-bit kernel (their extent does not
+ * fit its 32-bit one); the op table's pools run the 32-bit one. */
 Test(gpu, pools_loop_over_the_taps_inside_x_alone, .timeout = 20) {
     dg_backend *gpu = gpu_open_or_skip(NULL), *cpu;
     ASSERT_OK(dg_cpu_backend_new(&cpu, 0));

@@ -129,8 +129,8 @@ static double tiled_product(dg_backend *gpu, dg_dtype dt, bool out16, bool ta, b
  * row, a multiple of 8 or not as the size says, 16-byte aligned) and
  * padded to an odd row (2-byte copies) one element off alignment; blocks
  * 128 wide on small grids, 256 on 2100 x 2200's; k split where a grid of
- * 128 x 128 tiles fills at most half the SMs and k has 8 tiles of 64 or
- * more (dg__gpu_gemm16_splits; on a 132-SM H200: 96 x 40 x 2000 in 8
+ * 128 x 128 tiles fills at most a quarter of the SMs and k has 16 tiles of
+ * 64 or more (dg__gpu_gemm16_splits; on a 132-SM H200: 96 x 40 x 2000 in 8
  * slices of 4 k-tiles, 257 x 130 x 1100 in 4 of 5, 5, 5 and 3, 130 x 260 x
  * 3000 in 10, the last short), the slices' partials summed into C */
 Test(gpu_gemm16, tiled_matches_float64_every_size_transpose_dtype_output, .timeout = 300) {
@@ -202,7 +202,7 @@ Test(gpu_gemm16, tiled_refuses_bad_arguments) {
  * 33) are packed into the room the tiled plans reserve; a plan made while
  * the backend's default was cuBLAS reserved none, and run on the tiled
  * default its steps read them 2 bytes at a time. 2 x 100 x 70 x 1500 is 2
- * tiles: k split in 5 slices (the partials in the tiled plans' room; the
+ * tiles: k split in 6 slices (the partials in the tiled plans' room; the
  * plan made under cuBLAS has none and runs it unsplit). Every batch item
  * of every plan within the bound. */
 Test(gpu_gemm16, batched_plans_pick_the_own_kernel_and_match_float64, .timeout = 200) {

@@ -155,6 +155,10 @@ const op_case dg_op_cases[] = {
     {"batch_norm",     DG_OP_BATCH_NORM, 3, {S(4, 3, 3, 3), S(3), S(3)}, .scalar = 1e-5f, .tol = TOL},
     {"batch_norm_2d",  DG_OP_BATCH_NORM, 3, {S(8, 5), S(5), S(5)}, .scalar = 1e-5f, .tol = TOL},
     {"batch_norm_one_image", DG_OP_BATCH_NORM, 3, {S(1, 2, 4, 5), S(2), S(2)}, .scalar = 1e-3f, .tol = TOL},
+    /* planes of 143 and 512 values: the GPU's kernels by planes (gpu_norm.cu),
+     * scalar and 4 at a time, each channel's images in 3 slices */
+    {"batch_norm_planes", DG_OP_BATCH_NORM, 3, {S(3, 2, 11, 13), S(2), S(2)}, .scalar = 1e-5f, .tol = TOL},
+    {"batch_norm_planes4", DG_OP_BATCH_NORM, 3, {S(3, 2, 16, 32), S(2), S(2)}, .scalar = 1e-5f, .tol = TOL},
     /* attention and language models */
     {"softmax_scaled", DG_OP_SOFTMAX, 1, {S(3, 9)}, .scalar = 0.35f, .tol = TOL},
     {"softmax_causal", DG_OP_SOFTMAX, 1, {S(2, 5, 7)}, .scalar = 0.5f, .causal = true, .tol = TOL},

@@ -167,7 +167,7 @@ typedef struct model_state {
     float     *x;
     int32_t   *y;
     bench_step s;
-    char       why[96];  /* a row's note */
+    char       why[256]; /* a row's note: a failed check names every part and tolerance */
 } model_state;
 
 static void model_teardown(void *arg) {

@@ -263,7 +263,7 @@ typedef struct resnet_state {
     float     *x;        /* [batch, c, h, w] */
     int32_t   *y;        /* [batch]          */
     bench_step s;
-    char       why[96];  /* a row's note     */
+    char       why[256]; /* a row's note     */
 } resnet_state;
 
 static void resnet_teardown(void *arg) {
