@@ -9,26 +9,16 @@
  * with a message naming its operator. Where libonnx-testdata is not
  * installed the suite skips, saying so. */
 #include <criterion/criterion.h>
-#include <criterion/logging.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/onnx/onnx.h"
-#include "cpu_backend/cpu_backend.h"
-#include "gpu_util.h"
+#include "onnx_case.h"
 #include "test_util.h"
 
-#define NODE_DIR "/usr/share/libonnx-testdata/data/node/"
-#define RTOL 1e-3
-#define ATOL 1e-7
-
-static void need_testdata(void) {
-    struct stat st;
-    if (stat(NODE_DIR, &st) != 0) cr_skip_test("no %s: apt-get install libonnx-testdata", NODE_DIR);
-}
+#define NODE_DIR ONNX_TESTDATA "node/"
+#define MAX_FILES 16
 
 /* whether y is computed from x (an output such as LayerNormalization's
  * Mean reads fewer inputs than the node: the plan has no others) */
@@ -44,85 +34,60 @@ static bool reads(const dg_graph *g, const dg_node *y, const dg_node *x) {
     return r;
 }
 
-/* One output of a node test on be against ref (named as the output),
- * from the test's inputs files[n_files]: NULL when it matches, else why
- * not (static). The int64 inputs (a Reshape's shape, axes, Split's sizes,
- * Gather's indices) are given as constants, as a model holds them. */
-static const char *run_output(const char *test, dg_backend *be, const dg_onnx_tensor *ref,
+/* One output of the node test in dir on be against want (named as the
+ * output), from the test's inputs files[n_files]: NULL when it matches,
+ * else why not (static). The model's inputs are matched by name; the
+ * int64 inputs (a Reshape's shape, axes, Split's sizes, Gather's
+ * indices) are given as constants, as a model holds them. */
+static const char *run_output(const char *dir, dg_backend *be, const dg_onnx_tensor *want,
                               const dg_onnx_tensor *files, int n_files) {
     static char why[1024];
-    char path[512];
-    snprintf(path, sizeof path, NODE_DIR "%s/model.onnx", test);
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
     dg_onnx *o = NULL;
-    dg_onnx_tensor consts[16];
+    dg_onnx_tensor consts[MAX_FILES];
     int n_consts = 0;
     for (int i = 0; i < n_files; i++)
         if (files[i].i) consts[n_consts++] = files[i];
-    dg_onnx_opts opts = {.output = *ref->name ? ref->name : NULL, .consts = consts, .n_consts = n_consts};
+    dg_onnx_opts opts = {.output = *want->name ? want->name : NULL, .consts = consts, .n_consts = n_consts};
     if (dg_onnx_load(path, &opts, &o) != DG_OK) {
         snprintf(why, sizeof why, "load: %s", dg_last_error());
         return why;
     }
     int n_in = dg_onnx_n_inputs(o);
     dg_graph *g = dg_graph_new();
-    dg_node *xs[16] = {0};
-    const dg_onnx_tensor *in[16] = {0};
-    const dg_onnx_tensor want = *ref;
-    dg_plan *p = NULL;
-    float *got = NULL;
-    const char *res = why;
-    *why = 0;
-    for (int i = 0; i < n_in && !*why; i++) {
+    dg_node *xs[MAX_FILES] = {0}, *y = NULL;
+    const dg_onnx_tensor *in[MAX_FILES] = {0};
+    const char *res = NULL;
+    for (int i = 0; i < n_in && !res; i++) {
         const char *name = dg_onnx_input_name_at(o, i);
         for (int k = 0; k < n_files && !in[i]; k++)
             if (!strcmp(files[k].name, name)) in[i] = &files[k];
         if (!in[i]) {
             snprintf(why, sizeof why, "input '%s': no input_N.pb of that name", name);
-            break;
-        }
-        /* the file's shapes, as the node test fixes them */
-        dg_shape s;
-        cr_assert(dg_onnx_input_shape(o, i, 0, &s), "%s: input %d has no fixed shape", test, i);
-        bool ids = dg_onnx_input_dtype(o, i) == DG_I32;
-        xs[i] = ids ? dg_input_i32(g, name, s) : dg_input(g, name, s);
-    }
-    dg_node *y = *why ? NULL : dg_onnx_forward(g, o, xs, NULL);
-    if (!*why && !y) snprintf(why, sizeof why, "forward: %s", dg_last_error());
-    bool same = y && want.f && want.numel == dg_node_numel(y) && (!want.ndim || want.ndim == y->shape.ndim);
-    for (int d = 0; same && d < want.ndim; d++) same = want.dims[d] == y->shape.d[d];
-    char shape[128];
-    if (!*why && !same)
-        snprintf(why, sizeof why, "output of shape %s, the reference %d axes, %lld %s",
-                 dg_shape_str(y->shape, shape, sizeof shape), want.ndim, (long long)want.numel,
-                 want.f ? "floats" : "int64 values");
-    if (!*why && dg_plan_new(&p, g, be, &y, 1, NULL) != DG_OK) snprintf(why, sizeof why, "plan: %s", dg_last_error());
-    for (int i = 0; i < n_in && !*why; i++) {
-        if (!reads(g, y, xs[i])) continue;
-        dg_status st;
-        if (in[i]->f) {
-            st = dg_plan_set(p, xs[i], in[i]->f, (size_t)in[i]->numel * sizeof(float));
+            res = why;
         } else {
-            int32_t *ids = malloc((size_t)in[i]->numel * sizeof *ids);
-            for (int64_t j = 0; j < in[i]->numel; j++) ids[j] = (int32_t)in[i]->i[j];
-            st = dg_plan_set(p, xs[i], ids, (size_t)in[i]->numel * sizeof *ids);
-            free(ids);
+            res = onnx_case_input(g, o, i, &xs[i]);
         }
-        if (st != DG_OK) snprintf(why, sizeof why, "input %d: %s", i, dg_last_error());
     }
-    if (!*why && dg_plan_run(p) != DG_OK) snprintf(why, sizeof why, "run: %s", dg_last_error());
-    if (!*why) {
-        got = malloc((size_t)want.numel * sizeof *got);
-        if (dg_plan_get(p, y, got, (size_t)want.numel * sizeof *got) != DG_OK)
-            snprintf(why, sizeof why, "get: %s", dg_last_error());
+    if (!res && !(y = dg_onnx_forward(g, o, xs, NULL))) {
+        snprintf(why, sizeof why, "forward: %s", dg_last_error());
+        res = why;
     }
-    for (int64_t j = 0; !*why && j < want.numel; j++) {
-        double w = want.f[j], d = fabs((double)got[j] - w);
-        if (!(d <= ATOL + RTOL * fabs(w)))
-            snprintf(why, sizeof why, "element %lld: %.9g, the reference %.9g", (long long)j, (double)got[j], w);
+    /* every axis as the reference's (a node test's output has its shape) */
+    bool same = !res && (!want->ndim || want->ndim == y->shape.ndim);
+    for (int d = 0; same && d < want->ndim; d++) same = want->dims[d] == y->shape.d[d];
+    char shape[128];
+    if (!res && !same) {
+        snprintf(why, sizeof why, "output of shape %s, the reference %d axes", dg_shape_str(y->shape, shape, sizeof shape),
+                 want->ndim);
+        res = why;
     }
-    if (!*why) res = NULL;
-    free(got);
-    dg_plan_free(p);
+    if (!res) {
+        for (int i = 0; i < n_in; i++)
+            if (!reads(g, y, xs[i])) in[i] = NULL;
+        res = onnx_case_run(g, be, y, xs, in, n_in, want);
+    }
     dg_graph_free(g);
     dg_onnx_free(o);
     return res;
@@ -132,29 +97,16 @@ static const char *run_output(const char *test, dg_backend *be, const dg_onnx_te
  * when all match, else which does not and why. */
 static const char *run_node(const char *test, dg_backend *be) {
     static char why[1200];
-    char path[512];
-    struct stat st;
-    dg_onnx_tensor in[16];
+    char dir[512];
+    snprintf(dir, sizeof dir, NODE_DIR "%s", test);
+    dg_onnx_tensor in[MAX_FILES];
     int n_in = 0;
-    const char *res = NULL;
-    for (; n_in < 16 && !res; n_in++) {
-        snprintf(path, sizeof path, NODE_DIR "%s/test_data_set_0/input_%d.pb", test, n_in);
-        if (stat(path, &st) != 0) break;
-        if (dg_onnx_tensor_load(path, &in[n_in]) != DG_OK) {
-            snprintf(why, sizeof why, "input %d: %s", n_in, dg_last_error());
-            res = why;
-        }
-    }
-    for (int k = 0; !res; k++) {
-        snprintf(path, sizeof path, NODE_DIR "%s/test_data_set_0/output_%d.pb", test, k);
-        if (k && stat(path, &st) != 0) break;
+    const char *res = onnx_case_inputs(dir, in, MAX_FILES, &n_in);
+    for (int k = 0; !res && (k == 0 || onnx_case_has(dir, "output", k)); k++) {
         dg_onnx_tensor want;
-        if (dg_onnx_tensor_load(path, &want) != DG_OK) {
-            snprintf(why, sizeof why, "output %d: %s", k, dg_last_error());
-            res = why;
-            break;
-        }
-        const char *r = run_output(test, be, &want, in, n_in);
+        res = onnx_case_tensor(dir, "output", k, &want);
+        if (res) break;
+        const char *r = run_output(dir, be, &want, in, n_in);
         if (r) snprintf(why, sizeof why, "output %d '%s': %s", k, want.name, r), res = why;
         dg_onnx_tensor_free(&want);
     }
@@ -217,21 +169,8 @@ static const char *const must_pass[] = {
 };
 
 static void check_must_pass(bool gpu) {
-    need_testdata();
-    dg_backend *be = test_backend_open(gpu);
-    int n = (int)(sizeof must_pass / sizeof *must_pass), failed = 0;
-    char test[128];
-    for (int i = 0; i < n; i++) {
-        snprintf(test, sizeof test, "test_%s", must_pass[i]);
-        const char *why = run_node(test, be);
-        if (why) {
-            cr_log_error("%s: %s", test, why);
-            failed++;
-        }
-    }
-    cr_log_info("%s: %d of %d node tests match the reference", gpu ? "gpu" : "cpu", n - failed, n);
-    dg_backend_free(be);
-    cr_assert_eq(failed, 0, "%d of %d node tests do not match (above)", failed, n);
+    onnx_case_need(NODE_DIR);
+    onnx_case_check_all(must_pass, (int)(sizeof must_pass / sizeof *must_pass), gpu, "node tests", run_node);
 }
 
 Test(onnx_nodes, supported_operators_match_the_reference) { check_must_pass(false); }
@@ -241,7 +180,7 @@ Test(onnx_nodes, gpu_supported_operators_match_the_reference) { check_must_pass(
  * operator outside the supported list (its name), or a supported one with
  * an attribute value or opset it cannot honour (what that is). Catches a
  * refusal that names nothing, or an unsupported operator let through. */
-static const struct { const char *test, *names; } refused[] = {
+static const onnx_refusal refused[] = {
     {"lstm_defaults", "operator LSTM is not supported"},
     {"gru_defaults", "operator GRU is not supported"},
     {"nonzero_example", "operator NonZero is not supported"},
@@ -262,14 +201,6 @@ static const struct { const char *test, *names; } refused[] = {
 };
 
 Test(onnx_nodes, unsupported_operators_are_refused_by_name) {
-    need_testdata();
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
-        char path[512];
-        snprintf(path, sizeof path, NODE_DIR "test_%s/model.onnx", refused[i].test);
-        dg_onnx *o = NULL;
-        cr_assert_neq(dg_onnx_load(path, NULL, &o), DG_OK, "test_%s: loaded", refused[i].test);
-        cr_assert_null(o);
-        cr_assert(strstr(dg_last_error(), refused[i].names), "test_%s: '%s' lacks '%s'", refused[i].test,
-                  dg_last_error(), refused[i].names);
-    }
+    onnx_case_need(NODE_DIR);
+    onnx_case_check_refused(NODE_DIR, refused, (int)(sizeof refused / sizeof *refused));
 }

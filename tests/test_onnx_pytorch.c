@@ -15,26 +15,15 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <dirent.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/onnx/onnx.h"
-#include "cpu_backend/cpu_backend.h"
-#include "gpu_util.h"
+#include "onnx_case.h"
 #include "test_util.h"
 
-#define PT_DIR "/usr/share/libonnx-testdata/data/pytorch-converted/"
-#define RTOL 1e-3
-#define ATOL 1e-7
+#define PT_DIR ONNX_TESTDATA "pytorch-converted/"
 #define MAX_IN 8
-
-static void need_testdata(void) {
-    struct stat st;
-    if (stat(PT_DIR, &st) != 0) cr_skip_test("no %s: apt-get install libonnx-testdata", PT_DIR);
-}
 
 /* Models that load and match the reference (without "test_"); each
  * catches a wrong mapping of its layer: LeakyRelu's slope, Linear's
@@ -59,7 +48,7 @@ static const char *const must_pass[] = {
  * operators duograd lacks (padding modes, ConvTranspose, activations),
  * 1-D and 3-D windows (convolution, pooling, batch norm over [N, C, L] or
  * 5 axes), dilated pooling, and a 6-D Reshape. */
-static const struct { const char *test, *names; } refused[] = {
+static const onnx_refusal refused[] = {
     /* opset 6's Unsqueeze takes axes as an attribute, 13's as an input */
     {"AvgPool1d", "opset 6's Unsqueeze is not the one read"},
     {"AvgPool1d_stride", "opset 6's Unsqueeze is not the one read"},
@@ -117,109 +106,54 @@ static const struct { const char *test, *names; } refused[] = {
 #define N_PASS (int)(sizeof must_pass / sizeof *must_pass)
 #define N_REFUSED (int)(sizeof refused / sizeof *refused)
 
-/* The test's inputs (input_N.pb while there is one) into in[], *n of them:
- * NULL, else why not (static). */
-static const char *load_inputs(const char *test, dg_onnx_tensor *in, int *n) {
-    static char why[1024];
-    char path[512];
-    struct stat st;
-    for (*n = 0; *n < MAX_IN; ++*n) {
-        snprintf(path, sizeof path, PT_DIR "%s/test_data_set_0/input_%d.pb", test, *n);
-        if (stat(path, &st) != 0) return NULL;
-        if (dg_onnx_tensor_load(path, &in[*n]) != DG_OK) {
-            snprintf(why, sizeof why, "input %d: %s", *n, dg_last_error());
-            return why;
-        }
-    }
-    return NULL;
-}
-
 /* The model's forward on be from the files' inputs (these files leave the
  * tensors unnamed: matched by position) against output_0.pb: NULL when it
  * matches, else why not (static). */
 static const char *run_model(const char *test, dg_backend *be) {
     static char why[1024];
-    char path[512];
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, PT_DIR "%s", test);
     dg_onnx_tensor in[MAX_IN], want = {0};
+    const dg_onnx_tensor *vals[MAX_IN];
     int n_files = 0;
     dg_onnx *o = NULL;
     dg_graph *g = dg_graph_new();
-    dg_plan *p = NULL;
     dg_node *xs[MAX_IN] = {0}, *y = NULL;
-    float *got = NULL;
-    const char *r = load_inputs(test, in, &n_files);
-    if (r) snprintf(why, sizeof why, "%s", r);
-    else *why = 0;
-    snprintf(path, sizeof path, PT_DIR "%s/test_data_set_0/output_0.pb", test);
-    if (!*why && dg_onnx_tensor_load(path, &want) != DG_OK) snprintf(why, sizeof why, "output: %s", dg_last_error());
-    snprintf(path, sizeof path, PT_DIR "%s/model.onnx", test);
-    if (!*why && dg_onnx_load(path, NULL, &o) != DG_OK) snprintf(why, sizeof why, "load: %s", dg_last_error());
-    int n_in = *why ? 0 : dg_onnx_n_inputs(o);
-    if (!*why && n_in != n_files) snprintf(why, sizeof why, "%d inputs, %d input_N.pb", n_in, n_files);
-    for (int i = 0; i < n_in && !*why; i++) {
-        dg_shape s;
-        if (!dg_onnx_input_shape(o, i, 0, &s)) {
-            snprintf(why, sizeof why, "input %d has no fixed shape", i);
-            break;
-        }
-        const char *name = dg_onnx_input_name_at(o, i);
-        xs[i] = dg_onnx_input_dtype(o, i) == DG_I32 ? dg_input_i32(g, name, s) : dg_input(g, name, s);
-        if (dg_shape_numel(s) != in[i].numel)
+    const char *r = onnx_case_inputs(dir, in, MAX_IN, &n_files);
+    if (!r) r = onnx_case_tensor(dir, "output", 0, &want);
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    if (!r && dg_onnx_load(path, NULL, &o) != DG_OK) {
+        snprintf(why, sizeof why, "load: %s", dg_last_error());
+        r = why;
+    }
+    int n_in = r ? 0 : dg_onnx_n_inputs(o);
+    if (!r && n_in != n_files) {
+        snprintf(why, sizeof why, "%d inputs, %d input_N.pb", n_in, n_files);
+        r = why;
+    }
+    for (int i = 0; i < n_in && !r; i++) {
+        r = onnx_case_input(g, o, i, &xs[i]);
+        if (!r && dg_node_numel(xs[i]) != in[i].numel) {
             snprintf(why, sizeof why, "input %d: the file has %lld values", i, (long long)in[i].numel);
-    }
-    if (!*why && !(y = dg_onnx_forward(g, o, xs, NULL))) snprintf(why, sizeof why, "forward: %s", dg_last_error());
-    if (!*why && (!want.f || want.numel != dg_node_numel(y)))
-        snprintf(why, sizeof why, "output of %lld values, the reference %lld %s", (long long)dg_node_numel(y),
-                 (long long)want.numel, want.f ? "floats" : "int64 values");
-    if (!*why && dg_plan_new(&p, g, be, &y, 1, NULL) != DG_OK) snprintf(why, sizeof why, "plan: %s", dg_last_error());
-    for (int i = 0; i < n_in && !*why; i++) {
-        dg_status st;
-        if (in[i].f) {
-            st = dg_plan_set(p, xs[i], in[i].f, (size_t)in[i].numel * sizeof(float));
-        } else { /* int64 ids, as the importer's int32 input */
-            int32_t *ids = malloc((size_t)in[i].numel * sizeof *ids);
-            for (int64_t j = 0; j < in[i].numel; j++) ids[j] = (int32_t)in[i].i[j];
-            st = dg_plan_set(p, xs[i], ids, (size_t)in[i].numel * sizeof *ids);
-            free(ids);
+            r = why;
         }
-        if (st != DG_OK) snprintf(why, sizeof why, "input %d: %s", i, dg_last_error());
+        vals[i] = &in[i];
     }
-    if (!*why && dg_plan_run(p) != DG_OK) snprintf(why, sizeof why, "run: %s", dg_last_error());
-    if (!*why) {
-        got = malloc((size_t)want.numel * sizeof *got);
-        if (dg_plan_get(p, y, got, (size_t)want.numel * sizeof *got) != DG_OK)
-            snprintf(why, sizeof why, "get: %s", dg_last_error());
+    if (!r && !(y = dg_onnx_forward(g, o, xs, NULL))) {
+        snprintf(why, sizeof why, "forward: %s", dg_last_error());
+        r = why;
     }
-    for (int64_t j = 0; !*why && j < want.numel; j++) {
-        double w = want.f[j], d = fabs((double)got[j] - w);
-        if (!(d <= ATOL + RTOL * fabs(w)))
-            snprintf(why, sizeof why, "element %lld: %.9g, the reference %.9g", (long long)j, (double)got[j], w);
-    }
-    free(got);
-    dg_plan_free(p);
+    if (!r) r = onnx_case_run(g, be, y, xs, vals, n_in, &want);
     dg_graph_free(g);
     dg_onnx_free(o);
     dg_onnx_tensor_free(&want);
     for (int i = 0; i < n_files; i++) dg_onnx_tensor_free(&in[i]);
-    return *why ? why : NULL;
+    return r;
 }
 
 static void check_must_pass(bool gpu) {
-    need_testdata();
-    dg_backend *be = test_backend_open(gpu);
-    int failed = 0;
-    char test[128];
-    for (int i = 0; i < N_PASS; i++) {
-        snprintf(test, sizeof test, "test_%s", must_pass[i]);
-        const char *why = run_model(test, be);
-        if (why) {
-            cr_log_error("%s: %s", test, why);
-            failed++;
-        }
-    }
-    cr_log_info("%s: %d of %d models match the reference", gpu ? "gpu" : "cpu", N_PASS - failed, N_PASS);
-    dg_backend_free(be);
-    cr_assert_eq(failed, 0, "%d of %d models do not match (above)", failed, N_PASS);
+    onnx_case_need(PT_DIR);
+    onnx_case_check_all(must_pass, N_PASS, gpu, "models", run_model);
 }
 
 Test(onnx_pytorch, supported_models_match_the_reference) { check_must_pass(false); }
@@ -228,22 +162,8 @@ Test(onnx_pytorch, gpu_supported_models_match_the_reference) { check_must_pass(t
 /* Catches a refusal that names nothing, or a model that starts to load
  * (it belongs in must_pass[] then). */
 Test(onnx_pytorch, unsupported_models_are_refused_with_the_reason) {
-    need_testdata();
-    int failed = 0;
-    for (int i = 0; i < N_REFUSED; i++) {
-        char path[512];
-        snprintf(path, sizeof path, PT_DIR "test_%s/model.onnx", refused[i].test);
-        dg_onnx *o = NULL;
-        if (dg_onnx_load(path, NULL, &o) == DG_OK) {
-            cr_log_error("test_%s: loaded (refused[] expects '%s')", refused[i].test, refused[i].names);
-            dg_onnx_free(o);
-            failed++;
-        } else if (!strstr(dg_last_error(), refused[i].names)) {
-            cr_log_error("test_%s: '%s' lacks '%s'", refused[i].test, dg_last_error(), refused[i].names);
-            failed++;
-        }
-    }
-    cr_assert_eq(failed, 0, "%d of %d refusals not as listed (above)", failed, N_REFUSED);
+    onnx_case_need(PT_DIR);
+    onnx_case_check_refused(PT_DIR, refused, N_REFUSED);
 }
 
 static bool listed(const char *name) {
@@ -258,7 +178,7 @@ static bool listed(const char *name) {
  * libonnx-testdata, or a name mistyped in a table), and a table naming a
  * model the folder lacks. */
 Test(onnx_pytorch, every_model_is_in_one_table) {
-    need_testdata();
+    onnx_case_need(PT_DIR);
     DIR *d = opendir(PT_DIR);
     cr_assert_not_null(d, "%s: cannot list", PT_DIR);
     int n = 0, unlisted = 0;
@@ -299,12 +219,12 @@ static dg_status load_patched(const char *path, const char *find, const char *re
  * stride): the node test conv_with_autopad_same, its opset 11 made 10).
  * Catches either let through and run as the later definition. */
 Test(onnx_pytorch, older_forms_read_otherwise_are_refused) {
-    need_testdata();
+    onnx_case_need(PT_DIR);
     cr_assert_neq(load_patched(PT_DIR "test_BatchNorm2d_eval/model.onnx", "is_test\x18\x01", "is_test\x18\x00", 9),
                   DG_OK);
     cr_assert(strstr(dg_last_error(), "(BatchNormalization): is_test 0 (opset 6's training form) is not supported"),
               "%s", dg_last_error());
-    const char *conv = "/usr/share/libonnx-testdata/data/node/test_conv_with_autopad_same/model.onnx";
+    const char *conv = ONNX_TESTDATA "node/test_conv_with_autopad_same/model.onnx";
     cr_assert_neq(load_patched(conv, "\x42\x04\x0a\x00\x10\x0b", "\x42\x04\x0a\x00\x10\x0a", 6), DG_OK);
     cr_assert(strstr(dg_last_error(), "(Conv): auto_pad SAME_LOWER before opset 11 (the file's 10) is not supported"),
               "%s", dg_last_error());

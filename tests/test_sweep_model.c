@@ -6,10 +6,13 @@
  * (no such file, not ONNX, an output that cannot take the loss, --model
  * without its sweep and the sweep without --model, a bad name) before
  * anything is written; a CPU backend with a planted bug in one gradient
- * kernel, whose rows the check makes "wrong"; and the GPU's rows, with and
+ * kernel, whose rows the check makes "wrong"; one whose updates are 1.3x
+ * too large, which the batch-norm tolerances let through for the CNN in
+ * bf16 and the plain ones do not for the MLP; and the GPU's rows, with and
  * without graph replay, in every precision (skipped, with the reason,
  * where no CUDA device answers). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/backend_impl.h"
@@ -146,16 +149,18 @@ static dg_status conv_grad_too_large(dg_backend *be, const dg_step *s) {
     return st;
 }
 
-/* sweep_model on be at batch 4 in fp32: its one row (held) */
-static csv_rec *sweep_on(dg_backend *be) {
+/* sweep_model on be for the file's model (has_bn: it has a batch norm) at
+ * batch 4 in the n precisions p[]: its rows (held), one per precision */
+static csv_rec *sweep_on(dg_backend *be, const char *file, bool has_bn, const dg_precision *p, int n) {
     char dir[] = "/tmp/dg-model-XXXXXX";
     tmp_dir(dir);
     held_dir(dir);
-    bench_ctx ctx = {.out_dir = dir, .cpu = be, .threads = 2, .model_path = DATA "cnn.onnx",
+    bench_ctx ctx = {.out_dir = dir, .cpu = be, .threads = 2, .model_path = file,
                      .size_lists = {{.v = {4}, .n = 1}}, .n_size_lists = 1,
-                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 86400};
+                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 86400, .n_precisions = n};
+    for (int i = 0; i < n; i++) ctx.precisions[i] = p[i];
     ASSERT_OK(bench_model_load(ctx.model_path, &ctx.model, &ctx.model_has_batch_norm));
-    cr_assert(ctx.model_has_batch_norm, "the CNN has a batch norm");
+    cr_assert_eq(ctx.model_has_batch_norm, has_bn, "%s: has_batch_norm %d", file, ctx.model_has_batch_norm);
     ctx.csv = bench_csv_open(dir, "model", "# planted\n", BENCH_CSV_HEADER);
     cr_assert_not_null(ctx.csv, "%s", dg_last_error());
     held_file(ctx.csv);
@@ -163,24 +168,28 @@ static csv_rec *sweep_on(dg_backend *be) {
     held_drop(ctx.csv, true); /* closed by bench_csv_finish */
     ASSERT_OK(bench_csv_finish(ctx.csv, dir, "model", true));
     dg_onnx_free(ctx.model);
-    int n;
-    csv_rec *r = rows_of(dir, &n);
-    cr_assert_eq(n, 1);
+    int rows;
+    csv_rec *r = rows_of(dir, &rows);
+    cr_assert_eq(rows, n, "%s: %d rows, %d precisions", file, rows, n);
     return r;
+}
+
+static csv_rec *cnn_fp32_on(dg_backend *be) {
+    return sweep_on(be, DATA "cnn.onnx", true, (dg_precision[]){DG_PREC_FP32}, 1);
 }
 
 Test(model_sweep, a_wrong_weight_gradient_makes_the_rows_wrong) {
     dg_backend *be;
     ASSERT_OK(dg_cpu_backend_new(&be, 2));
     held_backend(be, be->iface);
-    csv_rec *r = sweep_on(be);
+    csv_rec *r = cnn_fp32_on(be);
     cr_assert(measured(r), "the right backend's row: %s: %s (max_rel_err %g)", r->status, r->note, r->max_rel_err);
     held_free(r);
     cpu_iface = be->iface;
     dg_backend_i planted = *be->iface;
     planted.compute = conv_grad_too_large;
     be->iface = &planted;
-    r = sweep_on(be);
+    r = cnn_fp32_on(be);
     be->iface = cpu_iface;
     cr_assert_str_eq(r->status, "wrong", "a 1.5x convolution weight gradient passes: max_rel_err %g", r->max_rel_err);
     cr_assert(r->max_rel_err > BENCH_RESNET_UPDATE_TOL && strstr(r->note, "float64"), "max_rel_err %g: %s",
@@ -189,6 +198,73 @@ Test(model_sweep, a_wrong_weight_gradient_makes_the_rows_wrong) {
     cr_assert(strstr(r->note, "updates") && strstr(r->note, "(tol "), "the note names no error: %s", r->note);
     cr_assert(isnan(r->median_ms) || r->median_ms == 0, "a wrong row is not timed: %g ms", r->median_ms);
     held_free(r);
+}
+
+/* ---- a planted bug: every parameter's update 1.3x its size (the
+ * momentum step's weights moved 1.3x as far), an update error of 0.3:
+ * above the tolerance of a step without batch norm in bf16 (0.15,
+ * bench_step_tol_in), within a batch-norm step's (0.6,
+ * bench_step_tol_bn_in), above fp32's (0.05) for both. fp16 has the same
+ * two tolerances, but the CNN's fp16 check step overflows the initial
+ * loss scale and skips its update (as its reference does): nothing to
+ * scale there ---- */
+
+#define UPDATE_SCALE 1.3f
+
+static dg_status update_too_large(dg_backend *be, const dg_step *s) {
+    if (s->node->op != DG_OP_MOMENTUM_UPDATE) return cpu_iface->compute(be, s);
+    int64_t n = dg_node_numel(s->node);
+    float *w = s->inout[0], *before = malloc((size_t)n * sizeof *before);
+    if (!before) return dg_fail(DG_ERR_OOM, "planted update: out of memory");
+    memcpy(before, w, (size_t)n * sizeof *w);
+    dg_status st = cpu_iface->compute(be, s);
+    for (int64_t i = 0; i < n; i++) w[i] = before[i] + UPDATE_SCALE * (w[i] - before[i]);
+    free(before);
+    return st;
+}
+
+/* the row of precision p among n rows */
+static const csv_rec *row_in(const csv_rec *r, int n, dg_precision p) {
+    for (int i = 0; i < n; i++)
+        if (r[i].precision == p) return &r[i];
+    cr_assert_fail("no %s row", dg_precision_name(p));
+    return NULL;
+}
+
+/* The sweep checks a model with a batch norm (the CNN) at the batch-norm
+ * tolerances and one without (the MLP) at the plain ones: with every
+ * update 1.3x too large, the CNN's bf16 row passes and the MLP's is
+ * "wrong", while fp32 (one tolerance for both) fails both. Catches
+ * sweep_model checking every model at either tolerance. */
+Test(model_sweep, batch_norm_models_are_checked_at_the_batch_norm_tolerances) {
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 2));
+    held_backend(be, be->iface);
+    cpu_iface = be->iface;
+    dg_backend_i planted = *be->iface;
+    planted.compute = update_too_large;
+    be->iface = &planted;
+    const dg_precision p[] = {DG_PREC_FP32, DG_PREC_BF16};
+    const bench_step_tol tol = bench_model_step(NULL).tol;
+    const struct { const char *file; bool bn; } models[] = {{DATA "cnn.onnx", true}, {DATA "mlp.onnx", false}};
+    for (int m = 0; m < 2; m++) {
+        csv_rec *r = sweep_on(be, models[m].file, models[m].bn, p, 2);
+        for (int i = 0; i < 2; i++) {
+            const csv_rec *row = row_in(r, 2, p[i]);
+            double bound = (models[m].bn ? bench_step_tol_bn_in(p[i], tol) : bench_step_tol_in(p[i], tol)).update;
+            bool pass = p[i] != DG_PREC_FP32 && models[m].bn;
+            /* the planted error, between the tolerances it tells apart */
+            cr_assert(fabs(row->max_rel_err - (UPDATE_SCALE - 1)) < 0.05, "%s %s: max_rel_err %g", models[m].file,
+                      dg_precision_name(p[i]), row->max_rel_err);
+            cr_assert_eq(pass, row->max_rel_err <= bound, "the planted error does not tell the tolerances apart");
+            cr_assert(pass ? measured(row) : !strcmp(row->status, "wrong"),
+                      "%s %s: status %s (max_rel_err %g; the %s tolerance %g): %s", models[m].file,
+                      dg_precision_name(p[i]), row->status, row->max_rel_err, models[m].bn ? "batch-norm" : "plain",
+                      bound, row->note);
+        }
+        held_free(r);
+    }
+    be->iface = cpu_iface;
 }
 
 /* The GPU's rows of the CNN at batch 4: gpu and gpu-graph in fp32, tf32,

@@ -121,68 +121,13 @@ def base_row(a, impl, device, batch, threads, p):
                 max_rel_err=math.nan, check=f"f64-step@b{CHECK_BATCH}", status="", note="")
 
 
-def checked_step(a, p, channels_last, device, init_state, ref):
-    """torch_resnet.checked_step for the exported model: the impl's model
-    and step after its checked first step (fp16: the first step GradScaler
-    did not skip)"""
-    import torch
-    x, y = examples(a, CHECK_BATCH, seed=1)
-    x, y = x.to(device), y.to(device)
-    if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    scaler, note = None, ""
-    for tries in range(tr.SCALE_TRIES):
-        model = export_onnx.build(a)
-        model.load_state_dict(init_state)
-        model.to(device)
-        if channels_last:
-            model = model.to(memory_format=torch.channels_last)
-        step = tr.Step(model, p, device.type, scaler)
-        scale = step.scaler.get_scale() if step.scaler is not None else None
-        loss_err, upd_err = tr.check_first_step(model, step, ref, x, y, device)
-        scaler = step.scaler
-        if scaler is None or scaler.get_scale() >= scale:
-            break
-        note = f"GradScaler skipped {tries + 1} first steps (overflow; scale down to {scaler.get_scale():g})"
-    return model, step, loss_err, upd_err, note
-
-
-def run_impl(out, a, impl, p, cudnn_benchmark, channels_last, device, init_state, ref, flops_per_example,
-             has_bn, threads, summary):
-    import torch
-    torch.backends.cudnn.benchmark = cudnn_benchmark
-    model, step, loss_err, upd_err, note = checked_step(a, p, channels_last, device, init_state, ref)
-    loss_tol, update_tol = tolerances(p, has_bn)
-    ok = loss_err <= loss_tol and upd_err <= update_tol
-    errs = f"loss rel err {loss_err:.3g} (tol {loss_tol:g}); update rel err {upd_err:.3g} (tol {update_tol:g})"
-    print(f"{PROG}: {a.case} {impl} {p}: first step {'ok' if ok else 'WRONG'}: {errs}", file=sys.stderr)
-    for batch in a.batches:
-        row = base_row(a, impl, device, batch, threads, p)
-        row.update(max_rel_err=max(loss_err, upd_err), note=note)
-        if not ok:
-            row.update(status="wrong", note=errs)
-        else:
-            x, y = examples(a, batch, seed=batch)
-            try:
-                x, y = x.to(device), y.to(device)
-                if channels_last:
-                    x = x.contiguous(memory_format=torch.channels_last)
-                warm, ms, peak = tr.time_steps(lambda: step(x, y), device)
-                median, lo, hi, cv = common.summarize(ms)
-                row.update(warmup=warm, reps=len(ms), median_ms=median, min_ms=lo, max_ms=hi, cv_pct=cv,
-                           gflops=flops_per_example * batch / (median * 1e6), arena_bytes=peak, status="ok")
-                if cv > common.MAX_CV_PCT:
-                    row.update(status="noisy", note=f"cv_pct above {common.MAX_CV_PCT:g} (not measured again)")
-            except torch.cuda.OutOfMemoryError as e:
-                row.update(status="oom", note=str(e).splitlines()[0][:150])
-            x = y = None
-            step.opt.zero_grad(set_to_none=True)
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-        out.write(row)
-        summary.append(row)
-        print(f"{PROG}: {a.case} {impl} {p} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms",
-              file=sys.stderr)
+def network(a, init_state, has_batch_norm, flops_per_example):
+    """the exported network as torch_resnet.run_network times it, from
+    init_state's weights"""
+    return tr.Network(prog=PROG, case=a.case, build=lambda: export_onnx.build(a), init_state=init_state,
+                      batch=lambda n, seed: examples(a, n, seed), check_batch=CHECK_BATCH,
+                      tolerances=lambda p: tolerances(p, has_batch_norm), flops=lambda batch: flops_per_example * batch,
+                      row=lambda impl, device, batch, threads, p: base_row(a, impl, device, batch, threads, p))
 
 
 def main(argv=None):
@@ -196,7 +141,6 @@ def main(argv=None):
         print(f"{PROG}: no CUDA device answers (torch.cuda.is_available() is False); use --device cpu",
               file=sys.stderr)
         return 1
-    from peers.torch_ops import precision_mode
     device = torch.device(a.device)
     cuda = device.type == "cuda"
     threads = 0 if cuda else torch.get_num_threads()
@@ -211,14 +155,6 @@ def main(argv=None):
         print(f"{PROG}: no {p} rows: {why}", file=sys.stderr)
     flops_per_example = 3 * 2 * forward_macs(init, export_onnx.input_shape(a))
     init_state = {k: v.clone() for k, v in init.state_dict().items()}
-    # the float64 reference: the same initial weights, one step on the CPU
-    ref_model = export_onnx.build(a)
-    ref_model.load_state_dict(init_state)
-    ref_model.double().train()
-    x, y = examples(a, CHECK_BATCH, seed=1)
-    ref_opt = tr.sgd(ref_model)
-    ref = tr.one_step_delta(ref_model, lambda xs, ys: tr.train_step(ref_model, ref_opt, xs, ys), x.double(), y)
-    del ref_model
 
     where = f"gpu: {torch.cuda.get_device_name(device)}" if cuda else f"cpu: {threads} torch threads"
     meta = [f"duograd torch peer (bench/peers/torch_model.py): PyTorch eager on {a.onnx}'s network "
@@ -236,10 +172,7 @@ def main(argv=None):
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     summary = []
-    for impl, p, bench, nhwc in impls:
-        with precision_mode(torch, p):
-            run_impl(out, a, impl, p, bench, nhwc, device, init_state, ref, flops_per_example, has_bn, threads,
-                     summary)
+    tr.run_network(out, network(a, init_state, has_bn, flops_per_example), impls, a.batches, device, threads, summary)
     out.close()
     for r in summary:
         print(f"{r['case']:<20} {r['impl']:<28} {r['dtype']:<5} {r['batch']:>5} {r['median_ms']:>10.4g} ms "

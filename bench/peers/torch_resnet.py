@@ -31,6 +31,7 @@ torch is imported inside the functions that need it, so the FLOP code
 runs (and is tested by bench/peers/tests/test_torch_resnet.py) without it.
 """
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -329,7 +330,7 @@ def time_steps(step, device):
     return warm, ms, peak
 
 
-# ---- the sweep ----
+# ---- the sweep: the checked, timed step of a network (this peer's and torch_model's) ----
 
 def base_row(stem, impl, device, batch, threads, p="fp32"):
     return dict(sweep="resnet", case=STEMS[stem]["case"], impl=impl, backend="gpu" if device.type == "cuda" else "cpu",
@@ -339,27 +340,60 @@ def base_row(stem, impl, device, batch, threads, p="fp32"):
                 max_rel_err=math.nan, check=f"f64-step@b{STEMS[stem]['check_batch']}", status="", note="")
 
 
-def fresh_model(stem, init_state, device, channels_last):
+@dataclasses.dataclass
+class Network:
+    """What run_network needs of the network a peer times: the rows' case
+    and the peer (prog) for the messages; build() a new model (float32,
+    on the CPU) that init_state's weights are loaded into; batch(n, seed)
+    seeded examples (x, y) on the CPU; check_batch the first step's
+    batch; tolerances(p) its (loss, update) tolerances in precision p;
+    flops(batch) a step's FLOPs; row(impl, device, batch, threads, p) the
+    row before timing (the peer's CSV columns)."""
+    prog: str
+    case: str
+    build: object
+    init_state: dict
+    batch: object
+    check_batch: int
+    tolerances: object
+    flops: object
+    row: object
+
+
+def fresh_model(net, device, channels_last):
+    """net's model with its initial weights on device, channels-last where asked"""
     import torch
-    model = make_resnet18(stem)
-    model.load_state_dict(init_state)
+    model = net.build()
+    model.load_state_dict(net.init_state)
     model.to(device)
     return model.to(memory_format=torch.channels_last) if channels_last else model
 
 
-def checked_step(stem, p, channels_last, device, init_state, ref):
+def reference(net):
+    """net's first step in float64 on the CPU from the initial weights, at
+    the check batch: (loss, every parameter's change), what each impl's
+    first step is checked against"""
+    model = net.build()
+    model.load_state_dict(net.init_state)
+    model.double().train()
+    x, y = net.batch(net.check_batch, seed=1)
+    opt = sgd(model)
+    return one_step_delta(model, lambda xs, ys: train_step(model, opt, xs, ys), x.double(), y)
+
+
+def checked_step(net, p, channels_last, device, ref):
     """The impl's model and step after its checked first step (fp16: the
     first step GradScaler did not skip, from the initial weights again,
     the scale it settled on kept): (model, step, loss error, update error,
     the scaler's note or "")."""
     import torch
-    x, y = synthetic_batch(stem, STEMS[stem]["check_batch"], seed=1)
+    x, y = net.batch(net.check_batch, seed=1)
     x, y = x.to(device), y.to(device)
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
     scaler, note = None, ""
     for tries in range(SCALE_TRIES):
-        model = fresh_model(stem, init_state, device, channels_last)
+        model = fresh_model(net, device, channels_last)
         step = Step(model, p, device.type, scaler)
         scale = step.scaler.get_scale() if step.scaler is not None else None
         loss_err, upd_err = check_first_step(model, step, ref, x, y, device)
@@ -370,22 +404,24 @@ def checked_step(stem, p, channels_last, device, init_state, ref):
     return model, step, loss_err, upd_err, note
 
 
-def run_impl(out, stem, impl, p, cudnn_benchmark, channels_last, batches, device, init_state, ref, threads, summary):
+def run_impl(out, net, impl, p, cudnn_benchmark, channels_last, batches, device, ref, threads, summary):
+    """one impl's rows, one per batch, written to out and appended to
+    summary: "wrong" (not timed) when its first step fails the check,
+    else timed: "ok", "noisy" or "oom" """
     import torch
     torch.backends.cudnn.benchmark = cudnn_benchmark
-    model, step, loss_err, upd_err, note = checked_step(stem, p, channels_last, device, init_state, ref)
-    loss_tol, update_tol = tolerances(p)
+    model, step, loss_err, upd_err, note = checked_step(net, p, channels_last, device, ref)
+    loss_tol, update_tol = net.tolerances(p)
     ok = loss_err <= loss_tol and upd_err <= update_tol
     errs = f"loss rel err {loss_err:.3g} (tol {loss_tol:g}); update rel err {upd_err:.3g} (tol {update_tol:g})"
-    print(f"{PROG}: {STEMS[stem]['case']} {impl} {p}: first step {'ok' if ok else 'WRONG'}: {errs}", file=sys.stderr)
+    print(f"{net.prog}: {net.case} {impl} {p}: first step {'ok' if ok else 'WRONG'}: {errs}", file=sys.stderr)
     for batch in batches:
-        row = base_row(stem, impl, device, batch, threads, p)
-        row["max_rel_err"] = max(loss_err, upd_err)
-        row["note"] = note
+        row = net.row(impl, device, batch, threads, p)
+        row.update(max_rel_err=max(loss_err, upd_err), note=note)
         if not ok:
             row.update(status="wrong", note=errs)
         else:
-            x, y = synthetic_batch(stem, batch, seed=batch)
+            x, y = net.batch(batch, seed=batch)
             try:
                 x, y = x.to(device), y.to(device)
                 if channels_last:
@@ -393,7 +429,7 @@ def run_impl(out, stem, impl, p, cudnn_benchmark, channels_last, batches, device
                 warm, ms, peak = time_steps(lambda: step(x, y), device)
                 median, lo, hi, cv = common.summarize(ms)
                 row.update(warmup=warm, reps=len(ms), median_ms=median, min_ms=lo, max_ms=hi, cv_pct=cv,
-                           gflops=step_flops(stem, batch) / (median * 1e6), arena_bytes=peak, status="ok")
+                           gflops=net.flops(batch) / (median * 1e6), arena_bytes=peak, status="ok")
                 if cv > MAX_CV_PCT:
                     row.update(status="noisy", note=f"cv_pct above {MAX_CV_PCT:g} (not measured again)")
             except torch.cuda.OutOfMemoryError as e:
@@ -404,8 +440,29 @@ def run_impl(out, stem, impl, p, cudnn_benchmark, channels_last, batches, device
                 torch.cuda.empty_cache()
         out.write(row)
         summary.append(row)
-        print(f"{PROG}: {row['case']} {impl} {p} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms",
+        print(f"{net.prog}: {row['case']} {impl} {p} batch {batch}: {row['status']} median {row['median_ms']:.4g} ms",
               file=sys.stderr)
+
+
+def run_network(out, net, impls, batches, device, threads, summary):
+    """every impl of impls (runs()'s (impl, p, cudnn_benchmark,
+    channels_last)) on net at batches, each under its precision's
+    precision_mode, checked against net's float64 step"""
+    import torch
+    from peers.torch_ops import precision_mode
+    ref = reference(net)
+    for impl, p, bench, nhwc in impls:
+        with precision_mode(torch, p):
+            run_impl(out, net, impl, p, bench, nhwc, batches, device, ref, threads, summary)
+
+
+def network(stem, init_state):
+    """ResNet-18 with stem as run_network times it, from init_state's weights"""
+    s = STEMS[stem]
+    return Network(prog=PROG, case=s["case"], build=lambda: make_resnet18(stem), init_state=init_state,
+                   batch=lambda n, seed: synthetic_batch(stem, n, seed), check_batch=s["check_batch"],
+                   tolerances=tolerances, flops=lambda batch: step_flops(stem, batch),
+                   row=lambda impl, device, batch, threads, p: base_row(stem, impl, device, batch, threads, p))
 
 
 def parse_args(argv=None):
@@ -428,7 +485,6 @@ def main(argv=None):
               "use --device cpu for a smoke test", file=sys.stderr)
         return 1
     device = torch.device(a.device)
-    from peers.torch_ops import precision_mode
     torch.backends.cudnn.enabled = True
     cuda = device.type == "cuda"
     threads = 0 if cuda else torch.get_num_threads()
@@ -468,17 +524,7 @@ def main(argv=None):
               f"{2 * macs / 1e9:.4f} GFLOPs ({macs / 1e9:.4f} GMACs; convs + linear, 2 per MAC); "
               f"step = 3 x forward")
         init_state = {k: v.clone() for k, v in init.state_dict().items()}
-        # the float64 reference: the same initial weights, one step on the CPU
-        ref_model = make_resnet18(stem)
-        ref_model.load_state_dict(init_state)
-        ref_model.double()
-        x, y = synthetic_batch(stem, STEMS[stem]["check_batch"], seed=1)
-        ref_opt = sgd(ref_model)
-        ref = one_step_delta(ref_model, lambda xs, ys: train_step(ref_model, ref_opt, xs, ys), x.double(), y)
-        del ref_model
-        for impl, p, bench, nhwc in impls:
-            with precision_mode(torch, p):
-                run_impl(out, stem, impl, p, bench, nhwc, batches[stem], device, init_state, ref, threads, summary)
+        run_network(out, network(stem, init_state), impls, batches[stem], device, threads, summary)
     out.close()
 
     print(f"\n{'case':<18} {'impl':<28} {'dtype':<5} {'batch':>5} {'median_ms':>10} {'img/s':>9} {'GFLOP/s':>9} "
