@@ -168,7 +168,7 @@ Test(attention_lowp, gpu_f16_forward_backward_match_float64) { check_lowp(true, 
 static void check_rerun(dg_dtype t) {
     static const int64_t ts[] = {300, 1000}, dhs[] = {64, 80};
     const double ulp = t == DG_BF16 ? 0x1p-7 : 0x1p-10; /* one unit in the last place, relative, at most */
-    dg_backend *be = gpu_open_or_skip(NULL);
+    dg_backend *be = test_backend_open(true);
     for (int c = 0; c < 2; c++)
         for (size_t a = 0; a < 2; a++)
             for (size_t b = 0; b < 2; b++) {
