@@ -10,12 +10,14 @@
 // barrier; __shfl_xor_sync, ldmatrix.x4 (.trans) and mma.m16n8k16 warp
 // collectives through an exchange area, each lane's registers laid out as
 // the PTX ISA gives the fragments (the product summed in double); cp.async
-// a copy (zero-filled past its bytes); ex2 exp2f. Shared memory is checked:
+// a copy (zero-filled past its bytes); ex2 exp2f; red.global.add a plain
+// add (one thread runs at a time), checked inside the dQ accumulator. A
+// launch runs its blocks in a shuffled order. Shared memory is checked:
 // every ldmatrix row inside the block's allocation and 16-byte aligned, no
 // write past it (a guard filled with a pattern). What the emulation cannot
 // show: the hardware's own timing (cp.async completing late: the kernels'
-// cp_wait and barriers are the same on both), mma's internal rounding of
-// its sums, ex2.approx's 2^-22.
+// cp_wait and barriers are the same on both; reductions of blocks running
+// at once), mma's internal rounding of its sums, ex2.approx's 2^-22.
 //
 // Usage: emu_attention16 bf16|f16. Inputs q, k (uniform in [-2.5, 2.5)),
 // v, dout (in [-1, 1)) rounded to the dtype; o, lse, dq, dk, dv against
@@ -23,7 +25,9 @@
 // max |err| / max |ref| per tensor) at 1e-4 + 3 u (attention_check.h: the
 // outputs' own rounding is u here, the reference being unrounded).
 // Shapes [2 heads, T, Dh], T 1, 17, 100, 130, Dh 20 (the scalar loads),
-// 32, 64, 80, 128, causal and not. Exit 0 when every case passes.
+// 32, 64, 80, 128, causal and not; the backward twice, in two block
+// orders (dk, dv the same bits; each dq within the bound). Exit 0 when
+// every case passes.
 #include <ucontext.h>
 
 #include <algorithm>
