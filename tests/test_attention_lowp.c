@@ -213,6 +213,33 @@ static void check_rerun(dg_dtype t) {
 Test(attention_lowp, gpu_bf16_reruns_agree_dq_to_one_unit_the_others_to_the_bit) { check_rerun(DG_BF16); }
 Test(attention_lowp, gpu_f16_reruns_agree_dq_to_one_unit_the_others_to_the_bit) { check_rerun(DG_F16); }
 
+/* The GPU's 16-bit backward takes its float32 dQ accumulator and delta
+ * from the plan's scratch: B H T (Dh + 1) floats, where the float32
+ * kernels need B H T (delta alone). Catches the sizing left at the
+ * portable B H T, under which the accumulator runs over other tensors. */
+Test(attention_lowp, gpu_backward_scratch_holds_the_dq_accumulator) {
+    dg_backend *be = test_backend_open(true);
+    const dg_dtype types[3] = {DG_BF16, DG_F16, DG_F32};
+    for (int k = 0; k < 3; k++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *x[3];
+        for (int i = 0; i < 3; i++) x[i] = dg_input(g, i == 0 ? "q" : i == 1 ? "k" : "v", DG_SHAPE(2, 3, 5, 16));
+        dg_node *o = dg_attention(g, dg_cast(g, x[0], types[k]), dg_cast(g, x[1], types[k]),
+                                  dg_cast(g, x[2], types[k]), 0.25f, false);
+        dg_node *grads[3];
+        ASSERT_OK(dg_grad(g, dg_sum(g, dg_cast(g, o, DG_F32), DG_ALL_AXES, false), x, 3, grads));
+        const dg_node *bw = NULL;
+        for (int id = 0; id < dg_graph_size(g); id++)
+            if (dg_graph_node(g, id)->op == DG_OP_ATTENTION_BACKWARD) bw = dg_graph_node(g, id);
+        cr_assert_not_null(bw);
+        size_t want = (size_t)(2 * 3 * 5) * (types[k] == DG_F32 ? 1 : 16 + 1) * sizeof(float);
+        cr_assert_eq(dg_backend_step_scratch_bytes(be, bw, 0), want, "%s: scratch %zu bytes, want %zu",
+                     dg_dtype_name(types[k]), dg_backend_step_scratch_bytes(be, bw, 0), want);
+        dg_graph_free(g);
+    }
+    dg_backend_free(be);
+}
+
 /* ---- the graph's dtype rule ---- */
 
 Test(attention_lowp_graph, a_mix_of_dtypes_is_refused_naming_them) {
