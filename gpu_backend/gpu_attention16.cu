@@ -1,10 +1,9 @@
 /* gpu_attention16.cu: fused (flash) attention in bf16 and f16, forward and
  * backward (DG_OP_ATTENTION and DG_OP_ATTENTION_BACKWARD whose q is bf16 or
- * f16; gpu_attention.cu hands them here and keeps float32). The forward
- * has the structure of the float32 kernels (gpu_attention.cu's header:
- * tiles, online softmax, causal skipping), the backward FlashAttention-2's
- * (one pass over key tiles, dQ accumulated by atomic adds), and both
- * FlashAttention-2's arithmetic:
+ * f16; gpu_attention.cu hands them here and keeps float32). The structure
+ * of the float32 kernels (gpu_attention.cu's header: tiles, online
+ * softmax, causal skipping, k_delta / k_dq / k_dkdv with no atomics, so
+ * the same bits every run), FlashAttention-2's arithmetic:
  *
  *   mma.sync.m16n8k16 with bf16 or f16 operands and fp32 accumulation, one
  *   instruction per product (the float32 kernels' 3xTF32 takes three);
@@ -28,30 +27,14 @@
  *             softmax, O = O alpha + P V. Shared: Q, 2 stages x (K, V)
  *             (cp.async, the next tile loading while this one multiplies):
  *             46 KB at D = 64, 87 KB at 128.
- *   k16_delta delta_i = dO_i . o_i (fp32, a warp a row) into the
- *             scratch, and row i of the scratch's fp32 dQ accumulator
- *             zeroed (in the step: a replayed graph starts from zero).
- *   k16_dkdv  64 keys; query tiles of BN (64; 32 at D = 128):
- *             S^T = K Q^T, P^T, dV += P^T dO, dP^T = V dO^T,
- *             dS^T = P^T (dP^T - delta), dK += dS^T Q; dS^T (rounded)
- *             to shared memory, then the 4 warps split dQ_tile += dS K
- *             (ldmatrix.trans of dS^T as the A operand) and add it to the
- *             accumulator by red.global.add (.v2.f32 on sm_90: a pair of
- *             adjacent entries per instruction). 5 products of T^2 Dh per
- *             head (the float32 kernels take 7, computing S and dP twice).
- *   k16_dq_store dq = scale * accumulator, rounded to the dtype.
- * Scratch (dg__gpu_attention16_scratch_bytes): the accumulator
- * [B H T Dh] floats, then delta [B H T]. Shared memory of k16_dkdv: K, V,
- * 2 stages of Q, dO, lse, delta, and dS^T [64][BN + 8]: 64 KB at D = 64,
- * 73.5 KB at 128.
- *
- * Determinism: dq is the one output whose sums run in an order the
- * hardware picks (the key blocks' reductions land in any order), so two
- * runs may differ in the float32 accumulator's last bits, and where that
- * sum lies next to a rounding boundary of the dtype, in dq's last place.
- * o, lse, dk and dv are written by one block each in a fixed order: the
- * same bits every run. The float32 kernels keep no atomics and the same
- * bits throughout (docs/TESTING.md).
+ *   k16_delta delta_i = dO_i . o_i (fp32, a warp a row) into the scratch.
+ *   k16_dq    64 queries; key tiles of BN (64; 32 at D = 128): S, P,
+ *             dP = dO V^T, dS = P (dP - delta), dQ += dS K.
+ *   k16_dkdv  64 keys; query tiles of BN: S^T = K Q^T, P^T,
+ *             dV += P^T dO, dP^T = V dO^T, dS^T, dK += dS^T Q.
+ * The backward computes S and dP twice (7 products of T^2 Dh per head
+ * where FlashAttention-2's atomic dQ takes 5), for determinism, as the
+ * float32 kernels do.
  *
  * Causal (key j masked for query i when j > i): key tiles past a block's
  * last query are never loaded; a warp skips the tiles wholly above its 16
@@ -61,7 +44,7 @@
  * 16-byte aligned, else element by element (synchronous).
  *
  * The kernels are in gpu_attention16_kernels.cuh, this file gives them the
- * device's primitives (mma, ldmatrix, ex2, red) and launches them; the same
+ * device's primitives (mma, ldmatrix, ex2) and launches them; the same
  * kernels run on the host under tests/emu_attention16.cpp's emulation of
  * those primitives (docs/TESTING.md).
  *
@@ -145,24 +128,6 @@ template <bool TRANS> static __device__ __forceinline__ void ldsm4(uint32_t (&r)
 #endif
 }
 
-/* p[0] += a, and p[1] += b when two: reductions (red: no answer comes
- * back, the adds are done in L2). On sm_90 a pair at an 8-byte aligned
- * address is one red.global.add.v2.f32, whose two entries are two
- * independent atomic adds (the PTX ISA defines vector red element by
- * element), so the sums are those of two scalar reds; older devices and
- * an odd address (Dh odd) take two scalar ones. */
-static __device__ __forceinline__ void a16_red2(float *p, float a, float b, bool two) {
-    const size_t g = __cvta_generic_to_global(p);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (two && (g & 7u) == 0) {
-        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(g), "f"(a), "f"(b) : "memory");
-        return;
-    }
-#endif
-    asm volatile("red.global.add.f32 [%0], %1;" ::"l"(g), "f"(a) : "memory");
-    if (two) asm volatile("red.global.add.f32 [%0], %1;" ::"l"(g + 4), "f"(b) : "memory");
-}
-
 #define A16_SHARED extern __shared__ float4 a16_smem[]
 #include "gpu_attention16_kernels.cuh"
 
@@ -221,22 +186,23 @@ static dg_status a16_fwd(gpu_ctx *c, const a16_args &a, const E *q, const E *k, 
     return DG_OK;
 }
 
-/* scratch: the float32 dQ accumulator [BH T Dh], then delta [BH T] */
 template <typename E, int D>
 static dg_status a16_bwd(gpu_ctx *c, const a16_args &a, const E *dout, const E *q, const E *k, const E *v,
-                         const E *out, const float *lse, float *scratch, E *dq, E *dk, E *dv) {
+                         const E *out, const float *lse, float *delta, E *dq, E *dk, E *dv) {
     constexpr int BN = a16_bn<D>::bwd;
-    const size_t smem = a16_smem_dkdv<E, D>();
-    const long long rows = (long long)a.BH * a.T, n = rows * a.Dh;
-    float *dqa = scratch, *delta = scratch + n;
-    dg_status st = a16_prepare(c, k16_dkdv<E, D, BN>, smem, "attention_backward");
+    const size_t tiles = a16_smem_dq<E, D>(), smem_dkdv = a16_smem_dkdv<E, D>();
+    long long rows = (long long)a.BH * a.T;
+    k16_delta<E><<<grid_for(rows * 32, 256), 256, 0, c->stream>>>(dout, out, delta, rows, a.Dh);
+    DG_CUDA_CHECK_LAUNCH();
+    dg_status st = a16_prepare(c, k16_dq<E, D, BN>, tiles, "attention_backward");
     if (st != DG_OK) return st;
-    k16_delta<E><<<grid_for(rows * 32, 256), 256, 0, c->stream>>>(dout, out, delta, dqa, rows, a.Dh);
+    k16_dq<E, D, BN><<<a16_grid(a), A16_NTH, tiles, c->stream>>>(dout, q, k, v, lse, delta, dq, a.BH, a.T, a.Dh,
+                                                                 a.c2, a.scale, a.causal, a.vec);
     DG_CUDA_CHECK_LAUNCH();
-    k16_dkdv<E, D, BN><<<a16_grid(a), A16_NTH, smem, c->stream>>>(dout, q, k, v, lse, delta, dqa, dk, dv, a.BH, a.T,
-                                                                  a.Dh, a.c2, a.scale, a.causal, a.vec);
-    DG_CUDA_CHECK_LAUNCH();
-    k16_dq_store<E><<<grid_for(n, 256), 256, 0, c->stream>>>(dqa, dq, n, a.scale);
+    st = a16_prepare(c, k16_dkdv<E, D, BN>, smem_dkdv, "attention_backward");
+    if (st != DG_OK) return st;
+    k16_dkdv<E, D, BN><<<a16_grid(a), A16_NTH, smem_dkdv, c->stream>>>(dout, q, k, v, lse, delta, dk, dv, a.BH, a.T,
+                                                                       a.Dh, a.c2, a.scale, a.causal, a.vec);
     DG_CUDA_CHECK_LAUNCH();
     return DG_OK;
 }
@@ -257,19 +223,14 @@ template <typename E> static dg_status a16_backward(gpu_ctx *c, const dg_step *s
     const float *lse = (const float *)s->in[5];
     E *dq = (E *)s->out, *dk = (E *)s->side[0], *dv = (E *)s->side[1];
     a16_args a = a16_args_of(s->node, a16_aligned(dout) && a16_aligned(q) && a16_aligned(k) && a16_aligned(v));
-    float *scratch = (float *)s->scratch;
-    if (a.Dh <= 32) return a16_bwd<E, 32>(c, a, dout, q, k, v, out, lse, scratch, dq, dk, dv);
-    if (a.Dh <= 64) return a16_bwd<E, 64>(c, a, dout, q, k, v, out, lse, scratch, dq, dk, dv);
-    return a16_bwd<E, 128>(c, a, dout, q, k, v, out, lse, scratch, dq, dk, dv);
+    float *delta = (float *)s->scratch;
+    if (a.Dh <= 32) return a16_bwd<E, 32>(c, a, dout, q, k, v, out, lse, delta, dq, dk, dv);
+    if (a.Dh <= 64) return a16_bwd<E, 64>(c, a, dout, q, k, v, out, lse, delta, dq, dk, dv);
+    return a16_bwd<E, 128>(c, a, dout, q, k, v, out, lse, delta, dq, dk, dv);
 }
 
 dg_status dg__gpu_attention16(gpu_ctx *c, const dg_step *s) {
     return s->node->dtype == DG_BF16 ? a16_forward<__nv_bfloat16>(c, s) : a16_forward<__half>(c, s);
-}
-
-size_t dg__gpu_attention16_scratch_bytes(const dg_node *n) {
-    const int64_t dh = n->shape.d[3], rows = dg_node_numel(n) / dh; /* dq [B, H, T, Dh]: B H T rows */
-    return (size_t)rows * (size_t)(dh + 1) * sizeof(float);        /* Dh accumulated floats, delta */
 }
 
 dg_status dg__gpu_attention16_backward(gpu_ctx *c, const dg_step *s) {

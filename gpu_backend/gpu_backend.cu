@@ -217,7 +217,7 @@ static bool is_conv(const dg_node *n) {
 /* a convolution's scratch depends on its kernels, a matmul's on its GEMM:
  * the step's (its plan's choice, or the backend's setting for DEFAULT); a
  * 16-bit convolution's float32 copies go ahead of its kernels' scratch
- * (dg_conv_widened_of); a 16-bit attention backward's holds its float32 dQ */
+ * (dg_conv_widened_of) */
 static size_t gpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
     const gpu_ctx *c = gpu_of(be);
     int gemm = dg__gpu_step_gemm(c, flags), conv = is_conv(n) ? dg__gpu_node_conv(c, n, flags) : -1;
@@ -227,7 +227,6 @@ static size_t gpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, uns
     if (is_conv(n) && conv >= 0)
         return (size_t)dg_conv_widened_of(n).inner * sizeof(float) + dg__gpu_conv_scratch_bytes(c, n, (dg_gpu_conv)conv);
     if (n->op == DG_OP_MATMUL && gemm >= 0) return sizeof(float) * dg__gpu_matmul_scratch_floats(c, n, (dg_gpu_gemm)gemm);
-    if (n->op == DG_OP_ATTENTION_BACKWARD && n->dtype != DG_F32) return dg__gpu_attention16_scratch_bytes(n);
     return dg_node_scratch_bytes(n);
 }
 

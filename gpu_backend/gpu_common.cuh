@@ -392,7 +392,5 @@ dg_status dg__gpu_attention_backward(gpu_ctx *c, const dg_step *s);
  * dtype; gpu_attention.cu's entry points hand such nodes on, checked) */
 dg_status dg__gpu_attention16(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_attention16_backward(gpu_ctx *c, const dg_step *s);
-/* the 16-bit backward's scratch: the float32 dQ accumulator and delta */
-size_t    dg__gpu_attention16_scratch_bytes(const dg_node *n);
 
 #endif
