@@ -54,8 +54,8 @@ typedef enum dg_gemm_impl {
 
 /* Which implementation a plan asks for its convolutions (conv2d and its
  * two backward ops). DEFAULT: the backend's default (dg_cpu_set_conv /
- * dg_gpu_set_conv, at the time a step runs; unless set, the CPU's measured
- * choice per layer and the GPU's implicit GEMM). The others name one
+ * dg_gpu_set_conv, at the time a step runs; unless set, each backend's
+ * measured choice per node: DG_CPU_CONV_AUTO, DG_GPU_CONV_AUTO). The others name one
  * strategy, each offered by one backend (cpu_backend.h, gpu_backend.h);
  * a plan that asks a backend for one it does not offer is refused with
  * DG_ERR_UNSUPPORTED. Where a strategy cannot run a node (one image, one

@@ -265,6 +265,28 @@ static bool is_conv(dg_op op) {
     return op == DG_OP_CONV2D || op == DG_OP_CONV2D_BACKWARD_DATA || op == DG_OP_CONV2D_BACKWARD_WEIGHT;
 }
 
+/* whether oneDNN's bf16 kernels are AMX's (what AUTO's rule asks of the ISA) */
+static bool onednn_amx(void) {
+#ifdef DG_HAVE_ONEDNN
+    return dg__onednn_bf16_pays();
+#else
+    return false;
+#endif
+}
+
+/* The strategy n's step runs: the step's (step_conv), AUTO resolved for
+ * the node to ONEDNN or the own DEFAULT by its rule (cpu_conv_auto.c),
+ * the own everywhere in a build without oneDNN. Not a convolution: the
+ * step's, which only a refusal reads. */
+static int node_conv(const cpu_ctx *c, const dg_node *n, unsigned flags) {
+    int conv = step_conv(c, flags);
+    if (conv != DG_CPU_CONV_AUTO || !n || !is_conv(n->op)) return conv;
+    if (!dg_cpu_has_onednn()) return DG_CPU_CONV_DEFAULT;
+    dg_conv_dims d = dg_conv_dims_of(n);
+    return dg__cpu_conv_auto_onednn(&d, n->op, n->in[0]->dtype, onednn_amx()) ? DG_CPU_CONV_ONEDNN
+                                                                                : DG_CPU_CONV_DEFAULT;
+}
+
 /* n's oneDNN convolution as the backend runs it: its geometry, its inputs'
  * dtype, the backend's threads, and the layout that won on the 2-core VM
  * (docs/PERF.md, "oneDNN's convolutions"): oneDNN's blocked formats, the
@@ -405,7 +427,7 @@ static size_t cpu_scratch_bytes(const dg_backend *be, const dg_node *n) {
  * backend's buffer. */
 static size_t cpu_step_scratch_bytes(const dg_backend *be, const dg_node *n, unsigned flags) {
     int gemm = step_gemm(ctx_of(be), flags);
-    if (is_conv(n->op) && step_conv(ctx_of(be), flags) == DG_CPU_CONV_ONEDNN)
+    if (is_conv(n->op) && node_conv(ctx_of(be), n, flags) == DG_CPU_CONV_ONEDNN)
         return onednn_conv_step_scratch(be, n, flags);
     if (n->op == DG_OP_MATMUL && n->in[0]->dtype == DG_BF16 && n->dtype == DG_F32 && dg_cpu_has_onednn() &&
         (gemm == DG_CPU_GEMM_ONEDNN || (gemm == DG_CPU_GEMM_OPENBLAS && onednn_vendor(DG_BF16))))
@@ -525,7 +547,7 @@ static dg_status cpu_conv_widened(const cpu_ctx *c, dg_cpu_gemm gemm, dg_cpu_con
  * step's sgemm, the backend's name for every other op. */
 static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned flags, char *buf, size_t size) {
     cpu_ctx *c = ctx_of(be);
-    int gemm = step_gemm(c, flags), conv = step_conv(c, flags);
+    int gemm = step_gemm(c, flags), conv = node_conv(c, n, flags);
     if (refused(gemm, conv)) return refuse_choice(c, flags);
     if (!n) return DG_OK;
     const char *name = "cpu";
@@ -608,7 +630,7 @@ static dg_status cpu_run_steps(dg_backend *be, const dg_step *steps, int n, bool
 
 static dg_status cpu_compute(dg_backend *be, const dg_step *s) {
     cpu_ctx *c = ctx_of(be);
-    int gemm = step_gemm(c, s->flags), conv = step_conv(c, s->flags);
+    int gemm = step_gemm(c, s->flags), conv = node_conv(c, s->node, s->flags);
     if (refused(gemm, conv)) return refuse_choice(c, s->flags);
     /* the row ops' and a 16-bit product output's float32 copies live in the
      * step's scratch alone; a float32-output product's widened operands
@@ -714,7 +736,7 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads) {
         free(c); free(pack); free(attn);
         return dg__fail(DG_ERR_OOM, "cpu: out of memory creating the backend");
     }
-    *c = (cpu_ctx){.threads = threads, .gemm = DG_CPU_GEMM_OPENBLAS, .conv = DG_CPU_CONV_DEFAULT, .pack = pack,
+    *c = (cpu_ctx){.threads = threads, .gemm = DG_CPU_GEMM_OPENBLAS, .conv = DG_CPU_CONV_AUTO, .pack = pack,
                    .attn = attn};
     apply_threads(c); /* so code around the backend sees the same count */
     *out = be;
@@ -747,7 +769,9 @@ int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }
 void dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl) {
     if (known_gemm(impl)) ctx_of(be)->gemm = impl; /* anything else: the setting stays */
 }
-void dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl) { ctx_of(be)->conv = impl; }
+void dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl) {
+    if ((unsigned)impl <= DG_CPU_CONV_AUTO) ctx_of(be)->conv = impl; /* anything else: the setting stays */
+}
 
 /* be's all_reduce nodes by comm (NULL: alone), the one before freed */
 static void set_comm(dg_backend *be, cpu_comm *comm) {
@@ -801,7 +825,7 @@ const char *dg_cpu_onednn_info(char *buf, size_t n) {
 #ifdef DG_HAVE_ONEDNN
     return dg__onednn_info(buf, n);
 #else
-    snprintf(buf, n, "none (built with DG_ONEDNN=OFF)");
+    snprintf(buf, n, "none (built with DG_ONEDNN=OFF: the default convolutions are the own)");
     return buf;
 #endif
 }

@@ -57,7 +57,18 @@ typedef enum dg_cpu_gemm {
  *   none (f16). Primitives are made when a plan is laid out, one per
  *   convolution (dg_cpu_onednn_conv_counts). Under a plan that leaves the
  *   choice to this setting, a step runs in a workspace the backend keeps
- *   (the plan reserved the im2col columns, as for the others). */
+ *   (the plan reserved the im2col columns, as for the others).
+ * AUTO, the backend's setting unless changed: per convolution, ONEDNN or
+ *   the own DEFAULT by its precision, layer and pass and oneDNN's ISA,
+ *   from the ResNet-18 layers measured on a 16-core AMX host and a 2-core
+ *   AVX512-BF16 VM (docs/PERF.md, "The CPU's default convolution per
+ *   precision and layer"): bf16 by oneDNN where its ISA has AMX, by the
+ *   own elsewhere (oneDNN's AVX512-BF16 kernels ran at half its float32
+ *   rate); float32 and f16 (float32 arithmetic in both) by oneDNN but for
+ *   layers of fewer than 16 input channels a group (the stem) and the
+ *   weight's gradient of a strided layer, which the own ran faster. In a
+ *   build without oneDNN, AUTO is DEFAULT everywhere (dg_cpu_onednn_info
+ *   says so). dg_plan_node_impl names what each node runs. */
 typedef enum dg_cpu_conv {
     DG_CPU_CONV_DEFAULT,
     DG_CPU_CONV_PASSES,
@@ -65,6 +76,7 @@ typedef enum dg_cpu_conv {
     DG_CPU_CONV_SHIFT,
     DG_CPU_CONV_CHANNELS,
     DG_CPU_CONV_ONEDNN,
+    DG_CPU_CONV_AUTO,
 } dg_cpu_conv;
 
 /* threads <= 0: OpenMP's default (OMP_NUM_THREADS or the core count). The
@@ -73,7 +85,7 @@ dg_status dg_cpu_backend_new(dg_backend **out, int threads);
 int       dg_cpu_threads(const dg_backend *be);
 /* The backend's defaults: what the steps of a plan that leaves its choice
  * at DG_GEMM_DEFAULT / DG_CONV_DEFAULT (dg_plan_opts) run with, read when
- * each step runs (OPENBLAS and DEFAULT unless set). A plan that names its
+ * each step runs (OPENBLAS and AUTO unless set). A plan that names its
  * implementation runs with that one whatever these say (an impl outside the
  * enum leaves the setting as it was). The plan choices
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are OPENBLAS, OWN,
@@ -130,7 +142,8 @@ const char *dg_cpu_blas_core(void);
 
 /* Whether this build has oneDNN (the DG_ONEDNN option); and what the
  * library reports: "oneDNN 2.6.3 (CPU runtime: OpenMP; ISA:
- * avx512_core_bf16)", or "none (built with DG_ONEDNN=OFF)". */
+ * avx512_core_bf16)", or "none (built with DG_ONEDNN=OFF: the default
+ * convolutions are the own)". */
 bool        dg_cpu_has_onednn(void);
 const char *dg_cpu_onednn_info(char *buf, size_t n);
 /* The backend's oneDNN primitive cache: primitives created, and products

@@ -107,6 +107,15 @@ typedef enum dg_cpu_conv_run {
 dg_cpu_conv_run dg__cpu_conv_strategy(const struct dg_conv_dims *d, dg_op op, dg_cpu_conv impl, bool serial_ok,
                                       int threads, int *slots);
 const char     *dg__cpu_conv_run_name(dg_cpu_conv_run run);
+/* DG_CPU_CONV_AUTO's rule (cpu_conv_auto.c): whether a convolution step
+ * of op `op`, geometry d and input dtype t runs by oneDNN (true) or by
+ * the own strategies (DEFAULT's rule), on a CPU whose oneDNN ISA has AMX
+ * (`amx`: dnnl_get_effective_cpu_isa(), dg__onednn_bf16_pays) or not.
+ * bf16: oneDNN with AMX, the own without; float32 and f16: the own for
+ * fewer than 16 input channels a group and for a strided layer's weight
+ * gradient, oneDNN else. A rule alone: the backend asks it only where
+ * oneDNN is built in. */
+bool dg__cpu_conv_auto_onednn(const struct dg_conv_dims *d, dg_op op, dg_dtype t, bool amx);
 /* Images per pass of the passes' forward or dx: as many as fit 1 MiB of
  * columns, or, `side_by_side` and an image of fewer than 512 columns,
  * enough for 512 columns multiplied as one GEMM; never more than the

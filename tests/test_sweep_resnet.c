@@ -12,7 +12,9 @@
 #include "core/check/step_check.h"
 #include "core/rng.h"
 #include "core/backend_impl.h"
+#include "core/layout.h"
 #include "cpu_backend/cpu_backend.h"
+#include "cpu_backend/cpu_kernels.h"
 #include "runner/step_tol.h"
 #include "runner/sweep.h"
 #include "writers/csv.h"
@@ -245,19 +247,85 @@ Test(resnet_sweep, vendor_rows_refused_are_skipped_with_the_reason_once) {
     held_free(be);
 }
 
-/* The CPU's own and vendor sets are not in the default rows (a 2-core
- * machine's default sweep would take three times as long); --impl names
- * them. The GPU's are (a CPU-only build lists no GPU row). */
+/* the CPU backend's compute, each convolution step that AUTO gives oneDNN
+ * on this CPU appended to conv_runs as 'D' where it ran oneDNN, 'O' where
+ * the own: the order of the rows' steps, as the sweep ran them */
+static const dg_backend_i *recording_iface;
+static char conv_runs[1 << 16];
+static size_t n_conv_runs;
+static dg_status recording_compute(dg_backend *be, const dg_step *s) {
+    const dg_node *n = s->node;
+    bool conv = n->op == DG_OP_CONV2D || n->op == DG_OP_CONV2D_BACKWARD_DATA || n->op == DG_OP_CONV2D_BACKWARD_WEIGHT;
+    char name[96];
+    if (conv) {
+        dg_conv_dims d = dg_conv_dims_of(n); /* float32 steps: the ISA does not matter */
+        if (dg__cpu_conv_auto_onednn(&d, n->op, n->in[0]->dtype, false) &&
+            recording_iface->step_impl(be, n, s->flags, name, sizeof name) == DG_OK && n_conv_runs + 1 < sizeof conv_runs)
+            conv_runs[n_conv_runs++] = strncmp(name, "cpu-onednn", 10) ? 'O' : 'D';
+    }
+    return recording_iface->compute(be, s);
+}
+
+/* cpu and cpu-conv-own at batches 2 and 4: the rows run in turn (cpu at
+ * 2, cpu-conv-own at 2, cpu at 4, cpu-conv-own at 4), and each row's
+ * convolutions run its set's choice: oneDNN where AUTO gives it for cpu,
+ * the own for cpu-conv-own, so the recorded steps fall in four blocks,
+ * D O D O. Catches a row left with the setting of the row before it (three
+ * blocks), the own set not set (one), and a sweep that ends with the
+ * setting at the own rule. */
+Test(resnet_sweep, conv_own_rows_run_the_own_convolutions_and_cpu_rows_auto) {
+    if (!dg_cpu_has_onednn()) cr_skip_test("built without oneDNN: AUTO is the own convolutions everywhere");
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 2));
+    recording_iface = be->iface;
+    held_backend(be, recording_iface);
+    dg_backend_i recording = *be->iface;
+    recording.compute = recording_compute;
+    be->iface = &recording;
+    char dir[] = "/tmp/dg-resnet-XXXXXX";
+    tmp_dir(dir);
+    held_dir(dir);
+    bench_ctx ctx = {.out_dir = dir, .cpu = be, .threads = 2, .size_lists = {{.v = {2, 4}, .n = 2}},
+                     .n_size_lists = 1, .impl_filter = "cpu,cpu-conv-own", .case_filter = "resnet18-cifar",
+                     .precisions = {DG_PREC_FP32}, .n_precisions = 1,
+                     .timing = {.min_reps = 1, .max_reps = 1}, .cpu_cap_s = 86400};
+    ctx.csv = bench_csv_open(dir, "resnet", "# cpu and cpu-conv-own\n", BENCH_CSV_HEADER);
+    cr_assert_not_null(ctx.csv, "%s", dg_last_error());
+    held_file(ctx.csv);
+    n_conv_runs = 0;
+    ASSERT_OK(sweep_resnet(&ctx));
+    held_drop(ctx.csv, true); /* closed by bench_csv_finish */
+    ASSERT_OK(bench_csv_finish(ctx.csv, dir, "resnet", true));
+    conv_runs[n_conv_runs] = 0;
+    char blocks[8] = {0};
+    int n_blocks = 0;
+    for (size_t i = 0; i < n_conv_runs && n_blocks < 7; i++)
+        if (i == 0 || conv_runs[i] != conv_runs[i - 1]) blocks[n_blocks++] = conv_runs[i];
+    cr_assert_str_eq(blocks, "DODO", "steps in %d blocks %s (%zu steps)", n_blocks, blocks, n_conv_runs);
+    char name[96];
+    dg_graph *g = dg_graph_new();
+    const dg_node *probe = dg_conv2d(g, dg_input(g, "x", DG_SHAPE(2, 64, 8, 8)), dg_input(g, "w", DG_SHAPE(64, 64, 3, 3)), NULL,
+                      (dg_conv2d_opts){.pad = {1, 1}});
+    ASSERT_OK(dg_backend_step_impl(be, probe, 0u, name, sizeof name));
+    cr_assert(!strncmp(name, "cpu-onednn", 10), "after the sweep a 64-channel 3x3 layer runs as %s", name);
+    dg_graph_free(g);
+    held_free(be);
+}
+
+/* The CPU's own, own-convolution and vendor sets are not in the default
+ * rows (a 2-core machine's default sweep would take three times as long);
+ * --impl names them. The GPU's are (a CPU-only build lists no GPU row). */
 Test(resnet_sweep, cpu_sets_run_only_when_asked) {
     char cmd[512], out[1 << 14];
     snprintf(cmd, sizeof cmd, "%s --list resnet --backends cpu", DG_BENCH_PATH);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     cr_assert(strstr(out, "resnet resnet18-cifar cpu cpu fp32 m=8") && !strstr(out, "cpu-own") &&
-              !strstr(out, "cpu-vendor"), "%s", out);
+              !strstr(out, "cpu-vendor") && !strstr(out, "cpu-conv-own"), "%s", out);
     snprintf(cmd, sizeof cmd, "%s --list resnet --backends cpu --impl 'cpu-*' --dtype bf16", DG_BENCH_PATH);
     cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
     cr_assert(strstr(out, "resnet resnet18-cifar cpu-own cpu bf16 m=8") &&
-              strstr(out, "resnet resnet18-imagenet cpu-vendor cpu bf16 m=64"), "%s", out);
+              strstr(out, "resnet resnet18-imagenet cpu-vendor cpu bf16 m=64") &&
+              strstr(out, "resnet resnet18-cifar cpu-conv-own cpu bf16 m=8"), "%s", out);
 }
 
 /* the CPU backend's compute, then NaN in the last entry of every product
