@@ -160,12 +160,14 @@ static bool gpu_supports(const dg_backend *be, const dg_node *n) {
     case DG_OPS_CONV:                                      return dg__gpu_conv_fits(n);
     case DG_OPS_POOL:                                      return dg__gpu_pool_fits(n);
     case DG_OP_ATTENTION: case DG_OP_ATTENTION_BACKWARD:   return dg__gpu_attention_fits(n);
+    case DG_OP_BATCH_NORM: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+        return dg__gpu_batch_norm_fits(gpu_of(be), n);
     /* the kernels take every shape a builder makes */
     case DG_OPS_UNARY: case DG_OPS_BINARY: case DG_OPS_UNARY_BACKWARD: case DG_OPS_OPTIM:
     case DG_OP_PERMUTE: case DG_OP_RESHAPE: case DG_OP_SUM: case DG_OP_MEAN: case DG_OP_BROADCAST_TO:
-    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM: case DG_OP_EMBEDDING:
+    case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_LAYER_NORM: case DG_OP_EMBEDDING:
     case DG_OP_ALL_REDUCE: case DG_OP_SOFTMAX_BACKWARD: case DG_OP_LOG_SOFTMAX_BACKWARD:
-    case DG_OP_SOFTMAX_CE_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD: case DG_OP_BATCH_NORM_BACKWARD_SCALE:
+    case DG_OP_SOFTMAX_CE_BACKWARD:
     case DG_OP_LAYER_NORM_BACKWARD: case DG_OP_LAYER_NORM_BACKWARD_SCALE: case DG_OP_EMBEDDING_BACKWARD:
     case DG_OP_BATCH_NORM_RUNNING: case DG_OP_CAST:
         return true;

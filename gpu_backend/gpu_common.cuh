@@ -243,6 +243,9 @@ dg_status dg__gpu_softmax(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_softmax_backward(gpu_ctx *c, const dg_step *s);
 /* whether a softmax_cross_entropy node's per-row losses fit the scratch */
 bool      dg__gpu_softmax_ce_fits(const gpu_ctx *c, const dg_node *n);
+/* gpu_norm.cu: a batch norm node (or its backward ops) whose channels'
+ * partial sums fit the backend's scratch (at most scratch_floats / 4) */
+bool      dg__gpu_batch_norm_fits(const gpu_ctx *c, const dg_node *n);
 dg_status dg__gpu_softmax_ce(gpu_ctx *c, const dg_step *s);
 dg_status dg__gpu_softmax_ce_backward(gpu_ctx *c, const dg_step *s);
 /* gpu_optim.cu */

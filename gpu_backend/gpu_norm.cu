@@ -115,9 +115,10 @@ __global__ void k_bn_stats_merge(const float2 *__restrict__ part, float *__restr
 /* f(offset, channel) over every value of x, in one of two shapes: PLANES,
  * a block a plane (blockIdx.x = n C + ch) and blockIdx.y striding along
  * it, for planes of a block's worth or more; else one grid-stride run
- * over the tensor, the channel of each value by division (in 32 bits
- * where the tensor's size allows). VEC: 4 values a call (hw a multiple of
- * 4, the buffers 16-byte aligned). */
+ * over the tensor, the channel of each value by division: in 32 bits
+ * under 2^31 values, where a thread's next index (at most 2^31 + 2^30:
+ * grid_for's grid times BLOCK times 4) cannot wrap, else in 64. VEC: 4
+ * values a call (hw a multiple of 4, the buffers 16-byte aligned). */
 template <bool PLANES, bool VEC, class F>
 __device__ __forceinline__ void for_values(const channels &g, F f) {
     constexpr int W = VEC ? 4 : 1;
@@ -126,7 +127,7 @@ __device__ __forceinline__ void for_values(const channels &g, F f) {
         long long step = (long long)gridDim.y * blockDim.x * W;
         for (long long p = ((long long)blockIdx.y * blockDim.x + threadIdx.x) * W; p < g.hw; p += step)
             f(base + p, ch);
-    } else if (g.n * g.c * g.hw < 0x100000000LL) {
+    } else if (g.n * g.c * g.hw < 0x80000000LL) {
         unsigned hw = (unsigned)g.hw, c = (unsigned)g.c, total = (unsigned)(g.n * g.c * g.hw);
         for (unsigned i = (blockIdx.x * blockDim.x + threadIdx.x) * W; i < total; i += gridDim.x * blockDim.x * W)
             f((long long)i, (long long)(i / hw % c));
@@ -225,14 +226,20 @@ static int slices_of(const gpu_ctx *c, const channels &g) {
     return 2 * (p + 1) * g.c <= (long long)c->scratch_floats ? (int)p : 0;
 }
 
+/* x's channels fit the scratch's partials (one slice each at least): the
+ * plan refuses a batch norm of more channels up front (gpu_supports) */
+bool dg__gpu_batch_norm_fits(const gpu_ctx *c, const dg_node *n) {
+    return slices_of(c, channels_of(n->op == DG_OP_BATCH_NORM ? n->in[0] : n->in[1])) > 0;
+}
+
 static dg_status no_room(const dg_node *nd, const channels &g, const gpu_ctx *c) {
     return dg__fail(DG_ERR_UNSUPPORTED, "gpu: node '%s' (%s): %lld channels need %lld floats of reduction scratch, "
                     "the backend has %zu", nd->name, dg_op_name(nd->op), g.c, 4 * g.c, c->scratch_floats);
 }
 
-/* The elementwise kernels' launch: a block a plane where planes hold a
- * block's worth of calls (PLANES; the block's width the plane's calls
- * rounded up to a warp, at most BLOCK), else a grid-stride run; VEC where
+/* The elementwise kernels' launch: a block of BLOCK threads a plane where
+ * planes hold half a block's worth of calls or more (PLANES), else a
+ * grid-stride run; VEC where
  * hw is a multiple of 4 and the buffers 16-byte aligned. */
 template <template <bool, bool> class K, class... A>
 static dg_status launch_values(gpu_ctx *c, const channels &g, bool aligned, A... args) {

@@ -138,8 +138,8 @@ static dg_status max_pool2d(gpu_ctx *c, const dg_step *s) {
  * its type fits an int with room to spare */
 static bool int_math_fits(const dg_conv_dims &d) {
     const long long lim = 1LL << 30;
-    return d.h * d.w < lim && d.h + 2 * d.ph < lim && d.w + 2 * d.pw < lim && d.kh * d.dh < lim &&
-           d.kw * d.dw < lim && d.oh * d.sh < lim && d.ow * d.sw < lim;
+    return d.h * d.w < lim && d.oh * d.ow < lim && d.h + 2 * d.ph < lim && d.w + 2 * d.pw < lim &&
+           d.kh * d.dh < lim && d.kw * d.dw < lim && d.oh * d.sh < lim && d.ow * d.sw < lim;
 }
 
 static dg_status max_pool2d_backward(gpu_ctx *c, const dg_step *s) {

@@ -623,6 +623,45 @@ Test(gpu, softmax_ce_beyond_the_scratch_is_declined_up_front) {
     dg_backend_free(gpu);
 }
 
+/* batch norm keeps 2 floats a (channel, slice) and 2 a channel of its
+ * backward's merged sums in the same scratch (gpu_norm.cu): at most
+ * scratch / 4 channels. One more is declined by supports (the forward and
+ * both backward ops), so dg_plan_new refuses the graph with the node's
+ * name instead of the step failing in a run. */
+Test(gpu, batch_norm_beyond_the_scratch_is_declined_up_front) {
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    dg_graph *g = dg_graph_new();
+    const int64_t ch[2] = {GPU_SCRATCH_FLOATS / 4, GPU_SCRATCH_FLOATS / 4 + 1};
+    dg_node *bn[2], *grads[2];
+    for (int i = 0; i < 2; i++) {
+        dg_node *x = dg_input(g, "x", DG_SHAPE(2, ch[i]));
+        dg_node *scale = dg_param(g, "scale", DG_SHAPE(ch[i]), (dg_init){DG_INIT_FILL, 1, 0, 0});
+        dg_node *shift = dg_param(g, "shift", DG_SHAPE(ch[i]), (dg_init){DG_INIT_FILL, 0, 0, 0});
+        bn[i] = dg_batch_norm(g, x, scale, shift, 1e-5f);
+        dg_node *loss = dg_sum(g, dg_mul(g, bn[i], bn[i]), DG_ALL_AXES, false), *wrt[2] = {x, scale};
+        ASSERT_OK(dg_grad(g, loss, wrt, 2, grads));
+    }
+    ASSERT_OK(dg_graph_status(g));
+    int backward = 0;
+    for (int id = 0; id < dg_graph_size(g); id++) {
+        const dg_node *n = dg_graph_node(g, id);
+        if (n->op != DG_OP_BATCH_NORM && n->op != DG_OP_BATCH_NORM_BACKWARD &&
+            n->op != DG_OP_BATCH_NORM_BACKWARD_SCALE)
+            continue;
+        int64_t c = n->in[n->op == DG_OP_BATCH_NORM ? 0 : 1]->shape.d[1];
+        backward += n->op != DG_OP_BATCH_NORM;
+        cr_assert_eq(dg_backend_supports(gpu, n), c <= ch[0], "%s of %lld channels (%lld fit the scratch)",
+                     dg_op_name(n->op), (long long)c, (long long)ch[0]);
+    }
+    cr_assert_eq(backward, 4, "dx and dscale of each batch norm: %d backward nodes", backward);
+    dg_plan *p = (dg_plan *)1;
+    cr_assert_eq(dg_plan_new(&p, g, gpu, &bn[1], 1, NULL), DG_ERR_UNSUPPORTED, "got %s", dg_last_error());
+    cr_assert_null(p);
+    cr_assert(strstr(dg_last_error(), bn[1]->name), "message lacks '%s': %s", bn[1]->name, dg_last_error());
+    dg_graph_free(g);
+    dg_backend_free(gpu);
+}
+
 /* A [n,n] x [n,n] matmul graph with uniform [-1, 1) inputs uploaded. */
 typedef struct mm_graph {
     dg_graph *g;
