@@ -121,25 +121,9 @@ static dg_graph *conv_graph(const conv_case *cs, dg_dtype t, dg_node *nodes[3]) 
     return g;
 }
 
-/* n's values from the plan as float32 (16-bit storage widened) */
-static float *values_of(dg_plan *p, const dg_node *n) {
-    int64_t k = dg_node_numel(n);
-    float *v = malloc((size_t)k * sizeof *v);
-    uint16_t *h = malloc((size_t)k * sizeof *h);
-    cr_assert(v && h);
-    if (n->dtype == DG_F32) {
-        ASSERT_OK(dg_plan_get(p, n, v, (size_t)k * sizeof *v));
-    } else {
-        ASSERT_OK(dg_plan_get(p, n, h, (size_t)k * sizeof *h));
-        for (int64_t i = 0; i < k; i++) v[i] = n->dtype == DG_BF16 ? dg__bf16_to_f32(h[i]) : dg__f16_to_f32(h[i]);
-    }
-    free(h);
-    return v;
-}
-
 /* the check kit's error of node n's output (every entry: these are small) */
 static double conv_error(dg_plan *p, const dg_node *n) {
-    float *a = values_of(p, n->in[0]), *b = values_of(p, n->in[1]), *out = values_of(p, n);
+    float *a = plan_values_f32(p, n->in[0]), *b = plan_values_f32(p, n->in[1]), *out = plan_values_f32(p, n);
     int s = (int)dg_node_numel(n);
     conv_sample *ref = malloc((size_t)s * sizeof *ref);
     cr_assert_not_null(ref);

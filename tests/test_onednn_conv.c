@@ -90,22 +90,6 @@ static dg_graph *conv_graph(const conv_case *cs, dg_dtype t, dg_node *nodes[3]) 
     return g;
 }
 
-/* n's values from the plan as float32 (16-bit storage widened) */
-static float *values_of(dg_plan *p, const dg_node *n) {
-    int64_t k = dg_node_numel(n);
-    float *v = malloc((size_t)k * sizeof *v);
-    uint16_t *h = malloc((size_t)k * sizeof *h);
-    cr_assert(v && h);
-    if (n->dtype == DG_F32) {
-        ASSERT_OK(dg_plan_get(p, n, v, (size_t)k * sizeof *v));
-    } else {
-        ASSERT_OK(dg_plan_get(p, n, h, (size_t)k * sizeof *h));
-        for (int64_t i = 0; i < k; i++) v[i] = n->dtype == DG_BF16 ? dg__bf16_to_f32(h[i]) : dg__f16_to_f32(h[i]);
-    }
-    free(h);
-    return v;
-}
-
 /* the check kit's error of out, node n's output, from a and b, its
  * inputs' values: every entry of a small output, else 4096 samples */
 static double conv_error(const dg_node *n, const float *a, const float *b, const float *out) {
@@ -157,8 +141,8 @@ static void check_plans(dg_dtype t, const char *want) {
             ASSERT_OK(dg_plan_node_impl(p, nodes[i], name, sizeof name));
             cr_assert(strncmp(name, want, strlen(want)) == 0 && name[strlen(want)] == ':', "%s %s: step '%s'",
                       cases[c].name, dg_op_name(nodes[i]->op), name);
-            float *a = values_of(p, nodes[i]->in[0]), *b = values_of(p, nodes[i]->in[1]);
-            float *out = values_of(p, nodes[i]);
+            float *a = plan_values_f32(p, nodes[i]->in[0]), *b = plan_values_f32(p, nodes[i]->in[1]);
+            float *out = plan_values_f32(p, nodes[i]);
             double e = conv_error(nodes[i], a, b, out), tol = CONV_CHECK_TOL + unit_roundoff(t);
             cr_assert(e <= tol, "%s, %s %s: error %.3g > %.3g (seed %llu)", cases[c].name, dg_dtype_name(t),
                       dg_op_name(nodes[i]->op), e, tol, (unsigned long long)test_seed());
@@ -219,7 +203,8 @@ Test(onednn_conv, backend_default_runs_onednn) {
     char name[64];
     ASSERT_OK(dg_plan_node_impl(p, nodes[1], name, sizeof name));
     cr_assert(strncmp(name, "cpu-onednn:", 11) == 0, "%s", name);
-    float *a = values_of(p, nodes[1]->in[0]), *b = values_of(p, nodes[1]->in[1]), *out = values_of(p, nodes[1]);
+    float *a = plan_values_f32(p, nodes[1]->in[0]), *b = plan_values_f32(p, nodes[1]->in[1]);
+    float *out = plan_values_f32(p, nodes[1]);
     double e = conv_error(nodes[1], a, b, out);
     cr_assert(e <= CONV_CHECK_TOL, "dx: error %.3g", e);
     free(a); free(b); free(out);

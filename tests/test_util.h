@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "core/check/harness.h"
+#include "core/dtype_convert.h"
 #include "core/graph_internal.h" /* the suites make backward-op nodes directly */
 
 /* DG_TEST_SEED overrides the default seed; every failure message prints it. */
@@ -22,6 +23,23 @@ static inline uint64_t test_seed(void) {
         dg_status st_ = (expr);                                                                \
         cr_assert_eq(st_, DG_OK, "%s -> %s: %s", #expr, dg_status_name(st_), dg_last_error()); \
     } while (0)
+
+/* node n's values from plan p as float32 (16-bit storage widened); the
+ * caller frees them */
+static inline float *plan_values_f32(dg_plan *p, const dg_node *n) {
+    int64_t k = dg_node_numel(n);
+    float *v = malloc((size_t)k * sizeof *v);
+    uint16_t *h = malloc((size_t)k * sizeof *h);
+    cr_assert(v && h);
+    if (n->dtype == DG_F32) {
+        ASSERT_OK(dg_plan_get(p, n, v, (size_t)k * sizeof *v));
+    } else {
+        ASSERT_OK(dg_plan_get(p, n, h, (size_t)k * sizeof *h));
+        for (int64_t i = 0; i < k; i++) v[i] = n->dtype == DG_BF16 ? dg__bf16_to_f32(h[i]) : dg__f16_to_f32(h[i]);
+    }
+    free(h);
+    return v;
+}
 
 /* fails with the worst element when a comparison exceeds tol */
 #define ASSERT_CLOSE(stats, tol, what, name, seed)                                                     \
