@@ -450,7 +450,7 @@ dg_node *dg_cast(dg_graph *g, dg_node *a, dg_dtype to) {
 /* ---- layout ---- */
 
 dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm) {
-    if (!check_inputs(g, "permute", 1, &a) || !check_f32(g, "permute", a)) return NULL;
+    if (!check_inputs(g, "permute", 1, &a) || !check_float(g, "permute", a)) return NULL;
     if (!perm) return dg__graph_fail(g, DG_ERR_INVALID, "permute: perm is NULL");
     int nd = a->shape.ndim;
     unsigned seen = 0;
@@ -466,6 +466,7 @@ dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm) {
     }
     dg_node *n = dg__node_new(g, DG_OP_PERMUTE, s, 1, &a);
     if (n) {
+        n->dtype = a->dtype; /* a copy: 16-bit activations stay 16-bit */
         dg_attr_permute at = {{0, 1, 2, 3}};
         memcpy(at.perm, perm, (size_t)nd * sizeof *perm);
         dg__attr_permute_set(n, at);

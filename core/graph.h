@@ -209,6 +209,7 @@ dg_node *dg_matmul_ex(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool tr
 /* a in dtype `to`: float32 to bf16 or f16 (rounded to nearest even), or
  * back; a cast to a's own dtype is a, with no node added */
 dg_node *dg_cast(dg_graph *g, dg_node *a, dg_dtype to);
+/* a's axes in the order perm gives, in a's dtype (f32, bf16 or f16) */
 dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm);
 dg_node *dg_transpose(dg_graph *g, dg_node *a);       /* swaps the last two axes */
 dg_node *dg_reshape(dg_graph *g, dg_node *a, dg_shape s);

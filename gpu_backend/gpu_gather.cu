@@ -2,26 +2,29 @@
  * counterpart): broadcast_to (stride 0 along broadcast axes), permute
  * (permuted strides; a swap of the last two axes as a tiled transpose), and
  * the batch assembly behind dg_backend_gather_rows (rows picked by an index
- * vector). Writes are contiguous. */
+ * vector). Writes are contiguous. The copies are templated on the element
+ * (float, or unsigned short for a bf16 or f16 permute: moved, never
+ * converted). */
 #include "gpu_common.cuh"
 
 #define BLOCK 256
 
 /* y[r, j] = x[offset of (r, j) under strides st] for the 4-D output o seen
  * as rows of its last axis: a block per row, the row's start computed once */
-__global__ void k_strided_copy_rows(const float *__restrict__ x, float *__restrict__ y, long long rows, dg_dims4 o,
+template <typename T>
+__global__ void k_strided_copy_rows(const T *__restrict__ x, T *__restrict__ y, long long rows, dg_dims4 o,
                                     dg_dims4 st) {
     long long w = o.d[3];
     for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
         long long i2 = r % o.d[2], i1 = r / o.d[2] % o.d[1], i0 = r / (o.d[2] * o.d[1]);
-        const float *px = x + i0 * st.d[0] + i1 * st.d[1] + i2 * st.d[2];
+        const T *px = x + i0 * st.d[0] + i1 * st.d[1] + i2 * st.d[2];
         for (long long j = threadIdx.x; j < w; j += blockDim.x) y[r * w + j] = px[j * st.d[3]];
     }
 }
 
 /* y[i] = x[offset of i under strides st]: a thread per element, for short rows */
-__global__ void k_strided_copy(const float *__restrict__ x, float *__restrict__ y, long long n, dg_dims4 o,
-                               dg_dims4 st) {
+template <typename T>
+__global__ void k_strided_copy(const T *__restrict__ x, T *__restrict__ y, long long n, dg_dims4 o, dg_dims4 st) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
         y[i] = x[strided(i, o, st)];
 }
@@ -29,11 +32,12 @@ __global__ void k_strided_copy(const float *__restrict__ x, float *__restrict__ 
 /* y[b, j, i] = x[b, i, j] for x [batch, R, C]: 32x32 tiles through shared
  * memory (padded against bank conflicts), so reads and writes are both
  * coalesced. */
-__global__ void k_transpose(const float *__restrict__ x, float *__restrict__ y, long long R, long long C) {
-    __shared__ float tile[32][33];
+template <typename T>
+__global__ void k_transpose(const T *__restrict__ x, T *__restrict__ y, long long R, long long C) {
+    __shared__ T tile[32][33];
     long long b = blockIdx.z;
-    const float *xb = x + b * R * C;
-    float *yb = y + b * R * C;
+    const T *xb = x + b * R * C;
+    T *yb = y + b * R * C;
     long long c0 = blockIdx.x * 32LL, r0 = blockIdx.y * 32LL;
     for (int k = threadIdx.y; k < 32; k += blockDim.y) {
         long long r = r0 + k, c = c0 + threadIdx.x;
@@ -58,7 +62,8 @@ __global__ void k_gather_rows_by_index(unsigned *dst, const unsigned *src, const
 }
 
 /* y = x read through strides st: a block per row when rows are long */
-static dg_status strided_copy(gpu_ctx *c, const float *x, float *y, dg_dims4 o, dg_dims4 st) {
+template <typename T>
+static dg_status strided_copy(gpu_ctx *c, const T *x, T *y, dg_dims4 o, dg_dims4 st) {
     long long n = o.d[0] * o.d[1] * o.d[2] * o.d[3];
     if (o.d[3] >= 128)
         k_strided_copy_rows<<<grid_for(n / o.d[3], 1), BLOCK, 0, c->stream>>>(x, y, n / o.d[3], o, st);
@@ -73,7 +78,8 @@ dg_status dg__gpu_broadcast_to(gpu_ctx *c, const dg_step *s) {
                         dg_bcast_strides(nd->in[0]->shape, nd->shape));
 }
 
-dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s) {
+template <typename T>
+static dg_status permute(gpu_ctx *c, const dg_step *s) {
     const dg_node *nd = s->node;
     dg_attr_permute pa = dg_attr_permute_of(nd);
     int k = nd->shape.ndim;
@@ -84,13 +90,18 @@ dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s) {
         long long R = in.d[2], C = in.d[3], batch = in.d[0] * in.d[1];
         if (batch <= 65535 && (R + 31) / 32 <= 65535) {
             dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32), (unsigned)batch), block(32, 8);
-            k_transpose<<<grid, block, 0, c->stream>>>((const float *)s->in[0], (float *)s->out, R, C);
+            k_transpose<T><<<grid, block, 0, c->stream>>>((const T *)s->in[0], (T *)s->out, R, C);
             DG_CUDA_CHECK_LAUNCH();
             return DG_OK;
         }
     }
-    return strided_copy(c, (const float *)s->in[0], (float *)s->out, dg_dims4_of(nd->shape),
+    return strided_copy(c, (const T *)s->in[0], (T *)s->out, dg_dims4_of(nd->shape),
                         dg_permute_strides(nd->in[0]->shape, pa.perm));
+}
+
+/* f32, or the 2-byte bf16 and f16 (graph.c admits no other dtype) */
+dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s) {
+    return s->node->dtype == DG_F32 ? permute<float>(c, s) : permute<unsigned short>(c, s);
 }
 
 dg_status dg__gpu_gather_rows(gpu_ctx *c, void *dst, const void *src, const int32_t *idx, int n,

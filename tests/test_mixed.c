@@ -210,7 +210,9 @@ ParameterizedTest(bool *gpu, mixed, charlm_curve) {
 
 /* ---- (b) the casts are where the policy says, in every model ---- */
 
-typedef struct cast_census { int matmuls, convs, attentions, casts, low_other, f32_grads; } cast_census;
+typedef struct cast_census {
+    int matmuls, convs, attentions, casts, f32_permutes, low_other, f32_grads;
+} cast_census;
 
 /* n, seen through reshape views (dg_matmul folds a [B,T,C] operand into
  * [B*T,C] with one), is a cast to low of a float32 node */
@@ -219,36 +221,45 @@ static bool low_cast(const dg_node *n, dg_dtype low) {
     return n->op == DG_OP_CAST && n->dtype == low && n->in[0]->dtype == DG_F32;
 }
 
+/* n is in the low dtype: a cast to it of a float32 node, or (where the
+ * model keeps activations between products in 16 bits: dg_model_linear)
+ * a 16-bit activation */
+static bool low_operand(const dg_node *n, dg_dtype low, bool low_activations) {
+    return low_cast(n, low) || (low_activations && n->dtype == low);
+}
+
 /* The forward of a step (nodes from x up to the backward): every matmul
- * and every convolution takes two casts to the low dtype made from float32
- * nodes, every fused attention three (fp32, tf32: float32 operands); a
- * matmul returns float32, a convolution and an attention the low dtype,
- * read by a cast back to float32 alone (the attention's float32 lse aside);
- * no node but those casts (and views of them), the convolutions and the
- * attentions is low precision; every gradient is float32. */
-static cast_census census(const mixed_step *s, dg_dtype low) {
+ * and every convolution takes two operands in the low dtype, casts made
+ * from float32 nodes or, in a model that keeps its activations in 16 bits,
+ * 16-bit activations; every fused attention three (fp32, tf32: float32
+ * operands); a matmul returns float32 or (a linear layer of such a model)
+ * the low dtype; a convolution returns the low dtype, read by a cast back
+ * to float32 alone; the other 16-bit nodes (bias sums, permutes, GELU)
+ * are counted; every gradient is float32. */
+static cast_census census(const mixed_step *s, dg_dtype low, bool low_activations) {
     cast_census c = {0};
     for (int id = s->ts.x->id; id < s->ts.first_backward_id; id++) {
         const dg_node *n = dg_graph_node(s->g, id);
         if (n->op == DG_OP_MATMUL) {
             c.matmuls++;
             for (int i = 0; i < 2; i++)
-                cr_expect(low == DG_F32 ? n->in[i]->dtype == DG_F32 : low_cast(n->in[i], low),
-                          "%s: matmul '%s' operand %d is '%s' (%s, %s), not a cast to %s of a float32 node",
+                cr_expect(low == DG_F32 ? n->in[i]->dtype == DG_F32 : low_operand(n->in[i], low, low_activations),
+                          "%s: matmul '%s' operand %d is '%s' (%s, %s), not a cast to %s of a float32 node%s",
                           s->m.name, n->name, i, n->in[i]->name, dg_op_name(n->in[i]->op),
-                          dg_dtype_name(n->in[i]->dtype), dg_dtype_name(low));
-            cr_expect_eq(n->dtype, DG_F32, "%s: matmul '%s' returns %s", s->m.name, n->name,
-                         dg_dtype_name(n->dtype));
+                          dg_dtype_name(n->in[i]->dtype), dg_dtype_name(low),
+                          low_activations ? " nor a 16-bit activation" : "");
+            cr_expect(n->dtype == DG_F32 || (low_activations && n->dtype == low), "%s: matmul '%s' returns %s",
+                      s->m.name, n->name, dg_dtype_name(n->dtype));
         } else if (n->op == DG_OP_CONV2D || n->op == DG_OP_ATTENTION) {
             const char *op = dg_op_name(n->op);
             *(n->op == DG_OP_CONV2D ? &c.convs : &c.attentions) += 1;
             for (int i = 0; i < n->n_in; i++)
-                cr_expect(low == DG_F32 ? n->in[i]->dtype == DG_F32 : low_cast(n->in[i], low),
-                          "%s: %s '%s' operand %d is '%s' (%s, %s), not a cast to %s of a float32 node",
-                          s->m.name, op, n->name, i, n->in[i]->name, dg_op_name(n->in[i]->op),
-                          dg_dtype_name(n->in[i]->dtype), dg_dtype_name(low));
+                cr_expect(low == DG_F32 ? n->in[i]->dtype == DG_F32 : low_operand(n->in[i], low, low_activations),
+                          "%s: %s '%s' operand %d is '%s' (%s, %s), not in %s", s->m.name, op, n->name, i,
+                          n->in[i]->name, dg_op_name(n->in[i]->op), dg_dtype_name(n->in[i]->dtype),
+                          dg_dtype_name(low));
             cr_expect_eq(n->dtype, low, "%s: %s '%s' returns %s", s->m.name, op, n->name, dg_dtype_name(n->dtype));
-            for (int j = n->id + 1; j < s->ts.first_backward_id; j++) {
+            for (int j = n->id + 1; n->op == DG_OP_CONV2D && j < s->ts.first_backward_id; j++) {
                 const dg_node *r = dg_graph_node(s->g, j);
                 for (int i = 0; i < r->n_in; i++)
                     if (r->in[i] == n && r->op != DG_OP_SIDE_OUTPUT)
@@ -261,6 +272,7 @@ static cast_census census(const mixed_step *s, dg_dtype low) {
         } else if (n->dtype != DG_F32 && n->dtype != DG_I32 && !low_cast(n, low)) {
             c.low_other++;
         }
+        if (n->op == DG_OP_PERMUTE && n->dtype == DG_F32) c.f32_permutes++;
     }
     for (int i = 0; i < s->m.n_params; i++) c.f32_grads += s->ts.grads[i]->dtype == DG_F32;
     return c;
@@ -272,7 +284,10 @@ typedef struct model_case {
     const void     *cfg;
     int             matmuls;  /* in the forward */
     int             convs;
-    int             attentions; /* fused */
+    int             attentions;   /* fused */
+    int             casts16;      /* casts in a 16-bit step's forward */
+    int             f32_permutes; /* float32 permutes in a 16-bit step's forward */
+    bool            low_activations; /* activations kept in 16 bits (dg_model_linear) */
 } model_case;
 
 Test(mixed, casts_where_the_policy_says) {
@@ -285,12 +300,21 @@ Test(mixed, casts_where_the_policy_says) {
     static const dg_charlm_cfg lm = {.vocab = 11, .context = 8, .width = 16, .heads = 2, .layers = 2,
                                      .composed = true};
     static const dg_charlm_cfg lm_fused = {.vocab = 11, .context = 8, .width = 16, .heads = 2, .layers = 2};
+    /* The casts: a product's two operands and a convolution's two and its
+     * result (the MLP, the CNN, ResNet-18). The char-LM keeps activations
+     * in 16 bits: per block each of the 6 layers casts its weight and
+     * bias, the two layer norms' outputs are cast once each (q, k and v
+     * read one copy), and, composed, the float32 softmax's probabilities
+     * and the float32 product that leaves the heads (2 more); the head
+     * casts its weight and the final norm's output; nothing is cast back
+     * (the residual sums read 16 bits). Its permutes are 16-bit, but
+     * composed the heads' merge of the float32 product (one per block). */
     const model_case cases[] = {
-        {"mlp", dg_mlp_new, &mlp, 2, 0, 0},
-        {"cnn", dg_cnn_new, &cnn, 2, 2, 0},
-        {"resnet18 cifar", dg_resnet18_new, &resnet, 1, 20, 0},
-        {"charlm composed", dg_charlm_new, &lm, 2 * 8 + 1, 0, 0},
-        {"charlm fused", dg_charlm_new, &lm_fused, 2 * 6 + 1, 0, 2},
+        {"mlp", dg_mlp_new, &mlp, 2, 0, 0, 2 * 2, 0, false},
+        {"cnn", dg_cnn_new, &cnn, 2, 2, 0, 2 * 2 + 3 * 2, 0, false},
+        {"resnet18 cifar", dg_resnet18_new, &resnet, 1, 20, 0, 2 * 1 + 3 * 20, 0, false},
+        {"charlm composed", dg_charlm_new, &lm, 2 * 8 + 1, 0, 0, 2 * (6 * 2 + 2 + 2) + 2, 2, true},
+        {"charlm fused", dg_charlm_new, &lm_fused, 2 * 6 + 1, 0, 2, 2 * (6 * 2 + 2) + 2, 0, true},
     };
     dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -299,20 +323,23 @@ Test(mixed, casts_where_the_policy_says) {
             mixed_step s;
             mixed_step_new(&s, mc->make, mc->cfg, 4, &o, &(dg_train_step_opts){.precision = (dg_precision)p}, 1);
             dg_dtype low = dg_precision_dtype((dg_precision)p);
-            cast_census c = census(&s, low);
-            /* a matmul's two operands; a convolution's and its result; an
-             * attention's three and its result */
-            int want_casts = low == DG_F32 ? 0 : 2 * mc->matmuls + 3 * mc->convs + 4 * mc->attentions;
+            cast_census c = census(&s, low, mc->low_activations);
+            bool low16 = low != DG_F32;
             cr_expect_eq(c.matmuls, mc->matmuls, "%s %s: %d matmuls in the forward, want %d", mc->name,
                          dg_precision_name((dg_precision)p), c.matmuls, mc->matmuls);
             cr_expect_eq(c.convs, mc->convs, "%s %s: %d convolutions in the forward, want %d", mc->name,
                          dg_precision_name((dg_precision)p), c.convs, mc->convs);
             cr_expect_eq(c.attentions, mc->attentions, "%s %s: %d fused attentions in the forward, want %d",
                          mc->name, dg_precision_name((dg_precision)p), c.attentions, mc->attentions);
-            cr_expect_eq(c.casts, want_casts, "%s %s: %d casts in the forward, want %d", mc->name,
-                         dg_precision_name((dg_precision)p), c.casts, want_casts);
-            cr_expect_eq(c.low_other, 0, "%s %s: %d low-precision nodes that are no casts", mc->name,
-                         dg_precision_name((dg_precision)p), c.low_other);
+            cr_expect_eq(c.casts, low16 ? mc->casts16 : 0, "%s %s: %d casts in the forward, want %d", mc->name,
+                         dg_precision_name((dg_precision)p), c.casts, low16 ? mc->casts16 : 0);
+            /* 16-bit bias sums, permutes and GELUs where the model keeps
+             * its activations in 16 bits, none elsewhere */
+            cr_expect_eq(c.low_other > 0, low16 && mc->low_activations, "%s %s: %d low-precision nodes that are "
+                         "no casts", mc->name, dg_precision_name((dg_precision)p), c.low_other);
+            if (low16)
+                cr_expect_eq(c.f32_permutes, mc->f32_permutes, "%s %s: %d float32 permutes, want %d", mc->name,
+                             dg_precision_name((dg_precision)p), c.f32_permutes, mc->f32_permutes);
             cr_expect_eq(c.f32_grads, s.m.n_params, "%s %s: %d of %d gradients float32", mc->name,
                          dg_precision_name((dg_precision)p), c.f32_grads, s.m.n_params);
             /* loss scaling's nodes: fp16 alone */

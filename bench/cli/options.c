@@ -63,7 +63,7 @@ static void usage(FILE *f) {
             "                     products where the backend has them), bf16, fp16 (2-byte operands,\n"
             "                     float32 accumulation; the models' steps: mixed precision, fp16 with loss\n"
             "                     scaling), or 'all' (default fp32). Every sweep has rows in each, except:\n"
-            "                     ops has no tf32 (no products) and keeps softmax_ce and transpose fp32;\n"
+            "                     ops has no tf32 (no products) and keeps softmax_ce fp32;\n"
             "                     autodiff's manual step and scaling's all-reduce rows are fp32 alone; the\n"
             "                     CPU has no TF32 (its tf32 rows run the fp32 kernels and say so, or are\n"
             "                     skipped); a sweep says once which asked precisions it has no rows in\n"

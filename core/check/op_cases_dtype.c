@@ -179,6 +179,19 @@ const op_case dg_dtype_cases[] = {
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .axes = 0x2},
     {"mean_cols_f16", DG_OP_MEAN, 1, {S(300, 40)}, {DOM_ANY},
      .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL, .axes = 0x1},
+    /* permutes move 16-bit values without converting them: exact both
+     * ways (the gradient is a float32 permute). One row per kernel: the
+     * heads' split (rows of 4 elements, copied element by element), rows
+     * of 130 (a block per row), a batched transpose (the GPU's tiles
+     * through shared memory) and a move of the last axis (the CPU's tiles) */
+    {"permute_heads_bf16", DG_OP_PERMUTE, 1, {S(2, 5, 3, 4)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = EXACT, .grad_tol = TOL, .perm = {0, 2, 1, 3}},
+    {"permute_wide_f16", DG_OP_PERMUTE, 1, {S(3, 2, 130)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = EXACT, .grad_tol = TOL, .perm = {1, 0, 2}},
+    {"transpose_bf16", DG_OP_PERMUTE, 1, {S(2, 33, 35)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = EXACT, .grad_tol = TOL, .perm = {0, 2, 1}},
+    {"permute_last_axis_f16", DG_OP_PERMUTE, 1, {S(2, 3, 40)}, {DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = EXACT, .grad_tol = TOL, .perm = {2, 0, 1}},
     /* softmax: max and sum in float32, each probability rounded once;
      * the gradient y (dy - sum dy y) reads the rounded y: off u in y and
      * in the sum, 2u */

@@ -25,11 +25,19 @@ dg_node *dg_model_matmul(dg_graph *g, const dg_forward_mode *mode, dg_node *a, d
     return dg_matmul(g, dg_cast(g, a, t), dg_cast(g, b, t), trans_a, trans_b);
 }
 
+dg_node *dg_model_linear(dg_graph *g, const dg_forward_mode *mode, dg_node *x, dg_node *w, dg_node *b) {
+    dg_dtype t;
+    if (!compute_dtype(g, mode, "linear", &t)) return NULL;
+    /* float32: the product and the bias sum as they always were; 16-bit:
+     * the product stored in t, the bias rounded to t and added in it */
+    return dg_add(g, dg_matmul_ex(g, dg_cast(g, x, t), dg_cast(g, w, t), false, false, t), dg_cast(g, b, t));
+}
+
 dg_node *dg_model_attention(dg_graph *g, const dg_forward_mode *mode, dg_node *q, dg_node *k, dg_node *v,
                             float scale, bool causal) {
     dg_dtype t;
     if (!compute_dtype(g, mode, "attention", &t)) return NULL;
-    return dg_cast(g, dg_attention(g, dg_cast(g, q, t), dg_cast(g, k, t), dg_cast(g, v, t), scale, causal), DG_F32);
+    return dg_attention(g, dg_cast(g, q, t), dg_cast(g, k, t), dg_cast(g, v, t), scale, causal);
 }
 
 dg_node *dg_model_conv(dg_graph *g, const dg_forward_mode *mode, dg_node *x, dg_node *w, dg_conv2d_opts o) {

@@ -86,11 +86,28 @@ dg_node *dg_model_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_forward
 dg_node *dg_model_matmul(dg_graph *g, const dg_forward_mode *mode, dg_node *a, dg_node *b, bool trans_a,
                          bool trans_b);
 
+/* A model's dense layer x W + b (x [..., in], W [in, out], b [out]) in its
+ * forward's precision. float32 (a NULL mode or DG_F32): dg_matmul and a
+ * float32 bias sum. bf16 or f16: the policy keeps the activations between
+ * products in 16 bits, as autocast does: x and W cast to mode->compute (no
+ * node for an x already in it), the product accumulated in float32 and
+ * stored in 16 bits (dg_matmul_ex), b rounded and added in 16 bits. The
+ * layers after it read that 16-bit value as it is: elementwise ops,
+ * permutes and the next dg_model_linear keep 16 bits (half the bytes of
+ * float32 and no cast before the next product); a float32 layer takes it
+ * directly where the graph allows mixing (the residual sum: float32 +
+ * 16-bit is float32) and through a dg_cast elsewhere (layer norm's
+ * statistics, the loss). The gradients are float32 (autodiff.c). A layer
+ * whose output is logits for the loss uses dg_model_matmul and a float32
+ * bias instead. The transformer's and the char-LM's layers go through it. */
+dg_node *dg_model_linear(dg_graph *g, const dg_forward_mode *mode, dg_node *x, dg_node *w, dg_node *b);
+
 /* A model's fused attention (dg_attention) in its forward's precision: q,
- * k and v cast to mode->compute (none for a NULL mode or DG_F32), the
- * 16-bit output cast back to float32 for the layers after it; the
- * log-sum-exp and the softmax inside stay float32. The transformer's and
- * the char-LM's fused attention go through it. */
+ * k and v cast to mode->compute (none for a NULL mode, DG_F32, or an
+ * operand already in it), the output in that dtype (16 bits between
+ * products, as dg_model_linear's); the log-sum-exp and the softmax inside
+ * stay float32. The transformer's and the char-LM's fused attention go
+ * through it. */
 dg_node *dg_model_attention(dg_graph *g, const dg_forward_mode *mode, dg_node *q, dg_node *k, dg_node *v,
                             float scale, bool causal);
 

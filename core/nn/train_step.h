@@ -8,24 +8,27 @@
  *   tf32  the same graph; its plan lets the matmuls use TF32 tensor cores:
  *         dg_precision_plan_opts sets dg_plan_opts.tf32 for it.
  *   bf16, fp16 (mixed precision): the parameters (masters) and the
- *         optimizer state stay float32. Every matmul of the model's forward
- *         (dg_model_matmul: the MLP's layers, the CNN's dense layers,
- *         ResNet's head, the transformer's projections, MLP and output
- *         layers, the composed attention's two products) and every
- *         convolution (dg_model_conv: the CNN's and ResNet-18's) takes both
- *         operands through a cast node to bf16 or f16, the weight's cast
- *         made from the master each step. The products accumulate in and
- *         return float32; a convolution accumulates in float32 and returns
- *         bf16 or f16, cast back to float32 at once; these casts and the
- *         convolutions are the only low-precision nodes of the forward, so
- *         biases, activations, softmax, cross-entropy, batch and layer
- *         norm, pools, the fused attention, embeddings, reductions and the
- *         loss stay float32. In the backward each such matmul rounds its
- *         incoming float32 gradient to the same dtype (a cast node,
- *         autodiff.c) and its products return float32; a convolution's
- *         backward ops take dy so rounded and their results are cast to
- *         float32; a cast's gradient passes through, so every parameter's
- *         gradient is float32.
+ *         optimizer state stay float32. Every product of the model's
+ *         forward (dg_model_matmul: the MLP's layers, the CNN's dense
+ *         layers, ResNet's head, the char-LM's output layer, the composed
+ *         attention's two products; dg_model_linear: the transformer's
+ *         projections and MLP layers; dg_model_conv: the CNN's and
+ *         ResNet-18's convolutions; dg_model_attention) takes its operands
+ *         in bf16 or f16, each weight's copy cast from its master each
+ *         step. A dg_model_matmul product returns float32; a convolution
+ *         returns 16 bits, cast back to float32 at once (batch norm, pools
+ *         and residual sums follow in float32); a dg_model_linear layer and
+ *         the fused attention keep their outputs in 16 bits, so the
+ *         transformer's activations between products (bias sums, the
+ *         heads' permutes, GELU, the next product's operand) stay 16-bit
+ *         as autocast keeps them, while its residual stream, layer norms,
+ *         softmax, cross-entropy, embeddings and the loss stay float32 (a
+ *         residual sum reads the 16-bit branch directly). In the backward
+ *         the gradients are float32: each product rounds its incoming
+ *         gradient to its operands' dtype (a cast node, autodiff.c) and
+ *         returns float32; a convolution's backward ops take dy so rounded
+ *         and their results are cast to float32; a cast's gradient passes
+ *         through, so every parameter's gradient is float32.
  *   fp16 adds dynamic loss scaling, as graph nodes (no host round trip):
  *         loss_scale [1] (state, initially opts.loss_scale) multiplies the
  *         loss before the backward; each gradient is divided by it; a chain

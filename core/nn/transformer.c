@@ -53,8 +53,17 @@ typedef struct cursor { const dg_model *m; int i; const dg_forward_mode *mode; }
 
 static dg_node *next(cursor *c) { return c->m->params[c->i++]; }
 
-/* x [..., in] W [in, out] + b [out] */
+/* x [..., in] W [in, out] + b [out], in the forward's precision: 16 bits
+ * out in a 16-bit step, read as they are by the permutes, GELU, the next
+ * product and the float32 residual sum (dg_model_linear) */
 static dg_node *linear(dg_graph *g, cursor *c, dg_node *x) {
+    dg_node *w = next(c), *b = next(c);
+    return dg_model_linear(g, c->mode, x, w, b);
+}
+
+/* the head: logits [..., vocab] in float32 for the loss, whatever the
+ * products' precision */
+static dg_node *linear_logits(dg_graph *g, cursor *c, dg_node *x) {
     dg_node *w = next(c), *b = next(c);
     return dg_add(g, dg_model_matmul(g, c->mode, x, w, false, false), b);
 }
@@ -81,6 +90,7 @@ static dg_node *merge_heads(dg_graph *g, dg_node *x) {
 }
 
 static dg_node *self_attention(dg_graph *g, cursor *c, dg_node *a, int heads, bool composed) {
+    a = dg_cast(g, a, c->mode ? c->mode->compute : DG_F32); /* once for q, k and v */
     dg_node *q = split_heads(g, linear(g, c, a), heads);
     dg_node *k = split_heads(g, linear(g, c, a), heads);
     dg_node *v = split_heads(g, linear(g, c, a), heads);
@@ -128,7 +138,7 @@ static dg_node *charlm_forward(dg_graph *g, const dg_model *m, dg_node *x, dg_fo
     dg_node *h = dg_add(g, dg_embedding(g, m->params[0], x), m->params[1]);
     h = blocks(g, m, 2, layers, heads, composed, mode, h);
     cursor c = {m, 2 + BLOCK_PARAMS * layers, mode};
-    return linear(g, &c, layer_norm(g, &c, h));
+    return linear_logits(g, &c, layer_norm(g, &c, h));
 }
 
 dg_status dg_charlm_new(dg_graph *g, const void *cfg_, uint64_t seed, dg_model *out) {

@@ -94,11 +94,11 @@ dg_status att_graph_build(att_graph *ag, const att_dims *d, bool fused, bool bac
     static const char *const names[4] = {"q", "k", "v", "w"};
     for (int i = 0; i < ag->n_in; i++) ag->in[i] = dg_input(g, names[i], DG_SHAPE(d->b, d->h, d->t, d->dh));
     dg_node *q = ag->in[0], *k = ag->in[1], *v = ag->in[2];
-    /* bf16, fp16: the fused op on q, k, v cast to the dtype, its 16-bit
-     * output cast back (dg_model_attention); the composed one's products'
-     * operands cast (dg_model_matmul) */
+    /* bf16, fp16: the fused op on q, k, v cast to the dtype
+     * (dg_model_attention), its 16-bit output cast back; the composed
+     * one's products' operands cast (dg_model_matmul) */
     const dg_forward_mode mode = {.compute = dg_precision_dtype(p)};
-    dg_node *o = fused ? dg_model_attention(g, &mode, q, k, v, d->scale, d->causal)
+    dg_node *o = fused ? dg_cast(g, dg_model_attention(g, &mode, q, k, v, d->scale, d->causal), DG_F32)
                        : dg_model_matmul(g, &mode,
                                          dg_softmax_ex(g, dg_model_matmul(g, &mode, q, k, false, true), d->scale,
                                                        d->causal),
