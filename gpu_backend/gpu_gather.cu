@@ -99,9 +99,31 @@ static dg_status permute(gpu_ctx *c, const dg_step *s) {
                         dg_permute_strides(nd->in[0]->shape, pa.perm));
 }
 
+/* A permute that keeps the last axis (the heads' split and merge, [B,T,H,Dh]
+ * <-> [B,H,T,Dh]) copies whole runs of it: where each run and every
+ * outer stride is a multiple of 16 bytes, *o and *st become the output's
+ * dims and the input's strides in 16-byte units (one index computation and
+ * one vector load per 16 bytes instead of per element). False where it
+ * does not apply. */
+static bool in_16_byte_units(const dg_node *nd, size_t elem, dg_dims4 *o, dg_dims4 *st) {
+    *o = dg_dims4_of(nd->shape);
+    *st = dg_permute_strides(nd->in[0]->shape, dg_attr_permute_of(nd).perm);
+    long long per = 16 / (long long)elem; /* elements a unit */
+    if (st->d[3] != 1 || o->d[3] % per) return false;
+    for (int i = 0; i < 3; i++)
+        if (st->d[i] % per) return false;
+    for (int i = 0; i < 3; i++) st->d[i] /= per;
+    o->d[3] /= per;
+    return true;
+}
+
 /* f32, or the 2-byte bf16 and f16 (graph.c admits no other dtype) */
 dg_status dg__gpu_permute(gpu_ctx *c, const dg_step *s) {
-    return s->node->dtype == DG_F32 ? permute<float>(c, s) : permute<unsigned short>(c, s);
+    size_t elem = dg_dtype_size(s->node->dtype);
+    dg_dims4 o, st;
+    if (in_16_byte_units(s->node, elem, &o, &st))
+        return strided_copy(c, (const uint4 *)s->in[0], (uint4 *)s->out, o, st);
+    return elem == 4 ? permute<float>(c, s) : permute<unsigned short>(c, s);
 }
 
 dg_status dg__gpu_gather_rows(gpu_ctx *c, void *dst, const void *src, const int32_t *idx, int n,

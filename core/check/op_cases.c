@@ -94,6 +94,8 @@ const op_case dg_op_cases[] = {
     {"permute_4d",     DG_OP_PERMUTE, 1, {S(2, 3, 1, 5)}, .perm = {3, 1, 0, 2}, .tol = TOL},
     {"transpose_batched", DG_OP_PERMUTE, 1, {S(2, 33, 35)}, .perm = {0, 2, 1}, .tol = TOL},
     {"permute_wide",   DG_OP_PERMUTE, 1, {S(3, 2, 130)}, .perm = {1, 0, 2}, .tol = TOL},
+    /* the heads' split: rows of 8 floats, 32 bytes (the GPU's 16-byte units) */
+    {"permute_heads",  DG_OP_PERMUTE, 1, {S(2, 3, 5, 8)}, .perm = {0, 2, 1, 3}, .tol = TOL},
     {"reshape",        DG_OP_RESHAPE, 1, {S(3, 4)}, .target = S(2, 6), .tol = TOL},
     {"sum_axis1",      DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = 2, .tol = TOL},
     {"sum_all",        DG_OP_SUM, 1, {S(3, 4, 5)}, .axes = DG_ALL_AXES, .tol = TOL},

@@ -159,6 +159,19 @@ const op_case dg_dtype_cases[] = {
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
     {"bias_add_f16", DG_OP_ADD, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY},
      .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL},
+    /* last axes of a multiple of 4 (the GPU's four-at-a-time kernels: the
+     * same shape, a bias row, f32 with bf16 as in a residual sum), and a
+     * column broadcast (inner stride 0: one at a time) */
+    {"add_f16_rows64", DG_OP_ADD, 2, {S(9, 64), S(9, 64)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_F16, LOWP, .tol = FWD_F16, .grad_tol = TOL},
+    {"bias_add_bf16_rows64", DG_OP_ADD, 2, {S(2, 9, 64), S(64)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
+    {"mul_bf16_column", DG_OP_MUL, 2, {S(9, 64), S(9, 1)}, {DOM_ANY, DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL},
+    {"add_mixed_bf16_f32_rows64", DG_OP_ADD, 2, {S(9, 64), S(9, 64)}, {DOM_ANY, DOM_ANY}, .dtype = DG_BF16,
+     .build = build_mixed, .tol = TOL},
+    {"sub_mixed_f16_f32_bias64", DG_OP_SUB, 2, {S(9, 64), S(64)}, {DOM_ANY, DOM_ANY}, .dtype = DG_F16,
+     .build = build_mixed, .tol = TOL},
     /* f32 with bf16 or f16: a float32 result, no rounding of its own */
     {"mul_mixed_bf16_f32", DG_OP_MUL, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY}, .dtype = DG_BF16,
      .build = build_mixed, .tol = TOL},
@@ -185,6 +198,8 @@ const op_case dg_dtype_cases[] = {
      * of 130 (a block per row), a batched transpose (the GPU's tiles
      * through shared memory) and a move of the last axis (the CPU's tiles) */
     {"permute_heads_bf16", DG_OP_PERMUTE, 1, {S(2, 5, 3, 4)}, {DOM_ANY},
+     .dtype = DG_BF16, LOWP, .tol = EXACT, .grad_tol = TOL, .perm = {0, 2, 1, 3}},
+    {"permute_heads16_bf16", DG_OP_PERMUTE, 1, {S(2, 3, 5, 16)}, {DOM_ANY}, /* 32-byte rows: 16-byte units */
      .dtype = DG_BF16, LOWP, .tol = EXACT, .grad_tol = TOL, .perm = {0, 2, 1, 3}},
     {"permute_wide_f16", DG_OP_PERMUTE, 1, {S(3, 2, 130)}, {DOM_ANY},
      .dtype = DG_F16, LOWP, .tol = EXACT, .grad_tol = TOL, .perm = {1, 0, 2}},
