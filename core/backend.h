@@ -72,6 +72,9 @@ typedef enum dg_conv_impl {
     DG_CONV_IMPLICIT,        /* GPU: the implicit-GEMM kernels (DG_GPU_CONV_IMPLICIT)   */
     DG_CONV_VENDOR,          /* the vendor library: oneDNN on the CPU, cuDNN on the GPU
                                 (each where built with it and found at run time)       */
+    DG_CONV_OWN,             /* the project's own kernels, no vendor library, chosen as
+                                the backend chooses among them: CPU the own rule per
+                                node (DG_CPU_CONV_DEFAULT), GPU the implicit GEMM      */
     DG_CONV_COUNT,
 } dg_conv_impl;
 

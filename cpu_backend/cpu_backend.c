@@ -241,6 +241,7 @@ static int step_conv(const cpu_ctx *c, unsigned flags) {
     case DG_CONV_SHIFT:           return DG_CPU_CONV_SHIFT;
     case DG_CONV_IM2COL_CHANNELS: return DG_CPU_CONV_CHANNELS;
     case DG_CONV_VENDOR:          return DG_CPU_CONV_ONEDNN;
+    case DG_CONV_OWN:             return DG_CPU_CONV_DEFAULT;
     case DG_CONV_IMPLICIT:
     case DG_CONV_COUNT:           break;
     }

@@ -91,8 +91,8 @@ int       dg_cpu_threads(const dg_backend *be);
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are OPENBLAS, OWN,
  * NAIVE (a matmul of bf16 operands under OPENBLAS runs by oneDNN where its
  * kernel is AMX's: cpu_onednn.h); DG_CONV_IM2COL, IM2COL_BATCH, SHIFT, IM2COL_CHANNELS are PASSES,
- * BATCH, SHIFT, CHANNELS, DG_CONV_VENDOR is ONEDNN (the CPU has no
- * DG_CONV_IMPLICIT). */
+ * BATCH, SHIFT, CHANNELS, DG_CONV_VENDOR is ONEDNN, DG_CONV_OWN is DEFAULT
+ * (the own rule per node: no oneDNN; the CPU has no DG_CONV_IMPLICIT). */
 void      dg_cpu_set_gemm(dg_backend *be, dg_cpu_gemm impl);
 void      dg_cpu_set_conv(dg_backend *be, dg_cpu_conv impl);
 /* Data parallelism across processes (one backend per process, say one

@@ -192,6 +192,7 @@ int dg__gpu_step_conv(const gpu_ctx *c, unsigned flags) {
     case DG_CONV_IM2COL:   return DG_GPU_CONV_IM2COL;
     case DG_CONV_IMPLICIT: return DG_GPU_CONV_IMPLICIT;
     case DG_CONV_VENDOR:   return DG_GPU_CONV_CUDNN;
+    case DG_CONV_OWN:      return DG_GPU_CONV_IMPLICIT;
     case DG_CONV_IM2COL_BATCH: case DG_CONV_SHIFT: case DG_CONV_IM2COL_CHANNELS: case DG_CONV_COUNT:
         break;
     }

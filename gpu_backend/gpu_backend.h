@@ -126,9 +126,9 @@ int       dg_gpu_device(const dg_backend *be);
  * each step runs (CUBLAS and IMPLICIT unless set). A plan that names its
  * implementation runs with that one whatever these say. The plan choices
  * map onto these enums: DG_GEMM_VENDOR, OWN, NAIVE are CUBLAS, TILED,
- * NAIVE; DG_CONV_IM2COL, DG_CONV_IMPLICIT and DG_CONV_VENDOR are IM2COL,
- * IMPLICIT and CUDNN (the CPU's strategies are refused with
- * DG_ERR_UNSUPPORTED). */
+ * NAIVE; DG_CONV_IM2COL, DG_CONV_IMPLICIT, DG_CONV_OWN and DG_CONV_VENDOR
+ * are IM2COL, IMPLICIT, IMPLICIT and CUDNN (the CPU's strategies are
+ * refused with DG_ERR_UNSUPPORTED). */
 void      dg_gpu_set_gemm(dg_backend *be, dg_gpu_gemm impl);
 void      dg_gpu_set_conv(dg_backend *be, dg_gpu_conv impl);
 /* Whether cuDNN can be loaded (libcudnn.so.9, once per process; no device

@@ -203,9 +203,13 @@ Test(conv_auto, backend_default_follows_the_rule_in_bf16) {
 
 /* Explicit choices mean what they did: the vendor's is oneDNN on every
  * node (the stem too), a backend set to DEFAULT runs the own everywhere,
- * and a setting outside the enum leaves AUTO in place. */
+ * a plan that asks for the own kernels (DG_CONV_OWN) runs them on every
+ * node whatever the backend's setting, and a setting outside the enum
+ * leaves AUTO in place. */
 Test(conv_auto, explicit_choices_keep_their_meaning) {
     check_picks(DG_F32, NULL, DG_CPU_CONV_DEFAULT, never);
+    check_picks(DG_F32, &(dg_plan_opts){.conv = DG_CONV_OWN}, (dg_cpu_conv)-1, never);
+    check_picks(DG_F32, &(dg_plan_opts){.conv = DG_CONV_OWN}, DG_CPU_CONV_ONEDNN, never);
     check_picks(DG_F32, &(dg_plan_opts){.conv = DG_CONV_IM2COL}, (dg_cpu_conv)-1, never);
     check_picks(DG_F32, NULL, (dg_cpu_conv)99, fp32_rule);
     if (dg_cpu_has_onednn()) check_picks(DG_F32, &(dg_plan_opts){.conv = DG_CONV_VENDOR}, (dg_cpu_conv)-1, always);

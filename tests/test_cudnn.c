@@ -471,6 +471,30 @@ Test(cudnn, replay_same_bits_no_allocation) {
     dg_backend_free(be);
 }
 
+/* A plan that asks for the own kernels (DG_CONV_OWN) runs the implicit
+ * ones in every precision where the default would take cuDNN (TF32, bf16,
+ * f16), whatever the backend's setting: the resnet sweep's own rows rest
+ * on it. Catches an OWN mapped to the backend's setting (cuDNN here). */
+Test(cudnn, own_choice_runs_the_implicit_kernels) {
+    dg_backend *be = cudnn_open_or_skip();
+    dg_gpu_set_conv(be, DG_GPU_CONV_CUDNN);
+    static const dg_dtype dtypes[3] = {DG_F32, DG_BF16, DG_F16};
+    for (int v = 0; v < 4; v++) { /* fp32, tf32, bf16, f16 */
+        conv_case cc;
+        conv_case_new(&cc, &geos[9], dtypes[v < 2 ? 0 : v - 1], test_seed());
+        dg_plan *p = conv_case_plan(&cc, be, &(dg_plan_opts){.tf32 = v == 1, .conv = DG_CONV_OWN});
+        for (int k = 0; k < 3; k++) {
+            char name[64];
+            ASSERT_OK(dg_plan_node_impl(p, cc.conv[k], name, sizeof name));
+            cr_assert(strncmp(name, "gpu-implicit", 12) == 0, "variant %d %s: '%s'", v, out_names[k], name);
+        }
+        ASSERT_OK(dg_plan_run(p));
+        dg_plan_free(p);
+        conv_case_free(&cc);
+    }
+    dg_backend_free(be);
+}
+
 /* The backend's default (AUTO, gpu_backend.h): float32 convolutions on
  * the implicit kernels, TF32, bf16 and f16 ones on cuDNN with the
  * workspace a plan naming cuDNN reserves, so the same algorithm and the

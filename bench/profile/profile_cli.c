@@ -52,9 +52,10 @@ static void usage(FILE *f) {
                "  --tf32           the same as --dtype tf32 (kept for older command lines)\n"
                "  --conv C         the convolutions' implementation: default (the backend's choice per node:\n"
                "                   the CPU's oneDNN or own by precision, layer and oneDNN's ISA, the GPU's\n"
-               "                   own or cuDNN by precision) or vendor (cuDNN on the GPU, oneDNN on the\n"
-               "                   CPU); each node's row names what ran (column impl), so two runs put the\n"
-               "                   default and the vendor's side by side\n"
+               "                   own or cuDNN by precision), own (the project's kernels alone: the CPU's\n"
+               "                   own strategies, the GPU's implicit GEMM) or vendor (cuDNN on the GPU,\n"
+               "                   oneDNN on the CPU); each node's row names what ran (column impl), so\n"
+               "                   runs put the default, the own and the vendor's side by side\n"
                "  --gemm G         the matmuls': default (OpenBLAS, cuBLAS), own or vendor\n"
                "  --threads N      CPU threads (default: OpenMP's)\n"
                "  --ceilings DIR   read the ceilings from DIR/ceiling.csv (an earlier run on this machine)\n"
@@ -113,7 +114,8 @@ static int parse(int argc, char **argv, prof_cli *c) {
             break;
         case 'c':
             if (!strcmp(optarg, "vendor")) c->o.conv = DG_CONV_VENDOR;
-            else if (strcmp(optarg, "default")) return bad("--conv (default, vendor)", optarg);
+            else if (!strcmp(optarg, "own")) c->o.conv = DG_CONV_OWN;
+            else if (strcmp(optarg, "default")) return bad("--conv (default, own, vendor)", optarg);
             break;
         case 'g':
             if (!strcmp(optarg, "own")) c->o.gemm = DG_GEMM_OWN;

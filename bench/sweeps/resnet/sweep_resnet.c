@@ -13,10 +13,9 @@
  * DG_GEMM_VENDOR: OpenBLAS, cuBLAS), as cpu-own, cpu-vendor,
  * gpu-graph-own and gpu-graph-vendor; and cpu-conv-own, the CPU's default
  * set with the own convolutions in place of its default's choice per
- * layer (DG_CPU_CONV_AUTO: oneDNN's or the own). No plan option names the
- * own convolutions' rule, so the CPU's own rows set the backend's
- * convolution setting to it (DG_CPU_CONV_DEFAULT) before their steps, and
- * every other CPU row back to AUTO. On the CPU the sets run only when
+ * layer (DG_CPU_CONV_AUTO: oneDNN's or the own). The own rows' plans ask
+ * for DG_CONV_OWN (the CPU's own rule per node, the GPU's implicit GEMM),
+ * so no row touches the backend's settings. On the CPU the sets run only when
  * asked for (--impl, or --sweep all): the default sweep on a 2-core
  * machine would take three times as long. A set the backend does not
  * offer (no oneDNN in the build, no cuDNN found) has its rows skipped with
@@ -73,7 +72,6 @@
 #include "core/nn/resnet.h"
 #include "core/rng.h"
 #include "core/status.h"
-#include "cpu_backend/cpu_backend.h"
 #include "runner/runner.h"
 #include "runner/step_rows.h"
 #include "runner/step_tol.h"
@@ -112,21 +110,15 @@ static const resnet_impl impls[] = {
 static dg_plan_opts impl_opts(const resnet_impl *im) {
     dg_plan_opts o = {.no_replay = !im->replay};
     if (im->set == SET_OWN) {
-        o.conv = im->gpu ? DG_CONV_IMPLICIT : DG_CONV_DEFAULT;
+        o.conv = DG_CONV_OWN;
         o.gemm = DG_GEMM_OWN;
+    } else if (im->set == SET_CONV_OWN) {
+        o.conv = DG_CONV_OWN;
     } else if (im->set == SET_VENDOR) {
         o.conv = DG_CONV_VENDOR;
         o.gemm = DG_GEMM_VENDOR;
     }
     return o;
-}
-
-/* the CPU's convolution setting for im's steps: the own rule for the own
- * sets, the backend's default (AUTO) for the others */
-static void cpu_conv_setting(bench_ctx *ctx, const resnet_impl *im) {
-    if (im->gpu || !ctx->cpu) return;
-    bool own = im->set == SET_OWN || im->set == SET_CONV_OWN;
-    dg_cpu_set_conv(ctx->cpu, own ? DG_CPU_CONV_DEFAULT : DG_CPU_CONV_AUTO);
 }
 
 /* x [batch, c, h, w] uniform in [0, 1), y [batch] uniform over the classes */
@@ -246,7 +238,6 @@ static const bench_step_rows_check *checked(bench_ctx *ctx, const case_impl *ci,
     int32_t *y = NULL;
     dg_status st = synth_batch(&ci->run->cfg, CHECK_BATCH, 1000u + (uint64_t)c->stem, &x, &y);
     dg_plan_opts opts = impl_opts(im);
-    cpu_conv_setting(ctx, im);
     if (st == DG_OK) {
         bool fresh = !ref->done;
         double t0 = bench_now_s();
@@ -311,7 +302,6 @@ static dg_status resnet_prepare(bench_ctx *ctx, void *arg, const bench_impl *im,
     bench_step_spec spec = spec_in(ci->run, row->precision);
     dg_plan_opts opts = impl_opts(ci->im);
     const bench_step_rows_check *chk = checked(ctx, ci, row->precision);
-    cpu_conv_setting(ctx, ci->im); /* for this row's steps, whatever ran in between */
     return bench_step_rows_prepare(chk, "the reduced-batch step differs from its float64 reference", &s->s,
                                    im->gpu ? ctx->gpu : ctx->cpu, im->gpu, &spec, s->x, s->y, &opts, row, s->why,
                                    sizeof s->why, work);
@@ -345,7 +335,6 @@ dg_status sweep_resnet(bench_ctx *ctx) {
         .setup = resnet_setup, .teardown = resnet_teardown, .prepare = resnet_prepare, .release = resnet_release,
     };
     dg_status st = bench_run_spec(ctx, &spec);
-    if (ctx->cpu) dg_cpu_set_conv(ctx->cpu, DG_CPU_CONV_AUTO); /* as the sweeps after this one expect */
     for (int ci = 0; ci < N_CASES; ci++)
         for (int p = 0; p < DG_PREC_COUNT; p++) bench_step_ref_free(&runs[ci].ref[p]);
     return st;
