@@ -214,7 +214,7 @@ static dg_status matmul_impl(cpu_ctx *c, dg_cpu_gemm impl, const dg_onednn_gemm 
 
 static dg_onednn_gemm matmul_gemm(const dg_node *n) {
     dg_gemm_dims d = dg_gemm_dims_of(n);
-    return (dg_onednn_gemm){n->in[0]->dtype, d.ta, d.tb, d.batch, d.m, d.n, d.k};
+    return (dg_onednn_gemm){n->in[0]->dtype, d.ta, d.tb, d.batch, d.m, d.n, d.k, DG_F32};
 }
 
 /* The step's sgemm: its plan's choice (DG_STEP_GEMM), or the backend's
@@ -464,15 +464,40 @@ static dg_status matmul_lowp_out(const cpu_ctx *c, dg_cpu_gemm impl, const dg_st
     return DG_OK;
 }
 
+/* *yes: whether n, a product of bf16 operands with a bf16 output, runs by
+ * oneDNN's own kernel under impl, as a float32-output one would
+ * (matmul_impl: the backend's default at ONEDNN, or the vendor choice
+ * where that kernel is AMX's), oneDNN rounding its float32 sums on store;
+ * else matmul_lowp_out widens for an sgemm. g->out becomes n's dtype. The
+ * plan keeps matmul_lowp_out's scratch either way: the backend's default
+ * may change before the step runs. */
+static dg_status lowp_out_by_onednn(cpu_ctx *c, dg_cpu_gemm impl, dg_onednn_gemm *g, const dg_node *n, bool *yes) {
+    *yes = false;
+    if (g->dtype != DG_BF16 || n->dtype != DG_BF16 || !dg_cpu_has_onednn()) return DG_OK;
+    g->out = DG_BF16;
+    dg_cpu_gemm resolved;
+    dg_status st = matmul_impl(c, impl, g, &resolved);
+    if (st != DG_OK || resolved != DG_CPU_GEMM_ONEDNN) return st;
+    return onednn_native(c, g, yes);
+}
+
 /* the matmul step: its operands' product by its impl (matmul_impl), any
  * widened operands in the step's scratch, or, where the plan reserved none
  * (cpu_step_scratch_bytes), the backend's buffer; a bf16 or f16 output by
- * matmul_lowp_out */
+ * oneDNN's kernel where lowp_out_by_onednn says so, else matmul_lowp_out */
 static dg_status cpu_matmul(cpu_ctx *c, dg_cpu_gemm impl, const dg_step *s) {
     dg_onednn_gemm g = matmul_gemm(s->node);
     if (g.dtype != DG_F32 && g.dtype != DG_BF16 && g.dtype != DG_F16)
         return dg__fail(DG_ERR_UNSUPPORTED, "cpu: matmul %s of %s operands", s->node->name, dg_dtype_name(g.dtype));
-    if (s->node->dtype != DG_F32) return matmul_lowp_out(c, impl, s);
+    if (s->node->dtype != DG_F32) {
+        bool by_onednn;
+        dg_status st = lowp_out_by_onednn(c, impl, &g, s->node, &by_onednn);
+        if (st != DG_OK) return st;
+#ifdef DG_HAVE_ONEDNN
+        if (by_onednn) return dg__onednn_gemm(c->onednn, &g, s->in[0], s->in[1], s->out);
+#endif
+        return matmul_lowp_out(c, impl, s);
+    }
     dg_status st = matmul_impl(c, impl, &g, &impl);
     return st != DG_OK ? st : gemm_packed(c, impl, g, s->in[0], s->in[1], s->out, s->scratch);
 }
@@ -558,14 +583,18 @@ static dg_status cpu_step_impl(const dg_backend *be, const dg_node *n, unsigned 
          * profile names its steps before it times them */
         static const char *const names[] = {"cpu-openblas", "cpu-own", "cpu-naive", "cpu-onednn"};
         dg_onednn_gemm g = matmul_gemm(n);
-        if (n->dtype != DG_F32) { /* a bf16/f16 output: widened, then the sgemm (matmul_lowp_out) */
-            snprintf(buf, size, "%s-%s-widened", names[gemm == DG_CPU_GEMM_ONEDNN ? DG_CPU_GEMM_OPENBLAS : gemm],
-                     dg_dtype_name(g.dtype));
+        apply_threads(c); /* the count the primitive is made for (cpu_onednn.c) */
+        if (n->dtype != DG_F32) { /* a bf16/f16 output: oneDNN's kernel, or widened for the sgemm */
+            bool by_onednn;
+            dg_status st = lowp_out_by_onednn(c, (dg_cpu_gemm)gemm, &g, n, &by_onednn);
+            if (st != DG_OK) return st;
+            if (by_onednn) snprintf(buf, size, "cpu-onednn-%s", dg_dtype_name(g.dtype));
+            else snprintf(buf, size, "%s-%s-widened", names[gemm == DG_CPU_GEMM_ONEDNN ? DG_CPU_GEMM_OPENBLAS : gemm],
+                          dg_dtype_name(g.dtype));
             return DG_OK;
         }
         dg_cpu_gemm impl;
         bool native = false;
-        apply_threads(c); /* the count the primitive is made for (cpu_onednn.c) */
         dg_status st = matmul_impl(c, (dg_cpu_gemm)gemm, &g, &impl);
         if (st == DG_OK && impl == DG_CPU_GEMM_ONEDNN)
             st = dg_cpu_has_onednn() ? onednn_native(c, &g, &native) : no_onednn();
@@ -751,7 +780,7 @@ dg_status dg_cpu_sgemm(dg_backend *be, dg_cpu_gemm impl, bool ta, bool tb, int m
                        const float *B, float *C) {
     if (!known_gemm(impl)) return dg__fail(DG_ERR_INVALID, "dg_cpu_sgemm: no GEMM implementation %d", (int)impl);
     apply_threads(ctx_of(be));
-    return gemm_packed(ctx_of(be), impl, (dg_onednn_gemm){DG_F32, ta, tb, 1, m, n, k}, A, B, C, NULL);
+    return gemm_packed(ctx_of(be), impl, (dg_onednn_gemm){DG_F32, ta, tb, 1, m, n, k, DG_F32}, A, B, C, NULL);
 }
 
 dg_status dg_cpu_gemm_ex(dg_backend *be, dg_cpu_gemm impl, dg_dtype dtype, bool ta, bool tb, int m, int n, int k,
@@ -762,7 +791,7 @@ dg_status dg_cpu_gemm_ex(dg_backend *be, dg_cpu_gemm impl, dg_dtype dtype, bool 
     if (dtype != DG_F32 && dtype != DG_BF16 && dtype != DG_F16)
         return dg__fail(DG_ERR_UNSUPPORTED, "dg_cpu_gemm_ex: no GEMM of %s operands", dg_dtype_name(dtype));
     apply_threads(ctx_of(be));
-    return gemm_packed(ctx_of(be), impl, (dg_onednn_gemm){dtype, ta, tb, 1, m, n, k}, A, B, C, NULL);
+    return gemm_packed(ctx_of(be), impl, (dg_onednn_gemm){dtype, ta, tb, 1, m, n, k, DG_F32}, A, B, C, NULL);
 }
 
 int dg_cpu_threads(const dg_backend *be) { return ctx_of(be)->threads; }

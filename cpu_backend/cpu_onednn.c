@@ -89,7 +89,7 @@ void dg__onednn_free(dg_onednn *o) {
 
 static bool same_gemm(const dg_onednn_gemm *x, const dg_onednn_gemm *y) {
     return x->dtype == y->dtype && x->ta == y->ta && x->tb == y->tb && x->batch == y->batch && x->m == y->m &&
-           x->n == y->n && x->k == y->k;
+           x->n == y->n && x->k == y->k && x->out == y->out;
 }
 
 /* A [batch, rows, cols] operand as oneDNN sees it: logical dims of op(X),
@@ -107,7 +107,7 @@ static dg_status slot_fill(dg_onednn *o, slot *s, const dg_onednn_gemm *g) {
     dnnl_memory_desc_t a, b, c;
     operand_md(&a, t, g->batch, g->m, g->k, g->ta);
     operand_md(&b, t, g->batch, g->k, g->n, g->tb);
-    operand_md(&c, dnnl_f32, g->batch, g->m, g->n, false);
+    operand_md(&c, g->out == DG_BF16 ? dnnl_bf16 : dnnl_f32, g->batch, g->m, g->n, false);
     dnnl_matmul_desc_t desc;
     dnnl_status_t st = dnnl_matmul_desc_init(&desc, &a, &b, NULL, &c);
     if (st != dnnl_success) return dnnl_fail(st, "matmul descriptor", g);
@@ -141,6 +141,9 @@ static dg_status find_slot(dg_onednn *o, const dg_onednn_gemm *g, slot **out) {
     }
     if (g->dtype != DG_F32 && g->dtype != DG_BF16 && g->dtype != DG_F16)
         return dg__fail(DG_ERR_UNSUPPORTED, "oneDNN: no GEMM of %s operands", dg_dtype_name(g->dtype));
+    if (g->out != DG_F32 && (g->out != DG_BF16 || g->dtype != DG_BF16))
+        return dg__fail(DG_ERR_UNSUPPORTED, "oneDNN: no GEMM of %s operands with a %s output", dg_dtype_name(g->dtype),
+                        dg_dtype_name(g->out));
     slot_clear(victim);
     dg_status st = slot_fill(o, victim, g);
     if (st != DG_OK) {
@@ -160,7 +163,7 @@ dg_status dg__onednn_prepare(dg_onednn *o, const dg_onednn_gemm *g, bool *ok) {
     return st;
 }
 
-dg_status dg__onednn_gemm(dg_onednn *o, const dg_onednn_gemm *g, const void *A, const void *B, float *C) {
+dg_status dg__onednn_gemm(dg_onednn *o, const dg_onednn_gemm *g, const void *A, const void *B, void *C) {
     slot *s;
     dg_status st = find_slot(o, g, &s);
     if (st != DG_OK) return st;

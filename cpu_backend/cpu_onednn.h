@@ -15,9 +15,11 @@
 /* one product: op(A) [batch,m,k] (stored [batch,k,m] when ta), op(B)
  * [batch,k,n] (stored [batch,n,k] when tb), C [batch,m,n], all packed */
 typedef struct dg_onednn_gemm {
-    dg_dtype dtype;
+    dg_dtype dtype;    /* the operands'                                        */
     bool     ta, tb;
     int      batch, m, n, k;
+    dg_dtype out;      /* C's: DG_F32 (0, the default) or, for bf16 operands,
+                          DG_BF16 (the float32 sums rounded once on store)    */
 } dg_onednn_gemm;
 
 /* A backend's oneDNN state: engine, stream and the primitive cache. */
@@ -31,8 +33,8 @@ void      dg__onednn_free(dg_onednn *o);
  * f16 matmul on the CPU); remembered, so asking again costs nothing. */
 dg_status dg__onednn_prepare(dg_onednn *o, const dg_onednn_gemm *g, bool *ok);
 /* C = op(A) op(B) by g's primitive (dg__onednn_prepare first, if not yet
- * done); DG_ERR_UNSUPPORTED where it said *ok false. */
-dg_status dg__onednn_gemm(dg_onednn *o, const dg_onednn_gemm *g, const void *A, const void *B, float *C);
+ * done), C of g->out's dtype; DG_ERR_UNSUPPORTED where it said *ok false. */
+dg_status dg__onednn_gemm(dg_onednn *o, const dg_onednn_gemm *g, const void *A, const void *B, void *C);
 /* Whether oneDNN's bf16 matmul outruns widening the operands for a float32
  * sgemm on this CPU: only where it runs AMX (docs/PERF.md: on AVX512-BF16
  * alone it took 1.4-1.9 times OpenBLAS's sgemm's time, widening 1.0-1.1). */

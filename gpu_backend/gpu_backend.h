@@ -20,8 +20,8 @@ typedef enum dg_gpu_gemm {
 
 /* How conv2d and its backward ops run: the geometry is core/layout.h's
  * dg_conv_dims either way. A plan names its kernels in its options
- * (dg_plan_opts.conv: DG_CONV_IM2COL, DG_CONV_IMPLICIT or DG_CONV_VENDOR,
- * which is cuDNN), and each of its
+ * (dg_plan_opts.conv: DG_CONV_IM2COL, DG_CONV_IMPLICIT, DG_CONV_OWN, which
+ * is the implicit kernels, or DG_CONV_VENDOR, which is cuDNN), and each of its
  * steps runs with them whatever other plans chose; a plan that leaves
  * DG_CONV_DEFAULT gets this backend's setting (dg_gpu_set_conv, AUTO
  * unless set: by the node's precision, below) when each step runs. A node whose sizes overflow the

@@ -4,7 +4,7 @@
  * the batch assembly behind dg_backend_gather_rows (rows picked by an index
  * vector). Writes are contiguous. The copies are templated on the element
  * (float, or unsigned short for a bf16 or f16 permute: moved, never
- * converted). */
+ * converted; uint4 for a permute copied in 16-byte units). */
 #include "gpu_common.cuh"
 
 #define BLOCK 256

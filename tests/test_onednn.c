@@ -230,6 +230,87 @@ Test(onednn, matmul_steps_by_choice, .timeout = 60) {
     dg_backend_free(be);
 }
 
+/* A product of bf16 operands with a bf16 output (dg_matmul_ex: the
+ * transformer's layers under the 16-bit policy) runs by oneDNN's own
+ * kernel where a float32-output one would (the backend's default at
+ * oneDNN; the vendor choice where that kernel is AMX's), widened for the
+ * sgemm elsewhere; each stored value is the float64 product of the rounded
+ * operands rounded once to bf16 (within bf16's unit roundoff on top of
+ * float32's sum bound). A float32-output product of the same operands
+ * runs first, so its primitive is in the cache. Catches a 16-bit output
+ * sent to the widening path whatever the choice (the name and oneDNN's run
+ * count), a primitive cached without its output dtype (the float32 one
+ * reused: a float32 C in 2-byte elements), and a wrong rounding. */
+Test(onednn, bf16_outputs_by_its_kernel_where_it_runs, .timeout = 60) {
+    SKIP_WITHOUT_ONEDNN();
+    const int batch = 2, m = 9, k = 67, n = 24;
+    char info[128];
+    bool amx = strstr(dg_cpu_onednn_info(info, sizeof info), "ISA: avx512_core_amx") != NULL;
+    const struct { dg_cpu_gemm set; const char *name; } cases[] = {
+        {DG_CPU_GEMM_ONEDNN, "cpu-onednn-bf16"},
+        {DG_CPU_GEMM_OPENBLAS, amx ? "cpu-onednn-bf16" : "cpu-openblas-bf16-widened"},
+        {DG_CPU_GEMM_OWN, "cpu-own-bf16-widened"},
+    };
+    dg_backend *be;
+    ASSERT_OK(dg_cpu_backend_new(&be, 2));
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dg_cpu_set_gemm(be, cases[c].set);
+        dg_graph *g = dg_graph_new();
+        dg_node *pa = dg_param(g, "a", DG_SHAPE(batch, m, k), (dg_init){DG_INIT_UNIFORM, -1, 1, 71});
+        dg_node *pb = dg_param(g, "b", DG_SHAPE(batch, k, n), (dg_init){DG_INIT_UNIFORM, -1, 1, 72});
+        dg_node *a16 = dg_cast(g, pa, DG_BF16), *b16 = dg_cast(g, pb, DG_BF16);
+        dg_node *y32 = dg_matmul(g, a16, b16, false, false);
+        dg_node *y = dg_matmul_ex(g, a16, b16, false, false, DG_BF16);
+        ASSERT_OK(dg_graph_status(g));
+        dg_plan *p;
+        dg_node *outs[] = {y32, y, pa, pb};
+        ASSERT_OK(dg_plan_new(&p, g, be, outs, 4, NULL));
+        char name[48];
+        ASSERT_OK(dg_plan_node_impl(p, y, name, sizeof name));
+        cr_assert_str_eq(name, cases[c].name);
+        long created, runs0, runs;
+        dg_cpu_onednn_counts(be, &created, &runs0);
+        ASSERT_OK(dg_plan_run(p));
+        dg_cpu_onednn_counts(be, &created, &runs);
+        bool onednn = strncmp(name, "cpu-onednn", 10) == 0;
+        cr_assert_eq(runs - runs0, onednn ? 2 : 0, "%s: %ld oneDNN runs (both products)", name, runs - runs0);
+        size_t na = (size_t)batch * m * k, nb = (size_t)batch * k * n, nc = (size_t)batch * m * n;
+        float *fa = malloc(na * 4), *fb = malloc(nb * 4);
+        uint16_t *C = malloc(nc * 2);
+        cr_assert(fa && fb && C);
+        ASSERT_OK(dg_plan_get(p, pa, fa, na * 4));
+        ASSERT_OK(dg_plan_get(p, pb, fb, nb * 4));
+        ASSERT_OK(dg_plan_get(p, y, C, nc * 2));
+        float *C32 = malloc(nc * 4);
+        double *da = malloc(na * 8), *db = malloc(nb * 8);
+        cr_assert(C32 && da && db);
+        ASSERT_OK(dg_plan_get(p, y32, C32, nc * 4));
+        for (size_t i = 0; i < na; i++) da[i] = dg__bf16_to_f32(dg__f32_to_bf16(fa[i]));
+        for (size_t i = 0; i < nb; i++) db[i] = dg__bf16_to_f32(dg__f32_to_bf16(fb[i]));
+        assert_product("the float32 output beside it", C32, da, db, batch, m, n, k, false, false);
+        free(C32); free(da); free(db);
+        const double gamma = (k + 1) * 0x1p-24;
+        for (int q = 0; q < batch; q++)
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                    double want = 0, mag = 0;
+                    for (int t = 0; t < k; t++) {
+                        double x = dg__bf16_to_f32(dg__f32_to_bf16(fa[((size_t)q * m + i) * k + t])) *
+                                   dg__bf16_to_f32(dg__f32_to_bf16(fb[((size_t)q * k + t) * n + j]));
+                        want += x;
+                        mag += fabs(x);
+                    }
+                    double got = dg__bf16_to_f32(C[((size_t)q * m + i) * n + j]);
+                    cr_assert(fabs(got - want) <= 0x1p-8 * fabs(want) + gamma * mag * (1 + 0x1p-8),
+                              "%s: C[%d][%d,%d] = %.9g, want %.9g", name, q, i, j, got, want);
+                }
+        free(fa); free(fb); free(C);
+        dg_plan_free(p);
+        dg_graph_free(g);
+    }
+    dg_backend_free(be);
+}
+
 /* The backend's own default set to oneDNN: a float32 matmul then runs by
  * oneDNN too, where the plan leaves the choice to the backend. */
 Test(onednn, backend_default_runs_float32_by_onednn) {

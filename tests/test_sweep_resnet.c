@@ -270,9 +270,10 @@ static dg_status recording_compute(dg_backend *be, const dg_step *s) {
  * 2, cpu-conv-own at 2, cpu at 4, cpu-conv-own at 4), and each row's
  * convolutions run its set's choice: oneDNN where AUTO gives it for cpu,
  * the own for cpu-conv-own, so the recorded steps fall in four blocks,
- * D O D O. Catches a row left with the setting of the row before it (three
- * blocks), the own set not set (one), and a sweep that ends with the
- * setting at the own rule. */
+ * D O D O. Catches an own row whose plan does not ask for the own
+ * convolutions (DG_CONV_OWN: one block), a row that follows the plan
+ * before it instead of its own (three), and a sweep that leaves the
+ * backend's setting at the own rule. */
 Test(resnet_sweep, conv_own_rows_run_the_own_convolutions_and_cpu_rows_auto) {
     if (!dg_cpu_has_onednn()) cr_skip_test("built without oneDNN: AUTO is the own convolutions everywhere");
     dg_backend *be;

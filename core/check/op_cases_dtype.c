@@ -65,6 +65,16 @@ static dg_node *build_mixed(dg_graph *g, dg_node *const *in, const op_case *c) {
     return op_case_build(g, lp, &plain);
 }
 
+/* the same with the operands the other way round: a float32 a and a
+ * low-precision b (the residual sum: the float32 stream plus a 16-bit
+ * branch) */
+static dg_node *build_mixed_b(dg_graph *g, dg_node *const *in, const op_case *c) {
+    dg_node *lp[2] = {in[0], dg_cast(g, in[1], c->dtype)};
+    op_case plain = *c;
+    plain.build = NULL;
+    return op_case_build(g, lp, &plain);
+}
+
 /* a product whose output is c->dtype (dg_matmul_ex) */
 static dg_node *build_matmul_out(dg_graph *g, dg_node *const *in, const op_case *c) {
     return dg_cast(g, dg_matmul_ex(g, dg_cast(g, in[0], c->dtype), dg_cast(g, in[1], c->dtype), c->ta, c->tb,
@@ -172,6 +182,8 @@ const op_case dg_dtype_cases[] = {
      .build = build_mixed, .tol = TOL},
     {"sub_mixed_f16_f32_bias64", DG_OP_SUB, 2, {S(9, 64), S(64)}, {DOM_ANY, DOM_ANY}, .dtype = DG_F16,
      .build = build_mixed, .tol = TOL},
+    {"add_mixed_f32_bf16_rows64", DG_OP_ADD, 2, {S(2, 9, 64), S(2, 9, 64)}, {DOM_ANY, DOM_ANY}, .dtype = DG_BF16,
+     .build = build_mixed_b, .tol = TOL},
     /* f32 with bf16 or f16: a float32 result, no rounding of its own */
     {"mul_mixed_bf16_f32", DG_OP_MUL, 2, {S(33, 65), S(65)}, {DOM_ANY, DOM_ANY}, .dtype = DG_BF16,
      .build = build_mixed, .tol = TOL},

@@ -29,7 +29,10 @@
  *         returns float32; a convolution's backward ops take dy so rounded
  *         and their results are cast to float32; a cast's gradient passes
  *         through, so every parameter's gradient is float32.
- *   fp16 adds dynamic loss scaling, as graph nodes (no host round trip):
+ *   fp16 adds dynamic loss scaling, as graph nodes (no host round trip);
+ *         it guards the backward's gradients, not the forward: a 16-bit
+ *         activation that overflows there (f16's largest value is 65504)
+ *         makes every step skip, as under autocast:
  *         loss_scale [1] (state, initially opts.loss_scale) multiplies the
  *         loss before the backward; each gradient is divided by it; a chain
  *         of found_inf nodes counts the gradients holding an inf or NaN;

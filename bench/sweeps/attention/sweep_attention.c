@@ -22,8 +22,8 @@
  * with each product's operands cast to the dtype and float32 accumulation,
  * softmax and outputs (the training step's policy, dg_model_matmul), the
  * fused rows with q, k, v cast to the dtype, the fused op in it (float32
- * softmax and sums, P rounded to the dtype before P V) and its 16-bit
- * output cast back (dg_model_attention); the inputs rounded to the dtype
+ * softmax and sums, P rounded to the dtype before P V; dg_model_attention)
+ * and its 16-bit output cast back (attention_graph.c); the inputs rounded to the dtype
  * first. A row a backend has no path for is skipped with the reason
  * (att_refusal): tf32 on the CPU, the fused form in tf32 (its products are
  * fp32-accurate whatever TF32). A composed non-fp32 row's note names the

@@ -19,7 +19,7 @@ op_case ops_case_in(const op_case *oc, dg_precision p);
 /* Whether the case has a row in precision p, forward (bwd false) or
  * backward, judged from its graph at the row's own small shapes; false
  * with the reason in why (n bytes): the graph refuses the op in the dtype
- * (the softmax cross-entropy and permute take float32 alone), or its
+ * (the softmax cross-entropy takes float32 alone), or its
  * backward node reads no value of the dtype (the fp32 row's node). */
 bool ops_case_has(const op_case *oc, dg_precision p, bool bwd, char *why, size_t n);
 

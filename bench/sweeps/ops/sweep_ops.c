@@ -22,7 +22,7 @@
  * Precisions: tf32 rounds a product's operands and these ops have none, so
  * it has no rows (said once as the sweep ends). An op the graph defines on
  * float32 alone (the softmax cross-entropy, whose loss stays float32 in
- * every precision, and permute) has no bf16 or fp16 rows, nor a backward
+ * every precision) has no bf16 or fp16 rows, nor a backward
  * node that reads no 16-bit value (it is the fp32 row's node): not listed,
  * said once on stderr, since that is the graph's definition, the same on
  * every backend. An op the graph holds in the dtype but a backend cannot

@@ -15,11 +15,14 @@
  * (core/nn/train_step.h), as the mlp and resnet sweeps run it: fp32 (TF32
  * off); tf32 (the GPU's products on TF32 tensor cores; on the CPU, which
  * has no TF32, a skipped row); bf16 and fp16 mixed precision (every
- * product's operands cast to the dtype from float32 masters, float32
- * accumulation, layer norms, softmax, loss and Adam; fp16 with dynamic loss
- * scaling). The attention follows the policy in both forms: a fused
- * row's attention runs in the dtype (dg_model_attention: q, k, v cast, the
- * output cast back), a composed row's two products take operands in it.
+ * product's operands in the dtype, the weights cast from float32 masters,
+ * float32 accumulation; the linear layers' outputs, the heads' permutes
+ * and GELU kept in the dtype between products (dg_model_linear); the
+ * residual stream, layer norms, softmax, loss and Adam float32; fp16 with
+ * dynamic loss scaling). The attention follows the policy in both forms: a
+ * fused row's attention runs in the dtype on the 16-bit projections and
+ * leaves its output in it (dg_model_attention), a composed row's two
+ * products take operands in it and return float32.
  *
  * Row: case charlm-FORM-bBATCH, m = T, n = the width, k = the vocabulary,
  * batch; flops = step_flops (below: 2 per multiply-add of every product of
@@ -401,8 +404,7 @@ static dg_status lm_prepare(bench_ctx *ctx, void *state, const bench_impl *im, b
         bench_plan_failure(&pp->ps, why, wn);
     }
     if (!status && st == DG_OK && p != DG_PREC_FP32) /* how close the rounded step came */
-        snprintf(why, wn, "gradients %.2g, loss and updates %.2g off float64%s", chk->grad_err, chk->step_err,
-                 form == 0 && p != DG_PREC_TF32 ? "; the fused attention float32 (dg_attention's only dtype)" : "");
+        snprintf(why, wn, "gradients %.2g, loss and updates %.2g off float64", chk->grad_err, chk->step_err);
     row->note = why[0] ? why : NULL;
     row->status = status;
     if (status) work->finding = form == 1 && !strcmp(status, "oom"); /* composed: "where memory allows" */
