@@ -600,6 +600,15 @@ Test(gpu, backends_on_several_devices_in_one_process) {
 
 #define GPU_SCRATCH_FLOATS ((int64_t)4 << 20) /* gpu_backend.cu's SCRATCH_FLOATS */
 
+/* a plan of output n on gpu is refused up front (DG_ERR_UNSUPPORTED, no
+ * plan), the message naming n */
+static void assert_plan_refused_naming(dg_backend *gpu, dg_graph *g, dg_node *n) {
+    dg_plan *p = (dg_plan *)1;
+    cr_assert_eq(dg_plan_new(&p, g, gpu, &n, 1, NULL), DG_ERR_UNSUPPORTED, "got %s", dg_last_error());
+    cr_assert_null(p);
+    cr_assert(strstr(dg_last_error(), n->name), "message lacks '%s': %s", n->name, dg_last_error());
+}
+
 /* softmax_cross_entropy keeps one loss per row in the backend's scratch: a
  * node with more rows is declined by supports, so dg_plan_new refuses the
  * graph with the node's name instead of a run failing */
@@ -615,10 +624,7 @@ Test(gpu, softmax_ce_beyond_the_scratch_is_declined_up_front) {
     ASSERT_OK(dg_graph_status(g));
     cr_assert(dg_backend_supports(gpu, loss[0]), "%lld rows fill the scratch exactly", (long long)rows[0]);
     cr_assert_not(dg_backend_supports(gpu, loss[1]), "%lld rows exceed the scratch", (long long)rows[1]);
-    dg_plan *p = (dg_plan *)1;
-    cr_assert_eq(dg_plan_new(&p, g, gpu, &loss[1], 1, NULL), DG_ERR_UNSUPPORTED, "got %s", dg_last_error());
-    cr_assert_null(p);
-    cr_assert(strstr(dg_last_error(), loss[1]->name), "message lacks '%s': %s", loss[1]->name, dg_last_error());
+    assert_plan_refused_naming(gpu, g, loss[1]);
     dg_graph_free(g);
     dg_backend_free(gpu);
 }
@@ -654,10 +660,7 @@ Test(gpu, batch_norm_beyond_the_scratch_is_declined_up_front) {
                      dg_op_name(n->op), (long long)c, (long long)ch[0]);
     }
     cr_assert_eq(backward, 4, "dx and dscale of each batch norm: %d backward nodes", backward);
-    dg_plan *p = (dg_plan *)1;
-    cr_assert_eq(dg_plan_new(&p, g, gpu, &bn[1], 1, NULL), DG_ERR_UNSUPPORTED, "got %s", dg_last_error());
-    cr_assert_null(p);
-    cr_assert(strstr(dg_last_error(), bn[1]->name), "message lacks '%s': %s", bn[1]->name, dg_last_error());
+    assert_plan_refused_naming(gpu, g, bn[1]);
     dg_graph_free(g);
     dg_backend_free(gpu);
 }

@@ -57,23 +57,22 @@ static dg_node *build_lowp(dg_graph *g, dg_node *const *in, const op_case *c) {
     return dg_cast(g, op_case_build(g, lp, &plain), DG_F32);
 }
 
-/* a binary op of a low-precision a and a float32 b: a float32 result */
-static dg_node *build_mixed(dg_graph *g, dg_node *const *in, const op_case *c) {
-    dg_node *lp[2] = {dg_cast(g, in[0], c->dtype), in[1]};
+/* a binary op of one low-precision operand (index low: the other stays
+ * float32): a float32 result */
+static dg_node *mixed(dg_graph *g, dg_node *const *in, const op_case *c, int low) {
+    dg_node *lp[2] = {in[0], in[1]};
+    lp[low] = dg_cast(g, in[low], c->dtype);
     op_case plain = *c;
     plain.build = NULL;
     return op_case_build(g, lp, &plain);
 }
 
-/* the same with the operands the other way round: a float32 a and a
- * low-precision b (the residual sum: the float32 stream plus a 16-bit
- * branch) */
-static dg_node *build_mixed_b(dg_graph *g, dg_node *const *in, const op_case *c) {
-    dg_node *lp[2] = {in[0], dg_cast(g, in[1], c->dtype)};
-    op_case plain = *c;
-    plain.build = NULL;
-    return op_case_build(g, lp, &plain);
-}
+/* a low-precision a and a float32 b */
+static dg_node *build_mixed(dg_graph *g, dg_node *const *in, const op_case *c) { return mixed(g, in, c, 0); }
+
+/* a float32 a and a low-precision b (the residual sum: the float32 stream
+ * plus a 16-bit branch) */
+static dg_node *build_mixed_b(dg_graph *g, dg_node *const *in, const op_case *c) { return mixed(g, in, c, 1); }
 
 /* a product whose output is c->dtype (dg_matmul_ex) */
 static dg_node *build_matmul_out(dg_graph *g, dg_node *const *in, const op_case *c) {
