@@ -39,10 +39,21 @@ static dg_node *conv_backward(dg_graph *g, dg_op op, const dg_node *y, const dg_
     return d;
 }
 
+/* an elementwise backward op (dy, the forward's x or y) -> dx: in x's
+ * dtype, which dy and the forward value share (the gradient of a 16-bit
+ * node is 16-bit) */
 static dg_node *bw2(dg_graph *g, dg_op op, dg_node *dy, dg_node *x) {
     dg_node *in[2] = {dy, x};
-    return backward_op(g, op, x, 2, in);
+    dg_node *d = backward_op(g, op, x, 2, in);
+    if (d) d->dtype = x->dtype;
+    return d;
 }
+
+/* dy as float32, for the backward ops whose kernels read a float32
+ * gradient (softmax, the norms, pooling, embedding, broadcast_to): a
+ * 16-bit node's gradient is widened first, and their float32 result is
+ * rounded back to the input's dtype by accumulate */
+static dg_node *f32(dg_graph *g, dg_node *dy) { return dg_cast(g, dy, DG_F32); }
 
 /* Sums dy [broadcast shape] back to the operand shape t ("reverse broadcast"). */
 static dg_node *reduce_to(dg_graph *g, dg_node *dy, dg_shape t) {
@@ -57,7 +68,23 @@ static dg_node *reduce_to(dg_graph *g, dg_node *dy, dg_shape t) {
     return dg_reshape(g, s, t);
 }
 
+/* The dtype of x's gradient: x's own, as autocast's gradients are (a bf16
+ * or f16 activation's gradient is stored in 16 bits, a float32 one's, the
+ * residual stream's or a master parameter's, in float32), but float32 for
+ * a cast, whose gradient goes on in float32 to one side of it: a 16-bit
+ * copy of a weight or of a layer norm's output gathers its gradient (a
+ * product's dW or dX, written in float32 by the product) in float32, with
+ * no rounding to 16 bits and back, and an fp16 weight gradient of a scaled
+ * loss does not overflow f16's range on the way (a sum over the batch of
+ * 2^16-scaled terms). */
+static dg_dtype grad_dtype(const dg_node *x) { return x->op == DG_OP_CAST ? DG_F32 : x->dtype; }
+
+/* A contribution in another dtype than grad_dtype(x) is cast once here (a
+ * float32 op's gradient to its 16-bit input, a 16-bit one to a cast), and
+ * contributions are summed in that dtype. */
 static void accumulate(dg_graph *g, dg_node **grad, const dg_node *x, dg_node *contrib) {
+    if (!contrib) return;
+    if (contrib->dtype != grad_dtype(x) && x->dtype != DG_I32) contrib = dg_cast(g, contrib, grad_dtype(x));
     if (!contrib) return;
     grad[x->id] = grad[x->id] ? dg_add(g, grad[x->id], contrib) : contrib;
 }
@@ -121,23 +148,26 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     /* the mean over replicas is linear and the same on every replica: its
      * transpose is itself */
     case DG_OP_ALL_REDUCE: if (na) accumulate(g, grad, a, dg_all_reduce(g, dy)); break;
-    /* gradients are float32 whatever the dtype: a cast's passes through */
+    /* a cast's gradient is dy cast back to the input's dtype (accumulate) */
     case DG_OP_CAST: if (na) accumulate(g, grad, a, dy); break;
     case DG_OP_MATMUL: {
         /* C = op(A) op(B); each case is the product rule with the transposes
          * folded into the flags, so no transposed copy is materialised. A
-         * product of bf16 or f16 operands takes dC rounded to theirs (the
-         * float32 gradient's low-precision copy: the backward products run
-         * in the forward's precision, as autocast does). */
+         * product of bf16 or f16 operands takes dC in theirs (a float32
+         * output's gradient rounded once) and accumulates in float32, as
+         * autocast's backward products do; dA and dB are written in their
+         * gradient's dtype (grad_dtype: 16 bits for a 16-bit activation,
+         * float32 for a cast's copy). */
         dg_attr_matmul mm = dg_attr_matmul_of(y);
         bool ta = mm.trans_a, tb = mm.trans_b;
         dy = dg_cast(g, dy, a->dtype);
+        dg_dtype ga = grad_dtype(a), gb = grad_dtype(b);
         if (na) accumulate(g, grad, a,
-                           !ta ? dg_matmul(g, dy, b, false, !tb)      /* dA = dC op(B)^T            */
-                               : dg_matmul(g, b, dy, tb, true));      /* dA = (dC op(B)^T)^T        */
+                           !ta ? dg_matmul_ex(g, dy, b, false, !tb, ga)   /* dA = dC op(B)^T            */
+                               : dg_matmul_ex(g, b, dy, tb, true, ga));   /* dA = (dC op(B)^T)^T        */
         if (nb) accumulate(g, grad, b,
-                           !tb ? dg_matmul(g, a, dy, !ta, false)      /* dB = op(A)^T dC            */
-                               : dg_matmul(g, dy, a, true, ta));      /* dB = (op(A)^T dC)^T        */
+                           !tb ? dg_matmul_ex(g, a, dy, !ta, false, gb)   /* dB = op(A)^T dC            */
+                               : dg_matmul_ex(g, dy, a, true, ta, gb));   /* dB = (op(A)^T dC)^T        */
         break;
     }
     case DG_OP_PERMUTE:
@@ -156,7 +186,7 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
             uint32_t axes = dg_attr_reduce_of(y).axes;
             for (int i = 0; i < kept.ndim; i++)
                 if (axes >> i & 1u) kept.d[i] = 1;
-            dg_node *d = dg_broadcast_to(g, dg_reshape(g, dy, kept), a->shape);
+            dg_node *d = dg_broadcast_to(g, dg_reshape(g, f32(g, dy), kept), a->shape);
             if (y->op == DG_OP_MEAN)
                 d = dg_mul_scalar(g, d, (float)((double)dg_node_numel(y) / (double)dg_node_numel(a)));
             accumulate(g, grad, a, d);
@@ -166,39 +196,43 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     case DG_OP_SOFTMAX:
     case DG_OP_LOG_SOFTMAX:
         if (na) { /* the forward's scale and mask */
-            dg_node *d = bw2(g, y->op == DG_OP_SOFTMAX ? DG_OP_SOFTMAX_BACKWARD : DG_OP_LOG_SOFTMAX_BACKWARD, dy, y);
+            dg_node *in[2] = {f32(g, dy), y};
+            dg_node *d = backward_op(g, y->op == DG_OP_SOFTMAX ? DG_OP_SOFTMAX_BACKWARD : DG_OP_LOG_SOFTMAX_BACKWARD,
+                                     y, 2, in);
             if (d) dg__attr_softmax_set(d, dg_attr_softmax_of(y));
             accumulate(g, grad, a, d);
         }
         break;
     case DG_OP_SOFTMAX_CE:
         if (na) { /* reads the forward's saved row log-sum-exp */
-            dg_node *in[4] = {dy, a, b, y->side[0]};
+            dg_node *in[4] = {f32(g, dy), a, b, y->side[0]};
             accumulate(g, grad, a, backward_op(g, DG_OP_SOFTMAX_CE_BACKWARD, a, 4, in));
         }
         break;
     case DG_OP_CONV2D: { /* dx = conv^T(dy, w), dw = correlation of dy with x */
         /* a bf16 or f16 convolution's backward ops run in its dtype: dy
-         * rounded to it, their 16-bit results cast back, so the gradients
-         * stay float32 (no nodes for f32: dg_cast of a node to its own
-         * dtype is the node) */
+         * in it (no node where it already is), dx and dw in it (conv_backward) */
         dy = dg_cast(g, dy, a->dtype);
         dg_node *to_x[2] = {dy, b}, *to_w[2] = {dy, a};
-        if (na) accumulate(g, grad, a, dg_cast(g, conv_backward(g, DG_OP_CONV2D_BACKWARD_DATA, y, a, to_x), DG_F32));
-        if (nb) accumulate(g, grad, b, dg_cast(g, conv_backward(g, DG_OP_CONV2D_BACKWARD_WEIGHT, y, b, to_w), DG_F32));
+        if (na) accumulate(g, grad, a, conv_backward(g, DG_OP_CONV2D_BACKWARD_DATA, y, a, to_x));
+        if (nb) accumulate(g, grad, b, conv_backward(g, DG_OP_CONV2D_BACKWARD_WEIGHT, y, b, to_w));
         break;
     }
     case DG_OP_MAX_POOL2D:
         if (na) { /* routed through the forward's saved argmax */
-            dg_node *in[2] = {dy, y->side[0]};
+            dg_node *in[2] = {f32(g, dy), y->side[0]};
             accumulate(g, grad, a, backward_with_attrs(g, DG_OP_MAX_POOL2D_BACKWARD, y, a, 2, in));
         }
         break;
     case DG_OP_AVG_POOL2D:
-        if (na) accumulate(g, grad, a, backward_with_attrs(g, DG_OP_AVG_POOL2D_BACKWARD, y, a, 1, &dy));
+        if (na) {
+            dg_node *dy32 = f32(g, dy);
+            accumulate(g, grad, a, backward_with_attrs(g, DG_OP_AVG_POOL2D_BACKWARD, y, a, 1, &dy32));
+        }
         break;
     case DG_OP_BATCH_NORM: { /* inputs x, scale, shift; stats saved by the forward */
         dg_node *shift = y->in[2], *stats = y->side[0];
+        dy = f32(g, dy);
         if (na) {
             dg_node *in[4] = {dy, a, b, stats};
             accumulate(g, grad, a, backward_with_attrs(g, DG_OP_BATCH_NORM_BACKWARD, y, a, 4, in));
@@ -219,6 +253,7 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     }
     case DG_OP_LAYER_NORM: { /* as batch norm, per row instead of per channel */
         dg_node *shift = y->in[2], *stats = y->side[0];
+        dy = f32(g, dy);
         if (na) {
             dg_node *in[4] = {dy, a, b, stats};
             accumulate(g, grad, a, backward_with_attrs(g, DG_OP_LAYER_NORM_BACKWARD, y, a, 4, in));
@@ -235,15 +270,14 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     }
     case DG_OP_EMBEDDING: /* the ids (b) are integers: no gradient */
         if (na) {
-            dg_node *in[2] = {dy, b};
+            dg_node *in[2] = {f32(g, dy), b};
             accumulate(g, grad, a, backward_op(g, DG_OP_EMBEDDING_BACKWARD, a, 2, in));
         }
         break;
     case DG_OP_ATTENTION: {
         /* one backward step writes dq, and dk, dv as side outputs, all in
-         * the forward's dtype: a bf16 or f16 attention takes dout rounded
-         * to it and its gradients are cast back to float32 (no nodes for
-         * f32), as a 16-bit convolution's */
+         * the forward's dtype, and takes dout in it, as a 16-bit
+         * convolution does */
         dg_node *c = y->in[2];
         if (na || nb || needs[c->id]) {
             dg_node *in[6] = {dg_cast(g, dy, a->dtype), a, b, c, y, y->side[0]};
@@ -254,9 +288,9 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
             dg_node *dk = dg__side_new(g, dq, b->shape, "dk"), *dv = dk ? dg__side_new(g, dq, c->shape, "dv") : NULL;
             if (!dv) break;
             dk->dtype = dv->dtype = a->dtype;
-            if (na) accumulate(g, grad, a, dg_cast(g, dq, DG_F32));
-            if (nb) accumulate(g, grad, b, dg_cast(g, dk, DG_F32));
-            if (needs[c->id]) accumulate(g, grad, c, dg_cast(g, dv, DG_F32));
+            if (na) accumulate(g, grad, a, dq);
+            if (nb) accumulate(g, grad, b, dk);
+            if (needs[c->id]) accumulate(g, grad, c, dv);
         }
         break;
     }
@@ -310,7 +344,7 @@ static dg_status check_args(const dg_graph *g, const dg_node *loss, dg_node *con
         if (!wrt[i]) return dg__fail(DG_ERR_INVALID, "dg_grad: wrt[%d] is NULL", i);
         if (!dg__graph_owns(g, wrt[i]))
             return dg__fail(DG_ERR_INVALID, "dg_grad: wrt[%d] ('%s') is not a node of this graph", i, wrt[i]->name);
-        if (wrt[i]->dtype == DG_I32) /* bf16 and f16 nodes have float32 gradients */
+        if (wrt[i]->dtype == DG_I32) /* a bf16 or f16 node's gradient is bf16 or f16 */
             return dg__fail(DG_ERR_INVALID, "dg_grad: cannot differentiate with respect to int32 '%s'", wrt[i]->name);
     }
     return DG_OK;

@@ -48,8 +48,8 @@ extern "C" {
  * their input's dtype (a binary op of f32 and bf16 or f16: f32; bf16 with
  * f16: refused). Softmax and layer-norm statistics are float32. Every other
  * op takes float32 (labels and ids: I32) and refuses the rest by name
- * (docs/ARCHITECTURE.md has the table). Gradients are float32 whatever the
- * node's dtype; the backward ops read the low-precision forward values. */
+ * (docs/ARCHITECTURE.md has the table). A node's gradient has its dtype,
+ * but a cast's, which is float32 (autodiff.c). */
 typedef enum dg_dtype { DG_F32, DG_I32, DG_BF16, DG_F16 } dg_dtype;
 
 /* "f32", "i32", "bf16", "f16"; "?" for a value out of range */
@@ -203,8 +203,8 @@ dg_node *dg_matmul(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans
 /* dg_matmul with the output in dtype `out`: DG_F32, or the operands' own
  * bf16 or f16 (the float32 sums rounded to nearest even as they are
  * stored: half the bytes of a float32 output; cuBLAS writes a 16-bit C
- * with 32-bit compute). Anything else is refused naming both dtypes. The
- * gradients are float32 as every gradient. */
+ * with 32-bit compute). Anything else is refused naming both dtypes. Its
+ * gradient is 16-bit, as every 16-bit node's. */
 dg_node *dg_matmul_ex(dg_graph *g, dg_node *a, dg_node *b, bool trans_a, bool trans_b, dg_dtype out);
 /* a in dtype `to`: float32 to bf16 or f16 (rounded to nearest even), or
  * back; a cast to a's own dtype is a, with no node added */

@@ -88,8 +88,9 @@ static void backward_block(const dg_node *nd, const dg_vmath *vm, float c, float
     }
 }
 
-/* dx (float32, as every gradient) from dy and the forward's x or y, each
- * read in its own dtype */
+/* dx from dy and the forward's x or y, each read and dx written in its
+ * own dtype (dg_grad makes the three one: a 16-bit node's gradient is
+ * 16-bit) */
 void dg__cpu_unary_backward(const dg_step *s) {
     const dg_node *nd = s->node;
     dg_dtype tg = nd->in[0]->dtype, tv = nd->in[1]->dtype, to = nd->dtype;

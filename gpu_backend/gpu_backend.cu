@@ -210,7 +210,8 @@ static dg_status refuse_choice(const gpu_ctx *c, unsigned flags) {
     if (dg__gpu_step_gemm(c, flags) < 0)
         return dg__fail(DG_ERR_UNSUPPORTED, "gpu backend: no GEMM implementation %d", (int)DG_STEP_GEMM(flags));
     return dg__fail(DG_ERR_UNSUPPORTED, "gpu backend: convolution implementation %d is not one of the GPU's (im2col, "
-                    "implicit and the vendor's, cuDNN; the others are the CPU's strategies)", (int)DG_STEP_CONV(flags));
+                    "implicit, own (the implicit kernels) and the vendor's, cuDNN; the others are the CPU's "
+                    "strategies)", (int)DG_STEP_CONV(flags));
 }
 
 static bool is_conv(const dg_node *n) {

@@ -133,11 +133,11 @@ __global__ void k_unary_lp(const T *__restrict__ x, T *__restrict__ y, long long
         st(y, i, unary_f<OP>(ld(x, i), c));
 }
 
-/* dy float32 (a gradient), v the forward's bf16 or f16 x or y, dx float32:
- * four a thread, then the tail */
-template <int OP, typename TV>
-__global__ void k_backward_lp(const float *__restrict__ dy, const TV *__restrict__ v, float *__restrict__ dx,
-                              long long n, float c) {
+/* dy, v (the forward's x or y) and dx all bf16 or all f16 (a 16-bit
+ * node's gradient is 16-bit): four a thread, then the tail */
+template <int OP, typename T>
+__global__ void k_backward_lp(const T *__restrict__ dy, const T *__restrict__ v, T *__restrict__ dx, long long n,
+                              float c) {
     long long n4 = n / 4, stride = (long long)gridDim.x * blockDim.x;
     for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < n4; u += stride) {
         float4 g = ld4(dy + 4 * u, 0), x = ld4(v + 4 * u, 0);
@@ -145,7 +145,7 @@ __global__ void k_backward_lp(const float *__restrict__ dy, const TV *__restrict
                                        backward_f<OP>(g.z, x.z, c), backward_f<OP>(g.w, x.w, c)));
     }
     for (long long i = 4 * n4 + blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += stride)
-        dx[i] = backward_f<OP>(dy[i], ld(v, i), c);
+        st(dx, i, backward_f<OP>(ld(dy, i), ld(v, i), c));
 }
 
 /* broadcasting by strides (for same shapes they are the output's own) */
@@ -181,13 +181,10 @@ static void unary_lp(gpu_ctx *c, dg_dtype t, const void *x, void *y, long long n
         k_unary_lp<OP><<<grid_for((n + 3) / 4, BLOCK), BLOCK, 0, c->stream>>>((const __half *)x, (__half *)y, n, k);
 }
 
-template <int OP>
-static void backward_lp(gpu_ctx *c, dg_dtype tv, const float *dy, const void *v, float *dx, long long n, float k) {
-    if (tv == DG_BF16)
-        k_backward_lp<OP><<<grid_for((n + 3) / 4, BLOCK), BLOCK, 0, c->stream>>>(dy, (const __nv_bfloat16 *)v, dx,
-                                                                                  n, k);
-    else
-        k_backward_lp<OP><<<grid_for((n + 3) / 4, BLOCK), BLOCK, 0, c->stream>>>(dy, (const __half *)v, dx, n, k);
+template <int OP, typename T>
+static void backward_lp(gpu_ctx *c, const void *dy, const void *v, void *dx, long long n, float k) {
+    k_backward_lp<OP><<<grid_for((n + 3) / 4, BLOCK), BLOCK, 0, c->stream>>>((const T *)dy, (const T *)v, (T *)dx,
+                                                                              n, k);
 }
 
 /* four at a time where every operand's last axis is whole and a multiple
@@ -253,15 +250,17 @@ dg_status dg__gpu_unary_backward(gpu_ctx *c, const dg_step *s) {
     const float *dy = (const float *)s->in[0], *v = (const float *)s->in[1];
     float *dx = (float *)s->out, k = dg_attr_scalar_or0(s->node); /* leaky_relu: the slope */
     long long n = dg_node_numel(s->node);
-    dg_dtype tv = s->node->in[1]->dtype; /* the forward's x or y; dy and dx are float32 */
-    if (s->node->in[0]->dtype != DG_F32)
-        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s: dy is %s, not f32", s->node->name,
-                        dg_dtype_name(s->node->in[0]->dtype));
+    dg_dtype t = s->node->dtype; /* dx's, and dy's and the forward value's (dg_grad makes them one) */
+    if (s->node->in[0]->dtype != t || s->node->in[1]->dtype != t)
+        return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s: dy %s, forward value %s, dx %s: one dtype", s->node->name,
+                        dg_dtype_name(s->node->in[0]->dtype), dg_dtype_name(s->node->in[1]->dtype),
+                        dg_dtype_name(t));
     switch (s->node->op) {
-#define B(OP)                                                   \
-    case OP:                                                    \
-        if (tv == DG_F32) LAUNCH(k_backward<OP>, n)(dy, v, dx, n, k); \
-        else backward_lp<OP>(c, tv, dy, s->in[1], dx, n, k);    \
+#define B(OP)                                                                \
+    case OP:                                                                 \
+        if (t == DG_F32) LAUNCH(k_backward<OP>, n)(dy, v, dx, n, k);         \
+        else if (t == DG_BF16) backward_lp<OP, __nv_bfloat16>(c, dy, v, dx, n, k); \
+        else backward_lp<OP, __half>(c, dy, v, dx, n, k);                    \
         break;
     B(DG_OP_RELU_BACKWARD) B(DG_OP_LEAKY_RELU_BACKWARD) B(DG_OP_ABS_BACKWARD) B(DG_OP_SIGMOID_BACKWARD)
     B(DG_OP_TANH_BACKWARD) B(DG_OP_GELU_BACKWARD)

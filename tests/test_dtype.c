@@ -148,9 +148,10 @@ Test(dtype_graph, casts_and_products_and_their_refusals) {
     }
 }
 
-/* A bf16 node's gradient is float32 and equals its float32 source's (a
- * cast passes the gradient through) */
-Test(dtype_graph, a_bf16_node_has_the_float32_gradient_of_its_source) {
+/* A cast's gradient is float32 (the one exception to a node's gradient
+ * having its dtype) and equals its float32 source's (a cast passes the
+ * gradient through) */
+Test(dtype_graph, a_bf16_cast_has_the_float32_gradient_of_its_source) {
     dg_graph *g = dg_graph_new();
     dg_node *x = dg_param(g, "x", DG_SHAPE(3, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 3});
     dg_node *w = dg_param(g, "w", DG_SHAPE(5, 2), (dg_init){DG_INIT_UNIFORM, -1, 1, 4});
@@ -171,6 +172,61 @@ Test(dtype_graph, a_bf16_node_has_the_float32_gradient_of_its_source) {
     dg_plan_free(pl);
     dg_backend_free(cpu);
     dg_graph_free(g);
+}
+
+/* A 16-bit activation's gradient is 16-bit, as autocast's: in x -> cast
+ * xb -> h = xb wb (bf16 out) -> a = gelu(h) -> y = a wv (float32 out) ->
+ * sum, the gradients of h and a are bf16 (and so their backward nodes:
+ * the products' dA written in bf16, GELU's backward on bf16 dy), those of
+ * the casts xb and wb float32 (their copies' gradients go back to float32
+ * at once: a product writes dW in float32), those of x and w float32. And
+ * the values: each 16-bit gradient is the float32 graph's, once rounded
+ * per 16-bit node on the way (dy of y, then dA of h through GELU: within
+ * 4u of the float32 step's, normwise; a gradient left float32 by mistake
+ * fails the dtype checks, one rounded twice or not cast back fails the
+ * values). */
+Test(dtype_graph, a_16_bit_activation_has_a_16_bit_gradient) {
+    float grads[2][2][5 * 6];
+    for (int low = 0; low < 2; low++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *x = dg_param(g, "x", DG_SHAPE(4, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 3});
+        dg_node *w = dg_param(g, "w", DG_SHAPE(5, 6), (dg_init){DG_INIT_UNIFORM, -1, 1, 4});
+        dg_node *v = dg_param(g, "v", DG_SHAPE(6, 3), (dg_init){DG_INIT_UNIFORM, -1, 1, 5});
+        dg_dtype t = low ? DG_BF16 : DG_F32;
+        dg_node *xb = dg_cast(g, x, t), *wb = dg_cast(g, w, t);
+        dg_node *h = dg_matmul_ex(g, xb, wb, false, false, t), *a = dg_gelu(g, h);
+        dg_node *loss = dg_sum(g, dg_matmul(g, a, dg_cast(g, v, t), false, false), DG_ALL_AXES, false);
+        dg_node *wrt[6] = {h, a, xb, wb, x, w}, *gr[6];
+        ASSERT_OK(dg_grad(g, loss, wrt, 6, gr));
+        const dg_dtype want[6] = {t, t, DG_F32, DG_F32, DG_F32, DG_F32};
+        for (int i = 0; i < 6; i++)
+            cr_assert_eq(gr[i]->dtype, want[i], "%s: the gradient of %s is %s, want %s", dg_dtype_name(t),
+                         wrt[i]->name, dg_dtype_name(gr[i]->dtype), dg_dtype_name(want[i]));
+        dg_backend *cpu;
+        ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
+        dg_plan *pl;
+        dg_node *outs[2] = {gr[4], gr[5]};
+        ASSERT_OK(dg_plan_new(&pl, g, cpu, outs, 2, NULL));
+        ASSERT_OK(dg_plan_run(pl));
+        ASSERT_OK(dg_plan_get(pl, gr[4], grads[low][0], 4 * 5 * sizeof(float)));
+        ASSERT_OK(dg_plan_get(pl, gr[5], grads[low][1], 5 * 6 * sizeof(float)));
+        dg_plan_free(pl);
+        dg_backend_free(cpu);
+        dg_graph_free(g);
+    }
+    /* against the float32 step: the bf16 one rounds x, w, v and h on the
+     * way forward too, so the bound is the rounding count of both ways:
+     * forward 4 (x, w, h, v), backward 2 (dy's copy, dh), 2u each product
+     * term at most: 12u normwise; and it must differ (it was rounded) */
+    const int64_t n[2] = {4 * 5, 5 * 6};
+    for (int k = 0; k < 2; k++) {
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < n[k]; i++) {
+            num = fmax(num, fabs((double)grads[1][k][i] - grads[0][k][i]));
+            den = fmax(den, fabs((double)grads[0][k][i]));
+        }
+        cr_assert(num <= 12 * 0x1p-8 * den && num > 0, "gradient %d: off by %.3g of %.3g", k, num, den);
+    }
 }
 
 /* ---- the precision table on every backend ---------------------------- */

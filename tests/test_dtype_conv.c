@@ -74,11 +74,12 @@ Test(dtype_conv_graph, two_operands_of_one_16bit_dtype_give_that_dtype) {
     }
 }
 
-/* dg_grad of a bf16 or f16 convolution: dy cast to the dtype, both
- * backward ops in it, their results cast to float32, so x's and w's
- * gradients are float32 (a float32 conv: no casts at all). Fails where
- * autodiff hands the backward ops the float32 dy, leaves their results
- * 16-bit, or casts a float32 convolution's. */
+/* dg_grad of a bf16 or f16 convolution of casts of float32 x and w: dy
+ * cast to the dtype, both backward ops in it, their results cast to
+ * float32 where they are accumulated into the casts' (float32) gradients,
+ * so x's and w's gradients are float32 (a float32 conv: no casts at all).
+ * Fails where autodiff hands the backward ops the float32 dy, leaves the
+ * casts' gradients 16-bit, or casts a float32 convolution's. */
 static void check_backward_casts(dg_dtype t) {
     dg_graph *g = dg_graph_new();
     dg_node *x = dg_param(g, "x", DG_SHAPE(2, 3, 5, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 1});

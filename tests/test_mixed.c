@@ -235,7 +235,7 @@ static bool low_operand(const dg_node *n, dg_dtype low, bool low_activations) {
  * operands); a matmul returns float32 or (a linear layer of such a model)
  * the low dtype; a convolution returns the low dtype, read by a cast back
  * to float32 alone; the other 16-bit nodes (bias sums, permutes, GELU)
- * are counted; every gradient is float32. */
+ * are counted; every parameter's gradient is float32. */
 static cast_census census(const mixed_step *s, dg_dtype low, bool low_activations) {
     cast_census c = {0};
     for (int id = s->ts.x->id; id < s->ts.first_backward_id; id++) {

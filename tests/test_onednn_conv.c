@@ -379,8 +379,8 @@ Test(onednn_conv_kernels, every_dtype_and_layout_matches_float64) {
 #endif
 
 /* bf16 and f16 convolutions in the graph (the graph's 16-bit convolution
- * rule): output in the operands' dtype, gradients float32 through
- * autodiff's casts; the step named for the dtype: bf16 by oneDNN's own
+ * rule): output in the operands' dtype, the float32 inputs' gradients
+ * float32 through autodiff's casts; the step named for the dtype: bf16 by oneDNN's own
  * kernel where the CPU has AVX512-BF16 or AMX, else widened. */
 Test(onednn_conv_lowp, bf16_matches_float64) {
     SKIP_WITHOUT_ONEDNN();

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/check/attention_check.h"
+#include "core/dtype_convert.h"
 #include "core/backend_impl.h"
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
@@ -323,9 +324,15 @@ static dg_status wrong_compute(dg_backend *be, const dg_step *s) {
             for (int64_t r = t - 1; r < numel / dh; r += t) o[r * dh] += 0.5f;
         if (wrong == ONE_NAN && t > 128) o[5 * dh + 3] = NAN; /* head 0, query 5: no sampled row */
     }
-    /* a product of 16-bit operands 2% off (5 units of bf16 roundoff): float32 products untouched */
-    if (wrong == LOW_MATMUL_TWO_PERCENT && nd->op == DG_OP_MATMUL && nd->in[0]->dtype != DG_F32 && nd->dtype == DG_F32)
-        for (int64_t i = 0; i < numel; i++) o[i] *= 1.02f;
+    /* a product of 16-bit operands 2% off (5 units of bf16 roundoff), its
+     * output float32 or 16-bit (a 16-bit activation's gradient): float32
+     * products untouched */
+    if (wrong == LOW_MATMUL_TWO_PERCENT && nd->op == DG_OP_MATMUL && nd->in[0]->dtype != DG_F32)
+        for (int64_t i = 0; i < numel; i++) {
+            if (nd->dtype == DG_F32) o[i] *= 1.02f;
+            else if (nd->dtype == DG_BF16) ((uint16_t *)o)[i] = dg__f32_to_bf16(dg__bf16_to_f32(((uint16_t *)o)[i]) * 1.02f);
+            else ((uint16_t *)o)[i] = dg__f32_to_f16(dg__f16_to_f32(((uint16_t *)o)[i]) * 1.02f);
+        }
     if (wrong == LAYER_NORM_DX_0_3_PERCENT && nd->op == DG_OP_LAYER_NORM_BACKWARD)
         for (int64_t i = 0; i < numel; i++) o[i] *= 1.003f;
     if (old) {

@@ -97,7 +97,7 @@ dg_node *dg_model_matmul(dg_graph *g, const dg_forward_mode *mode, dg_node *a, d
  * float32 and no cast before the next product); a float32 layer takes it
  * directly where the graph allows mixing (the residual sum: float32 +
  * 16-bit is float32) and through a dg_cast elsewhere (layer norm's
- * statistics, the loss). The gradients are float32 (autodiff.c). A layer
+ * statistics, the loss). Its gradient is 16-bit too (autodiff.c). A layer
  * whose output is logits for the loss uses dg_model_matmul and a float32
  * bias instead. The transformer's and the char-LM's layers go through it. */
 dg_node *dg_model_linear(dg_graph *g, const dg_forward_mode *mode, dg_node *x, dg_node *w, dg_node *b);

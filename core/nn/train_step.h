@@ -24,11 +24,12 @@
  *         as autocast keeps them, while its residual stream, layer norms,
  *         softmax, cross-entropy, embeddings and the loss stay float32 (a
  *         residual sum reads the 16-bit branch directly). In the backward
- *         the gradients are float32: each product rounds its incoming
- *         gradient to its operands' dtype (a cast node, autodiff.c) and
- *         returns float32; a convolution's backward ops take dy so rounded
- *         and their results are cast to float32; a cast's gradient passes
- *         through, so every parameter's gradient is float32.
+ *         a node's gradient has its dtype (autodiff.c): the 16-bit
+ *         activations' gradients are 16-bit (their products, sums,
+ *         permutes and GELU's backward on 2-byte storage), the residual
+ *         stream's float32; a cast's gradient is float32, so each
+ *         product writes a weight copy's dW in float32 and every
+ *         parameter's gradient is float32.
  *   fp16 adds dynamic loss scaling, as graph nodes (no host round trip);
  *         it guards the backward's gradients, not the forward: a 16-bit
  *         activation that overflows there (f16's largest value is 65504)

@@ -1,13 +1,13 @@
 /* ops_dtype.c: the ops sweep's cases in bf16 and fp16, and the bound each
  * row is checked to (ops_dtype.h).
  *
- * In bf16 and fp16 the forward op reads and writes the dtype; its backward
- * node reads the forward's 16-bit values (relu's and gelu's x, mul's other
- * operand, exp's and softmax's y) with the float32 gradient dy and writes
- * a float32 gradient: gradients are float32 in every precision
- * (docs/ARCHITECTURE.md). A backward node that reads no 16-bit value (the
- * sums' broadcast, the bias gradient's column sum) is the fp32 row's node
- * and has no row of its own in the dtype.
+ * In bf16 and fp16 the forward op reads and writes the dtype, and so does
+ * its backward node: the gradient of a 16-bit node is 16-bit
+ * (docs/ARCHITECTURE.md), read with the forward's 16-bit values (relu's and
+ * gelu's x, mul's other operand, exp's y). A backward node whose kernels
+ * take float32 alone (the sums' broadcast, softmax's backward: the graph
+ * widens their 16-bit dy first) is the fp32 row's node and has no row of
+ * its own in the dtype.
  *
  * The bound, max |err| / max |ref| against the float64 reference of the
  * same graph from the same rounded inputs (the casts of the float32 inputs
@@ -36,13 +36,16 @@
  * largest output alone could hide it below u; dividing T32 by the floor
  * holds the small outputs to it in absolute terms.
  *
- * The gradients: the reference's own backward (ref_grad.h) reads the
- * forward's values unrounded where the graph's backward reads them as
- * stored. An input both sides hold (relu's x, mul's b) costs nothing:
- * k = 0. exp's dy y reads the rounded y: k = 1. softmax's y (dy - sum(dy
- * y)) reads it twice: u |dx| from the first y, u y max|dy| through the
- * row's sum, which is within twice the largest gradient in a row of random
- * logits: k = 3. */
+ * The gradients: the reference's own backward (ref_grad.h) is exact where
+ * the graph's rounds. The graph rounds twice on every 16-bit case's way
+ * back: dy, the float32 loss weights, where it enters the 16-bit op's
+ * output (its gradient is 16-bit), and the backward node's result, stored
+ * in the dtype: 2u. And it reads the forward's values as stored: an input
+ * both sides hold (relu's x, mul's b) costs nothing more, exp's dy y
+ * reads the rounded y: 1 more; softmax's y (dy - sum(dy y)) reads it
+ * twice: u |dx| from the first y, u y max|dy| through the row's sum,
+ * which is within twice the largest gradient in a row of random logits:
+ * 3 more. */
 #include "sweeps/ops/ops_dtype.h"
 
 #include <math.h>
@@ -98,8 +101,8 @@ bool ops_case_has(const op_case *oc, dg_precision p, bool bwd, char *why, size_t
     const dg_node *b = has && bwd ? ops_timed_backward(&cg) : NULL;
     if (b && !ops_node_in(b, c.dtype)) {
         has = false;
-        snprintf(why, n, "its backward node (%s) reads and writes float32 alone (gradients are float32 in every "
-                 "precision): the fp32 row times it", dg_op_name(b->op));
+        snprintf(why, n, "its backward node (%s) reads and writes float32 alone (its kernels take float32: the "
+                 "graph widens a 16-bit gradient before it): the fp32 row times it", dg_op_name(b->op));
     }
     case_graph_free(&cg);
     return has;
@@ -130,13 +133,14 @@ static double unit_roundoff(dg_dtype t) {
     return 0;
 }
 
-/* the units u a case's gradients carry from the rounded forward values
- * they read, by its forward op (the header says why) */
+/* the units u a case's gradients carry: dy's and the result's roundings,
+ * and those of the rounded forward values they read, by its forward op
+ * (the header says why) */
 static double grad_roundings(dg_op op) {
     switch (op) {
-    case DG_OP_EXP: return 1;
-    case DG_OP_SOFTMAX: return 3;
-    default: return 0;
+    case DG_OP_EXP: return 2 + 1;
+    case DG_OP_SOFTMAX: return 2 + 3;
+    default: return 2;
     }
 }
 

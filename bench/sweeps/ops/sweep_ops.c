@@ -9,8 +9,8 @@
  * with its gradient graph; in bf16 and fp16 the op reads and writes 2-byte
  * storage (computing in float32, as the kernels do) between casts of its
  * float32 inputs and back (ops_dtype.h), and its backward node reads the
- * forward's 16-bit values with float32 gradients (gradients are float32 in
- * every precision). The whole plan runs once and is checked before anything is
+ * forward's 16-bit values with the 16-bit gradient of the op's output
+ * (where its kernels take float32, the node is fp32's). The whole plan runs once and is checked before anything is
  * timed: its output against the float64 reference's forward (check
  * f64-fwd, the forward row), and every input's gradient against the
  * float64 reference's own backward (check f64-vjp, the backward row:
