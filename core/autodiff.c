@@ -76,8 +76,12 @@ static dg_node *reduce_to(dg_graph *g, dg_node *dy, dg_shape t) {
  * product's dW or dX, written in float32 by the product) in float32, with
  * no rounding to 16 bits and back, and an fp16 weight gradient of a scaled
  * loss does not overflow f16's range on the way (a sum over the batch of
- * 2^16-scaled terms). */
-static dg_dtype grad_dtype(const dg_node *x) { return x->op == DG_OP_CAST ? DG_F32 : x->dtype; }
+ * 2^16-scaled terms). A reshape (a view) takes its source's: the copy a
+ * 3-D product folds into 2-D rows gathers float32 too. */
+static dg_dtype grad_dtype(const dg_node *x) {
+    while (x->op == DG_OP_RESHAPE) x = x->in[0]; /* a view's gradient is its source's, reshaped */
+    return x->op == DG_OP_CAST ? DG_F32 : x->dtype;
+}
 
 /* A contribution in another dtype than grad_dtype(x) is cast once here (a
  * float32 op's gradient to its 16-bit input, a 16-bit one to a cast), and

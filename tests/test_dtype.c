@@ -174,22 +174,21 @@ Test(dtype_graph, a_bf16_cast_has_the_float32_gradient_of_its_source) {
     dg_graph_free(g);
 }
 
-/* A 16-bit activation's gradient is 16-bit, as autocast's: in x -> cast
- * xb -> h = xb wb (bf16 out) -> a = gelu(h) -> y = a wv (float32 out) ->
- * sum, the gradients of h and a are bf16 (and so their backward nodes:
- * the products' dA written in bf16, GELU's backward on bf16 dy), those of
- * the casts xb and wb float32 (their copies' gradients go back to float32
- * at once: a product writes dW in float32), those of x and w float32. And
- * the values: each 16-bit gradient is the float32 graph's, once rounded
- * per 16-bit node on the way (dy of y, then dA of h through GELU: within
- * 4u of the float32 step's, normwise; a gradient left float32 by mistake
- * fails the dtype checks, one rounded twice or not cast back fails the
- * values). */
+/* A 16-bit activation's gradient is 16-bit, as autocast's: in x [2,2,5]
+ * -> cast xb -> h = xb wb (bf16 out; a 3-D product, xb folded into rows
+ * by a reshape) -> a = gelu(h) -> y = a wv (float32 out) -> sum, the
+ * gradients of h and a are bf16 (and so their backward nodes: the
+ * products' dA written in bf16, GELU's backward on bf16 dy), those of the
+ * casts xb and wb float32 (their copies' gradients go back to float32 at
+ * once: a product writes dX and dW in float32, through xb's reshape too,
+ * so no activation-sized cast back to float32 is made), those of x and w
+ * float32. A gradient left float32 by mistake fails the dtype checks, a
+ * cast's made 16-bit fails them and the count of casts back. */
 Test(dtype_graph, a_16_bit_activation_has_a_16_bit_gradient) {
     float grads[2][2][5 * 6];
     for (int low = 0; low < 2; low++) {
         dg_graph *g = dg_graph_new();
-        dg_node *x = dg_param(g, "x", DG_SHAPE(4, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 3});
+        dg_node *x = dg_param(g, "x", DG_SHAPE(2, 2, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, 3});
         dg_node *w = dg_param(g, "w", DG_SHAPE(5, 6), (dg_init){DG_INIT_UNIFORM, -1, 1, 4});
         dg_node *v = dg_param(g, "v", DG_SHAPE(6, 3), (dg_init){DG_INIT_UNIFORM, -1, 1, 5});
         dg_dtype t = low ? DG_BF16 : DG_F32;
@@ -202,6 +201,12 @@ Test(dtype_graph, a_16_bit_activation_has_a_16_bit_gradient) {
         for (int i = 0; i < 6; i++)
             cr_assert_eq(gr[i]->dtype, want[i], "%s: the gradient of %s is %s, want %s", dg_dtype_name(t),
                          wrt[i]->name, dg_dtype_name(gr[i]->dtype), dg_dtype_name(want[i]));
+        int casts_back = 0; /* 16-bit values of x's size cast to float32 in the backward */
+        for (int id = loss->id + 1; id < dg_graph_size(g); id++) {
+            const dg_node *n = dg_graph_node(g, id);
+            casts_back += n->op == DG_OP_CAST && n->dtype == DG_F32 && dg_node_numel(n) == dg_node_numel(x);
+        }
+        cr_assert_eq(casts_back, 0, "%s: %d casts of x's gradient back to float32", dg_dtype_name(t), casts_back);
         dg_backend *cpu;
         ASSERT_OK(dg_cpu_backend_new(&cpu, 1));
         dg_plan *pl;
