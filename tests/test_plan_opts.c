@@ -433,6 +433,10 @@ Test(plan_opts, gpu_plans_of_different_conv_choices_interleave) {
     }
     cr_assert_eq(dg_plan_new(&(dg_plan *){NULL}, c.g, gpu, c.out, 3, &(dg_plan_opts){.conv = DG_CONV_SHIFT}),
                  DG_ERR_UNSUPPORTED, "the CPU's strategies are not the GPU's");
+    /* the message lists every choice the GPU does take, the own one too */
+    cr_assert(strstr(dg_last_error(), "im2col") && strstr(dg_last_error(), "implicit") &&
+                  strstr(dg_last_error(), "own") && strstr(dg_last_error(), "cuDNN"),
+              "%s", dg_last_error());
     dg_plan_free(implicit);
     dg_plan_free(im2col);
     conv_graph_free(&c);
