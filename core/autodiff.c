@@ -77,7 +77,12 @@ static dg_node *reduce_to(dg_graph *g, dg_node *dy, dg_shape t) {
  * no rounding to 16 bits and back, and an fp16 weight gradient of a scaled
  * loss does not overflow f16's range on the way (a sum over the batch of
  * 2^16-scaled terms). A reshape (a view) takes its source's: the copy a
- * 3-D product folds into 2-D rows gathers float32 too. */
+ * 3-D product folds into 2-D rows gathers float32 too. A 16-bit bias
+ * copy's gradient is a column sum of the 16-bit dy, stored in the dtype
+ * before its cast, as autocast's is: in fp16 that sum can overflow where
+ * the float32 one would not, and loss scaling then skips the step and
+ * halves the scale, as it does for autocast (a sum writing float32 would
+ * avoid it: not built). */
 static dg_dtype grad_dtype(const dg_node *x) {
     while (x->op == DG_OP_RESHAPE) x = x->in[0]; /* a view's gradient is its source's, reshaped */
     return x->op == DG_OP_CAST ? DG_F32 : x->dtype;
@@ -368,6 +373,16 @@ static void count_consumers(const dg_graph *g, int top, const int *wrt_of, int *
     }
 }
 
+/* ready's node for the gradient d of x (NULL: g's error), held to d's
+ * dtype: a backward rule reading it expects grad_dtype(x) */
+static dg_node *call_ready(dg_graph *g, dg_grad_ready_fn ready, void *arg, int k, const dg_node *x, dg_node *d) {
+    dg_node *r = ready(g, k, d, arg);
+    if (r && r->dtype != d->dtype)
+        return dg__graph_fail(g, DG_ERR_INVALID, "dg_grad: the ready callback gave %s for the %s gradient of '%s'",
+                              dg_dtype_name(r->dtype), dg_dtype_name(d->dtype), x->name);
+    return r;
+}
+
 /* y's contributions are in: each wrt input of y with no consumer left has
  * its final gradient, handed to ready */
 static dg_status consumer_done(dg_graph *g, const dg_node *y, const int *wrt_of, int *pending, dg_node **grad,
@@ -378,7 +393,7 @@ static dg_status consumer_done(dg_graph *g, const dg_node *y, const int *wrt_of,
         bool seen = false;
         for (int p = 0; p < j; p++) seen |= y->in[p] == x;
         if (k < 0 || seen || --pending[k] > 0 || !grad[x->id]) continue;
-        grad[x->id] = ready(g, k, grad[x->id], arg);
+        grad[x->id] = call_ready(g, ready, arg, k, x, grad[x->id]);
         readied[k] = true;
         if (!grad[x->id]) return dg_graph_status(g);
     }
@@ -431,12 +446,13 @@ dg_status dg_grad_ex(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_
     /* a wrt with no consumer below the loss: the loss itself */
     for (int i = 0; i < n && st == DG_OK && ready; i++) {
         int id = wrt[i]->id;
-        if (id < top && wrt_of[id] == i && !readied[i] && grad[id] && !(grad[id] = ready(g, i, grad[id], arg)))
+        if (id < top && wrt_of[id] == i && !readied[i] && grad[id] &&
+            !(grad[id] = call_ready(g, ready, arg, i, wrt[i], grad[id])))
             st = dg_graph_status(g);
     }
     for (int i = 0; i < n && st == DG_OK; i++) {
         dg_node *d = wrt[i]->id < top ? grad[wrt[i]->id] : NULL;
-        grads[i] = d ? d : dg_const(g, "zero_grad", wrt[i]->shape, 0.0f);
+        grads[i] = d ? d : dg_cast(g, dg_const(g, "zero_grad", wrt[i]->shape, 0.0f), grad_dtype(wrt[i]));
         if (!grads[i]) st = dg_graph_status(g);
     }
 done:

@@ -17,13 +17,17 @@ extern "C" {
  * grads[i]. `loss` must be a float32 tensor of one element. Contributions of
  * a node used several times are summed; gradients of broadcast operands are
  * summed back to the operand's shape. A wrt node that does not influence the
- * loss gets a constant zero gradient. Every wrt[i] must be a float32 node of
- * g. */
+ * loss gets a constant zero gradient. Every wrt[i] must be a float node of
+ * g (f32, bf16 or f16). A gradient has its node's dtype, as autocast's
+ * gradients do, but a cast's (and a reshape's of a cast), which is
+ * float32: a float32 node's gradient is float32, a 16-bit activation's
+ * 16-bit. */
 dg_status dg_grad(dg_graph *g, dg_node *loss, dg_node *const *wrt, int n, dg_node **grads);
 
 /* Called by dg_grad_ex as soon as the gradient of wrt[i] is complete (the
- * contribution of its last consumer added), with that gradient; returns the
- * node that stands for it from then on (NULL: g's error). Nodes it adds get
+ * contribution of its last consumer added), with that gradient (in its
+ * dtype, dg_grad's rule); returns the node that stands for it from then on,
+ * of the same dtype (NULL: g's error). Nodes it adds get
  * the next ids, and so a place in a plan's order (node id order) right
  * after the gradient's own nodes, before the backward of earlier layers:
  * data parallelism all-reduces each gradient there, so the exchange can

@@ -67,8 +67,9 @@ typedef enum dg_op {
     DG_OP_CAST,              /* (x) -> x's shape in the node's dtype: f32 to
                                 bf16 or f16 rounded to nearest even (inf and
                                 NaN kept, overflow to inf), bf16 or f16 to
-                                f32 exactly. Gradient: dy itself (gradients
-                                are float32 whatever the node's dtype)      */
+                                f32 exactly. Gradient: dy cast back to x's
+                                dtype (a cast's gradient is float32: see
+                                grad_dtype in autodiff.c)                   */
     /* data parallelism */
     DG_OP_ALL_REDUCE,        /* (x) -> x's shape: the mean of x over the
                                 replicas of the backend's group (the same

@@ -195,10 +195,11 @@ Test(dtype_graph, a_16_bit_activation_has_a_16_bit_gradient) {
         dg_node *xb = dg_cast(g, x, t), *wb = dg_cast(g, w, t);
         dg_node *h = dg_matmul_ex(g, xb, wb, false, false, t), *a = dg_gelu(g, h);
         dg_node *loss = dg_sum(g, dg_matmul(g, a, dg_cast(g, v, t), false, false), DG_ALL_AXES, false);
-        dg_node *wrt[6] = {h, a, xb, wb, x, w}, *gr[6];
-        ASSERT_OK(dg_grad(g, loss, wrt, 6, gr));
-        const dg_dtype want[6] = {t, t, DG_F32, DG_F32, DG_F32, DG_F32};
-        for (int i = 0; i < 6; i++)
+        dg_node *unused = dg_gelu(g, xb); /* no path to the loss: a zero gradient, of its dtype too */
+        dg_node *wrt[7] = {h, a, xb, wb, x, w, unused}, *gr[7];
+        ASSERT_OK(dg_grad(g, loss, wrt, 7, gr));
+        const dg_dtype want[7] = {t, t, DG_F32, DG_F32, DG_F32, DG_F32, t};
+        for (int i = 0; i < 7; i++)
             cr_assert_eq(gr[i]->dtype, want[i], "%s: the gradient of %s is %s, want %s", dg_dtype_name(t),
                          wrt[i]->name, dg_dtype_name(gr[i]->dtype), dg_dtype_name(want[i]));
         int casts_back = 0; /* 16-bit values of x's size cast to float32 in the backward */
@@ -221,7 +222,8 @@ Test(dtype_graph, a_16_bit_activation_has_a_16_bit_gradient) {
     }
     /* against the float32 step: the bf16 one rounds x, w, v and h on the
      * way forward too, so the bound is the rounding count of both ways:
-     * forward 4 (x, w, h, v), backward 2 (dy's copy, dh), 2u each product
+     * forward 4 (x, w, h, v), backward 2 (a's gradient stored in bf16,
+     * then h's through GELU; dy's copy is exact, ones), 2u each product
      * term at most: 12u normwise; and it must differ (it was rounded) */
     const int64_t n[2] = {4 * 5, 5 * 6};
     for (int k = 0; k < 2; k++) {

@@ -2,12 +2,13 @@
  * row is checked to (ops_dtype.h).
  *
  * In bf16 and fp16 the forward op reads and writes the dtype, and so does
- * its backward node: the gradient of a 16-bit node is 16-bit
- * (docs/ARCHITECTURE.md), read with the forward's 16-bit values (relu's and
- * gelu's x, mul's other operand, exp's y). A backward node whose kernels
- * take float32 alone (the sums' broadcast, softmax's backward: the graph
- * widens their 16-bit dy first) is the fp32 row's node and has no row of
- * its own in the dtype.
+ * its backward node where its kernels take 16 bits: the gradient of a
+ * 16-bit node is 16-bit (docs/ARCHITECTURE.md), read with the forward's
+ * 16-bit values (relu's and gelu's x, mul's other operand, exp's y).
+ * softmax's backward reads dy widened to float32 and the 16-bit y, and
+ * writes float32. A backward node that reads and writes float32 alone
+ * (the sums' broadcast: the graph widens their 16-bit dy first) is the
+ * fp32 row's node and has no row of its own in the dtype.
  *
  * The bound, max |err| / max |ref| against the float64 reference of the
  * same graph from the same rounded inputs (the casts of the float32 inputs
@@ -37,15 +38,18 @@
  * holds the small outputs to it in absolute terms.
  *
  * The gradients: the reference's own backward (ref_grad.h) is exact where
- * the graph's rounds. The graph rounds twice on every 16-bit case's way
- * back: dy, the float32 loss weights, where it enters the 16-bit op's
- * output (its gradient is 16-bit), and the backward node's result, stored
- * in the dtype: 2u. And it reads the forward's values as stored: an input
- * both sides hold (relu's x, mul's b) costs nothing more, exp's dy y
- * reads the rounded y: 1 more; softmax's y (dy - sum(dy y)) reads it
- * twice: u |dx| from the first y, u y max|dy| through the row's sum,
- * which is within twice the largest gradient in a row of random logits:
- * 3 more. */
+ * the graph's rounds. The graph rounds dy, the float32 loss weights, where
+ * it enters the 16-bit op's output (its gradient is 16-bit): u on every
+ * 16-bit case. Where the backward node computes a 16-bit result (gelu's,
+ * mul's and exp's products, add_bcast's column sum of the broadcast
+ * operand) it rounds it once more as it stores it: u; where it copies dy
+ * (relu, a permute, a same-shape add's operands) or writes float32 (the
+ * sums' broadcast, softmax) it does not. And it reads the forward's values
+ * as stored: an input both sides hold (relu's x, mul's b) costs nothing
+ * more, exp's dy y reads the rounded y: u; softmax's y (dy - sum(dy y))
+ * reads it twice: u |dx| from the first y, u y max|dy| through the row's
+ * sum, which is within twice the largest gradient in a row of random
+ * logits: 3u. */
 #include "sweeps/ops/ops_dtype.h"
 
 #include <math.h>
@@ -133,14 +137,16 @@ static double unit_roundoff(dg_dtype t) {
     return 0;
 }
 
-/* the units u a case's gradients carry: dy's and the result's roundings,
- * and those of the rounded forward values they read, by its forward op
- * (the header says why) */
+/* the units u a case's gradients carry, by its forward op (the header
+ * says why): dy's rounding, the result's where the backward stores a
+ * computed 16-bit value, and those of the rounded forward values read */
 static double grad_roundings(dg_op op) {
     switch (op) {
-    case DG_OP_EXP: return 2 + 1;
-    case DG_OP_SOFTMAX: return 2 + 3;
-    default: return 2;
+    case DG_OP_EXP: return 1 + 1 + 1;
+    case DG_OP_SOFTMAX: return 1 + 3;
+    case DG_OP_GELU: case DG_OP_MUL: return 1 + 1;
+    case DG_OP_ADD: return 1 + 1; /* add_bcast's column sum; a same-shape add copies dy (1 would do) */
+    default: return 1;            /* relu, permutes, sums: dy copied or widened */
     }
 }
 
