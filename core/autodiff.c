@@ -92,8 +92,8 @@ static dg_dtype grad_dtype(const dg_node *x) {
  * float32 op's gradient to its 16-bit input, a 16-bit one to a cast), and
  * contributions are summed in that dtype. */
 static void accumulate(dg_graph *g, dg_node **grad, const dg_node *x, dg_node *contrib) {
-    if (!contrib) return;
-    if (contrib->dtype != grad_dtype(x) && x->dtype != DG_I32) contrib = dg_cast(g, contrib, grad_dtype(x));
+    dg_dtype t = grad_dtype(x);
+    if (contrib && contrib->dtype != t && x->dtype != DG_I32) contrib = dg_cast(g, contrib, t);
     if (!contrib) return;
     grad[x->id] = grad[x->id] ? dg_add(g, grad[x->id], contrib) : contrib;
 }

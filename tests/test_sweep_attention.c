@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "core/check/attention_check.h"
-#include "core/dtype_convert.h"
 #include "core/backend_impl.h"
 #include "core/status_internal.h"
 #include "cpu_backend/cpu_backend.h"
+#include "cpu_backend/cpu_lowp.h"
 #include "writers/csv.h"
 #include "charts/gnuplot.h"
 #include "held.h"
@@ -328,11 +328,7 @@ static dg_status wrong_compute(dg_backend *be, const dg_step *s) {
      * output float32 or 16-bit (a 16-bit activation's gradient): float32
      * products untouched */
     if (wrong == LOW_MATMUL_TWO_PERCENT && nd->op == DG_OP_MATMUL && nd->in[0]->dtype != DG_F32)
-        for (int64_t i = 0; i < numel; i++) {
-            if (nd->dtype == DG_F32) o[i] *= 1.02f;
-            else if (nd->dtype == DG_BF16) ((uint16_t *)o)[i] = dg__f32_to_bf16(dg__bf16_to_f32(((uint16_t *)o)[i]) * 1.02f);
-            else ((uint16_t *)o)[i] = dg__f32_to_f16(dg__f16_to_f32(((uint16_t *)o)[i]) * 1.02f);
-        }
+        for (int64_t i = 0; i < numel; i++) dg__lp_st(nd->dtype, s->out, i, dg__lp_ld(nd->dtype, s->out, i) * 1.02f);
     if (wrong == LAYER_NORM_DX_0_3_PERCENT && nd->op == DG_OP_LAYER_NORM_BACKWARD)
         for (int64_t i = 0; i < numel; i++) o[i] *= 1.003f;
     if (old) {
