@@ -79,6 +79,14 @@ dg_status dg_optim_apply_ex(dg_graph *g, const dg_optim *o, dg_node *const *para
  * that overflowed. NULL (g in an error state) for a found of another dtype
  * or size. */
 dg_node *dg_found_inf(dg_graph *g, dg_node *found, dg_node *x);
+/* The same test over n tensors at once (1 <= n <= DG_FOUND_INF_MAX):
+ * found + 1 when any of them holds an inf or a NaN. One node (two kernel
+ * launches on the GPU) for up to seven gradients where a chain of
+ * dg_found_inf spends one node per gradient: the many small gradients of
+ * a model (biases, norms' scales) cost launches, not bytes. NULL (g in an
+ * error state) for n outside 1..DG_FOUND_INF_MAX too. */
+#define DG_FOUND_INF_MAX (DG_MAX_INPUTS - 1)
+dg_node *dg_found_inf_n(dg_graph *g, dg_node *found, int n, dg_node *const *xs);
 /* The scale's update after a step: scale and clean (state leaves [1], the
  * scale and the clean steps since it last changed, written in place) move
  * by found [1]: non-zero halves the scale and zeroes clean; zero adds one

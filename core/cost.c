@@ -44,8 +44,11 @@ static double node_flops(const dg_node *n) {
         return 10 * out; /* two sums, then the combination */
     case DG_OP_BATCH_NORM_RUNNING:
         return 8 * out;  /* per channel */
-    case DG_OP_FOUND_INF: /* a finiteness test per element of x */
-        return (double)dg_node_numel(n->in[1]);
+    case DG_OP_FOUND_INF: { /* a finiteness test per element of each x */
+        double tests = 0;
+        for (int i = 1; i < n->n_in; i++) tests += (double)dg_node_numel(n->in[i]);
+        return tests;
+    }
     case DG_OP_EMBEDDING_BACKWARD: /* an add per dy element */
     case DG_OP_MAX_POOL2D_BACKWARD: /* an add per max */
         return in0;

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define DG_MAX_DIMS   4
-#define DG_MAX_INPUTS 6
+#define DG_MAX_INPUTS 8   /* 7 gradients and a count: dg_found_inf_n */
 #define DG_ALL_AXES   0xFu   /* reduction mask selecting every axis */
 /* The most elements a tensor may have (4 TiB of float32): element and byte
  * counts, and the backends' offsets, stay far from overflowing. */

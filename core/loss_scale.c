@@ -10,13 +10,19 @@
 /* float32 of exactly one element */
 static bool is_scalar_f32(const dg_node *n) { return n->dtype == DG_F32 && dg_node_numel(n) == 1; }
 
-dg_node *dg_found_inf(dg_graph *g, dg_node *found, dg_node *x) {
-    dg_node *in[2] = {found, x};
-    if (!dg__check_f32_inputs(g, "found_inf", 2, in)) return NULL;
+dg_node *dg_found_inf_n(dg_graph *g, dg_node *found, int n, dg_node *const *xs) {
+    if (n < 1 || n > DG_FOUND_INF_MAX || !xs)
+        return dg__graph_fail(g, DG_ERR_INVALID, "found_inf: %d tensors to test (1 to %d)", xs ? n : 0,
+                              DG_FOUND_INF_MAX);
+    dg_node *in[DG_MAX_INPUTS] = {found};
+    for (int i = 0; i < n; i++) in[1 + i] = xs[i];
+    if (!dg__check_f32_inputs(g, "found_inf", 1 + n, in)) return NULL;
     if (!is_scalar_f32(found))
         return dg__graph_fail(g, DG_ERR_SHAPE, "found_inf: the count '%s' must have one element", found->name);
-    return dg__node_new(g, DG_OP_FOUND_INF, DG_SHAPE(1), 2, in);
+    return dg__node_new(g, DG_OP_FOUND_INF, DG_SHAPE(1), 1 + n, in);
 }
+
+dg_node *dg_found_inf(dg_graph *g, dg_node *found, dg_node *x) { return dg_found_inf_n(g, found, 1, &x); }
 
 dg_node *dg_loss_scale_update(dg_graph *g, dg_node *scale, dg_node *clean, dg_node *found, int interval) {
     dg_node *in[3] = {scale, clean, found};

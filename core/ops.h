@@ -116,8 +116,9 @@ typedef enum dg_op {
     DG_OP_ADAM_STEP,           /* (t [1]): t += 1                             */
     DG_OP_ADAM_UPDATE,         /* (w, dw, m, v, t): Adam with bias correction */
     /* dynamic loss scaling (autodiff.h, dg_found_inf): */
-    DG_OP_FOUND_INF,           /* (found [1], x) -> [1]: found + 1 when x holds
-                                  an inf or NaN, else found; writes nothing   */
+    DG_OP_FOUND_INF,           /* (found [1], x1..xk) -> [1], 1 <= k <= 7:
+                                  found + 1 when any x holds an inf or NaN,
+                                  else found; writes nothing                  */
     DG_OP_LOSS_SCALE_UPDATE,   /* (scale [1], clean [1], found [1]): found != 0:
                                   scale /= 2, clean = 0; else clean += 1, and
                                   when clean reaches the growth interval

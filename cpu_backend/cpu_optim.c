@@ -56,14 +56,16 @@ static bool any_nonfinite(const float *x, int64_t n) {
     return bad != 0;
 }
 
-/* (found [1], x) -> found + 1 when x overflowed; (scale, clean, found):
+/* (found [1], x1..xk) -> found + 1 when an x overflowed; (scale, clean, found):
  * the scale halves on an overflow, doubles after `interval` clean steps
  * (ops.h) */
 static void loss_scale_op(const dg_step *s) {
     const dg_node *nd = s->node;
     const float found = *(const float *)s->in[nd->op == DG_OP_FOUND_INF ? 0 : 2];
     if (nd->op == DG_OP_FOUND_INF) {
-        *(float *)s->out = found + (any_nonfinite(s->in[1], dg_node_numel(nd->in[1])) ? 1.0f : 0.0f);
+        bool bad = false;
+        for (int i = 1; i < nd->n_in && !bad; i++) bad = any_nonfinite(s->in[i], dg_node_numel(nd->in[i]));
+        *(float *)s->out = found + (bad ? 1.0f : 0.0f);
         return;
     }
     float *scale = s->inout[0], *clean = s->inout[1];

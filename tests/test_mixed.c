@@ -567,6 +567,76 @@ ParameterizedTest(bool *gpu, mixed, fp16_scale_overflow_in_the_backward) {
     blobs_free(&data);
 }
 
+/* One found_inf node over seven tensors of 1 to 600,000 elements (the
+ * largest past what one row of the GPU's grid covers in a pass: its
+ * grid-stride loop is tested): a single +inf, -inf or NaN at the first,
+ * middle or last element of any one of them adds 1 to the count, and
+ * clean tensors leave it. Catches a test that reads only the first tensor,
+ * stops at the first pass of a large one, or checks the value instead of
+ * its exponent bits (NaN != NaN, -inf < 0). */
+ParameterizedTestParameters(mixed, found_inf_over_many_tensors) { return both_backends(); }
+
+ParameterizedTest(bool *gpu, mixed, found_inf_over_many_tensors) {
+    dg_backend *be = test_backend_open(*gpu);
+    static const int64_t sizes[DG_FOUND_INF_MAX] = {1, 3, 1000, 70001, 5, 600000, 257};
+    dg_graph *g = dg_graph_new();
+    dg_node *found = dg_input(g, "found", DG_SHAPE(1)), *xs[DG_FOUND_INF_MAX];
+    float *data[DG_FOUND_INF_MAX];
+    for (int i = 0; i < DG_FOUND_INF_MAX; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "x%d", i);
+        xs[i] = dg_input(g, name, DG_SHAPE(sizes[i]));
+        data[i] = malloc((size_t)sizes[i] * sizeof(float));
+        cr_assert_not_null(data[i]);
+        for (int64_t j = 0; j < sizes[i]; j++) data[i][j] = (float)(j % 17) * 1e30f - 8e30f; /* large, finite */
+    }
+    dg_node *test = dg_found_inf_n(g, found, DG_FOUND_INF_MAX, xs);
+    cr_assert_not_null(test, "%s", dg_last_error());
+    cr_assert_eq(test->n_in, 1 + DG_FOUND_INF_MAX);
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, be, &test, 1, NULL));
+    const float two = 2.0f;
+    ASSERT_OK(dg_plan_set(p, found, &two, sizeof two));
+    for (int i = 0; i < DG_FOUND_INF_MAX; i++)
+        ASSERT_OK(dg_plan_set(p, xs[i], data[i], (size_t)sizes[i] * sizeof(float)));
+    ASSERT_OK(dg_plan_run(p));
+    cr_expect_eq(read1(p, test), 2.0f, "clean tensors: %g, want the count 2 unchanged", (double)read1(p, test));
+    const float bad[3] = {INFINITY, -INFINITY, NAN};
+    for (int i = 0; i < DG_FOUND_INF_MAX; i++)
+        for (int where = 0; where < 3; where++) {
+            int64_t at = where == 0 ? 0 : where == 1 ? sizes[i] / 2 : sizes[i] - 1;
+            const float v = bad[(i + where) % 3], clean = data[i][at];
+            data[i][at] = v;
+            ASSERT_OK(dg_plan_set(p, xs[i], data[i], (size_t)sizes[i] * sizeof(float)));
+            ASSERT_OK(dg_plan_run(p));
+            cr_expect_eq(read1(p, test), 3.0f, "%g at element %lld of tensor %d (%lld elements): count %g, want 3",
+                         (double)v, (long long)at, i, (long long)sizes[i], (double)read1(p, test));
+            data[i][at] = clean;
+            ASSERT_OK(dg_plan_set(p, xs[i], data[i], (size_t)sizes[i] * sizeof(float)));
+        }
+    ASSERT_OK(dg_plan_run(p));
+    cr_expect_eq(read1(p, test), 2.0f, "clean again: %g", (double)read1(p, test));
+    dg_plan_free(p);
+    for (int i = 0; i < DG_FOUND_INF_MAX; i++) free(data[i]);
+    dg_graph_free(g);
+    dg_backend_free(be);
+}
+
+/* The builder takes 1 to DG_FOUND_INF_MAX tensors and says so otherwise. */
+Test(mixed, found_inf_refuses_a_count_out_of_range) {
+    dg_graph *g = dg_graph_new();
+    dg_node *found = dg_input(g, "found", DG_SHAPE(1)), *xs[DG_FOUND_INF_MAX + 1];
+    for (int i = 0; i <= DG_FOUND_INF_MAX; i++) xs[i] = found;
+    cr_assert_null(dg_found_inf_n(g, found, DG_FOUND_INF_MAX + 1, xs));
+    cr_assert(strstr(dg_last_error(), "found_inf: 8 tensors to test (1 to 7)"), "%s", dg_last_error());
+    dg_graph_free(g);
+    g = dg_graph_new();
+    found = dg_input(g, "found", DG_SHAPE(1));
+    cr_assert_null(dg_found_inf_n(g, found, 0, xs));
+    cr_assert(strstr(dg_last_error(), "found_inf: 0 tensors to test"), "%s", dg_last_error());
+    dg_graph_free(g);
+}
+
 /* The float64 reference (core/check/ref.c) runs the same fp16 step from
  * the same values, rounding where the graph casts: a clean step's
  * parameter changes agree with the CPU's within 1e-3 (normwise: float32

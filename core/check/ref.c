@@ -128,14 +128,16 @@ static double row_lse(const double *x, int64_t c) {
  *   momentum: v = mu v + g;  w -= lr v                 (mu: attribute beta1)
  *   adam:     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
  *             w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) */
-/* The loss-scaling ops (ops.h): found + 1 when x holds an inf or NaN;
+/* The loss-scaling ops (ops.h): found + 1 when an x holds an inf or NaN;
  * the scale halved on an overflow (clean zeroed), else one more clean
  * step, the scale doubled at the growth interval. */
 static void loss_scale_ref(const dg_node *n, double **vals, double *y) {
     if (n->op == DG_OP_FOUND_INF) {
-        const double *x = vals[n->in[1]->id];
         bool bad = false;
-        for (int64_t i = 0, k = dg_node_numel(n->in[1]); i < k; i++) bad |= !isfinite(x[i]);
+        for (int j = 1; j < n->n_in; j++) {
+            const double *x = vals[n->in[j]->id];
+            for (int64_t i = 0, k = dg_node_numel(n->in[j]); i < k; i++) bad |= !isfinite(x[i]);
+        }
         y[0] = vals[n->in[0]->id][0] + (bad ? 1 : 0);
         return;
     }

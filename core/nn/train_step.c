@@ -41,13 +41,13 @@ static dg_status check_opts(const dg_train_step_opts *o) {
 }
 
 /* fp16: the gradients of loss * scale divided by the scale, and the count
- * of those holding an inf or NaN (out->found_inf, the updates' skip flag) */
+ * of the groups of up to DG_FOUND_INF_MAX of them that hold an inf or NaN
+ * (out->found_inf, the updates' skip flag) */
 static void unscale(dg_graph *g, int n, dg_train_step *out) {
     dg_node *found = dg_const(g, "found_inf.zero", DG_SHAPE(1), 0.0f);
-    for (int i = 0; i < n; i++) {
-        out->grads[i] = dg_div(g, out->grads[i], out->loss_scale);
-        found = dg_found_inf(g, found, out->grads[i]);
-    }
+    for (int i = 0; i < n; i++) out->grads[i] = dg_div(g, out->grads[i], out->loss_scale);
+    for (int i = 0; i < n; i += DG_FOUND_INF_MAX)
+        found = dg_found_inf_n(g, found, n - i < DG_FOUND_INF_MAX ? n - i : DG_FOUND_INF_MAX, out->grads + i);
     out->found_inf = found;
 }
 
