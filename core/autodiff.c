@@ -55,8 +55,13 @@ static dg_node *bw2(dg_graph *g, dg_op op, dg_node *dy, dg_node *x) {
  * rounded back to the input's dtype by accumulate */
 static dg_node *f32(dg_graph *g, dg_node *dy) { return dg_cast(g, dy, DG_F32); }
 
-/* Sums dy [broadcast shape] back to the operand shape t ("reverse broadcast"). */
-static dg_node *reduce_to(dg_graph *g, dg_node *dy, dg_shape t) {
+static dg_dtype grad_dtype(const dg_node *x);
+
+/* Sums dy [broadcast shape] back to x's shape ("reverse broadcast"); a
+ * 16-bit dy whose sum is x's float32 gradient (a bias copy's: x a cast)
+ * is summed straight into float32. */
+static dg_node *reduce_to(dg_graph *g, dg_node *dy, const dg_node *x) {
+    const dg_shape t = x->shape;
     if (!dy || dg_shape_eq(dy->shape, t)) return dy;
     int nd = dy->shape.ndim, off = nd - t.ndim;
     uint32_t axes = 0;
@@ -64,7 +69,7 @@ static dg_node *reduce_to(dg_graph *g, dg_node *dy, dg_shape t) {
         int64_t td = i >= off ? t.d[i - off] : 1;
         if (dy->shape.d[i] != td) axes |= 1u << i;
     }
-    dg_node *s = axes ? dg_sum(g, dy, axes, true) : dy;
+    dg_node *s = !axes ? dy : dg_sum_ex(g, dy, axes, true, grad_dtype(x) == DG_F32 ? DG_F32 : dy->dtype);
     return dg_reshape(g, s, t);
 }
 
@@ -78,11 +83,9 @@ static dg_node *reduce_to(dg_graph *g, dg_node *dy, dg_shape t) {
  * loss does not overflow f16's range on the way (a sum over the batch of
  * 2^16-scaled terms). A reshape (a view) takes its source's: the copy a
  * 3-D product folds into 2-D rows gathers float32 too. A 16-bit bias
- * copy's gradient is a column sum of the 16-bit dy, stored in the dtype
- * before its cast, as autocast's is: in fp16 that sum can overflow where
- * the float32 one would not, and loss scaling then skips the step and
- * halves the scale, as it does for autocast (a sum writing float32 would
- * avoid it: not built). */
+ * copy's gradient, the column sum of the 16-bit dy, is summed straight
+ * into float32 (reduce_to): no f16 overflow of a sum whose terms fit, and
+ * no 16-bit sum and cast per bias. */
 static dg_dtype grad_dtype(const dg_node *x) {
     while (x->op == DG_OP_RESHAPE) x = x->in[0]; /* a view's gradient is its source's, reshaped */
     return x->op == DG_OP_CAST ? DG_F32 : x->dtype;
@@ -113,20 +116,20 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
     switch (y->op) {
     case DG_OP_LEAF: break;
     case DG_OP_ADD:
-        if (na) accumulate(g, grad, a, reduce_to(g, dy, a->shape));
-        if (nb) accumulate(g, grad, b, reduce_to(g, dy, b->shape));
+        if (na) accumulate(g, grad, a, reduce_to(g, dy, a));
+        if (nb) accumulate(g, grad, b, reduce_to(g, dy, b));
         break;
     case DG_OP_SUB:
-        if (na) accumulate(g, grad, a, reduce_to(g, dy, a->shape));
-        if (nb) accumulate(g, grad, b, reduce_to(g, dg_neg(g, dy), b->shape));
+        if (na) accumulate(g, grad, a, reduce_to(g, dy, a));
+        if (nb) accumulate(g, grad, b, reduce_to(g, dg_neg(g, dy), b));
         break;
     case DG_OP_MUL:
-        if (na) accumulate(g, grad, a, reduce_to(g, dg_mul(g, dy, b), a->shape));
-        if (nb) accumulate(g, grad, b, reduce_to(g, dg_mul(g, dy, a), b->shape));
+        if (na) accumulate(g, grad, a, reduce_to(g, dg_mul(g, dy, b), a));
+        if (nb) accumulate(g, grad, b, reduce_to(g, dg_mul(g, dy, a), b));
         break;
     case DG_OP_DIV: /* y = a / b: da = dy / b, db = -dy * y / b */
-        if (na) accumulate(g, grad, a, reduce_to(g, dg_div(g, dy, b), a->shape));
-        if (nb) accumulate(g, grad, b, reduce_to(g, dg_neg(g, dg_mul(g, dy, dg_div(g, y, b))), b->shape));
+        if (na) accumulate(g, grad, a, reduce_to(g, dg_div(g, dy, b), a));
+        if (nb) accumulate(g, grad, b, reduce_to(g, dg_neg(g, dg_mul(g, dy, dg_div(g, y, b))), b));
         break;
     case DG_OP_NEG:        if (na) accumulate(g, grad, a, dg_neg(g, dy)); break;
     case DG_OP_ADD_SCALAR: if (na) accumulate(g, grad, a, dy); break;
@@ -201,7 +204,7 @@ static dg_status backprop(dg_graph *g, dg_node *y, dg_node *dy, const bool *need
             accumulate(g, grad, a, d);
         }
         break;
-    case DG_OP_BROADCAST_TO: if (na) accumulate(g, grad, a, reduce_to(g, dy, a->shape)); break;
+    case DG_OP_BROADCAST_TO: if (na) accumulate(g, grad, a, reduce_to(g, dy, a)); break;
     case DG_OP_SOFTMAX:
     case DG_OP_LOG_SOFTMAX:
         if (na) { /* the forward's scale and mask */

@@ -214,8 +214,15 @@ dg_node *dg_permute(dg_graph *g, dg_node *a, const int *perm);
 dg_node *dg_transpose(dg_graph *g, dg_node *a);       /* swaps the last two axes */
 dg_node *dg_reshape(dg_graph *g, dg_node *a, dg_shape s);
 
+/* sums and means over the axes set in `axes`, in a's dtype (the sums in
+ * float32 or wider, the result rounded once as it is stored) */
 dg_node *dg_sum(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims);
 dg_node *dg_mean(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims);
+/* dg_sum with the result stored in dtype `out`: a's own, or DG_F32 for a
+ * bf16 or f16 a (a 16-bit gradient summed into a float32 one, as a bias
+ * copy's is: no rounding to 16 bits and back, and no f16 overflow of a
+ * sum whose terms fit). Anything else is refused naming both dtypes. */
+dg_node *dg_sum_ex(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims, dg_dtype out);
 dg_node *dg_broadcast_to(dg_graph *g, dg_node *a, dg_shape s);
 
 dg_node *dg_softmax(dg_graph *g, dg_node *a);

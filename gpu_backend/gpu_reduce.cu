@@ -9,10 +9,11 @@
  *   prefix axes (column sums, e.g. a bias gradient): (column strip, row
  *     slice) partials, then per-column sums;
  *   any other mask: a thread per output element.
- * bf16 and f16: the same kernels templated on the storage type of x and y
- * (gpu_lowp.cuh), each element widened as it is read (16-bit rows a lane
+ * bf16 and f16: the same kernels templated on the storage types of x and
+ * y (gpu_lowp.cuh), each element widened as it is read (16-bit rows a lane
  * an element, not float4), the sums and partials in float32, the result
- * rounded to nearest even as it is stored. */
+ * rounded to nearest even as it is stored; y is x's dtype, or float32 for
+ * a 16-bit x (dg_sum_ex: a bias copy's gradient). */
 #include "../core/layout.h"
 #include "gpu_common.cuh"
 #include "gpu_lowp.cuh"
@@ -47,8 +48,8 @@ __device__ __forceinline__ float warp_range_sum(const T *__restrict__ x, long lo
 }
 
 /* y[r] = scale * sum of row r: a warp per row */
-template <typename T>
-__global__ void k_rows_warp(const T *__restrict__ x, T *__restrict__ y, long long rows, long long w, float scale) {
+template <typename TX, typename TY>
+__global__ void k_rows_warp(const TX *__restrict__ x, TY *__restrict__ y, long long rows, long long w, float scale) {
     long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32;
     long long warps = (long long)gridDim.x * blockDim.x / 32;
     int lane = threadIdx.x & 31;
@@ -109,8 +110,8 @@ __global__ void k_sum_partials(const float *__restrict__ part, T *__restrict__ y
 
 struct red4 { long long st[4], os[4], rs[4]; };
 
-template <typename T>
-__global__ void k_general(const T *__restrict__ x, T *__restrict__ y, long long n_out, long long n_red, red4 p,
+template <typename TX, typename TY>
+__global__ void k_general(const TX *__restrict__ x, TY *__restrict__ y, long long n_out, long long n_red, red4 p,
                           float scale) {
     for (long long o = blockIdx.x * (long long)blockDim.x + threadIdx.x; o < n_out; o += (long long)gridDim.x * blockDim.x) {
         long long base = 0, t = o;
@@ -128,8 +129,8 @@ __global__ void k_general(const T *__restrict__ x, T *__restrict__ y, long long 
 static long long clampll(long long v, long long lo, long long hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* y[rows] = row sums of x[rows, w] */
-template <typename T>
-static dg_status sum_rows(gpu_ctx *c, const T *x, T *y, long long rows, long long w, float scale) {
+template <typename TX, typename TY>
+static dg_status sum_rows(gpu_ctx *c, const TX *x, TY *y, long long rows, long long w, float scale) {
     long long want_warps = 8LL * c->prop.multiProcessorCount * 32; /* enough warps to cover the GPU */
     long long chunks = clampll(want_warps / rows, 1, w / 1024 + 1);
     while (chunks > 1 && rows * chunks > (long long)c->scratch_floats) chunks /= 2;
@@ -147,8 +148,8 @@ static dg_status sum_rows(gpu_ctx *c, const T *x, T *y, long long rows, long lon
 
 /* y[w] = column sums of x[rows, w]; *done = false when the partials do not
  * fit the scratch buffer (the caller falls back to the general kernel) */
-template <typename T>
-static dg_status sum_cols(gpu_ctx *c, const T *x, T *y, long long rows, long long w, float scale, bool *done) {
+template <typename TX, typename TY>
+static dg_status sum_cols(gpu_ctx *c, const TX *x, TY *y, long long rows, long long w, float scale, bool *done) {
     long long strips = (w + STRIP - 1) / STRIP;
     long long slices = clampll(4LL * c->prop.multiProcessorCount / strips, 1, (rows + 63) / 64);
     while (slices > 1 && slices * w > (long long)c->scratch_floats) slices /= 2;
@@ -168,10 +169,10 @@ static dg_status sum_cols(gpu_ctx *c, const T *x, T *y, long long rows, long lon
 
 /* The classification (rows, columns or general) is the core's
  * (dg_reduce_layout_of), shared with the CPU backend; the kernel choice
- * within each class is this file's. x and y of storage type T. */
-template <typename T> static dg_status reduce_t(gpu_ctx *c, const dg_step *s) {
-    const T *x = (const T *)s->in[0];
-    T *y = (T *)s->out;
+ * within each class is this file's. x of storage type TX, y of TY. */
+template <typename TX, typename TY> static dg_status reduce_t(gpu_ctx *c, const dg_step *s) {
+    const TX *x = (const TX *)s->in[0];
+    TY *y = (TY *)s->out;
     dg_reduce_layout l = dg_reduce_layout_of(s->node);
     long long n_out = l.n_out, n_red = l.n_red;
     float scale = (float)l.scale;
@@ -193,11 +194,14 @@ template <typename T> static dg_status reduce_t(gpu_ctx *c, const dg_step *s) {
 }
 
 dg_status dg__gpu_reduce(gpu_ctx *c, const dg_step *s) {
-    switch (s->node->dtype) { /* x's and y's */
-    case DG_BF16: return reduce_t<__nv_bfloat16>(c, s);
-    case DG_F16:  return reduce_t<__half>(c, s);
-    case DG_F32:  return reduce_t<float>(c, s);
+    const dg_dtype tx = s->node->in[0]->dtype, ty = s->node->dtype;
+    const bool wide = ty == DG_F32; /* a 16-bit x summed into float32 */
+    switch (tx) {
+    case DG_BF16: return wide ? reduce_t<__nv_bfloat16, float>(c, s) : reduce_t<__nv_bfloat16, __nv_bfloat16>(c, s);
+    case DG_F16:  return wide ? reduce_t<__half, float>(c, s) : reduce_t<__half, __half>(c, s);
+    case DG_F32:  return reduce_t<float, float>(c, s);
     case DG_I32:  break;
     }
-    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s of %s", s->node->name, dg_dtype_name(s->node->dtype));
+    return dg__fail(DG_ERR_UNSUPPORTED, "gpu: %s of %s into %s", s->node->name, dg_dtype_name(tx),
+                    dg_dtype_name(ty));
 }

@@ -236,6 +236,36 @@ Test(dtype_graph, a_16_bit_activation_has_a_16_bit_gradient) {
     }
 }
 
+/* A 16-bit bias copy's gradient is the column sum of the 16-bit dy,
+ * summed straight into float32 (autodiff.c's reduce_to): a sum node of
+ * dtype f32 reading the 16-bit dy, and no cast of a [N] gradient between
+ * the sum and the master bias. */
+Test(dtype_graph, a_bias_copy_sums_its_16_bit_gradient_into_float32) {
+    const dg_dtype lows[2] = {DG_BF16, DG_F16};
+    for (int k = 0; k < 2; k++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *x = dg_input(g, "x", DG_SHAPE(8, 4, 6));
+        dg_node *b = dg_param(g, "b", DG_SHAPE(6), (dg_init){DG_INIT_FILL, 0, 0, 0});
+        dg_node *y = dg_gelu(g, dg_add(g, dg_cast(g, x, lows[k]), dg_cast(g, b, lows[k])));
+        dg_node *loss = dg_sum(g, dg_cast(g, y, DG_F32), DG_ALL_AXES, false), *gb;
+        ASSERT_OK(dg_grad(g, loss, &b, 1, &gb));
+        cr_assert_eq(gb->dtype, DG_F32);
+        const dg_node *s = gb;
+        while (s->op == DG_OP_RESHAPE) s = s->in[0];
+        cr_assert_eq(s->op, DG_OP_SUM, "%s: the bias gradient is a %s node", dg_dtype_name(lows[k]),
+                     dg_op_name(s->op));
+        cr_assert(s->dtype == DG_F32 && s->in[0]->dtype == lows[k], "%s: a sum of %s into %s", dg_dtype_name(lows[k]),
+                  dg_dtype_name(s->in[0]->dtype), dg_dtype_name(s->dtype));
+        int small_casts = 0;
+        for (int id = loss->id + 1; id < dg_graph_size(g); id++) {
+            const dg_node *n = dg_graph_node(g, id);
+            small_casts += n->op == DG_OP_CAST && dg_node_numel(n) == 6;
+        }
+        cr_assert_eq(small_casts, 0, "%s: %d casts of the bias gradient", dg_dtype_name(lows[k]), small_casts);
+        dg_graph_free(g);
+    }
+}
+
 /* ---- the precision table on every backend ---------------------------- */
 
 #define MAX_DTYPE_ROWS 256
@@ -353,6 +383,7 @@ Test(dtype_graph, storage_ops_keep_their_dtype_and_refuse_what_they_do_not_defin
     cr_assert_eq(dg_add(g, xb, sb)->dtype, DG_BF16, "a broadcast bias add");
     cr_assert_eq(dg_mul(g, x, xb)->dtype, DG_F32, "f32 with bf16: f32");
     cr_assert_eq(dg_sum(g, xh, 0x1u, false)->dtype, DG_F16);
+    cr_assert_eq(dg_sum_ex(g, xh, 0x1u, false, DG_F32)->dtype, DG_F32, "an f16 sum into float32");
     cr_assert_eq(dg_softmax(g, xb)->dtype, DG_BF16);
     dg_node *ln = dg_layer_norm(g, xb, sb, sb, 1e-5f);
     cr_assert(ln && ln->dtype == DG_BF16 && ln->side[0]->dtype == DG_F32, "layer norm's stats stay f32");
@@ -368,8 +399,9 @@ Test(dtype_graph, storage_ops_keep_their_dtype_and_refuse_what_they_do_not_defin
         {"all_reduce of bf16", "all_reduce takes float32"},
         {"relu of int32", "relu takes f32, bf16 or f16"},
         {"sub of f16 and bf16", "sub: operands"},
+        {"a bf16 sum into f16", "sum: a bf16 input summed into f16"},
     };
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         g = dg_graph_new();
         x = dg_input(g, "x", DG_SHAPE(4, 6));
         s = dg_input(g, "s", DG_SHAPE(6));
@@ -383,6 +415,7 @@ Test(dtype_graph, storage_ops_keep_their_dtype_and_refuse_what_they_do_not_defin
         case 3: r = dg_all_reduce(g, xb); break;
         case 4: r = dg_relu(g, dg_input_i32(g, "ids", DG_SHAPE(4))); break;
         case 5: r = dg_sub(g, dg_cast(g, x, DG_F16), xb); break;
+        case 6: r = dg_sum_ex(g, xb, 0x1u, false, DG_F16); break;
         }
         cr_assert_null(r, "%s was accepted", bad[i].what);
         cr_assert_eq(dg_graph_status(g), DG_ERR_INVALID, "%s", bad[i].what);
