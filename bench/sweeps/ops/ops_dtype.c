@@ -145,8 +145,9 @@ static double grad_roundings(dg_op op) {
     case DG_OP_EXP: return 1 + 1 + 1;
     case DG_OP_SOFTMAX: return 1 + 3;
     case DG_OP_GELU: case DG_OP_MUL: return 1 + 1;
-    case DG_OP_ADD: return 1 + 1; /* add_bcast's column sum; a same-shape add copies dy (1 would do) */
-    default: return 1;            /* relu, permutes, sums: dy copied or widened */
+    /* relu, permutes, sums: dy copied or widened; add copies dy, and
+     * add_bcast's bias copy sums it into float32 (dg_sum_ex) */
+    default: return 1;
     }
 }
 
