@@ -567,18 +567,20 @@ ParameterizedTest(bool *gpu, mixed, fp16_scale_overflow_in_the_backward) {
     blobs_free(&data);
 }
 
-/* One found_inf node over seven tensors of 1 to 600,000 elements (the
- * largest past what one row of the GPU's grid covers in a pass: its
- * grid-stride loop is tested): a single +inf, -inf or NaN at the first,
- * middle or last element of any one of them adds 1 to the count, and
- * clean tensors leave it. Catches a test that reads only the first tensor,
- * stops at the first pass of a large one, or checks the value instead of
- * its exponent bits (NaN != NaN, -inf < 0). */
+/* One found_inf node over seven tensors of 1 to 3,000,000 elements (the
+ * largest past what the GPU's grid covers in one pass, four blocks of
+ * 2048 elements an SM on up to 180 SMs: its loop over chunks is tested,
+ * and chunks of a tensor that starts mid-grid): a single +inf, -inf or
+ * NaN at the first, middle or last element of any one of them adds 1 to
+ * the count, and clean tensors leave it. Catches a test that reads only
+ * the first tensor, maps a chunk to the wrong tensor, stops at the first
+ * pass of a large one, or checks the value instead of its exponent bits
+ * (NaN != NaN, -inf < 0). */
 ParameterizedTestParameters(mixed, found_inf_over_many_tensors) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, found_inf_over_many_tensors) {
     dg_backend *be = test_backend_open(*gpu);
-    static const int64_t sizes[DG_FOUND_INF_MAX] = {1, 3, 1000, 70001, 5, 600000, 257};
+    static const int64_t sizes[DG_FOUND_INF_MAX] = {1, 3, 1000, 70001, 5, 3000000, 2049};
     dg_graph *g = dg_graph_new();
     dg_node *found = dg_input(g, "found", DG_SHAPE(1)), *xs[DG_FOUND_INF_MAX];
     float *data[DG_FOUND_INF_MAX];
