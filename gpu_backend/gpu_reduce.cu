@@ -7,16 +7,13 @@
  *   suffix axes (row sums), many rows: a warp per row, float4 loads;
  *   suffix axes, few long rows: (row, chunk) partials, then per-row sums;
  *   prefix axes (column sums, e.g. a bias gradient): (column strip, row
- *     slice) partials, then per-column sums; four columns a thread (one
- *     float4, or 8 bytes of 16-bit values) where the width allows;
+ *     slice) partials, then per-column sums;
  *   any other mask: a thread per output element.
  * bf16 and f16: the same kernels templated on the storage types of x and
  * y (gpu_lowp.cuh), each element widened as it is read (16-bit rows a lane
  * an element, not float4), the sums and partials in float32, the result
  * rounded to nearest even as it is stored; y is x's dtype, or float32 for
  * a 16-bit x (dg_sum_ex: a bias copy's gradient). */
-#include <limits.h>
-
 #include "../core/layout.h"
 #include "gpu_common.cuh"
 #include "gpu_lowp.cuh"
@@ -100,41 +97,6 @@ __global__ void k_cols_partial(const T *__restrict__ x, TP *__restrict__ part, l
     }
 }
 
-/* k_cols_partial with four adjacent columns a thread (w a multiple of 4,
- * x aligned to four elements): a warp reads 128 columns of a row, 256
- * bytes of 16-bit values where one column a lane read 64, so the 16-bit
- * bias gradients' column sums were held to about a sixth of the memory
- * bandwidth. The same order of additions per column as k_cols_partial. */
-template <typename T, typename TP>
-__global__ void k_cols4_partial(const T *__restrict__ x, TP *__restrict__ part, long long rows, long long w,
-                                long long slices) {
-    __shared__ float acc_s[SLICE_ROWS][4 * STRIP];
-    long long j4 = blockIdx.x * (long long)STRIP + threadIdx.x; /* the thread's columns 4 j4 .. 4 j4 + 3 */
-    long long len = (rows + slices - 1) / slices, s = blockIdx.y;
-    long long r0 = s * len, r1 = r0 + len < rows ? r0 + len : rows;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (4 * j4 < w)
-        for (long long r = r0 + threadIdx.y; r < r1; r += SLICE_ROWS) {
-            float4 v = ld4(x + r * w, (int)j4);
-            acc.x += v.x;
-            acc.y += v.y;
-            acc.z += v.z;
-            acc.w += v.w;
-        }
-    float *a = acc_s[threadIdx.y] + 4 * threadIdx.x;
-    a[0] = acc.x;
-    a[1] = acc.y;
-    a[2] = acc.z;
-    a[3] = acc.w;
-    __syncthreads();
-    if (threadIdx.y == 0 && 4 * j4 < w)
-        for (int q = 0; q < 4; q++) {
-            float t = 0.0f;
-            for (int k = 0; k < SLICE_ROWS; k++) t += acc_s[k][4 * threadIdx.x + q];
-            st(part, s * w + 4 * j4 + q, t); /* a partial (float32), or y itself (one slice, scale 1) */
-        }
-}
-
 /* y[j] = scale * sum_s part[s * w + j], in order of s */
 template <typename T>
 __global__ void k_sum_partials(const float *__restrict__ part, T *__restrict__ y, long long n, long long parts,
@@ -188,18 +150,14 @@ static dg_status sum_rows(gpu_ctx *c, const TX *x, TY *y, long long rows, long l
  * fit the scratch buffer (the caller falls back to the general kernel) */
 template <typename TX, typename TY>
 static dg_status sum_cols(gpu_ctx *c, const TX *x, TY *y, long long rows, long long w, float scale, bool *done) {
-    const bool four = w % 4 == 0 && (uintptr_t)x % (4 * sizeof(TX)) == 0 && w / 4 <= INT_MAX;
-    long long cols = four ? 4 * STRIP : STRIP; /* a block's */
-    long long strips = (w + cols - 1) / cols;
+    long long strips = (w + STRIP - 1) / STRIP;
     long long slices = clampll(4LL * c->prop.multiProcessorCount / strips, 1, (rows + 63) / 64);
     while (slices > 1 && slices * w > (long long)c->scratch_floats) slices /= 2;
     bool direct = slices == 1 && scale == 1.0f; /* partials are the result */
     *done = direct || slices * w <= (long long)c->scratch_floats;
     if (!*done) return DG_OK;
     dim3 block(STRIP, SLICE_ROWS), grid((unsigned)strips, (unsigned)slices);
-    if (four && direct) k_cols4_partial<<<grid, block, 0, c->stream>>>(x, y, rows, w, slices);
-    else if (four) k_cols4_partial<<<grid, block, 0, c->stream>>>(x, c->scratch, rows, w, slices);
-    else if (direct) k_cols_partial<<<grid, block, 0, c->stream>>>(x, y, rows, w, slices);
+    if (direct) k_cols_partial<<<grid, block, 0, c->stream>>>(x, y, rows, w, slices);
     else k_cols_partial<<<grid, block, 0, c->stream>>>(x, c->scratch, rows, w, slices);
     DG_CUDA_CHECK_LAUNCH();
     if (!direct) {

@@ -105,7 +105,7 @@ const op_case dg_op_cases[] = {
                        .sweep = {"sum_rows", OP_SCALE_ROWS, DG_OP_BROADCAST_TO, true, true}},
     {"sum_rows",       DG_OP_SUM, 1, {S(6, 5)}, .axes = 1, .tol = TOL, /* over the rows: column sums */
                        .sweep = {"sum_cols", OP_SCALE_ROWS, DG_OP_BROADCAST_TO, false, false}},
-    {"sum_rows_w12",   DG_OP_SUM, 1, {S(70, 12)}, .axes = 1, .tol = TOL}, /* a width of 4k: the GPU's 4-wide column sums */
+    {"sum_rows_w12",   DG_OP_SUM, 1, {S(70, 12)}, .axes = 1, .tol = TOL}, /* column sums through partials */
     {"mean_axis0",     DG_OP_MEAN, 1, {S(6, 5)}, .axes = 1, .tol = TOL},
     {"mean_all",       DG_OP_MEAN, 1, {S(2, 3, 5)}, .axes = DG_ALL_AXES, .keepdims = true, .tol = TOL},
     {"broadcast_to",   DG_OP_BROADCAST_TO, 1, {S(3, 1)}, .target = S(2, 3, 5), .tol = TOL},

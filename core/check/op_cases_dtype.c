@@ -242,7 +242,7 @@ const op_case dg_dtype_cases[] = {
      .dtype = DG_F16, .build = build_sum_f32, .tol = TOL, .axes = 0x1},
     {"sum_rows_f16_into_f32", DG_OP_SUM, 1, {S(33, 65)}, {DOM_ANY},
      .dtype = DG_F16, .build = build_sum_f32, .tol = TOL, .axes = 0x2},
-    {"sum_cols_bf16_w68", DG_OP_SUM, 1, {S(129, 68)}, {DOM_ANY}, /* 4-wide columns, 16-bit out */
+    {"sum_cols_bf16_w68", DG_OP_SUM, 1, {S(129, 68)}, {DOM_ANY}, /* 16-bit out through partials */
      .dtype = DG_BF16, LOWP, .tol = FWD_BF16, .grad_tol = TOL, .axes = 0x1},
     {"sum_axes02_bf16_into_f32", DG_OP_SUM, 1, {S(5, 7, 9)}, {DOM_ANY},
      .dtype = DG_BF16, .build = build_sum_f32, .tol = TOL, .axes = 0x5, .keepdims = true},
