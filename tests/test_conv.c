@@ -651,6 +651,57 @@ Test(conv_cpu, side_outputs_match_the_reference) {
     ref_done(g, v);
 }
 
+/* The CPU's max pool takes the windows that lie inside x in blocks of up
+ * to 256 outputs of a row, tap by tap with selects (cpu_pool.c), and the
+ * rest one by one: a row of 300 outputs (two blocks, no padding) and a
+ * padded 3x3 pool (a border column each side) against the reference,
+ * output and argmax exactly, on values full of ties and with NaNs one
+ * above another, so that a window holds two of them (the first must be
+ * taken: a later NaN, or a later equal value, replacing it is a bug). */
+Test(conv_cpu, max_pool_blocks_match_the_reference) {
+    enum { N = 1, C = 2, H = 5, W = 600, NX = N * C * H * W };
+    static const dg_pool2d_opts opts[2] = {POOL(.kernel = {2, 2}, .stride = {2, 2}),
+                                           POOL(.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1})};
+    static float xv[NX], y[NX];
+    static int32_t argmax[NX];
+    static double xd[NX];
+    for (int i = 0; i < NX; i++) {
+        xv[i] = (i % W) % 7 == 3 ? NAN : (float)((i * 37) % 5) * 0.5f - 1.0f;
+        xd[i] = xv[i];
+    }
+    for (int k = 0; k < 2; k++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *x = dg_input(g, "x", S(N, C, H, W));
+        dg_node *pool = dg_max_pool2d(g, x, opts[k]);
+        cr_assert_not_null(pool, "%s", dg_last_error());
+        int64_t ny = dg_node_numel(pool);
+        dg_node *outs[2] = {pool, pool->side[0]};
+        dg_backend *be;
+        ASSERT_OK(dg_cpu_backend_new(&be, 0));
+        dg_plan *p;
+        ASSERT_OK(dg_plan_new(&p, g, be, outs, 2, NULL));
+        ASSERT_OK(dg_plan_set(p, x, xv, sizeof xv));
+        ASSERT_OK(dg_plan_run(p));
+        ASSERT_OK(dg_plan_get(p, pool, y, (size_t)ny * sizeof *y));
+        ASSERT_OK(dg_plan_get(p, pool->side[0], argmax, (size_t)ny * sizeof *argmax));
+        const double *in[1] = {xd};
+        double **v = ref_run(g, &x, in, 1);
+        int nans = 0;
+        for (int64_t i = 0; i < ny; i++) {
+            double want = v[pool->id][i];
+            nans += isnan(want);
+            cr_assert(y[i] == want || (isnan(y[i]) && isnan(want)), "pool %d: y[%lld] = %g, want %g", k, (long long)i,
+                      y[i], want);
+            cr_assert_eq((double)argmax[i], v[pool->side[0]->id][i], "pool %d: argmax[%lld] = %d, want %g", k,
+                         (long long)i, argmax[i], v[pool->side[0]->id][i]);
+        }
+        cr_assert_gt(nans, 0, "pool %d: no window met a NaN", k);
+        dg_plan_free(p);
+        dg_backend_free(be);
+        ref_done(g, v); /* frees g too */
+    }
+}
+
 /* The pool kernels clamp every window to x whatever the node's attributes
  * say: a pool built with sound attributes and then given the ones of a
  * window wholly in the padding (kernel 3x3, stride INT_MAX x 1, padding
