@@ -11,9 +11,9 @@
 static bool is_scalar_f32(const dg_node *n) { return n->dtype == DG_F32 && dg_node_numel(n) == 1; }
 
 dg_node *dg_found_inf_n(dg_graph *g, dg_node *found, int n, dg_node *const *xs) {
-    if (n < 1 || n > DG_FOUND_INF_MAX || !xs)
-        return dg__graph_fail(g, DG_ERR_INVALID, "found_inf: %d tensors to test (1 to %d)", xs ? n : 0,
-                              DG_FOUND_INF_MAX);
+    if (!xs) return dg__graph_fail(g, DG_ERR_INVALID, "found_inf: NULL tensors to test");
+    if (n < 1 || n > DG_FOUND_INF_MAX)
+        return dg__graph_fail(g, DG_ERR_INVALID, "found_inf: %d tensors to test (1 to %d)", n, DG_FOUND_INF_MAX);
     dg_node *in[DG_MAX_INPUTS] = {found};
     for (int i = 0; i < n; i++) in[1 + i] = xs[i];
     if (!dg__check_f32_inputs(g, "found_inf", 1 + n, in)) return NULL;

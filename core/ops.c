@@ -78,7 +78,7 @@ static const dg_op_info op_info[] = {
     [DG_OP_ADAM_UPDATE]     = {"adam_update",     5, U, DG_ATTR_OPTIM, W0 | 1u << 2 | 1u << 3, 0},
     /* loss scaling: the found-inf test writes nothing; the scale's update
      * writes the scale and its count of clean steps */
-    [DG_OP_FOUND_INF]       = {"found_inf",       2, U, DG_ATTR_NONE,   0, 0},
+    [DG_OP_FOUND_INF]       = {"found_inf",       2, U, DG_ATTR_NONE,   0, 0}, /* 2 to 8: dg_found_inf_n */
     [DG_OP_LOSS_SCALE_UPDATE] = {"loss_scale_update", 3, U, DG_ATTR_SCALAR, W0 | 1u << 1, 0},
     [DG_OP_BATCH_NORM_RUNNING] = {"batch_norm_running", 3, U, DG_ATTR_NORM, W0 | 1u << 1, 0},
 };

@@ -54,13 +54,13 @@ static float window_max(const dg_conv_dims *d, const float *xp, window wd, int64
 /* One tap of n windows sw apart, the first at r (index first in the
  * plane): each output takes it when it is greater than the held value,
  * or a NaN where the held value is not (selects, no branch). */
-static inline void take_taps(const float *r, int32_t first, int64_t n, int64_t sw, float *restrict best,
+static inline void take_taps(const float *r, int64_t first, int64_t n, int64_t sw, float *restrict best,
                              int32_t *restrict at) {
     for (int64_t j = 0; j < n; j++) {
         float v = r[j * sw], b = best[j];
         int take = (v > b) | ((v != v) & (b == b));
         best[j] = take ? v : b;
-        at[j] = take ? first + (int32_t)(j * sw) : at[j];
+        at[j] = take ? (int32_t)(first + j * sw) : at[j];
     }
 }
 
@@ -85,9 +85,9 @@ static void max_pool_block(const dg_conv_dims *d, const float *xp, int64_t y0, i
             /* strides 1 and 2 (nearly every pool) as constants: loops
              * the compiler vectorizes */
             switch (sw) {
-            case 1:  take_taps(xp + first, (int32_t)first, n, 1, best, at); break;
-            case 2:  take_taps(xp + first, (int32_t)first, n, 2, best, at); break;
-            default: take_taps(xp + first, (int32_t)first, n, sw, best, at); break;
+            case 1:  take_taps(xp + first, first, n, 1, best, at); break;
+            case 2:  take_taps(xp + first, first, n, 2, best, at); break;
+            default: take_taps(xp + first, first, n, sw, best, at); break;
             }
         }
     memcpy(y, best, (size_t)n * sizeof *y);
@@ -99,10 +99,16 @@ static void max_pool2d(const dg_step *s) {
     const float *x = s->in[0];
     float *y = s->out;
     int32_t *argmax = s->side[0];
-    /* outputs [lo, hi) of a row have windows inside x along it */
-    int64_t lo = (d.pw + d.sw - 1) / d.sw, hi = d.w >= d.kw - d.pw ? (d.w + d.pw - d.kw) / d.sw + 1 : 0;
-    if (hi > d.ow) hi = d.ow;
-    if (hi < lo) hi = lo;
+    /* outputs [lo, hi) of a row have windows inside x along it; attributes
+     * no builder makes (a stride or window under 1, a negative padding)
+     * leave every output to window_max, which clamps whatever they say */
+    int64_t lo = 0, hi = 0;
+    if (d.sw >= 1 && d.kw >= 1 && d.pw >= 0 && d.w >= d.kw - d.pw) {
+        lo = (d.pw + d.sw - 1) / d.sw;
+        hi = (d.w + d.pw - d.kw) / d.sw + 1;
+        if (hi > d.ow) hi = d.ow;
+        if (hi < lo) hi = lo;
+    }
 #pragma omp parallel for schedule(static)
     for (int64_t plane = 0; plane < d.n * d.c; plane++) {
         const float *xp = x + plane * d.h * d.w;

@@ -652,16 +652,21 @@ Test(conv_cpu, side_outputs_match_the_reference) {
 }
 
 /* The CPU's max pool takes the windows that lie inside x in blocks of up
- * to 256 outputs of a row, tap by tap with selects (cpu_pool.c), and the
- * rest one by one: a row of 300 outputs (two blocks, no padding) and a
- * padded 3x3 pool (a border column each side) against the reference,
- * output and argmax exactly, on values full of ties and with NaNs one
- * above another, so that a window holds two of them (the first must be
- * taken: a later NaN, or a later equal value, replacing it is a bug). */
+ * to 256 outputs of a row, tap by tap with selects (cpu_pool.c: strides 1
+ * and 2 as constants, any other as a variable), and the rest one by one:
+ * rows of 300 outputs (two blocks, no padding), of 301 from a padded 3x3
+ * pool (a border column each side: 601 columns leave the last window
+ * over the edge), of 601 at stride 1 (three blocks) and of 201 at stride
+ * 3, against the reference, output and argmax exactly, on values full of
+ * ties and with NaNs one above another, so that a window holds two of
+ * them (the first must be taken: a later NaN, or a later equal value,
+ * replacing it is a bug). */
 Test(conv_cpu, max_pool_blocks_match_the_reference) {
-    enum { N = 1, C = 2, H = 5, W = 600, NX = N * C * H * W };
-    static const dg_pool2d_opts opts[2] = {POOL(.kernel = {2, 2}, .stride = {2, 2}),
-                                           POOL(.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1})};
+    enum { N = 1, C = 2, H = 5, W = 601, NX = N * C * H * W };
+    static const dg_pool2d_opts opts[4] = {POOL(.kernel = {2, 2}, .stride = {2, 2}),
+                                           POOL(.kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}),
+                                           POOL(.kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1}),
+                                           POOL(.kernel = {2, 3}, .stride = {2, 3}, .pad = {1, 1})};
     static float xv[NX], y[NX];
     static int32_t argmax[NX];
     static double xd[NX];
@@ -669,7 +674,7 @@ Test(conv_cpu, max_pool_blocks_match_the_reference) {
         xv[i] = (i % W) % 7 == 3 ? NAN : (float)((i * 37) % 5) * 0.5f - 1.0f;
         xd[i] = xv[i];
     }
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 4; k++) {
         dg_graph *g = dg_graph_new();
         dg_node *x = dg_input(g, "x", S(N, C, H, W));
         dg_node *pool = dg_max_pool2d(g, x, opts[k]);
@@ -735,6 +740,40 @@ Test(conv_cpu, pools_stay_inside_x_whatever_the_attributes) {
             int32_t argmax[4];
             ASSERT_OK(dg_plan_get(p, c.y->side[0], argmax, sizeof argmax));
             for (int i = 0; i < 4; i++) cr_assert_eq(argmax[i], -1, "argmax[%d] = %d, want -1", i, argmax[i]);
+        }
+        dg_plan_free(p);
+        dg_backend_free(be);
+        dg_graph_free(c.g);
+    }
+}
+
+/* The same promise for the attributes the CPU max pool's block path
+ * divides by or offsets with (cpu_pool.c): a column stride of 0 or -5, a
+ * negative column padding. No crash, and every output is the tap its
+ * argmax names inside the plane, or 0 with argmax -1. */
+Test(conv_cpu, max_pool_blocks_leave_odd_strides_to_the_clamped_path) {
+    const dg_attr_conv odd[3] = {{{3, 3}, {1, 0}, {0, 0}, {1, 1}, 1},
+                                 {{3, 3}, {1, -5}, {0, 1}, {1, 1}, 1},
+                                 {{3, 3}, {1, 1}, {0, -2}, {1, 1}, 1}};
+    for (int k = 0; k < 3; k++) {
+        pool_case c = pool_case_new(true, S(1, 1, 4, 4), POOL(.kernel = {3, 3}, .stride = {1, 1}));
+        dg_node *outs[2] = {c.y, c.y->side[0]};
+        dg_backend *be;
+        ASSERT_OK(dg_cpu_backend_new(&be, 2));
+        dg_plan *p;
+        ASSERT_OK(dg_plan_new(&p, c.g, be, outs, 2, NULL));
+        float x[16], y[4];
+        int32_t argmax[4];
+        for (int i = 0; i < 16; i++) x[i] = (float)((i * 7) % 16);
+        ASSERT_OK(dg_plan_set(p, c.x, x, sizeof x));
+        dg__attr_conv_set(c.y, odd[k]);
+        ASSERT_OK(dg_plan_run(p));
+        ASSERT_OK(dg_plan_get(p, c.y, y, sizeof y));
+        ASSERT_OK(dg_plan_get(p, c.y->side[0], argmax, sizeof argmax));
+        for (int i = 0; i < 4; i++) {
+            cr_assert(argmax[i] >= -1 && argmax[i] < 16, "attributes %d: argmax[%d] = %d", k, i, argmax[i]);
+            cr_assert_eq(y[i], argmax[i] < 0 ? 0.0f : x[argmax[i]], "attributes %d: y[%d] = %g, argmax %d", k, i,
+                         y[i], argmax[i]);
         }
         dg_plan_free(p);
         dg_backend_free(be);

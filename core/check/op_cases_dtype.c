@@ -46,7 +46,8 @@
 #define FWD_F16  (16 * TOL + U_F16)
 /* The gradient of a 16-bit node is 16-bit (autodiff.c). Where a storage
  * op's backward computes in 16 bits (the elementwise ops that are not
- * exact, a broadcast operand's column sums) its result is rounded once to
+ * exact; the column sums of a broadcast operand that is not a cast, whose
+ * are summed into float32) its result is rounded once to
  * the dtype before the cast's backward widens it, where the float64
  * reference, evaluating the same backward nodes, rounds at casts alone
  * (ref.c): u more, relative to the element and so to the largest one,

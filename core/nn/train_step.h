@@ -36,7 +36,8 @@
  *         makes every step skip, as under autocast:
  *         loss_scale [1] (state, initially opts.loss_scale) multiplies the
  *         loss before the backward; each gradient is divided by it; a chain
- *         of found_inf nodes counts the gradients holding an inf or NaN;
+ *         of found_inf nodes, each testing up to seven gradients
+ *         (dg_found_inf_n), counts the groups holding an inf or NaN;
  *         every optimizer update reads that count as its skip flag (non-zero:
  *         no parameter or optimizer state changes); loss_scale_update halves
  *         the scale on an overflow and doubles it after opts.scale_interval
