@@ -55,23 +55,6 @@ static dg_node *bw2(dg_graph *g, dg_op op, dg_node *dy, dg_node *x) {
  * rounded back to the input's dtype by accumulate */
 static dg_node *f32(dg_graph *g, dg_node *dy) { return dg_cast(g, dy, DG_F32); }
 
-static dg_dtype grad_dtype(const dg_node *x);
-
-/* Sums dy [broadcast shape] back to x's shape ("reverse broadcast"); a
- * 16-bit dy whose sum is x's float32 gradient (a bias copy's: x a cast)
- * is summed straight into float32. */
-static dg_node *reduce_to(dg_graph *g, dg_node *dy, const dg_node *x) {
-    const dg_shape t = x->shape;
-    if (!dy || dg_shape_eq(dy->shape, t)) return dy;
-    int nd = dy->shape.ndim, off = nd - t.ndim;
-    uint32_t axes = 0;
-    for (int i = 0; i < nd; i++) {
-        int64_t td = i >= off ? t.d[i - off] : 1;
-        if (dy->shape.d[i] != td) axes |= 1u << i;
-    }
-    dg_node *s = !axes ? dy : dg_sum_ex(g, dy, axes, true, grad_dtype(x) == DG_F32 ? DG_F32 : dy->dtype);
-    return dg_reshape(g, s, t);
-}
 
 /* The dtype of x's gradient: x's own, as autocast's gradients are (a bf16
  * or f16 activation's gradient is stored in 16 bits, a float32 one's, the
@@ -89,6 +72,22 @@ static dg_node *reduce_to(dg_graph *g, dg_node *dy, const dg_node *x) {
 static dg_dtype grad_dtype(const dg_node *x) {
     while (x->op == DG_OP_RESHAPE) x = x->in[0]; /* a view's gradient is its source's, reshaped */
     return x->op == DG_OP_CAST ? DG_F32 : x->dtype;
+}
+
+/* Sums dy [broadcast shape] back to x's shape ("reverse broadcast"); a
+ * 16-bit dy whose sum is x's float32 gradient (a bias copy's: x a cast)
+ * is summed straight into float32. */
+static dg_node *reduce_to(dg_graph *g, dg_node *dy, const dg_node *x) {
+    const dg_shape t = x->shape;
+    if (!dy || dg_shape_eq(dy->shape, t)) return dy;
+    int nd = dy->shape.ndim, off = nd - t.ndim;
+    uint32_t axes = 0;
+    for (int i = 0; i < nd; i++) {
+        int64_t td = i >= off ? t.d[i - off] : 1;
+        if (dy->shape.d[i] != td) axes |= 1u << i;
+    }
+    dg_node *s = !axes ? dy : dg_sum_ex(g, dy, axes, true, grad_dtype(x) == DG_F32 ? DG_F32 : dy->dtype);
+    return dg_reshape(g, s, t);
 }
 
 /* A contribution in another dtype than grad_dtype(x) is cast once here (a

@@ -524,12 +524,12 @@ dg_node *dg_sum(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims) {
     return reduce(g, DG_OP_SUM, a, axes, keepdims);
 }
 dg_node *dg_sum_ex(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims, dg_dtype out) {
-    dg_node *n = reduce(g, DG_OP_SUM, a, axes, keepdims);
-    if (!n || out == n->dtype) return n;
-    if (out != DG_F32)
+    /* refused before a node is made (reduce refuses an int32 a itself) */
+    if (a && out != a->dtype && out != DG_F32)
         return dg__graph_fail(g, DG_ERR_INVALID, "sum: a %s input summed into %s (its own dtype, or f32 for bf16 "
                               "and f16)", dg_dtype_name(a->dtype), dg_dtype_name(out));
-    n->dtype = DG_F32;
+    dg_node *n = reduce(g, DG_OP_SUM, a, axes, keepdims);
+    if (n) n->dtype = out;
     return n;
 }
 dg_node *dg_mean(dg_graph *g, dg_node *a, uint32_t axes, bool keepdims) {

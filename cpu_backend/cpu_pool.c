@@ -64,8 +64,8 @@ static inline void take_taps(const float *r, int64_t first, int64_t n, int64_t s
     }
 }
 
-/* Outputs ox0 .. ox0 + n - 1 of row oy, whose windows lie inside x along
- * the row (wd's columns unclamped) and span rows y0 .. y1 - 1 (y0 < y1):
+/* Outputs ox0 .. ox0 + n - 1 of a row, whose windows lie inside x along
+ * the row (no column clamped) and span rows y0 .. y1 - 1 (y0 < y1):
  * tap by tap over the block, a select per output instead of a branch, so
  * random data costs no mispredictions. The same rules as window_max: the
  * first tap seeds each output, a later one replaces it when greater, or

@@ -74,8 +74,8 @@ dg_status dg__gpu_loss_scale(gpu_ctx *c, const dg_step *s) {
             a.first[i + 1] = a.first[i] + (a.n[i] + SCAN_CHUNK - 1) / SCAN_CHUNK;
         }
         /* a few blocks an SM; more chunks than that are taken in turn */
-        long long blocks = a.first[k] < 4LL * c->prop.multiProcessorCount ? a.first[k] : 4LL * c->prop.multiProcessorCount;
-        unsigned grid = (unsigned)(blocks < 1 ? 1 : blocks);
+        const long long most = 4LL * c->prop.multiProcessorCount, chunks = a.first[k];
+        unsigned grid = (unsigned)(chunks < 1 ? 1 : chunks < most ? chunks : most);
         k_found_copy<<<1, 1, 0, c->stream>>>((const float *)s->in[0], (float *)s->out);
         DG_CUDA_CHECK_LAUNCH();
         k_found_scan<<<grid, BLOCK, 0, c->stream>>>(a, (const float *)s->in[0], (float *)s->out);
