@@ -66,10 +66,14 @@ dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
 /* The same, each update (and Adam's step counter) also reading skip, a
  * float32 node of one element (NULL: none, dg_optim_apply): where it is
  * non-zero when the step runs, no parameter or optimizer state changes.
- * Refused as dg_optim_apply, and for a skip of another graph, dtype or
- * size. */
+ * And each update reading its gradient as dw / grad_scale (float32 [1],
+ * read on the device when the step runs; NULL: dw as it is), before
+ * weight decay: g = dw / grad_scale + weight_decay w. That is fp16's loss
+ * scaling undone inside the update, where a division node per gradient
+ * cost a launch each (core/nn/train_step.h). Refused as dg_optim_apply,
+ * and for a skip or grad_scale of another graph, dtype or size. */
 dg_status dg_optim_apply_ex(dg_graph *g, const dg_optim *o, dg_node *const *params, dg_node *const *grads, int n,
-                            dg_node *skip, dg_node **updates);
+                            dg_node *skip, dg_node *grad_scale, dg_node **updates);
 
 /* Dynamic loss scaling (fp16 training, core/nn/train_step.h) as graph
  * nodes, so a replayed step needs no host round trip (loss_scale.c).

@@ -108,9 +108,11 @@ typedef enum dg_op {
     /* optimizer updates: write their parameter and state in place (the
      * `writes` mask of their row); attributes: dg_attr_optim. Each reads
      * the gradient as g = dw + weight_decay w. Each may take one input
-     * more than its row's n_in, last: a skip flag [1] (dg_optim_apply_ex);
+     * more than its row's n_in: a skip flag [1] (dg_optim_apply_ex);
      * where it is non-zero the update writes nothing (the step is skipped
-     * on the device, with no host round trip). */
+     * on the device, with no host round trip). The three updates may take
+     * a second: a gradient scale s [1] after the flag, read as
+     * g = dw / s + weight_decay w (fp16's loss scale). */
     DG_OP_SGD_UPDATE,          /* (w, dw): w -= lr g                          */
     DG_OP_MOMENTUM_UPDATE,     /* (w, dw, v): v = mu v + g; w -= lr v         */
     DG_OP_ADAM_STEP,           /* (t [1]): t += 1                             */

@@ -32,11 +32,14 @@ const char *dg_optim_name(dg_optim_kind kind) {
 /* An update node writes its first input (the parameter) in place, and its
  * state inputs (the op table's `writes` mask says which); its output is a
  * view of the parameter, so a plan that outputs it keeps the step. in[]
- * holds the row's n_in inputs and room for one more: skip, when given. */
-static dg_node *update(dg_graph *g, dg_op op, dg_node *w, int n_in, dg_node **in, const dg_optim *o, dg_node *skip) {
+ * holds the row's n_in inputs and room for two more: skip, then
+ * grad_scale, when given (grad_scale only with skip: dg_optim_apply_ex). */
+static dg_node *update(dg_graph *g, dg_op op, dg_node *w, int n_in, dg_node **in, const dg_optim *o, dg_node *skip,
+                       dg_node *grad_scale) {
     for (int i = 0; i < n_in; i++)
         if (!in[i]) return NULL;
-    if (skip) in[n_in++] = skip; /* the row's inputs, then the flag (ops.h) */
+    if (skip) in[n_in++] = skip; /* the row's inputs, then the flag, then the scale (ops.h) */
+    if (skip && grad_scale) in[n_in++] = grad_scale;
     dg_node *u = dg__node_new(g, op, w->shape, n_in, in);
     if (!u) return NULL;
     u->view_of = w;
@@ -96,44 +99,51 @@ static dg_status check_args(const dg_graph *g, const dg_optim *o, dg_node *const
 
 dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
                          dg_node *const *grads, int n, dg_node **updates) {
-    return dg_optim_apply_ex(g, o, params, grads, n, NULL, updates);
+    return dg_optim_apply_ex(g, o, params, grads, n, NULL, NULL, updates);
+}
+
+/* skip and grad_scale: float32 [1] nodes of g, or NULL */
+static dg_status check_scalar(const dg_graph *g, const char *what, dg_node *x) {
+    if (!x) return DG_OK;
+    dg_status st = check_operand(g, what, 0, x);
+    if (st == DG_OK && (x->dtype != DG_F32 || dg_node_numel(x) != 1))
+        st = dg__fail(DG_ERR_INVALID, "dg_optim_apply_ex: the %s '%s' must be float32 of one element", what, x->name);
+    return st;
 }
 
 dg_status dg_optim_apply_ex(dg_graph *g, const dg_optim *o, dg_node *const *params, dg_node *const *grads, int n,
-                            dg_node *skip, dg_node **updates) {
+                            dg_node *skip, dg_node *grad_scale, dg_node **updates) {
     dg_status st = check_args(g, o, params, grads, n, updates);
-    if (st == DG_OK && skip) {
-        if ((st = check_operand(g, "skip", 0, skip)) != DG_OK) return st;
-        if (skip->dtype != DG_F32 || dg_node_numel(skip) != 1)
-            return dg__fail(DG_ERR_INVALID, "dg_optim_apply_ex: the skip flag '%s' must be float32 of one element",
-                            skip->name);
-    }
+    if (st == DG_OK) st = check_scalar(g, "skip flag", skip);
+    if (st == DG_OK) st = check_scalar(g, "gradient scale", grad_scale);
     if (st != DG_OK) return st;
     if (dg_graph_status(g) != DG_OK) return dg__graph_refuse(g, "dg_optim_apply");
     const dg_init zero = {DG_INIT_FILL, 0, 0, 0};
+    /* the scale is the input after the flag: a scale alone gets a flag that never skips */
+    if (grad_scale && !skip) skip = dg_const(g, "optim.no_skip", DG_SHAPE(1), 0.0f);
     dg_node *step = NULL;
     if (o->kind == DG_OPTIM_ADAM && n > 0) {
         /* one step counter for all parameters, incremented before the updates */
         dg_node *in[2] = {dg_state(g, "adam_t", DG_SHAPE(1), zero)};
-        step = update(g, DG_OP_ADAM_STEP, in[0], 1, in, o, skip);
+        step = update(g, DG_OP_ADAM_STEP, in[0], 1, in, o, skip, NULL);
     }
     for (int i = 0; i < n; i++) {
         dg_node *w = params[i], *dw = grads[i];
         switch (o->kind) {
         case DG_OPTIM_SGD: {
-            dg_node *in[3] = {w, dw};
-            updates[i] = update(g, DG_OP_SGD_UPDATE, w, 2, in, o, skip);
+            dg_node *in[4] = {w, dw};
+            updates[i] = update(g, DG_OP_SGD_UPDATE, w, 2, in, o, skip, grad_scale);
             break;
         }
         case DG_OPTIM_MOMENTUM: {
-            dg_node *in[4] = {w, dw, dg_state(g, "velocity", w->shape, zero)};
-            updates[i] = update(g, DG_OP_MOMENTUM_UPDATE, w, 3, in, o, skip);
+            dg_node *in[5] = {w, dw, dg_state(g, "velocity", w->shape, zero)};
+            updates[i] = update(g, DG_OP_MOMENTUM_UPDATE, w, 3, in, o, skip, grad_scale);
             break;
         }
         case DG_OPTIM_ADAM: {
-            dg_node *in[6] = {w, dw, dg_state(g, "adam_m", w->shape, zero),
+            dg_node *in[7] = {w, dw, dg_state(g, "adam_m", w->shape, zero),
                               dg_state(g, "adam_v", w->shape, zero), step};
-            updates[i] = update(g, DG_OP_ADAM_UPDATE, w, 5, in, o, skip);
+            updates[i] = update(g, DG_OP_ADAM_UPDATE, w, 5, in, o, skip, grad_scale);
             break;
         }
         }

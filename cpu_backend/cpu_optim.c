@@ -19,14 +19,15 @@
  * divps round as sqrtss and divss do, and the operations keep their order,
  * so the results are the scalar loop's, bit for bit. */
 static void adam_range(float *w, const float *dw, float *m, float *v, int64_t lo, int64_t hi, float lr_t,
-                       float b1, float b2, float eps_t, float wd) {
+                       float b1, float b2, float eps_t, float wd, float gs) {
     int64_t i = lo;
 #ifdef __SSE2__
     const __m128 B1 = _mm_set1_ps(b1), C1 = _mm_set1_ps(1.0f - b1), B2 = _mm_set1_ps(b2),
-                 C2 = _mm_set1_ps(1.0f - b2), LR = _mm_set1_ps(lr_t), EPS = _mm_set1_ps(eps_t), WD = _mm_set1_ps(wd);
+                 C2 = _mm_set1_ps(1.0f - b2), LR = _mm_set1_ps(lr_t), EPS = _mm_set1_ps(eps_t), WD = _mm_set1_ps(wd),
+                 GS = _mm_set1_ps(gs);
     for (; i + 4 <= hi; i += 4) {
         __m128 wi = _mm_loadu_ps(w + i);
-        __m128 g = _mm_add_ps(_mm_loadu_ps(dw + i), _mm_mul_ps(WD, wi));
+        __m128 g = _mm_add_ps(_mm_div_ps(_mm_loadu_ps(dw + i), GS), _mm_mul_ps(WD, wi));
         __m128 mi = _mm_add_ps(_mm_mul_ps(B1, _mm_loadu_ps(m + i)), _mm_mul_ps(C1, g));
         __m128 vi = _mm_add_ps(_mm_mul_ps(B2, _mm_loadu_ps(v + i)), _mm_mul_ps(_mm_mul_ps(C2, g), g));
         _mm_storeu_ps(m + i, mi);
@@ -36,7 +37,7 @@ static void adam_range(float *w, const float *dw, float *m, float *v, int64_t lo
     }
 #endif
     for (; i < hi; i++) {
-        float g = dw[i] + wd * w[i];
+        float g = dw[i] / gs + wd * w[i];
         m[i] = b1 * m[i] + (1.0f - b1) * g;
         v[i] = b2 * v[i] + (1.0f - b2) * g * g;
         w[i] -= lr_t * m[i] / (sqrtf(v[i]) + eps_t);
@@ -84,9 +85,11 @@ void dg__cpu_update(const dg_step *s) {
         loss_scale_op(s);
         return;
     }
-    /* the skip flag, an input past the row's (dg_optim_apply_ex) */
+    /* the skip flag, an input past the row's, then the gradient scale
+     * (dg_optim_apply_ex); no scale divides by 1, which changes no bit */
     const int n_row = dg_op_info_get(nd->op)->n_in;
     if (nd->n_in > n_row && *(const float *)s->in[n_row] != 0.0f) return;
+    const float gs = nd->n_in > n_row + 1 ? *(const float *)s->in[n_row + 1] : 1.0f;
     dg_attr_optim a = dg_attr_optim_of(nd);
     float lr = a.lr, b1 = a.beta1, b2 = a.beta2, eps = a.eps, wd = a.weight_decay;
     int64_t n = dg_node_numel(nd);
@@ -95,13 +98,13 @@ void dg__cpu_update(const dg_step *s) {
     switch (nd->op) {
     case DG_OP_SGD_UPDATE:
 #pragma omp parallel for simd schedule(static)
-        for (int64_t i = 0; i < n; i++) w[i] -= lr * (dw[i] + wd * w[i]);
+        for (int64_t i = 0; i < n; i++) w[i] -= lr * (dw[i] / gs + wd * w[i]);
         break;
     case DG_OP_MOMENTUM_UPDATE: {
         float *v = s->inout[2];
 #pragma omp parallel for simd schedule(static)
         for (int64_t i = 0; i < n; i++) {
-            v[i] = b1 * v[i] + (dw[i] + wd * w[i]);
+            v[i] = b1 * v[i] + (dw[i] / gs + wd * w[i]);
             w[i] -= lr * v[i];
         }
         break;
@@ -119,7 +122,7 @@ void dg__cpu_update(const dg_step *s) {
         int64_t blocks = (n + 1023) / 1024;
 #pragma omp parallel for schedule(static)
         for (int64_t b = 0; b < blocks; b++)
-            adam_range(w, dw, m, v, b * 1024, b + 1 < blocks ? (b + 1) * 1024 : n, lr_t, b1, b2, eps_t, wd);
+            adam_range(w, dw, m, v, b * 1024, b + 1 < blocks ? (b + 1) * 1024 : n, lr_t, b1, b2, eps_t, wd, gs);
         break;
     }
     case DG_OP_FOUND_INF: case DG_OP_LOSS_SCALE_UPDATE: /* loss_scale_op's */

@@ -101,6 +101,7 @@ static void gpu_free(dg_backend *be) {
     }
     DG_CUDA_NOTE(cudaFree(c->cublas_ws));
     DG_CUDA_NOTE(cudaFree(c->scratch));
+    DG_CUDA_NOTE(cudaFree(c->col_arrivals));
     DG_CUDA_NOTE(cudaFree(c->l2_flush));
     DG_CUDA_NOTE(cudaFree(c->tf32_ws));
     dg__gpu_staging_free(c);
@@ -486,6 +487,9 @@ static dg_status gpu_init(gpu_ctx *c) {
     c->cublas_tf32 = false;
     c->scratch_floats = SCRATCH_FLOATS;
     DG_CUDA_CHECK(cudaMalloc(&c->scratch, c->scratch_floats * sizeof(float)));
+    DG_CUDA_CHECK(cudaMalloc(&c->col_arrivals, GPU_COL_ARRIVALS * sizeof *c->col_arrivals));
+    /* on the stream: its kernels are ordered after the zeroing */
+    DG_CUDA_CHECK(cudaMemsetAsync(c->col_arrivals, 0, GPU_COL_ARRIVALS * sizeof *c->col_arrivals, c->stream));
     return dg__gpu_staging_init(c);
 }
 

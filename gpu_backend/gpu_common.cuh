@@ -16,6 +16,10 @@
 struct gpu_comm;  /* gpu_collective.cu */
 struct gpu_cudnn; /* gpu_cudnn.cu */
 
+/* strips a one-pass column sum can count (gpu_ctx.col_arrivals): 32 columns
+ * each, so sums over up to 2^21 columns; wider ones take the general kernel */
+#define GPU_COL_ARRIVALS 65536
+
 struct gpu_ctx {
     int            device;         /* made current on every entry (cudaSetDevice) */
     cudaStream_t   stream;
@@ -27,6 +31,10 @@ struct gpu_ctx {
     cudaEvent_t    staged[2];      /* in two halves (gpu_transfer.cu)         */
     float         *scratch;        /* device partial sums of two-pass reductions,  */
     size_t         scratch_floats; /* allocated once: runs stay allocation-free     */
+    unsigned      *col_arrivals;   /* a column sum's blocks arrived per strip
+                                      (GPU_COL_ARRIVALS, gpu_reduce.cu): zero
+                                      between launches, each reset by its last
+                                      block, so a replayed graph finds them zero */
     size_t         staging_bytes;
     size_t         l2_bytes;       /* cudaDevAttrL2CacheSize, read once at creation  */
     void          *l2_flush;       /* dg_gpu_flush_l2's buffer (2 x L2), made on first use */

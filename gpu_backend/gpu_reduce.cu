@@ -1,4 +1,4 @@
-/* gpu_reduce.cu: sum and mean over axes. Deterministic (no atomics): the
+/* gpu_reduce.cu: sum and mean over axes. Deterministic (no atomic adds of values): the
  * same input gives bit-identical output on every run, so a replayed CUDA
  * graph can be compared exactly with plain runs. Work that one block per
  * output cannot spread over the GPU is done in two passes through the
@@ -7,7 +7,10 @@
  *   suffix axes (row sums), many rows: a warp per row, float4 loads;
  *   suffix axes, few long rows: (row, chunk) partials, then per-row sums;
  *   prefix axes (column sums, e.g. a bias gradient): (column strip, row
- *     slice) partials, then per-column sums;
+ *     slice) partials, and in the same launch the last block of each
+ *     strip to finish sums the strip's partials (one pass: a second
+ *     launch of one thread a column was a fifth of the char-LM's 16-bit
+ *     bias sums, docs/PERF.md);
  *   any other mask: a thread per output element.
  * bf16 and f16: the same kernels templated on the storage types of x and
  * y (gpu_lowp.cuh), each element widened as it is read (16-bit rows a lane
@@ -75,13 +78,20 @@ __global__ void k_rows_partial(const T *__restrict__ x, float *__restrict__ part
     }
 }
 
-/* part[s * w + j] = sum over rows of slice s of column j: blocks of
- * STRIP columns x SLICE_ROWS warps; each warp reads STRIP consecutive floats
- * of a row (coalesced), the warps of the block are combined in order. */
-template <typename T, typename TP>
-__global__ void k_cols_partial(const T *__restrict__ x, TP *__restrict__ part, long long rows, long long w,
-                               long long slices) {
+/* y[j] = scale * sum over rows of column j of x[rows, w], in one launch.
+ * Block (strip b, slice s): STRIP columns x SLICE_ROWS warps; each warp
+ * reads STRIP consecutive elements of a row (coalesced), the warps are
+ * combined in order into part[s * w + j]. The block then counts itself in
+ * arrivals[b]; the last of the strip's `slices` blocks to arrive sums the
+ * strip's partials, warp y taking slices y, y + SLICE_ROWS, ..., the warps
+ * combined in order: a fixed order whichever block comes last, so the sums
+ * are the same bits every run. It sets arrivals[b] back to zero for the
+ * next launch. One slice: the block's sum is y's. */
+template <typename T, typename TY>
+__global__ void k_cols(const T *__restrict__ x, float *__restrict__ part, TY *__restrict__ y,
+                       unsigned *__restrict__ arrivals, long long rows, long long w, long long slices, float scale) {
     __shared__ float acc_s[SLICE_ROWS][STRIP];
+    __shared__ bool last;
     long long j = blockIdx.x * (long long)STRIP + threadIdx.x;
     long long len = (rows + slices - 1) / slices, s = blockIdx.y;
     long long r0 = s * len, r1 = r0 + len < rows ? r0 + len : rows;
@@ -93,7 +103,25 @@ __global__ void k_cols_partial(const T *__restrict__ x, TP *__restrict__ part, l
     if (threadIdx.y == 0 && j < w) {
         float t = 0.0f;
         for (int k = 0; k < SLICE_ROWS; k++) t += acc_s[k][threadIdx.x];
-        st(part, s * w + j, t); /* a partial (float32), or y itself (one slice, scale 1) */
+        if (slices == 1) st(y, j, t * scale);
+        else part[s * w + j] = t;
+        __threadfence(); /* the partial is visible to every block before this one counts itself */
+    }
+    if (slices == 1) return;
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) last = atomicAdd(&arrivals[blockIdx.x], 1u) == slices - 1;
+    __syncthreads();
+    if (!last) return;
+    float t = 0.0f; /* L2 loads: the partials were written by other SMs */
+    if (j < w)
+        for (long long q = threadIdx.y; q < slices; q += SLICE_ROWS) t += __ldcg(part + q * w + j);
+    acc_s[threadIdx.y][threadIdx.x] = t;
+    __syncthreads();
+    if (threadIdx.y == 0) {
+        float u = 0.0f;
+        for (int k = 0; k < SLICE_ROWS; k++) u += acc_s[k][threadIdx.x];
+        if (j < w) st(y, j, u * scale);
+        if (threadIdx.x == 0) arrivals[blockIdx.x] = 0;
     }
 }
 
@@ -146,24 +174,18 @@ static dg_status sum_rows(gpu_ctx *c, const TX *x, TY *y, long long rows, long l
     return DG_OK;
 }
 
-/* y[w] = column sums of x[rows, w]; *done = false when the partials do not
- * fit the scratch buffer (the caller falls back to the general kernel) */
+/* y[w] = column sums of x[rows, w]; *done = false when the strips are more
+ * than the arrival counters (the caller falls back to the general kernel) */
 template <typename TX, typename TY>
 static dg_status sum_cols(gpu_ctx *c, const TX *x, TY *y, long long rows, long long w, float scale, bool *done) {
     long long strips = (w + STRIP - 1) / STRIP;
     long long slices = clampll(4LL * c->prop.multiProcessorCount / strips, 1, (rows + 63) / 64);
     while (slices > 1 && slices * w > (long long)c->scratch_floats) slices /= 2;
-    bool direct = slices == 1 && scale == 1.0f; /* partials are the result */
-    *done = direct || slices * w <= (long long)c->scratch_floats;
+    *done = strips <= GPU_COL_ARRIVALS;
     if (!*done) return DG_OK;
     dim3 block(STRIP, SLICE_ROWS), grid((unsigned)strips, (unsigned)slices);
-    if (direct) k_cols_partial<<<grid, block, 0, c->stream>>>(x, y, rows, w, slices);
-    else k_cols_partial<<<grid, block, 0, c->stream>>>(x, c->scratch, rows, w, slices);
+    k_cols<<<grid, block, 0, c->stream>>>(x, c->scratch, y, c->col_arrivals, rows, w, slices, scale);
     DG_CUDA_CHECK_LAUNCH();
-    if (!direct) {
-        k_sum_partials<<<grid_for(w, 256), 256, 0, c->stream>>>(c->scratch, y, w, slices, w, 1, scale);
-        DG_CUDA_CHECK_LAUNCH();
-    }
     return DG_OK;
 }
 

@@ -445,6 +445,69 @@ Test(gpu, cuda_graph_replay_equals_plain_runs) {
     dg_backend_free(gpu);
 }
 
+/* Column sums run in one launch: each strip's last block to finish sums
+ * the strip's partials, found by a per-strip arrival count that block
+ * sets back to zero (gpu_reduce.cu). Four sums in one replayed plan, of
+ * 1 to 64 row slices (so the counts are shared by sums of different slice
+ * counts) and a ragged last strip, one of a bf16 x into float32; three
+ * runs, new values in the first two: each sum against float64 every run
+ * (a count not set back leaves y unwritten on the next run, a partial
+ * read from the wrong slice or column is off by whole terms), and the
+ * third run, on the second's values, the same bits. */
+Test(gpu, column_sums_are_right_on_every_run) {
+    enum { N_SUMS = 4 };
+    static const int64_t rows[N_SUMS] = {4096, 3000, 1000, 50}, cols[N_SUMS] = {100, 1000, 40, 70};
+    dg_backend *gpu = gpu_open_or_skip(NULL);
+    dg_graph *g = dg_graph_new();
+    dg_node *x[N_SUMS], *y[N_SUMS];
+    for (int k = 0; k < N_SUMS; k++) {
+        x[k] = dg_input(g, "x", DG_SHAPE(rows[k], cols[k]));
+        y[k] = k == 2 ? dg_sum_ex(g, dg_cast(g, x[k], DG_BF16), 1u, false, DG_F32) : dg_sum(g, x[k], 1u, false);
+    }
+    ASSERT_OK(dg_graph_status(g));
+    dg_plan *p;
+    ASSERT_OK(dg_plan_new(&p, g, gpu, y, N_SUMS, NULL));
+    dg_rng r = dg_rng_new(test_seed());
+    float *xs[N_SUMS], *ys[N_SUMS][2];
+    for (int k = 0; k < N_SUMS; k++) {
+        xs[k] = malloc((size_t)(rows[k] * cols[k]) * sizeof(float));
+        for (int b = 0; b < 2; b++) ys[k][b] = malloc((size_t)cols[k] * sizeof(float));
+        cr_assert(xs[k] && ys[k][0] && ys[k][1]);
+    }
+    for (int run = 0; run < 3; run++) {
+        for (int k = 0; k < N_SUMS && run < 2; k++) /* multiples of 1/16 under 4: exact in bf16 */
+            for (int64_t i = 0; i < rows[k] * cols[k]; i++)
+                xs[k][i] = (float)((int)(dg_rng_u64(&r) % 129) - 64) / 16.0f;
+        for (int k = 0; k < N_SUMS; k++) ASSERT_OK(dg_plan_set(p, x[k], xs[k], dg_node_bytes(x[k])));
+        ASSERT_OK(dg_plan_run(p));
+        for (int k = 0; k < N_SUMS; k++) {
+            float *got = ys[k][run == 2];
+            ASSERT_OK(dg_plan_get(p, y[k], got, (size_t)cols[k] * sizeof(float)));
+            for (int64_t j = 0; j < cols[k]; j++) {
+                double want = 0, mag = 0;
+                for (int64_t i = 0; i < rows[k]; i++) {
+                    want += xs[k][i * cols[k] + j];
+                    mag += fabs(xs[k][i * cols[k] + j]);
+                }
+                cr_assert(fabs(got[j] - want) <= 1e-6 * mag, "run %d, sum %d [%lld x %lld], column %lld: %.9g, "
+                          "float64 %.9g", run, k, (long long)rows[k], (long long)cols[k], (long long)j,
+                          (double)got[j], want);
+            }
+            if (run == 2)
+                cr_assert(memcmp(ys[k][0], ys[k][1], (size_t)cols[k] * sizeof(float)) == 0,
+                          "sum %d: a second run on the same values gave other bits", k);
+        }
+    }
+    for (int k = 0; k < N_SUMS; k++) {
+        free(xs[k]);
+        free(ys[k][0]);
+        free(ys[k][1]);
+    }
+    dg_plan_free(p);
+    dg_graph_free(g);
+    dg_backend_free(gpu);
+}
+
 Test(gpu, runs_allocate_nothing) {
     dg_backend *gpu = gpu_open_or_skip(NULL);
     dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);

@@ -375,11 +375,15 @@ static void step_grads(dg_backend *be, dg_precision p, const blobs *data, uint64
     ASSERT_OK(dg_plan_set(plan, s.ts.x, data->x, (size_t)data->n * data->d * sizeof(float)));
     ASSERT_OK(dg_plan_set(plan, s.ts.y, data->y, (size_t)data->n * sizeof(int32_t)));
     ASSERT_OK(dg_plan_run(plan));
+    /* fp16's gradients are of loss * scale (its updates divide) */
+    float scale = 1;
+    if (s.ts.loss_scale) ASSERT_OK(dg_plan_get(plan, s.ts.loss_scale, &scale, sizeof scale));
     for (int i = 0; i < s.m.n_params; i++) {
         size_t bytes = dg_node_bytes(s.ts.grads[i]);
         grads[i] = malloc(bytes);
         cr_assert_not_null(grads[i]);
         ASSERT_OK(dg_plan_get(plan, s.ts.grads[i], grads[i], bytes));
+        for (int64_t j = 0; j < dg_node_numel(s.ts.grads[i]); j++) grads[i][j] /= scale;
     }
     *n_params = s.m.n_params;
     dg_plan_free(plan);
@@ -394,9 +398,10 @@ static void step_grads(dg_backend *be, dg_precision p, const blobs *data, uint64
  * adds nothing at this size. Through 3 layers forward and back, a
  * gradient gathers at most 2 roundings of each of 3 forward and 3 backward
  * products: 12u, normwise (max error over max magnitude, so cancellation
- * in one element does not count). fp16's gradients are unscaled
- * (divided by 2^16) before they are compared: one forgotten there is off
- * by 65536. And the mixed step must differ from float32's (more than
+ * in one element does not count). fp16's gradients, of the loss times
+ * its scale 2^16, are divided by the scale before they are compared (the
+ * step's updates divide by it themselves: test_optim's scaled cases and
+ * fp16_step_against_float64 below hold them to it). And the mixed step must differ from float32's (more than
  * u/64): a policy that casts nothing passes no product through the low
  * dtype and fails. */
 ParameterizedTestParameters(mixed, gradients_near_fp32) { return both_backends(); }

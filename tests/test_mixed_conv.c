@@ -46,7 +46,8 @@ static const conv_model models[2] = {
 /* A model's training step under precision p on be (SGD with momentum, the
  * same seed, images and labels whatever p): the loss of each of STEPS
  * steps on one batch, and the gradients of the first (malloc'd, one per
- * parameter; fp16's unscaled by the step itself). */
+ * parameter; fp16's, of the loss times LOSS_SCALE, divided by it here as
+ * the step's updates divide them). */
 typedef struct step_trace { float loss[STEPS]; float *grads[DG_MODEL_MAX_PARAMS]; int n_params; } step_trace;
 
 static void trace_steps(dg_backend *be, const conv_model *cm, dg_precision p, uint64_t seed, step_trace *t) {
@@ -84,6 +85,8 @@ static void trace_steps(dg_backend *be, const conv_model *cm, dg_precision p, ui
             t->grads[i] = malloc(bytes);
             cr_assert_not_null(t->grads[i]);
             ASSERT_OK(dg_plan_get(plan, ts.grads[i], t->grads[i], bytes));
+            for (int64_t j = 0; p == DG_PREC_FP16 && j < dg_node_numel(ts.grads[i]); j++)
+                t->grads[i][j] /= LOSS_SCALE;
         }
     }
     dg_plan_free(plan);
@@ -123,8 +126,8 @@ static double relative_l2(const step_trace *a, const step_trace *b, const dg_mod
  * amplifies it. Measured: all gradients' relative L2 error 0.05 (CNN) and
  * 0.09-0.34 (ResNet), later losses within 0.1 relative; held to 0.5 and
  * 0.25, and the gradients must differ from float32's by more than u/64 (a
- * policy that casts nothing rounds nothing). An fp16 gradient left scaled
- * (1024 times too large), a backward op fed dy of the wrong dtype (garbage,
+ * policy that casts nothing rounds nothing). An fp16 update that does not
+ * divide by the scale (steps 1024 times too large), a backward op fed dy of the wrong dtype (garbage,
  * or refused by dg_grad) or a lost update leave these bands by far. */
 static void check_follows_fp32(bool gpu, const conv_model *cm) {
     dg_backend *be = test_backend_open(gpu);

@@ -125,16 +125,16 @@ static void reach_step(dg_optim_kind kind, bool running, bool scaled, int *seen)
     dg_node *params[2] = {scale, shift}, *grads[2], *updates[2];
     ASSERT_OK(dg_grad(g, loss, params, 2, grads));
     dg_optim o = dg_optim_default(kind, 0.1f);
-    dg_node *found = NULL;
+    dg_node *found = NULL, *loss_scale = NULL;
     if (scaled) {
         found = dg_const(g, "found_inf.zero", DG_SHAPE(1), 0.0f);
         for (int i = 0; i < 2; i++) found = dg_found_inf(g, found, grads[i]);
+        loss_scale = dg_state(g, "loss_scale", DG_SHAPE(1), (dg_init){DG_INIT_FILL, 65536, 0, 0});
     }
-    ASSERT_OK(dg_optim_apply_ex(g, &o, params, grads, 2, found, updates));
+    ASSERT_OK(dg_optim_apply_ex(g, &o, params, grads, 2, found, loss_scale, updates));
     if (scaled) {
-        dg_node *scale = dg_state(g, "loss_scale", DG_SHAPE(1), (dg_init){DG_INIT_FILL, 65536, 0, 0});
         dg_node *clean = dg_state(g, "loss_scale.clean", DG_SHAPE(1), (dg_init){DG_INIT_FILL, 0, 0, 0});
-        cr_assert_not_null(dg_loss_scale_update(g, scale, clean, found, 2000), "%s", dg_last_error());
+        cr_assert_not_null(dg_loss_scale_update(g, loss_scale, clean, found, 2000), "%s", dg_last_error());
     }
     if (running) {
         dg_node *rm = dg_param(g, "running_mean", DG_SHAPE(3), (dg_init){DG_INIT_FILL, 0, 0, 0});

@@ -11,7 +11,13 @@
  * X is drawn in [2, 4] each step, so dW lies in about [-5, -1] and never
  * cancels to near 0 (where Adam's m / sqrt(v) would amplify a rounding);
  * Y is drawn with |Y| in [0.2, 2] and a random sign each step, so db
- * changes sign and m, v and the velocity see changing gradients. */
+ * changes sign and m, v and the velocity see changing gradients.
+ *
+ * The scaled cases multiply the loss by S [1], an input that changes every
+ * step (2^10, then 3000: not a power of two), and hand S to the updates as
+ * their gradient scale (dg_optim_apply_ex), as an fp16 step hands its loss
+ * scale: each update must read dw / S before weight decay, from the
+ * device on every replay. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -31,11 +37,12 @@
 typedef struct optim_case {
     dg_optim o;
     bool     gpu;
+    bool     scaled; /* the loss times S, the updates' gradient scale */
 } optim_case;
 
 typedef struct optim_graph {
     dg_graph *g;
-    dg_node  *W, *b, *X, *Y, *upd[2];
+    dg_node  *W, *b, *X, *Y, *S, *upd[2]; /* S: NULL unless scaled */
     dg_node  *tracked[MAX_TRACKED]; /* W, b, then each state leaf once */
     int       n_tracked;
 } optim_graph;
@@ -47,7 +54,7 @@ static void track(optim_graph *t, dg_node *n) {
     t->tracked[t->n_tracked++] = n;
 }
 
-static void optim_graph_new(optim_graph *t, const dg_optim *o, uint64_t seed) {
+static void optim_graph_new(optim_graph *t, const dg_optim *o, bool scaled, uint64_t seed) {
     *t = (optim_graph){0};
     dg_graph *g = t->g = dg_graph_new();
     t->W = dg_param(g, "W", DG_SHAPE(3, 5), (dg_init){DG_INIT_UNIFORM, -1, 1, seed});
@@ -57,14 +64,20 @@ static void optim_graph_new(optim_graph *t, const dg_optim *o, uint64_t seed) {
     dg_node *d = dg_sub(g, t->W, t->X);
     dg_node *loss = dg_add(g, dg_mul_scalar(g, dg_sum(g, dg_mul(g, d, d), DG_ALL_AXES, false), 0.5f),
                            dg_sum(g, dg_mul(g, t->b, t->Y), DG_ALL_AXES, false));
+    if (scaled) {
+        t->S = dg_input(g, "S", DG_SHAPE(1));
+        loss = dg_mul(g, loss, t->S);
+    }
     dg_node *params[2] = {t->W, t->b}, *grads[2];
     ASSERT_OK(loss ? DG_OK : dg_graph_status(g));
     ASSERT_OK(dg_grad(g, loss, params, 2, grads));
-    ASSERT_OK(dg_optim_apply(g, o, params, grads, 2, t->upd));
+    ASSERT_OK(dg_optim_apply_ex(g, o, params, grads, 2, NULL, t->S, t->upd));
     track(t, t->W);
     track(t, t->b);
-    for (int i = 0; i < 2; i++) /* velocity; m, v; the step counter behind adam_step */
-        for (int j = 2; j < t->upd[i]->n_in; j++) {
+    /* velocity; m, v; the step counter behind adam_step (the row's inputs:
+     * not the flag and scale after them) */
+    for (int i = 0; i < 2; i++)
+        for (int j = 2; j < dg_op_info_get(t->upd[i]->op)->n_in; j++) {
             dg_node *s = t->upd[i]->in[j];
             track(t, s->op == DG_OP_ADAM_STEP ? s->in[0] : s);
         }
@@ -114,7 +127,7 @@ static void check_steps(const optim_case *oc) {
     uint64_t seed = test_seed();
     dg_backend *be = test_backend_open(oc->gpu);
     optim_graph t;
-    optim_graph_new(&t, &oc->o, seed);
+    optim_graph_new(&t, &oc->o, oc->scaled, seed);
     dg_plan *p;
     ASSERT_OK(dg_plan_new(&p, t.g, be, t.upd, 2, NULL));
     double **v = ref_leaves(&t);
@@ -131,6 +144,7 @@ static void check_steps(const optim_case *oc) {
             Y[j] = (float)((0.2 + 1.8 * dg_rng_uniform(&rng)) * (dg_rng_u64(&rng) & 1 ? 1 : -1));
         set_input(p, v, t.X, X);
         set_input(p, v, t.Y, Y);
+        if (t.S) set_input(p, v, t.S, &(float){step % 2 ? 1024.0f : 3000.0f});
         for (int k = 0; k < 2; k++)
             for (int64_t j = 0; j < dg_node_numel(t.tracked[k]); j++) before[k][j] = v[t.tracked[k]->id][j];
         ASSERT_OK(dg_plan_run(p));
@@ -156,7 +170,8 @@ static void check_steps(const optim_case *oc) {
             }
         }
     }
-    cr_log_info("%s (lr %g) on the %s: worst error %.3g of its tolerance", name, (double)oc->o.lr, dev, worst);
+    cr_log_info("%s (lr %g%s) on the %s: worst error %.3g of its tolerance", name, (double)oc->o.lr,
+                oc->scaled ? ", scaled" : "", dev, worst);
     ref_free(v, n_nodes);
     free(v);
     dg_plan_free(p);
@@ -170,7 +185,7 @@ Test(optim, weight_decay_reaches_every_update_and_a_bad_one_is_refused) {
         dg_optim o = dg_optim_default((dg_optim_kind)kind, 0.1f);
         o.weight_decay = 0.25f;
         optim_graph t;
-        optim_graph_new(&t, &o, 1);
+        optim_graph_new(&t, &o, false, 1);
         for (int i = 0; i < 2; i++)
             cr_assert_eq(dg_attr_optim_of(t.upd[i]).weight_decay, 0.25f, "%s", dg_optim_name(o.kind));
         dg_graph_free(t.g);
@@ -185,20 +200,29 @@ Test(optim, weight_decay_reaches_every_update_and_a_bad_one_is_refused) {
 }
 
 static struct criterion_test_params optim_cases(bool gpu) {
-    static optim_case cases[2][7];
+    static optim_case cases[2][11];
     optim_case *c = cases[gpu];
-    c[0] = (optim_case){dg_optim_default(DG_OPTIM_SGD, 0.1f), gpu};
-    c[1] = (optim_case){dg_optim_default(DG_OPTIM_MOMENTUM, 0.05f), gpu};
-    c[2] = (optim_case){dg_optim_default(DG_OPTIM_ADAM, 0.01f), gpu};
+    c[0] = (optim_case){dg_optim_default(DG_OPTIM_SGD, 0.1f), gpu, false};
+    c[1] = (optim_case){dg_optim_default(DG_OPTIM_MOMENTUM, 0.05f), gpu, false};
+    c[2] = (optim_case){dg_optim_default(DG_OPTIM_ADAM, 0.01f), gpu, false};
     /* eps large enough to matter (|g| ~ 1): where the kernels fold it,
      * eps sqrt(1 - beta2^t), must equal eps beside sqrt(v_hat) */
-    c[3] = (optim_case){{.kind = DG_OPTIM_ADAM, .lr = 0.02f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 0.1f}, gpu};
+    c[3] = (optim_case){{.kind = DG_OPTIM_ADAM, .lr = 0.02f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 0.1f}, gpu, false};
     /* weight decay large enough to move each step by ~10% (|w| ~ 1, |g| ~ 1..5) */
     for (int i = 0; i < 3; i++) {
         c[4 + i] = c[i];
         c[4 + i].o.weight_decay = 0.3f;
     }
-    return cr_make_param_array(optim_case, c, 7);
+    /* each rule with its gradient scaled: with weight decay (a scale that
+     * also divides w's term moves the step by 1000x), and Adam with the
+     * large eps (which, unlike m / sqrt(v), is not scale-free) */
+    for (int i = 0; i < 3; i++) {
+        c[7 + i] = c[4 + i];
+        c[7 + i].scaled = true;
+    }
+    c[10] = c[3];
+    c[10].scaled = true;
+    return cr_make_param_array(optim_case, c, 11);
 }
 
 ParameterizedTestParameters(optim, cpu_steps_match_float64) { return optim_cases(false); }

@@ -157,22 +157,24 @@ static dg_status optim_update(const dg_node *n, double **vals, double *y) {
         loss_scale_ref(n, vals, y);
         return DG_OK;
     }
-    /* a skip flag past the row's inputs (dg_optim_apply_ex): nothing moves */
+    /* a skip flag past the row's inputs (dg_optim_apply_ex): nothing moves;
+     * then the gradient scale, dividing dw */
     const int n_row = dg_op_info_get(n->op)->n_in;
     if (n->n_in > n_row && vals[n->in[n_row]->id][0] != 0) {
         memcpy(y, vals[n->in[0]->id], (size_t)dg_node_numel(n) * sizeof *y);
         return DG_OK;
     }
+    const double gs = n->n_in > n_row + 1 ? vals[n->in[n_row + 1]->id][0] : 1.0;
     const dg_attr_optim o = dg_attr_optim_of(n);
     const double lr = o.lr, b1 = o.beta1, b2 = o.beta2, eps = o.eps, wd = o.weight_decay;
     int64_t numel = dg_node_numel(n);
     double *w = vals[n->in[0]->id];
     const double *dw = n->n_in > 1 ? vals[n->in[1]->id] : NULL;
-    double *g = NULL; /* dw + wd w, read before w moves */
+    double *g = NULL; /* dw / gs + wd w, read before w moves */
     if (dw) {
         g = malloc((size_t)numel * sizeof *g);
         if (!g) return dg__fail(DG_ERR_OOM, "ref: out of memory for '%s'", n->name);
-        for (int64_t i = 0; i < numel; i++) g[i] = dw[i] + wd * w[i];
+        for (int64_t i = 0; i < numel; i++) g[i] = dw[i] / gs + wd * w[i];
     }
     switch (n->op) {
     case DG_OP_SGD_UPDATE:

@@ -110,8 +110,7 @@ dg_status dg_dp_new(dg_dp **out, dg_backend *const *bes, int n, dg_graph *g, dg_
         const dg_node *u = outputs[i];
         if (!u) return dg__fail(DG_ERR_INVALID, "dg_dp_new: output %d is NULL", i);
         if (!updates_with_gradient(u->op)) continue;
-        /* an fp16 step divides the averaged gradient by its loss scale */
-        const dg_node *grad = u->in[1]->op == DG_OP_DIV ? u->in[1]->in[0] : u->in[1];
+        const dg_node *grad = u->in[1]; /* fp16's loss scale is the update's own input */
         if (grad->op != DG_OP_ALL_REDUCE && grad->op != DG_OP_LEAF)
             return dg__fail(DG_ERR_INVALID, "dg_dp_new: update '%s' takes a gradient that is not all-reduced: build "
                             "the step with dg_train_step_build_ex(..., all_reduce = true)", u->name);

@@ -40,12 +40,13 @@ static dg_status check_opts(const dg_train_step_opts *o) {
     return DG_OK;
 }
 
-/* fp16: the gradients of loss * scale divided by the scale, and the count
- * of the groups of up to DG_FOUND_INF_MAX of them that hold an inf or NaN
- * (out->found_inf, the updates' skip flag) */
-static void unscale(dg_graph *g, int n, dg_train_step *out) {
+/* fp16: the count of the groups of up to DG_FOUND_INF_MAX gradients (of
+ * loss * scale) that hold an inf or NaN (out->found_inf, the updates' skip
+ * flag). The test reads the scaled gradients: dividing by the scale, a
+ * power of two >= 2^-126 in practice, makes no finite value infinite, nor
+ * an infinite one finite. The updates divide by the scale themselves. */
+static void test_overflow(dg_graph *g, int n, dg_train_step *out) {
     dg_node *found = dg_const(g, "found_inf.zero", DG_SHAPE(1), 0.0f);
-    for (int i = 0; i < n; i++) out->grads[i] = dg_div(g, out->grads[i], out->loss_scale);
     for (int i = 0; i < n; i += DG_FOUND_INF_MAX)
         found = dg_found_inf_n(g, found, n - i < DG_FOUND_INF_MAX ? n - i : DG_FOUND_INF_MAX, out->grads + i);
     out->found_inf = found;
@@ -96,9 +97,10 @@ dg_status dg_train_step_build_opts(dg_graph *g, const dg_model *m, int batch, co
     if (st != DG_OK) return st;
     out->outputs[0] = out->loss;
     out->first_optimizer_id = dg_graph_size(g);
-    if (scaled) unscale(g, m->n_params, out);
+    if (scaled) test_overflow(g, m->n_params, out);
     if (dg_graph_status(g) != DG_OK) return dg_graph_status(g);
-    if ((st = dg_optim_apply_ex(g, o, m->params, out->grads, m->n_params, out->found_inf, out->outputs + 1)) != DG_OK)
+    if ((st = dg_optim_apply_ex(g, o, m->params, out->grads, m->n_params, out->found_inf, out->loss_scale,
+                                out->outputs + 1)) != DG_OK)
         return st;
     out->n_outputs = 1 + m->n_params;
     for (int i = 0; i < mode.n_updates; i++) out->outputs[out->n_outputs++] = mode.updates[i];

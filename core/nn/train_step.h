@@ -35,11 +35,14 @@
  *         activation that overflows there (f16's largest value is 65504)
  *         makes every step skip, as under autocast:
  *         loss_scale [1] (state, initially opts.loss_scale) multiplies the
- *         loss before the backward; each gradient is divided by it; a chain
- *         of found_inf nodes, each testing up to seven gradients
- *         (dg_found_inf_n), counts the groups holding an inf or NaN;
- *         every optimizer update reads that count as its skip flag (non-zero:
- *         no parameter or optimizer state changes); loss_scale_update halves
+ *         loss before the backward, so grads[] are the gradients of
+ *         loss * loss_scale; every optimizer update divides its gradient
+ *         by the scale as it reads it (dg_optim_apply_ex's grad_scale: no
+ *         division node per gradient); a chain of found_inf nodes, each
+ *         testing up to seven gradients (dg_found_inf_n), counts the
+ *         groups holding an inf or NaN; every optimizer update reads that
+ *         count as its skip flag (non-zero: no parameter or optimizer
+ *         state changes); loss_scale_update halves
  *         the scale on an overflow and doubles it after opts.scale_interval
  *         clean steps in a row (counted in scale_clean [1], state). */
 #ifndef DG_NN_TRAIN_STEP_H
@@ -60,7 +63,8 @@ typedef struct dg_train_step {
                           DG_LOSS_MSE: targets, float32, logits' shape */
     dg_node *logits;   /* [batch, classes] (or [batch, targets, classes]) */
     dg_node *loss;     /* [1]                                        */
-    dg_node *grads[DG_MODEL_MAX_PARAMS];       /* of model->params    */
+    dg_node *grads[DG_MODEL_MAX_PARAMS];       /* of model->params; fp16:
+                                                  scaled by loss_scale */
     dg_node *outputs[2 + DG_MODEL_MAX_PARAMS + DG_MODEL_MAX_UPDATES];
                        /* loss, the optimizer's updates, the running
                           statistics' updates, then (fp16) the loss
