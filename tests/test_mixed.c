@@ -57,7 +57,7 @@ static struct criterion_test_params both_backends(void) {
  * accuracy and within 0.05 of its final loss: bf16's operands carry 8
  * significant bits, so a step's direction differs from float32's by about
  * 2^-8 relatively, far inside the band; a policy that loses the gradient
- * (an f16 step without its unscaling, a cast that drops the master's
+ * (an f16 update that does not divide by the scale, a cast that drops the master's
  * update) does not train and leaves it. */
 ParameterizedTestParameters(mixed, parity) { return both_backends(); }
 

@@ -43,8 +43,8 @@
  * gradient). Batch norm's statistics are each replica's own (its slice's),
  * as in the slice's own step. The same bounds hold in bf16 and fp16: the
  * 16-bit roundings are each replica's own, the same as its slice's alone,
- * and the gradients that are averaged are float32 (fp16's are unscaled by
- * a power of two after the all-reduce). In a precision other than fp32 the
+ * and the gradients that are averaged are float32 (fp16's are divided by
+ * a power of two in the updates, after the all-reduce). In a precision other than fp32 the
  * timed graph must also carry its policy (runner/step_policy.h), and the
  * check column says so: "BASE+P-policy tol T".
  *
