@@ -70,8 +70,10 @@ dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
  * read on the device when the step runs; NULL: dw as it is), before
  * weight decay: g = dw / grad_scale + weight_decay w. That is fp16's loss
  * scaling undone inside the update, where a division node per gradient
- * cost a launch each (core/nn/train_step.h). Refused as dg_optim_apply,
- * and for a skip or grad_scale of another graph, dtype or size. */
+ * cost a launch each (core/nn/train_step.h). A grad_scale without a skip
+ * adds a constant zero flag (the scale is the input after it). Refused as
+ * dg_optim_apply, and for a skip or grad_scale of another graph, dtype or
+ * size. */
 dg_status dg_optim_apply_ex(dg_graph *g, const dg_optim *o, dg_node *const *params, dg_node *const *grads, int n,
                             dg_node *skip, dg_node *grad_scale, dg_node **updates);
 
@@ -93,11 +95,16 @@ dg_node *dg_found_inf(dg_graph *g, dg_node *found, dg_node *x);
 dg_node *dg_found_inf_n(dg_graph *g, dg_node *found, int n, dg_node *const *xs);
 /* The scale's update after a step: scale and clean (state leaves [1], the
  * scale and the clean steps since it last changed, written in place) move
- * by found [1]: non-zero halves the scale and zeroes clean; zero adds one
- * to clean, and at `interval` clean steps doubles the scale and zeroes
- * clean. Its output is a view of scale: a plan that outputs it runs it.
+ * by found [1]: non-zero halves the scale, to no less than
+ * DG_LOSS_SCALE_MIN, and zeroes clean; zero adds one to clean, and at
+ * `interval` clean steps doubles the scale where the double is finite
+ * and zeroes clean. The floor keeps the updates' division by the scale
+ * finite (a gradient would need |dw| > 2^104 to overflow it): a scale
+ * halved to 0 would turn a clean step's gradients into NaN; the ceiling
+ * keeps an infinite scale from halving to itself forever. Its output is a view of scale: a plan that outputs it runs it.
  * NULL (g in an error state) for operands that are not float32 [1], a
  * scale or clean that is no state leaf, or interval < 1. */
+#define DG_LOSS_SCALE_MIN 0x1p-24f
 dg_node *dg_loss_scale_update(dg_graph *g, dg_node *scale, dg_node *clean, dg_node *found, int interval);
 
 #ifdef __cplusplus

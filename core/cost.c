@@ -14,10 +14,14 @@
  * (reductions, the losses, the scale gradients) or from the node's
  * dimensions (products, windows, attention). One case per op: a new op is
  * a -Werror=switch error here until it has its rule. */
+/* an update's gradient scale (dg_optim_apply_ex, the input after its skip
+ * flag) divides each of its `out` gradient elements */
+static double update_unscale(const dg_node *n, double out) {
+    return n->n_in > dg_op_info_get(n->op)->n_in + 1 ? out : 0;
+}
+
 static double node_flops(const dg_node *n) {
     const double out = (double)dg_node_numel(n), in0 = n->n_in > 0 ? (double)dg_node_numel(n->in[0]) : 0;
-    /* an update's gradient scale (dg_optim_apply_ex, after its skip flag) divides each dw */
-    const double unscale = n->n_in > dg_op_info_get(n->op)->n_in + 1 ? out : 0;
     switch (n->op) {
     case DG_OP_LEAF: case DG_OP_RESHAPE: case DG_OP_SIDE_OUTPUT:
     case DG_OP_PERMUTE: case DG_OP_BROADCAST_TO: case DG_OP_COUNT:
@@ -31,17 +35,17 @@ static double node_flops(const dg_node *n) {
     case DG_OPS_UNARY_BACKWARD:
         return 2 * out;
     case DG_OP_SGD_UPDATE:
-        return 2 * out + unscale;
+        return 2 * out + update_unscale(n, out);
     case DG_OP_LOG_SOFTMAX_BACKWARD: case DG_OP_SOFTMAX_CE_BACKWARD:
         return 3 * out;
     case DG_OP_SOFTMAX: case DG_OP_LOG_SOFTMAX: case DG_OP_SOFTMAX_BACKWARD:
         return 4 * out;
     case DG_OP_MOMENTUM_UPDATE:
-        return 4 * out + unscale;
+        return 4 * out + update_unscale(n, out);
     case DG_OP_SOFTMAX_CE:
         return 4 * in0;
     case DG_OP_ADAM_UPDATE:
-        return 11 * out + unscale;
+        return 11 * out + update_unscale(n, out);
     case DG_OP_BATCH_NORM_BACKWARD_SCALE: case DG_OP_LAYER_NORM_BACKWARD_SCALE:
         return 3 * in0;  /* per input element: (x - mean) * invstd * dy, summed */
     case DG_OP_BATCH_NORM: case DG_OP_LAYER_NORM:

@@ -122,9 +122,10 @@ typedef enum dg_op {
                                   found + 1 when any x holds an inf or NaN,
                                   else found; writes nothing                  */
     DG_OP_LOSS_SCALE_UPDATE,   /* (scale [1], clean [1], found [1]): found != 0:
-                                  scale /= 2, clean = 0; else clean += 1, and
-                                  when clean reaches the growth interval
-                                  (dg_attr_scalar) scale *= 2, clean = 0.
+                                  scale = max(scale / 2, DG_LOSS_SCALE_MIN),
+                                  clean = 0; else clean += 1, and when clean
+                                  reaches the growth interval (dg_attr_scalar)
+                                  scale *= 2 where that is finite, clean = 0.
                                   Writes scale and clean                      */
     DG_OP_BATCH_NORM_RUNNING,  /* (running_mean [C], running_var [C], stats):
                                   r = (1 - momentum) r + momentum batch value,

@@ -103,12 +103,14 @@ dg_status dg_optim_apply(dg_graph *g, const dg_optim *o, dg_node *const *params,
 }
 
 /* skip and grad_scale: float32 [1] nodes of g, or NULL */
-static dg_status check_scalar(const dg_graph *g, const char *what, dg_node *x) {
+static dg_status check_scalar(const dg_graph *g, const char *what, const dg_node *x) {
     if (!x) return DG_OK;
-    dg_status st = check_operand(g, what, 0, x);
-    if (st == DG_OK && (x->dtype != DG_F32 || dg_node_numel(x) != 1))
-        st = dg__fail(DG_ERR_INVALID, "dg_optim_apply_ex: the %s '%s' must be float32 of one element", what, x->name);
-    return st;
+    if (!dg__graph_owns(g, x))
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply_ex: the %s '%s' is not a node of this graph", what, x->name);
+    if (x->dtype != DG_F32 || dg_node_numel(x) != 1)
+        return dg__fail(DG_ERR_INVALID, "dg_optim_apply_ex: the %s '%s' must be float32 of one element (%s, %lld "
+                        "elements)", what, x->name, dg_dtype_name(x->dtype), (long long)dg_node_numel(x));
+    return DG_OK;
 }
 
 dg_status dg_optim_apply_ex(dg_graph *g, const dg_optim *o, dg_node *const *params, dg_node *const *grads, int n,

@@ -9,6 +9,7 @@
 #endif
 
 #include "../core/attrs.h"
+#include "../core/autodiff.h"
 #include "cpu_kernels.h"
 
 /* Adam's update of elements [lo, hi). Written 4 wide by hand: sqrtf keeps
@@ -58,8 +59,8 @@ static bool any_nonfinite(const float *x, int64_t n) {
 }
 
 /* (found [1], x1..xk) -> found + 1 when an x overflowed; (scale, clean, found):
- * the scale halves on an overflow, doubles after `interval` clean steps
- * (ops.h) */
+ * the scale halves on an overflow, doubles after `interval` clean steps,
+ * within [DG_LOSS_SCALE_MIN, FLT_MAX] (ops.h) */
 static void loss_scale_op(const dg_step *s) {
     const dg_node *nd = s->node;
     const float found = *(const float *)s->in[nd->op == DG_OP_FOUND_INF ? 0 : 2];
@@ -71,10 +72,10 @@ static void loss_scale_op(const dg_step *s) {
     }
     float *scale = s->inout[0], *clean = s->inout[1];
     if (found != 0.0f) {
-        *scale *= 0.5f;
+        *scale = fmaxf(*scale * 0.5f, DG_LOSS_SCALE_MIN);
         *clean = 0.0f;
     } else if (++*clean >= dg_attr_scalar_of(nd).value) {
-        *scale *= 2.0f;
+        if (isfinite(*scale * 2.0f)) *scale *= 2.0f;
         *clean = 0.0f;
     }
 }

@@ -17,7 +17,8 @@ struct gpu_comm;  /* gpu_collective.cu */
 struct gpu_cudnn; /* gpu_cudnn.cu */
 
 /* strips a one-pass column sum can count (gpu_ctx.col_arrivals): 32 columns
- * each, so sums over up to 2^21 columns; wider ones take the general kernel */
+ * each, so sums over up to 2^21 columns in row slices; wider ones take a
+ * single slice (no count) or the general kernel */
 #define GPU_COL_ARRIVALS 65536
 
 struct gpu_ctx {

@@ -50,11 +50,11 @@ __global__ void k_found_scan(found_operands a, const float *found, float *out) {
 }
 
 __global__ void k_scale_update(float *scale, float *clean, const float *found, float interval) {
-    if (found[0] != 0.0f) {
-        scale[0] *= 0.5f;
+    if (found[0] != 0.0f) { /* halved to no less than the floor, doubled where finite (ops.h) */
+        scale[0] = fmaxf(scale[0] * 0.5f, DG_LOSS_SCALE_MIN);
         clean[0] = 0.0f;
     } else if ((clean[0] += 1.0f) >= interval) {
-        scale[0] *= 2.0f;
+        if (isfinite(scale[0] * 2.0f)) scale[0] *= 2.0f;
         clean[0] = 0.0f;
     }
 }

@@ -109,7 +109,10 @@ __global__ void k_cols(const T *__restrict__ x, float *__restrict__ part, TY *__
     }
     if (slices == 1) return;
     __syncthreads();
-    if (threadIdx.x == 0 && threadIdx.y == 0) last = atomicAdd(&arrivals[blockIdx.x], 1u) == slices - 1;
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        last = atomicAdd(&arrivals[blockIdx.x], 1u) == slices - 1;
+        if (last) __threadfence(); /* the others' partials are read after their count is seen */
+    }
     __syncthreads();
     if (!last) return;
     float t = 0.0f; /* L2 loads: the partials were written by other SMs */
@@ -174,14 +177,15 @@ static dg_status sum_rows(gpu_ctx *c, const TX *x, TY *y, long long rows, long l
     return DG_OK;
 }
 
-/* y[w] = column sums of x[rows, w]; *done = false when the strips are more
- * than the arrival counters (the caller falls back to the general kernel) */
+/* y[w] = column sums of x[rows, w]; *done = false when slices share out the
+ * rows and the strips are more than the arrival counters (the caller falls
+ * back to the general kernel) */
 template <typename TX, typename TY>
 static dg_status sum_cols(gpu_ctx *c, const TX *x, TY *y, long long rows, long long w, float scale, bool *done) {
     long long strips = (w + STRIP - 1) / STRIP;
     long long slices = clampll(4LL * c->prop.multiProcessorCount / strips, 1, (rows + 63) / 64);
     while (slices > 1 && slices * w > (long long)c->scratch_floats) slices /= 2;
-    *done = strips <= GPU_COL_ARRIVALS;
+    *done = slices == 1 || strips <= GPU_COL_ARRIVALS;
     if (!*done) return DG_OK;
     dim3 block(STRIP, SLICE_ROWS), grid((unsigned)strips, (unsigned)slices);
     k_cols<<<grid, block, 0, c->stream>>>(x, c->scratch, y, c->col_arrivals, rows, w, slices, scale);

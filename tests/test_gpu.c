@@ -447,22 +447,27 @@ Test(gpu, cuda_graph_replay_equals_plain_runs) {
 
 /* Column sums run in one launch: each strip's last block to finish sums
  * the strip's partials, found by a per-strip arrival count that block
- * sets back to zero (gpu_reduce.cu). Four sums in one replayed plan, of
- * 1 to 64 row slices (so the counts are shared by sums of different slice
- * counts) and a ragged last strip, one of a bf16 x into float32; three
- * runs, new values in the first two: each sum against float64 every run
- * (a count not set back leaves y unwritten on the next run, a partial
- * read from the wrong slice or column is off by whole terms), and the
- * third run, on the second's values, the same bits. */
+ * sets back to zero (gpu_reduce.cu). Six sums and means in one replayed
+ * plan, of 1 to 64 row slices (so the counts are shared by sums of
+ * different slice counts) and a ragged last strip, one of a bf16 x into
+ * float32. Four runs: the first two on new multiples of 1/16 (every sum
+ * and mean exact in float32, so held to float64's value exactly: a count
+ * not set back leaves y unwritten on the next run, a partial read from
+ * the wrong slice or column is off by whole terms, a mean's scale applied
+ * twice or not at all is off by far), the last two on the same uniform
+ * values, whose roundings depend on the order of the sum: the same bits
+ * both times, within float32's bound for the sum. */
 Test(gpu, column_sums_are_right_on_every_run) {
-    enum { N_SUMS = 4 };
-    static const int64_t rows[N_SUMS] = {4096, 3000, 1000, 50}, cols[N_SUMS] = {100, 1000, 40, 70};
+    enum { N_SUMS = 6 };
+    static const int64_t rows[N_SUMS] = {4096, 3000, 1000, 50, 2048, 64}, cols[N_SUMS] = {100, 1000, 40, 70, 36, 70};
     dg_backend *gpu = gpu_open_or_skip(NULL);
     dg_graph *g = dg_graph_new();
     dg_node *x[N_SUMS], *y[N_SUMS];
     for (int k = 0; k < N_SUMS; k++) {
         x[k] = dg_input(g, "x", DG_SHAPE(rows[k], cols[k]));
-        y[k] = k == 2 ? dg_sum_ex(g, dg_cast(g, x[k], DG_BF16), 1u, false, DG_F32) : dg_sum(g, x[k], 1u, false);
+        y[k] = k == 2 ? dg_sum_ex(g, dg_cast(g, x[k], DG_BF16), 1u, false, DG_F32)
+               : k >= 4 ? dg_mean(g, x[k], 1u, false)
+                        : dg_sum(g, x[k], 1u, false);
     }
     ASSERT_OK(dg_graph_status(g));
     dg_plan *p;
@@ -474,26 +479,32 @@ Test(gpu, column_sums_are_right_on_every_run) {
         for (int b = 0; b < 2; b++) ys[k][b] = malloc((size_t)cols[k] * sizeof(float));
         cr_assert(xs[k] && ys[k][0] && ys[k][1]);
     }
-    for (int run = 0; run < 3; run++) {
-        for (int k = 0; k < N_SUMS && run < 2; k++) /* multiples of 1/16 under 4: exact in bf16 */
+    for (int run = 0; run < 4; run++) {
+        bool exact = run < 2;
+        for (int k = 0; k < N_SUMS && run < 3; k++) /* exact: multiples of 1/16 under 4, exact in bf16 too */
             for (int64_t i = 0; i < rows[k] * cols[k]; i++)
-                xs[k][i] = (float)((int)(dg_rng_u64(&r) % 129) - 64) / 16.0f;
+                xs[k][i] = exact ? (float)((int)(dg_rng_u64(&r) % 129) - 64) / 16.0f
+                                 : (float)(2 * dg_rng_uniform(&r) - 1);
+        if (!exact) /* the bf16 copy rounds: its sum is of the rounded values */
+            for (int64_t i = 0; i < rows[2] * cols[2]; i++) xs[2][i] = dg__bf16_to_f32(dg__f32_to_bf16(xs[2][i]));
         for (int k = 0; k < N_SUMS; k++) ASSERT_OK(dg_plan_set(p, x[k], xs[k], dg_node_bytes(x[k])));
         ASSERT_OK(dg_plan_run(p));
         for (int k = 0; k < N_SUMS; k++) {
-            float *got = ys[k][run == 2];
+            float *got = ys[k][run == 3];
             ASSERT_OK(dg_plan_get(p, y[k], got, (size_t)cols[k] * sizeof(float)));
+            double scale = k >= 4 ? 1.0 / (double)rows[k] : 1.0;
             for (int64_t j = 0; j < cols[k]; j++) {
                 double want = 0, mag = 0;
                 for (int64_t i = 0; i < rows[k]; i++) {
                     want += xs[k][i * cols[k] + j];
                     mag += fabs(xs[k][i * cols[k] + j]);
                 }
-                cr_assert(fabs(got[j] - want) <= 1e-6 * mag, "run %d, sum %d [%lld x %lld], column %lld: %.9g, "
+                double tol = exact ? 0 : (double)rows[k] * 0x1p-24 * mag * scale;
+                cr_assert(fabs(got[j] - want * scale) <= tol, "run %d, sum %d [%lld x %lld], column %lld: %.9g, "
                           "float64 %.9g", run, k, (long long)rows[k], (long long)cols[k], (long long)j,
-                          (double)got[j], want);
+                          (double)got[j], want * scale);
             }
-            if (run == 2)
+            if (run == 3)
                 cr_assert(memcmp(ys[k][0], ys[k][1], (size_t)cols[k] * sizeof(float)) == 0,
                           "sum %d: a second run on the same values gave other bits", k);
         }

@@ -232,6 +232,32 @@ Test(misuse, optimizer_arguments) {
     two_graphs_free(&t);
 }
 
+/* the skip flag and the gradient scale of dg_optim_apply_ex: each a
+ * float32 [1] node of the graph, refused otherwise with nothing added */
+Test(misuse, optimizer_skip_and_scale) {
+    two_graphs t;
+    two_graphs_new(&t);
+    dg_node *dw, *upd = NULL;
+    ASSERT_OK(dg_grad(t.g, t.loss, &t.w, 1, &dw));
+    dg_node *half = dg_cast(t.g, dg_const(t.g, "one", DG_SHAPE(1), 1.0f), DG_BF16);
+    dg_node *other = dg_const(t.h, "other", DG_SHAPE(1), 1.0f);
+    cr_assert(half && other, "%s", dg_last_error());
+    int size = dg_graph_size(t.g);
+    dg_optim o = dg_optim_default(DG_OPTIM_ADAM, 1e-3f);
+    ASSERT_FAILS(dg_optim_apply_ex(t.g, &o, &t.w, &dw, 1, NULL, half, &upd), DG_ERR_INVALID,
+                 "the gradient scale 'cast_");
+    cr_assert(strstr(dg_last_error(), "float32 of one element (bf16, 1 elements)"), "%s", dg_last_error());
+    ASSERT_FAILS(dg_optim_apply_ex(t.g, &o, &t.w, &dw, 1, NULL, t.w, &upd), DG_ERR_INVALID,
+                 "the gradient scale 'w' must be float32 of one element (f32, 3 elements)");
+    ASSERT_FAILS(dg_optim_apply_ex(t.g, &o, &t.w, &dw, 1, other, NULL, &upd), DG_ERR_INVALID,
+                 "the skip flag 'other' is not a node of this graph");
+    ASSERT_FAILS(dg_optim_apply_ex(t.g, &o, &t.w, &dw, 1, NULL, other, &upd), DG_ERR_INVALID,
+                 "the gradient scale 'other' is not a node of this graph");
+    cr_assert_null(upd);
+    cr_assert_eq(dg_graph_size(t.g), size, "a refused dg_optim_apply_ex adds nothing");
+    two_graphs_free(&t);
+}
+
 /* hyper-parameters that would divide by zero or not train, and a parameter
  * that two updates would write */
 Test(misuse, optimizer_settings_out_of_range) {

@@ -581,6 +581,54 @@ ParameterizedTest(bool *gpu, mixed, fp16_scale_overflow_in_the_backward) {
  * the first tensor, maps a chunk to the wrong tensor, stops at the first
  * pass of a large one, or checks the value instead of its exponent bits
  * (NaN != NaN, -inf < 0). */
+/* The scale's bounds (dg_loss_scale_update): an overflow halves 2^-23 to
+ * the floor 2^-24 and leaves the floor where it is (a scale halved on to 0
+ * would make the updates' division of a clean step's gradients NaN); a
+ * growth doubles 2^126 to 2^127 and leaves 2^127 (2^128 is inf, which
+ * would halve to itself). On the backend and in the float64 reference,
+ * which runs the same graph. */
+ParameterizedTestParameters(mixed, loss_scale_stays_within_its_bounds) { return both_backends(); }
+
+ParameterizedTest(bool *gpu, mixed, loss_scale_stays_within_its_bounds) {
+    dg_backend *be = test_backend_open(*gpu);
+    static const float start[2] = {0x1p-23f, 0x1p126f}, found[2] = {1, 0};
+    static const float want[2][2] = {{0x1p-24f, 0x1p-24f}, {0x1p127f, 0x1p127f}};
+    for (int c = 0; c < 2; c++) {
+        dg_graph *g = dg_graph_new();
+        dg_node *scale = dg_state(g, "loss_scale", DG_SHAPE(1), (dg_init){DG_INIT_FILL, start[c], 0, 0});
+        dg_node *clean = dg_state(g, "loss_scale.clean", DG_SHAPE(1), (dg_init){DG_INIT_FILL, 0, 0, 0});
+        dg_node *f = dg_const(g, "found", DG_SHAPE(1), found[c]);
+        dg_node *u = dg_loss_scale_update(g, scale, clean, f, 1);
+        cr_assert_not_null(u, "%s", dg_last_error());
+        dg_plan *p;
+        ASSERT_OK(dg_plan_new(&p, g, be, &u, 1, NULL));
+        int n = dg_graph_size(g);
+        double **v = calloc((size_t)n, sizeof *v);
+        cr_assert_not_null(v);
+        for (int id = 0; id < n; id++) { /* the leaves' values: scale, clean, found */
+            const dg_node *nd = dg_graph_node(g, id);
+            if (nd->op != DG_OP_LEAF) continue;
+            v[id] = malloc(sizeof(double));
+            cr_assert_not_null(v[id]);
+            v[id][0] = nd == scale ? start[c] : nd == f ? found[c] : 0;
+        }
+        for (int step = 0; step < 2; step++) {
+            ASSERT_OK(dg_plan_run(p));
+            ASSERT_OK(ref_eval(g, n, v)); /* writes scale and clean in place */
+            float got = read1(p, scale);
+            cr_expect_eq(got, want[c][step], "from %a, found %g, step %d: scale %a, want %a", (double)start[c],
+                         (double)found[c], step, (double)got, (double)want[c][step]);
+            cr_expect_eq(v[scale->id][0], (double)want[c][step], "float64 reference, from %a, step %d: %a",
+                         (double)start[c], step, v[scale->id][0]);
+        }
+        ref_free(v, n);
+        free(v);
+        dg_plan_free(p);
+        dg_graph_free(g);
+    }
+    dg_backend_free(be);
+}
+
 ParameterizedTestParameters(mixed, found_inf_over_many_tensors) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, found_inf_over_many_tensors) {
@@ -749,6 +797,12 @@ Test(mixed, options_refused) {
                                           &(dg_train_step_opts){.precision = DG_PREC_FP16, .loss_scale = -1}, &ts),
                  DG_ERR_INVALID);
     cr_expect(strstr(dg_last_error(), "loss scale -1"), "%s", dg_last_error());
+    /* under the floor: the updates' division by it could overflow */
+    cr_expect_eq(dg_train_step_build_opts(g, &m, 2, &o,
+                                          &(dg_train_step_opts){.precision = DG_PREC_FP16, .loss_scale = 0x1p-25f},
+                                          &ts),
+                 DG_ERR_INVALID);
+    cr_expect(strstr(dg_last_error(), "needs a finite value >= 2^-24"), "%s", dg_last_error());
     cr_expect_eq(dg_train_step_build_opts(g, &m, 2, &o, &(dg_train_step_opts){.scale_interval = -2}, &ts),
                  DG_ERR_INVALID);
     cr_expect(strstr(dg_last_error(), "interval -2"), "%s", dg_last_error());

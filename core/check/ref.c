@@ -4,10 +4,12 @@
 #include "ref.h"
 
 #include "../attrs.h"
+#include "../autodiff.h"
 #include "../dtype_convert.h"
 #include "ref_attention.h"
 #include "../status_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +131,9 @@ static double row_lse(const double *x, int64_t c) {
  *   adam:     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
  *             w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) */
 /* The loss-scaling ops (ops.h): found + 1 when an x holds an inf or NaN;
- * the scale halved on an overflow (clean zeroed), else one more clean
- * step, the scale doubled at the growth interval. */
+ * the scale halved on an overflow (clean zeroed) to no less than
+ * DG_LOSS_SCALE_MIN, else one more clean step, the scale doubled at the
+ * growth interval where float32 holds the double. */
 static void loss_scale_ref(const dg_node *n, double **vals, double *y) {
     if (n->op == DG_OP_FOUND_INF) {
         bool bad = false;
@@ -143,10 +146,10 @@ static void loss_scale_ref(const dg_node *n, double **vals, double *y) {
     }
     double *scale = vals[n->in[0]->id], *clean = vals[n->in[1]->id];
     if (vals[n->in[2]->id][0] != 0) {
-        scale[0] /= 2;
+        scale[0] = fmax(scale[0] / 2, DG_LOSS_SCALE_MIN);
         clean[0] = 0;
     } else if ((clean[0] += 1) >= dg_attr_scalar_of(n).value) {
-        scale[0] *= 2;
+        if (scale[0] * 2 <= FLT_MAX) scale[0] *= 2; /* float32's finite range, as the backends */
         clean[0] = 0;
     }
     y[0] = scale[0];

@@ -30,8 +30,8 @@ static dg_status check_opts(const dg_train_step_opts *o) {
         return dg__fail(DG_ERR_INVALID, "train step: loss %d (cross-entropy or mse)", (int)o->loss);
     if ((unsigned)o->precision >= DG_PREC_COUNT)
         return dg__fail(DG_ERR_INVALID, "train step: precision %d (fp32, tf32, bf16 or fp16)", (int)o->precision);
-    if (!(o->loss_scale >= 0 && isfinite(o->loss_scale)))
-        return dg__fail(DG_ERR_INVALID, "train step: loss scale %g, needs a finite value > 0 (0: %g)",
+    if (!(o->loss_scale == 0 || (o->loss_scale >= DG_LOSS_SCALE_MIN && isfinite(o->loss_scale))))
+        return dg__fail(DG_ERR_INVALID, "train step: loss scale %g, needs a finite value >= 2^-24 (0: %g)",
                         (double)o->loss_scale, (double)DG_LOSS_SCALE_INIT);
     /* the clean-step count is a float32 tensor: exact up to 2^24 */
     if (o->scale_interval < 0 || o->scale_interval > (1 << 24))
@@ -42,9 +42,11 @@ static dg_status check_opts(const dg_train_step_opts *o) {
 
 /* fp16: the count of the groups of up to DG_FOUND_INF_MAX gradients (of
  * loss * scale) that hold an inf or NaN (out->found_inf, the updates' skip
- * flag). The test reads the scaled gradients: dividing by the scale, a
- * power of two >= 2^-126 in practice, makes no finite value infinite, nor
- * an infinite one finite. The updates divide by the scale themselves. */
+ * flag). The test reads the scaled gradients, which the updates divide by
+ * the scale themselves: the scale never falls below DG_LOSS_SCALE_MIN
+ * (2^-24, dg_loss_scale_update), so that division makes no finite
+ * gradient infinite (it would take |dw| > 2^104), nor an infinite one
+ * finite. */
 static void test_overflow(dg_graph *g, int n, dg_train_step *out) {
     dg_node *found = dg_const(g, "found_inf.zero", DG_SHAPE(1), 0.0f);
     for (int i = 0; i < n; i += DG_FOUND_INF_MAX)

@@ -107,7 +107,8 @@ typedef enum dg_loss_kind { DG_LOSS_CROSS_ENTROPY, DG_LOSS_MSE, DG_LOSS_COUNT } 
 typedef struct dg_train_step_opts {
     dg_precision precision;  /* DG_PREC_FP32 (the zero value): float32     */
     bool  all_reduce;        /* as dg_train_step_build_ex                  */
-    float loss_scale;        /* fp16: the initial scale, finite and > 0;
+    float loss_scale;        /* fp16: the initial scale, finite and
+                                >= DG_LOSS_SCALE_MIN (2^-24);
                                 0: DG_LOSS_SCALE_INIT                      */
     int   scale_interval;    /* fp16: clean steps before the scale doubles;
                                 0: DG_LOSS_SCALE_INTERVAL                  */
