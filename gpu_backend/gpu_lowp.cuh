@@ -13,10 +13,14 @@
 /* f16 bits widened to float32 exactly as core/dtype_convert.h's
  * dg__f16_to_f32 (and the CPU's F16C) do: a NaN keeps its sign and
  * payload, made quiet. __half2float turns every NaN into the canonical
- * 0x7fffffff, so the two backends would give different bits. */
+ * 0x7fffffff, so the two backends would give different bits. Both
+ * values computed and one selected: an early return for the NaN made
+ * four branches of each 4-wide load, and the f16 elementwise kernels
+ * 20-25% slower than bf16's (docs/PERF.md). */
 static __device__ __forceinline__ float f16_widen(unsigned short u) {
-    if ((u & 0x7c00u) != 0x7c00u || !(u & 0x3ffu)) return __half2float(__ushort_as_half(u));
-    return __uint_as_float((unsigned)(u & 0x8000u) << 16 | 0x7fc00000u | (unsigned)(u & 0x3ffu) << 13);
+    const float f = __half2float(__ushort_as_half(u));
+    const unsigned nan = (unsigned)(u & 0x8000u) << 16 | 0x7fc00000u | (unsigned)(u & 0x3ffu) << 13;
+    return (u & 0x7fffu) > 0x7c00u ? __uint_as_float(nan) : f;
 }
 
 static __device__ __forceinline__ float ld(const float *p, long long i) { return p[i]; }
