@@ -35,7 +35,9 @@ struct gpu_ctx {
     unsigned      *col_arrivals;   /* a column sum's blocks arrived per strip
                                       (GPU_COL_ARRIVALS, gpu_reduce.cu): zero
                                       between launches, each reset by its last
-                                      block, so a replayed graph finds them zero */
+                                      block, so a replayed graph finds them zero.
+                                      One set: column sums must not run at once
+                                      (they share the scratch too: one stream) */
     size_t         staging_bytes;
     size_t         l2_bytes;       /* cudaDevAttrL2CacheSize, read once at creation  */
     void          *l2_flush;       /* dg_gpu_flush_l2's buffer (2 x L2), made on first use */

@@ -374,10 +374,11 @@ static void step_grads(dg_backend *be, dg_precision p, const blobs *data, uint64
     ASSERT_OK(dg_plan_new(&plan, s.g, be, s.ts.grads, s.m.n_params, NULL));
     ASSERT_OK(dg_plan_set(plan, s.ts.x, data->x, (size_t)data->n * data->d * sizeof(float)));
     ASSERT_OK(dg_plan_set(plan, s.ts.y, data->y, (size_t)data->n * sizeof(int32_t)));
-    ASSERT_OK(dg_plan_run(plan));
-    /* fp16's gradients are of loss * scale (its updates divide) */
+    /* fp16's gradients are of loss * scale (its updates divide): the
+     * scale this step runs under, read before its update can move it */
     float scale = 1;
     if (s.ts.loss_scale) ASSERT_OK(dg_plan_get(plan, s.ts.loss_scale, &scale, sizeof scale));
+    ASSERT_OK(dg_plan_run(plan));
     for (int i = 0; i < s.m.n_params; i++) {
         size_t bytes = dg_node_bytes(s.ts.grads[i]);
         grads[i] = malloc(bytes);
@@ -572,15 +573,6 @@ ParameterizedTest(bool *gpu, mixed, fp16_scale_overflow_in_the_backward) {
     blobs_free(&data);
 }
 
-/* One found_inf node over seven tensors of 1 to 3,000,000 elements (the
- * largest past what the GPU's grid covers in one pass, four blocks of
- * 2048 elements an SM on up to 180 SMs: its loop over chunks is tested,
- * and chunks of a tensor that starts mid-grid): a single +inf, -inf or
- * NaN at the first, middle or last element of any one of them adds 1 to
- * the count, and clean tensors leave it. Catches a test that reads only
- * the first tensor, maps a chunk to the wrong tensor, stops at the first
- * pass of a large one, or checks the value instead of its exponent bits
- * (NaN != NaN, -inf < 0). */
 /* The scale's bounds (dg_loss_scale_update): an overflow halves 2^-23 to
  * the floor 2^-24 and leaves the floor where it is (a scale halved on to 0
  * would make the updates' division of a clean step's gradients NaN); a
@@ -629,6 +621,15 @@ ParameterizedTest(bool *gpu, mixed, loss_scale_stays_within_its_bounds) {
     dg_backend_free(be);
 }
 
+/* One found_inf node over seven tensors of 1 to 3,000,000 elements (the
+ * largest past what the GPU's grid covers in one pass, four blocks of
+ * 2048 elements an SM on up to 180 SMs: its loop over chunks is tested,
+ * and chunks of a tensor that starts mid-grid): a single +inf, -inf or
+ * NaN at the first, middle or last element of any one of them adds 1 to
+ * the count, and clean tensors leave it. Catches a test that reads only
+ * the first tensor, maps a chunk to the wrong tensor, stops at the first
+ * pass of a large one, or checks the value instead of its exponent bits
+ * (NaN != NaN, -inf < 0). */
 ParameterizedTestParameters(mixed, found_inf_over_many_tensors) { return both_backends(); }
 
 ParameterizedTest(bool *gpu, mixed, found_inf_over_many_tensors) {

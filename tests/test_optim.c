@@ -214,8 +214,9 @@ static struct criterion_test_params optim_cases(bool gpu) {
         c[4 + i].o.weight_decay = 0.3f;
     }
     /* each rule with its gradient scaled: with weight decay (a scale that
-     * also divides w's term moves the step by 1000x), and Adam with the
-     * large eps (which, unlike m / sqrt(v), is not scale-free) */
+     * also divided w's term would shrink that term 1000-fold, moving the
+     * step by 6-30%), and Adam with the large eps (which, unlike
+     * m / sqrt(v), is not scale-free) */
     for (int i = 0; i < 3; i++) {
         c[7 + i] = c[4 + i];
         c[7 + i].scaled = true;
